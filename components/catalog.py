@@ -1,0 +1,109 @@
+"""GPU VM sizes and MIG tables, read from the one data file that holds them (``data/gpu_catalog.yaml``).
+
+Pure: the file is read once and turned into frozen dataclasses; nothing here knows about Pulumi.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+
+Vendor = Literal["nvidia", "amd"]
+MigProfileName = Literal["MIG1g", "MIG2g", "MIG3g", "MIG4g", "MIG7g"]
+
+CATALOG_FILE = Path(__file__).parent / "data" / "gpu_catalog.yaml"
+
+
+@dataclass(frozen=True)
+class MigInstance:
+    """One GPU-instance profile: the name NVIDIA tools print (``1g.10gb``) and how many fit on one GPU."""
+
+    profile: str
+    max_instances: int
+
+
+@dataclass(frozen=True)
+class GpuModel:
+    key: str
+    vendor: Vendor
+    product: str
+    memory_gib: int
+    mig: dict[str, MigInstance]
+    source: str
+
+    @property
+    def supports_mig(self) -> bool:
+        return bool(self.mig)
+
+
+@dataclass(frozen=True)
+class NvmeDisks:
+    disks: int
+    capacity_gib: int
+
+
+@dataclass(frozen=True)
+class VmSize:
+    name: str
+    series: str
+    gpu: GpuModel
+    gpu_count: int
+    nvme: NvmeDisks | None
+    source: str
+    caveats: tuple[str, ...] = field(default_factory=tuple)
+
+    @property
+    def vendor(self) -> Vendor:
+        return self.gpu.vendor
+
+
+@dataclass(frozen=True)
+class Catalog:
+    gpu_models: dict[str, GpuModel]
+    vm_sizes: dict[str, VmSize]
+
+    def vm_size(self, name: str) -> VmSize | None:
+        """Look a size up the way Azure compares them: case-insensitively."""
+        exact = self.vm_sizes.get(name)
+        if exact is not None:
+            return exact
+        lowered = name.lower()
+        return next((size for key, size in self.vm_sizes.items() if key.lower() == lowered), None)
+
+
+def _build(raw: dict[str, Any]) -> Catalog:
+    models = {
+        key: GpuModel(
+            key=key,
+            vendor=entry["vendor"],
+            product=entry["product"],
+            memory_gib=int(entry["memory_gib"]),
+            mig={name: MigInstance(**spec) for name, spec in (entry.get("mig") or {}).items()},
+            source=entry["source"],
+        )
+        for key, entry in raw["gpu_models"].items()
+    }
+    sources: dict[str, str] = raw["sources"]
+    sizes = {
+        name: VmSize(
+            name=name,
+            series=entry["series"],
+            gpu=models[entry["gpu_model"]],
+            gpu_count=int(entry["gpu_count"]),
+            nvme=NvmeDisks(**entry["nvme"]) if entry.get("nvme") else None,
+            source=sources[entry["source"]],
+            caveats=tuple(entry.get("caveats") or ()),
+        )
+        for name, entry in raw["vm_sizes"].items()
+    }
+    return Catalog(gpu_models=models, vm_sizes=sizes)
+
+
+@lru_cache(maxsize=1)
+def load_catalog() -> Catalog:
+    with CATALOG_FILE.open(encoding="utf-8") as handle:
+        return _build(yaml.safe_load(handle))

@@ -1,0 +1,57 @@
+"""``aksgpu catalog``: the GPU VM sizes and MIG profiles the config rules check against."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from typing import Any
+
+from rich.table import Table
+
+from components.catalog import load_catalog
+from components.cli.common import EXIT_OK, out
+
+
+def register(subparsers: Any) -> None:
+    parser = subparsers.add_parser("catalog", help="print the GPU VM catalog (sizes, GPUs, MIG, NVMe)")
+    parser.add_argument("--json", action="store_true", help="machine-readable output")
+    parser.set_defaults(handler=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    catalog = load_catalog()
+    if args.json:
+        rows = [
+            {
+                "vmSize": size.name,
+                "series": size.series,
+                "vendor": size.vendor,
+                "gpuModel": size.gpu.key,
+                "gpuCount": size.gpu_count,
+                "memoryGiBPerGpu": size.gpu.memory_gib,
+                "migProfiles": {name: m.profile for name, m in size.gpu.mig.items()},
+                "nvme": {"disks": size.nvme.disks, "capacityGiB": size.nvme.capacity_gib} if size.nvme else None,
+                "caveats": list(size.caveats),
+                "source": size.source,
+            }
+            for size in catalog.vm_sizes.values()
+        ]
+        out.print_json(json.dumps(rows))
+        return EXIT_OK
+    table = Table(title="AKS GPU VM sizes")
+    for column in ("vm size", "series", "gpus", "memory/gpu", "MIG profiles", "local NVMe", "caveats"):
+        table.add_column(column)
+    for size in catalog.vm_sizes.values():
+        mig = ", ".join(f"{name}={m.profile}x{m.max_instances}" for name, m in size.gpu.mig.items()) or "-"
+        nvme = f"{size.nvme.disks} disks, {size.nvme.capacity_gib} GiB" if size.nvme else "-"
+        table.add_row(
+            size.name,
+            size.series,
+            f"{size.gpu_count} x {size.gpu.product}",
+            f"{size.gpu.memory_gib} GiB",
+            mig,
+            nvme,
+            "\n".join(size.caveats),
+        )
+    out.print(table)
+    return EXIT_OK

@@ -1,0 +1,81 @@
+"""What every ``aksgpu`` command shares: finding the project, loading a stack, reporting config errors."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+
+from components.config import ConfigError, ValidatedConfig, load_stack_file, stack_file_path, validate_config
+
+EXIT_OK = 0
+EXIT_FAILED = 1
+EXIT_USAGE = 2
+
+# Piped output (CI logs, files) gets a wide page instead of rich's 80-column fallback.
+_PIPED_WIDTH = None if sys.stdout.isatty() else 160
+out = Console(highlight=False, width=_PIPED_WIDTH)
+err = Console(stderr=True, highlight=False, width=None if sys.stderr.isatty() else 160)
+
+
+def find_project_dir(start: Path | None = None) -> Path:
+    """The folder holding ``Pulumi.yaml``: the current one or a parent, else the checkout this package is in."""
+    here = (start or Path.cwd()).resolve()
+    for folder in (here, *here.parents):
+        if (folder / "Pulumi.yaml").is_file():
+            return folder
+    return Path(__file__).resolve().parents[2]
+
+
+def add_stack_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--stack", required=True, help="stack name: reads stacks/Pulumi.<NAME>.yaml")
+    parser.add_argument("--config-file", type=Path, help="read this stack file instead of stacks/Pulumi.<NAME>.yaml")
+    parser.add_argument("--project-dir", type=Path, help="the folder with Pulumi.yaml (default: found from here)")
+
+
+@dataclass(frozen=True)
+class LoadedStack:
+    project_dir: Path
+    stack: str
+    path: Path
+    raw: dict[str, Any]
+    validated: ValidatedConfig
+
+
+def load_stack(args: argparse.Namespace) -> LoadedStack:
+    """Load and validate the stack named on the command line; raises ``ConfigError``."""
+    project_dir = (args.project_dir or find_project_dir()).resolve()
+    path: Path = args.config_file or stack_file_path(project_dir, args.stack)
+    label = _display_path(path)
+    raw = load_stack_file(path)
+    try:
+        validated = validate_config(raw, label)
+    except ConfigError as exc:
+        raise ConfigError(label, exc.problems) from None
+    return LoadedStack(project_dir=project_dir, stack=args.stack, path=path, raw=raw, validated=validated)
+
+
+def _display_path(path: Path) -> str:
+    try:
+        return str(path.resolve().relative_to(Path.cwd().resolve()))
+    except ValueError:
+        return str(path)
+
+
+def report_config_error(exc: ConfigError) -> int:
+    """One line per problem (stack file, key path, value, what is allowed); exit code 2."""
+    errors = exc.errors
+    err.print(f"[bold red]invalid stack config[/]: {len(errors)} error(s) in {exc.source}; nothing was planned or created")
+    for problem in exc.problems:
+        style = "red" if problem.severity == "error" else "yellow"
+        err.print(f"  [{style}]{problem.severity}[/] {problem.render(exc.source)}", markup=True)
+    return EXIT_USAGE
+
+
+def report_warnings(loaded: LoadedStack) -> None:
+    for warning in loaded.validated.warnings:
+        err.print(f"[yellow]warning[/] {warning.render(loaded.validated.source)}")

@@ -1,0 +1,193 @@
+"""Turn a stack's raw config (from a stack file or Pulumi's runtime config) into a validated ``StackConfig``.
+
+This module is the only one that knows how config keys are spelled in a stack file (``aks-gpu:gpuPools``,
+``azure-native:location``). Every problem comes back with the stack file and the key path a user edits.
+"""
+
+from __future__ import annotations
+
+import json
+import types
+import typing
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import BaseModel, ValidationError
+
+from components.catalog import Catalog, load_catalog
+from components.config.models import (
+    CLUSTER_NAME_PATTERN,
+    DNS_LABEL_PATTERN,
+    POOL_NAME_PATTERN,
+    RESOURCE_GROUP_PATTERN,
+    TAINT_PATTERN,
+    StackConfig,
+)
+from components.config.problems import ConfigError, Problem
+from components.config.rules import check_rules
+
+PROJECT = "aks-gpu"
+LOCATION_KEY = "azure-native:location"
+# Namespaces whose keys belong to other providers; we pass them through untouched.
+FOREIGN_NAMESPACES = ("azure-native", "kubernetes", "pulumi")
+
+_PATTERN_HINTS = {
+    POOL_NAME_PATTERN: "AKS pool names are a lowercase letter then up to 11 lowercase letters or digits",
+    DNS_LABEL_PATTERN: "must be a DNS label: lowercase letters, digits and '-', at most 63, alphanumeric at both ends",
+    CLUSTER_NAME_PATTERN: "AKS cluster names are 1-63 letters, digits, '-' or '_', alphanumeric at both ends",
+    RESOURCE_GROUP_PATTERN: "resource group names are 1-90 letters, digits, '-', '_', '.', '(' or ')', not ending in '.'",
+    TAINT_PATTERN: "taints are written key=value:Effect with Effect NoSchedule, PreferNoSchedule or NoExecute",
+}
+
+
+@dataclass(frozen=True)
+class ValidatedConfig:
+    """A config that passed every rule, with the warnings found on the way and where it came from."""
+
+    config: StackConfig
+    warnings: tuple[Problem, ...]
+    source: str
+
+
+def stack_file_path(project_dir: Path, stack: str) -> Path:
+    return project_dir / "stacks" / f"Pulumi.{stack}.yaml"
+
+
+def load_stack_file(path: Path) -> dict[str, Any]:
+    """The ``config:`` map of a Pulumi stack file, keys as written (``aks-gpu:cluster``)."""
+    source = str(path)
+    try:
+        document = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise ConfigError(source, [Problem("(file)", "no such stack file")]) from None
+    except yaml.YAMLError as exc:
+        raise ConfigError(source, [Problem("(file)", f"not valid YAML: {exc}")]) from None
+    if document is None:
+        document = {}
+    if not isinstance(document, dict):
+        raise ConfigError(source, [Problem("(file)", "a stack file is a YAML mapping with a `config:` key")])
+    config = document.get("config") or {}
+    if not isinstance(config, dict):
+        raise ConfigError(source, [Problem("config", "must be a mapping of `namespace:key` to values")])
+    return {str(key): value for key, value in config.items()}
+
+
+def validate_config(raw: Mapping[str, Any], source: str, catalog: Catalog | None = None) -> ValidatedConfig:
+    """Validate a stack's raw config map. Raises ``ConfigError`` listing every error at once."""
+    catalog = catalog or load_catalog()
+    problems: list[Problem] = []
+    document: dict[str, Any] = {}
+    known = {_alias(name) for name in StackConfig.model_fields} - {"location"}
+    for key, value in raw.items():
+        namespace, _, name = key.partition(":")
+        if key == LOCATION_KEY:
+            document["location"] = value
+        elif namespace == PROJECT:
+            if name not in known:
+                problems.append(Problem(key, f"unknown key; {PROJECT} keys are: {', '.join(sorted(known))}"))
+                continue
+            document[name] = _decode(value)
+        elif namespace not in FOREIGN_NAMESPACES and name:
+            problems.append(Problem(key, f"config namespace '{namespace}' is not read by this program", "warning"))
+    cluster = document.get("cluster")
+    if "location" not in document and isinstance(cluster, dict) and cluster.get("location"):
+        # cluster.location may stand in for the provider's location.
+        document["location"] = cluster["location"]
+
+    config: StackConfig | None = None
+    try:
+        config = StackConfig.model_validate(document)
+    except ValidationError as exc:
+        problems.extend(_problems_from(exc))
+    if config is not None:
+        problems.extend(check_rules(config, catalog))
+
+    errors = [p for p in problems if p.severity == "error"]
+    if errors or config is None:
+        raise ConfigError(source, errors + [p for p in problems if p.severity == "warning"])
+    return ValidatedConfig(config=config, warnings=tuple(problems), source=source)
+
+
+def _decode(value: Any) -> Any:
+    """Pulumi's runtime hands structured config over as JSON text; a stack file gives it as YAML."""
+    if isinstance(value, str) and value[:1] in "[{":
+        try:
+            return json.loads(value)
+        except json.JSONDecodeError:
+            return value
+    return value
+
+
+def _alias(field_name: str) -> str:
+    alias = StackConfig.model_fields[field_name].alias
+    return alias or field_name
+
+
+def key_path(loc: tuple[int | str, ...]) -> str:
+    """``('gpuPools', 1, 'migProfile')`` -> ``aks-gpu:gpuPools[1].migProfile``."""
+    if not loc:
+        return PROJECT
+    head, *rest = loc
+    path = LOCATION_KEY if head == "location" else f"{PROJECT}:{head}"
+    for part in rest:
+        path += f"[{part}]" if isinstance(part, int) else f".{part}"
+    return path
+
+
+def _problems_from(exc: ValidationError) -> list[Problem]:
+    problems = []
+    for error in exc.errors(include_url=False):
+        loc = tuple(part for part in error["loc"] if not _is_union_tag(part))
+        kind = error["type"]
+        given = error.get("input")
+        if kind == "missing":
+            message = "is required"
+        elif kind == "extra_forbidden":
+            allowed = _allowed_keys(loc[:-1])
+            message = "unknown key" + (f"; allowed here: {', '.join(allowed)}" if allowed else "")
+        elif kind == "string_pattern_mismatch":
+            pattern = (error.get("ctx") or {}).get("pattern", "")
+            hint = _PATTERN_HINTS.get(pattern, f"must match {pattern}")
+            message = f"{given!r} is not allowed: {hint}"
+        else:
+            message = f"{given!r} is not allowed: {error['msg']}"
+        problems.append(Problem(key_path(loc), message))
+    return problems
+
+
+def _is_union_tag(part: int | str) -> bool:
+    # pydantic inserts the member type name (e.g. 'str', 'int') into locs of union fields.
+    return isinstance(part, str) and (part.islower() and part in {"str", "int", "float", "bool", "none"})
+
+
+def _allowed_keys(loc: tuple[int | str, ...]) -> list[str]:
+    """The keys a user may write at ``loc``, read off the models so the message never goes stale."""
+    model: Any = StackConfig
+    for part in loc:
+        if isinstance(part, int):
+            continue
+        if not (isinstance(model, type) and issubclass(model, BaseModel)):
+            return []
+        field = next((f for n, f in model.model_fields.items() if (f.alias or n) == part), None)
+        if field is None:
+            return []
+        model = _model_in(field.annotation)
+    if isinstance(model, type) and issubclass(model, BaseModel):
+        return sorted((f.alias or n) for n, f in model.model_fields.items())
+    return []
+
+
+def _model_in(annotation: Any) -> Any:
+    """The pydantic model inside ``X``, ``X | None`` or ``tuple[X, ...]``."""
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return annotation
+    origin = typing.get_origin(annotation)
+    if origin in (typing.Union, types.UnionType, tuple, list):
+        for arg in typing.get_args(annotation):
+            found = _model_in(arg)
+            if found is not None:
+                return found
+    return None

@@ -1,0 +1,268 @@
+"""The stack config as pydantic models: one model per concern, camelCase keys as the stack files spell them.
+
+Every model forbids unknown keys, so a typo in a stack file is an error with its key path, not a silently
+ignored setting. Enum values are spelled exactly as the AKS API (and ``pulumi_azure_native.containerservice``)
+spells them; a test keeps them in step with the provider's enums.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic.alias_generators import to_camel
+
+# AKS: "agent pool names must start with a lowercase letter and contain only lowercase letters and numbers,
+# at most 12 characters (Linux)". https://learn.microsoft.com/azure/aks/create-node-pools#limitations
+POOL_NAME_PATTERN = r"^[a-z][a-z0-9]{0,11}$"
+# RFC 1123 label, what Kubernetes accepts for namespace names.
+DNS_LABEL_PATTERN = r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$"
+# https://learn.microsoft.com/azure/azure-resource-manager/management/resource-name-rules#microsoftcontainerservice
+CLUSTER_NAME_PATTERN = r"^[a-zA-Z0-9]([a-zA-Z0-9_-]{0,61}[a-zA-Z0-9])?$"
+RESOURCE_GROUP_PATTERN = r"^[-\w._()]{0,89}[-\w_()]$"
+TAINT_PATTERN = r"^[A-Za-z0-9][-A-Za-z0-9_./]*=[-A-Za-z0-9_.]*:(NoSchedule|PreferNoSchedule|NoExecute)$"
+KUBE_QUANTITY_PATTERN = r"^[0-9]+(\.[0-9]+)?(m|k|Ki|Mi|Gi|Ti|Pi|M|G|T|P)?$"
+
+Vendor = Literal["nvidia", "amd"]
+MigProfile = Literal["MIG1g", "MIG2g", "MIG3g", "MIG4g", "MIG7g"]
+DayOfWeek = Literal["Sunday", "Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday"]
+PoolName = Annotated[str, Field(pattern=POOL_NAME_PATTERN)]
+DnsLabel = Annotated[str, Field(pattern=DNS_LABEL_PATTERN)]
+Quantity = Annotated[str, Field(pattern=KUBE_QUANTITY_PATTERN)]
+
+
+class Spec(BaseModel):
+    """Base for every config object: camelCase keys, nothing unknown, frozen once validated."""
+
+    model_config = ConfigDict(extra="forbid", alias_generator=to_camel, populate_by_name=True, frozen=True)
+
+
+# ---------------------------------------------------------------- cluster
+
+
+class NotAllowedDates(Spec):
+    start: str = Field(pattern=r"^\d{4}-\d{2}-\d{2}$")
+    end: str = Field(pattern=r"^\d{4}-\d{2}-\d{2}$")
+
+
+class MaintenanceWindow(Spec):
+    """An AKS planned-maintenance window (aksManagedAutoUpgradeSchedule / aksManagedNodeOSUpgradeSchedule).
+
+    ``schedule`` picks the AKS schedule type; ``weekly`` is what most GPU platforms want.
+    https://learn.microsoft.com/azure/aks/planned-maintenance
+    """
+
+    schedule: Literal["weekly", "daily", "absoluteMonthly", "relativeMonthly"] = "weekly"
+    day_of_week: DayOfWeek | None = None
+    interval_weeks: int = Field(default=1, ge=1, le=4)
+    interval_days: int = Field(default=1, ge=1, le=7)
+    interval_months: int = Field(default=1, ge=1, le=6)
+    day_of_month: int | None = Field(default=None, ge=1, le=31)
+    week_index: Literal["First", "Second", "Third", "Fourth", "Last"] | None = None
+    start_time: str = Field(pattern=r"^([01]\d|2[0-3]):[0-5]\d$")
+    duration_hours: int = Field(ge=4, le=24)
+    utc_offset: str = Field(default="+00:00", pattern=r"^[+-](0\d|1[0-4]):[0-5]\d$")
+    start_date: str | None = Field(default=None, pattern=r"^\d{4}-\d{2}-\d{2}$")
+    not_allowed_dates: tuple[NotAllowedDates, ...] = ()
+
+
+class Maintenance(Spec):
+    node_os: MaintenanceWindow | None = None
+    auto_upgrade: MaintenanceWindow | None = None
+
+
+class SystemPool(Spec):
+    name: PoolName = "system"
+    vm_size: str = "Standard_D4ds_v5"
+    min_count: int = Field(default=2, ge=1, le=1000)
+    max_count: int = Field(default=3, ge=1, le=1000)
+    zones: tuple[str, ...] = ()
+    os_sku: Literal["Ubuntu", "AzureLinux"] = "Ubuntu"
+
+
+class ClusterConfig(Spec):
+    resource_group: str = Field(pattern=RESOURCE_GROUP_PATTERN)
+    name: str = Field(pattern=CLUSTER_NAME_PATTERN)
+    # Adopt a cluster that already exists: nothing Azure-side is created, the rest attaches to it.
+    existing: bool = False
+    location: str | None = None
+    kubernetes_version: str = Field(default="1.33", pattern=r"^1\.\d{2}(\.\d+)?$")
+    sku_tier: Literal["Free", "Standard", "Premium"] = "Standard"
+    dns_prefix: str | None = None
+    network_policy: Literal["azure", "calico", "cilium", "none"] = "cilium"
+    pod_cidr: str = "10.244.0.0/16"
+    upgrade_channel: Literal["rapid", "stable", "patch", "node-image", "none"] = "patch"
+    node_os_upgrade_channel: Literal["None", "Unmanaged", "NodeImage", "SecurityPatch"] = "NodeImage"
+    maintenance: Maintenance = Maintenance()
+    system_pool: SystemPool = SystemPool()
+    entra_admin_group_object_ids: tuple[str, ...] = ()
+    local_accounts: bool = False
+    workload_identity: bool = True
+    kaito: bool = False
+    protect: bool = False
+    tags: dict[str, str] = {}
+
+
+# ---------------------------------------------------------------- GPU pools
+
+
+class UpgradeSettings(Spec):
+    # A GPU node image upgrade surges whole GPU VMs: maxSurge needs GPU quota to spare.
+    max_surge: str = Field(default="1", pattern=r"^([1-9]\d*|([1-9]\d?|100)%)$")
+    drain_timeout_in_minutes: int = Field(default=30, ge=1, le=1440)
+    node_soak_duration_in_minutes: int = Field(default=0, ge=0, le=30)
+
+
+class GpuPoolConfig(Spec):
+    name: PoolName
+    vendor: Vendor
+    vm_size: str = Field(min_length=1)
+    workload: DnsLabel
+    autoscaling: bool = True
+    min_count: int = Field(default=0, ge=0, le=1000)
+    max_count: int = Field(default=1, ge=0, le=1000)
+    count: int | None = Field(default=None, ge=0, le=1000)
+    mig_profile: MigProfile | None = None
+    time_slicing_replicas: int | None = Field(default=None, ge=2, le=64)
+    nvme_cache: bool = False
+    spot: bool = False
+    spot_max_price: float = -1
+    spot_eviction_policy: Literal["Delete", "Deallocate"] = "Delete"
+    os_sku: Literal["Ubuntu", "AzureLinux"] = "Ubuntu"
+    os_disk_type: Literal["Managed", "Ephemeral"] = "Managed"
+    os_disk_size_gb: int | None = Field(default=None, ge=30, le=2048)
+    zones: tuple[str, ...] = ()
+    max_pods: int = Field(default=30, ge=10, le=250)
+    taints: tuple[Annotated[str, Field(pattern=TAINT_PATTERN)], ...] = ()
+    labels: dict[str, str] = {}
+    upgrade: UpgradeSettings = UpgradeSettings()
+    # AKS installs the NVIDIA driver unless told not to; AMD pools and GPU-Operator-managed drivers use None.
+    gpu_driver: Literal["Install", "None"] | None = None
+    # For VM sizes the catalog does not know: the pool states its own GPU facts.
+    gpu_count: int | None = Field(default=None, ge=1, le=16)
+    gpu_model: str | None = None
+    min_driver_version: str | None = Field(default=None, pattern=r"^\d+(\.\d+){0,3}$")
+    smoke_test: bool | None = None
+    protect: bool = False
+
+    @field_validator("labels")
+    @classmethod
+    def _label_keys_are_kubernetes_keys(cls, labels: dict[str, str]) -> dict[str, str]:
+        key = re.compile(r"^([a-z0-9]([-a-z0-9.]*[a-z0-9])?/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$")
+        bad = [name for name in labels if not key.match(name)]
+        if bad:
+            raise ValueError(f"not a Kubernetes label key: {', '.join(bad)}")
+        return labels
+
+
+# ---------------------------------------------------------------- workloads
+
+
+class EgressRule(Spec):
+    cidr: str = Field(pattern=r"^[0-9a-fA-F:.]+/\d{1,3}$")
+    ports: tuple[int, ...] = ()
+    protocol: Literal["TCP", "UDP"] = "TCP"
+
+
+class IngressFrom(Spec):
+    namespace: DnsLabel
+    ports: tuple[int, ...] = ()
+
+
+class NetworkAccess(Spec):
+    allow_dns: bool = True
+    allow_same_namespace: bool = False
+    allow_to_namespaces: tuple[DnsLabel, ...] = ()
+    allow_from_namespaces: tuple[IngressFrom, ...] = ()
+    allow_egress: tuple[EgressRule, ...] = ()
+
+
+class QuotaLimits(Spec):
+    cpu: Quantity | None = None
+    memory: Quantity | None = None
+    pods: int | None = Field(default=None, ge=1)
+    persistent_volume_claims: int | None = Field(default=None, ge=0)
+    requests_storage: Quantity | None = None
+
+
+class DefaultRequests(Spec):
+    cpu: Quantity = "500m"
+    memory: Quantity = "1Gi"
+
+
+class RoleBindingSpec(Spec):
+    group_object_id: str = Field(pattern=r"^[0-9a-fA-F-]{36}$")
+    role: Literal["edit", "view"]
+
+
+class WorkloadConfig(Spec):
+    name: DnsLabel
+    type: DnsLabel
+    gpu_quota: int = Field(ge=0, le=100000)
+    # Place the namespace on one named pool; by default every pool whose workload equals `type`.
+    pool: PoolName | None = None
+    pod_security: Literal["baseline", "restricted"] = "baseline"
+    quota: QuotaLimits = QuotaLimits()
+    default_requests: DefaultRequests = DefaultRequests()
+    network: NetworkAccess = NetworkAccess()
+    role_bindings: tuple[RoleBindingSpec, ...] = ()
+    nvme_volume: bool = False
+
+
+# ---------------------------------------------------------------- in-cluster GPU enablement
+
+
+class DevicePluginConfig(Spec):
+    mode: Literal["daemonset", "gpu-operator"] = "daemonset"
+    mig_strategy: Literal["single", "mixed"] = "single"
+    # Time-slicing replicas for every non-MIG NVIDIA pool; a pool's timeSlicingReplicas overrides it.
+    time_slicing_replicas: int | None = Field(default=None, ge=2, le=64)
+    nvidia_image: str | None = None
+    gpu_operator_chart_version: str | None = None
+    amd_mode: Literal["daemonset", "gpu-operator"] = "daemonset"
+    amd_image: str | None = None
+    amd_operator_chart_version: str | None = None
+
+
+class AdmissionConfig(Spec):
+    enabled: bool = True
+    validation_actions: tuple[Literal["Deny", "Warn", "Audit"], ...] = ("Deny",)
+    exempt_namespaces: tuple[DnsLabel, ...] = ("kube-system", "gpu-resources", "gpu-operator", "monitoring")
+    # Rule 3: GPU pods only in workload namespaces whose type matches the pool they target.
+    restrict_to_workload_namespaces: bool = False
+
+
+class StorageConfig(Spec):
+    flavour: Literal["v2", "v1"] = "v2"
+    storage_class_name: DnsLabel = "local-nvme"
+    extension_auto_upgrade: bool = True
+    extension_version: str | None = None
+
+
+class SmokeJobConfig(Spec):
+    enabled: bool = True
+    image: str = "nvcr.io/nvidia/cuda:12.8.1-base-ubuntu24.04"
+    amd_image: str = "docker.io/rocm/rocm-terminal:6.4.1"
+    deadline_seconds: int = Field(default=600, ge=60, le=7200)
+
+
+class ValidationConfig(Spec):
+    on_deploy: Literal["fail", "warn", "off"] = "warn"
+    concurrency: int = Field(default=16, ge=1, le=256)
+    exec_timeout_seconds: int = Field(default=30, ge=1, le=600)
+    retries: int = Field(default=2, ge=0, le=10)
+    smoke_job: SmokeJobConfig = SmokeJobConfig()
+
+
+class StackConfig(Spec):
+    """Everything under the ``aks-gpu:`` namespace of a stack file, plus the Azure location."""
+
+    location: str = Field(min_length=1)
+    cluster: ClusterConfig
+    gpu_pools: tuple[GpuPoolConfig, ...] = ()
+    workloads: tuple[WorkloadConfig, ...] = ()
+    device_plugin: DevicePluginConfig = DevicePluginConfig()
+    admission: AdmissionConfig = AdmissionConfig()
+    storage: StorageConfig = StorageConfig()
+    validation: ValidationConfig = ValidationConfig()

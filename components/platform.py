@@ -1,0 +1,63 @@
+"""``GpuPlatform``: the whole GPU stack from one resolved model, as ``__main__.py`` and other stacks use it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import pulumi
+
+from components.azure import GpuCluster, GpuClusterArgs, GpuNodePool, GpuNodePoolArgs
+from components.model import PlatformModel
+
+
+@dataclass(frozen=True)
+class GpuPlatformArgs:
+    model: PlatformModel
+
+
+class GpuPlatform(pulumi.ComponentResource):
+    """Cluster, GPU pools and what runs inside the cluster for them, composed in dependency order."""
+
+    cluster: GpuCluster
+    pools: dict[str, GpuNodePool]
+    kubeconfig: pulumi.Output[str]
+    pool_outputs: pulumi.Output[dict[str, Any]]
+
+    def __init__(self, name: str, args: GpuPlatformArgs, opts: pulumi.ResourceOptions | None = None) -> None:
+        super().__init__("aks-gpu:index:GpuPlatform", name, None, opts)
+        model = args.model
+        config = model.config
+        self.cluster = GpuCluster(
+            f"{name}-cluster",
+            GpuClusterArgs(cluster=config.cluster, location=config.location),
+            opts=pulumi.ResourceOptions(parent=self),
+        )
+        self.pools = {
+            pool.name: GpuNodePool(
+                f"{name}-{pool.name}",
+                GpuNodePoolArgs(
+                    pool=pool,
+                    resource_group_name=self.cluster.resource_group_name,
+                    cluster_name=self.cluster.cluster_name,
+                ),
+                opts=pulumi.ResourceOptions(parent=self),
+            )
+            for pool in model.pools
+        }
+        self.kubeconfig = self.cluster.kubeconfig
+        self.pool_outputs = pulumi.Output.from_input(
+            {
+                pool.name: {
+                    "nodeSelector": pool.node_selector,
+                    "tolerations": [t.to_kube() for t in pool.tolerations],
+                    "resourceName": pool.resource.name,
+                    "resourceCountPerNode": pool.resource.count_per_node,
+                    "vmSize": pool.config.vm_size,
+                    "migProfile": pool.mig_profile,
+                    "migStrategy": model.mig_strategy if pool.mig_profile else None,
+                }
+                for pool in model.pools
+            }
+        )
+        self.register_outputs({"kubeconfig": self.kubeconfig, "pools": self.pool_outputs})

@@ -1,0 +1,1 @@
+"""Validation of GPU node pools: SMI output parsers, checks over a cluster snapshot, the live probe."""

@@ -1,0 +1,69 @@
+"""The one mocks harness every test uses, plus shared fixtures (project paths, stack configs, fixtures)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from components.catalog import Catalog, load_catalog
+from components.config import StackConfig, load_stack_file, validate_config
+from components.model import PlatformModel, resolve
+from components.plan import PlanResult, run_mocked, run_program
+
+PROJECT_DIR = Path(__file__).resolve().parents[1]
+STACKS_DIR = PROJECT_DIR / "stacks"
+SHARED_DIR = PROJECT_DIR.parent / "shared"
+STACK_NAMES = sorted(p.name.removeprefix("Pulumi.").removesuffix(".yaml") for p in STACKS_DIR.glob("Pulumi.*.yaml"))
+
+
+class MockHarness:
+    """Runs code that registers resources under Pulumi's mock engine: a fresh event loop and fresh mocks
+    per run, ``preview=False`` (so outputs resolve), every registration recorded with its inputs and
+    options, and a duplicate URN raised as an error."""
+
+    def run(self, program: Callable[[], object], stack: str = "test", config: dict[str, Any] | None = None) -> PlanResult:
+        return run_mocked(program, stack, config)
+
+    def run_stack(self, stack: str, config: dict[str, Any] | None = None) -> PlanResult:
+        """The real ``__main__.py`` for a stack file of ``stacks/`` (or a given raw config)."""
+        raw = config if config is not None else load_stack_file(STACKS_DIR / f"Pulumi.{stack}.yaml")
+        return run_program(PROJECT_DIR, stack, raw)
+
+
+@pytest.fixture
+def harness() -> MockHarness:
+    return MockHarness()
+
+
+@pytest.fixture(scope="session")
+def catalog() -> Catalog:
+    return load_catalog()
+
+
+def raw_stack(stack: str) -> dict[str, Any]:
+    return load_stack_file(STACKS_DIR / f"Pulumi.{stack}.yaml")
+
+
+def stack_config(stack: str) -> StackConfig:
+    return validate_config(raw_stack(stack), f"stacks/Pulumi.{stack}.yaml").config
+
+
+def stack_model(stack: str) -> PlatformModel:
+    return resolve(stack_config(stack))
+
+
+def minimal_raw(**overrides: Any) -> dict[str, Any]:
+    """A small valid raw config (stack-file shape) to break one key at a time in rule tests."""
+    raw: dict[str, Any] = {
+        "azure-native:location": "swedencentral",
+        "aks-gpu:cluster": {"resourceGroup": "rg-test", "name": "aks-test"},
+        "aks-gpu:gpuPools": [
+            {"name": "gpu", "vendor": "nvidia", "vmSize": "Standard_NC24ads_A100_v4", "workload": "training", "maxCount": 2}
+        ],
+        "aks-gpu:workloads": [{"name": "team-a", "type": "training", "gpuQuota": 2}],
+    }
+    raw.update(overrides)
+    return raw
