@@ -1,0 +1,138 @@
+"""GpuCluster: the exact inputs Azure receives, the adopted-cluster path, and the Kubernetes provider."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pulumi
+import pulumi_kubernetes as k8s
+from pulumi_azure_native import containerservice as cs
+
+from components.azure import GpuCluster, GpuClusterArgs
+from components.config.models import ClusterConfig
+from components.plan import PlanResult
+from tests.conftest import MockHarness, minimal_raw, raw_stack
+
+MANAGED_CLUSTER = "azure-native:containerservice:ManagedCluster"
+MAINTENANCE = "azure-native:containerservice:MaintenanceConfiguration"
+
+
+def cluster_inputs(result: PlanResult) -> dict[str, Any]:
+    [cluster] = result.by_type(MANAGED_CLUSTER)
+    return cluster.inputs
+
+
+def test_prod_cluster_inputs(harness: MockHarness) -> None:
+    result = harness.run_stack("prod")
+    inputs = cluster_inputs(result)
+    assert inputs["resourceName"] == "aks-gpu-prod" and inputs["resourceGroupName"] == "rg-gpu-prod"
+    assert inputs["location"] == "swedencentral" and inputs["kubernetesVersion"] == "1.33"
+    assert inputs["networkProfile"] == {
+        "networkPlugin": "azure",
+        "networkPluginMode": "overlay",
+        "networkPolicy": "cilium",
+        "networkDataplane": "cilium",
+        "podCidr": "10.244.0.0/16",
+    }
+    assert inputs["autoUpgradeProfile"] == {"upgradeChannel": "patch", "nodeOSUpgradeChannel": "NodeImage"}
+    assert inputs["disableLocalAccounts"] is True
+    assert inputs["aadProfile"]["managed"] is True and inputs["aadProfile"]["enableAzureRBAC"] is True
+    assert inputs["oidcIssuerProfile"] == {"enabled": True}
+    assert inputs["securityProfile"] == {"workloadIdentity": {"enabled": True}}
+    [system] = inputs["agentPoolProfiles"]
+    assert system["mode"] == "System" and system["nodeTaints"] == ["CriticalAddonsOnly=true:NoSchedule"]
+    assert system["enableAutoScaling"] is True and (system["minCount"], system["maxCount"]) == (2, 3)
+
+
+def test_enum_values_are_spelled_as_the_provider_defines_them(harness: MockHarness) -> None:
+    inputs = cluster_inputs(harness.run_stack("prod"))
+    assert inputs["networkProfile"]["networkPolicy"] in {e.value for e in cs.NetworkPolicy}
+    assert inputs["networkProfile"]["networkPluginMode"] in {e.value for e in cs.NetworkPluginMode}
+    assert inputs["networkProfile"]["networkDataplane"] in {e.value for e in cs.NetworkDataplane}
+    assert inputs["autoUpgradeProfile"]["upgradeChannel"] in {e.value for e in cs.UpgradeChannel}
+    assert inputs["autoUpgradeProfile"]["nodeOSUpgradeChannel"] in {e.value for e in cs.NodeOSUpgradeChannel}
+    assert inputs["sku"]["tier"] in {e.value for e in cs.ManagedClusterSKUTier}
+    assert inputs["agentPoolProfiles"][0]["mode"] in {e.value for e in cs.AgentPoolMode}
+
+
+def test_cluster_options_protect_prod_and_leave_inline_pools_alone(harness: MockHarness) -> None:
+    [cluster] = harness.run_stack("prod").by_type(MANAGED_CLUSTER)
+    assert cluster.options["protect"] is True
+    assert cluster.options["ignoreChanges"] == ["agentPoolProfiles"]
+    [dev_cluster] = harness.run_stack("dev").by_type(MANAGED_CLUSTER)
+    assert dev_cluster.options["protect"] is False
+
+
+def test_maintenance_windows(harness: MockHarness) -> None:
+    windows = {r.inputs["configName"]: r.inputs for r in harness.run_stack("prod").by_type(MAINTENANCE)}
+    assert set(windows) == {"aksManagedNodeOSUpgradeSchedule", "aksManagedAutoUpgradeSchedule"}
+    node_os = windows["aksManagedNodeOSUpgradeSchedule"]
+    assert node_os["resourceName"] == "aks-gpu-prod"
+    assert node_os["maintenanceWindow"] == {
+        "schedule": {"weekly": {"dayOfWeek": "Sunday", "intervalWeeks": 1}},
+        "durationHours": 6,
+        "startTime": "02:00",
+        "utcOffset": "+00:00",
+    }
+
+
+def test_monthly_window_and_blackout_dates(harness: MockHarness) -> None:
+    window = {
+        "schedule": "relativeMonthly",
+        "dayOfWeek": "Saturday",
+        "weekIndex": "First",
+        "startTime": "22:00",
+        "durationHours": 8,
+        "notAllowedDates": [{"start": "2026-12-20", "end": "2027-01-03"}],
+    }
+    raw = minimal_raw(**{"aks-gpu:cluster": {"resourceGroup": "rg", "name": "aks", "maintenance": {"autoUpgrade": window}}})
+    [config] = harness.run_stack("test", raw).by_type(MAINTENANCE)
+    assert config.inputs["configName"] == "aksManagedAutoUpgradeSchedule"
+    assert config.inputs["maintenanceWindow"]["schedule"] == {
+        "relativeMonthly": {"dayOfWeek": "Saturday", "intervalMonths": 1, "weekIndex": "First"}
+    }
+    assert config.inputs["maintenanceWindow"]["notAllowedDates"] == [{"start": "2026-12-20", "end": "2027-01-03"}]
+
+
+def test_existing_cluster_creates_nothing_in_azure(harness: MockHarness) -> None:
+    raw = raw_stack("prod")
+    raw["aks-gpu:cluster"] = {**raw["aks-gpu:cluster"], "existing": True}
+    result = harness.run_stack("prod", raw)
+    assert result.by_type(MANAGED_CLUSTER) == [] and result.by_type(MAINTENANCE) == []
+    [provider] = result.by_type("pulumi:providers:kubernetes")
+    # The adopted cluster's ARM id comes from the lookup and keeps the provider stable.
+    assert provider.inputs["clusterIdentifier"].endswith("/managedClusters/aks-gpu-prod")
+    pools = result.by_type("azure-native:containerservice:AgentPool")
+    assert {p.inputs["resourceName"] for p in pools} == {"aks-gpu-prod"}
+
+
+def test_kubeconfig_is_a_secret_and_feeds_the_provider(harness: MockHarness) -> None:
+    result = harness.run_stack("dev")
+    assert result.outputs["kubeconfig"] == "[secret]"
+    [provider] = result.by_type("pulumi:providers:kubernetes")
+    assert provider.inputs["kubeconfig"] == "[secret]"
+    assert provider.inputs["clusterIdentifier"].endswith("/managedClusters/aks-gpu-dev")
+
+
+def test_kaito_turns_on_the_ai_toolchain_operator_with_oidc(harness: MockHarness) -> None:
+    raw = minimal_raw(**{"aks-gpu:cluster": {"resourceGroup": "rg", "name": "aks", "kaito": True, "workloadIdentity": False}})
+    inputs = cluster_inputs(harness.run_stack("test", raw))
+    assert inputs["aiToolchainOperatorProfile"] == {"enabled": True}
+    assert inputs["oidcIssuerProfile"] == {"enabled": True}
+
+
+def test_component_can_be_used_on_its_own(harness: MockHarness) -> None:
+    holder: dict[str, k8s.Provider] = {}
+
+    def program() -> None:
+        spec = ClusterConfig.model_validate({"resourceGroup": "rg-team", "name": "aks-team", "networkPolicy": "calico"})
+        cluster = GpuCluster("team", GpuClusterArgs(cluster=spec, location="westeurope"))
+        holder["provider"] = cluster.provider
+        pulumi.export("name", cluster.cluster_name)
+
+    result = harness.run(program)
+    assert result.outputs["name"] == "aks-team"
+    inputs = cluster_inputs(result)
+    assert inputs["networkProfile"]["networkPolicy"] == "calico" and "networkDataplane" not in inputs["networkProfile"]
+    assert {r.type for r in result.resources} >= {"aks-gpu:index:GpuCluster", MANAGED_CLUSTER, "pulumi:providers:kubernetes"}
+    assert all(r.parent for r in result.resources if r.type != "aks-gpu:index:GpuCluster")

@@ -1,0 +1,148 @@
+"""GpuNodePool: taints, labels, autoscaling, spot, MIG, driver mode and the options that keep GPU nodes safe."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from pulumi_azure_native import containerservice as cs
+
+from components.plan import PlanResult
+from tests.conftest import MockHarness, minimal_raw
+
+AGENT_POOL = "azure-native:containerservice:AgentPool"
+
+
+def pools(result: PlanResult) -> dict[str, Any]:
+    return {r.inputs["agentPoolName"]: r for r in result.by_type(AGENT_POOL)}
+
+
+def test_prod_training_pool_inputs(harness: MockHarness) -> None:
+    train = pools(harness.run_stack("prod"))["train"].inputs
+    assert train == {
+        "agentPoolName": "train",
+        "resourceGroupName": "rg-gpu-prod",
+        "resourceName": "aks-gpu-prod",
+        "mode": "User",
+        "vmSize": "Standard_ND96isr_H100_v5",
+        "osType": "Linux",
+        "osSKU": "Ubuntu",
+        "osDiskType": "Managed",
+        "maxPods": 30,
+        "nodeTaints": ["nvidia.com/gpu=present:NoSchedule"],
+        "nodeLabels": {"accelerator": "nvidia", "aks-gpu/workload": "training", "aks-gpu/pool": "train"},
+        "gpuProfile": {"driver": "Install"},
+        "upgradeSettings": {"maxSurge": "1", "drainTimeoutInMinutes": 60, "nodeSoakDurationInMinutes": 5},
+        "enableAutoScaling": True,
+        "minCount": 0,
+        "maxCount": 4,
+        "count": 0,
+    }
+
+
+def test_prod_inference_pool_is_split_by_mig(harness: MockHarness) -> None:
+    infer = pools(harness.run_stack("prod"))["infer"].inputs
+    assert infer["gpuInstanceProfile"] == "MIG1g"
+    assert infer["gpuInstanceProfile"] in {e.value for e in cs.GPUInstanceProfile}
+    assert (infer["minCount"], infer["maxCount"]) == (1, 3)
+
+
+def test_pool_options_never_fight_the_autoscaler_and_replace_safely(harness: MockHarness) -> None:
+    for record in pools(harness.run_stack("prod")).values():
+        assert record.options["ignoreChanges"] == ["count"]
+        assert record.options["deleteBeforeReplace"] is True
+        assert record.options["protect"] is True
+    assert pools(harness.run_stack("dev"))["dev"].options["protect"] is False
+
+
+def test_dev_spot_pool(harness: MockHarness) -> None:
+    result = harness.run_stack("dev")
+    dev = pools(result)["dev"].inputs
+    assert dev["scaleSetPriority"] == "Spot" and dev["scaleSetEvictionPolicy"] == "Delete" and dev["spotMaxPrice"] == -1
+    # AKS adds the spot taint itself; sending it would be refused.
+    assert dev["nodeTaints"] == ["nvidia.com/gpu=present:NoSchedule"]
+    tolerations = result.outputs["pools"]["dev"]["tolerations"]
+    assert {
+        "key": "kubernetes.azure.com/scalesetpriority",
+        "operator": "Equal",
+        "value": "spot",
+        "effect": "NoSchedule",
+    } in tolerations
+    assert {"key": "nvidia.com/gpu", "operator": "Equal", "value": "present", "effect": "NoSchedule"} in tolerations
+
+
+def test_user_taints_and_labels_are_added_to_the_vendor_ones(harness: MockHarness) -> None:
+    pool = {
+        "name": "gpu",
+        "vendor": "nvidia",
+        "vmSize": "Standard_NC24ads_A100_v4",
+        "workload": "training",
+        "maxCount": 2,
+        "taints": ["team=vision:NoSchedule"],
+        "labels": {"cost-center": "ml"},
+        "zones": ["1"],
+        "osSku": "AzureLinux",
+        "osDiskType": "Ephemeral",
+    }
+    result = harness.run_stack("test", minimal_raw(**{"aks-gpu:gpuPools": [pool]}))
+    inputs = pools(result)["gpu"].inputs
+    assert inputs["nodeTaints"] == ["nvidia.com/gpu=present:NoSchedule", "team=vision:NoSchedule"]
+    assert inputs["nodeLabels"]["cost-center"] == "ml" and inputs["nodeLabels"]["accelerator"] == "nvidia"
+    assert inputs["availabilityZones"] == ["1"] and inputs["osSKU"] == "AzureLinux" and inputs["osDiskType"] == "Ephemeral"
+    outputs = result.outputs["pools"]["gpu"]
+    assert {"key": "team", "operator": "Equal", "value": "vision", "effect": "NoSchedule"} in outputs["tolerations"]
+    assert outputs["nodeSelector"] == {"aks-gpu/pool": "gpu"}
+
+
+def test_fixed_size_pool_has_a_count_and_no_ignore(harness: MockHarness) -> None:
+    pool = {
+        "name": "gpu",
+        "vendor": "nvidia",
+        "vmSize": "Standard_NC24ads_A100_v4",
+        "workload": "training",
+        "autoscaling": False,
+        "count": 2,
+    }
+    record = pools(harness.run_stack("test", minimal_raw(**{"aks-gpu:gpuPools": [pool]})))["gpu"]
+    assert record.inputs["enableAutoScaling"] is False and record.inputs["count"] == 2
+    assert "minCount" not in record.inputs and record.options["ignoreChanges"] == []
+
+
+@pytest.mark.parametrize(
+    ("mode", "driver"),
+    [("daemonset", "Install"), ("gpu-operator", "None")],
+)
+def test_driver_mode_follows_who_installs_the_driver(harness: MockHarness, mode: str, driver: str) -> None:
+    raw = minimal_raw(**{"aks-gpu:devicePlugin": {"mode": mode}})
+    assert pools(harness.run_stack("test", raw))["gpu"].inputs["gpuProfile"] == {"driver": driver}
+
+
+def test_amd_pool_gets_no_aks_driver(harness: MockHarness) -> None:
+    pool = {"name": "mi300", "vendor": "amd", "vmSize": "Standard_ND96isr_MI300X_v5", "workload": "training", "maxCount": 1}
+    result = harness.run_stack("test", minimal_raw(**{"aks-gpu:gpuPools": [pool]}))
+    inputs = pools(result)["mi300"].inputs
+    assert inputs["gpuProfile"] == {"driver": "None"}
+    assert inputs["nodeTaints"] == ["amd.com/gpu=present:NoSchedule"] and inputs["nodeLabels"]["accelerator"] == "amd"
+    assert result.outputs["pools"]["mi300"]["resourceName"] == "amd.com/gpu"
+    assert result.outputs["pools"]["mi300"]["resourceCountPerNode"] == 8
+
+
+def test_pool_outputs_name_the_schedulable_resource(harness: MockHarness) -> None:
+    outputs = harness.run_stack("prod").outputs["pools"]
+    assert outputs["train"]["resourceName"] == "nvidia.com/gpu" and outputs["train"]["resourceCountPerNode"] == 8
+    assert outputs["infer"]["resourceName"] == "nvidia.com/gpu" and outputs["infer"]["resourceCountPerNode"] == 7
+    assert outputs["infer"]["migStrategy"] == "single"
+
+
+def test_mixed_strategy_exposes_the_mig_resource(harness: MockHarness) -> None:
+    pool = {
+        "name": "gpu",
+        "vendor": "nvidia",
+        "vmSize": "Standard_NC24ads_A100_v4",
+        "workload": "training",
+        "maxCount": 2,
+        "migProfile": "MIG1g",
+    }
+    raw = minimal_raw(**{"aks-gpu:gpuPools": [pool], "aks-gpu:devicePlugin": {"migStrategy": "mixed"}})
+    outputs = harness.run_stack("test", raw).outputs["pools"]["gpu"]
+    assert outputs["resourceName"] == "nvidia.com/mig-1g.10gb" and outputs["resourceCountPerNode"] == 7
