@@ -12,6 +12,7 @@ from typing import Literal
 
 from components.catalog import Catalog, GpuModel, VmSize, load_catalog
 from components.config.models import GpuPoolConfig, StackConfig, WorkloadConfig
+from components.storage.manifests import nvme_node_labels
 
 Vendor = Literal["nvidia", "amd"]
 MigStrategy = Literal["single", "mixed"]
@@ -229,6 +230,8 @@ def resolve_pool(pool: GpuPoolConfig, config: StackConfig, catalog: Catalog) -> 
         ACCELERATOR_LABEL: pool.vendor,
         WORKLOAD_LABEL: pool.workload,
         POOL_LABEL: pool.name,
+        # Azure Container Storage v1 runs its io-engine only on nodes carrying its label.
+        **(nvme_node_labels(config.storage.flavour) if pool.nvme_cache else {}),
         **pool.labels,
     }
     driver = pool.gpu_driver

@@ -8,7 +8,9 @@ from typing import Any
 import pulumi
 
 from components.azure import GpuCluster, GpuClusterArgs, GpuNodePool, GpuNodePoolArgs
+from components.kube.workload_namespace import GpuWorkloadNamespace, GpuWorkloadNamespaceArgs
 from components.model import PlatformModel
+from components.storage import NvmeCache, NvmeCacheArgs
 
 
 @dataclass(frozen=True)
@@ -21,6 +23,8 @@ class GpuPlatform(pulumi.ComponentResource):
 
     cluster: GpuCluster
     pools: dict[str, GpuNodePool]
+    nvme_cache: NvmeCache
+    workloads: dict[str, GpuWorkloadNamespace]
     kubeconfig: pulumi.Output[str]
     pool_outputs: pulumi.Output[dict[str, Any]]
 
@@ -44,6 +48,26 @@ class GpuPlatform(pulumi.ComponentResource):
                 opts=pulumi.ResourceOptions(parent=self),
             )
             for pool in model.pools
+        }
+        pools_ready = list(self.pools.values())
+        self.nvme_cache = NvmeCache(
+            f"{name}-nvme",
+            NvmeCacheArgs(
+                model=model,
+                resource_group_name=self.cluster.resource_group_name,
+                cluster_name=self.cluster.cluster_name,
+            ),
+            # After the pools: v1 wants its io-engine label on them before the extension installs.
+            opts=pulumi.ResourceOptions(parent=self, provider=self.cluster.provider, depends_on=pools_ready),
+        )
+        gpu_resources = tuple(sorted({pool.resource.name for pool in model.pools}))
+        self.workloads = {
+            workload.name: GpuWorkloadNamespace(
+                f"{name}-{workload.name}",
+                GpuWorkloadNamespaceArgs(workload=workload, platform_gpu_resources=gpu_resources),
+                opts=pulumi.ResourceOptions(parent=self, provider=self.cluster.provider),
+            )
+            for workload in model.workloads
         }
         self.kubeconfig = self.cluster.kubeconfig
         self.pool_outputs = pulumi.Output.from_input(

@@ -159,15 +159,21 @@ class GpuPoolConfig(Spec):
 # ---------------------------------------------------------------- workloads
 
 
+Port = Annotated[int, Field(ge=1, le=65535)]
+
+
 class EgressRule(Spec):
+    # Parsed as a network (and host bits flagged) by the workload rules.
     cidr: str = Field(pattern=r"^[0-9a-fA-F:.]+/\d{1,3}$")
-    ports: tuple[int, ...] = ()
+    # No ports: every port of `protocol`.
+    ports: tuple[Port, ...] = ()
     protocol: Literal["TCP", "UDP"] = "TCP"
 
 
 class IngressFrom(Spec):
     namespace: DnsLabel
-    ports: tuple[int, ...] = ()
+    # TCP ports; none: all traffic from that namespace.
+    ports: tuple[Port, ...] = ()
 
 
 class NetworkAccess(Spec):
@@ -234,6 +240,9 @@ class AdmissionConfig(Spec):
 
 
 class StorageConfig(Spec):
+    # Azure Container Storage for the nvmeCache pools. v2 creates the StorageClass `storageClassName` itself;
+    # v1 (legacy) creates a StoragePool of that name and ACStor derives the class `acstor-<storageClassName>`.
+    # A pinned extensionVersion needs extensionAutoUpgrade: false (checked by the rules).
     flavour: Literal["v2", "v1"] = "v2"
     storage_class_name: DnsLabel = "local-nvme"
     extension_auto_upgrade: bool = True

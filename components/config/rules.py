@@ -4,12 +4,15 @@ halfway through a deployment. Pure: config and catalog in, problems (with key pa
 
 from __future__ import annotations
 
+import ipaddress
 from collections import Counter
 
+# A module reference, not names: components.model imports the config models, so when the import starts
+# there, this module runs while components.model is still half-initialised.
+from components import model as platform_model
 from components.catalog import Catalog
 from components.config.models import GpuPoolConfig, StackConfig
 from components.config.problems import Problem
-from components.model import gpu_facts, resolve_pool, workload_pools
 
 P = "aks-gpu"
 
@@ -68,7 +71,7 @@ def _cluster_rules(config: StackConfig) -> list[Problem]:
 
 def _pool_rules(pool: GpuPoolConfig, path: str, config: StackConfig, catalog: Catalog) -> list[Problem]:
     problems = []
-    size, model, gpus = gpu_facts(pool, catalog)
+    size, model, gpus = platform_model.gpu_facts(pool, catalog)
     if pool.autoscaling:
         if pool.min_count > pool.max_count:
             problems.append(Problem(f"{path}.minCount", f"{pool.min_count} is greater than maxCount {pool.max_count}"))
@@ -128,7 +131,7 @@ def _pool_rules(pool: GpuPoolConfig, path: str, config: StackConfig, catalog: Ca
 
     if pool.vendor == "amd" and pool.gpu_driver == "Install":
         problems.append(Problem(f"{path}.gpuDriver", "'Install' is not allowed on AMD: AKS installs no AMD driver; use None"))
-    resolved = resolve_pool(pool, config, catalog)
+    resolved = platform_model.resolve_pool(pool, config, catalog)
     if pool.vendor == "nvidia" and resolved.gpu_driver == "None" and config.device_plugin.mode != "gpu-operator":
         problems.append(
             Problem(
@@ -150,6 +153,27 @@ def _pool_rules(pool: GpuPoolConfig, path: str, config: StackConfig, catalog: Ca
                     f"{path}.osDiskType",
                     f"an ephemeral OS disk on {size.name} uses its only NVMe disk, leaving none for the cache",
                     "warning",
+                )
+            )
+        elif size is None:
+            problems.append(
+                Problem(
+                    f"{path}.nvmeCache",
+                    f"{pool.vm_size!r} is not in the GPU catalog, so whether it has local NVMe data disks cannot be "
+                    "checked; without them the cache has no capacity",
+                    "warning",
+                )
+            )
+        storage = config.storage
+        # The storage settings only matter once a pool asks for the cache; report them once, on the first.
+        first_nvme_pool = next(p for p in config.gpu_pools if p.nvme_cache)
+        if pool is first_nvme_pool and storage.extension_version is not None and storage.extension_auto_upgrade:
+            # ARM: "To use 'version', autoUpgradeMinorVersion must be 'false'" (Microsoft.KubernetesConfiguration).
+            problems.append(
+                Problem(
+                    f"{P}:storage.extensionVersion",
+                    f"{storage.extension_version!r} pins the Azure Container Storage extension, which needs "
+                    "extensionAutoUpgrade: false",
                 )
             )
     if pool.spot and pool.spot_eviction_policy == "Deallocate":
@@ -183,10 +207,12 @@ def _duplicates(config: StackConfig) -> list[Problem]:
 
 def _workload_rules(config: StackConfig, catalog: Catalog) -> list[Problem]:
     problems = []
-    pools = tuple(resolve_pool(p, config, catalog) for p in config.gpu_pools)
+    pools = tuple(platform_model.resolve_pool(p, config, catalog) for p in config.gpu_pools)
     pool_names = {p.name for p in pools}
     for index, workload in enumerate(config.workloads):
         path = f"{P}:workloads[{index}]"
+        for rule_index, rule in enumerate(workload.network.allow_egress):
+            problems += _cidr_problems(rule.cidr, f"{path}.network.allowEgress[{rule_index}].cidr")
         if workload.pool is not None and workload.pool not in pool_names:
             problems.append(
                 Problem(
@@ -195,7 +221,7 @@ def _workload_rules(config: StackConfig, catalog: Catalog) -> list[Problem]:
                 )
             )
             continue
-        targets = workload_pools(workload, pools)
+        targets = platform_model.workload_pools(workload, pools)
         if workload.pool is not None and targets and targets[0].workload != workload.type:
             problems.append(
                 Problem(
@@ -233,6 +259,17 @@ def _workload_rules(config: StackConfig, catalog: Catalog) -> list[Problem]:
                 )
             )
     return problems
+
+
+def _cidr_problems(cidr: str, path: str) -> list[Problem]:
+    """An egress CIDR the API server would refuse (or read differently than written) in a NetworkPolicy ipBlock."""
+    try:
+        network = ipaddress.ip_network(cidr, strict=False)
+    except ValueError:
+        return [Problem(path, f"{cidr!r} is not an IPv4 or IPv6 network in CIDR notation (e.g. 10.20.0.0/16)")]
+    if network.network_address != ipaddress.ip_address(cidr.partition("/")[0]):
+        return [Problem(path, f"{cidr!r} has host bits set; it allows all of {network}", "warning")]
+    return []
 
 
 def _admission_rules(config: StackConfig) -> list[Problem]:

@@ -1,0 +1,135 @@
+"""``NvmeCache``: the GPU VMs' local NVMe data disks as a fast, ephemeral cache through Azure Container Storage.
+
+A thin Pulumi layer over ``manifests``: the Azure Container Storage extension (an Azure resource), then the
+StorageClass (v2) or StoragePool (v1) that makes the striped NVMe disks of the ``nvmeCache`` pools usable
+from pods, plus ready-to-paste volume snippets for the workload namespaces that asked for one.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import pulumi
+import pulumi_kubernetes as k8s
+from pulumi_azure_native import kubernetesconfiguration
+
+from components.config.models import StorageConfig
+from components.model import POOL_LABEL, PlatformModel
+from components.storage.manifests import (
+    EXTENSION_NAME,
+    EXTENSION_TYPES,
+    V1_NAMESPACE,
+    storage_class,
+    storage_class_name,
+    storage_pool,
+    volume_snippets,
+)
+
+
+@dataclass(frozen=True)
+class NvmeCacheArgs:
+    model: PlatformModel
+    resource_group_name: pulumi.Input[str]
+    cluster_name: pulumi.Input[str]
+
+
+def extension_inputs(
+    storage: StorageConfig, resource_group_name: pulumi.Input[str], cluster_name: pulumi.Input[str]
+) -> dict[str, Any]:
+    """The ``kubernetesconfiguration.Extension`` inputs (snake_case, as ``ExtensionArgs`` takes them). Pure."""
+    inputs: dict[str, Any] = {
+        "resource_group_name": resource_group_name,
+        "cluster_name": cluster_name,
+        "cluster_rp": "Microsoft.ContainerService",
+        "cluster_resource_name": "managedClusters",
+        "extension_name": EXTENSION_NAME,
+        "extension_type": EXTENSION_TYPES[storage.flavour],
+        "auto_upgrade_minor_version": storage.extension_auto_upgrade,
+        "identity": {"type": "SystemAssigned"},
+    }
+    if storage.flavour == "v2":
+        # Install doc, Terraform tab: the extension resource carries this setting.
+        # https://learn.microsoft.com/azure/storage/container-storage/install-container-storage-aks
+        inputs["configuration_settings"] = {"enable-azure-container-storage": "true"}
+    else:
+        # v1 install: `--scope cluster --release-namespace acstor` (where its StoragePools live).
+        # https://learn.microsoft.com/azure/storage/container-storage/install-container-storage-aks-version-1
+        inputs["scope"] = {"cluster": {"release_namespace": V1_NAMESPACE}}
+    if storage.extension_version is not None:
+        # ARM takes a pinned version only with autoUpgradeMinorVersion false; StorageConfig enforces that.
+        inputs["version"] = storage.extension_version
+    return inputs
+
+
+def namespaces_wanting_volumes(model: PlatformModel) -> dict[str, list[str]]:
+    """``namespace -> names of its NVMe pools`` for every workload with ``nvmeVolume: true``."""
+    return {
+        workload.name: [pool.name for pool in workload.pools if pool.config.nvme_cache]
+        for workload in model.workloads
+        if workload.config.nvme_volume
+    }
+
+
+class NvmeCache(pulumi.ComponentResource):
+    """Azure Container Storage on the pools with ``nvmeCache: true``; registers nothing when there are none.
+
+    ``opts.provider`` is the Kubernetes provider for the StorageClass/StoragePool; the extension is an Azure
+    resource and uses the default azure-native provider. ``opts.depends_on`` holds back the extension.
+    """
+
+    storage_class_name: pulumi.Output[str] | None
+    volume_snippets: pulumi.Output[dict[str, dict[str, Any]]]
+
+    def __init__(self, name: str, args: NvmeCacheArgs, opts: pulumi.ResourceOptions | None = None) -> None:
+        super().__init__("aks-gpu:index:NvmeCache", name, None, opts)
+        model = args.model
+        storage = model.config.storage
+        pool_names = [pool.name for pool in model.nvme_pools]
+
+        if not pool_names:
+            self.storage_class_name = None
+            self.volume_snippets = pulumi.Output.from_input({})
+            self.register_outputs({"storageClassName": None, "volumeSnippets": self.volume_snippets})
+            return
+
+        extension = kubernetesconfiguration.Extension(
+            f"{name}-acstor",
+            **extension_inputs(storage, args.resource_group_name, args.cluster_name),
+            # Children do not inherit a component's depends_on; the extension carries it (the GPU pools, so
+            # v1's io-engine label is on them before the extension installs, as the v1 install guide orders).
+            opts=pulumi.ResourceOptions(parent=self, depends_on=opts.depends_on if opts else None),
+        )
+        # The CRDs and the installer come with the extension: Kubernetes objects wait for it.
+        kube = pulumi.ResourceOptions(parent=self, provider=opts.provider if opts else None, depends_on=[extension])
+        class_name = storage_class_name(storage.flavour, storage.storage_class_name)
+        if storage.flavour == "v2":
+            manifest = storage_class(class_name, POOL_LABEL, pool_names)
+            created = k8s.storage.v1.StorageClass(
+                f"{name}-storage-class",
+                metadata=manifest["metadata"],
+                provisioner=manifest["provisioner"],
+                reclaim_policy=manifest["reclaimPolicy"],
+                volume_binding_mode=manifest["volumeBindingMode"],
+                allow_volume_expansion=manifest["allowVolumeExpansion"],
+                opts=kube,
+            )
+            # Resolves once the class exists, so whoever consumes the name waits for it.
+            self.storage_class_name = created.metadata.apply(lambda _: class_name)
+        else:
+            pool = storage_pool(storage.storage_class_name)
+            created_pool = k8s.apiextensions.CustomResource(
+                f"{name}-storage-pool",
+                api_version=pool["apiVersion"],
+                kind=pool["kind"],
+                metadata=pool["metadata"],
+                spec=pool["spec"],
+                opts=kube,
+            )
+            # ACStor creates `acstor-<pool>` itself once the pool is ready.
+            self.storage_class_name = created_pool.id.apply(lambda _: class_name)
+
+        self.volume_snippets = pulumi.Output.from_input(
+            volume_snippets(namespaces_wanting_volumes(model), class_name, storage.flavour, POOL_LABEL)
+        )
+        self.register_outputs({"storageClassName": self.storage_class_name, "volumeSnippets": self.volume_snippets})
