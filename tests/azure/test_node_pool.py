@@ -146,3 +146,14 @@ def test_mixed_strategy_exposes_the_mig_resource(harness: MockHarness) -> None:
     raw = minimal_raw(**{"aks-gpu:gpuPools": [pool], "aks-gpu:devicePlugin": {"migStrategy": "mixed"}})
     outputs = harness.run_stack("test", raw).outputs["pools"]["gpu"]
     assert outputs["resourceName"] == "nvidia.com/mig-1g.10gb" and outputs["resourceCountPerNode"] == 7
+
+
+def test_nvme_pools_carry_the_acstor_v1_io_engine_label_only_under_v1(harness: MockHarness) -> None:
+    from tests.conftest import raw_stack
+
+    raw = raw_stack("prod")
+    assert "acstor.azure.com/io-engine" not in pools(harness.run_stack("prod", raw))["train"].inputs["nodeLabels"]
+    raw["aks-gpu:storage"] = {"flavour": "v1"}
+    labelled = pools(harness.run_stack("prod", raw))
+    assert labelled["train"].inputs["nodeLabels"]["acstor.azure.com/io-engine"] == "acstor"
+    assert "acstor.azure.com/io-engine" not in labelled["infer"].inputs["nodeLabels"]
