@@ -12,6 +12,7 @@ from typing import Literal
 
 from components.catalog import Catalog, GpuModel, VmSize, load_catalog
 from components.config.models import GpuPoolConfig, StackConfig, WorkloadConfig
+from components.kube.operator_labels import operator_node_labels
 from components.storage.manifests import nvme_node_labels
 
 Vendor = Literal["nvidia", "amd"]
@@ -232,6 +233,8 @@ def resolve_pool(pool: GpuPoolConfig, config: StackConfig, catalog: Catalog) -> 
         POOL_LABEL: pool.name,
         # Azure Container Storage v1 runs its io-engine only on nodes carrying its label.
         **(nvme_node_labels(config.storage.flavour) if pool.nvme_cache else {}),
+        # GPU Operator mode: which plugin config and which operands (driver, toolkit) apply to this pool.
+        **operator_node_labels(pool, config),
         **pool.labels,
     }
     driver = pool.gpu_driver

@@ -8,6 +8,7 @@ from typing import Any
 import pulumi
 
 from components.azure import GpuCluster, GpuClusterArgs, GpuNodePool, GpuNodePoolArgs
+from components.kube.device_plugin import GpuDevicePlugin, GpuDevicePluginArgs
 from components.kube.workload_namespace import GpuWorkloadNamespace, GpuWorkloadNamespaceArgs
 from components.model import PlatformModel
 from components.storage import NvmeCache, NvmeCacheArgs
@@ -23,6 +24,7 @@ class GpuPlatform(pulumi.ComponentResource):
 
     cluster: GpuCluster
     pools: dict[str, GpuNodePool]
+    device_plugin: GpuDevicePlugin
     nvme_cache: NvmeCache
     workloads: dict[str, GpuWorkloadNamespace]
     kubeconfig: pulumi.Output[str]
@@ -50,6 +52,11 @@ class GpuPlatform(pulumi.ComponentResource):
             for pool in model.pools
         }
         pools_ready = list(self.pools.values())
+        self.device_plugin = GpuDevicePlugin(
+            f"{name}-gpu",
+            GpuDevicePluginArgs(model=model),
+            pulumi.ResourceOptions(parent=self, provider=self.cluster.provider, depends_on=pools_ready),
+        )
         self.nvme_cache = NvmeCache(
             f"{name}-nvme",
             NvmeCacheArgs(
@@ -84,4 +91,6 @@ class GpuPlatform(pulumi.ComponentResource):
                 for pool in model.pools
             }
         )
-        self.register_outputs({"kubeconfig": self.kubeconfig, "pools": self.pool_outputs})
+        self.register_outputs(
+            {"kubeconfig": self.kubeconfig, "pools": self.pool_outputs, "devicePlugin": self.device_plugin.targets}
+        )

@@ -1,0 +1,148 @@
+"""``GpuDevicePlugin``: what makes ``<vendor>.com/gpu`` schedulable on every GPU pool of the stack.
+
+The manifests and Helm values are built by pure functions (``plugin_manifests``, ``operator_releases``);
+this component only registers them. Per pool it exposes where the plugin pods run and what the pool then
+advertises (``targets``, the same data ``plugin_targets`` returns without Pulumi).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import pulumi
+import pulumi_kubernetes as k8s
+
+from components.kube.amd_plugin import amd_manifests
+from components.kube.gpu_operator import ReleaseSpec, operator_releases
+from components.kube.nvidia_plugin import nvidia_manifests
+from components.kube.plugin_pins import resolve_pins
+from components.kube.plugin_targets import COMMON_LABELS, NAMESPACE, plugin_targets
+from components.model import PlatformModel
+
+
+def namespace_manifest() -> dict[str, Any]:
+    """The plugins' namespace. Pod Security ``privileged``: a device plugin mounts hostPath (the kubelet's
+    device-plugins directory, /sys), which ``baseline`` refuses; nothing but GPU node agents runs here."""
+    labels = {**COMMON_LABELS, "pod-security.kubernetes.io/enforce": "privileged"}
+    return {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NAMESPACE, "labels": labels}}
+
+
+def plugin_manifests(model: PlatformModel) -> list[dict[str, Any]]:
+    """Every Kubernetes object the stack's device plugin setup needs, namespace first. Empty without GPU pools."""
+    if not model.pools:
+        return []
+    pins = resolve_pins(model.config.device_plugin)
+    return [
+        namespace_manifest(),
+        *nvidia_manifests(model, pins.nvidia_device_plugin_image),
+        *amd_manifests(model, pins.amd_device_plugin_image, pins.amd_node_labeller_image),
+    ]
+
+
+@dataclass(frozen=True)
+class GpuDevicePluginArgs:
+    model: PlatformModel
+
+
+def _register(name: str, manifest: dict[str, Any], opts: pulumi.ResourceOptions) -> pulumi.CustomResource:
+    """One manifest as its typed Pulumi resource (inputs exactly as the manifest spells them)."""
+    kind, metadata = manifest["kind"], manifest["metadata"]
+    if kind == "Namespace":
+        return k8s.core.v1.Namespace(name, metadata=metadata, opts=opts)
+    if kind == "ConfigMap":
+        return k8s.core.v1.ConfigMap(name, metadata=metadata, data=manifest["data"], opts=opts)
+    if kind == "ServiceAccount":
+        return k8s.core.v1.ServiceAccount(
+            name, metadata=metadata, automount_service_account_token=manifest["automountServiceAccountToken"], opts=opts
+        )
+    if kind == "ClusterRole":
+        return k8s.rbac.v1.ClusterRole(name, metadata=metadata, rules=manifest["rules"], opts=opts)
+    if kind == "ClusterRoleBinding":
+        return k8s.rbac.v1.ClusterRoleBinding(
+            name, metadata=metadata, role_ref=manifest["roleRef"], subjects=manifest["subjects"], opts=opts
+        )
+    if kind == "DaemonSet":
+        return k8s.apps.v1.DaemonSet(name, metadata=metadata, spec=manifest["spec"], opts=opts)
+    raise ValueError(f"no Pulumi resource registered for kind {kind}")
+
+
+def _resources(depends_on: object) -> list[pulumi.Resource]:
+    """The resources of a ``depends_on`` option (a resource or a list of them)."""
+    if isinstance(depends_on, pulumi.Resource):
+        return [depends_on]
+    if isinstance(depends_on, list | tuple):
+        return [r for r in depends_on if isinstance(r, pulumi.Resource)]
+    return []
+
+
+class GpuDevicePlugin(pulumi.ComponentResource):
+    """The NVIDIA device plugin / GPU Operator and the ROCm plugin / AMD GPU Operator for the stack's pools.
+
+    ``opts`` should carry the cluster's Kubernetes provider (``provider=``) and ``depends_on`` the node pools.
+    """
+
+    namespace: str
+    targets: pulumi.Output[dict[str, Any]]
+    daemonsets: list[pulumi.Resource]
+    releases: list[pulumi.Resource]
+
+    def __init__(self, name: str, args: GpuDevicePluginArgs, opts: pulumi.ResourceOptions | None = None) -> None:
+        super().__init__("aks-gpu:index:GpuDevicePlugin", name, None, opts)
+        model = args.model
+        provider = opts.provider if opts is not None else None
+        # A component's depends_on does not hold back its children: pass the node pools on explicitly, so the
+        # plugins (and the validation hooks attached to them) come after the GPU nodes they serve.
+        after = _resources(opts.depends_on if opts is not None else None)
+        self.namespace = NAMESPACE
+        self.daemonsets = []
+        self.releases = []
+
+        manifests = plugin_manifests(model)
+        namespace: pulumi.Resource | None = None
+        config_maps: list[pulumi.Resource] = []
+        accounts: list[pulumi.Resource] = []
+        for manifest in manifests:
+            kind = manifest["kind"]
+            depends = [*after, *([namespace] if namespace is not None and kind != "Namespace" else [])]
+            if kind == "DaemonSet":
+                depends += config_maps + accounts
+            resource = _register(
+                f"{name}-{kind.lower()}-{manifest['metadata']['name']}",
+                manifest,
+                pulumi.ResourceOptions(parent=self, provider=provider, depends_on=depends),
+            )
+            if kind == "Namespace":
+                namespace = resource
+            elif kind == "ConfigMap":
+                config_maps.append(resource)
+            elif kind in ("ServiceAccount", "ClusterRole", "ClusterRoleBinding"):
+                accounts.append(resource)
+            elif kind == "DaemonSet":
+                self.daemonsets.append(resource)
+
+        previous: list[pulumi.Resource] = [*after, *([namespace] if namespace is not None else [])]
+        for spec in operator_releases(model, resolve_pins(model.config.device_plugin)):
+            release = self._release(name, spec, provider, previous)
+            self.releases.append(release)
+            # The AMD release reuses the NVIDIA release's NFD, so it waits for it.
+            previous = [*previous, release]
+
+        self.targets = pulumi.Output.from_input({pool: t.to_output() for pool, t in plugin_targets(model).items()})
+        self.register_outputs({"namespace": self.namespace, "targets": self.targets})
+
+    def _release(
+        self, name: str, spec: ReleaseSpec, provider: pulumi.ProviderResource | None, depends_on: list[pulumi.Resource]
+    ) -> k8s.helm.v3.Release:
+        return k8s.helm.v3.Release(
+            f"{name}-release-{spec.name}",
+            name=spec.name,
+            chart=spec.chart.chart,
+            version=spec.chart.version,
+            repository_opts=k8s.helm.v3.RepositoryOptsArgs(repo=spec.chart.repo),
+            namespace=spec.namespace,
+            # The namespace is ours (Pod Security labels), not Helm's.
+            create_namespace=False,
+            values=spec.values,
+            opts=pulumi.ResourceOptions(parent=self, provider=provider, depends_on=depends_on),
+        )

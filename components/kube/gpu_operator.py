@@ -1,0 +1,133 @@
+"""The NVIDIA and AMD GPU Operators as Helm releases (devicePlugin.mode / amdMode: gpu-operator). Pure.
+
+Values are derived from the pools like the DaemonSets are: the operands tolerate every taint the pools carry,
+the operators' own Deployments tolerate the AKS system pool's ``CriticalAddonsOnly`` taint (every node of this
+cluster is tainted: the system pool so, the GPU pools with their vendor taint), and the driver is installed by
+the operator only for pools where AKS installs none.
+
+NVIDIA values: https://github.com/NVIDIA/gpu-operator/blob/main/deployments/gpu-operator/values.yaml
+AMD values:    https://github.com/ROCm/gpu-operator/blob/main/helm-charts-k8s/templates/default-deviceconfig.yaml
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from components.kube.nvidia_plugin import config_text, plugin_config
+from components.kube.plugin_pins import ChartPin, PluginPins
+from components.kube.plugin_targets import NAMESPACE, tolerations_for
+from components.model import ACCELERATOR_LABEL, PlatformModel
+
+
+def system_pool_tolerations() -> list[dict[str, str]]:
+    """The system pool's CriticalAddonsOnly=true:NoSchedule (components/azure/cluster.py), tolerated."""
+    return [{"key": "CriticalAddonsOnly", "operator": "Exists", "effect": "NoSchedule"}]
+
+
+NVIDIA_RELEASE = "gpu-operator"
+AMD_RELEASE = "amd-gpu-operator"
+NVIDIA_PLUGIN_CONFIG_MAP = "nvidia-device-plugin-configs"
+DEFAULT_PLUGIN_CONFIG = "default"
+
+
+@dataclass(frozen=True)
+class ReleaseSpec:
+    """One Helm release: what ``helm install <name> <repo>/<chart> --version <version> -n <namespace>`` takes."""
+
+    name: str
+    chart: ChartPin
+    namespace: str
+    values: dict[str, Any]
+
+
+def nvidia_operator_values(model: PlatformModel) -> dict[str, Any]:
+    pools = model.pools_of("nvidia")
+    # AKS-managed drivers and operator-managed drivers exclude each other on a node
+    # (https://azure.github.io/aks-rdma-infiniband/configurations/gpu-drivers): the operator installs the driver
+    # and the container toolkit only when some pool has AKS install none.
+    operator_driver = any(pool.gpu_driver == "None" for pool in pools)
+    # Per-pool plugin configs, picked per node by the nvidia.com/device-plugin.config label; the default is the
+    # pools' common config when they share one, so a stack needs no such label unless its pools differ.
+    configs = {pool.name: config_text(plugin_config(pool, model)) for pool in pools}
+    distinct = set(configs.values())
+    default = next(iter(distinct)) if len(distinct) == 1 else config_text({"version": "v1", "flags": {"migStrategy": "none"}})
+    gpu_tolerations = tolerations_for(model.pools)
+    return {
+        "operator": {"tolerations": system_pool_tolerations()},
+        "daemonsets": {"priorityClassName": "system-node-critical", "tolerations": tolerations_for(pools)},
+        "mig": {"strategy": model.mig_strategy},
+        "driver": {"enabled": operator_driver},
+        "toolkit": {"enabled": operator_driver},
+        "devicePlugin": {
+            "enabled": True,
+            "config": {
+                "create": True,
+                "name": NVIDIA_PLUGIN_CONFIG_MAP,
+                "default": DEFAULT_PLUGIN_CONFIG,
+                "data": {DEFAULT_PLUGIN_CONFIG: default, **configs},
+            },
+        },
+        # MIG manager on, but with no default MIG config: unlabelled nodes keep the partitions AKS made from
+        # the pool's gpuInstanceProfile instead of getting "all-disabled" (the CRD allows "" for this):
+        # https://github.com/NVIDIA/gpu-operator/blob/main/api/nvidia/v1/clusterpolicy_types.go
+        "migManager": {"enabled": True, "config": {"default": ""}},
+        "dcgmExporter": {"enabled": True},
+        # NFD labels the GPU nodes the operands select; its workers must reach every GPU pool (AMD pools too,
+        # when this NFD also serves the AMD operator), its master and GC run on the system pool.
+        "node-feature-discovery": {
+            "worker": {"tolerations": gpu_tolerations},
+            "master": {"tolerations": system_pool_tolerations()},
+            "gc": {"tolerations": system_pool_tolerations()},
+        },
+    }
+
+
+def amd_operator_values(model: PlatformModel, install_nfd: bool) -> dict[str, Any]:
+    pools = model.pools_of("amd")
+
+    def tolerations() -> list[dict[str, str]]:
+        return tolerations_for(pools)
+
+    operator_driver = any(pool.gpu_driver == "None" for pool in pools)
+    nfd: dict[str, Any] = {"enabled": install_nfd}
+    if install_nfd:
+        nfd |= {
+            "worker": {"tolerations": tolerations()},
+            "master": {"tolerations": system_pool_tolerations()},
+            "gc": {"tolerations": system_pool_tolerations()},
+        }
+    return {
+        "node-feature-discovery": nfd,
+        "kmm": {"enabled": True},
+        "installdefaultNFDRule": True,
+        "crds": {"defaultCR": {"install": True, "upgrade": True}},
+        "deviceConfig": {
+            "spec": {
+                # Every AMD pool carries accelerator=amd (components/model.py): exactly the nodes to manage.
+                "selector": {ACCELERATOR_LABEL: "amd"},
+                # The out-of-tree amdgpu driver needs the inbox module blacklisted.
+                "driver": {"enable": operator_driver, "blacklist": operator_driver, "tolerations": tolerations()},
+                "devicePlugin": {
+                    "devicePluginTolerations": tolerations(),
+                    "enableNodeLabeller": True,
+                    "nodeLabellerTolerations": tolerations(),
+                },
+                "metricsExporter": {"enable": True, "tolerations": tolerations()},
+            }
+        },
+    }
+
+
+def operator_releases(model: PlatformModel, pins: PluginPins) -> list[ReleaseSpec]:
+    """The operator releases the stack asks for (NVIDIA first: its NFD also serves the AMD operator)."""
+    plugin = model.config.device_plugin
+    releases = []
+    nvidia = bool(model.pools_of("nvidia")) and plugin.mode == "gpu-operator"
+    if nvidia:
+        releases.append(ReleaseSpec(NVIDIA_RELEASE, pins.nvidia_gpu_operator, NAMESPACE, nvidia_operator_values(model)))
+    if model.pools_of("amd") and plugin.amd_mode == "gpu-operator":
+        # One NFD per cluster: two releases would both own NFD's CRDs and Helm refuses the second.
+        values = amd_operator_values(model, install_nfd=not nvidia)
+        releases.append(ReleaseSpec(AMD_RELEASE, pins.amd_gpu_operator, NAMESPACE, values))
+    return releases

@@ -1,0 +1,67 @@
+"""The pinned device plugin images and GPU operator charts (``data/device_plugins.yaml``), with stack overrides.
+
+Pure: the file is read once; nothing here knows about Pulumi.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from components.config.models import DevicePluginConfig
+
+PINS_FILE = Path(__file__).resolve().parents[1] / "data" / "device_plugins.yaml"
+
+
+@dataclass(frozen=True)
+class ChartPin:
+    repo: str
+    chart: str
+    version: str
+
+
+@dataclass(frozen=True)
+class PluginPins:
+    nvidia_device_plugin_image: str
+    nvidia_gpu_operator: ChartPin
+    amd_device_plugin_image: str
+    amd_node_labeller_image: str
+    amd_gpu_operator: ChartPin
+
+
+@lru_cache(maxsize=1)
+def default_pins() -> PluginPins:
+    with PINS_FILE.open(encoding="utf-8") as handle:
+        raw: dict[str, Any] = yaml.safe_load(handle)
+    nvidia, amd = raw["nvidia"], raw["amd"]
+    return PluginPins(
+        nvidia_device_plugin_image=nvidia["device_plugin_image"],
+        nvidia_gpu_operator=ChartPin(**nvidia["gpu_operator"]),
+        amd_device_plugin_image=amd["device_plugin_image"],
+        amd_node_labeller_image=amd["node_labeller_image"],
+        amd_gpu_operator=ChartPin(**amd["gpu_operator"]),
+    )
+
+
+def resolve_pins(config: DevicePluginConfig) -> PluginPins:
+    """The pins with the stack's overrides applied (an override replaces the whole image reference)."""
+    pins = default_pins()
+    return PluginPins(
+        nvidia_device_plugin_image=config.nvidia_image or pins.nvidia_device_plugin_image,
+        nvidia_gpu_operator=ChartPin(
+            repo=pins.nvidia_gpu_operator.repo,
+            chart=pins.nvidia_gpu_operator.chart,
+            version=config.gpu_operator_chart_version or pins.nvidia_gpu_operator.version,
+        ),
+        amd_device_plugin_image=config.amd_image or pins.amd_device_plugin_image,
+        amd_node_labeller_image=pins.amd_node_labeller_image,
+        amd_gpu_operator=ChartPin(
+            repo=pins.amd_gpu_operator.repo,
+            chart=pins.amd_gpu_operator.chart,
+            version=config.amd_operator_chart_version or pins.amd_gpu_operator.version,
+        ),
+    )
