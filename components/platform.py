@@ -8,6 +8,7 @@ from typing import Any
 import pulumi
 
 from components.azure import GpuCluster, GpuClusterArgs, GpuNodePool, GpuNodePoolArgs
+from components.kube.admission_policy import GpuAdmissionPolicy, GpuAdmissionPolicyArgs
 from components.kube.device_plugin import GpuDevicePlugin, GpuDevicePluginArgs
 from components.kube.workload_namespace import GpuWorkloadNamespace, GpuWorkloadNamespaceArgs
 from components.model import PlatformModel
@@ -26,6 +27,7 @@ class GpuPlatform(pulumi.ComponentResource):
     pools: dict[str, GpuNodePool]
     device_plugin: GpuDevicePlugin
     nvme_cache: NvmeCache
+    admission: GpuAdmissionPolicy
     workloads: dict[str, GpuWorkloadNamespace]
     kubeconfig: pulumi.Output[str]
     pool_outputs: pulumi.Output[dict[str, Any]]
@@ -76,6 +78,11 @@ class GpuPlatform(pulumi.ComponentResource):
             )
             for workload in model.workloads
         }
+        self.admission = GpuAdmissionPolicy(
+            f"{name}-admission",
+            GpuAdmissionPolicyArgs(model=model),
+            opts=pulumi.ResourceOptions(parent=self, provider=self.cluster.provider),
+        )
         self.kubeconfig = self.cluster.kubeconfig
         self.pool_outputs = pulumi.Output.from_input(
             {

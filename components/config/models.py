@@ -232,11 +232,23 @@ class DevicePluginConfig(Spec):
 
 
 class AdmissionConfig(Spec):
+    # The GPU placement ValidatingAdmissionPolicy (components/admission/policy.py).
     enabled: bool = True
+    # The binding's validationActions: Deny refuses, Warn returns a warning, Audit annotates the audit event.
     validation_actions: tuple[Literal["Deny", "Warn", "Audit"], ...] = ("Deny",)
+    # Left out of the policy altogether by its namespaceSelector: the platform's own agents live here.
     exempt_namespaces: tuple[DnsLabel, ...] = ("kube-system", "gpu-resources", "gpu-operator", "monitoring")
     # Rule 3: GPU pods only in workload namespaces whose type matches the pool they target.
     restrict_to_workload_namespaces: bool = False
+
+    @field_validator("validation_actions", "exempt_namespaces")
+    @classmethod
+    def _no_duplicates(cls, values: tuple[str, ...]) -> tuple[str, ...]:
+        # The API server refuses a binding that lists an action twice ("Duplicate value").
+        repeated = sorted({value for value in values if values.count(value) > 1})
+        if repeated:
+            raise ValueError(f"listed more than once: {', '.join(repeated)}")
+        return values
 
 
 class StorageConfig(Spec):

@@ -1,0 +1,473 @@
+"""Evaluate rendered ValidatingAdmissionPolicies against Kubernetes objects, offline, the way the API server does.
+
+For one request the API server, per binding: matches the resource against the policy's ``matchConstraints``
+and the binding's ``matchResources`` (resource rules, ``excludeResourceRules``, ``namespaceSelector``,
+``objectSelector``), runs the ``matchConditions`` (any false: the policy does not apply), then every
+validation, reading ``variables`` lazily; a false validation fails with its ``messageExpression`` (or its
+``message``), an error fails under ``failurePolicy: Fail``. Before admission it has decoded the object and
+applied defaults; the few that matter here are repeated (null fields dropped, the namespace filled in, a Pod's
+requests defaulted from its limits).
+https://kubernetes.io/docs/reference/access-authn-authz/validating-admission-policy/
+
+A violation counts as denied whatever the binding's ``validationActions``: ``Decision.actions`` says what the
+cluster would actually do with it (``Warn``/``Audit``: admit with a warning or an audit annotation).
+Pure: dicts in, decisions out; no files, no cluster, no Pulumi.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from components.admission.cel import CelError, LazyVariables, Program, compile_expression, to_cel, to_python
+
+POLICY_KIND = "ValidatingAdmissionPolicy"
+BINDING_KIND = "ValidatingAdmissionPolicyBinding"
+DEFAULT_NAMESPACE = "default"
+NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"
+CHECK_USER = "aksgpu-admission-check"
+
+# kind -> (API group, plural resource) for the kinds one writes in manifests. Anything else is assumed
+# namespaced and plural by adding "s", which is enough to tell that these policies do not match it.
+KNOWN_KINDS: dict[str, tuple[str, str]] = {
+    "Pod": ("", "pods"),
+    "Deployment": ("apps", "deployments"),
+    "ReplicaSet": ("apps", "replicasets"),
+    "StatefulSet": ("apps", "statefulsets"),
+    "DaemonSet": ("apps", "daemonsets"),
+    "Job": ("batch", "jobs"),
+    "CronJob": ("batch", "cronjobs"),
+    "PodTemplate": ("", "podtemplates"),
+    "ReplicationController": ("", "replicationcontrollers"),
+    "Service": ("", "services"),
+    "ConfigMap": ("", "configmaps"),
+    "Secret": ("", "secrets"),
+    "ServiceAccount": ("", "serviceaccounts"),
+    "PersistentVolumeClaim": ("", "persistentvolumeclaims"),
+    "Namespace": ("", "namespaces"),
+    "Node": ("", "nodes"),
+    "PersistentVolume": ("", "persistentvolumes"),
+    "StorageClass": ("storage.k8s.io", "storageclasses"),
+    "PriorityClass": ("scheduling.k8s.io", "priorityclasses"),
+    "ClusterRole": ("rbac.authorization.k8s.io", "clusterroles"),
+    "ClusterRoleBinding": ("rbac.authorization.k8s.io", "clusterrolebindings"),
+    "CustomResourceDefinition": ("apiextensions.k8s.io", "customresourcedefinitions"),
+    POLICY_KIND: ("admissionregistration.k8s.io", "validatingadmissionpolicies"),
+    BINDING_KIND: ("admissionregistration.k8s.io", "validatingadmissionpolicybindings"),
+}
+CLUSTER_SCOPED_KINDS = frozenset(
+    {
+        "Namespace",
+        "Node",
+        "PersistentVolume",
+        "StorageClass",
+        "PriorityClass",
+        "ClusterRole",
+        "ClusterRoleBinding",
+        "CustomResourceDefinition",
+        POLICY_KIND,
+        BINDING_KIND,
+    }
+)
+DEFAULT_API_VERSIONS = {"": "v1", "apps": "apps/v1", "batch": "batch/v1"}
+
+
+class PolicyError(ValueError):
+    """The manifests do not make a policy this evaluator can run (a binding without its policy, params...)."""
+
+
+@dataclass(frozen=True)
+class Decision:
+    """What the API server would answer for one object (with ``Deny`` semantics)."""
+
+    kind: str
+    namespace: str
+    name: str
+    allowed: bool
+    messages: tuple[str, ...] = ()
+    # The validationActions of every binding whose policy applied to the object.
+    actions: tuple[str, ...] = ()
+    # Why no policy applied, when none did.
+    note: str = ""
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "kind": self.kind,
+            "namespace": self.namespace,
+            "name": self.name,
+            "allowed": self.allowed,
+            "messages": list(self.messages),
+        }
+
+
+# ---------------------------------------------------------------- compiled policies
+
+
+@dataclass(frozen=True)
+class _Validation:
+    expression: Program
+    message: str | None
+    message_expression: Program | None
+
+
+@dataclass(frozen=True)
+class CompiledPolicy:
+    name: str
+    failure_policy: str
+    match_constraints: Mapping[str, Any]
+    match_conditions: tuple[tuple[str, Program], ...]
+    variables: tuple[tuple[str, Program], ...]
+    validations: tuple[_Validation, ...]
+
+
+@dataclass(frozen=True)
+class CompiledBinding:
+    name: str
+    policy: CompiledPolicy
+    actions: tuple[str, ...]
+    match_resources: Mapping[str, Any] | None
+
+
+def compile_policy(manifest: Mapping[str, Any]) -> CompiledPolicy:
+    """Compile every expression of a ValidatingAdmissionPolicy; ``CelError`` names the first that does not."""
+    spec = manifest.get("spec") or {}
+    name = str((manifest.get("metadata") or {}).get("name", ""))
+    if spec.get("paramKind"):
+        raise PolicyError(f"policy {name}: paramKind is not supported offline")
+    validations = tuple(
+        _Validation(
+            expression=compile_expression(item["expression"]),
+            message=item.get("message"),
+            message_expression=compile_expression(item["messageExpression"]) if item.get("messageExpression") else None,
+        )
+        for item in spec.get("validations") or ()
+    )
+    return CompiledPolicy(
+        name=name,
+        failure_policy=str(spec.get("failurePolicy", "Fail")),
+        match_constraints=spec.get("matchConstraints") or {},
+        match_conditions=tuple((c["name"], compile_expression(c["expression"])) for c in spec.get("matchConditions") or ()),
+        variables=tuple((v["name"], compile_expression(v["expression"])) for v in spec.get("variables") or ()),
+        validations=validations,
+    )
+
+
+def compile_bindings(manifests: Iterable[Mapping[str, Any]]) -> list[CompiledBinding]:
+    """The bindings among ``manifests``, each with its compiled policy."""
+    manifests = list(manifests)
+    policies = {str(m["metadata"]["name"]): compile_policy(m) for m in manifests if m.get("kind") == POLICY_KIND}
+    bindings = []
+    for manifest in manifests:
+        if manifest.get("kind") != BINDING_KIND:
+            continue
+        spec = manifest.get("spec") or {}
+        name = str(manifest["metadata"]["name"])
+        policy = policies.get(str(spec.get("policyName")))
+        if policy is None:
+            raise PolicyError(f"binding {name}: no policy named {spec.get('policyName')!r} among the manifests")
+        if spec.get("paramRef"):
+            raise PolicyError(f"binding {name}: paramRef is not supported offline")
+        bindings.append(
+            CompiledBinding(
+                name=name,
+                policy=policy,
+                actions=tuple(spec.get("validationActions") or ()),
+                match_resources=spec.get("matchResources"),
+            )
+        )
+    return bindings
+
+
+# ---------------------------------------------------------------- the request
+
+
+@dataclass(frozen=True)
+class Request:
+    """An admission request for one object, after decoding and defaulting."""
+
+    operation: str
+    object: Mapping[str, Any]
+    old_object: Mapping[str, Any] | None
+    kind: str
+    group: str
+    version: str
+    resource: str
+    namespace: str  # "" for cluster-scoped objects
+    name: str
+    namespace_object: Mapping[str, Any] | None = field(default=None)
+
+    def to_cel(self) -> dict[str, Any]:
+        """``request`` as admission policies read it (admission.k8s.io/v1 AdmissionRequest)."""
+        kind = {"group": self.group, "version": self.version, "kind": self.kind}
+        resource = {"group": self.group, "version": self.version, "resource": self.resource}
+        return {
+            "uid": "00000000-0000-0000-0000-000000000000",
+            "kind": kind,
+            "resource": resource,
+            "requestKind": kind,
+            "requestResource": resource,
+            "subResource": "",
+            "name": self.name,
+            "namespace": self.namespace,
+            "operation": self.operation,
+            "userInfo": {"username": CHECK_USER, "groups": ["system:authenticated"]},
+            "dryRun": False,
+        }
+
+
+def api_group_version(obj: Mapping[str, Any]) -> tuple[str, str]:
+    kind = str(obj.get("kind", ""))
+    api_version = obj.get("apiVersion") or DEFAULT_API_VERSIONS.get(KNOWN_KINDS.get(kind, ("", ""))[0], "v1")
+    group, _, version = str(api_version).rpartition("/")
+    return group, version
+
+
+def prepare(obj: Mapping[str, Any]) -> dict[str, Any]:
+    """The object as admission sees it: nulls dropped, the namespace filled in, a Pod's requests defaulted
+    from its limits (https://kubernetes.io/docs/concepts/configuration/manage-resources-containers/#requests-and-limits:
+    "if you specify a limit for a resource, and do not specify any request, ... Kubernetes copies the limit")."""
+    prepared: dict[str, Any] = _drop_nulls(copy.deepcopy(dict(obj)))
+    kind = str(prepared.get("kind", ""))
+    metadata = prepared.setdefault("metadata", {})
+    if kind not in CLUSTER_SCOPED_KINDS and not metadata.get("namespace"):
+        metadata["namespace"] = DEFAULT_NAMESPACE
+    if kind == "Pod":
+        spec = prepared.get("spec") or {}
+        for container in [*(spec.get("containers") or ()), *(spec.get("initContainers") or ())]:
+            resources = container.get("resources") if isinstance(container, dict) else None
+            if isinstance(resources, dict) and isinstance(resources.get("limits"), dict):
+                requests = resources.setdefault("requests", {})
+                for resource, limit in resources["limits"].items():
+                    requests.setdefault(resource, limit)
+    return prepared
+
+
+def _drop_nulls(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _drop_nulls(v) for k, v in value.items() if v is not None}
+    if isinstance(value, list):
+        return [_drop_nulls(item) for item in value if item is not None]
+    return value
+
+
+def namespace_for(name: str, namespaces: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
+    """The Namespace object of ``name``: the given one, else a bare namespace; either way with the name label
+    the API server always sets."""
+    known = copy.deepcopy(dict(namespaces.get(name) or {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}}))
+    metadata = known.setdefault("metadata", {})
+    metadata.setdefault("name", name)
+    metadata.setdefault("labels", {})[NAMESPACE_NAME_LABEL] = name
+    return known
+
+
+def build_request(
+    obj: Mapping[str, Any],
+    namespaces: Mapping[str, Mapping[str, Any]] | None = None,
+    operation: str = "CREATE",
+    old_object: Mapping[str, Any] | None = None,
+) -> Request:
+    prepared = prepare(obj)
+    kind = str(prepared.get("kind", ""))
+    group, version = api_group_version(prepared)
+    resource = KNOWN_KINDS.get(kind, (group, kind.lower() + "s"))[1]
+    metadata = prepared.get("metadata") or {}
+    namespace = "" if kind in CLUSTER_SCOPED_KINDS else str(metadata.get("namespace"))
+    return Request(
+        operation=operation,
+        object=prepared,
+        old_object=prepare(old_object) if old_object is not None else None,
+        kind=kind,
+        group=group,
+        version=version,
+        resource=resource,
+        namespace=namespace,
+        name=str(metadata.get("name") or metadata.get("generateName") or ""),
+        namespace_object=namespace_for(namespace, namespaces or {}) if namespace else None,
+    )
+
+
+# ---------------------------------------------------------------- matching
+
+
+def _rule_matches(rule: Mapping[str, Any], request: Request, equivalent: bool) -> bool:
+    def has(values: Any, wanted: str) -> bool:
+        return "*" in (values or ()) or wanted in (values or ())
+
+    scope = rule.get("scope", "*")
+    namespaced = bool(request.namespace)
+    return (
+        has(rule.get("operations"), request.operation)
+        and has(rule.get("apiGroups"), request.group)
+        # Equivalent: the server converts a request for another version of the same resource and matches it.
+        and (equivalent or has(rule.get("apiVersions"), request.version))
+        and (has(rule.get("resources"), request.resource) or "*/*" in (rule.get("resources") or ()))
+        and (scope == "*" or (scope == "Namespaced") == namespaced)
+    )
+
+
+def selector_matches(selector: Mapping[str, Any] | None, labels: Mapping[str, str]) -> bool:
+    """A metav1.LabelSelector against a set of labels; an empty (or absent) selector matches everything."""
+    if not selector:
+        return True
+    for key, value in (selector.get("matchLabels") or {}).items():
+        if labels.get(key) != value:
+            return False
+    for expression in selector.get("matchExpressions") or ():
+        key, operator, values = expression["key"], expression["operator"], expression.get("values") or ()
+        present = key in labels
+        if operator == "In" and not (present and labels[key] in values):
+            return False
+        if operator == "NotIn" and present and labels[key] in values:
+            return False
+        if operator == "Exists" and not present:
+            return False
+        if operator == "DoesNotExist" and present:
+            return False
+    return True
+
+
+def _labels(obj: Mapping[str, Any] | None) -> dict[str, str]:
+    return {str(k): str(v) for k, v in (((obj or {}).get("metadata") or {}).get("labels") or {}).items()}
+
+
+def mismatch(constraints: Mapping[str, Any], request: Request, rules_required: bool) -> str | None:
+    """Why ``matchConstraints`` of a policy (``rules_required``) or ``matchResources`` of a binding do not
+    match the request; None when they do."""
+    equivalent = constraints.get("matchPolicy", "Equivalent") == "Equivalent"
+    rules = constraints.get("resourceRules")
+    what = f"{request.resource}" + (f".{request.group}" if request.group else "")
+    if rules is None and rules_required:
+        return "the policy has no resourceRules"
+    if rules is not None and not any(_rule_matches(rule, request, equivalent) for rule in rules):
+        return f"{what} ({request.operation}) is not a resource the policy checks"
+    if any(_rule_matches(rule, request, equivalent) for rule in constraints.get("excludeResourceRules") or ()):
+        return f"{what} is excluded by excludeResourceRules"
+    if request.namespace:
+        namespace_labels = _labels(request.namespace_object)
+    elif request.kind == "Namespace":
+        namespace_labels = _labels(request.object)  # a Namespace is matched on its own labels
+    else:
+        namespace_labels = None  # other cluster-scoped objects are never excluded by a namespaceSelector
+    if namespace_labels is not None and not selector_matches(constraints.get("namespaceSelector"), namespace_labels):
+        return f"namespace {request.namespace} is outside the policy's namespaceSelector (exempt)"
+    object_selector = constraints.get("objectSelector")
+    if selector_matches(object_selector, _labels(request.object)) or (
+        request.old_object is not None and selector_matches(object_selector, _labels(request.old_object))
+    ):
+        return None
+    return "the object's labels are outside the objectSelector"
+
+
+# ---------------------------------------------------------------- evaluation
+
+
+@dataclass
+class _Outcome:
+    applied: bool
+    messages: list[str]
+    skipped_because: str = ""
+
+
+def _run_binding(binding: CompiledBinding, request: Request) -> _Outcome:
+    policy = binding.policy
+    reason = mismatch(policy.match_constraints, request, rules_required=True)
+    if reason is None and binding.match_resources is not None:
+        reason = mismatch(binding.match_resources, request, rules_required=False)
+    if reason is not None:
+        return _Outcome(False, [], reason)
+
+    base: dict[str, Any] = {
+        "object": to_cel(request.object),
+        "oldObject": to_cel(request.old_object) if request.old_object is not None else None,
+        "request": to_cel(request.to_cel()),
+        "namespaceObject": to_cel(request.namespace_object) if request.namespace_object is not None else None,
+        "params": None,
+    }
+    activation: dict[str, Any] = dict(base)
+    activation["variables"] = LazyVariables(dict(policy.variables), lambda: activation)
+    fail = policy.failure_policy == "Fail"
+
+    condition_errors = []
+    for name, condition in policy.match_conditions:
+        try:
+            result = to_python(condition.run(activation))
+        except CelError as error:
+            condition_errors.append(f"match condition {name!r} resulted in error: {error.reason}")
+            continue
+        if result is not True:
+            # A false condition (or a non-bool) means the policy does not apply.
+            return _Outcome(False, [], f"match condition {name!r} is false")
+    if condition_errors:
+        return _Outcome(True, condition_errors if fail else [])
+
+    messages = []
+    for validation in policy.validations:
+        try:
+            result = to_python(validation.expression.run(activation))
+        except CelError as error:
+            if fail:
+                messages.append(f"expression '{validation.expression.source}' resulted in error: {error.reason}")
+            continue
+        if not isinstance(result, bool):
+            if fail:
+                messages.append(f"expression '{validation.expression.source}' must evaluate to bool")
+            continue
+        if not result:
+            messages.append(_failure_message(validation, activation))
+    return _Outcome(True, messages)
+
+
+def _failure_message(validation: _Validation, activation: Mapping[str, Any]) -> str:
+    # An error, a non-string, a blank or a multi-line messageExpression falls back to message, then to a
+    # default that names the expression, as the API server does.
+    if validation.message_expression is not None:
+        try:
+            text = to_python(validation.message_expression.run(activation))
+        except CelError:
+            text = None
+        if isinstance(text, str) and text.strip() and "\n" not in text:
+            return text
+    if validation.message:
+        return validation.message
+    return f"failed expression: {validation.expression.source}"
+
+
+def evaluate_request(request: Request, bindings: Sequence[CompiledBinding]) -> Decision:
+    messages: list[str] = []
+    actions: list[str] = []
+    skipped: list[str] = []
+    applied = False
+    for binding in bindings:
+        outcome = _run_binding(binding, request)
+        if outcome.applied:
+            applied = True
+            actions += [a for a in binding.actions if a not in actions]
+            messages += outcome.messages
+        else:
+            skipped.append(f"{binding.policy.name}: {outcome.skipped_because}")
+    note = ""
+    if not applied:
+        note = "; ".join(skipped) if skipped else "no admission policy in this stack"
+    return Decision(
+        kind=request.kind,
+        namespace=request.namespace,
+        name=request.name,
+        allowed=not messages,
+        messages=tuple(messages),
+        actions=tuple(actions),
+        note=note,
+    )
+
+
+def evaluate(
+    objects: Iterable[Mapping[str, Any]],
+    manifests: Iterable[Mapping[str, Any]],
+    namespaces: Mapping[str, Mapping[str, Any]] | None = None,
+) -> list[Decision]:
+    """One decision per object, as the API server would decide its CREATE under the policies and bindings
+    in ``manifests`` (what ``render_policy`` returns). ``namespaces`` are the Namespace objects by name that
+    the policies may read (``namespaceObject``); others are bare namespaces."""
+    bindings = compile_bindings(manifests)
+    return [evaluate_request(build_request(obj, namespaces), bindings) for obj in objects]

@@ -1,0 +1,61 @@
+"""``GpuAdmissionPolicy``: the GPU placement ValidatingAdmissionPolicy and its binding, registered in the cluster.
+
+The manifests come from :func:`components.admission.policy.render_policy` (pure, tested without Pulumi); this
+component only registers them, the binding after the policy it names. With ``admission.enabled: false`` it
+registers nothing.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import pulumi
+import pulumi_kubernetes as k8s
+
+from components.admission.policy import render_policy
+from components.model import PlatformModel
+
+
+@dataclass(frozen=True)
+class GpuAdmissionPolicyArgs:
+    model: PlatformModel
+
+
+class GpuAdmissionPolicy(pulumi.ComponentResource):
+    """Denies (or warns about, per ``admission.validationActions``) GPU pods without the GPU toleration or with
+    a GPU request that differs from its limit, and non-GPU pods that tolerate the GPU taint.
+
+    Outputs: ``policy_name`` and ``validation_actions`` (None and ``[]`` when admission is disabled).
+    """
+
+    policy: k8s.admissionregistration.v1.ValidatingAdmissionPolicy | None
+    binding: k8s.admissionregistration.v1.ValidatingAdmissionPolicyBinding | None
+    policy_name: pulumi.Output[str | None]
+    validation_actions: pulumi.Output[list[str]]
+
+    def __init__(self, name: str, args: GpuAdmissionPolicyArgs, opts: pulumi.ResourceOptions | None = None) -> None:
+        super().__init__("aks-gpu:index:GpuAdmissionPolicy", name, None, opts)
+        provider = opts.provider if opts else None
+        self.policy = None
+        self.binding = None
+        manifests = render_policy(args.model)
+        if manifests:
+            policy, binding = manifests
+            self.policy = k8s.admissionregistration.v1.ValidatingAdmissionPolicy(
+                f"{name}-policy",
+                metadata=policy["metadata"],
+                spec=policy["spec"],
+                opts=pulumi.ResourceOptions(parent=self, provider=provider),
+            )
+            self.binding = k8s.admissionregistration.v1.ValidatingAdmissionPolicyBinding(
+                f"{name}-binding",
+                metadata=binding["metadata"],
+                spec=binding["spec"],
+                # A binding whose policy is missing binds nothing; create it only once the policy exists.
+                opts=pulumi.ResourceOptions(parent=self, provider=provider, depends_on=[self.policy]),
+            )
+        self.policy_name = pulumi.Output.from_input(manifests[0]["metadata"]["name"] if manifests else None)
+        self.validation_actions = pulumi.Output.from_input(list(manifests[1]["spec"]["validationActions"]) if manifests else [])
+        outputs: dict[str, Any] = {"policyName": self.policy_name, "validationActions": self.validation_actions}
+        self.register_outputs(outputs)

@@ -1,0 +1,65 @@
+"""``GpuAdmissionPolicy`` under the mock engine: what it registers, with which provider and order."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pulumi
+import pulumi_kubernetes as k8s
+import pytest
+
+from components.admission.policy import render_policy
+from components.config import validate_config
+from components.kube.admission_policy import GpuAdmissionPolicy, GpuAdmissionPolicyArgs
+from components.model import PlatformModel, resolve
+from components.plan import PlanResult
+from tests.conftest import MockHarness, raw_stack, stack_model
+
+POLICY_TYPE = "kubernetes:admissionregistration.k8s.io/v1:ValidatingAdmissionPolicy"
+BINDING_TYPE = "kubernetes:admissionregistration.k8s.io/v1:ValidatingAdmissionPolicyBinding"
+
+
+def plan(harness: MockHarness, model: PlatformModel) -> PlanResult:
+    def program() -> None:
+        provider = k8s.Provider("cluster", kubeconfig="fake")
+        GpuAdmissionPolicy("admission", GpuAdmissionPolicyArgs(model=model), pulumi.ResourceOptions(provider=provider))
+
+    return harness.run(program)
+
+
+def only(result: PlanResult, type_: str) -> Any:
+    [record] = result.by_type(type_)
+    return record
+
+
+@pytest.mark.parametrize(("stack", "actions"), [("prod", ["Deny"]), ("dev", ["Warn", "Audit"])])
+def test_registers_the_policy_and_its_binding(harness: MockHarness, stack: str, actions: list[str]) -> None:
+    result = plan(harness, stack_model(stack))
+    policy, binding = only(result, POLICY_TYPE), only(result, BINDING_TYPE)
+    component = only(result, "aks-gpu:index:GpuAdmissionPolicy")
+    assert (policy.name, binding.name) == ("admission-policy", "admission-binding")
+    assert policy.parent == binding.parent == component.urn
+    assert policy.options["provider"] == binding.options["provider"] == "cluster-id"
+    assert binding.options["dependsOn"] == [policy.urn]  # the binding waits for the policy it names
+
+    manifests = result.manifests()
+    applied_policy = manifests["validatingadmissionpolicy-_-aks-gpu-gpu-placement.yaml"]
+    applied_binding = manifests["validatingadmissionpolicybinding-_-aks-gpu-gpu-placement.yaml"]
+    assert [applied_policy, applied_binding] == render_policy(stack_model(stack))
+    assert applied_binding["spec"] == {"policyName": "aks-gpu-gpu-placement", "validationActions": actions}
+    assert applied_policy["spec"]["failurePolicy"] == "Fail"
+    rules = applied_policy["spec"]["matchConstraints"]["resourceRules"]
+    assert {resource for rule in rules for resource in rule["resources"]} >= {"pods", "deployments", "cronjobs", "jobs"}
+
+
+def test_disabled_admission_registers_nothing(harness: MockHarness) -> None:
+    raw = raw_stack("prod")
+    raw["aks-gpu:admission"] = {"enabled": False}
+    result = plan(harness, resolve(validate_config(raw, "test").config))
+    assert result.by_type(POLICY_TYPE) == [] and result.by_type(BINDING_TYPE) == []
+    assert len(result.by_type("aks-gpu:index:GpuAdmissionPolicy")) == 1
+
+
+def test_plans_are_deterministic(harness: MockHarness) -> None:
+    model = stack_model("prod")
+    assert plan(harness, model).manifests() == plan(harness, model).manifests()
