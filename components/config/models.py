@@ -276,14 +276,20 @@ class ValidationConfig(Spec):
     smoke_job: SmokeJobConfig = SmokeJobConfig()
 
 
-class StackConfig(Spec):
-    """Everything under the ``aks-gpu:`` namespace of a stack file, plus the Azure location."""
+class PlatformConfig(Spec):
+    """The in-cluster part of a stack: GPU pools and what runs for them. Components that need no cluster
+    settings (device plugin, admission, NVMe cache, validation) take this much."""
 
-    location: str = Field(min_length=1)
-    cluster: ClusterConfig
     gpu_pools: tuple[GpuPoolConfig, ...] = ()
     workloads: tuple[WorkloadConfig, ...] = ()
     device_plugin: DevicePluginConfig = DevicePluginConfig()
     admission: AdmissionConfig = AdmissionConfig()
     storage: StorageConfig = StorageConfig()
     validation: ValidationConfig = ValidationConfig()
+
+
+class StackConfig(PlatformConfig):
+    """Everything under the ``aks-gpu:`` namespace of a stack file, plus the Azure location."""
+
+    location: str = Field(min_length=1)
+    cluster: ClusterConfig
