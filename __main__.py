@@ -2,19 +2,11 @@
 
 import pulumi
 
+from components.args import spec_of
 from components.config.pulumi_source import load_from_pulumi
-from components.model import resolve
-from components.platform import GpuPlatform, GpuPlatformArgs
+from components.platform import GpuPlatform, stack_exports
 
 validated = load_from_pulumi()
-model = resolve(validated.config)
-platform = GpuPlatform(pulumi.get_stack(), GpuPlatformArgs(model=model))
-
-pulumi.export("clusterName", platform.cluster.cluster_name)
-pulumi.export("resourceGroupName", platform.cluster.resource_group_name)
-pulumi.export("kubeconfig", platform.kubeconfig)
-pulumi.export("pools", platform.pool_outputs)
-pulumi.export("devicePlugin", platform.device_plugin.targets)
-pulumi.export("namespaces", {name: ns.pod_placement for name, ns in platform.workloads.items()})
-pulumi.export("nvmeStorageClass", platform.nvme_cache.storage_class_name)
-pulumi.export("nvmeVolumes", platform.nvme_cache.volume_snippets)
+platform = GpuPlatform(pulumi.get_stack(), spec_of(validated.config))
+for output_name, value in stack_exports(platform).items():
+    pulumi.export(output_name, value)

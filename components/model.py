@@ -11,8 +11,8 @@ from dataclasses import dataclass
 from typing import Literal
 
 from components.catalog import Catalog, GpuModel, VmSize, load_catalog
-from components.config.models import GpuPoolConfig, StackConfig, WorkloadConfig
-from components.kube.operator_labels import operator_node_labels
+from components.config.models import ClusterConfig, GpuPoolConfig, PlatformConfig, StackConfig, WorkloadConfig
+from components.kube.plugin_node_labels import plugin_node_labels
 from components.storage.manifests import nvme_node_labels
 
 Vendor = Literal["nvidia", "amd"]
@@ -150,9 +150,14 @@ class ResolvedWorkload:
 
 @dataclass(frozen=True)
 class PlatformModel:
-    config: StackConfig
+    config: PlatformConfig
     pools: tuple[ResolvedPool, ...]
     workloads: tuple[ResolvedWorkload, ...]
+
+    @property
+    def cluster(self) -> ClusterConfig | None:
+        """The cluster settings when the model came from a whole stack; None for a component's sections."""
+        return self.config.cluster if isinstance(self.config, StackConfig) else None
 
     @property
     def mig_strategy(self) -> MigStrategy:
@@ -219,7 +224,7 @@ def schedulable_resource(
     return SchedulableResource(name=base, count_per_node=gpus * (replicas or 1))
 
 
-def resolve_pool(pool: GpuPoolConfig, config: StackConfig, catalog: Catalog) -> ResolvedPool:
+def resolve_pool(pool: GpuPoolConfig, config: PlatformConfig, catalog: Catalog) -> ResolvedPool:
     size, model, gpus = gpu_facts(pool, catalog)
     instance = model.mig.get(pool.mig_profile) if (model and pool.mig_profile) else None
     taints = [Taint(key=vendor_resource(pool.vendor), value=GPU_TAINT_VALUE, effect="NoSchedule")]
@@ -233,8 +238,8 @@ def resolve_pool(pool: GpuPoolConfig, config: StackConfig, catalog: Catalog) -> 
         POOL_LABEL: pool.name,
         # Azure Container Storage v1 runs its io-engine only on nodes carrying its label.
         **(nvme_node_labels(config.storage.flavour) if pool.nvme_cache else {}),
-        # GPU Operator mode: which plugin config and which operands (driver, toolkit) apply to this pool.
-        **operator_node_labels(pool, config),
+        # Which device plugin config (both modes) and which GPU Operator operands apply to this pool.
+        **plugin_node_labels(pool, config),
         **pool.labels,
     }
     driver = pool.gpu_driver
@@ -266,7 +271,7 @@ def workload_pools(workload: WorkloadConfig, pools: tuple[ResolvedPool, ...]) ->
     return tuple(p for p in pools if p.workload == workload.type)
 
 
-def resolve(config: StackConfig, catalog: Catalog | None = None) -> PlatformModel:
+def resolve(config: PlatformConfig, catalog: Catalog | None = None) -> PlatformModel:
     catalog = catalog or load_catalog()
     pools = tuple(resolve_pool(pool, config, catalog) for pool in config.gpu_pools)
     workloads = []

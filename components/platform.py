@@ -1,63 +1,107 @@
-"""``GpuPlatform``: the whole GPU stack from one resolved model, as ``__main__.py`` and other stacks use it."""
+"""``GpuPlatform``: the whole GPU stack from one args object (a ``StackSpec``), as ``__main__.py`` and other
+stacks use it."""
 
-from __future__ import annotations
-
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NotRequired, TypedDict
 
 import pulumi
+from pydantic.alias_generators import to_camel
 
-from components.azure import GpuCluster, GpuClusterArgs, GpuNodePool, GpuNodePoolArgs
+from components.args import platform_sections, spec_of, stack_model
+from components.azure import GpuCluster, GpuNodePool
 from components.kube.admission_policy import GpuAdmissionPolicy, GpuAdmissionPolicyArgs
 from components.kube.device_plugin import GpuDevicePlugin, GpuDevicePluginArgs
 from components.kube.workload_namespace import GpuWorkloadNamespace, GpuWorkloadNamespaceArgs
-from components.model import PlatformModel
+from components.model import PlatformModel, ResolvedPool
+from components.specs import StackSpec
 from components.storage import NvmeCache, NvmeCacheArgs
 
 
-@dataclass(frozen=True)
-class GpuPlatformArgs:
-    model: PlatformModel
+class TolerationOutput(TypedDict):
+    key: str
+    operator: str
+    effect: str
+    value: NotRequired[str]
+
+
+class PoolOutput(TypedDict):
+    """What a workload needs to land on one GPU pool."""
+
+    node_selector: dict[str, str]
+    tolerations: list[TolerationOutput]
+    resource_name: str
+    """The extended resource one node advertises: nvidia.com/gpu, amd.com/gpu or nvidia.com/mig-<profile>."""
+    resource_count_per_node: int
+    """How many of it one node advertises (0 when the pool's GPU count is unknown)."""
+    vm_size: str
+    mig_profile: NotRequired[str]
+    mig_strategy: NotRequired[str]
+
+
+def pool_output(pool: ResolvedPool, model: PlatformModel) -> PoolOutput:
+    output: PoolOutput = {
+        "node_selector": dict(pool.node_selector),
+        "tolerations": [TolerationOutput(**t.to_kube()) for t in pool.tolerations],  # type: ignore[typeddict-item]
+        "resource_name": pool.resource.name,
+        "resource_count_per_node": pool.resource.count_per_node or 0,
+        "vm_size": pool.config.vm_size,
+    }
+    if pool.mig_profile:
+        output["mig_profile"] = pool.mig_profile
+        output["mig_strategy"] = model.mig_strategy
+    return output
 
 
 class GpuPlatform(pulumi.ComponentResource):
-    """Cluster, GPU pools and what runs inside the cluster for them, composed in dependency order."""
+    """Cluster, GPU pools and what runs inside the cluster for them, composed in dependency order: the GPU
+    device plugin, the NVMe cache, one namespace per workload type and the GPU admission policy."""
 
     cluster: GpuCluster
-    pools: dict[str, GpuNodePool]
+    node_pools: dict[str, GpuNodePool]
     device_plugin: GpuDevicePlugin
     nvme_cache: NvmeCache
     admission: GpuAdmissionPolicy
     workloads: dict[str, GpuWorkloadNamespace]
-    kubeconfig: pulumi.Output[str]
-    pool_outputs: pulumi.Output[dict[str, Any]]
 
-    def __init__(self, name: str, args: GpuPlatformArgs, opts: pulumi.ResourceOptions | None = None) -> None:
+    kubeconfig: pulumi.Output[str]
+    """Exec (kubelogin) kubeconfig of the cluster; a secret."""
+    cluster_name: pulumi.Output[str]
+    resource_group_name: pulumi.Output[str]
+    pools: pulumi.Output[dict[str, PoolOutput]]
+    """Per GPU pool: node selector, tolerations, resource name and count per node."""
+    namespaces: pulumi.Output[list[str]]
+    """The workload namespaces."""
+
+    def __init__(self, name: str, args: StackSpec, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__("aks-gpu:index:GpuPlatform", name, None, opts)
-        model = args.model
+        model = stack_model(args, f"GpuPlatform {name}")
         config = model.config
+        sections = platform_sections(config)
+        assert model.cluster is not None  # a StackSpec always has one
         self.cluster = GpuCluster(
             f"{name}-cluster",
-            GpuClusterArgs(cluster=config.cluster, location=config.location),
+            {"cluster": spec_of(model.cluster), "location": args["location"]},
             opts=pulumi.ResourceOptions(parent=self),
         )
-        self.pools = {
+        self.node_pools = {
             pool.name: GpuNodePool(
                 f"{name}-{pool.name}",
-                GpuNodePoolArgs(
-                    pool=pool,
-                    resource_group_name=self.cluster.resource_group_name,
-                    cluster_name=self.cluster.cluster_name,
-                ),
+                {
+                    "pool": spec_of(pool.config),
+                    "resource_group_name": self.cluster.resource_group_name,
+                    "cluster_name": self.cluster.cluster_name,
+                    "device_plugin": sections.get("device_plugin", {}),
+                    "storage": sections.get("storage", {}),
+                },
                 opts=pulumi.ResourceOptions(parent=self),
             )
             for pool in model.pools
         }
-        pools_ready = list(self.pools.values())
+        pools_ready: list[pulumi.Resource] = list(self.node_pools.values())
+        in_cluster = pulumi.ResourceOptions(parent=self, provider=self.cluster.provider)
         self.device_plugin = GpuDevicePlugin(
             f"{name}-gpu",
             GpuDevicePluginArgs(model=model),
-            pulumi.ResourceOptions(parent=self, provider=self.cluster.provider, depends_on=pools_ready),
+            pulumi.ResourceOptions.merge(in_cluster, pulumi.ResourceOptions(depends_on=pools_ready)),
         )
         self.nvme_cache = NvmeCache(
             f"{name}-nvme",
@@ -67,37 +111,47 @@ class GpuPlatform(pulumi.ComponentResource):
                 cluster_name=self.cluster.cluster_name,
             ),
             # After the pools: v1 wants its io-engine label on them before the extension installs.
-            opts=pulumi.ResourceOptions(parent=self, provider=self.cluster.provider, depends_on=pools_ready),
+            opts=pulumi.ResourceOptions.merge(in_cluster, pulumi.ResourceOptions(depends_on=pools_ready)),
         )
         gpu_resources = tuple(sorted({pool.resource.name for pool in model.pools}))
         self.workloads = {
             workload.name: GpuWorkloadNamespace(
                 f"{name}-{workload.name}",
                 GpuWorkloadNamespaceArgs(workload=workload, platform_gpu_resources=gpu_resources),
-                opts=pulumi.ResourceOptions(parent=self, provider=self.cluster.provider),
+                opts=in_cluster,
             )
             for workload in model.workloads
         }
-        self.admission = GpuAdmissionPolicy(
-            f"{name}-admission",
-            GpuAdmissionPolicyArgs(model=model),
-            opts=pulumi.ResourceOptions(parent=self, provider=self.cluster.provider),
-        )
+        self.admission = GpuAdmissionPolicy(f"{name}-admission", GpuAdmissionPolicyArgs(model=model), opts=in_cluster)
+
         self.kubeconfig = self.cluster.kubeconfig
-        self.pool_outputs = pulumi.Output.from_input(
+        self.cluster_name = self.cluster.cluster_name
+        self.resource_group_name = self.cluster.resource_group_name
+        self.pools = pulumi.Output.from_input({pool.name: pool_output(pool, model) for pool in model.pools})
+        self.namespaces = pulumi.Output.from_input([workload.name for workload in model.workloads])
+        self.register_outputs(
             {
-                pool.name: {
-                    "nodeSelector": pool.node_selector,
-                    "tolerations": [t.to_kube() for t in pool.tolerations],
-                    "resourceName": pool.resource.name,
-                    "resourceCountPerNode": pool.resource.count_per_node,
-                    "vmSize": pool.config.vm_size,
-                    "migProfile": pool.mig_profile,
-                    "migStrategy": model.mig_strategy if pool.mig_profile else None,
-                }
-                for pool in model.pools
+                "kubeconfig": self.kubeconfig,
+                "clusterName": self.cluster_name,
+                "resourceGroupName": self.resource_group_name,
+                "pools": self.pools,
+                "namespaces": self.namespaces,
             }
         )
-        self.register_outputs(
-            {"kubeconfig": self.kubeconfig, "pools": self.pool_outputs, "devicePlugin": self.device_plugin.targets}
-        )
+
+
+def stack_exports(platform: GpuPlatform) -> dict[str, Any]:
+    """What the platform stack exports for the teams that build on it (``StackReference`` consumers)."""
+    return {
+        "clusterName": platform.cluster_name,
+        "resourceGroupName": platform.resource_group_name,
+        "kubeconfig": platform.kubeconfig,
+        # JSON's convention for the stack's outputs: camelCase keys (label keys and values left as they are).
+        "pools": platform.pools.apply(
+            lambda pools: {name: {to_camel(key): value for key, value in pool.items()} for name, pool in pools.items()}
+        ),
+        "devicePlugin": platform.device_plugin.targets,
+        "namespaces": {name: ns.pod_placement for name, ns in platform.workloads.items()},
+        "nvmeStorageClass": platform.nvme_cache.storage_class_name,
+        "nvmeVolumes": platform.nvme_cache.volume_snippets,
+    }

@@ -1,31 +1,32 @@
 """``GpuCluster``: the AKS cluster GPU pools attach to, created with safe defaults or adopted as it is."""
 
-from __future__ import annotations
 
 import base64
-from dataclasses import dataclass
-from typing import Any, cast
+from typing import Any, TypedDict, cast
 
 import pulumi
 import pulumi_kubernetes as k8s
 from pulumi_azure_native import containerservice
 
+from components.args import validated
 from components.azure.maintenance import (
     AUTO_UPGRADE_CONFIG_NAME,
     NODE_OS_CONFIG_NAME,
     maintenance_window_args,
 )
 from components.config.models import ClusterConfig
+from components.specs import ClusterSpec
 
 # The system pool runs CoreDNS, metrics-server and the like, and nothing else: AKS honours this taint
 # on system pools ("CriticalAddonsOnly=true:NoSchedule") so user pods go to the GPU (or other user) pools.
 SYSTEM_POOL_TAINT = "CriticalAddonsOnly=true:NoSchedule"
 
 
-@dataclass(frozen=True)
-class GpuClusterArgs:
-    cluster: ClusterConfig
+class GpuClusterArgs(TypedDict):
+    cluster: ClusterSpec
+    """The cluster settings, as a stack file's `aks-gpu:cluster` (snake_case here)."""
     location: str
+    """Azure region, unless cluster.location says otherwise."""
 
 
 def decode_kubeconfig(result: Any) -> str:
@@ -52,7 +53,7 @@ class GpuCluster(pulumi.ComponentResource):
 
     def __init__(self, name: str, args: GpuClusterArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__("aks-gpu:index:GpuCluster", name, None, opts)
-        spec = args.cluster
+        spec = validated(ClusterConfig, args["cluster"], f"GpuCluster {name}")
         child = pulumi.ResourceOptions(parent=self)
 
         if spec.existing:
@@ -64,7 +65,7 @@ class GpuCluster(pulumi.ComponentResource):
         else:
             cluster = containerservice.ManagedCluster(
                 f"{name}-aks",
-                **self._cluster_inputs(spec, args.location),
+                **self._cluster_inputs(spec, args["location"]),
                 opts=pulumi.ResourceOptions(
                     parent=self,
                     protect=spec.protect,

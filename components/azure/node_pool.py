@@ -1,24 +1,25 @@
 """``GpuNodePool``: one AKS agent pool of GPU VMs, tainted and labelled so only GPU work lands on it."""
 
-from __future__ import annotations
-
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NotRequired, TypedDict
 
 import pulumi
 from pulumi_azure_native import containerservice
 
+from components.args import platform_model
 from components.model import ResolvedPool
+from components.specs import DevicePluginSpec, GpuPoolSpec, StorageSpec
 
-# Fields AKS cannot change in place: a change recreates the pool and drains every GPU node on it.
-IMMUTABLE_POOL_FIELDS = ("vmSize", "gpuInstanceProfile", "osDiskType", "osSKU", "availabilityZones", "maxPods")
-
-
-@dataclass(frozen=True)
-class GpuNodePoolArgs:
-    pool: ResolvedPool
+class GpuNodePoolArgs(TypedDict):
+    pool: GpuPoolSpec
+    """The pool, as one entry of a stack file's `aks-gpu:gpuPools` (snake_case here)."""
     resource_group_name: pulumi.Input[str]
+    """The cluster's resource group."""
     cluster_name: pulumi.Input[str]
+    """The AKS cluster the pool joins."""
+    device_plugin: NotRequired[DevicePluginSpec]
+    """The stack's device plugin settings: they decide the driver mode and the MIG resource name."""
+    storage: NotRequired[StorageSpec]
+    """The stack's storage settings: NVMe pools of the v1 flavour carry its io-engine label."""
 
 
 def agent_pool_inputs(pool: ResolvedPool) -> dict[str, Any]:
@@ -76,11 +77,16 @@ class GpuNodePool(pulumi.ComponentResource):
 
     def __init__(self, name: str, args: GpuNodePoolArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__("aks-gpu:index:GpuNodePool", name, None, opts)
-        pool = args.pool
+        sections = {
+            "gpu_pools": [args["pool"]],
+            "device_plugin": args.get("device_plugin", {}),
+            "storage": args.get("storage", {}),
+        }
+        [pool] = platform_model(sections, f"GpuNodePool {name}").pools
         containerservice.AgentPool(
             f"{name}-pool",
-            resource_group_name=args.resource_group_name,
-            resource_name_=args.cluster_name,
+            resource_group_name=args["resource_group_name"],
+            resource_name_=args["cluster_name"],
             **agent_pool_inputs(pool),
             opts=pulumi.ResourceOptions(
                 parent=self,

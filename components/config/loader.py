@@ -24,6 +24,7 @@ from components.config.models import (
     POOL_NAME_PATTERN,
     RESOURCE_GROUP_PATTERN,
     TAINT_PATTERN,
+    PlatformConfig,
     StackConfig,
 )
 from components.config.problems import ConfigError, Problem
@@ -101,7 +102,7 @@ def validate_config(raw: Mapping[str, Any], source: str, catalog: Catalog | None
     try:
         config = StackConfig.model_validate(document)
     except ValidationError as exc:
-        problems.extend(_problems_from(exc))
+        problems.extend(problems_from(exc))
     if config is not None:
         problems.extend(check_rules(config, catalog))
 
@@ -109,6 +110,19 @@ def validate_config(raw: Mapping[str, Any], source: str, catalog: Catalog | None
     if errors or config is None:
         raise ConfigError(source, errors + [p for p in problems if p.severity == "warning"])
     return ValidatedConfig(config=config, warnings=tuple(problems), source=source)
+
+
+def validate_sections(values: Mapping[str, Any], source: str, catalog: Catalog | None = None) -> PlatformConfig:
+    """Validate the in-cluster sections a component was given (``gpu_pools``, ``workloads``, ...), with the
+    same models and cross-key rules as a stack file. Raises ``ConfigError`` on the first pass that fails."""
+    try:
+        config = PlatformConfig.model_validate(dict(values))
+    except ValidationError as exc:
+        raise ConfigError(source, problems_from(exc)) from None
+    errors = [p for p in check_rules(config, catalog or load_catalog()) if p.severity == "error"]
+    if errors:
+        raise ConfigError(source, errors)
+    return config
 
 
 def _decode(value: Any) -> Any:
@@ -137,7 +151,8 @@ def key_path(loc: tuple[int | str, ...]) -> str:
     return path
 
 
-def _problems_from(exc: ValidationError) -> list[Problem]:
+def problems_from(exc: ValidationError) -> list[Problem]:
+    """One problem per pydantic error, with the key path a user edits and what is allowed there."""
     problems = []
     for error in exc.errors(include_url=False):
         loc = tuple(part for part in error["loc"] if not _is_union_tag(part))

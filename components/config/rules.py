@@ -11,15 +11,17 @@ from collections import Counter
 # there, this module runs while components.model is still half-initialised.
 from components import model as platform_model
 from components.catalog import Catalog
-from components.config.models import GpuPoolConfig, StackConfig
+from components.config.models import GpuPoolConfig, PlatformConfig, StackConfig
 from components.config.problems import Problem
 
 P = "aks-gpu"
 
 
-def check_rules(config: StackConfig, catalog: Catalog) -> list[Problem]:
+def check_rules(config: PlatformConfig, catalog: Catalog) -> list[Problem]:
+    """Every cross-key problem of a stack (or, for a component, of the sections it was given)."""
     problems: list[Problem] = []
-    problems += _cluster_rules(config)
+    if isinstance(config, StackConfig):
+        problems += _cluster_rules(config)
     for index, pool in enumerate(config.gpu_pools):
         problems += _pool_rules(pool, f"{P}:gpuPools[{index}]", config, catalog)
     problems += _duplicates(config)
@@ -69,7 +71,7 @@ def _cluster_rules(config: StackConfig) -> list[Problem]:
     return problems
 
 
-def _pool_rules(pool: GpuPoolConfig, path: str, config: StackConfig, catalog: Catalog) -> list[Problem]:
+def _pool_rules(pool: GpuPoolConfig, path: str, config: PlatformConfig, catalog: Catalog) -> list[Problem]:
     problems = []
     size, model, gpus = platform_model.gpu_facts(pool, catalog)
     if pool.autoscaling:
@@ -187,15 +189,16 @@ def _pool_rules(pool: GpuPoolConfig, path: str, config: StackConfig, catalog: Ca
     return problems
 
 
-def _duplicates(config: StackConfig) -> list[Problem]:
+def _duplicates(config: PlatformConfig) -> list[Problem]:
     problems = []
     pool_names = Counter(p.name for p in config.gpu_pools)
     seen: set[str] = set()
+    system_pool = config.cluster.system_pool.name if isinstance(config, StackConfig) else None
     for index, pool in enumerate(config.gpu_pools):
         if pool_names[pool.name] > 1 and pool.name in seen:
             problems.append(Problem(f"{P}:gpuPools[{index}].name", f"{pool.name!r} is used by another pool"))
         seen.add(pool.name)
-        if pool.name == config.cluster.system_pool.name:
+        if pool.name == system_pool:
             problems.append(Problem(f"{P}:gpuPools[{index}].name", f"{pool.name!r} is the system pool's name"))
     names: set[str] = set()
     for index, workload in enumerate(config.workloads):
@@ -205,7 +208,7 @@ def _duplicates(config: StackConfig) -> list[Problem]:
     return problems
 
 
-def _workload_rules(config: StackConfig, catalog: Catalog) -> list[Problem]:
+def _workload_rules(config: PlatformConfig, catalog: Catalog) -> list[Problem]:
     problems = []
     pools = tuple(platform_model.resolve_pool(p, config, catalog) for p in config.gpu_pools)
     pool_names = {p.name for p in pools}
@@ -272,7 +275,7 @@ def _cidr_problems(cidr: str, path: str) -> list[Problem]:
     return []
 
 
-def _admission_rules(config: StackConfig) -> list[Problem]:
+def _admission_rules(config: PlatformConfig) -> list[Problem]:
     actions = config.admission.validation_actions
     if not actions:
         return [Problem(f"{P}:admission.validationActions", "needs at least one of Deny, Warn, Audit")]

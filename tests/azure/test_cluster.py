@@ -5,11 +5,12 @@ from __future__ import annotations
 from typing import Any
 
 import pulumi
+import pytest
 import pulumi_kubernetes as k8s
 from pulumi_azure_native import containerservice as cs
 
 from components.azure import GpuCluster, GpuClusterArgs
-from components.config.models import ClusterConfig
+from components.specs import ClusterSpec
 from components.plan import PlanResult
 from tests.conftest import MockHarness, minimal_raw, raw_stack
 
@@ -125,7 +126,7 @@ def test_component_can_be_used_on_its_own(harness: MockHarness) -> None:
     holder: dict[str, k8s.Provider] = {}
 
     def program() -> None:
-        spec = ClusterConfig.model_validate({"resourceGroup": "rg-team", "name": "aks-team", "networkPolicy": "calico"})
+        spec: ClusterSpec = {"resource_group": "rg-team", "name": "aks-team", "network_policy": "calico"}
         cluster = GpuCluster("team", GpuClusterArgs(cluster=spec, location="westeurope"))
         holder["provider"] = cluster.provider
         pulumi.export("name", cluster.cluster_name)
@@ -136,3 +137,11 @@ def test_component_can_be_used_on_its_own(harness: MockHarness) -> None:
     assert inputs["networkProfile"]["networkPolicy"] == "calico" and "networkDataplane" not in inputs["networkProfile"]
     assert {r.type for r in result.resources} >= {"aks-gpu:index:GpuCluster", MANAGED_CLUSTER, "pulumi:providers:kubernetes"}
     assert all(r.parent for r in result.resources if r.type != "aks-gpu:index:GpuCluster")
+
+
+def test_bad_cluster_args_fail_with_the_key_and_register_nothing(harness: MockHarness) -> None:
+    spec: ClusterSpec = {"resource_group": "rg-team", "name": "aks team", "network_policy": "weave"}
+    with pytest.raises(pulumi.RunError) as caught:
+        harness.run(lambda: GpuCluster("team", GpuClusterArgs(cluster=spec, location="westeurope")))
+    message = str(caught.value)
+    assert "name: 'aks team' is not allowed" in message and "network_policy: 'weave' is not allowed" in message

@@ -30,7 +30,13 @@ def test_prod_training_pool_inputs(harness: MockHarness) -> None:
         "osDiskType": "Managed",
         "maxPods": 30,
         "nodeTaints": ["nvidia.com/gpu=present:NoSchedule"],
-        "nodeLabels": {"accelerator": "nvidia", "aks-gpu/workload": "training", "aks-gpu/pool": "train"},
+        "nodeLabels": {
+            "accelerator": "nvidia",
+            "aks-gpu/workload": "training",
+            "aks-gpu/pool": "train",
+            # Picks this pool's file from the device plugin's ConfigMap.
+            "nvidia.com/device-plugin.config": "train",
+        },
         "gpuProfile": {"driver": "Install"},
         "upgradeSettings": {"maxSurge": "1", "drainTimeoutInMinutes": 60, "nodeSoakDurationInMinutes": 5},
         "enableAutoScaling": True,

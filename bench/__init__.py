@@ -1,0 +1,46 @@
+"""Benchmarks behind ``make bench`` (``python -m bench``): one entry per benchmark, run by name or all.
+
+A benchmark is a function that prints its measurements (a rich table) and returns whether it met its
+target, so ``make bench`` exits 1 when a target is missed. Timing targets live here, never in tests.
+To add one, write ``bench/<name>.py`` with a ``run(console) -> bool`` (or name another function) and add a
+line to ``BENCHMARKS``.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from rich.console import Console
+
+
+@dataclass(frozen=True)
+class Benchmark:
+    name: str
+    description: str
+    module: str  # imported only when the benchmark runs, so one benchmark's imports never slow another
+    function: str = "run"  # in ``module``: (console) -> whether the target was met
+
+    def load(self) -> Callable[[Console], bool]:
+        runner: Callable[[Console], bool] = getattr(importlib.import_module(self.module), self.function)
+        return runner
+
+
+BENCHMARKS: tuple[Benchmark, ...] = (
+    Benchmark(
+        "validation-snapshot",
+        "post-deploy checks over a snapshot of 100, 1,000 and 5,000 GPU nodes (target: 1,000 in under 2 s)",
+        "bench.validation_snapshot",
+    ),
+    Benchmark(
+        "validation-live",
+        "live probe of 1,000 GPU nodes through a fake API server, 200 ms per exec (target: under 20 s at concurrency 16)",
+        "bench.validation_live",
+    ),
+    Benchmark(
+        "plan-cost",
+        "aksgpu plan for dev, prod and 10/50/200-pool stacks vs bare Pulumi (target: at most +30% per resource, linear)",
+        "bench.plan_cost",
+    ),
+)

@@ -1,0 +1,100 @@
+"""How long ``aksgpu validate --snapshot`` takes on big clusters: read the folder from disk, then run the checks.
+
+The snapshot is the prod stack (an 8x H100 training pool and a MIG A100 inference pool, 4:1) with N GPU
+nodes, generated in memory by the same builder the tests use, every node with its own nvidia-smi text
+(temperatures and power differ), so nothing is parsed once for many nodes. It is written to a temporary
+folder, then read back and checked, best of ``REPEATS`` runs. Target: 1,000 GPU nodes in under 2 s.
+"""
+
+from __future__ import annotations
+
+import statistics
+import tempfile
+import time
+from collections.abc import Callable
+from functools import partial
+from pathlib import Path
+from typing import TypeVar
+
+from rich.console import Console
+from rich.table import Table
+
+from components.config import load_stack_file, validate_config
+from components.kube.plugin_targets import plugin_targets
+from components.model import PlatformModel, ResolvedPool, resolve
+from components.validation.checks import run_checks
+from components.validation.snapshot import read_snapshot, write_snapshot
+from tests.validation.snapshots import DEFAULT_DRIVER, healthy_snapshot, smi_for
+
+NODE_COUNTS = (100, 1_000, 5_000)
+TARGET_NODES = 1_000
+TARGET_SECONDS = 2.0
+REPEATS = 3
+T = TypeVar("T")
+
+
+def prod_model() -> PlatformModel:
+    project = Path(__file__).resolve().parents[1]
+    raw = load_stack_file(project / "stacks" / "Pulumi.prod.yaml")
+    return resolve(validate_config(raw, "stacks/Pulumi.prod.yaml").config)
+
+
+def timed(call: Callable[[], T]) -> tuple[T, float]:
+    start = time.perf_counter()
+    value = call()
+    return value, time.perf_counter() - start
+
+
+def node_smi(pool: ResolvedPool, index: int) -> str:
+    # An explicit driver makes every node's text generated (and different), never the one shared fixture.
+    return smi_for(pool, seed=index, driver=DEFAULT_DRIVER[0])
+
+
+def run(console: Console) -> bool:
+    model = prod_model()
+    targets = plugin_targets(model)
+    table = Table(title=f"aksgpu validate --snapshot: read from disk, then check (best of {REPEATS})")
+    for column in ("GPU nodes", "results", "on disk", "build", "write", "read", "checks", "read+checks", "per node", "target"):
+        table.add_column(column, justify="right", no_wrap=True)
+    met = True
+    spread = 0.0
+    for count in NODE_COUNTS:
+        infer = count // 5
+        nodes = {"train": count - infer, "infer": infer}
+        snapshot, build_s = timed(partial(healthy_snapshot, model, targets, nodes, node_smi))
+        with tempfile.TemporaryDirectory(prefix="aksgpu-bench-") as folder:
+            written, write_s = timed(partial(write_snapshot, snapshot, folder))
+            size_mib = sum(path.stat().st_size for path in written) / (1024 * 1024)
+            reads: list[float] = []
+            checks: list[float] = []
+            for _ in range(REPEATS):
+                loaded, read_s = timed(partial(read_snapshot, folder))
+                results, check_s = timed(partial(run_checks, model, targets, loaded))
+                reads.append(read_s)
+                checks.append(check_s)
+        assert not any(result.status == "fail" for result in results), "the benchmark snapshot must be healthy"
+        best = min(r + c for r, c in zip(reads, checks, strict=True))
+        spread = statistics.pstdev(checks)
+        target = ""
+        if count == TARGET_NODES:
+            ok = best < TARGET_SECONDS
+            met = met and ok
+            target = f"[green]< {TARGET_SECONDS:g} s[/]" if ok else f"[bold red]MISSED ({TARGET_SECONDS:g} s)[/]"
+        table.add_row(
+            f"{count:,}",
+            f"{len(results):,}",
+            f"{size_mib:.1f} MiB",
+            f"{build_s:.2f} s",
+            f"{write_s:.2f} s",
+            f"{min(reads):.3f} s",
+            f"{min(checks):.3f} s",
+            f"[bold]{best:.3f} s[/]",
+            f"{best / count * 1000:.2f} ms",
+            target,
+        )
+    console.print(table)
+    console.print(
+        f"read: nodes.json, daemonsets.json, pods.json and one smi/<node>.txt per node; {len(targets)} pools; "
+        f"check times vary by {spread:.3f} s (std dev) at {NODE_COUNTS[-1]:,} nodes"
+    )
+    return met

@@ -1,0 +1,214 @@
+"""``GpuSmokeJobs``: per GPU pool, the article's one-shot ``nvidia-smi`` pod as a Kubernetes Job.
+
+Where the live probe execs into the device plugin pod (is the driver there?), the smoke Job asks the question a
+workload asks: can a pod that requests one ``<resource>: 1`` be scheduled on the pool (taints tolerated, node
+selected, the resource advertised) and see its GPU? It requests one unit of the pool's schedulable resource
+(``ResolvedPool.resource``: ``nvidia.com/gpu``, ``amd.com/gpu``, or ``nvidia.com/mig-<profile>`` for a MIG pool
+under the ``mixed`` strategy) and runs the vendor's SMI tool once.
+
+pulumi-kubernetes waits for a Job to complete and fails the update when it fails, so a pool whose GPUs do not
+work fails ``pulumi up`` here. The wait is set to the Job's own deadline (plus a margin) instead of the
+provider's 10-minute default, so a slow image pull on a fresh GPU node is not cut short.
+https://www.pulumi.com/registry/packages/kubernetes/api-docs/batch/v1/job/
+
+A Job on a pool with ``minCount: 0`` makes the autoscaler start a GPU node for it (billed until the autoscaler
+removes it again), so it is off there unless the pool sets ``smokeTest: true``; ``smoke_plan`` says per pool
+whether it runs and why, for the plan summary.
+
+Manifests are built by pure functions; the component only registers them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import pulumi
+import pulumi_kubernetes as k8s
+
+from components.kube.plugin_targets import COMMON_LABELS, NAME_LABEL, NAMESPACE
+from components.model import POOL_LABEL, PlatformModel, ResolvedPool
+from components.validation.smi import smi_command
+
+SMOKE_APP = "gpu-smoke"
+CONTAINER_NAME = "smi"
+# Long enough to read the pod's log and status after a run, short enough not to pile up finished Jobs.
+# https://kubernetes.io/docs/concepts/workloads/controllers/ttlafterfinished/
+TTL_SECONDS_AFTER_FINISHED = 3600
+# Pulumi waits this much longer than the Job's activeDeadlineSeconds, so Kubernetes ends a stuck Job (and
+# reports why) before Pulumi gives up on it.
+AWAIT_MARGIN_SECONDS = 120
+# A failed smoke Job is replaced (run again) by the next update instead of awaited once more.
+# https://www.pulumi.com/registry/packages/kubernetes/api-docs/batch/v1/job/ ("pulumi.com/replaceUnready")
+REPLACE_UNREADY = {"pulumi.com/replaceUnready": "true"}
+# nobody:nogroup. The NVIDIA device nodes the runtime passes in are world read/write, so nvidia-smi needs no root.
+NON_ROOT_ID = 65534
+
+
+@dataclass(frozen=True)
+class SmokeDecision:
+    pool: str
+    enabled: bool
+    reason: str
+
+
+def smoke_decision(model: PlatformModel, pool: ResolvedPool) -> SmokeDecision:
+    """Whether ``pool`` gets a smoke Job: the stack switch, then the pool's ``smokeTest``, then its size."""
+    config = pool.config
+    if not model.config.validation.smoke_job.enabled:
+        return SmokeDecision(pool.name, False, "off: validation.smokeJob.enabled is false")
+    if not config.autoscaling and not config.count:
+        # No autoscaler to start a node: the Job would wait for its deadline and fail.
+        return SmokeDecision(pool.name, False, "off: the pool has count 0 and no autoscaler, so no node could run it")
+    minimum = config.min_count if config.autoscaling else (config.count or 0)
+    if config.smoke_test is False:
+        return SmokeDecision(pool.name, False, "off: smokeTest is false on this pool")
+    if config.smoke_test:
+        if minimum == 0:
+            return SmokeDecision(
+                pool.name, True, "on: smokeTest is true (minCount 0: the autoscaler starts a GPU node for it, then removes it)"
+            )
+        return SmokeDecision(pool.name, True, "on: smokeTest is true")
+    if minimum == 0:
+        return SmokeDecision(pool.name, False, "off: minCount 0 would start a GPU node; set smokeTest: true to run it")
+    setting = "minCount" if config.autoscaling else "count"
+    return SmokeDecision(pool.name, True, f"on: {setting} {minimum} keeps a GPU node running")
+
+
+def smoke_plan(model: PlatformModel) -> list[SmokeDecision]:
+    """Per GPU pool, in stack order: does it get a smoke Job, and why (for the plan summary)."""
+    return [smoke_decision(model, pool) for pool in model.pools]
+
+
+def job_name(pool: ResolvedPool) -> str:
+    return f"{SMOKE_APP}-{pool.name}"
+
+
+def smoke_command(pool: ResolvedPool) -> list[str]:
+    """NVIDIA: plain ``nvidia-smi`` (the article's command). AMD: ``amd-smi static``, falling back to
+    ``rocm-smi`` on images older than amd-smi (ROCm < 6.0); either exits non-zero when the driver is not there."""
+    if pool.vendor == "nvidia":
+        return smi_command("nvidia")
+    return ["sh", "-c", "amd-smi static || rocm-smi --showdriverversion"]
+
+
+def smoke_security_context(pool: ResolvedPool) -> dict[str, Any]:
+    """Nothing but the GPU: no privilege escalation, every capability dropped, RuntimeDefault seccomp.
+
+    NVIDIA runs as nobody. AMD runs as uid 0 with no capabilities: /dev/kfd and the render node the device plugin
+    passes in belong to root and the host's ``render`` group, whose id differs between node images; as owner,
+    root reaches them without any capability.
+    """
+    context: dict[str, Any] = {
+        "allowPrivilegeEscalation": False,
+        "capabilities": {"drop": ["ALL"]},
+        "seccompProfile": {"type": "RuntimeDefault"},
+    }
+    if pool.vendor == "nvidia":
+        return context | {
+            "runAsNonRoot": True,
+            "runAsUser": NON_ROOT_ID,
+            "runAsGroup": NON_ROOT_ID,
+            # The NVIDIA container runtime writes the container's ld cache when it injects the driver libraries
+            # (nvidia-smi comes in with them): the root filesystem must stay writable.
+            # https://github.com/NVIDIA/nvidia-container-toolkit/pull/1326
+            "readOnlyRootFilesystem": False,
+        }
+    return context | {"runAsUser": 0, "readOnlyRootFilesystem": True}
+
+
+def smoke_job_manifest(model: PlatformModel, pool: ResolvedPool, namespace: str = NAMESPACE) -> dict[str, Any]:
+    """The Job for one pool: one pod, one GPU unit, tolerating exactly the pool's taints, on the pool's nodes."""
+    settings = model.config.validation.smoke_job
+    labels = {**COMMON_LABELS, NAME_LABEL: SMOKE_APP, POOL_LABEL: pool.name}
+    container = {
+        "name": CONTAINER_NAME,
+        "image": settings.image if pool.vendor == "nvidia" else settings.amd_image,
+        "imagePullPolicy": "IfNotPresent",
+        "command": smoke_command(pool),
+        "env": [{"name": "HOME", "value": "/tmp"}],
+        # An extended resource is requested through its limit (the request defaults to it).
+        # https://kubernetes.io/docs/tasks/manage-gpus/scheduling-gpus/
+        "resources": {
+            "requests": {"cpu": "100m", "memory": "128Mi"},
+            "limits": {"cpu": "500m", "memory": "256Mi", pool.resource.name: "1"},
+        },
+        "securityContext": smoke_security_context(pool),
+        "volumeMounts": [{"name": "tmp", "mountPath": "/tmp"}],
+    }
+    return {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {"name": job_name(pool), "namespace": namespace, "labels": labels, "annotations": dict(REPLACE_UNREADY)},
+        # https://kubernetes.io/docs/concepts/workloads/controllers/job/#job-termination-and-cleanup
+        "spec": {
+            "backoffLimit": 0,
+            "activeDeadlineSeconds": settings.deadline_seconds,
+            "ttlSecondsAfterFinished": TTL_SECONDS_AFTER_FINISHED,
+            "template": {
+                "metadata": {"labels": labels},
+                "spec": {
+                    "restartPolicy": "Never",
+                    "nodeSelector": dict(pool.node_selector),
+                    "tolerations": [t.to_kube() for t in pool.tolerations],
+                    "automountServiceAccountToken": False,
+                    "enableServiceLinks": False,
+                    "terminationGracePeriodSeconds": 5,
+                    "securityContext": {"seccompProfile": {"type": "RuntimeDefault"}},
+                    "containers": [container],
+                    "volumes": [{"name": "tmp", "emptyDir": {"sizeLimit": "16Mi"}}],
+                },
+            },
+        },
+    }
+
+
+def smoke_job_manifests(model: PlatformModel, namespace: str = NAMESPACE) -> dict[str, dict[str, Any]]:
+    """The Jobs ``smoke_plan`` turns on, by pool name."""
+    enabled = {d.pool for d in smoke_plan(model) if d.enabled}
+    return {pool.name: smoke_job_manifest(model, pool, namespace) for pool in model.pools if pool.name in enabled}
+
+
+@dataclass(frozen=True)
+class GpuSmokeJobsArgs:
+    model: PlatformModel
+    namespace: str = NAMESPACE
+
+
+class GpuSmokeJobs(pulumi.ComponentResource):
+    """One smoke Job per GPU pool that ``smoke_plan`` turns on.
+
+    ``opts`` should carry the cluster's Kubernetes provider and ``depends_on`` the device plugin (and the
+    namespace): the Job needs the plugin to advertise the resource before its pod can be scheduled.
+    """
+
+    jobs: dict[str, k8s.batch.v1.Job]
+    decisions: list[SmokeDecision]
+
+    def __init__(self, name: str, args: GpuSmokeJobsArgs, opts: pulumi.ResourceOptions | None = None) -> None:
+        super().__init__("aks-gpu:index:GpuSmokeJobs", name, None, opts)
+        provider = opts.provider if opts is not None else None
+        # A component's depends_on does not hold back its children: pass it on.
+        depends_on = opts.depends_on if opts is not None else None
+        deadline = args.model.config.validation.smoke_job.deadline_seconds
+        wait = f"{deadline + AWAIT_MARGIN_SECONDS}s"
+        self.decisions = smoke_plan(args.model)
+        manifests = smoke_job_manifests(args.model, args.namespace)
+        self.jobs = {
+            pool: k8s.batch.v1.Job(
+                f"{name}-{pool}",
+                metadata=manifest["metadata"],
+                spec=manifest["spec"],
+                opts=pulumi.ResourceOptions(
+                    parent=self,
+                    provider=provider,
+                    depends_on=depends_on,
+                    custom_timeouts=pulumi.CustomTimeouts(create=wait, update=wait),
+                ),
+            )
+            for pool, manifest in manifests.items()
+        }
+        self.register_outputs({
+            "jobs": {pool: manifest["metadata"]["name"] for pool, manifest in manifests.items()},
+            "decisions": {d.pool: d.reason for d in self.decisions},
+        })

@@ -1,0 +1,364 @@
+"""A fake Kubernetes API server on 127.0.0.1 for the live-probe tests and benchmark.
+
+It implements just what ``components.validation.probe`` calls, as the official ``kubernetes`` client sends it:
+
+- ``GET /api/v1/nodes``, ``GET /api/v1/pods``, ``GET /api/v1/namespaces/<ns>/pods`` and
+  ``GET /apis/apps/v1/daemonsets`` (``labelSelector`` with ``k=v``, ``k!=v`` and ``k in (a,b)`` terms;
+  ``limit`` and ``continue`` paging);
+- ``GET /api/v1/namespaces/<ns>/pods/<name>/exec``: a WebSocket upgrade speaking ``v4.channel.k8s.io``
+  (one channel byte before each message: 1 stdout, 2 stderr, 3 the final ``Status`` as JSON), as
+  ``kubernetes.stream.ws_client`` expects it. The handshake and framing are done here with the standard
+  library (RFC 6455: server frames unmasked, client frames masked).
+
+Each node's exec behaviour is configurable (output, exit code, a hang, handshake failures before success) and
+every exec can be delayed, so tests can see timeouts, retries and the concurrency the client keeps. The server
+counts exec attempts per node and the most execs it served at once.
+"""
+
+from __future__ import annotations
+
+import base64
+import copy
+import hashlib
+import json
+import re
+import select
+import socket
+import threading
+import time
+from collections import Counter
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager, suppress
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+from urllib.parse import parse_qs, urlsplit
+
+from components.validation.snapshot import ClusterSnapshot
+
+WEBSOCKET_GUID = "258EAFA5-E914-47DA-95CA-C5AB0DC85B11"  # RFC 6455 section 1.3
+CHANNEL_PROTOCOL = "v4.channel.k8s.io"
+STDOUT, STDERR, ERROR = 1, 2, 3
+OPCODE_BINARY, OPCODE_CLOSE = 0x2, 0x8
+
+
+@dataclass(frozen=True)
+class ExecBehaviour:
+    """What an exec into the plugin pod on one node does."""
+
+    stdout: str = ""
+    stderr: str = ""
+    exit_code: int = 0
+    hang: bool = False  # never answer: the command runs until the client goes away
+    fail_first: int = 0  # refuse this many attempts at the handshake with HTTP 500, then behave
+    missing_command: bool = False  # the container has no such executable: a Failure status, no output
+
+
+@dataclass
+class FakeCluster:
+    """The objects the fake API server serves, and how each node's exec behaves."""
+
+    nodes: list[dict[str, Any]] = field(default_factory=list)
+    pods: list[dict[str, Any]] = field(default_factory=list)
+    daemonsets: list[dict[str, Any]] = field(default_factory=list)
+    behaviours: dict[str, ExecBehaviour] = field(default_factory=dict)
+
+    @classmethod
+    def from_snapshot(cls, snapshot: ClusterSnapshot) -> FakeCluster:
+        """A cluster that holds a snapshot's objects and prints each node's SMI output when exec'd into
+        (the tests build snapshots with ``tests.validation.snapshots``, then break one thing at a time)."""
+        return cls(
+            nodes=copy.deepcopy(snapshot.nodes),
+            pods=copy.deepcopy(snapshot.pods),
+            daemonsets=copy.deepcopy(snapshot.daemonsets),
+            behaviours={node: ExecBehaviour(stdout=text) for node, text in snapshot.smi.items()},
+        )
+
+    def behaviour(self, node: str) -> ExecBehaviour:
+        return self.behaviours.get(node, ExecBehaviour())
+
+
+# ---------------------------------------------------------------- label selectors
+
+
+def _split_terms(selector: str) -> list[str]:
+    """Split on the commas that separate terms, not those inside ``in (a,b)``."""
+    terms, depth, current = [], 0, ""
+    for char in selector:
+        depth += char == "("
+        depth -= char == ")"
+        if char == "," and depth == 0:
+            terms.append(current.strip())
+            current = ""
+        else:
+            current += char
+    if current.strip():
+        terms.append(current.strip())
+    return terms
+
+
+def selector_matches(selector: str, labels: Mapping[str, str]) -> bool:
+    for term in _split_terms(selector):
+        set_term = re.fullmatch(r"([^\s!=]+)\s+(in|notin)\s+\(([^)]*)\)", term)
+        if set_term:
+            key, op, values = set_term.groups()
+            allowed = {v.strip() for v in values.split(",")}
+            if (labels.get(key) in allowed) != (op == "in"):
+                return False
+        elif "!=" in term:
+            key, value = term.split("!=", 1)
+            if labels.get(key.strip()) == value.strip():
+                return False
+        elif "=" in term:
+            key, value = term.replace("==", "=").split("=", 1)
+            if labels.get(key.strip()) != value.strip():
+                return False
+        elif term.startswith("!"):
+            if term[1:] in labels:
+                return False
+        elif term not in labels:
+            return False
+    return True
+
+
+# ---------------------------------------------------------------- WebSocket framing
+
+
+def ws_frame(opcode: int, payload: bytes) -> bytes:
+    """One final, unmasked frame, as a server sends it."""
+    size = len(payload)
+    if size < 126:
+        header = bytes([0x80 | opcode, size])
+    elif size < 1 << 16:
+        header = bytes([0x80 | opcode, 126]) + size.to_bytes(2, "big")
+    else:
+        header = bytes([0x80 | opcode, 127]) + size.to_bytes(8, "big")
+    return header + payload
+
+
+def exec_status(behaviour: ExecBehaviour) -> dict[str, Any]:
+    """The Status the API server sends on the error channel when the command ends."""
+    if behaviour.missing_command:
+        return {"metadata": {}, "status": "Failure", "reason": "InternalError",
+                "message": 'Internal error occurred: error executing command in container: exec: "nvidia-smi": '
+                           "executable file not found in $PATH"}
+    if behaviour.exit_code == 0:
+        return {"metadata": {}, "status": "Success"}
+    return {"metadata": {}, "status": "Failure", "reason": "NonZeroExitCode",
+            "message": f"command terminated with non-zero exit code: exit status {behaviour.exit_code}",
+            "details": {"causes": [{"reason": "ExitCode", "message": str(behaviour.exit_code)}]}}
+
+
+# ---------------------------------------------------------------- the server
+
+
+@dataclass
+class ServerStats:
+    exec_attempts: Counter[str] = field(default_factory=Counter)
+    exec_commands: list[list[str]] = field(default_factory=list)
+    requests: list[str] = field(default_factory=list)
+    in_flight: int = 0
+    max_in_flight: int = 0
+
+
+class FakeApiServer:
+    """The fake API server: ``with FakeApiServer(cluster) as server: ... server.url``."""
+
+    def __init__(self, cluster: FakeCluster, exec_delay_s: float = 0.0) -> None:
+        self.cluster = cluster
+        self.exec_delay_s = exec_delay_s
+        self.stats = ServerStats()
+        self._lock = threading.Lock()
+        self._stopping = threading.Event()
+        self._httpd = _Server(("127.0.0.1", 0), _Handler)
+        self._httpd.fake = self
+        self._thread = threading.Thread(target=self._httpd.serve_forever, name="fake-apiserver", daemon=True)
+
+    @property
+    def url(self) -> str:
+        host, port = self._httpd.server_address[:2]
+        return f"http://{host!s}:{port}"
+
+    def kubeconfig_text(self, context: str = "fake") -> str:
+        return json.dumps({
+            "apiVersion": "v1",
+            "kind": "Config",
+            "clusters": [{"name": context, "cluster": {"server": self.url}}],
+            "users": [{"name": f"{context}-user", "user": {"token": "fake-token"}}],
+            "contexts": [{"name": context, "context": {"cluster": context, "user": f"{context}-user"}}],
+            "current-context": context,
+        })
+
+    def start(self) -> FakeApiServer:
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._stopping.set()
+        self._httpd.shutdown()
+        self._httpd.server_close()
+        self._thread.join(timeout=5)
+
+    def __enter__(self) -> FakeApiServer:
+        return self.start()
+
+    def __exit__(self, *_: object) -> None:
+        self.stop()
+
+    # ---- bookkeeping the handler calls
+
+    def _record(self, line: str) -> None:
+        with self._lock:
+            self.stats.requests.append(line)
+
+    def _attempt(self, node: str, command: list[str]) -> int:
+        with self._lock:
+            self.stats.exec_attempts[node] += 1
+            self.stats.exec_commands.append(command)
+            return self.stats.exec_attempts[node]
+
+    @contextmanager
+    def _executing(self) -> Iterator[None]:
+        with self._lock:
+            self.stats.in_flight += 1
+            self.stats.max_in_flight = max(self.stats.max_in_flight, self.stats.in_flight)
+        try:
+            yield
+        finally:
+            with self._lock:
+                self.stats.in_flight -= 1
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+    request_queue_size = 256  # a burst of concurrent connects must not overflow the listen backlog
+    fake: FakeApiServer
+
+
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"  # keep-alive, as urllib3's connection pool expects
+    server: _Server
+
+    def setup(self) -> None:
+        super().setup()
+        # As Go's net package does for the real API server: without it Nagle's algorithm holds each small
+        # frame back until the client's delayed ACK, ~40 ms per exec that no real cluster would show.
+        self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+
+    def log_message(self, format: str, *args: Any) -> None:
+        return None
+
+    @property
+    def fake(self) -> FakeApiServer:
+        return self.server.fake
+
+    def do_GET(self) -> None:
+        parts = urlsplit(self.path)
+        query = parse_qs(parts.query)
+        self.fake._record(f"GET {parts.path}")
+        path = parts.path.rstrip("/")
+        cluster = self.fake.cluster
+        exec_match = re.fullmatch(r"/api/v1/namespaces/([^/]+)/pods/([^/]+)/exec", path)
+        if exec_match:
+            self._exec(exec_match.group(1), exec_match.group(2), query)
+        elif path == "/api/v1/nodes":
+            self._list("NodeList", "v1", cluster.nodes, query)
+        elif path == "/api/v1/pods":
+            self._list("PodList", "v1", cluster.pods, query)
+        elif match := re.fullmatch(r"/api/v1/namespaces/([^/]+)/pods", path):
+            pods = [p for p in cluster.pods if p["metadata"]["namespace"] == match.group(1)]
+            self._list("PodList", "v1", pods, query)
+        elif path == "/apis/apps/v1/daemonsets":
+            self._list("DaemonSetList", "apps/v1", cluster.daemonsets, query)
+        elif match := re.fullmatch(r"/apis/apps/v1/namespaces/([^/]+)/daemonsets", path):
+            sets = [d for d in cluster.daemonsets if d["metadata"]["namespace"] == match.group(1)]
+            self._list("DaemonSetList", "apps/v1", sets, query)
+        else:
+            self._json(404, {"kind": "Status", "apiVersion": "v1", "status": "Failure", "reason": "NotFound",
+                             "message": f"the server could not find the requested resource ({parts.path})", "code": 404})
+
+    def _json(self, code: int, body: Mapping[str, Any]) -> None:
+        data = json.dumps(body).encode()
+        self.send_response(code)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def _list(self, kind: str, api_version: str, items: list[dict[str, Any]], query: Mapping[str, list[str]]) -> None:
+        selector = query.get("labelSelector", [""])[0]
+        if selector:
+            items = [i for i in items if selector_matches(selector, i["metadata"].get("labels", {}))]
+        start = int(query.get("continue", ["0"])[0] or 0)
+        limit = int(query.get("limit", ["0"])[0] or 0)
+        end = start + limit if limit else len(items)
+        metadata: dict[str, Any] = {"resourceVersion": "1"}
+        if end < len(items):
+            metadata["continue"] = str(end)
+        self._json(200, {"kind": kind, "apiVersion": api_version, "metadata": metadata, "items": items[start:end]})
+
+    def _exec(self, namespace: str, name: str, query: Mapping[str, list[str]]) -> None:
+        pod = next((p for p in self.fake.cluster.pods
+                    if p["metadata"]["namespace"] == namespace and p["metadata"]["name"] == name), None)
+        if pod is None:
+            self._json(404, {"kind": "Status", "apiVersion": "v1", "status": "Failure", "reason": "NotFound",
+                             "message": f'pods "{name}" not found', "code": 404})
+            return
+        node = pod["spec"]["nodeName"]
+        behaviour = self.fake.cluster.behaviour(node)
+        attempt = self.fake._attempt(node, query.get("command", []))
+        if attempt <= behaviour.fail_first:
+            self._json(500, {"kind": "Status", "apiVersion": "v1", "status": "Failure", "reason": "InternalError",
+                             "message": "error dialing backend: EOF", "code": 500})
+            return
+        protocols = [p.strip() for p in self.headers.get("Sec-WebSocket-Protocol", "").split(",")]
+        key = self.headers.get("Sec-WebSocket-Key")
+        if self.headers.get("Upgrade", "").lower() != "websocket" or not key or CHANNEL_PROTOCOL not in protocols:
+            self._json(400, {"kind": "Status", "apiVersion": "v1", "status": "Failure", "reason": "BadRequest",
+                             "message": "Upgrade request required", "code": 400})
+            return
+        accept = base64.b64encode(hashlib.sha1((key + WEBSOCKET_GUID).encode()).digest()).decode()
+        self.close_connection = True
+        self.send_response(101, "Switching Protocols")
+        self.send_header("Upgrade", "websocket")
+        self.send_header("Connection", "Upgrade")
+        self.send_header("Sec-WebSocket-Accept", accept)
+        self.send_header("Sec-WebSocket-Protocol", CHANNEL_PROTOCOL)
+        self.end_headers()
+        sock = self.connection
+        # Counted while the command "runs", inside the client's connection: the count never exceeds what the
+        # client has open at once.
+        with self.fake._executing():
+            if behaviour.hang:
+                self._wait_for_client(sock, forever=True)
+                return
+            if self.fake.exec_delay_s and self._wait_for_client(sock, timeout=self.fake.exec_delay_s):
+                return
+            for channel, text in ((STDOUT, behaviour.stdout), (STDERR, behaviour.stderr)):
+                data = text.encode()
+                for offset in range(0, len(data), 4096):  # several frames, as a real stream sends them
+                    self._send(sock, ws_frame(OPCODE_BINARY, bytes([channel]) + data[offset:offset + 4096]))
+            self._send(sock, ws_frame(OPCODE_BINARY, bytes([ERROR]) + json.dumps(exec_status(behaviour)).encode()))
+        self._send(sock, ws_frame(OPCODE_CLOSE, (1000).to_bytes(2, "big")))
+        self._wait_for_client(sock, timeout=2.0)  # the client answers the close; then the socket goes
+
+    def _send(self, sock: socket.socket, data: bytes) -> None:
+        try:
+            sock.sendall(data)
+        except OSError:
+            return
+
+    def _wait_for_client(self, sock: socket.socket, *, timeout: float = 0.0, forever: bool = False) -> bool:
+        """Wait ``timeout`` seconds (or until the server stops, when ``forever``); True when the client
+        closed or wrote (it sends nothing but its close frame) before that."""
+        deadline = time.monotonic() + timeout
+        while forever or time.monotonic() < deadline:
+            if self.fake._stopping.is_set():
+                return True
+            step = 0.05 if forever else max(0.0, min(0.05, deadline - time.monotonic()))
+            readable, _, _ = select.select([sock], [], [], step)
+            if readable:
+                with suppress(OSError):
+                    sock.recv(4096)
+                return True
+        return False
