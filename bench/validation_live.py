@@ -66,8 +66,18 @@ def run(console: Console) -> bool:
         _, warm_s = timed(lambda: collect_snapshot(model, targets, kubeconfig_text=server.kubeconfig_text()))
 
     table = Table(title=f"live probe against a fake API server, {EXEC_DELAY_S * 1000:.0f} ms per exec")
-    for column in ("GPU nodes", "concurrency", "probe", "max in flight", "ideal", "overhead", "per node",
-                   "1,000 nodes", "checks", "target"):
+    for column in (
+        "GPU nodes",
+        "concurrency",
+        "probe",
+        "max in flight",
+        "ideal",
+        "overhead",
+        "per node",
+        "1,000 nodes",
+        "checks",
+        "target",
+    ):
         table.add_column(column, justify="right", no_wrap=True)
     met = True
     for count, concurrency in RUNS:

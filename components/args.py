@@ -4,7 +4,7 @@ model, with errors reported the Pulumi way: a ``RunError`` listing every problem
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 import pulumi
 from pydantic import BaseModel, ValidationError
@@ -12,9 +12,10 @@ from pydantic import BaseModel, ValidationError
 from components.catalog import load_catalog
 from components.config.loader import problems_from, validate_sections
 from components.config.models import PlatformConfig, StackConfig
-from components.config.rules import check_rules
 from components.config.problems import ConfigError
+from components.config.rules import check_rules
 from components.model import PlatformModel, resolve
+from components.specs import PlatformSpec
 
 SpecModel = TypeVar("SpecModel", bound=BaseModel)
 
@@ -24,8 +25,13 @@ def _run_error(component: str, problems: ConfigError) -> pulumi.RunError:
     return pulumi.RunError(f"invalid args for {component}:\n{lines}")
 
 
-def platform_model(args: Mapping[str, Any], component: str) -> PlatformModel:
-    """The platform model of the in-cluster sections among ``args`` (other keys belong to the component)."""
+def platform_model(args: Mapping[str, Any], component: str, own_keys: frozenset[str] = frozenset()) -> PlatformModel:
+    """The platform model of the in-cluster sections among ``args``; ``own_keys`` are the component's other
+    args. Any other key is refused: a misspelt section must not silently fall back to the defaults."""
+    unknown = sorted(set(args) - set(PlatformConfig.model_fields) - own_keys)
+    if unknown:
+        allowed = ", ".join(sorted({*PlatformConfig.model_fields, *own_keys}))
+        raise pulumi.RunError(f"invalid args for {component}:\n  unknown key(s) {', '.join(unknown)}; allowed: {allowed}")
     sections = {key: value for key, value in args.items() if key in PlatformConfig.model_fields}
     try:
         return resolve(validate_sections(sections, component))
@@ -42,10 +48,10 @@ def stack_model(args: Mapping[str, Any], component: str) -> PlatformModel:
     return resolve(config)
 
 
-def platform_sections(config: PlatformConfig) -> dict[str, Any]:
+def platform_sections(config: PlatformConfig) -> PlatformSpec:
     """The in-cluster sections of a validated config in spec form, for the components that take them."""
     dumped: dict[str, Any] = config.model_dump(include=set(PlatformConfig.model_fields), exclude_defaults=True)
-    return dumped
+    return cast(PlatformSpec, dumped)
 
 
 def validated(model: type[SpecModel], value: Any, component: str) -> SpecModel:

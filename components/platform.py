@@ -1,6 +1,7 @@
 """``GpuPlatform``: the whole GPU stack from one args object (a ``StackSpec``), as ``__main__.py`` and other
 stacks use it."""
 
+from collections.abc import Mapping
 from typing import Any, NotRequired, TypedDict
 
 import pulumi
@@ -8,12 +9,13 @@ from pydantic.alias_generators import to_camel
 
 from components.args import platform_sections, spec_of, stack_model
 from components.azure import GpuCluster, GpuNodePool
-from components.kube.admission_policy import GpuAdmissionPolicy, GpuAdmissionPolicyArgs
-from components.kube.device_plugin import GpuDevicePlugin, GpuDevicePluginArgs
-from components.kube.workload_namespace import GpuWorkloadNamespace, GpuWorkloadNamespaceArgs
+from components.kube.admission_policy import GpuAdmissionPolicy
+from components.kube.device_plugin import GpuDevicePlugin
+from components.kube.smoke_job import GpuValidation
+from components.kube.workload_namespace import GpuWorkloadNamespace, namespace_args
 from components.model import PlatformModel, ResolvedPool
 from components.specs import StackSpec
-from components.storage import NvmeCache, NvmeCacheArgs
+from components.storage import NvmeCache
 
 
 class TolerationOutput(TypedDict):
@@ -58,6 +60,7 @@ class GpuPlatform(pulumi.ComponentResource):
     cluster: GpuCluster
     node_pools: dict[str, GpuNodePool]
     device_plugin: GpuDevicePlugin
+    validation: GpuValidation
     nvme_cache: NvmeCache
     admission: GpuAdmissionPolicy
     workloads: dict[str, GpuWorkloadNamespace]
@@ -100,29 +103,36 @@ class GpuPlatform(pulumi.ComponentResource):
         in_cluster = pulumi.ResourceOptions(parent=self, provider=self.cluster.provider)
         self.device_plugin = GpuDevicePlugin(
             f"{name}-gpu",
-            GpuDevicePluginArgs(model=model),
+            {**sections, "kubeconfig": self.cluster.kubeconfig},
             pulumi.ResourceOptions.merge(in_cluster, pulumi.ResourceOptions(depends_on=pools_ready)),
+        )
+        self.validation = GpuValidation(
+            f"{name}-smoke",
+            sections,
+            # The smoke Jobs need the plugin to advertise the GPU resource first.
+            pulumi.ResourceOptions.merge(
+                in_cluster,
+                pulumi.ResourceOptions(depends_on=[*self.device_plugin.daemonsets, *self.device_plugin.releases]),
+            ),
         )
         self.nvme_cache = NvmeCache(
             f"{name}-nvme",
-            NvmeCacheArgs(
-                model=model,
-                resource_group_name=self.cluster.resource_group_name,
-                cluster_name=self.cluster.cluster_name,
-            ),
+            {
+                **sections,
+                "resource_group_name": self.cluster.resource_group_name,
+                "cluster_name": self.cluster.cluster_name,
+            },
             # After the pools: v1 wants its io-engine label on them before the extension installs.
             opts=pulumi.ResourceOptions.merge(in_cluster, pulumi.ResourceOptions(depends_on=pools_ready)),
         )
         gpu_resources = tuple(sorted({pool.resource.name for pool in model.pools}))
         self.workloads = {
             workload.name: GpuWorkloadNamespace(
-                f"{name}-{workload.name}",
-                GpuWorkloadNamespaceArgs(workload=workload, platform_gpu_resources=gpu_resources),
-                opts=in_cluster,
+                f"{name}-{workload.name}", namespace_args(workload, gpu_resources), opts=in_cluster
             )
             for workload in model.workloads
         }
-        self.admission = GpuAdmissionPolicy(f"{name}-admission", GpuAdmissionPolicyArgs(model=model), opts=in_cluster)
+        self.admission = GpuAdmissionPolicy(f"{name}-admission", sections, opts=in_cluster)
 
         self.kubeconfig = self.cluster.kubeconfig
         self.cluster_name = self.cluster.cluster_name
@@ -140,17 +150,19 @@ class GpuPlatform(pulumi.ComponentResource):
         )
 
 
+def camel_case_entries(entries: Mapping[str, Mapping[str, Any]]) -> dict[str, dict[str, Any]]:
+    """JSON's convention for stack outputs: each entry's keys in camelCase (label keys inside left alone)."""
+    return {name: {to_camel(key): value for key, value in entry.items()} for name, entry in entries.items()}
+
+
 def stack_exports(platform: GpuPlatform) -> dict[str, Any]:
     """What the platform stack exports for the teams that build on it (``StackReference`` consumers)."""
     return {
         "clusterName": platform.cluster_name,
         "resourceGroupName": platform.resource_group_name,
         "kubeconfig": platform.kubeconfig,
-        # JSON's convention for the stack's outputs: camelCase keys (label keys and values left as they are).
-        "pools": platform.pools.apply(
-            lambda pools: {name: {to_camel(key): value for key, value in pool.items()} for name, pool in pools.items()}
-        ),
-        "devicePlugin": platform.device_plugin.targets,
+        "pools": platform.pools.apply(camel_case_entries),
+        "devicePlugin": platform.device_plugin.targets.apply(camel_case_entries),
         "namespaces": {name: ns.pod_placement for name, ns in platform.workloads.items()},
         "nvmeStorageClass": platform.nvme_cache.storage_class_name,
         "nvmeVolumes": platform.nvme_cache.volume_snippets,

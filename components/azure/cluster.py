@@ -1,6 +1,5 @@
 """``GpuCluster``: the AKS cluster GPU pools attach to, created with safe defaults or adopted as it is."""
 
-
 import base64
 from typing import Any, TypedDict, cast
 

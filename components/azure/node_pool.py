@@ -9,6 +9,7 @@ from components.args import platform_model
 from components.model import ResolvedPool
 from components.specs import DevicePluginSpec, GpuPoolSpec, StorageSpec
 
+
 class GpuNodePoolArgs(TypedDict):
     pool: GpuPoolSpec
     """The pool, as one entry of a stack file's `aks-gpu:gpuPools` (snake_case here)."""

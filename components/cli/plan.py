@@ -12,6 +12,7 @@ from rich.table import Table
 from rich.tree import Tree
 
 from components.cli.common import EXIT_OK, add_stack_arguments, load_stack, out, report_warnings
+from components.kube.smoke_job import smoke_plan
 from components.model import PlatformModel, resolve
 from components.plan import PlanResult, Replacement, ResourceRecord, replacements, run_program, write_plan
 
@@ -43,6 +44,8 @@ def run(args: argparse.Namespace) -> int:
     out.print(resource_tree(result))
     out.print(pool_table(model))
     print_replacements(changes)
+    for decision in smoke_plan(model):
+        out.print(f"smoke Job [bold]{decision.pool}[/]: {decision.reason}")
     out.print(f"[bold]{len(result.resources)}[/] resources, [bold]{len(result.manifests())}[/] Kubernetes manifests")
     for path in written[:1]:
         out.print(f"wrote {_relative(path)}")

@@ -215,7 +215,7 @@ def _workload_rules(config: PlatformConfig, catalog: Catalog) -> list[Problem]:
     for index, workload in enumerate(config.workloads):
         path = f"{P}:workloads[{index}]"
         for rule_index, rule in enumerate(workload.network.allow_egress):
-            problems += _cidr_problems(rule.cidr, f"{path}.network.allowEgress[{rule_index}].cidr")
+            problems += cidr_problems(rule.cidr, f"{path}.network.allowEgress[{rule_index}].cidr")
         if workload.pool is not None and workload.pool not in pool_names:
             problems.append(
                 Problem(
@@ -264,7 +264,7 @@ def _workload_rules(config: PlatformConfig, catalog: Catalog) -> list[Problem]:
     return problems
 
 
-def _cidr_problems(cidr: str, path: str) -> list[Problem]:
+def cidr_problems(cidr: str, path: str) -> list[Problem]:
     """An egress CIDR the API server would refuse (or read differently than written) in a NetworkPolicy ipBlock."""
     try:
         network = ipaddress.ip_network(cidr, strict=False)

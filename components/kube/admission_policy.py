@@ -5,41 +5,38 @@ component only registers them, the binding after the policy it names. With ``adm
 registers nothing.
 """
 
-from __future__ import annotations
-
-from dataclasses import dataclass
 from typing import Any
 
 import pulumi
 import pulumi_kubernetes as k8s
 
 from components.admission.policy import render_policy
-from components.model import PlatformModel
+from components.args import platform_model
+from components.specs import PlatformSpec
 
 
-@dataclass(frozen=True)
-class GpuAdmissionPolicyArgs:
-    model: PlatformModel
+class GpuAdmissionPolicyArgs(PlatformSpec):
+    """The stack's GPU pools, workloads and admission settings (as a stack file's keys, snake_case here)."""
 
 
 class GpuAdmissionPolicy(pulumi.ComponentResource):
     """Denies (or warns about, per ``admission.validationActions``) GPU pods without the GPU toleration or with
     a GPU request that differs from its limit, and non-GPU pods that tolerate the GPU taint.
 
-    Outputs: ``policy_name`` and ``validation_actions`` (None and ``[]`` when admission is disabled).
+    Outputs: ``policy_name`` and ``validation_actions`` ("" and ``[]`` when admission is disabled).
     """
 
-    policy: k8s.admissionregistration.v1.ValidatingAdmissionPolicy | None
-    binding: k8s.admissionregistration.v1.ValidatingAdmissionPolicyBinding | None
-    policy_name: pulumi.Output[str | None]
+    policy_name: pulumi.Output[str]
+    """The ValidatingAdmissionPolicy's name; empty when admission is disabled."""
     validation_actions: pulumi.Output[list[str]]
 
     def __init__(self, name: str, args: GpuAdmissionPolicyArgs, opts: pulumi.ResourceOptions | None = None) -> None:
+        model = platform_model(args, f"GpuAdmissionPolicy {name}")
         super().__init__("aks-gpu:index:GpuAdmissionPolicy", name, None, opts)
         provider = opts.provider if opts else None
-        self.policy = None
-        self.binding = None
-        manifests = render_policy(args.model)
+        self.policy: k8s.admissionregistration.v1.ValidatingAdmissionPolicy | None = None
+        self.binding: k8s.admissionregistration.v1.ValidatingAdmissionPolicyBinding | None = None
+        manifests = render_policy(model)
         if manifests:
             policy, binding = manifests
             self.policy = k8s.admissionregistration.v1.ValidatingAdmissionPolicy(
@@ -55,7 +52,7 @@ class GpuAdmissionPolicy(pulumi.ComponentResource):
                 # A binding whose policy is missing binds nothing; create it only once the policy exists.
                 opts=pulumi.ResourceOptions(parent=self, provider=provider, depends_on=[self.policy]),
             )
-        self.policy_name = pulumi.Output.from_input(manifests[0]["metadata"]["name"] if manifests else None)
+        self.policy_name = pulumi.Output.from_input(manifests[0]["metadata"]["name"] if manifests else "")
         self.validation_actions = pulumi.Output.from_input(list(manifests[1]["spec"]["validationActions"]) if manifests else [])
         outputs: dict[str, Any] = {"policyName": self.policy_name, "validationActions": self.validation_actions}
         self.register_outputs(outputs)

@@ -1,12 +1,13 @@
 """The ROCm device plugin, its node labeller and the amd-smi probe as plain manifests. Pure: model in, dicts out.
 
-devicePlugin.amdMode daemonset: one ROCm plugin DaemonSet per AMD pool (``amd.com/gpu``) and one node labeller
-for all AMD pools (it has no per-pool config; it labels nodes with GPU family, VRAM, device id...).
+devicePlugin.amdMode daemonset: one ROCm plugin DaemonSet, ``amdgpu-device-plugin-daemonset``, on every AMD pool
+(``amd.com/gpu``; the plugin has no per-pool config) and one node labeller for all AMD pools (it labels nodes with
+GPU family, VRAM, device id...).
 Both need the amdgpu driver on the node: AKS installs none (the pools run ``gpuProfile.driver: None``), so the
 node image must carry it, or the AMD GPU Operator (amdMode gpu-operator) installs it.
 
-In either mode, while post-deploy validation is on, every AMD pool also gets a small probe DaemonSet whose
-container has amd-smi: the ROCm plugin image (Alpine/UBI with the plugin binary) has none, and the validation
+In either mode, while post-deploy validation is on, one small probe DaemonSet (``amd-smi``) runs on every AMD
+pool, its container with amd-smi: the ROCm plugin image (Alpine/UBI with the plugin binary) has none, and the validation
 reads the driver version with amd-smi. The probe reuses ``validation.smokeJob.amdImage`` (a ROCm image).
 
 Upstream manifests: https://github.com/ROCm/k8s-device-plugin/tree/master/helm/amd-gpu/templates
@@ -28,13 +29,14 @@ from components.kube.node_daemonset import (
 from components.kube.plugin_targets import (
     AMD_LABELLER_NAME,
     AMD_PLUGIN_CONTAINER,
+    AMD_PLUGIN_DAEMONSET,
     AMD_PLUGIN_NAME,
     AMD_SMI_CONTAINER,
     AMD_SMI_NAME,
     COMMON_LABELS,
     NAME_LABEL,
     NAMESPACE,
-    pool_pod_labels,
+    app_labels,
     probes_enabled,
 )
 from components.model import PlatformModel, ResolvedPool
@@ -42,7 +44,7 @@ from components.model import PlatformModel, ResolvedPool
 LABELLER_CLUSTER_ROLE = "aks-gpu-amdgpu-node-labeller"
 
 
-def plugin_daemonset(pool: ResolvedPool, image: str) -> dict[str, Any]:
+def plugin_daemonset(pools: tuple[ResolvedPool, ...], image: str) -> dict[str, Any]:
     """The ROCm plugin: runs as root (kubelet socket directory) and only reads sysfs to find the GPUs."""
     container = {
         "name": AMD_PLUGIN_CONTAINER,
@@ -57,9 +59,9 @@ def plugin_daemonset(pool: ResolvedPool, image: str) -> dict[str, Any]:
         ],
     }
     return node_daemonset(
-        name=f"{AMD_PLUGIN_NAME}-{pool.name}",
-        selector=pool_pod_labels(AMD_PLUGIN_NAME, pool),
-        pools=(pool,),
+        name=AMD_PLUGIN_DAEMONSET,
+        selector=app_labels(AMD_PLUGIN_NAME),
+        pools=pools,
         containers=[container],
         volumes=[host_path_volume("device-plugins", KUBELET_DEVICE_PLUGINS), host_path_volume("sys", "/sys")],
     )
@@ -111,7 +113,7 @@ def labeller_daemonset(pools: tuple[ResolvedPool, ...], image: str) -> dict[str,
     }
     return node_daemonset(
         name=AMD_LABELLER_NAME,
-        selector={NAME_LABEL: AMD_LABELLER_NAME},
+        selector=app_labels(AMD_LABELLER_NAME),
         pools=pools,
         containers=[container],
         volumes=[host_path_volume("sys", "/sys"), host_path_volume("dev", "/dev")],
@@ -119,7 +121,7 @@ def labeller_daemonset(pools: tuple[ResolvedPool, ...], image: str) -> dict[str,
     )
 
 
-def smi_probe_daemonset(pool: ResolvedPool, image: str) -> dict[str, Any]:
+def smi_probe_daemonset(pools: tuple[ResolvedPool, ...], image: str) -> dict[str, Any]:
     """A pod per AMD node that only waits, for the validation to exec ``amd-smi`` into.
 
     Privileged because amd-smi opens /dev/kfd and the render nodes of every GPU without being allocated one
@@ -135,9 +137,9 @@ def smi_probe_daemonset(pool: ResolvedPool, image: str) -> dict[str, Any]:
         "volumeMounts": [{"name": "tmp", "mountPath": "/tmp"}],
     }
     return node_daemonset(
-        name=f"{AMD_SMI_NAME}-{pool.name}",
-        selector=pool_pod_labels(AMD_SMI_NAME, pool),
-        pools=(pool,),
+        name=AMD_SMI_NAME,
+        selector=app_labels(AMD_SMI_NAME),
+        pools=pools,
         containers=[container],
         volumes=[empty_dir_volume("tmp")],
     )
@@ -149,8 +151,7 @@ def amd_manifests(model: PlatformModel, plugin_image: str, labeller_image: str) 
         return []
     manifests: list[dict[str, Any]] = []
     if model.config.device_plugin.amd_mode == "daemonset":
-        manifests += [plugin_daemonset(pool, plugin_image) for pool in pools]
-        manifests += [*labeller_rbac(), labeller_daemonset(pools, labeller_image)]
+        manifests += [plugin_daemonset(pools, plugin_image), *labeller_rbac(), labeller_daemonset(pools, labeller_image)]
     if probes_enabled(model):
-        manifests += [smi_probe_daemonset(pool, model.config.validation.smoke_job.amd_image) for pool in pools]
+        manifests.append(smi_probe_daemonset(pools, model.config.validation.smoke_job.amd_image))
     return manifests

@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from components.kube.nvidia_plugin import config_text, plugin_config
+from components.kube.nvidia_plugin import config_text, pool_configs
 from components.kube.plugin_pins import ChartPin, PluginPins
 from components.kube.plugin_targets import NAMESPACE, tolerations_for
 from components.model import ACCELERATOR_LABEL, PlatformModel
@@ -47,9 +47,10 @@ def nvidia_operator_values(model: PlatformModel) -> dict[str, Any]:
     # (https://azure.github.io/aks-rdma-infiniband/configurations/gpu-drivers): the operator installs the driver
     # and the container toolkit only when some pool has AKS install none.
     operator_driver = any(pool.gpu_driver == "None" for pool in pools)
-    # Per-pool plugin configs, picked per node by the nvidia.com/device-plugin.config label; the default is the
-    # pools' common config when they share one, so a stack needs no such label unless its pools differ.
-    configs = {pool.name: config_text(plugin_config(pool, model)) for pool in pools}
+    # Per-pool plugin configs, picked per node by the nvidia.com/device-plugin.config label (plugin_node_labels),
+    # as in daemonset mode; the default (for a node without the label) is the pools' common config when they
+    # share one.
+    configs = pool_configs(pools, model)
     distinct = set(configs.values())
     default = next(iter(distinct)) if len(distinct) == 1 else config_text({"version": "v1", "flags": {"migStrategy": "none"}})
     gpu_tolerations = tolerations_for(model.pools)

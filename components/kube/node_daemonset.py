@@ -16,6 +16,9 @@ from components.model import ResolvedPool
 # Where the kubelet serves its device plugin registration socket (and where plugins put theirs):
 # https://kubernetes.io/docs/concepts/extend-kubernetes/compute-storage-net/device-plugins/#device-plugin-registration
 KUBELET_DEVICE_PLUGINS = "/var/lib/kubelet/device-plugins"
+# Where client-go's in-cluster config reads the service account token, CA and namespace:
+# https://kubernetes.io/docs/tasks/run-application/access-api-from-pod/#directly-accessing-the-rest-api
+SERVICE_ACCOUNT_DIR = "/var/run/secrets/kubernetes.io/serviceaccount"
 
 
 def runtime_default_seccomp() -> dict[str, str]:
@@ -29,6 +32,30 @@ def host_path_volume(name: str, path: str, type_: str = "Directory") -> dict[str
 
 def empty_dir_volume(name: str, size_limit: str = "16Mi") -> dict[str, Any]:
     return {"name": name, "emptyDir": {"sizeLimit": size_limit}}
+
+
+def api_token_volume(name: str) -> dict[str, Any]:
+    """The service account token, cluster CA and namespace, as the kubelet projects them when it automounts a
+    token (https://kubernetes.io/docs/reference/access-authn-authz/service-accounts-admin/#bound-service-account-token-volume).
+
+    Declared by hand so that a pod with ``automountServiceAccountToken: false`` can give the token to the one
+    container that calls the API server (mounted at ``SERVICE_ACCOUNT_DIR``) and to no other.
+    """
+    return {
+        "name": name,
+        "projected": {
+            "sources": [
+                # Bound and short-lived; the kubelet rotates it and client-go re-reads the file.
+                {"serviceAccountToken": {"path": "token", "expirationSeconds": 3600}},
+                {"configMap": {"name": "kube-root-ca.crt", "items": [{"key": "ca.crt", "path": "ca.crt"}]}},
+                {
+                    "downwardAPI": {
+                        "items": [{"path": "namespace", "fieldRef": {"apiVersion": "v1", "fieldPath": "metadata.namespace"}}]
+                    }
+                },
+            ]
+        },
+    }
 
 
 def resources(cpu_request: str, memory_request: str, cpu_limit: str, memory_limit: str) -> dict[str, Any]:
@@ -69,10 +96,17 @@ def node_daemonset(
     pools: Iterable[ResolvedPool],
     containers: list[dict[str, Any]],
     volumes: list[dict[str, Any]],
+    init_containers: list[dict[str, Any]] | None = None,
     service_account: str | None = None,
+    automount_token: bool | None = None,
+    share_process_namespace: bool = False,
     pod_annotations: Mapping[str, str] | None = None,
 ) -> dict[str, Any]:
-    """A DaemonSet on exactly ``pools``: required affinity on their pool label, tolerations for their taints."""
+    """A DaemonSet on exactly ``pools``: required affinity on their pool label, tolerations for their taints.
+
+    With ``service_account`` the pod runs as that account and gets its token mounted into every container,
+    unless ``automount_token`` is False (the caller then mounts ``api_token_volume`` where it is needed).
+    """
     pools = tuple(pools)
     pod_metadata: dict[str, Any] = {"labels": {**COMMON_LABELS, **selector}}
     if pod_annotations:
@@ -82,10 +116,14 @@ def node_daemonset(
         "affinity": node_affinity_for(pools),
         "tolerations": tolerations_for(pools),
         "securityContext": {"seccompProfile": runtime_default_seccomp()},
-        "automountServiceAccountToken": service_account is not None,
+        "automountServiceAccountToken": service_account is not None if automount_token is None else automount_token,
         "containers": containers,
         "volumes": volumes,
     }
+    if init_containers:
+        pod_spec["initContainers"] = init_containers
+    if share_process_namespace:
+        pod_spec["shareProcessNamespace"] = True
     if service_account is not None:
         pod_spec["serviceAccountName"] = service_account
     return {

@@ -4,6 +4,10 @@ The post-deploy validation imports ``plugin_targets`` to find, per pool, the pod
 ``amd-smi`` into and the resource count to expect; ``GpuDevicePlugin`` uses the same names and placement
 helpers to build those pods, so the two cannot drift apart.
 
+One DaemonSet per vendor agent serves every pool of its vendor (``nvidia-device-plugin-daemonset``,
+``amdgpu-device-plugin-daemonset``...): the validation finds a pool's pods by the DaemonSet's pod labels and
+narrows them to the pool's nodes with ``node_selector``.
+
 Placement is derived from the pools, never written by hand: a plugin pod tolerates exactly the taints its
 pools carry (vendor taint, user taints, the spot taint AKS adds) and is pinned to its pools by their label.
 The AKS walkthrough's DaemonSet tolerates ``sku=gpu`` while the best-practices article taints
@@ -27,9 +31,15 @@ NAMESPACE = "gpu-resources"
 NAME_LABEL = "app.kubernetes.io/name"
 COMMON_LABELS = {"app.kubernetes.io/part-of": "aks-gpu", "app.kubernetes.io/managed-by": "pulumi"}
 
+# Per agent: the app name its pods are labelled (and selected) by, its DaemonSet's name, its main container.
 NVIDIA_PLUGIN_NAME = "nvidia-device-plugin"
+# The name the issue's contract and NVIDIA's static manifest give the plugin DaemonSet:
+# https://github.com/NVIDIA/k8s-device-plugin/blob/main/deployments/static/nvidia-device-plugin.yml
+NVIDIA_PLUGIN_DAEMONSET = "nvidia-device-plugin-daemonset"
 NVIDIA_PLUGIN_CONTAINER = "nvidia-device-plugin-ctr"
 AMD_PLUGIN_NAME = "amdgpu-device-plugin"
+# As ROCm's static manifest names it: https://github.com/ROCm/k8s-device-plugin/blob/master/k8s-ds-amdgpu-dp.yaml
+AMD_PLUGIN_DAEMONSET = "amdgpu-device-plugin-daemonset"
 AMD_PLUGIN_CONTAINER = "amdgpu-device-plugin"
 AMD_LABELLER_NAME = "amdgpu-node-labeller"
 # The ROCm plugin image carries no amd-smi, so AMD nodes get a small probe pod that does.
@@ -47,9 +57,9 @@ class PluginTarget:
     """One GPU pool as the device plugin serves it.
 
     ``pod_labels`` selects the pods to exec ``smi_command`` into (container ``container``) in ``namespace``;
-    where the pods are shared by several pools (GPU Operator), ``node_selector`` narrows them to this pool's
-    nodes. ``resource_name`` x ``count_per_node`` is what every node of the pool advertises; ``mig_strategy``
-    is the strategy in force for a MIG pool (None for a pool without MIG).
+    those pods are shared by every pool of the vendor (one DaemonSet, ours or the GPU Operator's), so
+    ``node_selector`` narrows them to this pool's nodes. ``resource_name`` x ``count_per_node`` is what every node
+    of the pool advertises; ``mig_strategy`` is the strategy in force for a MIG pool (None for a pool without MIG).
     """
 
     namespace: str
@@ -63,21 +73,6 @@ class PluginTarget:
     vendor: Vendor
     mode: Mode
 
-    def to_output(self) -> dict[str, Any]:
-        """The target as the Pulumi stack output carries it (camelCase)."""
-        return {
-            "namespace": self.namespace,
-            "podLabels": dict(self.pod_labels),
-            "container": self.container,
-            "smiCommand": list(self.smi_command),
-            "resourceName": self.resource_name,
-            "countPerNode": self.count_per_node,
-            "migStrategy": self.mig_strategy,
-            "nodeSelector": dict(self.node_selector),
-            "vendor": self.vendor,
-            "mode": self.mode,
-        }
-
 
 def vendor_mode(model: PlatformModel, vendor: Vendor) -> Mode:
     plugin = model.config.device_plugin
@@ -89,21 +84,21 @@ def probes_enabled(model: PlatformModel) -> bool:
     return model.config.validation.on_deploy != "off"
 
 
-def pool_pod_labels(app: str, pool: ResolvedPool) -> dict[str, str]:
-    """The selector of one pool's plugin pods: the app name and the pool (selectors are immutable: keep stable)."""
-    return {NAME_LABEL: app, POOL_LABEL: pool.name}
+def app_labels(app: str) -> dict[str, str]:
+    """The selector of an agent's pods, on every pool it serves (a DaemonSet's selector is immutable: keep stable)."""
+    return {NAME_LABEL: app}
 
 
 def plugin_target(model: PlatformModel, pool: ResolvedPool) -> PluginTarget:
     mode = vendor_mode(model, pool.vendor)
     if pool.vendor == "nvidia" and mode == "daemonset":
-        labels, container = pool_pod_labels(NVIDIA_PLUGIN_NAME, pool), NVIDIA_PLUGIN_CONTAINER
+        labels, container = app_labels(NVIDIA_PLUGIN_NAME), NVIDIA_PLUGIN_CONTAINER
     elif pool.vendor == "nvidia":
         labels, container = dict(OPERATOR_NVIDIA_PLUGIN_LABELS), OPERATOR_NVIDIA_PLUGIN_CONTAINER
     elif probes_enabled(model):
-        labels, container = pool_pod_labels(AMD_SMI_NAME, pool), AMD_SMI_CONTAINER
+        labels, container = app_labels(AMD_SMI_NAME), AMD_SMI_CONTAINER
     else:
-        labels, container = pool_pod_labels(AMD_PLUGIN_NAME, pool), AMD_PLUGIN_CONTAINER
+        labels, container = app_labels(AMD_PLUGIN_NAME), AMD_PLUGIN_CONTAINER
     return PluginTarget(
         namespace=NAMESPACE,
         pod_labels=labels,

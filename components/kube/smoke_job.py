@@ -18,16 +18,16 @@ whether it runs and why, for the plan summary.
 Manifests are built by pure functions; the component only registers them.
 """
 
-from __future__ import annotations
-
 from dataclasses import dataclass
 from typing import Any
 
 import pulumi
 import pulumi_kubernetes as k8s
 
+from components.args import platform_model
 from components.kube.plugin_targets import COMMON_LABELS, NAME_LABEL, NAMESPACE
 from components.model import POOL_LABEL, PlatformModel, ResolvedPool
+from components.specs import PlatformSpec
 from components.validation.smi import smi_command
 
 SMOKE_APP = "gpu-smoke"
@@ -169,33 +169,35 @@ def smoke_job_manifests(model: PlatformModel, namespace: str = NAMESPACE) -> dic
     return {pool.name: smoke_job_manifest(model, pool, namespace) for pool in model.pools if pool.name in enabled}
 
 
-@dataclass(frozen=True)
-class GpuSmokeJobsArgs:
-    model: PlatformModel
-    namespace: str = NAMESPACE
+class GpuValidationArgs(PlatformSpec):
+    """The stack's GPU pools and validation settings (as a stack file's keys, snake_case here)."""
 
 
-class GpuSmokeJobs(pulumi.ComponentResource):
-    """One smoke Job per GPU pool that ``smoke_plan`` turns on.
+class GpuValidation(pulumi.ComponentResource):
+    """The smoke half of post-deploy validation: one smoke Job per GPU pool that ``smoke_plan`` turns on,
+    awaited by Pulumi. (The SMI checks on every node run as a hook on the device plugin, see GpuDevicePlugin.)
 
-    ``opts`` should carry the cluster's Kubernetes provider and ``depends_on`` the device plugin (and the
-    namespace): the Job needs the plugin to advertise the resource before its pod can be scheduled.
+    ``opts`` should carry the cluster's Kubernetes provider and ``depends_on`` the device plugin: the Job needs
+    the plugin to advertise the resource before its pod can be scheduled.
     """
 
-    jobs: dict[str, k8s.batch.v1.Job]
-    decisions: list[SmokeDecision]
+    smoke_jobs: pulumi.Output[dict[str, str]]
+    """Per pool with a smoke Job: the Job's name (in gpu-resources)."""
+    smoke_decisions: pulumi.Output[dict[str, str]]
+    """Per pool: whether its smoke Job runs, and why."""
 
-    def __init__(self, name: str, args: GpuSmokeJobsArgs, opts: pulumi.ResourceOptions | None = None) -> None:
-        super().__init__("aks-gpu:index:GpuSmokeJobs", name, None, opts)
+    def __init__(self, name: str, args: GpuValidationArgs, opts: pulumi.ResourceOptions | None = None) -> None:
+        model = platform_model(args, f"GpuValidation {name}")
+        super().__init__("aks-gpu:index:GpuValidation", name, None, opts)
         provider = opts.provider if opts is not None else None
         # A component's depends_on does not hold back its children: pass it on.
         depends_on = opts.depends_on if opts is not None else None
-        deadline = args.model.config.validation.smoke_job.deadline_seconds
+        deadline = model.config.validation.smoke_job.deadline_seconds
         wait = f"{deadline + AWAIT_MARGIN_SECONDS}s"
-        self.decisions = smoke_plan(args.model)
-        manifests = smoke_job_manifests(args.model, args.namespace)
-        self.jobs = {
-            pool: k8s.batch.v1.Job(
+        decisions = smoke_plan(model)
+        manifests = smoke_job_manifests(model, NAMESPACE)
+        for pool, manifest in manifests.items():
+            k8s.batch.v1.Job(
                 f"{name}-{pool}",
                 metadata=manifest["metadata"],
                 spec=manifest["spec"],
@@ -206,9 +208,6 @@ class GpuSmokeJobs(pulumi.ComponentResource):
                     custom_timeouts=pulumi.CustomTimeouts(create=wait, update=wait),
                 ),
             )
-            for pool, manifest in manifests.items()
-        }
-        self.register_outputs({
-            "jobs": {pool: manifest["metadata"]["name"] for pool, manifest in manifests.items()},
-            "decisions": {d.pool: d.reason for d in self.decisions},
-        })
+        self.smoke_jobs = pulumi.Output.from_input({pool: m["metadata"]["name"] for pool, m in manifests.items()})
+        self.smoke_decisions = pulumi.Output.from_input({d.pool: d.reason for d in decisions})
+        self.register_outputs({"smokeJobs": self.smoke_jobs, "smokeDecisions": self.smoke_decisions})

@@ -1,281 +1,110 @@
 """``GpuWorkloadNamespace``: one namespace per workload type, fenced the way AKS's GPU best practices describe.
 
-Per entry of ``aks-gpu:workloads`` it creates the namespace (workload and Pod Security labels), a
-``ResourceQuota`` on the GPU resource its pools expose, a ``LimitRange`` with default requests, the article's
-deny-all ``NetworkPolicy`` plus opt-in allow policies, and ``RoleBinding``s of Entra ID groups.
+A public component: ``GpuPlatform`` builds one per entry of ``aks-gpu:workloads``, and an application team's
+stack can add its own namespace next to the platform's, with the placement values it reads from the platform
+stack's outputs through a ``StackReference``. So the GPU resource name, node selector and tolerations are
+``pulumi.Input``s; the namespace's own settings are plain, a ``WorkloadSpec`` checked by the same pydantic
+rules as a stack file.
 
-The manifests are built by pure functions (resolved model in, dicts out, nothing from Pulumi), so they test in
-milliseconds and ``pod_placement`` can be reused by the docs and the admission tests. The component only
-registers what they built.
+The objects come from ``workload_manifests`` (pure); this module validates the args and registers them.
+
+No ``from __future__ import annotations`` here: Pulumi's schema inference reads the args and output
+annotations at runtime and cannot see through string annotations (nor ``NotRequired`` inside them).
 """
 
-from __future__ import annotations
-
-from collections.abc import Callable, Iterable
-from dataclasses import dataclass
-from typing import Any
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, NotRequired, TypedDict, cast
 
 import pulumi
 import pulumi_kubernetes as k8s
+from pydantic import ValidationError
 
-from components.config.models import EgressRule, IngressFrom
-from components.model import WORKLOAD_LABEL, ResolvedWorkload
+from components.config.loader import key_path, problems_from
+from components.config.models import PlatformConfig, WorkloadConfig
+from components.config.problems import Problem
+from components.config.rules import cidr_problems
+from components.kube.workload_manifests import (
+    QUOTA_NAME,
+    Manifest,
+    PodPlacement,
+    TolerationSpec,
+    config_manifests,
+    gpu_quota_key,
+    namespace_manifest,
+    object_metadata,
+    pod_placement,
+    quota_hard,
+)
+from components.model import ResolvedWorkload
+from components.specs import WorkloadSpec
 
-Manifest = dict[str, Any]
-
-# The label the AKS GPU best-practices article puts on its per-team namespaces.
-ARTICLE_WORKLOAD_LABEL = "workload"
-COMMON_LABELS = {"app.kubernetes.io/managed-by": "pulumi", "app.kubernetes.io/part-of": "aks-gpu"}
-# https://kubernetes.io/docs/concepts/security/pod-security-admission/#pod-security-admission-labels-for-namespaces
-PSA_PREFIX = "pod-security.kubernetes.io"
-# Warn and audit one level above a baseline enforce, as Kubernetes suggests, so teams see what `restricted`
-# would refuse before anyone turns it on. Unpinned versions mean "latest" for the cluster's version.
-# https://kubernetes.io/docs/tasks/configure-pod-container/enforce-standards-namespace-labels/
-PSA_WARN_LEVEL = "restricted"
-# Set by the API server on every namespace (GA since 1.22), so a policy can select a namespace by name.
-# https://kubernetes.io/docs/reference/labels-annotations-taints/#kubernetes-io-metadata-name
-NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"
-# CoreDNS serves cluster DNS on AKS; its pods in kube-system keep the upstream `k8s-app: kube-dns` label.
-# https://learn.microsoft.com/azure/aks/coredns-custom
-# https://github.com/coredns/deployment/blob/master/kubernetes/coredns.yaml.sed
-DNS_NAMESPACE = "kube-system"
-DNS_POD_LABELS = {"k8s-app": "kube-dns"}
-DNS_PORT = 53
-# https://kubernetes.io/docs/reference/access-authn-authz/rbac/#user-facing-roles
-RBAC_API_GROUP = "rbac.authorization.k8s.io"
-
-DENY_ALL_POLICY = "deny-cross-namespace"
-DNS_POLICY = "allow-dns"
-SAME_NAMESPACE_POLICY = "allow-same-namespace"
-QUOTA_NAME = "gpu-quota"
-LIMIT_RANGE_NAME = "default-requests"
+COMPONENT_TYPE = "aks-gpu:index:GpuWorkloadNamespace"
 
 
-# ---------------------------------------------------------------- pure manifest builders
+class GpuWorkloadNamespaceArgs(TypedDict):
+    """A workload namespace: its own settings, plus where its GPU pods go (from the platform that owns the pools)."""
+
+    workload: WorkloadSpec
+    """The namespace's settings, as an entry of a stack file's aks-gpu:workloads."""
+    resource_name: NotRequired[pulumi.Input[str]]
+    """The GPU resource the workload's pools expose (nvidia.com/gpu, amd.com/gpu, nvidia.com/mig-1g.10gb): the
+    quota's key and the pods' limit. Left out when no pool serves the workload: it gets no GPU at all."""
+    node_selector: pulumi.Input[Mapping[str, pulumi.Input[str]]]
+    """The node selector of the workload's pools."""
+    tolerations: pulumi.Input[Sequence[pulumi.Input[TolerationSpec]]]
+    """Every taint of the workload's pools, tolerated."""
+    other_gpu_resources: NotRequired[pulumi.Input[Sequence[pulumi.Input[str]]]]
+    """The other GPU resources of the cluster: each is capped at zero in this namespace's quota. May list
+    resource_name too (it is skipped), so a platform can pass all of its resources."""
 
 
-def _metadata(workload: ResolvedWorkload, name: str, namespaced: bool = True) -> dict[str, Any]:
-    meta: dict[str, Any] = {"name": name, "labels": {**COMMON_LABELS, WORKLOAD_LABEL: workload.type}}
-    if namespaced:
-        meta["namespace"] = workload.name
-    return meta
-
-
-def pod_security_labels(level: str) -> dict[str, str]:
-    """Pod Security Admission labels: ``level`` enforced, ``restricted`` warned about and audited."""
-    return {
-        f"{PSA_PREFIX}/enforce": level,
-        f"{PSA_PREFIX}/warn": PSA_WARN_LEVEL,
-        f"{PSA_PREFIX}/audit": PSA_WARN_LEVEL,
-    }
-
-
-def namespace_manifest(workload: ResolvedWorkload) -> Manifest:
-    meta = _metadata(workload, workload.name, namespaced=False)
-    meta["labels"] |= {ARTICLE_WORKLOAD_LABEL: workload.type, **pod_security_labels(workload.config.pod_security)}
-    return {"apiVersion": "v1", "kind": "Namespace", "metadata": meta}
-
-
-def quota_hard(workload: ResolvedWorkload, platform_gpu_resources: Iterable[str] = ()) -> dict[str, str]:
-    """The ``spec.hard`` of the workload's ResourceQuota.
-
-    The GPU key is ``requests.<resource>`` in the name the workload's pools expose (``requests.`` is the only
-    prefix Kubernetes accepts for extended resources). Every other GPU resource of the platform is capped at
-    zero, so a namespace cannot reach another workload type's GPUs through a resource its own quota misses.
-    CPU and memory are quota'd on requests, which the LimitRange defaults for pods that state none.
-    https://kubernetes.io/docs/concepts/policy/resource-quotas/#resource-quota-for-extended-resources
-    """
-    hard: dict[str, str] = {}
-    if workload.quota_key is not None:
-        hard[workload.quota_key] = str(workload.config.gpu_quota)
-    for resource in sorted(set(platform_gpu_resources) - {workload.resource_name or ""}):
-        hard[f"requests.{resource}"] = "0"
-    limits = workload.config.quota
-    if limits.cpu is not None:
-        hard["requests.cpu"] = limits.cpu
-    if limits.memory is not None:
-        hard["requests.memory"] = limits.memory
-    if limits.requests_storage is not None:
-        hard["requests.storage"] = limits.requests_storage
-    if limits.pods is not None:
-        hard["pods"] = str(limits.pods)
-    if limits.persistent_volume_claims is not None:
-        hard["persistentvolumeclaims"] = str(limits.persistent_volume_claims)
-    return hard
-
-
-def resource_quota_manifest(workload: ResolvedWorkload, platform_gpu_resources: Iterable[str] = ()) -> Manifest:
-    return {
-        "apiVersion": "v1",
-        "kind": "ResourceQuota",
-        "metadata": _metadata(workload, QUOTA_NAME),
-        "spec": {"hard": quota_hard(workload, platform_gpu_resources)},
-    }
-
-
-def limit_range_manifest(workload: ResolvedWorkload) -> Manifest:
-    """Default CPU/memory requests per container: a quota on requests refuses pods that state none."""
-    defaults = workload.config.default_requests
-    return {
-        "apiVersion": "v1",
-        "kind": "LimitRange",
-        "metadata": _metadata(workload, LIMIT_RANGE_NAME),
-        "spec": {"limits": [{"type": "Container", "defaultRequest": {"cpu": defaults.cpu, "memory": defaults.memory}}]},
-    }
-
-
-def _policy(workload: ResolvedWorkload, name: str, spec: dict[str, Any]) -> Manifest:
-    return {"apiVersion": "networking.k8s.io/v1", "kind": "NetworkPolicy", "metadata": _metadata(workload, name), "spec": spec}
-
-
-def _namespace_selector(namespace: str) -> dict[str, Any]:
-    return {"namespaceSelector": {"matchLabels": {NAMESPACE_NAME_LABEL: namespace}}}
-
-
-def deny_all_policy(workload: ResolvedWorkload) -> Manifest:
-    """The article's ``deny-cross-namespace``, exactly: every pod isolated both ways, no rule allowing anything."""
-    return _policy(
-        workload, DENY_ALL_POLICY, {"podSelector": {}, "policyTypes": ["Ingress", "Egress"], "ingress": [], "egress": []}
+def namespace_args(workload: ResolvedWorkload, other_gpu_resources: Sequence[str] = ()) -> GpuWorkloadNamespaceArgs:
+    """The args of a platform's own workload namespace, all plain values from its resolved model."""
+    args = GpuWorkloadNamespaceArgs(
+        # JSON mode: lists, not tuples, as the spec types say; no None, as a spec leaves a key out instead.
+        workload=cast(WorkloadSpec, workload.config.model_dump(mode="json", exclude_none=True)),
+        node_selector=dict(workload.node_selector),
+        tolerations=[cast(TolerationSpec, t.to_kube()) for t in workload.tolerations],
+        other_gpu_resources=list(other_gpu_resources),
     )
+    if workload.resource_name:
+        args["resource_name"] = workload.resource_name
+    return args
 
 
-def dns_policy(workload: ResolvedWorkload) -> Manifest:
-    peer = _namespace_selector(DNS_NAMESPACE) | {"podSelector": {"matchLabels": dict(DNS_POD_LABELS)}}
-    ports = [{"protocol": protocol, "port": DNS_PORT} for protocol in ("UDP", "TCP")]
-    return _policy(
-        workload, DNS_POLICY, {"podSelector": {}, "policyTypes": ["Egress"], "egress": [{"to": [peer], "ports": ports}]}
-    )
+# A workload validated as the one entry of a platform's workloads, so the loader's messages (allowed keys,
+# pattern hints) are read off the right model; its paths then start here.
+_WORKLOAD_PATH = key_path(("workloads", 0))
 
 
-def same_namespace_policy(workload: ResolvedWorkload) -> Manifest:
-    # A bare podSelector peer means "pods of this policy's namespace".
-    return _policy(
-        workload,
-        SAME_NAMESPACE_POLICY,
-        {
-            "podSelector": {},
-            "policyTypes": ["Ingress", "Egress"],
-            "ingress": [{"from": [{"podSelector": {}}]}],
-            "egress": [{"to": [{"podSelector": {}}]}],
-        },
-    )
+def _arg_path(path: str) -> str:
+    return "workload" + path.removeprefix(_WORKLOAD_PATH) if path.startswith(_WORKLOAD_PATH) else path
 
 
-def ingress_from_policy(workload: ResolvedWorkload, namespace: str, sources: Iterable[IngressFrom]) -> Manifest:
-    """Ingress from one namespace; each config entry is one rule (no ports: all traffic from there)."""
-    rules = []
-    for source in sources:
-        rule: dict[str, Any] = {"from": [_namespace_selector(namespace)]}
-        if source.ports:
-            rule["ports"] = [{"protocol": "TCP", "port": port} for port in source.ports]
-        rules.append(rule)
-    return _policy(workload, f"allow-from-{namespace}", {"podSelector": {}, "policyTypes": ["Ingress"], "ingress": rules})
-
-
-def egress_to_namespace_policy(workload: ResolvedWorkload, namespace: str) -> Manifest:
-    return _policy(
-        workload,
-        f"allow-to-{namespace}",
-        {"podSelector": {}, "policyTypes": ["Egress"], "egress": [{"to": [_namespace_selector(namespace)]}]},
-    )
-
-
-def cidr_slug(cidr: str) -> str:
-    """``10.20.0.0/16`` -> ``10-20-0-0-16``: a CIDR as a stable piece of an object name."""
-    return cidr.lower().replace(".", "-").replace(":", "-").replace("/", "-")
-
-
-def egress_cidr_policy(workload: ResolvedWorkload, rules: Iterable[EgressRule]) -> Manifest:
-    """Egress to one CIDR; each config entry is one rule. No ports: every port of the entry's protocol."""
-    egress = []
-    cidr = ""
-    for rule in rules:
-        cidr = rule.cidr
-        ports = [{"protocol": rule.protocol, "port": port} for port in rule.ports] or [{"protocol": rule.protocol}]
-        egress.append({"to": [{"ipBlock": {"cidr": rule.cidr}}], "ports": ports})
-    return _policy(workload, f"allow-egress-{cidr_slug(cidr)}", {"podSelector": {}, "policyTypes": ["Egress"], "egress": egress})
-
-
-def network_policy_manifests(workload: ResolvedWorkload) -> list[Manifest]:
-    """Deny-all first, then one object per opt-in allow. Entries naming the same peer share one object, so
-    names stay unique and stable whatever order the config lists them in."""
-    network = workload.config.network
-    policies = [deny_all_policy(workload)]
-    if network.allow_dns:
-        policies.append(dns_policy(workload))
-    if network.allow_same_namespace:
-        policies.append(same_namespace_policy(workload))
-    sources: dict[str, list[IngressFrom]] = {}
-    for source in network.allow_from_namespaces:
-        sources.setdefault(source.namespace, []).append(source)
-    policies += [ingress_from_policy(workload, namespace, entries) for namespace, entries in sources.items()]
-    policies += [egress_to_namespace_policy(workload, namespace) for namespace in dict.fromkeys(network.allow_to_namespaces)]
-    destinations: dict[str, list[EgressRule]] = {}
-    for rule in network.allow_egress:
-        destinations.setdefault(cidr_slug(rule.cidr), []).append(rule)
-    policies += [egress_cidr_policy(workload, rules) for rules in destinations.values()]
-    return policies
-
-
-def role_binding_manifests(workload: ResolvedWorkload) -> list[Manifest]:
-    """Entra ID groups bound to the built-in ``edit``/``view`` ClusterRoles inside the namespace.
-
-    Entra ID puts group object ids in tokens in lower case and Kubernetes compares names exactly, so ids are
-    lower-cased. The role is part of the object name because a RoleBinding's roleRef cannot change in place.
-    https://learn.microsoft.com/azure/aks/azure-ad-rbac
-    """
-    bindings = []
-    for binding in dict.fromkeys((b.role, b.group_object_id.lower()) for b in workload.config.role_bindings):
-        role, group = binding
-        bindings.append(
-            {
-                "apiVersion": f"{RBAC_API_GROUP}/v1",
-                "kind": "RoleBinding",
-                "metadata": _metadata(workload, f"entra-{role}-{group}"),
-                "roleRef": {"apiGroup": RBAC_API_GROUP, "kind": "ClusterRole", "name": role},
-                "subjects": [{"kind": "Group", "apiGroup": RBAC_API_GROUP, "name": group}],
-            }
-        )
-    return bindings
-
-
-def workload_manifests(workload: ResolvedWorkload, platform_gpu_resources: Iterable[str] = ()) -> list[Manifest]:
-    """Every object of a workload namespace, the Namespace first."""
-    return [
-        namespace_manifest(workload),
-        resource_quota_manifest(workload, platform_gpu_resources),
-        limit_range_manifest(workload),
-        *network_policy_manifests(workload),
-        *role_binding_manifests(workload),
-    ]
-
-
-def pod_placement(workload: ResolvedWorkload) -> dict[str, Any]:
-    """What a GPU pod of this workload needs to land on its pools: ``nodeSelector`` and ``tolerations`` go in
-    the pod spec, ``resources`` on the container that uses the GPU (one unit of the pools' resource)."""
-    limits = {workload.resource_name: 1} if workload.resource_name else {}
-    return {
-        "nodeSelector": dict(workload.node_selector),
-        "tolerations": [t.to_kube() for t in workload.tolerations],
-        "resources": {"limits": limits},
-    }
-
-
-# ---------------------------------------------------------------- Pulumi component
-
-
-@dataclass(frozen=True)
-class GpuWorkloadNamespaceArgs:
-    workload: ResolvedWorkload
-    # Every GPU resource the platform's pools expose; those the workload does not use get a zero quota.
-    platform_gpu_resources: tuple[str, ...] = ()
+def validated_workload(spec: object, component: str) -> tuple[WorkloadConfig, list[str]]:
+    """``spec`` checked by the stack file's rules for a workload entry, and its warnings (as ``path: message``
+    lines). Raises ``RunError`` listing every error."""
+    try:
+        config = PlatformConfig.model_validate({"workloads": [spec]}).workloads[0]
+    except ValidationError as exc:
+        problems = problems_from(exc)
+    else:
+        problems = [
+            problem
+            for index, rule in enumerate(config.network.allow_egress)
+            for problem in cidr_problems(rule.cidr, f"{_WORKLOAD_PATH}.network.allowEgress[{index}].cidr")
+        ]
+    errors: list[Problem] = [p for p in problems if p.severity == "error"]
+    if errors:
+        lines = "\n".join(f"  {_arg_path(p.path)}: {p.message}" for p in errors)
+        raise pulumi.RunError(f"invalid args for {component}:\n{lines}")
+    return config, [f"{_arg_path(p.path)}: {p.message}" for p in problems]
 
 
 Register = Callable[[str, Manifest, pulumi.ResourceOptions], pulumi.CustomResource]
 
-# The namespaced kinds ``workload_manifests`` builds, each registered as its typed resource.
+# The namespaced kinds ``config_manifests`` builds, each registered as its typed resource.
 _REGISTER: dict[str, Register] = {
-    "ResourceQuota": lambda name, m, opts: k8s.core.v1.ResourceQuota(name, metadata=m["metadata"], spec=m["spec"], opts=opts),
     "LimitRange": lambda name, m, opts: k8s.core.v1.LimitRange(name, metadata=m["metadata"], spec=m["spec"], opts=opts),
     "NetworkPolicy": lambda name, m, opts: k8s.networking.v1.NetworkPolicy(
         name, metadata=m["metadata"], spec=m["spec"], opts=opts
@@ -286,43 +115,64 @@ _REGISTER: dict[str, Register] = {
 }
 
 
-class GpuWorkloadNamespace(pulumi.ComponentResource):
-    """A workload type's namespace with its GPU quota, default requests, deny-all network policy and
-    opt-in allows, Pod Security labels and group bindings.
+def _child_name(component: str, kind: str, object_name: str) -> str:
+    # Kept stable across refactors: a changed name is a replaced object (a namespace deleted with its pods).
+    return f"{component}-{kind.lower()}-{object_name}"
 
-    Outputs tell other stacks how to place a job here: the namespace, the GPU resource name and quota, and
-    the pod spec fragment (``pod_placement``).
-    """
+
+class GpuWorkloadNamespace(pulumi.ComponentResource):
+    """A workload type's namespace with its GPU quota, default requests, deny-all network policy and opt-in
+    allows, Pod Security labels and Entra ID group bindings. Its outputs tell jobs how to land on its GPUs."""
 
     namespace: k8s.core.v1.Namespace
+    """The Namespace object, for resources that must wait for it."""
     namespace_name: pulumi.Output[str]
-    resource_name: pulumi.Output[str | None]
-    quota_key: pulumi.Output[str | None]
+    """The namespace."""
+    resource_name: pulumi.Output[str]
+    """The GPU resource its pods request; empty when no pool serves the workload."""
+    quota_key: pulumi.Output[str]
+    """The GPU key of its ResourceQuota (requests.<resource>); empty when no pool serves the workload."""
     gpu_quota: pulumi.Output[int]
-    pod_placement: pulumi.Output[dict[str, Any]]
+    """How many units of the GPU resource the namespace's pods may request in all."""
+    pod_placement: pulumi.Output[PodPlacement]
+    """The pod spec fragment for a GPU pod here: nodeSelector, tolerations and the container's resources."""
 
     def __init__(self, name: str, args: GpuWorkloadNamespaceArgs, opts: pulumi.ResourceOptions | None = None) -> None:
-        super().__init__("aks-gpu:index:GpuWorkloadNamespace", name, None, opts)
-        workload = args.workload
+        component = f"GpuWorkloadNamespace {name}"
+        # Before registering anything: a bad spec leaves nothing half-made behind.
+        config, warnings = validated_workload(args["workload"], component)
+        super().__init__(COMPONENT_TYPE, name, None, opts)
+        for warning in warnings:
+            pulumi.log.warn(warning, resource=self)
         provider = opts.provider if opts else None
-        namespace, *namespaced = workload_manifests(workload, args.platform_gpu_resources)
+        resource = pulumi.Output.from_input(args.get("resource_name", ""))
+        others = pulumi.Output.from_input(args.get("other_gpu_resources", []))
+
+        namespace = namespace_manifest(config)
         self.namespace = k8s.core.v1.Namespace(
             f"{name}-namespace",
             metadata=namespace["metadata"],
             opts=pulumi.ResourceOptions(parent=self, provider=provider),
         )
-        for manifest in namespaced:
-            _REGISTER[manifest["kind"]](
-                f"{name}-{manifest['kind'].lower()}-{manifest['metadata']['name']}",
-                manifest,
-                # The provider does not order objects by the namespace they name; the namespace must exist first.
-                pulumi.ResourceOptions(parent=self, provider=provider, depends_on=[self.namespace]),
-            )
+        # The provider does not order objects by the namespace they name; the namespace must exist first.
+        inside = pulumi.ResourceOptions(parent=self, provider=provider, depends_on=[self.namespace])
+        # Its keys are the GPU resource names, which another stack may only know as outputs: built in an apply.
+        hard = pulumi.Output.all(resource, others).apply(lambda v: quota_hard(config, v[0] or None, v[1]))
+        quota: Manifest = {"metadata": object_metadata(config, QUOTA_NAME), "spec": {"hard": hard}}
+        k8s.core.v1.ResourceQuota(
+            _child_name(name, "ResourceQuota", QUOTA_NAME), metadata=quota["metadata"], spec=quota["spec"], opts=inside
+        )
+        for manifest in config_manifests(config):
+            kind = manifest["kind"]
+            _REGISTER[kind](_child_name(name, kind, manifest["metadata"]["name"]), manifest, inside)
+
         self.namespace_name = self.namespace.metadata.apply(lambda meta: str(meta.name))
-        self.resource_name = pulumi.Output.from_input(workload.resource_name)
-        self.quota_key = pulumi.Output.from_input(workload.quota_key)
-        self.gpu_quota = pulumi.Output.from_input(workload.config.gpu_quota)
-        self.pod_placement = pulumi.Output.from_input(pod_placement(workload))
+        self.resource_name = resource
+        self.quota_key = resource.apply(lambda r: gpu_quota_key(r) if r else "")
+        self.gpu_quota = pulumi.Output.from_input(config.gpu_quota)
+        self.pod_placement = pulumi.Output.all(
+            resource, pulumi.Output.from_input(args["node_selector"]), pulumi.Output.from_input(args["tolerations"])
+        ).apply(lambda v: pod_placement(v[0] or None, v[1], v[2]))
         outputs: dict[str, Any] = {
             "namespaceName": self.namespace_name,
             "resourceName": self.resource_name,

@@ -5,17 +5,16 @@ StorageClass (v2) or StoragePool (v1) that makes the striped NVMe disks of the `
 from pods, plus ready-to-paste volume snippets for the workload namespaces that asked for one.
 """
 
-from __future__ import annotations
-
-from dataclasses import dataclass
 from typing import Any
 
 import pulumi
 import pulumi_kubernetes as k8s
 from pulumi_azure_native import kubernetesconfiguration
 
+from components.args import platform_model
 from components.config.models import StorageConfig
 from components.model import POOL_LABEL, PlatformModel
+from components.specs import PlatformSpec
 from components.storage.manifests import (
     EXTENSION_NAME,
     EXTENSION_TYPES,
@@ -27,11 +26,13 @@ from components.storage.manifests import (
 )
 
 
-@dataclass(frozen=True)
-class NvmeCacheArgs:
-    model: PlatformModel
+class NvmeCacheArgs(PlatformSpec):
+    """The stack's GPU pools, workloads and storage settings, and the cluster the extension goes on."""
+
     resource_group_name: pulumi.Input[str]
+    """The cluster's resource group."""
     cluster_name: pulumi.Input[str]
+    """The AKS cluster that gets the Azure Container Storage extension."""
 
 
 def extension_inputs(
@@ -78,24 +79,27 @@ class NvmeCache(pulumi.ComponentResource):
     resource and uses the default azure-native provider. ``opts.depends_on`` holds back the extension.
     """
 
-    storage_class_name: pulumi.Output[str] | None
-    volume_snippets: pulumi.Output[dict[str, dict[str, Any]]]
+    storage_class_name: pulumi.Output[str]
+    """The StorageClass (or, for v1, the class Azure Container Storage creates); empty without NVMe pools."""
 
     def __init__(self, name: str, args: NvmeCacheArgs, opts: pulumi.ResourceOptions | None = None) -> None:
+        model = platform_model(args, f"NvmeCache {name}", frozenset({"resource_group_name", "cluster_name"}))
         super().__init__("aks-gpu:index:NvmeCache", name, None, opts)
-        model = args.model
+        # Per workload namespace with nvmeVolume: a ready volume snippet (Kubernetes field names, not typed
+        # for other languages: use it from Python or as the stack's nvmeVolumes output).
+        self.volume_snippets: pulumi.Output[dict[str, dict[str, Any]]]
         storage = model.config.storage
         pool_names = [pool.name for pool in model.nvme_pools]
 
         if not pool_names:
-            self.storage_class_name = None
+            self.storage_class_name = pulumi.Output.from_input("")
             self.volume_snippets = pulumi.Output.from_input({})
-            self.register_outputs({"storageClassName": None, "volumeSnippets": self.volume_snippets})
+            self.register_outputs({"storageClassName": self.storage_class_name, "volumeSnippets": self.volume_snippets})
             return
 
         extension = kubernetesconfiguration.Extension(
             f"{name}-acstor",
-            **extension_inputs(storage, args.resource_group_name, args.cluster_name),
+            **extension_inputs(storage, args["resource_group_name"], args["cluster_name"]),
             # Children do not inherit a component's depends_on; the extension carries it (the GPU pools, so
             # v1's io-engine label is on them before the extension installs, as the v1 install guide orders).
             opts=pulumi.ResourceOptions(parent=self, depends_on=opts.depends_on if opts else None),

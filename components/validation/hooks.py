@@ -82,9 +82,9 @@ class DeployValidationError(Exception):
     """Raised by the hook in ``fail`` mode; Pulumi fails the step with this message (the report)."""
 
 
-def scoped(model: PlatformModel, targets: Mapping[str, PluginTarget], pools: Iterable[str] | None) -> tuple[
-    PlatformModel, dict[str, PluginTarget]
-]:
+def scoped(
+    model: PlatformModel, targets: Mapping[str, PluginTarget], pools: Iterable[str] | None
+) -> tuple[PlatformModel, dict[str, PluginTarget]]:
     """The model and targets narrowed to ``pools`` (all pools when None), so a hook on one pool's plugin
     DaemonSet checks that pool and does not fail on another whose plugin is not deployed yet."""
     if pools is None:
@@ -142,7 +142,9 @@ def run_deploy_validation(
         return HookOutcome(mode, names, True, "validation.onDeploy is off: not run")
     if kubeconfig_text is None:
         return HookOutcome(
-            mode, names, False,
+            mode,
+            names,
+            False,
             "aks-gpu post-deploy validation could not run: the cluster's kubeconfig had not resolved when the hook ran",
         )
     # Imported when a validation runs, not when the program loads this module: the kubernetes client's
@@ -277,7 +279,8 @@ def pools_validated_by(manifest: Mapping[str, Any], targets: Mapping[str, Plugin
     metadata = manifest.get("metadata") or {}
     selector = ((manifest.get("spec") or {}).get("selector") or {}).get("matchLabels") or {}
     return tuple(
-        pool for pool, target in targets.items()
+        pool
+        for pool, target in targets.items()
         if target.namespace == metadata.get("namespace") and dict(target.pod_labels) == dict(selector)
     )
 
@@ -289,8 +292,7 @@ def pools_validated_by_release(
     Release itself creates, i.e. that no DaemonSet of ours (``daemonsets``) serves."""
     ours = {pool for manifest in daemonsets for pool in pools_validated_by(manifest, targets)}
     return tuple(
-        pool for pool, target in targets.items()
-        if target.vendor == vendor and target.mode == "gpu-operator" and pool not in ours
+        pool for pool, target in targets.items() if target.vendor == vendor and target.mode == "gpu-operator" and pool not in ours
     )
 
 

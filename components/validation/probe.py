@@ -234,13 +234,13 @@ def plan_execs(
             skipped[name] = f"no device plugin is known for pool {pool!r}: nothing to run the SMI command in"
             continue
         candidates = [
-            p for p in by_node.get(name, [])
+            p
+            for p in by_node.get(name, [])
             if (p.get("metadata") or {}).get("namespace") == target.namespace and _labels_match(p, target.pod_labels)
         ]
         if not candidates:
             skipped[name] = (
-                f"no device plugin pod on this node (namespace {target.namespace}, "
-                f"labels {labels_selector(target.pod_labels)})"
+                f"no device plugin pod on this node (namespace {target.namespace}, labels {labels_selector(target.pod_labels)})"
             )
             continue
         # The pod the checks judge (a ready one, by name) first; during a rollout an old one may sit beside it.
@@ -353,7 +353,11 @@ class _Reader:
 def run_exec(core: kube_client.CoreV1Api, job: ExecJob, timeout_s: float) -> ExecResult:
     """One attempt: open the exec WebSocket, wait for the command to end, read its output and exit status."""
     kwargs: dict[str, Any] = {
-        "command": list(job.command), "stderr": True, "stdin": False, "stdout": True, "tty": False,
+        "command": list(job.command),
+        "stderr": True,
+        "stdin": False,
+        "stdout": True,
+        "tty": False,
         "_preload_content": False,
     }
     if job.container:
@@ -423,9 +427,7 @@ def run_execs(
     if not jobs:
         return
     with ThreadPoolExecutor(max_workers=max(1, min(concurrency, len(jobs))), thread_name_prefix="aksgpu-exec") as pool:
-        futures: dict[Future[ExecResult], ExecJob] = {
-            pool.submit(exec_with_retries, exec_once, job, policy): job for job in jobs
-        }
+        futures: dict[Future[ExecResult], ExecJob] = {pool.submit(exec_with_retries, exec_once, job, policy): job for job in jobs}
         try:
             for future in as_completed(futures):
                 on_done(futures[future], future.result())

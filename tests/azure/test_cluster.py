@@ -5,13 +5,13 @@ from __future__ import annotations
 from typing import Any
 
 import pulumi
-import pytest
 import pulumi_kubernetes as k8s
+import pytest
 from pulumi_azure_native import containerservice as cs
 
 from components.azure import GpuCluster, GpuClusterArgs
-from components.specs import ClusterSpec
 from components.plan import PlanResult
+from components.specs import ClusterSpec
 from tests.conftest import MockHarness, minimal_raw, raw_stack
 
 MANAGED_CLUSTER = "azure-native:containerservice:ManagedCluster"

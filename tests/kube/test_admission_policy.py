@@ -9,6 +9,7 @@ import pulumi_kubernetes as k8s
 import pytest
 
 from components.admission.policy import render_policy
+from components.args import platform_sections
 from components.config import validate_config
 from components.kube.admission_policy import GpuAdmissionPolicy, GpuAdmissionPolicyArgs
 from components.model import PlatformModel, resolve
@@ -22,7 +23,9 @@ BINDING_TYPE = "kubernetes:admissionregistration.k8s.io/v1:ValidatingAdmissionPo
 def plan(harness: MockHarness, model: PlatformModel) -> PlanResult:
     def program() -> None:
         provider = k8s.Provider("cluster", kubeconfig="fake")
-        GpuAdmissionPolicy("admission", GpuAdmissionPolicyArgs(model=model), pulumi.ResourceOptions(provider=provider))
+        GpuAdmissionPolicy(
+            "admission", GpuAdmissionPolicyArgs(**platform_sections(model.config)), pulumi.ResourceOptions(provider=provider)
+        )
 
     return harness.run(program)
 

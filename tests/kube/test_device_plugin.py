@@ -1,25 +1,27 @@
-"""GpuDevicePlugin: the device plugin lands on every GPU node and only there, says what each pool exposes, and
-renders manifests Kubernetes 1.32-1.34 accept."""
+"""GpuDevicePlugin: one plugin DaemonSet per vendor lands on every GPU node of that vendor and only there, gives
+each node its own pool's plugin config, says what each pool exposes, and renders manifests Kubernetes 1.32-1.34
+accept."""
 
 from __future__ import annotations
 
 import subprocess
 import sys
-from typing import Any
+from typing import Any, cast
 
 import pulumi
 import pulumi_kubernetes as k8s
 import pytest
 import yaml
 
+from components.args import platform_sections
 from components.config import validate_config
-from components.kube.device_plugin import GpuDevicePlugin, GpuDevicePluginArgs, plugin_manifests
+from components.kube.device_plugin import GpuDevicePlugin, GpuDevicePluginArgs, plugin_manifests, target_output
 from components.kube.gpu_operator import operator_releases
 from components.kube.nvidia_plugin import plugin_config as nvidia_plugin_config
-from components.kube.operator_labels import operator_node_labels
+from components.kube.plugin_node_labels import plugin_node_labels
 from components.kube.plugin_pins import PINS_FILE, resolve_pins
 from components.kube.plugin_targets import NAMESPACE, plugin_targets
-from components.model import PlatformModel, ResolvedPool, Taint, resolve
+from components.model import POOL_LABEL, PlatformModel, ResolvedPool, Taint, resolve
 from components.plan import PlanResult
 from tests.conftest import PROJECT_DIR, STACK_NAMES, MockHarness, minimal_raw, raw_stack, stack_config, stack_model
 
@@ -27,6 +29,11 @@ PINS = yaml.safe_load(PINS_FILE.read_text(encoding="utf-8"))
 SYSTEM_NODE_LABELS = {"kubernetes.azure.com/mode": "system", "agentpool": "system", "kubernetes.io/os": "linux"}
 # The AKS walkthrough's DaemonSet tolerates this; the best-practices taint is nvidia.com/gpu.
 WALKTHROUGH_TOLERATION = {"key": "sku", "operator": "Equal", "value": "gpu", "effect": "NoSchedule"}
+NVIDIA_DS = "nvidia-device-plugin-daemonset"
+AMD_DS = "amdgpu-device-plugin-daemonset"
+PLUGIN_CONTAINER = "nvidia-device-plugin-ctr"
+CONFIG_LABEL = "nvidia.com/device-plugin.config"
+AGENT_POOL = "azure-native:containerservice:AgentPool"
 
 
 # ---------------------------------------------------------------- helpers: Kubernetes scheduling semantics
@@ -91,18 +98,70 @@ def pod_spec(manifest: dict[str, Any]) -> dict[str, Any]:
     return spec
 
 
+def container(manifest: dict[str, Any], name: str) -> dict[str, Any]:
+    spec = pod_spec(manifest)
+    return next(c for c in spec["containers"] + spec.get("initContainers", []) if c["name"] == name)
+
+
+def env_of(container: dict[str, Any]) -> dict[str, Any]:
+    return {e["name"]: e.get("value", e.get("valueFrom")) for e in container.get("env", [])}
+
+
 def landing_on(model: PlatformModel, pool: ResolvedPool) -> list[dict[str, Any]]:
     return [d for d in daemonsets(model) if affinity_selects(pod_spec(d)["affinity"], node_labels(pool))]
 
 
-def plugin_config(model: PlatformModel, pool: str) -> dict[str, Any]:
-    config_map = next(m for m in plugin_manifests(model) if m["kind"] == "ConfigMap")
-    config: dict[str, Any] = yaml.safe_load(config_map["data"][f"{pool}.yaml"])
+def node_config(manifests: list[dict[str, Any]], labels: dict[str, str]) -> dict[str, Any]:
+    """The config file the NVIDIA plugin on a node with ``labels`` runs with, found as the pod finds it: the
+    config-manager reads its NODE_LABEL on the node and links that file of the directory where the ConfigMap is
+    mounted to CONFIG_FILE_DST, in a volume the plugin container reads as its CONFIG_FILE."""
+    (plugin_ds,) = [
+        d
+        for d in manifests
+        if d["kind"] == "DaemonSet"
+        and affinity_selects(pod_spec(d)["affinity"], labels)
+        and any(c["name"] == PLUGIN_CONTAINER for c in pod_spec(d)["containers"])
+    ]
+    spec = pod_spec(plugin_ds)
+    (init,) = spec["initContainers"]
+    env = env_of(init)
+    assert env["ONESHOT"] == "true" and env["NODE_NAME"] == {"fieldRef": {"fieldPath": "spec.nodeName"}}
+
+    def volume_at(container: dict[str, Any], path: str) -> str:
+        return next(str(m["name"]) for m in container["volumeMounts"] if m["mountPath"] == path)
+
+    source_dir, destination = env["CONFIG_FILE_SRCDIR"], env["CONFIG_FILE_DST"]
+    plugin = container(plugin_ds, PLUGIN_CONTAINER)
+    directory, file_name = destination.rsplit("/", 1)
+    # The plugin reads the file the config-manager writes (a shared volume), and the symlink's target resolves
+    # in the plugin container too (the ConfigMap at the same path).
+    assert env_of(plugin)["CONFIG_FILE"] == destination and file_name
+    assert volume_at(plugin, directory) == volume_at(init, directory)
+    assert volume_at(plugin, source_dir) == volume_at(init, source_dir)
+    volumes = {v["name"]: v for v in spec["volumes"]}
+    assert "emptyDir" in volumes[volume_at(init, directory)]
+    config_map_name = volumes[volume_at(init, source_dir)]["configMap"]["name"]
+    (config_map,) = [m for m in manifests if m["kind"] == "ConfigMap" and m["metadata"]["name"] == config_map_name]
+    name = labels.get(env["NODE_LABEL"])
+    if name is None and "single" in env["FALLBACK_STRATEGIES"].split(",") and len(config_map["data"]) == 1:
+        (name,) = config_map["data"]
+    assert name in config_map["data"], f"no config {name!r} for a node labelled {labels}"
+    config: dict[str, Any] = yaml.safe_load(config_map["data"][name])
     return config
 
 
+def plugin_config(model: PlatformModel, pool: str) -> dict[str, Any]:
+    """The config file the plugin on a node of ``pool`` runs with."""
+    return node_config(plugin_manifests(model), node_labels(model.pool(pool)))
+
+
+def checksum(model: PlatformModel) -> str:
+    return str(daemonset(model, NVIDIA_DS)["spec"]["template"]["metadata"]["annotations"]["aks-gpu/plugin-config-sha256"])
+
+
 def mixed_fleet() -> PlatformModel:
-    """An extra user taint on one pool, a spot pool, an AMD pool: every kind of taint a GPU pool carries."""
+    """Extra user taints on one pool, a spot pool, two AMD pools (one spot, one with its own taint): every kind
+    of taint a GPU pool carries, spread over the pools one DaemonSet per vendor serves."""
     return model_of(
         minimal_raw(
             **{
@@ -122,6 +181,14 @@ def mixed_fleet() -> PlatformModel:
                         "spot": True,
                     },
                     {"name": "amd", "vendor": "amd", "vmSize": "Standard_ND96isr_MI300X_v5", "workload": "training"},
+                    {
+                        "name": "amdspot",
+                        "vendor": "amd",
+                        "vmSize": "Standard_ND96isr_MI300X_v5",
+                        "workload": "tuning",
+                        "spot": True,
+                        "taints": ["lab=rocm:NoSchedule"],
+                    },
                 ],
                 "aks-gpu:workloads": [],
             }
@@ -134,9 +201,12 @@ def run_component(harness: MockHarness, model: PlatformModel) -> tuple[PlanResul
 
     def program() -> None:
         provider = k8s.Provider("k8s", kubeconfig="{}")
-        component = GpuDevicePlugin("gpu", GpuDevicePluginArgs(model=model), pulumi.ResourceOptions(provider=provider))
+        component = GpuDevicePlugin(
+            "gpu", cast(GpuDevicePluginArgs, platform_sections(model.config)), pulumi.ResourceOptions(provider=provider)
+        )
         built.append(component)
         pulumi.export("targets", component.targets)
+        pulumi.export("namespace", component.namespace)
 
     return harness.run(program), built[0]
 
@@ -161,60 +231,88 @@ def test_every_gpu_pool_gets_exactly_one_plugin_of_its_vendor(stack: str) -> Non
     assert {vendor for vendor, image in images.items() if image in deployed} == set(model.vendors)
 
 
-def test_plugins_tolerate_every_taint_of_every_gpu_pool() -> None:
+@pytest.mark.parametrize("stack", [*STACK_NAMES, "mixed"])
+def test_one_plugin_daemonset_per_vendor_named_as_the_contract_says(stack: str) -> None:
+    model = mixed_fleet() if stack == "mixed" else stack_model(stack)
+    names = [d["metadata"]["name"] for d in daemonsets(model)]
+    assert len(names) == len(set(names))
+    assert names.count(NVIDIA_DS) == (1 if model.pools_of("nvidia") else 0)
+    assert names.count(AMD_DS) == (1 if model.pools_of("amd") else 0)
+    # No DaemonSet is a pool's own: none carries a pool's name.
+    assert not [n for n in names for pool in model.pools if n.endswith(f"-{pool.name}")]
+
+
+def test_plugins_tolerate_every_taint_of_every_pool_of_their_vendor() -> None:
     model = mixed_fleet()
     taints = {pool.name: pool.taints for pool in model.pools}
     assert any(t.key == "team" for t in taints["shared"]) and any(t.key.endswith("scalesetpriority") for t in taints["cheap"])
-    for pool in model.pools:
-        on_pool = landing_on(model, pool)
-        assert on_pool, pool.name
-        for manifest in on_pool:
-            tolerations = pod_spec(manifest)["tolerations"]
+    assert any(t.key == "lab" for t in taints["amdspot"])
+    for name, vendor in ((NVIDIA_DS, "nvidia"), (AMD_DS, "amd"), ("amdgpu-node-labeller", "amd"), ("amd-smi", "amd")):
+        tolerations = pod_spec(daemonset(model, name))["tolerations"]
+        for pool in model.pools_of(vendor):  # type: ignore[arg-type]
             for taint in pool.taints:
-                assert any(tolerates(t, taint) for t in tolerations), f"{manifest['metadata']['name']} does not tolerate {taint}"
+                assert any(tolerates(t, taint) for t in tolerations), f"{name} does not tolerate {taint} of {pool.name}"
+    for pool in model.pools:
+        assert landing_on(model, pool), pool.name
+
+
+def test_tolerations_follow_the_pools_taints() -> None:
+    """Derived from the model, never written by hand: a taint added to a pool reaches the one DaemonSet."""
+    raw = raw_stack("prod")
+    raw["aks-gpu:gpuPools"][1]["taints"] = ["dedicated=inference:NoExecute"]
+    tolerations = pod_spec(daemonset(model_of(raw), NVIDIA_DS))["tolerations"]
+    assert any(tolerates(t, Taint("dedicated", "inference", "NoExecute")) for t in tolerations)
+    before = pod_spec(daemonset(stack_model("prod"), NVIDIA_DS))["tolerations"]
+    assert not any(tolerates(t, Taint("dedicated", "inference", "NoExecute")) for t in before)
 
 
 def test_a_hard_coded_walkthrough_toleration_would_leave_the_gpus_unschedulable() -> None:
     pool = stack_model("prod").pool("train")
     assert not any(tolerates(WALKTHROUGH_TOLERATION, taint) for taint in pool.taints)
-    manifest = daemonset(stack_model("prod"), "nvidia-device-plugin-train")
+    manifest = daemonset(stack_model("prod"), NVIDIA_DS)
     assert WALKTHROUGH_TOLERATION not in pod_spec(manifest)["tolerations"]
 
 
 @pytest.mark.parametrize("stack", [*STACK_NAMES, "mixed"])
-def test_affinity_selects_gpu_pools_only(stack: str) -> None:
+def test_affinity_selects_gpu_pools_of_one_vendor_only(stack: str) -> None:
     model = mixed_fleet() if stack == "mixed" else stack_model(stack)
     for manifest in daemonsets(model):
         affinity = pod_spec(manifest)["affinity"]
         assert not affinity_selects(affinity, SYSTEM_NODE_LABELS), manifest["metadata"]["name"]
-        assert any(affinity_selects(affinity, node_labels(pool)) for pool in model.pools)
-        # A pool's plugin and probe land on that pool alone; the AMD labeller on every AMD pool alone.
-        selected = {pool.vendor for pool in model.pools if affinity_selects(affinity, node_labels(pool))}
-        assert len(selected) == 1, manifest["metadata"]["name"]
+        selected = {pool.name for pool in model.pools if affinity_selects(affinity, node_labels(pool))}
+        # Every pool of one vendor, none of the other: each agent serves all pools of its vendor.
+        (vendor,) = {model.pool(name).vendor for name in selected}
+        assert selected == {pool.name for pool in model.pools_of(vendor)}, manifest["metadata"]["name"]
 
 
 # ---------------------------------------------------------------- the NVIDIA plugin
 
 
 def test_nvidia_daemonset_is_a_hardened_node_critical_plugin() -> None:
-    manifest = daemonset(stack_model("prod"), "nvidia-device-plugin-train")
+    manifest = daemonset(stack_model("prod"), NVIDIA_DS)
     assert manifest["metadata"]["namespace"] == NAMESPACE == "gpu-resources"
     assert manifest["spec"]["updateStrategy"]["type"] == "RollingUpdate"
     spec = pod_spec(manifest)
     assert spec["priorityClassName"] == "system-node-critical"
-    assert spec["automountServiceAccountToken"] is False
     assert spec["securityContext"]["seccompProfile"] == {"type": "RuntimeDefault"}
-    (container,) = spec["containers"]
-    assert container["image"] == PINS["nvidia"]["device_plugin_image"] and ":latest" not in container["image"]
-    assert container["image"].startswith("nvcr.io/nvidia/k8s-device-plugin:v")
-    security = container["securityContext"]
-    assert security["allowPrivilegeEscalation"] is False
-    assert security["capabilities"] == {"drop": ["ALL"]}
-    assert set(container["resources"]["requests"]) == set(container["resources"]["limits"]) == {"cpu", "memory"}
+    plugin = spec["containers"][0]
+    assert plugin["name"] == PLUGIN_CONTAINER
+    assert plugin["image"] == PINS["nvidia"]["device_plugin_image"] and ":latest" not in plugin["image"]
+    assert plugin["image"].startswith("nvcr.io/nvidia/k8s-device-plugin:v")
     host_paths = {v["name"]: v["hostPath"]["path"] for v in spec["volumes"] if "hostPath" in v}
-    mounts = {m["name"]: m["mountPath"] for m in container["volumeMounts"]}
+    mounts = {m["name"]: m["mountPath"] for m in plugin["volumeMounts"]}
     assert host_paths == {"device-plugins": "/var/lib/kubelet/device-plugins"}
     assert mounts["device-plugins"] == "/var/lib/kubelet/device-plugins"
+    for each in spec["containers"] + spec["initContainers"]:
+        security = each["securityContext"]
+        assert security["allowPrivilegeEscalation"] is False, each["name"]
+        assert security["capabilities"]["drop"] == ["ALL"], each["name"]
+        assert set(each["resources"]["requests"]) == set(each["resources"]["limits"]) == {"cpu", "memory"}
+        assert each["image"] == plugin["image"], "the config-manager ships in the plugin image"
+    # Only the plugin may touch the host's device-plugins directory.
+    assert [c["name"] for c in spec["containers"] + spec["initContainers"] if "device-plugins" in str(c["volumeMounts"])] == [
+        PLUGIN_CONTAINER
+    ]
 
 
 def test_namespace_admits_host_path_plugins() -> None:
@@ -223,22 +321,90 @@ def test_namespace_admits_host_path_plugins() -> None:
     assert namespace["metadata"]["labels"]["pod-security.kubernetes.io/enforce"] == "privileged"
 
 
-def test_mig_pool_gets_the_stack_strategy_and_the_mig_monitor_only_there() -> None:
+def test_config_manager_reads_its_node_with_a_token_only_it_gets() -> None:
+    model = stack_model("prod")
+    manifests = plugin_manifests(model)
+    spec = pod_spec(daemonset(model, NVIDIA_DS))
+    account = spec["serviceAccountName"]
+    assert any(m["kind"] == "ServiceAccount" and m["metadata"] == {**m["metadata"], "name": account, "namespace": NAMESPACE}
+               for m in manifests)  # fmt: skip
+    subject = {"kind": "ServiceAccount", "name": account, "namespace": NAMESPACE}
+    (binding,) = [m for m in manifests if m["kind"] == "ClusterRoleBinding" and subject in m["subjects"]]
+    (role,) = [m for m in manifests if m["kind"] == "ClusterRole" and m["metadata"]["name"] == binding["roleRef"]["name"]]
+    assert role["rules"] == [{"apiGroups": [""], "resources": ["nodes"], "verbs": ["get", "list", "watch"]}]
+    # No token for the plugin (root, SYS_ADMIN on MIG stacks); the config-manager containers mount one.
+    assert spec["automountServiceAccountToken"] is False
+    token_volumes = {
+        v["name"] for v in spec["volumes"] if any("serviceAccountToken" in s for s in v.get("projected", {}).get("sources", []))
+    }
+    with_token = {
+        c["name"] for c in spec["containers"] + spec["initContainers"]
+        if any(m["name"] in token_volumes and m["mountPath"] == "/var/run/secrets/kubernetes.io/serviceaccount"
+               for m in c["volumeMounts"])
+    }  # fmt: skip
+    assert with_token == {c["name"] for c in spec["containers"] + spec["initContainers"]} - {PLUGIN_CONTAINER}
+    assert len(with_token) == 2
+
+
+def test_sidecar_follows_the_node_label_and_signals_the_plugin() -> None:
+    model = stack_model("prod")
+    manifest = daemonset(model, NVIDIA_DS)
+    spec = pod_spec(manifest)
+    (sidecar,) = [c for c in spec["containers"] if c["name"] != PLUGIN_CONTAINER]
+    (init,) = spec["initContainers"]
+    env, init_env = env_of(sidecar), env_of(init)
+    assert sidecar["command"] == init["command"] == ["config-manager"]
+    assert (env["ONESHOT"], env["SEND_SIGNAL"], env["SIGNAL"]) == ("false", "true", "1")
+    assert init_env["SEND_SIGNAL"] == "false"
+    # It signals the plugin by process name, which it sees only in a shared process namespace.
+    assert env["PROCESS_TO_SIGNAL"] == container(manifest, PLUGIN_CONTAINER)["command"][0]
+    assert spec["shareProcessNamespace"] is True
+    for key in ("NODE_LABEL", "CONFIG_FILE_SRCDIR", "CONFIG_FILE_DST", "DEFAULT_CONFIG", "FALLBACK_STRATEGIES", "NODE_NAME"):
+        assert env[key] == init_env[key], key
+    assert env["NODE_LABEL"] == CONFIG_LABEL
+    # Neither config-manager container asks the NVIDIA runtime for GPUs.
+    assert env["NVIDIA_VISIBLE_DEVICES"] == init_env["NVIDIA_VISIBLE_DEVICES"] == "void"
+    assert manifest["spec"]["template"]["metadata"]["annotations"]["kubectl.kubernetes.io/default-container"] == PLUGIN_CONTAINER
+
+
+@pytest.mark.parametrize("stack", [*STACK_NAMES, "mixed"])
+def test_every_nvidia_node_runs_its_own_pools_config(stack: str) -> None:
+    model = mixed_fleet() if stack == "mixed" else stack_model(stack)
+    for pool in model.pools_of("nvidia"):
+        assert node_labels(pool)[CONFIG_LABEL] == pool.name
+        assert plugin_config(model, pool.name) == nvidia_plugin_config(pool, model)
+
+
+def test_a_node_without_the_label_runs_the_only_config_or_none() -> None:
+    dev = stack_model("dev")
+    unlabelled = {k: v for k, v in node_labels(dev.pool("dev")).items() if k != CONFIG_LABEL}
+    assert node_config(plugin_manifests(dev), unlabelled) == plugin_config(dev, "dev")
+    prod = stack_model("prod")
+    unlabelled = {k: v for k, v in node_labels(prod.pool("train")).items() if k != CONFIG_LABEL}
+    with pytest.raises(AssertionError, match="no config None"):
+        node_config(plugin_manifests(prod), unlabelled)
+
+
+def test_mig_pool_gets_the_stack_strategy_and_the_daemonset_the_mig_monitor() -> None:
     model = stack_model("prod")
     assert plugin_config(model, "infer")["flags"]["migStrategy"] == model.mig_strategy == "single"
     assert plugin_config(model, "train")["flags"]["migStrategy"] == "none"
-    infer = pod_spec(daemonset(model, "nvidia-device-plugin-infer"))["containers"][0]
-    train = pod_spec(daemonset(model, "nvidia-device-plugin-train"))["containers"][0]
-    assert {"name": "NVIDIA_MIG_MONITOR_DEVICES", "value": "all"} in infer["env"]
-    assert infer["securityContext"]["capabilities"] == {"drop": ["ALL"], "add": ["SYS_ADMIN"]}
-    assert all(e["name"] != "NVIDIA_MIG_MONITOR_DEVICES" for e in train["env"])
+    plugin = container(daemonset(model, NVIDIA_DS), PLUGIN_CONTAINER)
+    assert {"name": "NVIDIA_MIG_MONITOR_DEVICES", "value": "all"} in plugin["env"]
+    assert plugin["securityContext"]["capabilities"] == {"drop": ["ALL"], "add": ["SYS_ADMIN"]}
+
+
+def test_a_stack_without_mig_gets_neither_the_mig_monitor_nor_sys_admin() -> None:
+    plugin = container(daemonset(stack_model("dev"), NVIDIA_DS), PLUGIN_CONTAINER)
+    assert all(e["name"] != "NVIDIA_MIG_MONITOR_DEVICES" for e in plugin["env"])
+    assert plugin["securityContext"]["capabilities"] == {"drop": ["ALL"]}
 
 
 def test_azure_linux_mig_pool_sets_the_mig_monitor() -> None:
     raw = minimal_raw()
     raw["aks-gpu:gpuPools"][0] |= {"osSku": "AzureLinux", "migProfile": "MIG2g"}
-    container = pod_spec(daemonsets(model_of(raw))[0])["containers"][0]
-    assert {"name": "NVIDIA_MIG_MONITOR_DEVICES", "value": "all"} in container["env"]
+    plugin = container(daemonset(model_of(raw), NVIDIA_DS), PLUGIN_CONTAINER)
+    assert {"name": "NVIDIA_MIG_MONITOR_DEVICES", "value": "all"} in plugin["env"]
 
 
 def test_mixed_strategy_reaches_the_config_and_the_targets() -> None:
@@ -264,41 +430,71 @@ def test_stack_time_slicing_shares_whole_gpu_pools_but_not_mig_pools() -> None:
     assert (targets["train"].count_per_node, targets["infer"].count_per_node) == (16, 7)
 
 
-def test_a_config_change_rolls_only_that_pools_plugin_pods() -> None:
-    def checksums(model: PlatformModel) -> dict[str, str]:
-        return {
-            d["metadata"]["name"]: d["spec"]["template"]["metadata"]["annotations"]["aks-gpu/plugin-config-sha256"]
-            for d in daemonsets(model)
-        }
-
-    before, again = checksums(stack_model("prod")), checksums(stack_model("prod"))
+def test_a_mig_pool_and_a_time_sliced_pool_get_different_files_through_their_agent_pools(harness: MockHarness) -> None:
+    """The whole program: the node labels AKS puts on each pool's nodes pick that pool's file in the ConfigMap."""
     raw = raw_stack("prod")
     raw["aks-gpu:gpuPools"][0]["timeSlicingReplicas"] = 2
-    after = checksums(model_of(raw))
+    result = harness.run_stack("prod", config=raw)
+    manifests = list(result.manifests().values())
+    assert [m["metadata"]["name"] for m in manifests if m["kind"] == "DaemonSet" and "nvidia" in m["metadata"]["name"]] == [
+        NVIDIA_DS
+    ]
+    labels = {r.inputs["agentPoolName"]: r.inputs["nodeLabels"] for r in result.by_type(AGENT_POOL)}
+    assert labels["train"][CONFIG_LABEL] != labels["infer"][CONFIG_LABEL]
+    train, infer = node_config(manifests, labels["train"]), node_config(manifests, labels["infer"])
+    assert train["flags"]["migStrategy"] == "none"
+    assert train["sharing"]["timeSlicing"]["resources"] == [{"name": "nvidia.com/gpu", "replicas": 2}]
+    assert infer["flags"]["migStrategy"] == "single" and "sharing" not in infer
+
+
+def test_a_config_change_rolls_the_plugin_pods() -> None:
+    before, again = checksum(stack_model("prod")), checksum(stack_model("prod"))
+    raw = raw_stack("prod")
+    raw["aks-gpu:gpuPools"][0]["timeSlicingReplicas"] = 2
     assert before == again
-    assert before["nvidia-device-plugin-train"] != after["nvidia-device-plugin-train"]
-    assert before["nvidia-device-plugin-infer"] == after["nvidia-device-plugin-infer"]
+    assert checksum(model_of(raw)) != before
+    # A change that leaves every config file as it is (here a pool's size) rolls nothing.
+    raw = raw_stack("prod")
+    raw["aks-gpu:gpuPools"][0]["maxCount"] = 5
+    assert checksum(model_of(raw)) == before
 
 
 def test_stack_overrides_the_plugin_image() -> None:
-    model = with_plugin("dev", nvidiaImage="myacr.azurecr.io/nvidia/k8s-device-plugin:v0.20.0")
-    assert pod_spec(daemonsets(model)[0])["containers"][0]["image"] == "myacr.azurecr.io/nvidia/k8s-device-plugin:v0.20.0"
+    image = "myacr.azurecr.io/nvidia/k8s-device-plugin:v0.20.0"
+    spec = pod_spec(daemonset(with_plugin("dev", nvidiaImage=image), NVIDIA_DS))
+    assert {c["image"] for c in spec["containers"] + spec["initContainers"]} == {image}
+
+
+def test_nvidia_pools_carry_their_config_label_in_both_modes() -> None:
+    for mode in ("daemonset", "gpu-operator"):
+        raw = raw_stack("prod")
+        raw["aks-gpu:devicePlugin"] = {"mode": mode}
+        config = validate_config(raw, "test").config
+        for pool in config.gpu_pools:
+            assert plugin_node_labels(pool, config)[CONFIG_LABEL] == pool.name
+            assert resolve(config).pool(pool.name).node_labels[CONFIG_LABEL] == pool.name
+    assert all(plugin_node_labels(pool, stack_config("amd")) == {} for pool in stack_config("amd").gpu_pools)
+    assert all(CONFIG_LABEL not in pool.node_labels for pool in stack_model("amd").pools)
 
 
 # ---------------------------------------------------------------- targets
 
 
-def test_targets_select_each_pools_plugin_pods() -> None:
-    model = stack_model("prod")
+@pytest.mark.parametrize("stack", [*STACK_NAMES, "mixed"])
+def test_targets_select_the_plugin_pods_on_each_pools_nodes(stack: str) -> None:
+    model = mixed_fleet() if stack == "mixed" else stack_model(stack)
     for name, target in plugin_targets(model).items():
+        pool = model.pool(name)
         (manifest,) = [d for d in daemonsets(model) if d["spec"]["selector"]["matchLabels"] == target.pod_labels]
         assert manifest["spec"]["template"]["metadata"]["labels"].items() >= target.pod_labels.items()
         assert target.container in {c["name"] for c in pod_spec(manifest)["containers"]}
-        assert target.smi_command == ["nvidia-smi"] and target.namespace == manifest["metadata"]["namespace"]
-        assert (target.resource_name, target.count_per_node) == (
-            model.pool(name).resource.name,
-            model.pool(name).resource.count_per_node,
-        )
+        assert target.namespace == manifest["metadata"]["namespace"]
+        assert affinity_selects(pod_spec(manifest)["affinity"], node_labels(pool))
+        # The pods are shared by the vendor's pools: the node selector narrows them to this pool's nodes alone.
+        assert [p.name for p in model.pools if node_labels(p).items() >= target.node_selector.items()] == [name]
+        assert target.node_selector == {POOL_LABEL: name}
+        assert (target.resource_name, target.count_per_node) == (pool.resource.name, pool.resource.count_per_node)
+        assert target.smi_command == (["nvidia-smi"] if pool.vendor == "nvidia" else ["amd-smi", "static", "--json"])
 
 
 def test_plugin_targets_import_without_pulumi() -> None:
@@ -318,9 +514,14 @@ def test_component_registers_the_manifests_with_the_cluster_provider_and_exports
         r for r in result.resources if r.custom and r.type.startswith("kubernetes:") and r.type != "pulumi:providers:kubernetes"
     ]
     assert kube and all(r.options["provider"] == "k8s-id" for r in kube)
-    assert component.namespace == NAMESPACE and len(component.daemonsets) == 2 and component.releases == []
-    assert result.outputs["targets"] == {pool: t.to_output() for pool, t in plugin_targets(model).items()}
-    assert result.outputs["targets"]["infer"]["countPerNode"] == 7
+    assert result.outputs["namespace"] == NAMESPACE and len(component.daemonsets) == 1 and component.releases == []
+    assert result.outputs["targets"] == {pool: target_output(t) for pool, t in plugin_targets(model).items()}
+    assert result.outputs["targets"]["infer"]["count_per_node"] == 7
+    # The DaemonSet waits for its ConfigMap and its service account's RBAC.
+    (ds,) = result.by_type("kubernetes:apps/v1:DaemonSet")
+    waits_for = {r.type for r in result.resources if r.urn in ds.options["dependsOn"]}
+    assert {"kubernetes:core/v1:ConfigMap", "kubernetes:core/v1:ServiceAccount",
+            "kubernetes:rbac.authorization.k8s.io/v1:ClusterRoleBinding"} <= waits_for  # fmt: skip
 
 
 # ---------------------------------------------------------------- GPU Operator mode
@@ -383,8 +584,8 @@ def test_stack_overrides_the_operator_chart_version() -> None:
 def test_amd_daemonset_mode_runs_rocm_plugin_labeller_and_smi_probe() -> None:
     model = stack_model("amd")
     names = {d["metadata"]["name"] for d in daemonsets(model)}
-    assert names == {"amdgpu-device-plugin-mi300x", "amdgpu-node-labeller", "amd-smi-mi300x"}
-    plugin = pod_spec(daemonset(model, "amdgpu-device-plugin-mi300x"))["containers"][0]
+    assert names == {AMD_DS, "amdgpu-node-labeller", "amd-smi"}
+    plugin = pod_spec(daemonset(model, AMD_DS))["containers"][0]
     assert plugin["image"] == PINS["amd"]["device_plugin_image"] and plugin["image"].startswith(
         "docker.io/rocm/k8s-device-plugin:"
     )
@@ -398,11 +599,11 @@ def test_amd_daemonset_mode_runs_rocm_plugin_labeller_and_smi_probe() -> None:
     assert labeller["serviceAccountName"] == "amdgpu-node-labeller" and labeller["automountServiceAccountToken"] is True
     role = next(m for m in plugin_manifests(model) if m["kind"] == "ClusterRole")
     assert role["rules"] == [{"apiGroups": [""], "resources": ["nodes"], "verbs": ["get", "list", "watch", "update", "patch"]}]
-    probe = pod_spec(daemonset(model, "amd-smi-mi300x"))["containers"][0]
+    probe = pod_spec(daemonset(model, "amd-smi"))["containers"][0]
     assert probe["image"] == model.config.validation.smoke_job.amd_image
     target = plugin_targets(model)["mi300x"]
     assert (target.container, target.smi_command) == ("amd-smi", ["amd-smi", "static", "--json"])
-    assert target.pod_labels == daemonset(model, "amd-smi-mi300x")["spec"]["selector"]["matchLabels"]
+    assert target.pod_labels == daemonset(model, "amd-smi")["spec"]["selector"]["matchLabels"]
     assert (target.resource_name, target.count_per_node, target.mig_strategy) == ("amd.com/gpu", 8, None)
     assert model.pool("mi300x").gpu_driver == "None"
 
@@ -411,13 +612,13 @@ def test_amd_smi_probe_exists_only_while_validation_runs() -> None:
     raw = raw_stack("amd")
     raw["aks-gpu:validation"] = {"onDeploy": "off"}
     model = model_of(raw)
-    assert "amd-smi-mi300x" not in {d["metadata"]["name"] for d in daemonsets(model)}
+    assert "amd-smi" not in {d["metadata"]["name"] for d in daemonsets(model)}
     assert plugin_targets(model)["mi300x"].container == "amdgpu-device-plugin"
 
 
 def test_amd_gpu_operator_release_installs_the_driver_on_amd_pools(harness: MockHarness) -> None:
     model = with_plugin("amd", amdMode="gpu-operator")
-    assert {d["metadata"]["name"] for d in daemonsets(model)} == {"amd-smi-mi300x"}
+    assert {d["metadata"]["name"] for d in daemonsets(model)} == {"amd-smi"}
     result, _ = run_component(harness, model)
     (record,) = result.by_type("kubernetes:helm.sh/v3:Release")
     chart = PINS["amd"]["gpu_operator"]
@@ -508,7 +709,9 @@ def test_plugins_wait_for_what_the_component_depends_on(harness: MockHarness) ->
             "stand-in-for-a-node-pool", metadata={"name": "x"}, opts=pulumi.ResourceOptions(provider=provider)
         )
         opts = pulumi.ResourceOptions(provider=provider, depends_on=[pool])
-        GpuDevicePlugin("gpu", GpuDevicePluginArgs(model=with_plugin("prod", mode="gpu-operator")), opts)
+        GpuDevicePlugin(
+            "gpu", cast(GpuDevicePluginArgs, platform_sections(with_plugin("prod", mode="gpu-operator").config)), opts
+        )
 
     result = harness.run(program)
     pool_urn = next(r.urn for r in result.resources if r.name == "stand-in-for-a-node-pool")
@@ -520,7 +723,7 @@ def test_plugins_wait_for_what_the_component_depends_on(harness: MockHarness) ->
     assert children and all(pool_urn in r.options["dependsOn"] for r in children)
 
 
-def test_operator_node_labels_point_each_pool_at_its_config_and_keep_aks_drivers() -> None:
+def test_operator_mode_labels_point_each_pool_at_its_config_and_keep_aks_drivers() -> None:
     raw = raw_stack("prod")
     raw["aks-gpu:devicePlugin"] = {"mode": "gpu-operator"}
     raw["aks-gpu:gpuPools"][0]["gpuDriver"] = "Install"
@@ -528,14 +731,16 @@ def test_operator_node_labels_point_each_pool_at_its_config_and_keep_aks_drivers
     model = resolve(config)
     (release,) = operator_releases(model, resolve_pins(config.device_plugin))
     data = release.values["devicePlugin"]["config"]["data"]
-    train, infer = (operator_node_labels(pool, config) for pool in config.gpu_pools)
+    train, infer = (plugin_node_labels(pool, config) for pool in config.gpu_pools)
     assert yaml.safe_load(data[train["nvidia.com/device-plugin.config"]]) == plugin_config_of(model, "train")
     assert yaml.safe_load(data[infer["nvidia.com/device-plugin.config"]])["flags"]["migStrategy"] == "single"
     # AKS installs train's driver: the operator's driver and toolkit stay off it, and on for infer.
     assert train["nvidia.com/gpu.deploy.driver"] == train["nvidia.com/gpu.deploy.container-toolkit"] == "false"
     assert "nvidia.com/gpu.deploy.driver" not in infer and release.values["driver"]["enabled"] is True
-    assert all(operator_node_labels(pool, stack_config("prod")) == {} for pool in stack_config("prod").gpu_pools)
-    assert all(operator_node_labels(pool, stack_config("amd")) == {} for pool in stack_config("amd").gpu_pools)
+    # Daemonset mode: the config label only; the operator's deploy labels mean nothing there.
+    assert all(
+        plugin_node_labels(pool, stack_config("prod")) == {CONFIG_LABEL: pool.name} for pool in stack_config("prod").gpu_pools
+    )
 
 
 def plugin_config_of(model: PlatformModel, pool: str) -> dict[str, Any]:

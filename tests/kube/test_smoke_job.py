@@ -7,8 +7,9 @@ from typing import Any
 
 import pytest
 
+from components.args import platform_sections
 from components.config import validate_config
-from components.kube.smoke_job import GpuSmokeJobs, GpuSmokeJobsArgs, smoke_job_manifest, smoke_job_manifests, smoke_plan
+from components.kube.smoke_job import GpuValidation, smoke_job_manifest, smoke_job_manifests, smoke_plan
 from components.model import PlatformModel, resolve
 from tests.conftest import MockHarness, minimal_raw, raw_stack, stack_model
 
@@ -52,8 +53,17 @@ def test_smoke_test_false_and_the_stack_switch_turn_it_off() -> None:
 
 
 def test_a_fixed_size_pool_of_zero_nodes_cannot_run_it_even_when_asked() -> None:
-    pools = [{"name": "gpu", "vendor": "nvidia", "vmSize": "Standard_NC24ads_A100_v4", "workload": "training",
-              "autoscaling": False, "count": 0, "smokeTest": True}]
+    pools = [
+        {
+            "name": "gpu",
+            "vendor": "nvidia",
+            "vmSize": "Standard_NC24ads_A100_v4",
+            "workload": "training",
+            "autoscaling": False,
+            "count": 0,
+            "smokeTest": True,
+        }
+    ]
     enabled, reason = decisions(model_of(minimal_raw(**{"aks-gpu:gpuPools": pools})))["gpu"]
     assert not enabled and "no autoscaler" in reason
 
@@ -131,7 +141,7 @@ def test_the_component_registers_one_job_per_enabled_pool(harness: MockHarness) 
     model = prod_with({"train": {"smokeTest": False}})
 
     def program() -> None:
-        GpuSmokeJobs("prod-smoke", GpuSmokeJobsArgs(model=model))
+        GpuValidation("prod-smoke", platform_sections(model.config))
 
     result = harness.run(program, stack="prod")
     jobs = result.by_type("kubernetes:batch/v1:Job")
@@ -143,6 +153,6 @@ def test_the_component_registers_one_job_per_enabled_pool(harness: MockHarness) 
 @pytest.mark.parametrize("stack", ["prod", "dev", "amd"])
 def test_every_stack_builds_its_jobs(stack: str, harness: MockHarness) -> None:
     model = stack_model(stack)
-    result = harness.run(lambda: GpuSmokeJobs(f"{stack}-smoke", GpuSmokeJobsArgs(model=model)), stack=stack)
+    result = harness.run(lambda: GpuValidation(f"{stack}-smoke", platform_sections(model.config)), stack=stack)
     enabled = sorted(d.pool for d in smoke_plan(model) if d.enabled)
     assert sorted(job.name.removeprefix(f"{stack}-smoke-") for job in result.by_type("kubernetes:batch/v1:Job")) == enabled

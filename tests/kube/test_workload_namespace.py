@@ -1,27 +1,40 @@
-"""GpuWorkloadNamespace: the objects a workload namespace gets, as the Kubernetes provider would receive them."""
+"""GpuWorkloadNamespace: the objects a workload namespace gets, as the Kubernetes provider would receive them,
+whether the platform builds it or another stack does, with placement values it only knows as outputs."""
 
 from __future__ import annotations
 
-from typing import Any
+import functools
+import json
+import subprocess
+import sys
+from collections.abc import Callable
+from typing import Any, cast
 
 import pulumi
 import pulumi_kubernetes as k8s
 import pytest
+from pulumi.provider.experimental.analyzer import Analyzer
+from pulumi.provider.experimental.component import ComponentProvider
+from pulumi.provider.experimental.schema import generate_schema
 
 from components.config import validate_config
+from components.config.models import WorkloadConfig
+from components.kube.workload_manifests import Manifest, PodPlacement, pod_placement, workload_manifests
 from components.kube.workload_namespace import (
+    COMPONENT_TYPE,
     GpuWorkloadNamespace,
     GpuWorkloadNamespaceArgs,
-    pod_placement,
-    workload_manifests,
+    namespace_args,
 )
 from components.model import PlatformModel, ResolvedWorkload, resolve
-from components.plan import PlanResult, kube_manifest
-from tests.conftest import MockHarness, minimal_raw, stack_model
+from components.plan import PlanResult, ResourceRecord, kube_manifest
+from tests.conftest import PROJECT_DIR, MockHarness, minimal_raw, stack_model
 
 GROUP_A = "0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0"
 GROUP_B = "AAAAAAAA-BBBB-CCCC-DDDD-EEEEEEEEEEEE"
-COMPONENT = "aks-gpu:index:GpuWorkloadNamespace"
+GPU_TOLERATION = {"key": "nvidia.com/gpu", "operator": "Equal", "value": "present", "effect": "NoSchedule"}
+SPOT_TOLERATION = {"key": "kubernetes.azure.com/scalesetpriority", "operator": "Equal", "value": "spot", "effect": "NoSchedule"}
+VIAS = ["component", "stack"]
 
 
 def model_of(**overrides: Any) -> PlatformModel:
@@ -36,37 +49,61 @@ def platform_resources(model: PlatformModel) -> tuple[str, ...]:
     return tuple(sorted({pool.resource.name for pool in model.pools}))
 
 
+def manifests_of(workload: ResolvedWorkload, resources: tuple[str, ...] = ()) -> list[Manifest]:
+    return workload_manifests(workload.config, workload.resource_name, resources)
+
+
+def placement_of(workload: ResolvedWorkload) -> PodPlacement:
+    return pod_placement(workload.resource_name, workload.node_selector, [t.to_kube() for t in workload.tolerations])
+
+
+def export_outputs(component: GpuWorkloadNamespace, key: str) -> None:
+    pulumi.export(
+        key,
+        {
+            "namespace": component.namespace_name,
+            "resource": component.resource_name,
+            "quotaKey": component.quota_key,
+            "quota": component.gpu_quota,
+            "placement": component.pod_placement,
+        },
+    )
+
+
 def run(harness: MockHarness, *workloads: ResolvedWorkload, resources: tuple[str, ...] = ()) -> PlanResult:
+    """The component alone, as the platform would build it."""
+
     def program() -> None:
         provider = k8s.Provider("k8s", kubeconfig="{}")
         for workload in workloads:
             component = GpuWorkloadNamespace(
-                f"test-{workload.name}",
-                GpuWorkloadNamespaceArgs(workload=workload, platform_gpu_resources=resources),
-                pulumi.ResourceOptions(provider=provider),
+                f"test-{workload.name}", namespace_args(workload, resources), pulumi.ResourceOptions(provider=provider)
             )
-            pulumi.export(
-                workload.name,
-                {
-                    "namespace": component.namespace_name,
-                    "resource": component.resource_name,
-                    "quotaKey": component.quota_key,
-                    "quota": component.gpu_quota,
-                    "placement": component.pod_placement,
-                },
-            )
+            export_outputs(component, workload.name)
 
     return harness.run(program)
 
 
+@functools.cache
+def whole_stack(stack: str) -> PlanResult:
+    """The real ``__main__.py`` for a stack file: what ``GpuPlatform`` builds. One run per stack."""
+    return MockHarness().run_stack(stack)
+
+
+def workload_records(result: PlanResult) -> list[ResourceRecord]:
+    """The Kubernetes objects registered under a GpuWorkloadNamespace, whoever built it."""
+    components = {r.urn for r in result.resources if r.type == COMPONENT_TYPE}
+    return [r for r in result.resources if r.parent in components and kube_manifest(r) is not None]
+
+
 def objects(result: PlanResult) -> dict[tuple[str, str | None, str], dict[str, Any]]:
-    """Rendered Kubernetes objects keyed by (kind, namespace, name)."""
+    """Rendered workload-namespace objects keyed by (kind, namespace, name)."""
     found = {}
-    for record in result.resources:
+    for record in workload_records(result):
         manifest = kube_manifest(record)
-        if manifest is not None:
-            meta = manifest["metadata"]
-            found[(manifest["kind"], meta.get("namespace"), meta["name"])] = manifest
+        assert manifest is not None
+        meta = manifest["metadata"]
+        found[(manifest["kind"], meta.get("namespace"), meta["name"])] = manifest
     return found
 
 
@@ -74,13 +111,27 @@ def of_kind(result: PlanResult, kind: str, namespace: str) -> dict[str, dict[str
     return {name: m for (k, ns, name), m in objects(result).items() if k == kind and ns == namespace}
 
 
+def rendered(harness: MockHarness, stack: str, via: str) -> PlanResult:
+    """A stack's workload namespaces, built by its platform or by the component alone from its model."""
+    if via == "stack":
+        return whole_stack(stack)
+    model = stack_model(stack)
+    return run(harness, *model.workloads, resources=platform_resources(model))
+
+
+def placements(result: PlanResult, via: str) -> dict[str, Any]:
+    """Pod placement per namespace: the platform stack's `namespaces` export, or the component's own output."""
+    if via == "stack":
+        return dict(result.outputs["namespaces"])
+    return {name: output["placement"] for name, output in result.outputs.items()}
+
+
 # ---------------------------------------------------------------- prod and dev stacks
 
 
-def test_prod_objects_are_named_and_namespaced(harness: MockHarness) -> None:
-    model = stack_model("prod")
-    result = run(harness, *model.workloads, resources=platform_resources(model))
-    assert set(objects(result)) == {
+@pytest.mark.parametrize("via", VIAS)
+def test_prod_objects_are_named_and_namespaced(harness: MockHarness, via: str) -> None:
+    assert set(objects(rendered(harness, "prod", via))) == {
         ("Namespace", None, "gpu-training"),
         ("ResourceQuota", "gpu-training", "gpu-quota"),
         ("LimitRange", "gpu-training", "default-requests"),
@@ -96,48 +147,65 @@ def test_prod_objects_are_named_and_namespaced(harness: MockHarness) -> None:
 
 
 @pytest.mark.parametrize("stack", ["prod", "dev"])
-def test_no_kubernetes_object_lacks_a_name_and_children_hang_off_the_component(harness: MockHarness, stack: str) -> None:
-    model = stack_model(stack)
-    result = run(harness, *model.workloads, resources=platform_resources(model))
-    components = {r.urn: r for r in result.resources if r.type == COMPONENT}
-    namespaces = {r.urn for r in result.resources if r.type == "kubernetes:core/v1:Namespace"}
-    kube = [r for r in result.resources if r.type.startswith("kubernetes:") and r.custom and "kind" in r.inputs]
-    assert len(components) == len(model.workloads) and kube
-    for record in kube:
+def test_the_platform_renders_exactly_what_the_component_alone_renders(harness: MockHarness, stack: str) -> None:
+    from_stack = objects(whole_stack(stack))
+    assert from_stack and from_stack == objects(rendered(harness, stack, "component"))
+
+
+@pytest.mark.parametrize("via", VIAS)
+@pytest.mark.parametrize("stack", ["prod", "dev"])
+def test_no_kubernetes_object_lacks_a_name_and_children_hang_off_the_component(
+    harness: MockHarness, stack: str, via: str
+) -> None:
+    result = rendered(harness, stack, via)
+    records = workload_records(result)
+    namespaces = {r.parent: r for r in records if r.inputs["kind"] == "Namespace"}
+    assert len(namespaces) == len(stack_model(stack).workloads)
+    for record in records:
         assert record.inputs["metadata"].get("name"), record.urn
-        assert record.parent in components
         assert record.options["provider"] is not None
         if record.inputs["kind"] != "Namespace":
             # Everything inside a namespace waits for the namespace, and sits in its own workload's one.
-            workload = components[record.parent].name.removeprefix("test-")
-            assert record.inputs["metadata"]["namespace"] == workload
-            assert set(record.options["dependsOn"]) & namespaces
+            namespace = namespaces[record.parent]
+            assert record.inputs["metadata"]["namespace"] == namespace.inputs["metadata"]["name"]
+            assert namespace.urn in record.options["dependsOn"]
 
 
-def test_dev_namespace_gets_the_time_sliced_gpu_quota(harness: MockHarness) -> None:
-    [workload] = stack_model("dev").workloads
-    result = run(harness, workload)
+@pytest.mark.parametrize("via", VIAS)
+def test_dev_namespace_gets_the_time_sliced_gpu_quota(harness: MockHarness, via: str) -> None:
+    result = rendered(harness, "dev", via)
     quota = of_kind(result, "ResourceQuota", "gpu-dev")["gpu-quota"]
     assert quota["spec"]["hard"] == {"requests.nvidia.com/gpu": "8"}
-    assert result.outputs["gpu-dev"]["placement"]["tolerations"] == [
-        {"key": "nvidia.com/gpu", "operator": "Equal", "value": "present", "effect": "NoSchedule"},
-        {"key": "kubernetes.azure.com/scalesetpriority", "operator": "Equal", "value": "spot", "effect": "NoSchedule"},
-    ]
+    assert placements(result, via)["gpu-dev"]["tolerations"] == [GPU_TOLERATION, SPOT_TOLERATION]
 
 
-def test_outputs_tell_other_stacks_where_and_how_to_place_jobs(harness: MockHarness) -> None:
-    model = stack_model("prod")
-    result = run(harness, *model.workloads)
-    inference = result.outputs["gpu-inference"]
+@pytest.mark.parametrize("via", VIAS)
+def test_prod_quota_caps_gpus_cpu_memory_and_pods(harness: MockHarness, via: str) -> None:
+    quota = objects(rendered(harness, "prod", via))[("ResourceQuota", "gpu-training", "gpu-quota")]
+    assert quota["spec"]["hard"] == {
+        "requests.nvidia.com/gpu": "32",
+        "requests.cpu": "384",
+        "requests.memory": "7000Gi",
+        "pods": "200",
+    }
+
+
+@pytest.mark.parametrize("via", VIAS)
+def test_outputs_tell_other_stacks_where_and_how_to_place_jobs(harness: MockHarness, via: str) -> None:
+    found = placements(rendered(harness, "prod", via), via)
+    assert found["gpu-inference"] == {
+        "nodeSelector": {"aks-gpu/pool": "infer"},
+        "tolerations": [GPU_TOLERATION],
+        "resources": {"limits": {"nvidia.com/gpu": 1}},
+    }
+    assert found["gpu-training"]["nodeSelector"] == {"aks-gpu/pool": "train"}
+
+
+def test_component_outputs_name_the_namespace_resource_and_quota(harness: MockHarness) -> None:
+    inference = run(harness, *stack_model("prod").workloads).outputs["gpu-inference"]
     assert inference["namespace"] == "gpu-inference"
     assert inference["resource"] == "nvidia.com/gpu" and inference["quotaKey"] == "requests.nvidia.com/gpu"
     assert inference["quota"] == 14
-    assert inference["placement"] == {
-        "nodeSelector": {"aks-gpu/pool": "infer"},
-        "tolerations": [{"key": "nvidia.com/gpu", "operator": "Equal", "value": "present", "effect": "NoSchedule"}],
-        "resources": {"limits": {"nvidia.com/gpu": 1}},
-    }
-    assert result.outputs["gpu-training"]["placement"]["nodeSelector"] == {"aks-gpu/pool": "train"}
 
 
 def test_two_platforms_can_hold_the_same_workload_without_urn_clashes(harness: MockHarness) -> None:
@@ -146,9 +214,7 @@ def test_two_platforms_can_hold_the_same_workload_without_urn_clashes(harness: M
     def program() -> None:
         provider = k8s.Provider("k8s", kubeconfig="{}")
         for prefix in ("blue", "green"):
-            GpuWorkloadNamespace(
-                f"{prefix}-gpu-dev", GpuWorkloadNamespaceArgs(workload=workload), pulumi.ResourceOptions(provider=provider)
-            )
+            GpuWorkloadNamespace(f"{prefix}-gpu-dev", namespace_args(workload), pulumi.ResourceOptions(provider=provider))
 
     result = harness.run(program)  # a duplicate URN raises
     assert len([r for r in result.resources if r.type == "kubernetes:core/v1:Namespace"]) == 2
@@ -169,7 +235,7 @@ def test_namespace_carries_the_workload_labels_and_baseline_pod_security_by_defa
 
 def test_restricted_pod_security_on_request() -> None:
     workload = workload_of({"name": "team-a", "type": "training", "gpuQuota": 2, "podSecurity": "restricted"})
-    labels = workload_manifests(workload)[0]["metadata"]["labels"]
+    labels = manifests_of(workload)[0]["metadata"]["labels"]
     assert {key: value for key, value in labels.items() if key.startswith("pod-security.kubernetes.io/")} == {
         "pod-security.kubernetes.io/enforce": "restricted",
         "pod-security.kubernetes.io/warn": "restricted",
@@ -180,21 +246,10 @@ def test_restricted_pod_security_on_request() -> None:
 # ---------------------------------------------------------------- quota and limit range
 
 
-def test_prod_quota_caps_gpus_cpu_memory_and_pods(harness: MockHarness) -> None:
-    workload = stack_model("prod").workloads[0]
-    quota = objects(run(harness, workload))[("ResourceQuota", "gpu-training", "gpu-quota")]
-    assert quota["spec"]["hard"] == {
-        "requests.nvidia.com/gpu": "32",
-        "requests.cpu": "384",
-        "requests.memory": "7000Gi",
-        "pods": "200",
-    }
-
-
 def test_pvc_and_storage_quota_from_config() -> None:
     quota = {"persistentVolumeClaims": 5, "requestsStorage": "2Ti"}
     workload = workload_of({"name": "team-a", "type": "training", "gpuQuota": 2, "quota": quota})
-    hard = workload_manifests(workload)[1]["spec"]["hard"]
+    hard = manifests_of(workload)[1]["spec"]["hard"]
     assert hard == {"requests.nvidia.com/gpu": "2", "persistentvolumeclaims": "5", "requests.storage": "2Ti"}
 
 
@@ -243,9 +298,9 @@ def test_other_gpu_resources_of_the_platform_are_capped_at_zero(harness: MockHar
 def test_workload_no_pool_serves_gets_no_gpu_at_all() -> None:
     model = model_of(**{"aks-gpu:workloads": [{"name": "notebooks", "type": "notebooks", "gpuQuota": 0}]})
     [workload] = model.workloads
-    hard = workload_manifests(workload, platform_resources(model))[1]["spec"]["hard"]
+    hard = manifests_of(workload, platform_resources(model))[1]["spec"]["hard"]
     assert hard == {"requests.nvidia.com/gpu": "0"}
-    assert pod_placement(workload)["resources"] == {"limits": {}}
+    assert placement_of(workload)["resources"] == {"limits": {}}
 
 
 def test_limit_range_gives_default_requests(harness: MockHarness) -> None:
@@ -253,7 +308,7 @@ def test_limit_range_gives_default_requests(harness: MockHarness) -> None:
     limit_range = objects(run(harness, workload))[("LimitRange", "gpu-training", "default-requests")]
     assert limit_range["spec"] == {"limits": [{"type": "Container", "defaultRequest": {"cpu": "500m", "memory": "1Gi"}}]}
     custom = workload_of({"name": "team-a", "type": "training", "gpuQuota": 2, "defaultRequests": {"cpu": "2", "memory": "8Gi"}})
-    assert workload_manifests(custom)[2]["spec"]["limits"][0]["defaultRequest"] == {"cpu": "2", "memory": "8Gi"}
+    assert manifests_of(custom)[2]["spec"]["limits"][0]["defaultRequest"] == {"cpu": "2", "memory": "8Gi"}
 
 
 # ---------------------------------------------------------------- network policies
@@ -304,7 +359,7 @@ def test_opt_in_allows_are_each_their_own_object() -> None:
         ],
     }
     workload = workload_of({"name": "team-a", "type": "training", "gpuQuota": 2, "network": network})
-    policies = {m["metadata"]["name"]: m["spec"] for m in workload_manifests(workload) if m["kind"] == "NetworkPolicy"}
+    policies = {m["metadata"]["name"]: m["spec"] for m in manifests_of(workload) if m["kind"] == "NetworkPolicy"}
     assert list(policies) == [
         "deny-cross-namespace",
         "allow-dns",
@@ -346,9 +401,9 @@ def test_entries_for_the_same_peer_share_one_policy_whatever_the_order() -> None
     ]
     forward = workload_of({"name": "team-a", "type": "training", "gpuQuota": 2, "network": {"allowEgress": rules}})
     backward = workload_of({"name": "team-a", "type": "training", "gpuQuota": 2, "network": {"allowEgress": rules[::-1]}})
-    names = [sorted(m["metadata"]["name"] for m in workload_manifests(w)) for w in (forward, backward)]
+    names = [sorted(m["metadata"]["name"] for m in manifests_of(w)) for w in (forward, backward)]
     assert names[0] == names[1]
-    [ten] = [m for m in workload_manifests(forward) if m["metadata"]["name"] == "allow-egress-10-0-0-0-8"]
+    [ten] = [m for m in manifests_of(forward) if m["metadata"]["name"] == "allow-egress-10-0-0-0-8"]
     assert [rule["ports"] for rule in ten["spec"]["egress"]] == [
         [{"protocol": "TCP", "port": 443}],
         [{"protocol": "UDP", "port": 53}],
@@ -379,7 +434,7 @@ def test_entra_groups_are_bound_to_edit_and_view(harness: MockHarness) -> None:
 
 def test_no_role_bindings_unless_configured() -> None:
     workload = stack_model("prod").workloads[0]
-    assert not [m for m in workload_manifests(workload) if m["kind"] == "RoleBinding"]
+    assert not [m for m in manifests_of(workload) if m["kind"] == "RoleBinding"]
 
 
 # ---------------------------------------------------------------- pod placement (pure)
@@ -398,7 +453,196 @@ def test_pod_placement_for_pools_of_one_type_selects_by_workload_label() -> None
         },
     ]
     workload = workload_of({"name": "team-a", "type": "training", "gpuQuota": 2}, **{"aks-gpu:gpuPools": pools})
-    placement = pod_placement(workload)
+    placement = placement_of(workload)
     assert placement["nodeSelector"] == {"aks-gpu/workload": "training"}
     assert {t["key"] for t in placement["tolerations"]} == {"nvidia.com/gpu", "kubernetes.azure.com/scalesetpriority"}
     assert placement["resources"] == {"limits": {"nvidia.com/gpu": 1}}
+
+
+# ---------------------------------------------------------------- as another stack adds it
+
+
+def run_args(harness: MockHarness, make_args: Callable[[], GpuWorkloadNamespaceArgs]) -> PlanResult:
+    """The component as an application stack adds it; ``make_args`` runs inside the program, where outputs live."""
+
+    def program() -> None:
+        provider = k8s.Provider("k8s", kubeconfig="{}")
+        export_outputs(GpuWorkloadNamespace("team", make_args(), pulumi.ResourceOptions(provider=provider)), "team")
+
+    return harness.run(program)
+
+
+def from_platform_outputs() -> GpuWorkloadNamespaceArgs:
+    # The shapes an application stack gets from the platform stack's outputs through a StackReference:
+    # whole outputs, values picked out of them, and plain maps and lists holding outputs.
+    pool: pulumi.Output[Any] = pulumi.Output.from_input(
+        {"resource_name": "nvidia.com/mig-1g.10gb", "tolerations": [GPU_TOLERATION, SPOT_TOLERATION, GPU_TOLERATION]}
+    )
+    return {
+        "workload": {"name": "team-infer", "type": "inference", "gpu_quota": 7},
+        "resource_name": pool.apply(lambda p: p["resource_name"]),
+        "node_selector": {"aks-gpu/pool": pulumi.Output.from_input("infer")},
+        "tolerations": pool.apply(lambda p: p["tolerations"]),
+        "other_gpu_resources": [pulumi.Output.from_input("nvidia.com/gpu"), "nvidia.com/mig-1g.10gb"],
+    }
+
+
+def test_placement_known_only_as_outputs_renders_the_quota_and_the_placement(harness: MockHarness) -> None:
+    result = run_args(harness, from_platform_outputs)
+    assert of_kind(result, "ResourceQuota", "team-infer")["gpu-quota"]["spec"]["hard"] == {
+        "requests.nvidia.com/mig-1g.10gb": "7",
+        "requests.nvidia.com/gpu": "0",
+    }
+    outputs = result.outputs["team"]
+    assert outputs["placement"] == {
+        "nodeSelector": {"aks-gpu/pool": "infer"},
+        # Each taint tolerated once, however often the inputs list it.
+        "tolerations": [GPU_TOLERATION, SPOT_TOLERATION],
+        "resources": {"limits": {"nvidia.com/mig-1g.10gb": 1}},
+    }
+    assert outputs["resource"] == "nvidia.com/mig-1g.10gb" and outputs["quotaKey"] == "requests.nvidia.com/mig-1g.10gb"
+    assert outputs["namespace"] == "team-infer" and outputs["quota"] == 7
+    assert set(of_kind(result, "NetworkPolicy", "team-infer")) == {"deny-cross-namespace", "allow-dns"}
+
+
+def test_without_a_resource_name_the_namespace_gets_no_gpu(harness: MockHarness) -> None:
+    def args() -> GpuWorkloadNamespaceArgs:
+        return {
+            "workload": {"name": "notebooks", "type": "notebooks", "gpu_quota": 0},
+            "node_selector": {},
+            "tolerations": [],
+            "other_gpu_resources": pulumi.Output.from_input(["amd.com/gpu", "nvidia.com/gpu"]),
+        }
+
+    result = run_args(harness, args)
+    hard = of_kind(result, "ResourceQuota", "notebooks")["gpu-quota"]["spec"]["hard"]
+    assert hard == {"requests.amd.com/gpu": "0", "requests.nvidia.com/gpu": "0"}
+    outputs = result.outputs["team"]
+    assert outputs["placement"]["resources"] == {"limits": {}}
+    assert outputs["resource"] == "" and outputs["quotaKey"] == ""
+
+
+def test_a_bad_workload_spec_is_refused_naming_each_key_and_nothing_is_registered(harness: MockHarness) -> None:
+    errors: list[str] = []
+    specs: list[Any] = [
+        {"name": "Team_A", "type": "training", "gpu_quota": -1, "quota": {"cpus": "4"}},
+        {"name": "team-a", "type": "training", "gpu_quota": 1, "network": {"allow_egress": [{"cidr": "10.300.0.0/16"}]}},
+    ]
+
+    def program() -> None:
+        for spec in specs:
+            with pytest.raises(pulumi.RunError) as caught:
+                GpuWorkloadNamespace("team", {"workload": spec, "node_selector": {}, "tolerations": []})
+            errors.append(str(caught.value))
+
+    result = harness.run(program)
+    assert not [r for r in result.resources if r.type != "pulumi:pulumi:Stack"]
+    shape, cidr = (message.splitlines() for message in errors)
+    assert shape[0] == "invalid args for GpuWorkloadNamespace team:"
+    assert sorted(line.strip().partition(":")[0] for line in shape[1:]) == [
+        # Keys as the caller wrote them (snake_case from Python, camelCase from a stack file's shape).
+        "workload.gpu_quota",
+        "workload.name",
+        "workload.quota.cpus",
+    ]
+    assert any("'Team_A' is not allowed: must be a DNS label" in line for line in shape)
+    assert any("unknown key; allowed here: cpu, memory, persistentVolumeClaims, pods, requestsStorage" in line for line in shape)
+    assert cidr[1].strip().startswith("workload.network.allowEgress[0].cidr: '10.300.0.0/16' is not an IPv4 or IPv6 network")
+
+
+def test_host_bits_in_an_egress_cidr_are_a_warning(harness: MockHarness) -> None:
+    def args() -> GpuWorkloadNamespaceArgs:
+        workload: Any = {
+            "name": "team-a",
+            "type": "training",
+            "gpu_quota": 1,
+            "network": {"allow_egress": [{"cidr": "10.0.0.1/8"}]},
+        }
+        return {"workload": workload, "node_selector": {}, "tolerations": []}
+
+    result = run_args(harness, args)
+    assert any("workload.network.allowEgress[0].cidr: '10.0.0.1/8' has host bits set" in w for w in result.warnings)
+    assert "allow-egress-10-0-0-1-8" in of_kind(result, "NetworkPolicy", "team-a")
+
+
+def test_camel_case_args_from_another_language_reach_the_same_objects(harness: MockHarness) -> None:
+    # What Pulumi's component provider hands the constructor when a TypeScript, Go or YAML stack creates it:
+    # schema (camelCase) names mapped back to Python ones, integers arriving as floats.
+    inputs = {
+        "workload": {
+            "name": "team-b",
+            "type": "inference",
+            "gpuQuota": 3.0,
+            "network": {"allowSameNamespace": True},
+            "roleBindings": [{"groupObjectId": GROUP_A, "role": "view"}],
+        },
+        "resourceName": "amd.com/gpu",
+        "nodeSelector": {"aks-gpu/pool": "mi300x"},
+        "tolerations": [{"key": "amd.com/gpu", "operator": "Exists", "effect": "NoSchedule"}],
+        "otherGpuResources": ["nvidia.com/gpu"],
+    }
+    definition = Analyzer("aks-gpu").analyze([GpuWorkloadNamespace])["component_definitions"]["GpuWorkloadNamespace"]
+    mapped = cast(GpuWorkloadNamespaceArgs, ComponentProvider([GpuWorkloadNamespace], "aks-gpu").map_inputs(inputs, definition))
+    result = run_args(harness, lambda: mapped)
+    assert of_kind(result, "ResourceQuota", "team-b")["gpu-quota"]["spec"]["hard"] == {
+        "requests.amd.com/gpu": "3",
+        "requests.nvidia.com/gpu": "0",
+    }
+    assert set(of_kind(result, "NetworkPolicy", "team-b")) == {"deny-cross-namespace", "allow-dns", "allow-same-namespace"}
+    assert set(of_kind(result, "RoleBinding", "team-b")) == {f"entra-view-{GROUP_A}"}
+    assert result.outputs["team"]["placement"]["tolerations"] == [
+        {"key": "amd.com/gpu", "operator": "Exists", "effect": "NoSchedule"}
+    ]
+
+
+# ---------------------------------------------------------------- the platform's args, the package schema
+
+
+@pytest.mark.parametrize("stack", ["prod", "dev"])
+def test_namespace_args_carry_the_workload_config_unchanged_as_plain_values(stack: str) -> None:
+    extra = workload_of(
+        {
+            "name": "team-a",
+            "type": "training",
+            "gpuQuota": 2,
+            "quota": {"cpu": "8", "persistentVolumeClaims": 3},
+            "network": {"allowToNamespaces": ["x"], "allowEgress": [{"cidr": "10.0.0.0/8", "ports": [443]}]},
+            "roleBindings": [{"groupObjectId": GROUP_B, "role": "edit"}],
+        }
+    )
+    model = stack_model(stack)
+    for workload in (*model.workloads, extra):
+        args = namespace_args(workload, platform_resources(model))
+        assert WorkloadConfig.model_validate(args["workload"]) == workload.config
+        # Plain JSON values only: what a plan or another language could hold.
+        assert json.loads(json.dumps(args)) == args
+        assert args["node_selector"] == workload.node_selector
+        assert args.get("resource_name") == workload.resource_name
+
+
+def test_pulumi_schema_inference_accepts_the_component() -> None:
+    analysis = Analyzer("aks-gpu").analyze([GpuWorkloadNamespace])
+    component = analysis["component_definitions"]["GpuWorkloadNamespace"]
+    inputs = component.inputs
+    assert set(inputs) == {"workload", "resourceName", "nodeSelector", "tolerations", "otherGpuResources"}
+    assert {name for name, prop in inputs.items() if prop.optional} == {"resourceName", "otherGpuResources"}
+    # The namespace's own settings are plain; where its pods go may come from another stack's outputs.
+    assert inputs["workload"].plain and not any(inputs[name].plain for name in ("resourceName", "nodeSelector", "tolerations"))
+    assert {"namespaceName", "resourceName", "quotaKey", "gpuQuota", "podPlacement"} <= set(component.outputs)
+    types = analysis["type_definitions"]
+    assert set(types["PodPlacement"].properties) == {"nodeSelector", "tolerations", "resources"}
+    assert {name for name, prop in types["TolerationSpec"].properties.items() if prop.optional} == {"value"}
+    schema = generate_schema("aks-gpu", "0.0.0", None, analysis["component_definitions"], types, [])
+    assert COMPONENT_TYPE in json.loads(json.dumps(schema.to_json()))["resources"]
+
+
+def test_the_manifest_module_needs_no_pulumi() -> None:
+    code = "import sys, components.kube.workload_manifests; print(sorted(m for m in sys.modules if m.split('.')[0] == 'pulumi'))"
+    found = subprocess.run([sys.executable, "-c", code], cwd=PROJECT_DIR, capture_output=True, text=True, check=True)
+    assert found.stdout.strip() == "[]"
+
+
+def test_pod_placement_tolerates_each_taint_once_and_exists_carries_no_value() -> None:
+    exists = {"key": "sku", "operator": "Exists", "value": "gpu", "effect": "NoSchedule"}
+    placement = pod_placement("nvidia.com/gpu", {"aks-gpu/pool": "a"}, [SPOT_TOLERATION, exists, SPOT_TOLERATION])
+    assert placement["tolerations"] == [SPOT_TOLERATION, {"key": "sku", "operator": "Exists", "effect": "NoSchedule"}]

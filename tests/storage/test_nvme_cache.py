@@ -12,6 +12,7 @@ import pytest
 import yaml
 from kubernetes import client as kube_client
 
+from components.args import platform_sections
 from components.config import ConfigError, validate_config
 from components.model import POOL_LABEL, PlatformModel, resolve
 from components.plan import PlanResult
@@ -48,7 +49,7 @@ def plan_cache(harness: MockHarness, model: PlatformModel) -> PlanResult:
         provider = k8s.Provider("k8s", kubeconfig="{}")
         cache = NvmeCache(
             "nvme",
-            NvmeCacheArgs(model=model, resource_group_name="rg-gpu", cluster_name="aks-gpu"),
+            NvmeCacheArgs(**platform_sections(model.config), resource_group_name="rg-gpu", cluster_name="aks-gpu"),
             opts=pulumi.ResourceOptions(provider=provider),
         )
         pulumi.export("storageClassName", cache.storage_class_name)
@@ -118,7 +119,7 @@ def test_the_extension_waits_for_what_the_component_depends_on(harness: MockHarn
         earlier = k8s.core.v1.Namespace("earlier", metadata={"name": "earlier"}, opts=pulumi.ResourceOptions(provider=provider))
         NvmeCache(
             "nvme",
-            NvmeCacheArgs(model=stack_model("prod"), resource_group_name="rg-gpu", cluster_name="aks-gpu"),
+            NvmeCacheArgs(**platform_sections(stack_model("prod").config), resource_group_name="rg-gpu", cluster_name="aks-gpu"),
             opts=pulumi.ResourceOptions(provider=provider, depends_on=[earlier]),
         )
 
@@ -187,7 +188,7 @@ def test_dev_registers_nothing_but_the_component(harness: MockHarness) -> None:
     result = plan_cache(harness, stack_model("dev"))
     assert sorted(r.type for r in result.resources) == ["aks-gpu:index:NvmeCache", "pulumi:providers:kubernetes"]
     assert result.manifests() == {}
-    assert result.outputs == {"storageClassName": None, "volumeSnippets": {}}
+    assert result.outputs == {"storageClassName": "", "volumeSnippets": {}}
 
 
 def test_v1_settings_without_an_nvme_pool_register_nothing_either(harness: MockHarness) -> None:

@@ -139,14 +139,22 @@ def ws_frame(opcode: int, payload: bytes) -> bytes:
 def exec_status(behaviour: ExecBehaviour) -> dict[str, Any]:
     """The Status the API server sends on the error channel when the command ends."""
     if behaviour.missing_command:
-        return {"metadata": {}, "status": "Failure", "reason": "InternalError",
-                "message": 'Internal error occurred: error executing command in container: exec: "nvidia-smi": '
-                           "executable file not found in $PATH"}
+        return {
+            "metadata": {},
+            "status": "Failure",
+            "reason": "InternalError",
+            "message": 'Internal error occurred: error executing command in container: exec: "nvidia-smi": '
+            "executable file not found in $PATH",
+        }
     if behaviour.exit_code == 0:
         return {"metadata": {}, "status": "Success"}
-    return {"metadata": {}, "status": "Failure", "reason": "NonZeroExitCode",
-            "message": f"command terminated with non-zero exit code: exit status {behaviour.exit_code}",
-            "details": {"causes": [{"reason": "ExitCode", "message": str(behaviour.exit_code)}]}}
+    return {
+        "metadata": {},
+        "status": "Failure",
+        "reason": "NonZeroExitCode",
+        "message": f"command terminated with non-zero exit code: exit status {behaviour.exit_code}",
+        "details": {"causes": [{"reason": "ExitCode", "message": str(behaviour.exit_code)}]},
+    }
 
 
 # ---------------------------------------------------------------- the server
@@ -180,14 +188,16 @@ class FakeApiServer:
         return f"http://{host!s}:{port}"
 
     def kubeconfig_text(self, context: str = "fake") -> str:
-        return json.dumps({
-            "apiVersion": "v1",
-            "kind": "Config",
-            "clusters": [{"name": context, "cluster": {"server": self.url}}],
-            "users": [{"name": f"{context}-user", "user": {"token": "fake-token"}}],
-            "contexts": [{"name": context, "context": {"cluster": context, "user": f"{context}-user"}}],
-            "current-context": context,
-        })
+        return json.dumps(
+            {
+                "apiVersion": "v1",
+                "kind": "Config",
+                "clusters": [{"name": context, "cluster": {"server": self.url}}],
+                "users": [{"name": f"{context}-user", "user": {"token": "fake-token"}}],
+                "contexts": [{"name": context, "context": {"cluster": context, "user": f"{context}-user"}}],
+                "current-context": context,
+            }
+        )
 
     def start(self) -> FakeApiServer:
         self._thread.start()
@@ -274,8 +284,17 @@ class _Handler(BaseHTTPRequestHandler):
             sets = [d for d in cluster.daemonsets if d["metadata"]["namespace"] == match.group(1)]
             self._list("DaemonSetList", "apps/v1", sets, query)
         else:
-            self._json(404, {"kind": "Status", "apiVersion": "v1", "status": "Failure", "reason": "NotFound",
-                             "message": f"the server could not find the requested resource ({parts.path})", "code": 404})
+            self._json(
+                404,
+                {
+                    "kind": "Status",
+                    "apiVersion": "v1",
+                    "status": "Failure",
+                    "reason": "NotFound",
+                    "message": f"the server could not find the requested resource ({parts.path})",
+                    "code": 404,
+                },
+            )
 
     def _json(self, code: int, body: Mapping[str, Any]) -> None:
         data = json.dumps(body).encode()
@@ -298,24 +317,52 @@ class _Handler(BaseHTTPRequestHandler):
         self._json(200, {"kind": kind, "apiVersion": api_version, "metadata": metadata, "items": items[start:end]})
 
     def _exec(self, namespace: str, name: str, query: Mapping[str, list[str]]) -> None:
-        pod = next((p for p in self.fake.cluster.pods
-                    if p["metadata"]["namespace"] == namespace and p["metadata"]["name"] == name), None)
+        pod = next(
+            (p for p in self.fake.cluster.pods if p["metadata"]["namespace"] == namespace and p["metadata"]["name"] == name), None
+        )
         if pod is None:
-            self._json(404, {"kind": "Status", "apiVersion": "v1", "status": "Failure", "reason": "NotFound",
-                             "message": f'pods "{name}" not found', "code": 404})
+            self._json(
+                404,
+                {
+                    "kind": "Status",
+                    "apiVersion": "v1",
+                    "status": "Failure",
+                    "reason": "NotFound",
+                    "message": f'pods "{name}" not found',
+                    "code": 404,
+                },
+            )
             return
         node = pod["spec"]["nodeName"]
         behaviour = self.fake.cluster.behaviour(node)
         attempt = self.fake._attempt(node, query.get("command", []))
         if attempt <= behaviour.fail_first:
-            self._json(500, {"kind": "Status", "apiVersion": "v1", "status": "Failure", "reason": "InternalError",
-                             "message": "error dialing backend: EOF", "code": 500})
+            self._json(
+                500,
+                {
+                    "kind": "Status",
+                    "apiVersion": "v1",
+                    "status": "Failure",
+                    "reason": "InternalError",
+                    "message": "error dialing backend: EOF",
+                    "code": 500,
+                },
+            )
             return
         protocols = [p.strip() for p in self.headers.get("Sec-WebSocket-Protocol", "").split(",")]
         key = self.headers.get("Sec-WebSocket-Key")
         if self.headers.get("Upgrade", "").lower() != "websocket" or not key or CHANNEL_PROTOCOL not in protocols:
-            self._json(400, {"kind": "Status", "apiVersion": "v1", "status": "Failure", "reason": "BadRequest",
-                             "message": "Upgrade request required", "code": 400})
+            self._json(
+                400,
+                {
+                    "kind": "Status",
+                    "apiVersion": "v1",
+                    "status": "Failure",
+                    "reason": "BadRequest",
+                    "message": "Upgrade request required",
+                    "code": 400,
+                },
+            )
             return
         accept = base64.b64encode(hashlib.sha1((key + WEBSOCKET_GUID).encode()).digest()).decode()
         self.close_connection = True
@@ -337,7 +384,7 @@ class _Handler(BaseHTTPRequestHandler):
             for channel, text in ((STDOUT, behaviour.stdout), (STDERR, behaviour.stderr)):
                 data = text.encode()
                 for offset in range(0, len(data), 4096):  # several frames, as a real stream sends them
-                    self._send(sock, ws_frame(OPCODE_BINARY, bytes([channel]) + data[offset:offset + 4096]))
+                    self._send(sock, ws_frame(OPCODE_BINARY, bytes([channel]) + data[offset : offset + 4096]))
             self._send(sock, ws_frame(OPCODE_BINARY, bytes([ERROR]) + json.dumps(exec_status(behaviour)).encode()))
         self._send(sock, ws_frame(OPCODE_CLOSE, (1000).to_bytes(2, "big")))
         self._wait_for_client(sock, timeout=2.0)  # the client answers the close; then the socket goes

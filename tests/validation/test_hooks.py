@@ -80,10 +80,16 @@ def test_a_healthy_cluster_passes_with_the_stack_settings(model, targets, health
     assert outcome.passed
     assert outcome.report.startswith("aks-gpu post-deploy validation passed: 0 failed")
     settings = model.config.validation
-    assert collector.calls == [{
-        "pools": ["train", "infer"], "targets": ["infer", "train"], "kubeconfig_text": KUBECONFIG,
-        "concurrency": settings.concurrency, "timeout_s": float(settings.exec_timeout_seconds), "retries": settings.retries,
-    }]
+    assert collector.calls == [
+        {
+            "pools": ["train", "infer"],
+            "targets": ["infer", "train"],
+            "kubeconfig_text": KUBECONFIG,
+            "concurrency": settings.concurrency,
+            "timeout_s": float(settings.exec_timeout_seconds),
+            "retries": settings.retries,
+        }
+    ]
 
 
 def test_a_failed_check_fails_the_outcome_and_the_report_names_node_and_check(model, targets, broken) -> None:
@@ -95,8 +101,13 @@ def test_a_failed_check_fails_the_outcome_and_the_report_names_node_and_check(mo
 
 
 def test_an_unreadable_cluster_fails_the_outcome(model, targets) -> None:
-    outcome = run_deploy_validation(model, targets, KUBECONFIG, "warn",
-                                    collect=FakeCollector(error=ProbeError("cannot read the cluster at https://x: HTTP 403")))
+    outcome = run_deploy_validation(
+        model,
+        targets,
+        KUBECONFIG,
+        "warn",
+        collect=FakeCollector(error=ProbeError("cannot read the cluster at https://x: HTTP 403")),
+    )
     assert not outcome.passed and "HTTP 403" in outcome.report
     outcome = run_deploy_validation(model, targets, None, "fail", collect=FakeCollector(error=AssertionError("not called")))
     assert not outcome.passed and "kubeconfig had not resolved" in outcome.report
@@ -271,8 +282,9 @@ def test_the_hook_factory_gives_one_hook_per_set_of_pools(harness, model, target
         for pool in ("train", "infer"):
             binding = factory([pool])
             bindings[pool] = binding
-            k8s.core.v1.ConfigMap(f"stand-in-{pool}", metadata={"name": pool}, data={"k": "v"},
-                                  opts=pulumi.ResourceOptions(hooks=binding))
+            k8s.core.v1.ConfigMap(
+                f"stand-in-{pool}", metadata={"name": pool}, data={"k": "v"}, opts=pulumi.ResourceOptions(hooks=binding)
+            )
         assert factory(["train"]) is bindings["train"]  # asked again: the same hook, not a second one named alike
         assert factory([]) is None
 

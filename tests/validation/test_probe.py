@@ -147,8 +147,9 @@ def test_a_failing_smi_keeps_its_output_and_exit_code(model, targets, cluster_st
 def test_stderr_is_captured_with_stdout(model, targets, cluster_state) -> None:
     node = node_name("infer", 0)
     cluster = FakeCluster.from_snapshot(cluster_state)
-    cluster.behaviours[node] = ExecBehaviour(stdout="", stderr="Failed to initialize NVML: Driver/library version mismatch\n",
-                                             exit_code=18)
+    cluster.behaviours[node] = ExecBehaviour(
+        stdout="", stderr="Failed to initialize NVML: Driver/library version mismatch\n", exit_code=18
+    )
     with serving(cluster) as server:
         live = collect(model, targets, server)
     assert "Driver/library version mismatch" in live.smi[node]
@@ -240,12 +241,16 @@ def free_port() -> int:
 
 
 def test_an_unreachable_api_server_is_one_readable_error(model, targets) -> None:
-    kubeconfig = json.dumps({
-        "apiVersion": "v1", "kind": "Config", "current-context": "x",
-        "clusters": [{"name": "x", "cluster": {"server": f"http://127.0.0.1:{free_port()}"}}],
-        "users": [{"name": "x", "user": {"token": "t"}}],
-        "contexts": [{"name": "x", "context": {"cluster": "x", "user": "x"}}],
-    })
+    kubeconfig = json.dumps(
+        {
+            "apiVersion": "v1",
+            "kind": "Config",
+            "current-context": "x",
+            "clusters": [{"name": "x", "cluster": {"server": f"http://127.0.0.1:{free_port()}"}}],
+            "users": [{"name": "x", "user": {"token": "t"}}],
+            "contexts": [{"name": "x", "context": {"cluster": "x", "user": "x"}}],
+        }
+    )
     with pytest.raises(ProbeError, match=r"cannot read the cluster at http://127\.0\.0\.1:\d+"):
         collect_snapshot(model, targets, kubeconfig_text=kubeconfig, retries=1, backoff_s=0.01, timeout_s=2)
 

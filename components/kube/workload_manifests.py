@@ -1,0 +1,326 @@
+"""The objects of a GPU workload namespace, built as plain dicts, the way AKS's GPU best practices fence one.
+
+Per workload: the namespace (workload and Pod Security labels), a ``ResourceQuota`` on the GPU resource its
+pools expose, a ``LimitRange`` with default requests, the article's deny-all ``NetworkPolicy`` plus opt-in
+allow policies, and ``RoleBinding``s of Entra ID groups. Plus ``pod_placement``: the pod spec fragment that
+lands a GPU pod on the workload's pools.
+
+Pure (validated config and plain values in, dicts out, no Pulumi), so it tests in milliseconds and the docs,
+plans and admission tests can reuse it. ``GpuWorkloadNamespace`` only registers what it builds.
+
+No ``from __future__ import annotations`` here: Pulumi's schema inference reads the TypedDicts' annotations
+at runtime and cannot see through string annotations.
+"""
+
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, NotRequired, TypedDict
+
+from components.config.models import EgressRule, IngressFrom, WorkloadConfig
+from components.model import WORKLOAD_LABEL
+
+Manifest = dict[str, Any]
+
+# The label the AKS GPU best-practices article puts on its per-team namespaces.
+ARTICLE_WORKLOAD_LABEL = "workload"
+COMMON_LABELS = {"app.kubernetes.io/managed-by": "pulumi", "app.kubernetes.io/part-of": "aks-gpu"}
+# https://kubernetes.io/docs/concepts/security/pod-security-admission/#pod-security-admission-labels-for-namespaces
+PSA_PREFIX = "pod-security.kubernetes.io"
+# Warn and audit one level above a baseline enforce, as Kubernetes suggests, so teams see what `restricted`
+# would refuse before anyone turns it on. Unpinned versions mean "latest" for the cluster's version.
+# https://kubernetes.io/docs/tasks/configure-pod-container/enforce-standards-namespace-labels/
+PSA_WARN_LEVEL = "restricted"
+# Set by the API server on every namespace (GA since 1.22), so a policy can select a namespace by name.
+# https://kubernetes.io/docs/reference/labels-annotations-taints/#kubernetes-io-metadata-name
+NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"
+# CoreDNS serves cluster DNS on AKS; its pods in kube-system keep the upstream `k8s-app: kube-dns` label.
+# https://learn.microsoft.com/azure/aks/coredns-custom
+# https://github.com/coredns/deployment/blob/master/kubernetes/coredns.yaml.sed
+DNS_NAMESPACE = "kube-system"
+DNS_POD_LABELS = {"k8s-app": "kube-dns"}
+DNS_PORT = 53
+# https://kubernetes.io/docs/reference/access-authn-authz/rbac/#user-facing-roles
+RBAC_API_GROUP = "rbac.authorization.k8s.io"
+
+DENY_ALL_POLICY = "deny-cross-namespace"
+DNS_POLICY = "allow-dns"
+SAME_NAMESPACE_POLICY = "allow-same-namespace"
+QUOTA_NAME = "gpu-quota"
+LIMIT_RANGE_NAME = "default-requests"
+
+
+# ---------------------------------------------------------------- pod placement types
+
+
+class TolerationSpec(TypedDict):
+    """A pod toleration, as a pod spec carries it."""
+
+    key: str
+    operator: str
+    """Equal or Exists."""
+    effect: str
+    """NoSchedule, PreferNoSchedule or NoExecute."""
+    value: NotRequired[str]
+    """Only with Equal."""
+
+
+class ContainerResources(TypedDict):
+    limits: dict[str, int]
+    """One unit of the workload's GPU resource; empty when no pool serves the workload."""
+
+
+class PodPlacement(TypedDict):
+    """What a GPU pod needs to land on the workload's pools. Kubernetes' own field names, so the value goes
+    into a pod spec as it is, in every language: nodeSelector and tolerations in the pod spec, resources on
+    the container that uses the GPU."""
+
+    # Not snake_case on purpose: Pulumi maps snake_case keys to camelCase only when the component runs
+    # through its provider, so a Python stack would export `node_selector` and every other one `nodeSelector`.
+    nodeSelector: dict[str, str]
+    tolerations: list[TolerationSpec]
+    resources: ContainerResources
+
+
+# ---------------------------------------------------------------- namespace, quota, limit range
+
+
+def object_metadata(config: WorkloadConfig, name: str, namespaced: bool = True) -> dict[str, Any]:
+    """Explicit name and the common labels; inside the workload's namespace unless ``namespaced`` is off."""
+    meta: dict[str, Any] = {"name": name, "labels": {**COMMON_LABELS, WORKLOAD_LABEL: config.type}}
+    if namespaced:
+        meta["namespace"] = config.name
+    return meta
+
+
+def pod_security_labels(level: str) -> dict[str, str]:
+    """Pod Security Admission labels: ``level`` enforced, ``restricted`` warned about and audited."""
+    return {
+        f"{PSA_PREFIX}/enforce": level,
+        f"{PSA_PREFIX}/warn": PSA_WARN_LEVEL,
+        f"{PSA_PREFIX}/audit": PSA_WARN_LEVEL,
+    }
+
+
+def namespace_manifest(config: WorkloadConfig) -> Manifest:
+    meta = object_metadata(config, config.name, namespaced=False)
+    meta["labels"] |= {ARTICLE_WORKLOAD_LABEL: config.type, **pod_security_labels(config.pod_security)}
+    return {"apiVersion": "v1", "kind": "Namespace", "metadata": meta}
+
+
+def gpu_quota_key(resource_name: str) -> str:
+    """``requests.<resource>``: the only prefix a ResourceQuota accepts for extended resources.
+    https://kubernetes.io/docs/concepts/policy/resource-quotas/#resource-quota-for-extended-resources
+    """
+    return f"requests.{resource_name}"
+
+
+def quota_hard(config: WorkloadConfig, resource_name: str | None, other_gpu_resources: Iterable[str]) -> dict[str, str]:
+    """The ``spec.hard`` of the workload's ResourceQuota.
+
+    ``gpuQuota`` units of ``resource_name`` (the resource the workload's pools expose; None when no pool
+    serves it). Every other GPU resource is capped at zero, so a namespace cannot reach another workload
+    type's GPUs through a resource its own quota misses. CPU and memory are quota'd on requests, which the
+    LimitRange defaults for pods that state none.
+    """
+    hard: dict[str, str] = {}
+    if resource_name:
+        hard[gpu_quota_key(resource_name)] = str(config.gpu_quota)
+    for resource in sorted(set(other_gpu_resources) - {resource_name or ""}):
+        hard[gpu_quota_key(resource)] = "0"
+    limits = config.quota
+    if limits.cpu is not None:
+        hard["requests.cpu"] = limits.cpu
+    if limits.memory is not None:
+        hard["requests.memory"] = limits.memory
+    if limits.requests_storage is not None:
+        hard["requests.storage"] = limits.requests_storage
+    if limits.pods is not None:
+        hard["pods"] = str(limits.pods)
+    if limits.persistent_volume_claims is not None:
+        hard["persistentvolumeclaims"] = str(limits.persistent_volume_claims)
+    return hard
+
+
+def resource_quota_manifest(
+    config: WorkloadConfig, resource_name: str | None, other_gpu_resources: Iterable[str] = ()
+) -> Manifest:
+    return {
+        "apiVersion": "v1",
+        "kind": "ResourceQuota",
+        "metadata": object_metadata(config, QUOTA_NAME),
+        "spec": {"hard": quota_hard(config, resource_name, other_gpu_resources)},
+    }
+
+
+def limit_range_manifest(config: WorkloadConfig) -> Manifest:
+    """Default CPU/memory requests per container: a quota on requests refuses pods that state none."""
+    defaults = config.default_requests
+    return {
+        "apiVersion": "v1",
+        "kind": "LimitRange",
+        "metadata": object_metadata(config, LIMIT_RANGE_NAME),
+        "spec": {"limits": [{"type": "Container", "defaultRequest": {"cpu": defaults.cpu, "memory": defaults.memory}}]},
+    }
+
+
+# ---------------------------------------------------------------- network policies
+
+
+def _policy(config: WorkloadConfig, name: str, spec: dict[str, Any]) -> Manifest:
+    metadata = object_metadata(config, name)
+    return {"apiVersion": "networking.k8s.io/v1", "kind": "NetworkPolicy", "metadata": metadata, "spec": spec}
+
+
+def _namespace_selector(namespace: str) -> dict[str, Any]:
+    return {"namespaceSelector": {"matchLabels": {NAMESPACE_NAME_LABEL: namespace}}}
+
+
+def deny_all_policy(config: WorkloadConfig) -> Manifest:
+    """The article's ``deny-cross-namespace``, exactly: every pod isolated both ways, no rule allowing anything."""
+    return _policy(
+        config, DENY_ALL_POLICY, {"podSelector": {}, "policyTypes": ["Ingress", "Egress"], "ingress": [], "egress": []}
+    )
+
+
+def dns_policy(config: WorkloadConfig) -> Manifest:
+    peer = _namespace_selector(DNS_NAMESPACE) | {"podSelector": {"matchLabels": dict(DNS_POD_LABELS)}}
+    ports = [{"protocol": protocol, "port": DNS_PORT} for protocol in ("UDP", "TCP")]
+    return _policy(config, DNS_POLICY, {"podSelector": {}, "policyTypes": ["Egress"], "egress": [{"to": [peer], "ports": ports}]})
+
+
+def same_namespace_policy(config: WorkloadConfig) -> Manifest:
+    # A bare podSelector peer means "pods of this policy's namespace".
+    return _policy(
+        config,
+        SAME_NAMESPACE_POLICY,
+        {
+            "podSelector": {},
+            "policyTypes": ["Ingress", "Egress"],
+            "ingress": [{"from": [{"podSelector": {}}]}],
+            "egress": [{"to": [{"podSelector": {}}]}],
+        },
+    )
+
+
+def ingress_from_policy(config: WorkloadConfig, namespace: str, sources: Iterable[IngressFrom]) -> Manifest:
+    """Ingress from one namespace; each config entry is one rule (no ports: all traffic from there)."""
+    rules = []
+    for source in sources:
+        rule: dict[str, Any] = {"from": [_namespace_selector(namespace)]}
+        if source.ports:
+            rule["ports"] = [{"protocol": "TCP", "port": port} for port in source.ports]
+        rules.append(rule)
+    return _policy(config, f"allow-from-{namespace}", {"podSelector": {}, "policyTypes": ["Ingress"], "ingress": rules})
+
+
+def egress_to_namespace_policy(config: WorkloadConfig, namespace: str) -> Manifest:
+    return _policy(
+        config,
+        f"allow-to-{namespace}",
+        {"podSelector": {}, "policyTypes": ["Egress"], "egress": [{"to": [_namespace_selector(namespace)]}]},
+    )
+
+
+def cidr_slug(cidr: str) -> str:
+    """``10.20.0.0/16`` -> ``10-20-0-0-16``: a CIDR as a stable piece of an object name."""
+    return cidr.lower().replace(".", "-").replace(":", "-").replace("/", "-")
+
+
+def egress_cidr_policy(config: WorkloadConfig, rules: Iterable[EgressRule]) -> Manifest:
+    """Egress to one CIDR; each config entry is one rule. No ports: every port of the entry's protocol."""
+    egress = []
+    cidr = ""
+    for rule in rules:
+        cidr = rule.cidr
+        ports = [{"protocol": rule.protocol, "port": port} for port in rule.ports] or [{"protocol": rule.protocol}]
+        egress.append({"to": [{"ipBlock": {"cidr": rule.cidr}}], "ports": ports})
+    return _policy(config, f"allow-egress-{cidr_slug(cidr)}", {"podSelector": {}, "policyTypes": ["Egress"], "egress": egress})
+
+
+def network_policy_manifests(config: WorkloadConfig) -> list[Manifest]:
+    """Deny-all first, then one object per opt-in allow. Entries naming the same peer share one object, so
+    names stay unique and stable whatever order the config lists them in."""
+    network = config.network
+    policies = [deny_all_policy(config)]
+    if network.allow_dns:
+        policies.append(dns_policy(config))
+    if network.allow_same_namespace:
+        policies.append(same_namespace_policy(config))
+    sources: dict[str, list[IngressFrom]] = {}
+    for source in network.allow_from_namespaces:
+        sources.setdefault(source.namespace, []).append(source)
+    policies += [ingress_from_policy(config, namespace, entries) for namespace, entries in sources.items()]
+    policies += [egress_to_namespace_policy(config, namespace) for namespace in dict.fromkeys(network.allow_to_namespaces)]
+    destinations: dict[str, list[EgressRule]] = {}
+    for rule in network.allow_egress:
+        destinations.setdefault(cidr_slug(rule.cidr), []).append(rule)
+    policies += [egress_cidr_policy(config, rules) for rules in destinations.values()]
+    return policies
+
+
+# ---------------------------------------------------------------- role bindings
+
+
+def role_binding_manifests(config: WorkloadConfig) -> list[Manifest]:
+    """Entra ID groups bound to the built-in ``edit``/``view`` ClusterRoles inside the namespace.
+
+    Entra ID puts group object ids in tokens in lower case and Kubernetes compares names exactly, so ids are
+    lower-cased. The role is part of the object name because a RoleBinding's roleRef cannot change in place.
+    https://learn.microsoft.com/azure/aks/azure-ad-rbac
+    """
+    bindings = []
+    for role, group in dict.fromkeys((b.role, b.group_object_id.lower()) for b in config.role_bindings):
+        bindings.append(
+            {
+                "apiVersion": f"{RBAC_API_GROUP}/v1",
+                "kind": "RoleBinding",
+                "metadata": object_metadata(config, f"entra-{role}-{group}"),
+                "roleRef": {"apiGroup": RBAC_API_GROUP, "kind": "ClusterRole", "name": role},
+                "subjects": [{"kind": "Group", "apiGroup": RBAC_API_GROUP, "name": group}],
+            }
+        )
+    return bindings
+
+
+# ---------------------------------------------------------------- all of it
+
+
+def config_manifests(config: WorkloadConfig) -> list[Manifest]:
+    """The namespaced objects that depend on the workload's own config alone: everything but the quota,
+    which also needs the GPU resource names (known to the platform, or read from its stack outputs)."""
+    return [limit_range_manifest(config), *network_policy_manifests(config), *role_binding_manifests(config)]
+
+
+def workload_manifests(
+    config: WorkloadConfig, resource_name: str | None, other_gpu_resources: Iterable[str] = ()
+) -> list[Manifest]:
+    """Every object of a workload namespace: the Namespace, the quota, then the rest."""
+    return [
+        namespace_manifest(config),
+        resource_quota_manifest(config, resource_name, other_gpu_resources),
+        *config_manifests(config),
+    ]
+
+
+def toleration(spec: Mapping[str, str]) -> TolerationSpec:
+    """A toleration as a pod spec carries it: no value with ``Exists`` (the API server refuses one)."""
+    found = TolerationSpec(key=spec["key"], operator=spec["operator"], effect=spec["effect"])
+    value = spec.get("value")
+    if spec["operator"] == "Equal" and value is not None:
+        found["value"] = value
+    return found
+
+
+def pod_placement(
+    resource_name: str | None, node_selector: Mapping[str, str], tolerations: Sequence[Mapping[str, str]]
+) -> PodPlacement:
+    """What a GPU pod of the workload needs to land on its pools: the pools' node selector, every taint of
+    theirs tolerated (once, in the order given), and one unit of the GPU resource as the container's limit."""
+    unique: dict[tuple[str, str, str, str], TolerationSpec] = {}
+    for spec in tolerations:
+        kube = toleration(spec)
+        unique.setdefault((kube["key"], kube["operator"], kube["effect"], kube.get("value", "")), kube)
+    return {
+        "nodeSelector": dict(node_selector),
+        "tolerations": list(unique.values()),
+        "resources": {"limits": {resource_name: 1} if resource_name else {}},
+    }
