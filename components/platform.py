@@ -12,24 +12,18 @@ from components.azure import GpuCluster, GpuNodePool
 from components.kube.admission_policy import GpuAdmissionPolicy
 from components.kube.device_plugin import GpuDevicePlugin
 from components.kube.smoke_job import GpuValidation
+from components.kube.workload_manifests import TolerationSpec, toleration
 from components.kube.workload_namespace import GpuWorkloadNamespace, namespace_args
 from components.model import PlatformModel, ResolvedPool
 from components.specs import StackSpec
 from components.storage import NvmeCache
 
 
-class TolerationOutput(TypedDict):
-    key: str
-    operator: str
-    effect: str
-    value: NotRequired[str]
-
-
 class PoolOutput(TypedDict):
     """What a workload needs to land on one GPU pool."""
 
     node_selector: dict[str, str]
-    tolerations: list[TolerationOutput]
+    tolerations: list[TolerationSpec]
     resource_name: str
     """The extended resource one node advertises: nvidia.com/gpu, amd.com/gpu or nvidia.com/mig-<profile>."""
     resource_count_per_node: int
@@ -42,7 +36,7 @@ class PoolOutput(TypedDict):
 def pool_output(pool: ResolvedPool, model: PlatformModel) -> PoolOutput:
     output: PoolOutput = {
         "node_selector": dict(pool.node_selector),
-        "tolerations": [TolerationOutput(**t.to_kube()) for t in pool.tolerations],  # type: ignore[typeddict-item]
+        "tolerations": [toleration(t.to_kube()) for t in pool.tolerations],
         "resource_name": pool.resource.name,
         "resource_count_per_node": pool.resource.count_per_node or 0,
         "vm_size": pool.config.vm_size,
@@ -56,14 +50,6 @@ def pool_output(pool: ResolvedPool, model: PlatformModel) -> PoolOutput:
 class GpuPlatform(pulumi.ComponentResource):
     """Cluster, GPU pools and what runs inside the cluster for them, composed in dependency order: the GPU
     device plugin, the NVMe cache, one namespace per workload type and the GPU admission policy."""
-
-    cluster: GpuCluster
-    node_pools: dict[str, GpuNodePool]
-    device_plugin: GpuDevicePlugin
-    validation: GpuValidation
-    nvme_cache: NvmeCache
-    admission: GpuAdmissionPolicy
-    workloads: dict[str, GpuWorkloadNamespace]
 
     kubeconfig: pulumi.Output[str]
     """Exec (kubelogin) kubeconfig of the cluster; a secret."""
@@ -80,12 +66,13 @@ class GpuPlatform(pulumi.ComponentResource):
         config = model.config
         sections = platform_sections(config)
         assert model.cluster is not None  # a StackSpec always has one
-        self.cluster = GpuCluster(
+        # The parts, for Python callers (not outputs of the package: other languages see the outputs below).
+        self.cluster: GpuCluster = GpuCluster(
             f"{name}-cluster",
             {"cluster": spec_of(model.cluster), "location": args["location"]},
             opts=pulumi.ResourceOptions(parent=self),
         )
-        self.node_pools = {
+        self.node_pools: dict[str, GpuNodePool] = {
             pool.name: GpuNodePool(
                 f"{name}-{pool.name}",
                 {
@@ -101,12 +88,12 @@ class GpuPlatform(pulumi.ComponentResource):
         }
         pools_ready: list[pulumi.Resource] = list(self.node_pools.values())
         in_cluster = pulumi.ResourceOptions(parent=self, provider=self.cluster.provider)
-        self.device_plugin = GpuDevicePlugin(
+        self.device_plugin: GpuDevicePlugin = GpuDevicePlugin(
             f"{name}-gpu",
             {**sections, "kubeconfig": self.cluster.kubeconfig},
             pulumi.ResourceOptions.merge(in_cluster, pulumi.ResourceOptions(depends_on=pools_ready)),
         )
-        self.validation = GpuValidation(
+        self.validation: GpuValidation = GpuValidation(
             f"{name}-smoke",
             sections,
             # The smoke Jobs need the plugin to advertise the GPU resource first.
@@ -115,7 +102,7 @@ class GpuPlatform(pulumi.ComponentResource):
                 pulumi.ResourceOptions(depends_on=[*self.device_plugin.daemonsets, *self.device_plugin.releases]),
             ),
         )
-        self.nvme_cache = NvmeCache(
+        self.nvme_cache: NvmeCache = NvmeCache(
             f"{name}-nvme",
             {
                 **sections,
@@ -126,13 +113,13 @@ class GpuPlatform(pulumi.ComponentResource):
             opts=pulumi.ResourceOptions.merge(in_cluster, pulumi.ResourceOptions(depends_on=pools_ready)),
         )
         gpu_resources = tuple(sorted({pool.resource.name for pool in model.pools}))
-        self.workloads = {
+        self.workloads: dict[str, GpuWorkloadNamespace] = {
             workload.name: GpuWorkloadNamespace(
                 f"{name}-{workload.name}", namespace_args(workload, gpu_resources), opts=in_cluster
             )
             for workload in model.workloads
         }
-        self.admission = GpuAdmissionPolicy(f"{name}-admission", sections, opts=in_cluster)
+        self.admission: GpuAdmissionPolicy = GpuAdmissionPolicy(f"{name}-admission", sections, opts=in_cluster)
 
         self.kubeconfig = self.cluster.kubeconfig
         self.cluster_name = self.cluster.cluster_name

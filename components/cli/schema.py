@@ -10,10 +10,24 @@ from components.config.schema import stack_file_schema
 
 
 def register(subparsers: Any) -> None:
-    parser = subparsers.add_parser("schema", help="print the JSON Schema of the stack config")
+    parser = subparsers.add_parser(
+        "schema",
+        help="print the JSON Schema of the stack config (or, with --components, the component package schema)",
+    )
+    parser.add_argument(
+        "--components",
+        action="store_true",
+        help="print the package schema Pulumi infers for the public components (what `pulumi package add` builds SDKs from)",
+    )
     parser.set_defaults(handler=run)
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.components:
+        # Imported here: building the component schema loads every component module.
+        from components.package import schema_text
+
+        print(schema_text(), end="")
+        return 0
     print(json.dumps(stack_file_schema(), indent=2, sort_keys=True))
     return 0

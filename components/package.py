@@ -1,0 +1,59 @@
+"""The component package: which components other stacks (any Pulumi language) can use, and the schema
+Pulumi infers for them from their type annotations (``args`` TypedDicts in, ``pulumi.Output`` attributes out)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pulumi
+from pulumi.provider.experimental.analyzer import Analyzer
+from pulumi.provider.experimental.schema import generate_schema
+
+from components import __version__
+from components.azure.cluster import GpuCluster
+from components.azure.node_pool import GpuNodePool
+from components.kube.admission_policy import GpuAdmissionPolicy
+from components.kube.device_plugin import GpuDevicePlugin
+from components.kube.smoke_job import GpuValidation
+from components.kube.workload_namespace import GpuWorkloadNamespace
+from components.platform import GpuPlatform
+from components.storage.nvme_cache import NvmeCache
+
+PACKAGE_NAME = "aks-gpu"
+SCHEMA_FILE = Path(__file__).parent / "schema.json"
+
+PUBLIC_COMPONENTS: list[type[pulumi.ComponentResource]] = [
+    GpuCluster,
+    GpuNodePool,
+    GpuDevicePlugin,
+    GpuWorkloadNamespace,
+    GpuAdmissionPolicy,
+    NvmeCache,
+    GpuValidation,
+    GpuPlatform,
+]
+
+
+def package_version() -> str:
+    return __version__
+
+
+def component_schema(version: str | None = None) -> dict[str, Any]:
+    """The Pulumi package schema of the public components, as ``pulumi package add`` would generate SDKs from."""
+    result = Analyzer(PACKAGE_NAME).analyze(PUBLIC_COMPONENTS)
+    schema = generate_schema(
+        PACKAGE_NAME,
+        version or package_version(),
+        None,
+        result["component_definitions"],
+        result["type_definitions"],
+        sorted(result["dependencies"], key=lambda d: f"{d.name}{d.version}"),
+    )
+    document: dict[str, Any] = schema.to_json()
+    return document
+
+
+def schema_text(version: str | None = None) -> str:
+    return json.dumps(component_schema(version), indent=2, sort_keys=True) + "\n"
