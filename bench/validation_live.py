@@ -14,18 +14,14 @@ Target: 1,000 GPU nodes probed live in under 20 s at the default concurrency.
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable
 from functools import partial
-from pathlib import Path
-from typing import TypeVar
 
 from rich.console import Console
 from rich.table import Table
 
-from components.config import load_stack_file, validate_config
+from bench.common import prod_model, timed
 from components.kube.plugin_targets import PluginTarget, plugin_targets
-from components.model import PlatformModel, resolve
+from components.model import PlatformModel
 from components.validation.checks import run_checks
 from tests.validation.fake_apiserver import FakeApiServer, FakeCluster
 from tests.validation.snapshots import healthy_snapshot
@@ -35,19 +31,6 @@ DEFAULT_CONCURRENCY = 16
 RUNS = ((50, 1), (1_000, DEFAULT_CONCURRENCY), (1_000, 32), (1_000, 64))
 TARGET_NODES = 1_000
 TARGET_SECONDS = 20.0
-T = TypeVar("T")
-
-
-def prod_model() -> PlatformModel:
-    project = Path(__file__).resolve().parents[1]
-    raw = load_stack_file(project / "stacks" / "Pulumi.prod.yaml")
-    return resolve(validate_config(raw, "stacks/Pulumi.prod.yaml").config)
-
-
-def timed(call: Callable[[], T]) -> tuple[T, float]:
-    start = time.perf_counter()
-    value = call()
-    return value, time.perf_counter() - start
 
 
 def cluster(model: PlatformModel, targets: dict[str, PluginTarget], count: int) -> FakeCluster:

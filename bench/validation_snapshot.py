@@ -10,18 +10,14 @@ from __future__ import annotations
 
 import statistics
 import tempfile
-import time
-from collections.abc import Callable
 from functools import partial
-from pathlib import Path
-from typing import TypeVar
 
 from rich.console import Console
 from rich.table import Table
 
-from components.config import load_stack_file, validate_config
+from bench.common import prod_model, timed
 from components.kube.plugin_targets import plugin_targets
-from components.model import PlatformModel, ResolvedPool, resolve
+from components.model import ResolvedPool
 from components.validation.checks import run_checks
 from components.validation.snapshot import read_snapshot, write_snapshot
 from tests.validation.snapshots import DEFAULT_DRIVER, healthy_snapshot, smi_for
@@ -30,19 +26,6 @@ NODE_COUNTS = (100, 1_000, 5_000)
 TARGET_NODES = 1_000
 TARGET_SECONDS = 2.0
 REPEATS = 3
-T = TypeVar("T")
-
-
-def prod_model() -> PlatformModel:
-    project = Path(__file__).resolve().parents[1]
-    raw = load_stack_file(project / "stacks" / "Pulumi.prod.yaml")
-    return resolve(validate_config(raw, "stacks/Pulumi.prod.yaml").config)
-
-
-def timed(call: Callable[[], T]) -> tuple[T, float]:
-    start = time.perf_counter()
-    value = call()
-    return value, time.perf_counter() - start
 
 
 def node_smi(pool: ResolvedPool, index: int) -> str:

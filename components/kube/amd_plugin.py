@@ -21,6 +21,7 @@ from components.kube.node_daemonset import (
     KUBELET_DEVICE_PLUGINS,
     empty_dir_volume,
     host_path_volume,
+    node_access_rbac,
     node_daemonset,
     privileged_security_context,
     resources,
@@ -35,7 +36,6 @@ from components.kube.plugin_targets import (
     AMD_SMI_NAME,
     COMMON_LABELS,
     NAME_LABEL,
-    NAMESPACE,
     app_labels,
     probes_enabled,
 )
@@ -70,27 +70,7 @@ def plugin_daemonset(pools: tuple[ResolvedPool, ...], image: str) -> dict[str, A
 def labeller_rbac() -> list[dict[str, Any]]:
     """The labeller writes labels on its own node: read and update nodes, nothing else."""
     labels = {**COMMON_LABELS, NAME_LABEL: AMD_LABELLER_NAME}
-    return [
-        {
-            "apiVersion": "v1",
-            "kind": "ServiceAccount",
-            "metadata": {"name": AMD_LABELLER_NAME, "namespace": NAMESPACE, "labels": labels},
-            "automountServiceAccountToken": False,
-        },
-        {
-            "apiVersion": "rbac.authorization.k8s.io/v1",
-            "kind": "ClusterRole",
-            "metadata": {"name": LABELLER_CLUSTER_ROLE, "labels": labels},
-            "rules": [{"apiGroups": [""], "resources": ["nodes"], "verbs": ["get", "list", "watch", "update", "patch"]}],
-        },
-        {
-            "apiVersion": "rbac.authorization.k8s.io/v1",
-            "kind": "ClusterRoleBinding",
-            "metadata": {"name": LABELLER_CLUSTER_ROLE, "labels": labels},
-            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": LABELLER_CLUSTER_ROLE},
-            "subjects": [{"kind": "ServiceAccount", "name": AMD_LABELLER_NAME, "namespace": NAMESPACE}],
-        },
-    ]
+    return node_access_rbac(AMD_LABELLER_NAME, LABELLER_CLUSTER_ROLE, labels, ("get", "list", "watch", "update", "patch"))
 
 
 def labeller_daemonset(pools: tuple[ResolvedPool, ...], image: str) -> dict[str, Any]:

@@ -137,3 +137,29 @@ def node_daemonset(
             "template": {"metadata": pod_metadata, "spec": pod_spec},
         },
     }
+
+
+def node_access_rbac(account: str, role: str, labels: Mapping[str, str], verbs: Iterable[str]) -> list[dict[str, Any]]:
+    """A ServiceAccount in the plugin namespace bound to a ClusterRole with ``verbs`` on nodes: what a node
+    agent needs to read (or label) the node it runs on. The token is mounted only where a container asks."""
+    return [
+        {
+            "apiVersion": "v1",
+            "kind": "ServiceAccount",
+            "metadata": {"name": account, "namespace": NAMESPACE, "labels": dict(labels)},
+            "automountServiceAccountToken": False,
+        },
+        {
+            "apiVersion": "rbac.authorization.k8s.io/v1",
+            "kind": "ClusterRole",
+            "metadata": {"name": role, "labels": dict(labels)},
+            "rules": [{"apiGroups": [""], "resources": ["nodes"], "verbs": list(verbs)}],
+        },
+        {
+            "apiVersion": "rbac.authorization.k8s.io/v1",
+            "kind": "ClusterRoleBinding",
+            "metadata": {"name": role, "labels": dict(labels)},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": role},
+            "subjects": [{"kind": "ServiceAccount", "name": account, "namespace": NAMESPACE}],
+        },
+    ]

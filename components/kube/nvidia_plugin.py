@@ -35,6 +35,7 @@ from components.kube.node_daemonset import (
     api_token_volume,
     empty_dir_volume,
     host_path_volume,
+    node_access_rbac,
     node_daemonset,
     resources,
     root_security_context,
@@ -127,27 +128,7 @@ def uses_mig(pools: tuple[ResolvedPool, ...]) -> bool:
 def plugin_rbac() -> list[dict[str, Any]]:
     """The config-manager reads its own node's labels (an informer: list and watch, on one node by name)."""
     labels = {**COMMON_LABELS, NAME_LABEL: NVIDIA_PLUGIN_NAME}
-    return [
-        {
-            "apiVersion": "v1",
-            "kind": "ServiceAccount",
-            "metadata": {"name": SERVICE_ACCOUNT, "namespace": NAMESPACE, "labels": labels},
-            "automountServiceAccountToken": False,
-        },
-        {
-            "apiVersion": "rbac.authorization.k8s.io/v1",
-            "kind": "ClusterRole",
-            "metadata": {"name": CLUSTER_ROLE, "labels": labels},
-            "rules": [{"apiGroups": [""], "resources": ["nodes"], "verbs": ["get", "list", "watch"]}],
-        },
-        {
-            "apiVersion": "rbac.authorization.k8s.io/v1",
-            "kind": "ClusterRoleBinding",
-            "metadata": {"name": CLUSTER_ROLE, "labels": labels},
-            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": CLUSTER_ROLE},
-            "subjects": [{"kind": "ServiceAccount", "name": SERVICE_ACCOUNT, "namespace": NAMESPACE}],
-        },
-    ]
+    return node_access_rbac(SERVICE_ACCOUNT, CLUSTER_ROLE, labels, ("get", "list", "watch"))
 
 
 def config_manager_container(image: str, *, follow: bool) -> dict[str, Any]:
