@@ -8,6 +8,7 @@ import subprocess
 import sys
 from typing import Any, cast
 
+import kubernetes_validate
 import pulumi
 import pulumi_kubernetes as k8s
 import pytest
@@ -678,7 +679,6 @@ STACK_VARIANTS: dict[str, tuple[str, dict[str, Any]]] = {
 @pytest.mark.parametrize("variant", sorted(STACK_VARIANTS))
 @pytest.mark.parametrize("kubernetes", ["1.32.0", "1.33.0", "1.34.0"])
 def test_rendered_manifests_are_valid_kubernetes(variant: str, kubernetes: str, harness: MockHarness) -> None:
-    validator = pytest.importorskip("kubernetes_validate")
     stack, overrides = STACK_VARIANTS[variant]
     model = with_plugin(stack, **overrides) if overrides else stack_model(stack)
     result, _ = run_component(harness, model)
@@ -686,7 +686,7 @@ def test_rendered_manifests_are_valid_kubernetes(variant: str, kubernetes: str, 
     assert manifests
     for file_name, manifest in manifests.items():
         assert manifest["metadata"]["name"], file_name
-        validator.validate(manifest, kubernetes, strict=True)
+        kubernetes_validate.validate(manifest, kubernetes, strict=True)
 
 
 @pytest.mark.parametrize("stack", STACK_NAMES)
