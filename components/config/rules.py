@@ -15,6 +15,8 @@ from components.config.models import GpuPoolConfig, PlatformConfig, StackConfig
 from components.config.problems import Problem
 
 P = "aks-gpu"
+RESERVED_LABEL_PREFIXES = ("aks-gpu/", "kubernetes.azure.com/")
+RESERVED_LABELS = frozenset({"accelerator", "nvidia.com/device-plugin.config", "acstor.azure.com/io-engine"})
 
 
 def check_rules(config: PlatformConfig, catalog: Catalog) -> list[Problem]:
@@ -178,6 +180,14 @@ def _pool_rules(pool: GpuPoolConfig, path: str, config: PlatformConfig, catalog:
                     "extensionAutoUpgrade: false",
                 )
             )
+    # Labels and taints the platform sets itself: a user value would break pool placement, the device
+    # plugin's per-pool config or the vendor taint every GPU pod must tolerate.
+    for key in pool.labels:
+        if key.startswith(RESERVED_LABEL_PREFIXES) or key in RESERVED_LABELS:
+            problems.append(Problem(f"{path}.labels", f"{key!r} is set by aks-gpu itself; choose another label key"))
+    for index, taint in enumerate(pool.taints):
+        if taint.split("=", 1)[0] in ("nvidia.com/gpu", "amd.com/gpu", "kubernetes.azure.com/scalesetpriority"):
+            problems.append(Problem(f"{path}.taints[{index}]", f"{taint!r} uses a key aks-gpu or AKS sets itself"))
     if pool.spot and pool.spot_eviction_policy == "Deallocate":
         problems.append(
             Problem(f"{path}.spotEvictionPolicy", "Deallocate keeps evicted GPU VMs counting against quota", "warning")

@@ -196,3 +196,14 @@ def test_structured_values_from_pulumi_arrive_as_json_text() -> None:
 
     raw = {key: (json.dumps(value) if not isinstance(value, str) else value) for key, value in minimal_raw().items()}
     assert validate_config(raw, SOURCE).config.workloads[0].gpu_quota == 2
+
+
+@pytest.mark.parametrize("label", ["aks-gpu/pool", "nvidia.com/device-plugin.config", "accelerator", "kubernetes.azure.com/mode"])
+def test_labels_the_platform_sets_are_refused(label: str) -> None:
+    [message] = errors_of(minimal_raw(**{"aks-gpu:gpuPools": [pool(labels={label: "x"})]}))
+    assert f"aks-gpu:gpuPools[0].labels: '{label}' is set by aks-gpu itself" in message
+
+
+def test_a_user_taint_on_the_vendor_key_is_refused() -> None:
+    [message] = errors_of(minimal_raw(**{"aks-gpu:gpuPools": [pool(taints=["nvidia.com/gpu=true:NoSchedule"])]}))
+    assert "aks-gpu:gpuPools[0].taints[0]" in message
