@@ -4,8 +4,10 @@ VENV := .venv
 BIN := $(VENV)/bin
 STACK ?= dev
 STAMP := $(VENV)/.installed
+CHECKOV_VENV := .venv-checkov
+CHECKOV_STAMP := $(CHECKOV_VENV)/.installed
 
-.PHONY: plan test lint typecheck unit up preview bench schema clean
+.PHONY: plan test lint typecheck unit up preview bench schema checkov-venv clean
 
 # The venv is rebuilt whenever requirements.txt or pyproject.toml change.
 $(STAMP): requirements.txt pyproject.toml
@@ -14,6 +16,15 @@ $(STAMP): requirements.txt pyproject.toml
 	$(BIN)/python -m pip install --quiet -r requirements.txt
 	$(BIN)/python -m pip install --quiet --no-deps -e .
 	touch $(STAMP)
+
+# checkov scans the rendered manifests in the tests; it cannot share the project's venv (see requirements-checkov.txt).
+$(CHECKOV_STAMP): requirements-checkov.txt
+	test -x $(CHECKOV_VENV)/bin/python || $(PYTHON) -m venv $(CHECKOV_VENV)
+	$(CHECKOV_VENV)/bin/python -m pip install --quiet --upgrade pip
+	$(CHECKOV_VENV)/bin/python -m pip install --quiet -r requirements-checkov.txt
+	touch $(CHECKOV_STAMP)
+
+checkov-venv: $(CHECKOV_STAMP)
 
 plan: $(STAMP)
 	$(BIN)/aksgpu plan --stack $(STACK)
@@ -26,11 +37,12 @@ lint: $(STAMP)
 typecheck: $(STAMP)
 	$(BIN)/mypy
 
-unit: $(STAMP)
+unit: $(STAMP) $(CHECKOV_STAMP)
 	$(BIN)/python -m pytest
 
 schema: $(STAMP)
 	$(BIN)/aksgpu schema > stacks/stack-config.schema.json
+	$(BIN)/aksgpu schema --components > components/schema.json
 
 bench: $(STAMP)
 	$(BIN)/python -m bench
