@@ -3,7 +3,7 @@
 ``schedulable_resource`` is the one function quotas, admission and validation use; this walks
 ``components/data/gpu_catalog.yaml`` and checks every size x profile x strategy against an independent
 transcription of the NVIDIA MIG user guide ("Supported MIG Profiles"):
-https://docs.nvidia.com/datacenter/tesla/mig-user-guide/index.html#supported-mig-profiles
+https://docs.nvidia.com/datacenter/tesla/mig-user-guide/supported-mig-profiles.html
 """
 
 from __future__ import annotations
