@@ -230,7 +230,9 @@ class DuplicateUrnError(RuntimeError):
     """Two resources registered under one URN: Pulumi would refuse the program at deploy time."""
 
 
-def run_program(project_dir: Path, stack: str, raw_config: Mapping[str, Any], project: str = "aks-gpu") -> PlanResult:
+def run_program(
+    project_dir: Path, stack: str, raw_config: Mapping[str, Any], project: str = "aks-gpu", mocks: Mocks | None = None
+) -> PlanResult:
     """Run ``project_dir/__main__.py`` for ``stack`` under the mock engine and return what it registered."""
     main = project_dir / "__main__.py"
     added_path = str(project_dir.resolve())
@@ -242,14 +244,19 @@ def run_program(project_dir: Path, stack: str, raw_config: Mapping[str, Any], pr
         finally:
             sys.path.remove(added_path)
 
-    return run_mocked(program, stack, raw_config, project)
+    return run_mocked(program, stack, raw_config, project, mocks)
 
 
 def run_mocked(
-    program: Callable[[], object], stack: str, raw_config: Mapping[str, Any] | None = None, project: str = "aks-gpu"
+    program: Callable[[], object],
+    stack: str,
+    raw_config: Mapping[str, Any] | None = None,
+    project: str = "aks-gpu",
+    mocks: Mocks | None = None,
 ) -> PlanResult:
-    """Run ``program`` (which registers resources) under fresh mocks and a fresh event loop."""
-    monitor = RecordingMonitor(PlanMocks())
+    """Run ``program`` (which registers resources) under fresh mocks (``PlanMocks`` unless given) and a fresh
+    event loop."""
+    monitor = RecordingMonitor(mocks or PlanMocks())
     warnings: list[str] = []
     logger = logging.getLogger(f"aks-gpu.plan.{stack}")
     logger.propagate = False
@@ -278,6 +285,9 @@ def _run_in_context(
     loop = asyncio.new_event_loop()
     asyncio.set_event_loop(loop)
     try:
+        # The runtime's set of pending outputs outlives a run; a run that failed midway would leave outputs of
+        # its closed event loop there for the next run to await.
+        pulumi.runtime.settings.SETTINGS.outputs = set()
         pulumi.runtime.set_all_config(_config_values(raw_config))
         pulumi.runtime.set_mocks(monitor.mocks, project=project, stack=stack, preview=False, monitor=monitor, logger=logger)
         _sync_await(run_pulumi_func(lambda: _discard(program())))

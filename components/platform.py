@@ -29,6 +29,8 @@ class PoolOutput(TypedDict):
     resource_count_per_node: int
     """How many of it one node advertises (0 when the pool's GPU count is unknown)."""
     vm_size: str
+    workload: str
+    """The workload type the pool serves (a team namespace of this type may use it)."""
     mig_profile: NotRequired[str]
     mig_strategy: NotRequired[str]
 
@@ -40,6 +42,7 @@ def pool_output(pool: ResolvedPool, model: PlatformModel) -> PoolOutput:
         "resource_name": pool.resource.name,
         "resource_count_per_node": pool.resource.count_per_node or 0,
         "vm_size": pool.config.vm_size,
+        "workload": pool.workload,
     }
     if pool.mig_profile:
         output["mig_profile"] = pool.mig_profile

@@ -1,0 +1,145 @@
+"""An application team's stack on the aks-gpu platform: the team's own GPU namespace and a training Job.
+
+The platform stack (this repository's ``__main__.py``) owns the cluster, the GPU pools, the device plugin and the
+admission policy, and exports what other stacks need to use them. This stack reads those outputs through a
+``StackReference`` and places everything from them: no taint, label or GPU resource name is written here, so a
+platform change (a MIG profile, a new taint, a spot pool) reaches the Job on the next ``pulumi up``.
+
+Config (``Pulumi.<stack>.yaml``; only ``platformStack`` is required):
+  platformStack  the platform stack, ``<org>/<project>/<stack>``
+  gpuPool        the platform's GPU pool to train on: a key of its ``pools`` output (default ``train``)
+  workloadType   the namespace's workload type, the ``workload`` of that pool (default ``training``)
+  namespace      the team's namespace (default ``team-vision``)
+  gpuQuota       GPUs the namespace may hold in all (default 8)
+  gpus           GPUs of the training Job (default: all of one node; a pod cannot span nodes)
+  image          the training image (default: NGC PyTorch)
+"""
+
+from typing import NotRequired, TypedDict, cast
+
+import pulumi
+import pulumi_kubernetes as k8s
+
+from components.kube.workload_manifests import TolerationSpec
+from components.kube.workload_namespace import GpuWorkloadNamespace
+
+# NGC's PyTorch image (CUDA, NCCL, PyTorch); pin the month you validated.
+# https://docs.nvidia.com/deeplearning/frameworks/pytorch-release-notes/rel-25-04.html
+DEFAULT_IMAGE = "nvcr.io/nvidia/pytorch:25.04-py3"
+JOB_NAME = "train"
+# pulumi-kubernetes waits for a Job to complete, and fails the update after 10 minutes; a training run is
+# longer, so `pulumi up` returns once the Job is created. https://github.com/pulumi/pulumi-kubernetes/pull/417
+# https://www.pulumi.com/registry/packages/kubernetes/api-docs/batch/v1/job/
+SKIP_AWAIT = {"pulumi.com/skipAwait": "true"}
+
+
+class PlatformPool(TypedDict):
+    """One entry of the platform stack's ``pools`` output."""
+
+    nodeSelector: dict[str, str]
+    tolerations: list[TolerationSpec]
+    resourceName: str
+    resourceCountPerNode: int
+    vmSize: str
+    migProfile: NotRequired[str]
+    migStrategy: NotRequired[str]
+
+
+def pool_named(pools: dict[str, PlatformPool], name: str) -> PlatformPool:
+    if name not in pools:
+        raise ValueError(f"the platform stack has no GPU pool {name!r}; its pools: {', '.join(sorted(pools))}")
+    return pools[name]
+
+
+def job_gpus(pool: PlatformPool, wanted: int | None, quota: int) -> int:
+    """The Job's GPU count: ``wanted``, or every GPU of one node. It must fit one node and the namespace quota,
+    or the pod would never schedule (or never be created)."""
+    per_node = int(pool["resourceCountPerNode"])  # JSON numbers come back from a StackReference as floats
+    gpus = wanted if wanted is not None else per_node
+    if gpus < 1 or (per_node and gpus > per_node) or gpus > quota:
+        raise ValueError(
+            f"gpus is {gpus}: set it between 1 and the smaller of one node's {per_node or '(unknown)'} "
+            f"{pool['resourceName']} and the namespace's gpuQuota {quota}"
+        )
+    return gpus
+
+
+config = pulumi.Config()
+platform = pulumi.StackReference("platform", config.require("platformStack"))
+pool_name = config.get("gpuPool") or "train"
+configured_quota = config.get_int("gpuQuota")
+gpu_quota = 8 if configured_quota is None else configured_quota
+wanted_gpus = config.get_int("gpus")
+
+pools = platform.require_output("pools")
+pool: pulumi.Output[PlatformPool] = pools.apply(lambda found: pool_named(found, pool_name))
+gpu_resources = pulumi.Output.all(pool, pool.apply(lambda p: job_gpus(p, wanted_gpus, gpu_quota))).apply(
+    lambda v: {v[0]["resourceName"]: str(v[1])}
+)
+
+# The kubeconfig output is a secret in the platform stack, and stays one here.
+provider = k8s.Provider("platform-cluster", kubeconfig=platform.require_output("kubeconfig"))
+
+team = GpuWorkloadNamespace(
+    "team",
+    {
+        "workload": {
+            "name": config.get("namespace") or "team-vision",
+            "type": config.get("workloadType") or "training",
+            "gpu_quota": gpu_quota,
+            "pod_security": "restricted",
+        },
+        "resource_name": pool.apply(lambda p: p["resourceName"]),
+        "node_selector": pool.apply(lambda p: p["nodeSelector"]),
+        "tolerations": pool.apply(lambda p: p["tolerations"]),
+        # The platform's other GPU resources are capped at zero in the team's quota.
+        "other_gpu_resources": pools.apply(lambda found: sorted({p["resourceName"] for p in found.values()})),
+    },
+    pulumi.ResourceOptions(provider=provider),
+)
+
+# The Kubernetes SDK's typed dicts: snake_case keys, sent to the cluster in camelCase.
+pod_spec: k8s.core.v1.PodSpecArgsDict = {
+    "restart_policy": "Never",
+    "node_selector": pool.apply(lambda p: p["nodeSelector"]),
+    # Kubernetes' own toleration fields (key, operator, value, effect), as the SDK's type names them.
+    "tolerations": pool.apply(lambda p: cast(list[k8s.core.v1.TolerationArgsDict], p["tolerations"])),
+    "automount_service_account_token": False,
+    "security_context": {"run_as_non_root": True, "run_as_user": 1000, "seccomp_profile": {"type": "RuntimeDefault"}},
+    "containers": [
+        {
+            "name": "train",
+            "image": config.get("image") or DEFAULT_IMAGE,
+            "command": ["python", "-c", "import torch; print(torch.cuda.device_count(), 'GPUs visible')"],
+            # The admission policy wants a GPU request equal to its limit (GPUs are never overcommitted).
+            "resources": {"limits": gpu_resources, "requests": gpu_resources},
+            "security_context": {
+                "allow_privilege_escalation": False,
+                "read_only_root_filesystem": True,
+                "capabilities": {"drop": ["ALL"]},
+            },
+            "volume_mounts": [{"name": "tmp", "mount_path": "/tmp"}, {"name": "dshm", "mount_path": "/dev/shm"}],
+        }
+    ],
+    # NCCL and PyTorch data loaders share memory through /dev/shm, which container runtimes keep small (64Mi):
+    # a memory-backed emptyDir gives it room. https://kubernetes.io/docs/concepts/storage/volumes/#emptydir
+    "volumes": [
+        {"name": "tmp", "empty_dir": {}},
+        {"name": "dshm", "empty_dir": {"medium": "Memory", "size_limit": "64Gi"}},
+    ],
+}
+
+job = k8s.batch.v1.Job(
+    "train",
+    metadata={"name": JOB_NAME, "namespace": team.namespace_name, "labels": {"app": JOB_NAME}, "annotations": SKIP_AWAIT},
+    spec={
+        "backoff_limit": 2,
+        "active_deadline_seconds": 24 * 3600,
+        "template": {"metadata": {"labels": {"app": JOB_NAME}}, "spec": pod_spec},
+    },
+    # After the namespace and its quota: a pod created before its quota is not counted against it.
+    opts=pulumi.ResourceOptions(provider=provider, depends_on=[team]),
+)
+
+pulumi.export("namespace", team.namespace_name)
+pulumi.export("jobName", job.metadata.apply(lambda meta: meta.name))
