@@ -33,16 +33,6 @@ DRIVER_NOT_LOADED = "60_error_nvidia-smi_failed_gpu-operator_driver_pod.txt"
 
 
 @pytest.fixture(scope="module")
-def model() -> PlatformModel:
-    return stack_model("prod")
-
-
-@pytest.fixture(scope="module")
-def targets(model: PlatformModel) -> dict[str, PluginTarget]:
-    return plugin_targets(model)
-
-
-@pytest.fixture(scope="module")
 def healthy(model: PlatformModel, targets: dict[str, PluginTarget]) -> ClusterSnapshot:
     return healthy_snapshot(model, targets, {"train": 2, "infer": 2})
 
@@ -158,7 +148,7 @@ def build_hook(harness: MockHarness, model, targets, mode, collector, kubeconfig
 def hook_args() -> pulumi.ResourceHookArgs:
     return pulumi.ResourceHookArgs(
         urn="urn:pulumi:prod::aks-gpu::kubernetes:apps/v1:DaemonSet::prod-plugin-train",
-        id="gpu-resources/nvidia-device-plugin-train",
+        id="gpu-resources/nvidia-device-plugin-daemonset",
         name="prod-plugin-train",
         type="kubernetes:apps/v1:DaemonSet",
         new_inputs={},

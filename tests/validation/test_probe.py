@@ -13,27 +13,16 @@ from typing import Any
 
 import pytest
 
-from components.kube.plugin_targets import PluginTarget, plugin_targets
+from components.kube.plugin_targets import PluginTarget
 from components.model import PlatformModel
 from components.validation import probe
 from components.validation.checks import run_checks
 from components.validation.probe import ProbeError, collect_snapshot, exit_note, is_transient, pool_selector
 from components.validation.snapshot import ClusterSnapshot
-from tests.conftest import stack_model
 from tests.validation.fake_apiserver import ExecBehaviour, FakeApiServer, FakeCluster
 from tests.validation.snapshots import edited, fixture_text, healthy_snapshot, node_name, pods_on, set_not_ready, without
 
 FAST: dict[str, Any] = {"timeout_s": 5.0, "retries": 2, "backoff_s": 0.01}
-
-
-@pytest.fixture(scope="module")
-def model() -> PlatformModel:
-    return stack_model("prod")
-
-
-@pytest.fixture(scope="module")
-def targets(model: PlatformModel) -> dict[str, PluginTarget]:
-    return plugin_targets(model)
 
 
 @pytest.fixture(scope="module")
