@@ -64,15 +64,16 @@ class GpuPlatform(pulumi.ComponentResource):
     """The workload namespaces."""
 
     def __init__(self, name: str, args: StackSpec, opts: pulumi.ResourceOptions | None = None) -> None:
-        super().__init__("aks-gpu:index:GpuPlatform", name, None, opts)
         model = stack_model(args, f"GpuPlatform {name}")
-        config = model.config
-        sections = platform_sections(config)
-        assert model.cluster is not None  # a StackSpec always has one
+        super().__init__("aks-gpu:index:GpuPlatform", name, None, opts)
+        cluster = model.cluster
+        if cluster is None:  # stack_model validated a StackConfig: it always has one
+            raise TypeError("a stack model without a cluster")
+        sections = platform_sections(model.config)
         # The parts, for Python callers (not outputs of the package: other languages see the outputs below).
         self.cluster: GpuCluster = GpuCluster(
             f"{name}-cluster",
-            {"cluster": spec_of(model.cluster), "location": args["location"]},
+            {"cluster": spec_of(cluster), "location": args["location"]},
             opts=pulumi.ResourceOptions(parent=self),
         )
         self.node_pools: dict[str, GpuNodePool] = {

@@ -51,8 +51,8 @@ class GpuCluster(pulumi.ComponentResource):
     provider: k8s.Provider
 
     def __init__(self, name: str, args: GpuClusterArgs, opts: pulumi.ResourceOptions | None = None) -> None:
-        super().__init__("aks-gpu:index:GpuCluster", name, None, opts)
         spec = validated(ClusterConfig, args["cluster"], f"GpuCluster {name}")
+        super().__init__("aks-gpu:index:GpuCluster", name, None, opts)
         child = pulumi.ResourceOptions(parent=self)
 
         if spec.existing:

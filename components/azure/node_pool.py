@@ -77,13 +77,13 @@ class GpuNodePool(pulumi.ComponentResource):
     resource_count_per_node: pulumi.Output[int | None]
 
     def __init__(self, name: str, args: GpuNodePoolArgs, opts: pulumi.ResourceOptions | None = None) -> None:
-        super().__init__("aks-gpu:index:GpuNodePool", name, None, opts)
         sections = {
             "gpu_pools": [args["pool"]],
             "device_plugin": args.get("device_plugin", {}),
             "storage": args.get("storage", {}),
         }
         [pool] = platform_model(sections, f"GpuNodePool {name}").pools
+        super().__init__("aks-gpu:index:GpuNodePool", name, None, opts)
         containerservice.AgentPool(
             f"{name}-pool",
             resource_group_name=args["resource_group_name"],
