@@ -34,7 +34,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 from components.kube.plugin_targets import PluginTarget
 from components.model import POOL_LABEL, PlatformModel, ResolvedPool
@@ -52,16 +52,8 @@ CheckId = Literal[
     "gpu-count",
     "mig-mode",
 ]
-# The order results are listed in for each node: from "is the plugin there" down to MIG details.
-CHECK_IDS: tuple[CheckId, ...] = (
-    "device-plugin-ready",
-    "gpu-schedulable",
-    "smi-error",
-    "driver-version",
-    "driver-consistency",
-    "gpu-count",
-    "mig-mode",
-)
+# The order results are listed in for each node (CheckId's order): from "is the plugin there" to MIG details.
+CHECK_IDS: tuple[CheckId, ...] = get_args(CheckId)
 _NAMES_SHOWN = 3  # node names listed in a pool-wide message before "+N more"
 
 

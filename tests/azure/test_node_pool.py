@@ -77,19 +77,27 @@ def test_dev_spot_pool(harness: MockHarness) -> None:
     assert {"key": "nvidia.com/gpu", "operator": "Equal", "value": "present", "effect": "NoSchedule"} in tolerations
 
 
-def test_user_taints_and_labels_are_added_to_the_vendor_ones(harness: MockHarness) -> None:
-    pool = {
+def a100_pool(**fields: Any) -> dict[str, Any]:
+    """One NC24ads_A100_v4 training pool, with the fields a test changes."""
+    return {
         "name": "gpu",
         "vendor": "nvidia",
         "vmSize": "Standard_NC24ads_A100_v4",
         "workload": "training",
         "maxCount": 2,
-        "taints": ["team=vision:NoSchedule"],
-        "labels": {"cost-center": "ml"},
-        "zones": ["1"],
-        "osSku": "AzureLinux",
-        "osDiskType": "Ephemeral",
-    }
+    } | fields
+
+
+def test_user_taints_and_labels_are_added_to_the_vendor_ones(harness: MockHarness) -> None:
+    pool = a100_pool(
+        **{
+            "taints": ["team=vision:NoSchedule"],
+            "labels": {"cost-center": "ml"},
+            "zones": ["1"],
+            "osSku": "AzureLinux",
+            "osDiskType": "Ephemeral",
+        }
+    )
     result = harness.run_stack("test", minimal_raw(**{"aks-gpu:gpuPools": [pool]}))
     inputs = pools(result)["gpu"].inputs
     assert inputs["nodeTaints"] == ["nvidia.com/gpu=present:NoSchedule", "team=vision:NoSchedule"]
@@ -101,14 +109,7 @@ def test_user_taints_and_labels_are_added_to_the_vendor_ones(harness: MockHarnes
 
 
 def test_fixed_size_pool_has_a_count_and_no_ignore(harness: MockHarness) -> None:
-    pool = {
-        "name": "gpu",
-        "vendor": "nvidia",
-        "vmSize": "Standard_NC24ads_A100_v4",
-        "workload": "training",
-        "autoscaling": False,
-        "count": 2,
-    }
+    pool = a100_pool(autoscaling=False, count=2)
     record = pools(harness.run_stack("test", minimal_raw(**{"aks-gpu:gpuPools": [pool]})))["gpu"]
     assert record.inputs["enableAutoScaling"] is False and record.inputs["count"] == 2
     assert "minCount" not in record.inputs and record.options["ignoreChanges"] == []
@@ -141,14 +142,7 @@ def test_pool_outputs_name_the_schedulable_resource(harness: MockHarness) -> Non
 
 
 def test_mixed_strategy_exposes_the_mig_resource(harness: MockHarness) -> None:
-    pool = {
-        "name": "gpu",
-        "vendor": "nvidia",
-        "vmSize": "Standard_NC24ads_A100_v4",
-        "workload": "training",
-        "maxCount": 2,
-        "migProfile": "MIG1g",
-    }
+    pool = a100_pool(migProfile="MIG1g")
     raw = minimal_raw(**{"aks-gpu:gpuPools": [pool], "aks-gpu:devicePlugin": {"migStrategy": "mixed"}})
     outputs = harness.run_stack("test", raw).outputs["pools"]["gpu"]
     assert outputs["resourceName"] == "nvidia.com/mig-1g.10gb" and outputs["resourceCountPerNode"] == 7
