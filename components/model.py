@@ -23,6 +23,9 @@ POOL_LABEL = "aks-gpu/pool"
 WORKLOAD_LABEL = "aks-gpu/workload"
 ACCELERATOR_LABEL = "accelerator"
 GPU_TAINT_VALUE = "present"
+# Every Kubernetes object the toolkit creates carries these, so `kubectl get -l app.kubernetes.io/part-of=aks-gpu`
+# lists them all.
+COMMON_LABELS = {"app.kubernetes.io/part-of": "aks-gpu", "app.kubernetes.io/managed-by": "pulumi"}
 
 
 def vendor_resource(vendor: Vendor) -> str:

@@ -29,6 +29,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from components.model import (
+    COMMON_LABELS,
     GPU_TAINT_VALUE,
     POOL_LABEL,
     WORKLOAD_LABEL,
@@ -43,7 +44,6 @@ Manifest = dict[str, Any]
 API_VERSION = "admissionregistration.k8s.io/v1"
 POLICY_NAME = "aks-gpu-gpu-placement"
 BINDING_NAME = "aks-gpu-gpu-placement"
-LABELS = {"app.kubernetes.io/managed-by": "pulumi", "app.kubernetes.io/part-of": "aks-gpu"}
 # Set by the API server on every namespace (GA since 1.22).
 # https://kubernetes.io/docs/reference/labels-annotations-taints/#kubernetes-io-metadata-name
 NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"
@@ -369,7 +369,7 @@ def policy_manifest(model: PlatformModel) -> Manifest:
     return {
         "apiVersion": API_VERSION,
         "kind": "ValidatingAdmissionPolicy",
-        "metadata": {"name": POLICY_NAME, "labels": dict(LABELS)},
+        "metadata": {"name": POLICY_NAME, "labels": dict(COMMON_LABELS)},
         "spec": spec,
     }
 
@@ -378,7 +378,7 @@ def binding_manifest(model: PlatformModel) -> Manifest:
     return {
         "apiVersion": API_VERSION,
         "kind": "ValidatingAdmissionPolicyBinding",
-        "metadata": {"name": BINDING_NAME, "labels": dict(LABELS)},
+        "metadata": {"name": BINDING_NAME, "labels": dict(COMMON_LABELS)},
         "spec": {"policyName": POLICY_NAME, "validationActions": list(model.config.admission.validation_actions)},
     }
 

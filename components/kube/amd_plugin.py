@@ -34,12 +34,11 @@ from components.kube.plugin_targets import (
     AMD_PLUGIN_NAME,
     AMD_SMI_CONTAINER,
     AMD_SMI_NAME,
-    COMMON_LABELS,
     NAME_LABEL,
     app_labels,
     probes_enabled,
 )
-from components.model import PlatformModel, ResolvedPool
+from components.model import COMMON_LABELS, PlatformModel, ResolvedPool
 
 LABELLER_CLUSTER_ROLE = "aks-gpu-amdgpu-node-labeller"
 

@@ -18,8 +18,8 @@ from components.kube.amd_plugin import amd_manifests
 from components.kube.gpu_operator import NVIDIA_RELEASE, ReleaseSpec, operator_releases
 from components.kube.nvidia_plugin import nvidia_manifests
 from components.kube.plugin_pins import resolve_pins
-from components.kube.plugin_targets import COMMON_LABELS, NAMESPACE, PluginTarget, plugin_targets
-from components.model import PlatformModel
+from components.kube.plugin_targets import NAMESPACE, PluginTarget, plugin_targets
+from components.model import COMMON_LABELS, PlatformModel
 from components.specs import PlatformSpec
 from components.validation.hooks import pools_validated_by, pools_validated_by_release, validation_hooks
 

@@ -10,8 +10,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from components.kube.plugin_targets import COMMON_LABELS, NAMESPACE, node_affinity_for, tolerations_for
-from components.model import ResolvedPool
+from components.kube.plugin_targets import NAMESPACE, node_affinity_for, tolerations_for
+from components.model import COMMON_LABELS, ResolvedPool
 
 # Where the kubelet serves its device plugin registration socket (and where plugins put theirs):
 # https://kubernetes.io/docs/concepts/extend-kubernetes/compute-storage-net/device-plugins/#device-plugin-registration

@@ -42,7 +42,6 @@ from components.kube.node_daemonset import (
 )
 from components.kube.plugin_node_labels import DEVICE_PLUGIN_CONFIG_LABEL, plugin_config_name
 from components.kube.plugin_targets import (
-    COMMON_LABELS,
     NAME_LABEL,
     NAMESPACE,
     NVIDIA_PLUGIN_CONTAINER,
@@ -50,7 +49,7 @@ from components.kube.plugin_targets import (
     NVIDIA_PLUGIN_NAME,
     app_labels,
 )
-from components.model import PlatformModel, ResolvedPool, vendor_resource
+from components.model import COMMON_LABELS, PlatformModel, ResolvedPool, vendor_resource
 
 CONFIG_MAP_NAME = "nvidia-device-plugin-config"
 SERVICE_ACCOUNT = NVIDIA_PLUGIN_NAME

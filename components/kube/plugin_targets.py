@@ -29,7 +29,6 @@ Mode = Literal["daemonset", "gpu-operator"]
 NAMESPACE = "gpu-resources"
 
 NAME_LABEL = "app.kubernetes.io/name"
-COMMON_LABELS = {"app.kubernetes.io/part-of": "aks-gpu", "app.kubernetes.io/managed-by": "pulumi"}
 
 # Per agent: the app name its pods are labelled (and selected) by, its DaemonSet's name, its main container.
 NVIDIA_PLUGIN_NAME = "nvidia-device-plugin"

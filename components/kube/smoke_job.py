@@ -25,8 +25,8 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from components.args import platform_model
-from components.kube.plugin_targets import COMMON_LABELS, NAME_LABEL, NAMESPACE
-from components.model import POOL_LABEL, PlatformModel, ResolvedPool
+from components.kube.plugin_targets import NAME_LABEL, NAMESPACE
+from components.model import COMMON_LABELS, POOL_LABEL, PlatformModel, ResolvedPool
 from components.specs import PlatformSpec
 from components.validation.smi import smi_command
 

@@ -16,13 +16,12 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, NotRequired, TypedDict
 
 from components.config.models import EgressRule, IngressFrom, WorkloadConfig
-from components.model import WORKLOAD_LABEL
+from components.model import COMMON_LABELS, WORKLOAD_LABEL
 
 Manifest = dict[str, Any]
 
 # The label the AKS GPU best-practices article puts on its per-team namespaces.
 ARTICLE_WORKLOAD_LABEL = "workload"
-COMMON_LABELS = {"app.kubernetes.io/managed-by": "pulumi", "app.kubernetes.io/part-of": "aks-gpu"}
 # https://kubernetes.io/docs/concepts/security/pod-security-admission/#pod-security-admission-labels-for-namespaces
 PSA_PREFIX = "pod-security.kubernetes.io"
 # Warn and audit one level above a baseline enforce, as Kubernetes suggests, so teams see what `restricted`
