@@ -15,7 +15,11 @@ from components.plan import PlanResult, run_mocked, run_program
 
 PROJECT_DIR = Path(__file__).resolve().parents[1]
 STACKS_DIR = PROJECT_DIR / "stacks"
-SHARED_DIR = PROJECT_DIR.parent / "shared"
+# Real outputs published by others, copied into the repository with their sources (each folder's SOURCES.md):
+# a clone must pass on its own, with nothing beside it.
+FIXTURES_DIR = PROJECT_DIR / "tests" / "fixtures"
+SMI_FIXTURES_DIR = FIXTURES_DIR / "smi"
+HEALTH_FIXTURES_DIR = FIXTURES_DIR / "health"
 STACK_NAMES = sorted(p.name.removeprefix("Pulumi.").removesuffix(".yaml") for p in STACKS_DIR.glob("Pulumi.*.yaml"))
 
 

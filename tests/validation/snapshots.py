@@ -16,16 +16,14 @@ import json
 import zlib
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import replace
-from pathlib import Path
 from typing import Any
 
 from components.kube.plugin_targets import PluginTarget
 from components.model import PlatformModel, ResolvedPool
 from components.validation.snapshot import ClusterSnapshot
+from tests.conftest import SMI_FIXTURES_DIR
 
-FIXTURES_DIR = Path(__file__).resolve().parents[3] / "shared" / "fixtures" / "smi"
-
-# VM size -> a real output of that size's SMI command (shared/fixtures/smi/SOURCES.md says where from).
+# VM size -> a real output of that size's SMI command (tests/fixtures/smi/SOURCES.md says where from).
 REAL_SMI = {
     "Standard_ND96isr_H100_v5": "02_nvidia-smi_table_8xh100_565.57.01.txt",  # 8x H100 80GB, 565.57.01, MIG off
     "Standard_ND96isr_MI300X_v5": "50_amd-smi_default_8xmi300x_rocm7.0.0.txt",  # 8x MI300X, amdgpu 6.12.12
@@ -44,8 +42,7 @@ DEFAULT_DRIVER = ("565.57.01", "12.7")
 
 
 def fixture_text(name: str) -> str:
-    assert FIXTURES_DIR.is_dir(), f"SMI fixtures not found at {FIXTURES_DIR}: is shared/ checked out beside the repo?"
-    return (FIXTURES_DIR / name).read_text(encoding="utf-8")
+    return (SMI_FIXTURES_DIR / name).read_text(encoding="utf-8")
 
 
 # ---------------------------------------------------------------- nvidia-smi, generated

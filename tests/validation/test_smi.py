@@ -1,10 +1,9 @@
-"""``components.validation.smi``: the real outputs in shared/fixtures/smi, then the edge cases around them."""
+"""``components.validation.smi``: the real outputs in tests/fixtures/smi, then the edge cases around them."""
 
 from __future__ import annotations
 
 import json
 from collections import Counter
-from pathlib import Path
 from typing import Literal
 
 import pytest
@@ -20,18 +19,11 @@ from components.validation.smi import (
     parse_smi,
     smi_command,
 )
-
-
-def fixtures_dir() -> Path:
-    # The shared/ checkout sits beside the repository, here and in CI. A missing folder is a broken
-    # checkout, so it fails every fixture test instead of skipping them.
-    directory = Path(__file__).resolve().parents[3] / "shared" / "fixtures" / "smi"
-    assert directory.is_dir(), f"SMI fixtures not found at {directory}: is shared/ checked out beside the repo?"
-    return directory
+from tests.conftest import SMI_FIXTURES_DIR
 
 
 def fixture_text(name: str) -> str:
-    return (fixtures_dir() / name).read_text(encoding="utf-8")
+    return (SMI_FIXTURES_DIR / name).read_text(encoding="utf-8")
 
 
 def summary(report: SmiReport) -> dict[str, object]:
@@ -119,7 +111,7 @@ FIXTURES = {
 
 
 def test_every_fixture_has_expectations() -> None:
-    on_disk = {path.name for path in fixtures_dir().glob("*.txt")}
+    on_disk = {path.name for path in SMI_FIXTURES_DIR.glob("*.txt")}
     assert on_disk == set(FIXTURES), "a fixture was added or removed: write down what it shows"
 
 

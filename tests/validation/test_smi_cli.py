@@ -10,12 +10,11 @@ from pathlib import Path
 import pytest
 
 from components.cli import smi
+from tests.conftest import SMI_FIXTURES_DIR
 
 
 def fixture_path(name: str) -> Path:
-    directory = Path(__file__).resolve().parents[3] / "shared" / "fixtures" / "smi"
-    assert directory.is_dir(), f"SMI fixtures not found at {directory}: is shared/ checked out beside the repo?"
-    return directory / name
+    return SMI_FIXTURES_DIR / name
 
 
 def run(argv: list[str]) -> int:
