@@ -144,8 +144,8 @@ def print_report(stack: str, actions: list[str], objects: list[SourcedObject], d
     for item, decision in zip(objects, decisions, strict=True):
         verdict = "[green]admitted[/]" if decision.allowed else "[bold red]denied[/]"
         details = "\n".join(f"- {escape(m)}" for m in decision.messages) or f"[dim]{escape(decision.note)}[/]"
-        name = f"{decision.kind}/{escape(decision.name)}"
-        table.add_row(name, decision.namespace or "-", verdict, details, escape(item.source))
+        name = f"{escape(decision.kind)}/{escape(decision.name)}"
+        table.add_row(name, escape(decision.namespace) if decision.namespace else "-", verdict, details, escape(item.source))
     out.print(table)
     summary = f"{len(decisions) - denied} admitted, {denied} denied"
     if denied and actions and "Deny" not in actions:

@@ -24,8 +24,9 @@ MAX_TEXT_SHOWN = 2000
 
 # Piped output (CI logs, files) gets a wide page instead of rich's 80-column fallback.
 _PIPED_WIDTH = None if sys.stdout.isatty() else 160
-out = Console(highlight=False, width=_PIPED_WIDTH)
-err = Console(stderr=True, highlight=False, width=None if sys.stderr.isatty() else 160)
+# emoji=False: ":key:" in a stack key or a cluster message is text, not an emoji code.
+out = Console(highlight=False, emoji=False, width=_PIPED_WIDTH)
+err = Console(stderr=True, highlight=False, emoji=False, width=None if sys.stderr.isatty() else 160)
 
 
 def find_project_dir(start: Path | None = None) -> Path:
@@ -82,9 +83,7 @@ def safe(text: object, limit: int = MAX_TEXT_SHOWN) -> str:
 def report_config_error(exc: ConfigError) -> int:
     """One line per problem (stack file, key path, value, what is allowed); exit code 2."""
     errors = exc.errors
-    err.print(
-        f"[bold red]invalid stack config[/]: {len(errors)} error(s) in {safe(exc.source)}; nothing was planned or created"
-    )
+    err.print(f"[bold red]invalid stack config[/]: {len(errors)} error(s) in {safe(exc.source)}; nothing was planned or created")
     for problem in exc.problems:
         style = "red" if problem.severity == "error" else "yellow"
         err.print(f"  [{style}]{problem.severity}[/] {escape(problem.render(exc.source))}")

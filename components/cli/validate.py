@@ -235,9 +235,7 @@ def print_results(model: PlatformModel, results: Sequence[CheckResult], *, verbo
         out.print()
     for result in shown:
         where = f"{result.pool}/{result.node}" if result.node is not None else f"{result.pool} (pool)"
-        out.print(
-            f"[{_STYLE[result.status]}]{result.status:<4}[/] {safe(where)} [bold]{result.id}[/]: {safe(result.message)}"
-        )
+        out.print(f"[{_STYLE[result.status]}]{result.status:<4}[/] {safe(where)} [bold]{result.id}[/]: {safe(result.message)}")
     out.print()
     for pool, counts in counts_by_pool(results).items():
         out.print(f"{safe(pool)}: {counts['pass']} pass, {counts['fail']} fail, {counts['warn']} warn")

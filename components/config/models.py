@@ -36,9 +36,7 @@ class Spec(BaseModel):
     """Base for every config object: camelCase keys, nothing unknown, frozen once validated."""
 
     # allow_inf_nan=False: NaN and infinity cannot be written in JSON, the form every value reaches Azure in.
-    model_config = ConfigDict(
-        extra="forbid", alias_generator=to_camel, populate_by_name=True, frozen=True, allow_inf_nan=False
-    )
+    model_config = ConfigDict(extra="forbid", alias_generator=to_camel, populate_by_name=True, frozen=True, allow_inf_nan=False)
 
 
 # ---------------------------------------------------------------- cluster

@@ -11,6 +11,7 @@ from pulumi.runtime import config as runtime_config
 
 from components.config.loader import ValidatedConfig, stack_file_path, validate_config
 from components.config.problems import ConfigError
+from components.internal_error import debug_requested, internal_error_message
 
 
 def runtime_config_map() -> dict[str, Any]:
@@ -28,6 +29,11 @@ def load_from_pulumi() -> ValidatedConfig:
         validated = validate_config(runtime_config_map(), source)
     except ConfigError as exc:
         raise pulumi.RunError("invalid stack config:\n" + "\n".join(p.render(exc.source) for p in exc.problems)) from None
+    except Exception as exc:
+        # Any other exception is a bug: say so in one line, as the command line does (exit 3 there).
+        if debug_requested():
+            raise
+        raise pulumi.RunError(internal_error_message(exc, "pulumi up")) from None
     for warning in validated.warnings:
         pulumi.log.warn(warning.render(source))
     return validated

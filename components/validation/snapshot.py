@@ -167,9 +167,11 @@ def _read_list(path: Path, kind: str) -> list[dict[str, Any]]:
     try:
         document = json.loads(_read_text(path, MAX_LIST_FILE_BYTES))
     except InputFileError as error:
-        hint = " (for pods, save only the device plugin namespaces: kubectl get pods -n <namespace> -o json)" if "limit" in str(
-            error
-        ) else ""
+        hint = (
+            " (for pods, save only the device plugin namespaces: kubectl get pods -n <namespace> -o json)"
+            if "limit" in str(error)
+            else ""
+        )
         raise SnapshotError(f"{path}: {error}{hint}") from None
     except RecursionError:
         raise SnapshotError(f"{path}: JSON nested too deeply to read (Kubernetes objects are a few dozen levels deep)") from None
