@@ -8,6 +8,7 @@ import os
 import stat
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -93,6 +94,20 @@ def test_an_unreadable_file(tmp_path, capsys) -> None:
         refused(path, tmp_path, capsys, "permission denied")
     finally:
         path.chmod(stat.S_IRUSR | stat.S_IWUSR)
+
+
+def test_a_file_that_cannot_be_opened_says_why(tmp_path, capsys, monkeypatch) -> None:
+    # Stands in for an unreadable file where the tests run as root (which reads any file).
+    path = written(tmp_path, PROD_TEXT)
+    real_open = os.open
+
+    def refuse(name: Any, flags: int, *args: Any, **kwargs: Any) -> int:
+        if str(name) == str(path):
+            raise PermissionError(13, "Permission denied")
+        return real_open(name, flags, *args, **kwargs)
+
+    monkeypatch.setattr(os, "open", refuse)
+    refused(path, tmp_path, capsys, "permission denied")
 
 
 def test_a_fifo_is_refused_without_blocking(tmp_path, capsys) -> None:
