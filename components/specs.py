@@ -193,7 +193,10 @@ class AdmissionSpec(TypedDict):
     enabled: NotRequired[bool]
     validation_actions: NotRequired[list[str]]
     exempt_namespaces: NotRequired[list[str]]
+    """On top of the namespaces the stack derives (kube-system, gpu-resources, Calico's, acstor with storage v1)."""
     restrict_to_workload_namespaces: NotRequired[bool]
+    """GPU requests only in workload namespaces and gpuNamespaces (default true)."""
+    gpu_namespaces: NotRequired[list[str]]
 
 
 class StorageSpec(TypedDict):

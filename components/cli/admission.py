@@ -63,7 +63,7 @@ class SourcedObject:
 def run_check(args: argparse.Namespace) -> int:
     """Print a decision per object and return the exit status."""
     # The CEL engine loads only for this command, not for every `aksgpu` invocation.
-    from components.admission.cel import CelError
+    from components.admission.engine import CelError
     from components.admission.evaluate import PolicyError, evaluate
 
     loaded = load_stack(args)  # ConfigError: the command line turns it into exit status 2

@@ -236,12 +236,15 @@ class AdmissionConfig(Spec):
     enabled: bool = True
     # The binding's validationActions: Deny refuses, Warn returns a warning, Audit annotates the audit event.
     validation_actions: tuple[Literal["Deny", "Warn", "Audit"], ...] = ("Deny",)
-    # Left out of the policy altogether by its namespaceSelector: the platform's own agents live here.
-    exempt_namespaces: tuple[DnsLabel, ...] = ("kube-system", "gpu-resources", "gpu-operator", "monitoring")
-    # Rule 3: GPU pods only in workload namespaces whose type matches the pool they target.
-    restrict_to_workload_namespaces: bool = False
+    # Left out of the policy on top of what the stack derives (kube-system, gpu-resources, and per config the
+    # Calico and Azure Container Storage v1 namespaces: components/data/admission_exemptions.yaml).
+    exempt_namespaces: tuple[DnsLabel, ...] = ()
+    # GPU requests only in workload namespaces (and gpuNamespaces); false admits them in any namespace.
+    restrict_to_workload_namespaces: bool = True
+    # Namespaces besides the workload namespaces where GPU requests are admitted (no pool or quota check there).
+    gpu_namespaces: tuple[DnsLabel, ...] = ()
 
-    @field_validator("validation_actions", "exempt_namespaces")
+    @field_validator("validation_actions", "exempt_namespaces", "gpu_namespaces")
     @classmethod
     def _no_duplicates(cls, values: tuple[str, ...]) -> tuple[str, ...]:
         # The API server refuses a binding that lists an action twice ("Duplicate value").

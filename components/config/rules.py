@@ -10,6 +10,7 @@ from collections import Counter
 # A module reference, not names: components.model imports the config models, so when the import starts
 # there, this module runs while components.model is still half-initialised.
 from components import model as platform_model
+from components.admission import exemptions as admission_exemptions
 from components.catalog import Catalog
 from components.config.models import GpuPoolConfig, PlatformConfig, StackConfig
 from components.config.problems import Problem
@@ -286,9 +287,39 @@ def cidr_problems(cidr: str, path: str) -> list[Problem]:
 
 
 def _admission_rules(config: PlatformConfig) -> list[Problem]:
-    actions = config.admission.validation_actions
+    admission = config.admission
+    actions = admission.validation_actions
+    problems = []
     if not actions:
-        return [Problem(f"{P}:admission.validationActions", "needs at least one of Deny, Warn, Audit")]
-    if "Deny" in actions and "Warn" in actions:
-        return [Problem(f"{P}:admission.validationActions", "Deny and Warn may not be used together (Kubernetes refuses it)")]
-    return []
+        problems.append(Problem(f"{P}:admission.validationActions", "needs at least one of Deny, Warn, Audit"))
+    elif "Deny" in actions and "Warn" in actions:
+        problems.append(
+            Problem(f"{P}:admission.validationActions", "Deny and Warn may not be used together (Kubernetes refuses it)")
+        )
+    # No tenant namespace is exempt: a workload namespace outside the policy would have no GPU rules at all.
+    network_policy = config.cluster.network_policy if isinstance(config, StackConfig) else None
+    derived = {item.namespace for item in admission_exemptions.derived_exemptions(config, network_policy)}
+    workloads = {workload.name for workload in config.workloads}
+    for name in admission.exempt_namespaces:
+        if name in workloads:
+            problems.append(
+                Problem(
+                    f"{P}:admission.exemptNamespaces",
+                    f"{name} is a workload namespace; the GPU placement policy must apply there, remove it",
+                )
+            )
+    for index, workload in enumerate(config.workloads):
+        if workload.name in derived:
+            problems.append(
+                Problem(
+                    f"{P}:workloads[{index}].name",
+                    f"{workload.name!r} is a namespace the admission policy exempts for the platform's own agents; "
+                    "name the workload namespace something else",
+                )
+            )
+    for name in admission.gpu_namespaces:
+        if name in workloads:
+            problems.append(
+                Problem(f"{P}:admission.gpuNamespaces", f"{name} is a workload namespace already; remove it", "warning")
+            )
+    return problems

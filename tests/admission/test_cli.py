@@ -19,7 +19,7 @@ BAD = str(OBJECTS / "pods-bad.yaml")
 GPU_POD_WITHOUT_TOLERATION = """\
 apiVersion: v1
 kind: Pod
-metadata: {name: trainer}
+metadata: {name: trainer, namespace: gpu-training}
 spec:
   containers:
     - {name: trainer, image: busybox, resources: {limits: {nvidia.com/gpu: 1}}}
@@ -63,7 +63,7 @@ def test_json_is_the_only_thing_on_stdout(capsys: pytest.CaptureFixture[str], tm
     assert decisions == [
         {
             "kind": "Pod",
-            "namespace": "default",
+            "namespace": "gpu-training",
             "name": "trainer",
             "allowed": False,
             "messages": [
