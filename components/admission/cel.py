@@ -306,7 +306,8 @@ class CelPythonEngine:
 
     name = "cel-python"
 
-    def compile(self, source: str) -> Program:
+    def compile(self, source: str, variable_names: Sequence[str] = ()) -> Program:
+        # cel-python resolves variables.<name> at run time, from LazyVariables.
         return compile_expression(source)
 
     def bind(self, base: Mapping[str, Any], variables: Sequence[tuple[str, Any]]) -> _Bound:

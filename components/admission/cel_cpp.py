@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from fractions import Fraction
 from functools import cache
 from typing import Any
@@ -94,48 +94,71 @@ def _kubernetes_functions() -> list[Any]:
 
 
 @cache
-def _environment() -> Any:
-    return cel.NewEnv(
-        variables={name: DYN for name in ROOT_VARIABLES},
-        extensions=[ext_strings.ExtStrings()],
-        functions=_kubernetes_functions(),
-    )
+def _environment(variable_names: tuple[str, ...] = ()) -> Any:
+    """The environment for a policy with these ``variables``: each is declared as the qualified name
+    ``variables.<name>`` (CEL resolves ``variables.x`` to it), so an activation carries every variable as its own
+    value and an expression converts only what it reads. Referring to an undeclared variable does not compile."""
+    declared = {name: DYN for name in ROOT_VARIABLES if name != "variables"}
+    declared |= {f"variables.{name}": DYN for name in variable_names}
+    return cel.NewEnv(variables=declared, extensions=[ext_strings.ExtStrings()], functions=_kubernetes_functions())
+
+
+_VARIABLE_READ = re.compile(r"\bvariables\.([A-Za-z_][A-Za-z0-9_]*)")
+_ROOT_READ = re.compile(r"\b(?:" + "|".join(ROOT_VARIABLES) + r")\b")
 
 
 @dataclass(frozen=True)
 class CppProgram:
     source: str
     expression: Any
+    # The variables it reads, and whether it reads nothing of the request (a literal: computed once).
+    reads: frozenset[str] = frozenset()
+    constant: bool = False
+    value: list[Any] = field(default_factory=list, compare=False)  # the constant's value, once computed
 
 
-def compile_expression(source: str) -> CppProgram:
+def compile_expression(source: str, variable_names: tuple[str, ...] = ()) -> CppProgram:
     try:
-        return CppProgram(source=source, expression=_environment().compile(source))
+        expression = _environment(tuple(variable_names)).compile(source)
     except RuntimeError as error:
         raise CelError(source, f"compile error: {error}") from None
-
-
-_VARIABLE_READ = re.compile(r"\bvariables\.([A-Za-z_][A-Za-z0-9_]*)")
+    # Read from the text: a root name inside a string literal only makes the program look non-constant.
+    reads = frozenset(_VARIABLE_READ.findall(source))
+    return CppProgram(source=source, expression=expression, reads=reads, constant=not _ROOT_READ.search(source))
 
 
 class _Bound:
+    """Variables are computed in order, a batch at a time: every variable whose inputs are ready shares one
+    activation (building one converts the whole activation, so one per variable would cost more than the
+    expressions). Literal variables are computed once per policy."""
+
     def __init__(self, base: Mapping[str, Any], variables: Sequence[tuple[str, CppProgram]]) -> None:
-        self._base = dict(base)
-        self._values: dict[str, Any] = {}
+        self._data = {name: value for name, value in base.items() if name != "variables"}
         self._errors: dict[str, str] = {}
+        self._environment = _environment(tuple(name for name, _ in variables))
         activation = self._activation()
+        done: set[str] = set()
         for name, program in variables:
+            if program.reads - done:
+                activation = self._activation()  # it reads a variable computed since the last activation
+                done = {key.removeprefix("variables.") for key in self._data if key.startswith("variables.")}
+                done |= set(self._errors)
             try:
-                self._values[name] = self._eval(program, activation)
+                self._data[f"variables.{name}"] = self._constant(program, activation)
             except CelError as error:
                 self._errors[name] = error.reason
-                continue
-            activation = self._activation()
-        self._final = activation
+        self._final = self._activation()
+
+    def _constant(self, program: CppProgram, activation: Any) -> Any:
+        if not program.constant:
+            return self._eval(program, activation)
+        if not program.value:
+            program.value.append(self._eval(program, activation))
+        return program.value[0]
 
     def _activation(self) -> Any:
         try:
-            return _environment().Activation(data={**self._base, "variables": self._values})
+            return self._environment.Activation(data=self._data)
         except (RuntimeError, TypeError, ValueError) as error:
             raise CelError("<activation>", f"the object cannot be read as CEL data: {error}") from None
 
@@ -147,7 +170,7 @@ class _Bound:
         if value.type() == cel.Type.ERROR:
             reason = str(value.plain_value())
             failed = next((name for name in _VARIABLE_READ.findall(program.source) if name in self._errors), None)
-            if failed is not None and "not found" in reason.lower():
+            if failed is not None and ("not found" in reason.lower() or "no value with name" in reason.lower()):
                 reason = f"variables.{failed}: {self._errors[failed]}"
             raise CelError(program.source, reason)
         return value.plain_value()
@@ -161,8 +184,8 @@ class CelCppEngine:
 
     name = "cel-cpp"
 
-    def compile(self, source: str) -> CppProgram:
-        return compile_expression(source)
+    def compile(self, source: str, variable_names: Sequence[str] = ()) -> CppProgram:
+        return compile_expression(source, tuple(variable_names))
 
     def bind(self, base: Mapping[str, Any], variables: Sequence[tuple[str, Any]]) -> _Bound:
         return _Bound(base, variables)

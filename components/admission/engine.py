@@ -47,8 +47,9 @@ class Bound(Protocol):
 class Engine(Protocol):
     name: str
 
-    def compile(self, source: str) -> Compiled:
-        """CelError for a syntax (or, where the engine checks, a type) error."""
+    def compile(self, source: str, variable_names: Sequence[str] = ()) -> Compiled:
+        """CelError for a syntax (or, where the engine checks, a type) error; ``variable_names`` are the policy's
+        ``variables``, which the expression may read as ``variables.<name>``."""
         ...
 
     def bind(self, base: Mapping[str, Any], variables: Sequence[tuple[str, Any]]) -> Bound:

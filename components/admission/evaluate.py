@@ -135,8 +135,12 @@ class CompiledBinding:
 def compile_policy(manifest: Mapping[str, Any], engine: Engine | None = None) -> CompiledPolicy:
     """Compile every expression of a ValidatingAdmissionPolicy; ``CelError`` names the first that does not."""
     engine = engine or engine_named("auto")
-    compile_expression = engine.compile
     spec = manifest.get("spec") or {}
+    names = tuple(str(v.get("name")) for v in spec.get("variables") or ())
+
+    def compile_expression(source: str) -> Compiled:
+        return engine.compile(source, names)
+
     name = str((manifest.get("metadata") or {}).get("name", ""))
     if spec.get("paramKind"):
         raise PolicyError(f"policy {name}: paramKind is not supported offline")
@@ -313,7 +317,11 @@ def build_request(
         resource=resource,
         namespace=namespace,
         name=str(metadata.get("name") or metadata.get("generateName") or ""),
-        namespace_object=namespace_for(namespace, namespaces or {}) if namespace else None,
+        namespace_object=(
+            namespaces[namespace] if isinstance(namespaces, _NamespaceCache) else namespace_for(namespace, namespaces or {})
+        )
+        if namespace
+        else None,
         subresource=subresource,
         user=(user[0], tuple(user[1])) if user is not None else (CHECK_USER, ("system:authenticated",)),
     )
@@ -514,4 +522,18 @@ def evaluate(
     in ``manifests`` (what ``render_policy`` returns). ``namespaces`` are the Namespace objects by name that
     the policies may read (``namespaceObject``); others are bare namespaces."""
     bindings = compile_bindings(manifests, engine)
-    return [evaluate_request(build_request(obj, namespaces), bindings) for obj in objects]
+    known = _NamespaceCache(namespaces or {})
+    return [evaluate_request(build_request(obj, known), bindings) for obj in objects]
+
+
+class _NamespaceCache(dict[str, Mapping[str, Any]]):
+    """The namespaces by name, each built once (``namespace_for``) however many objects live in it."""
+
+    def __init__(self, given: Mapping[str, Mapping[str, Any]]) -> None:
+        super().__init__()
+        self._given = given
+
+    def __missing__(self, name: str) -> Mapping[str, Any]:
+        built = namespace_for(name, self._given)
+        self[name] = built
+        return built
