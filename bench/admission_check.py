@@ -120,7 +120,6 @@ def run(console: Console) -> bool:
                         f"{best / count * 1000:.2f} ms", f"{denied:,}", target,
                     )  # fmt: skip
     console.print(table)
-    console.print(
-        f"load average while measuring: {', '.join(f'{load:.2f}' for load in os.getloadavg())} (this machine has {os.cpu_count()} CPUs)"
-    )
+    loads = ", ".join(f"{load:.2f}" for load in os.getloadavg())
+    console.print(f"load average after measuring: {loads} (this machine has {os.cpu_count()} CPUs)")
     return met
