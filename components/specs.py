@@ -187,6 +187,10 @@ class DevicePluginSpec(TypedDict):
     amd_mode: NotRequired[str]
     amd_image: NotRequired[str]
     amd_operator_chart_version: NotRequired[str]
+    amd_driver_image: NotRequired[str]
+    """amdMode gpu-operator: the repository (no tag) KMM pushes the amdgpu driver image it builds to."""
+    cert_manager_installed: NotRequired[bool]
+    """amdMode gpu-operator: cert-manager, which the AMD GPU Operator needs, is installed in the cluster."""
 
 
 class AdmissionSpec(TypedDict):

@@ -229,6 +229,10 @@ class DevicePluginConfig(Spec):
     amd_mode: Literal["daemonset", "gpu-operator"] = "daemonset"
     amd_image: str | None = None
     amd_operator_chart_version: str | None = None
+    # amdMode gpu-operator: the operator's KMM builds the amdgpu driver image and pushes it here (a repository,
+    # no tag: the operator tags it per kernel), and needs cert-manager installed first. Both are refused unset.
+    amd_driver_image: str | None = Field(default=None, pattern=r"^[a-z0-9.-]+(:[0-9]+)?(/[a-z0-9._-]+)+$")
+    cert_manager_installed: bool = False
 
 
 class AdmissionConfig(Spec):

@@ -30,6 +30,7 @@ def check_rules(config: PlatformConfig, catalog: Catalog) -> list[Problem]:
     problems += _duplicates(config)
     problems += _workload_rules(config, catalog)
     problems += _admission_rules(config)
+    problems += _amd_operator_rules(config)
     return problems
 
 
@@ -322,4 +323,34 @@ def _admission_rules(config: PlatformConfig) -> list[Problem]:
             problems.append(
                 Problem(f"{P}:admission.gpuNamespaces", f"{name} is a workload namespace already; remove it", "warning")
             )
+    return problems
+
+
+def _amd_operator_rules(config: PlatformConfig) -> list[Problem]:
+    """The AMD GPU Operator's prerequisites, refused before the Helm release would hang or do nothing.
+    https://instinct.docs.amd.com/projects/gpu-operator/en/latest/installation/kubernetes-helm.html (cert-manager
+    first), https://instinct.docs.amd.com/projects/gpu-operator/en/latest/drivers/installation.html (spec.driver.image:
+    "your repository to host driver image", no tag)."""
+    plugin = config.device_plugin
+    if plugin.amd_mode != "gpu-operator" or not any(pool.vendor == "amd" for pool in config.gpu_pools):
+        return []
+    problems = []
+    if not plugin.cert_manager_installed:
+        problems.append(
+            Problem(
+                f"{P}:devicePlugin.certManagerInstalled",
+                "the AMD GPU Operator needs cert-manager for its webhooks' certificates, and this stack does not "
+                "install it: install it (helm install cert-manager jetstack/cert-manager --namespace cert-manager "
+                "--create-namespace --set crds.enabled=true), then set certManagerInstalled: true",
+            )
+        )
+    if plugin.amd_driver_image is None:
+        problems.append(
+            Problem(
+                f"{P}:devicePlugin.amdDriverImage",
+                "AKS installs no AMD driver, so the AMD GPU Operator builds the amdgpu driver image (KMM) and pushes it "
+                "to a registry you own: name the repository without a tag (e.g. myregistry.azurecr.io/amdgpu-driver) "
+                "and give the cluster push and pull rights on it",
+            )
+        )
     return problems
