@@ -174,6 +174,8 @@ class WorkloadSpec(TypedDict):
     network: NotRequired[NetworkAccessSpec]
     role_bindings: NotRequired[list[RoleBindingSpec]]
     nvme_volume: NotRequired[bool]
+    rdma: NotRequired[bool]
+    """RDMA/InfiniBand jobs: pods may add IPC_LOCK, and nothing else beyond Pod Security baseline."""
 
 
 class DevicePluginSpec(TypedDict):

@@ -214,6 +214,9 @@ class WorkloadConfig(Spec):
     network: NetworkAccess = NetworkAccess()
     role_bindings: tuple[RoleBindingSpec, ...] = ()
     nvme_volume: bool = False
+    # RDMA/InfiniBand jobs (ND sizes) need CAP_IPC_LOCK, which Pod Security baseline forbids: the namespace then
+    # enforces baseline plus IPC_LOCK through its own admission policy (components/admission/pod_security.py).
+    rdma: bool = False
 
 
 # ---------------------------------------------------------------- in-cluster GPU enablement
@@ -271,6 +274,11 @@ class StorageConfig(Spec):
 class SmokeJobConfig(Spec):
     enabled: bool = True
     image: str = "nvcr.io/nvidia/cuda:12.8.1-base-ubuntu24.04"
+    # Also the amd-smi probe's image (components/kube/amd_plugin.py). ROCm's terminal image at ROCm 6.4.1: upstream's
+    # rocm-terminal/Dockerfile builds it with ARG ROCM_VERSION=6.4.1 since commit 15f4755 "release-6.4.1"
+    # (https://github.com/ROCm/ROCm-docker/blob/master/rocm-terminal/Dockerfile), published as rocm/rocm-terminal
+    # (https://hub.docker.com/r/rocm/rocm-terminal). Docker Hub's tag list cannot be read from here; a missing tag or
+    # a missing amd-smi shows as an SMI error of `aksgpu validate`, never as a pass.
     amd_image: str = "docker.io/rocm/rocm-terminal:6.4.1"
     deadline_seconds: int = Field(default=600, ge=60, le=7200)
 

@@ -318,6 +318,14 @@ def _admission_rules(config: PlatformConfig) -> list[Problem]:
                     "name the workload namespace something else",
                 )
             )
+    for index, workload in enumerate(config.workloads):
+        if workload.rdma and workload.pod_security == "restricted":
+            problems.append(
+                Problem(
+                    f"{P}:workloads[{index}].rdma",
+                    "RDMA needs the IPC_LOCK capability, which podSecurity restricted forbids; use baseline (the default)",
+                )
+            )
     for name in admission.gpu_namespaces:
         if name in workloads:
             problems.append(

@@ -34,6 +34,7 @@ from components.kube.workload_manifests import (
     object_metadata,
     pod_placement,
     quota_hard,
+    rdma_manifests,
 )
 from components.model import ResolvedWorkload
 from components.specs import WorkloadSpec
@@ -149,10 +150,28 @@ class GpuWorkloadNamespace(pulumi.ComponentResource):
         others = pulumi.Output.from_input(args.get("other_gpu_resources", []))
 
         namespace = namespace_manifest(config)
+        # An RDMA namespace's Pod Security comes from its own policy: bound before the namespace relaxes PSA.
+        rdma: list[pulumi.Resource] = []
+        rdma_objects = rdma_manifests(config)
+        if rdma_objects:
+            policy, binding = rdma_objects
+            cluster = pulumi.ResourceOptions(parent=self, provider=provider)
+            rdma_policy = k8s.admissionregistration.v1.ValidatingAdmissionPolicy(
+                f"{name}-rdma-policy", metadata=policy["metadata"], spec=policy["spec"], opts=cluster
+            )
+            rdma.append(rdma_policy)
+            rdma.append(
+                k8s.admissionregistration.v1.ValidatingAdmissionPolicyBinding(
+                    f"{name}-rdma-binding",
+                    metadata=binding["metadata"],
+                    spec=binding["spec"],
+                    opts=pulumi.ResourceOptions(parent=self, provider=provider, depends_on=[rdma_policy]),
+                )
+            )
         self.namespace = k8s.core.v1.Namespace(
             f"{name}-namespace",
             metadata=namespace["metadata"],
-            opts=pulumi.ResourceOptions(parent=self, provider=provider),
+            opts=pulumi.ResourceOptions(parent=self, provider=provider, depends_on=rdma or None),
         )
         # The provider does not order objects by the namespace they name; the namespace must exist first.
         inside = pulumi.ResourceOptions(parent=self, provider=provider, depends_on=[self.namespace])

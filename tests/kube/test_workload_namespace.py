@@ -28,7 +28,7 @@ from components.kube.workload_namespace import (
 )
 from components.model import PlatformModel, ResolvedWorkload, resolve
 from components.plan import PlanResult, ResourceRecord, kube_manifest
-from tests.conftest import PROJECT_DIR, MockHarness, minimal_raw, stack_model
+from tests.conftest import PROJECT_DIR, MockHarness, minimal_raw, raw_stack, stack_model
 
 GROUP_A = "0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0"
 GROUP_B = "AAAAAAAA-BBBB-CCCC-DDDD-EEEEEEEEEEEE"
@@ -646,3 +646,17 @@ def test_pod_placement_tolerates_each_taint_once_and_exists_carries_no_value() -
     exists = {"key": "sku", "operator": "Exists", "value": "gpu", "effect": "NoSchedule"}
     placement = pod_placement("nvidia.com/gpu", {"aks-gpu/pool": "a"}, [SPOT_TOLERATION, exists, SPOT_TOLERATION])
     assert placement["tolerations"] == [SPOT_TOLERATION, {"key": "sku", "operator": "Exists", "effect": "NoSchedule"}]
+
+
+def test_an_rdma_namespace_gets_its_policy_before_its_pod_security_is_relaxed(harness: MockHarness) -> None:
+    raw = raw_stack("prod")
+    raw["aks-gpu:workloads"][0]["rdma"] = True
+    model = resolve(validate_config(raw, "test").config)
+    result = run(harness, model.workloads[0])
+    [policy] = result.by_type("kubernetes:admissionregistration.k8s.io/v1:ValidatingAdmissionPolicy")
+    [binding] = result.by_type("kubernetes:admissionregistration.k8s.io/v1:ValidatingAdmissionPolicyBinding")
+    [namespace] = result.by_type("kubernetes:core/v1:Namespace")
+    assert binding.options["dependsOn"] == [policy.urn]
+    assert namespace.options["dependsOn"] == [policy.urn, binding.urn]
+    assert namespace.inputs["metadata"]["labels"]["pod-security.kubernetes.io/enforce"] == "privileged"
+    assert policy.inputs["spec"]["matchConstraints"]["namespaceSelector"]["matchExpressions"][0]["values"] == ["gpu-training"]
