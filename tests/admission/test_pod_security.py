@@ -36,7 +36,11 @@ CASES: list[tuple[str, dict[str, Any], str | None]] = [
     ("IPC_LOCK for RDMA memory registration", pod(caps("IPC_LOCK")), None),
     ("IPC_LOCK with baseline's own capabilities", pod(caps("IPC_LOCK", "NET_BIND_SERVICE", "CHOWN")), None),
     ("a plain pod", pod(), None),
-    ("SYS_ADMIN is more than RDMA needs", pod(caps("IPC_LOCK", "SYS_ADMIN")), "only baseline's capabilities and IPC_LOCK may be added: nccl adds SYS_ADMIN"),
+    (
+        "SYS_ADMIN is more than RDMA needs",
+        pod(caps("IPC_LOCK", "SYS_ADMIN")),
+        "only baseline's capabilities and IPC_LOCK may be added: nccl adds SYS_ADMIN",
+    ),
     ("NET_RAW", pod(caps("NET_RAW")), "nccl adds NET_RAW"),
     ("privileged", pod({"securityContext": {"privileged": True}}), "privileged containers are not allowed: nccl"),
     ("hostNetwork", pod(hostNetwork=True), "host namespaces are not allowed: hostNetwork"),
@@ -44,17 +48,45 @@ CASES: list[tuple[str, dict[str, Any], str | None]] = [
     ("hostPath", pod(volumes=[{"name": "root", "hostPath": {"path": "/"}}]), "hostPath volumes are not allowed: root"),
     ("host port", pod({"ports": [{"containerPort": 80, "hostPort": 8080}]}), "host ports are not allowed: nccl (8080)"),
     ("container port only", pod({"ports": [{"containerPort": 80}]}), None),
-    ("seccomp Unconfined", pod(securityContext={"seccompProfile": {"type": "Unconfined"}}), "seccomp may not be Unconfined: the pod"),
+    (
+        "seccomp Unconfined",
+        pod(securityContext={"seccompProfile": {"type": "Unconfined"}}),
+        "seccomp may not be Unconfined: the pod",
+    ),
     ("seccomp RuntimeDefault", pod(securityContext={"seccompProfile": {"type": "RuntimeDefault"}}), None),
-    ("unsafe sysctl", pod(securityContext={"sysctls": [{"name": "kernel.msgmax", "value": "1"}]}), "only safe sysctls are allowed: kernel.msgmax"),
+    (
+        "unsafe sysctl",
+        pod(securityContext={"sysctls": [{"name": "kernel.msgmax", "value": "1"}]}),
+        "only safe sysctls are allowed: kernel.msgmax",
+    ),
     ("safe sysctl", pod(securityContext={"sysctls": [{"name": "net.ipv4.tcp_syncookies", "value": "1"}]}), None),
     ("procMount Unmasked", pod({"securityContext": {"procMount": "Unmasked"}}), "procMount must be Default: nccl"),
-    ("AppArmor unconfined", pod({"securityContext": {"appArmorProfile": {"type": "Unconfined"}}}), "AppArmor may not be set to unconfined: nccl"),
-    ("AppArmor annotation unconfined", pod(annotations={"container.apparmor.security.beta.kubernetes.io/nccl": "unconfined"}), "AppArmor may not be set to unconfined"),
-    ("SELinux type spc_t", pod({"securityContext": {"seLinuxOptions": {"type": "spc_t"}}}), "custom SELinux user, role or type are not allowed: nccl"),
-    ("Windows HostProcess", pod(securityContext={"windowsOptions": {"hostProcess": True}}), "Windows HostProcess pods are not allowed: the pod"),
-    ("ephemeral container adds SYS_PTRACE", pod(ephemeralContainers=[{"name": "debug", "image": "busybox", **caps("SYS_PTRACE")}]), "debug adds SYS_PTRACE"),
-]  # fmt: skip
+    (
+        "AppArmor unconfined",
+        pod({"securityContext": {"appArmorProfile": {"type": "Unconfined"}}}),
+        "AppArmor may not be set to unconfined: nccl",
+    ),
+    (
+        "AppArmor annotation unconfined",
+        pod(annotations={"container.apparmor.security.beta.kubernetes.io/nccl": "unconfined"}),
+        "AppArmor may not be set to unconfined",
+    ),
+    (
+        "SELinux type spc_t",
+        pod({"securityContext": {"seLinuxOptions": {"type": "spc_t"}}}),
+        "custom SELinux user, role or type are not allowed: nccl",
+    ),
+    (
+        "Windows HostProcess",
+        pod(securityContext={"windowsOptions": {"hostProcess": True}}),
+        "Windows HostProcess pods are not allowed: the pod",
+    ),
+    (
+        "ephemeral container adds SYS_PTRACE",
+        pod(ephemeralContainers=[{"name": "debug", "image": "busybox", **caps("SYS_PTRACE")}]),
+        "debug adds SYS_PTRACE",
+    ),
+]
 
 
 @pytest.mark.parametrize("engine", ENGINE_NAMES)
