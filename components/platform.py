@@ -2,14 +2,14 @@
 stacks use it."""
 
 from collections.abc import Mapping
-from typing import Any, NotRequired, TypedDict
+from typing import Any, NotRequired, TypedDict, cast
 
 import pulumi
 from pydantic.alias_generators import to_camel
 
 from components.args import platform_sections, spec_of, stack_model
 from components.azure import GpuCluster, GpuNodePool
-from components.kube.admission_policy import GpuAdmissionPolicy
+from components.kube.admission_policy import GpuAdmissionPolicy, GpuAdmissionPolicyArgs
 from components.kube.device_plugin import GpuDevicePlugin
 from components.kube.smoke_job import GpuValidation
 from components.kube.workload_manifests import TolerationSpec, toleration
@@ -123,7 +123,12 @@ class GpuPlatform(pulumi.ComponentResource):
             )
             for workload in model.workloads
         }
-        self.admission: GpuAdmissionPolicy = GpuAdmissionPolicy(f"{name}-admission", sections, opts=in_cluster)
+        # The cluster's network policy tells the policy whether Calico's namespaces are AKS's own (exempt).
+        cluster = model.cluster
+        admission_args = cast(GpuAdmissionPolicyArgs, dict(sections))
+        if cluster is not None:
+            admission_args["network_policy"] = cluster.network_policy
+        self.admission: GpuAdmissionPolicy = GpuAdmissionPolicy(f"{name}-admission", admission_args, opts=in_cluster)
 
         self.kubeconfig = self.cluster.kubeconfig
         self.cluster_name = self.cluster.cluster_name
