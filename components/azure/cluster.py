@@ -51,7 +51,7 @@ class GpuCluster(pulumi.ComponentResource):
     provider: k8s.Provider
 
     def __init__(self, name: str, args: GpuClusterArgs, opts: pulumi.ResourceOptions | None = None) -> None:
-        spec = validated(ClusterConfig, args["cluster"], f"GpuCluster {name}")
+        spec = validated(ClusterConfig, args["cluster"], f"GpuCluster {name}", at="cluster")
         super().__init__("aks-gpu:index:GpuCluster", name, None, opts)
         child = pulumi.ResourceOptions(parent=self)
 

@@ -540,8 +540,8 @@ def test_a_bad_workload_spec_is_refused_naming_each_key_and_nothing_is_registere
     shape, cidr = (message.splitlines() for message in errors)
     assert shape[0] == "invalid args for GpuWorkloadNamespace team:"
     assert sorted(line.strip().partition(":")[0] for line in shape[1:]) == [
-        # Keys as the caller wrote them (snake_case from Python, camelCase from a stack file's shape).
-        "workload.gpu_quota",
+        # Property paths in camelCase, as every language's SDK names the inputs; an unknown key as written.
+        "workload.gpuQuota",
         "workload.name",
         "workload.quota.cpus",
     ]
