@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator
 from pydantic.alias_generators import to_camel
 
 # AKS: "agent pool names must start with a lowercase letter and contain only lowercase letters and numbers,
@@ -24,12 +24,30 @@ RESOURCE_GROUP_PATTERN = r"^[-\w._()]{0,89}[-\w_()]$"
 TAINT_PATTERN = r"^[A-Za-z0-9][-A-Za-z0-9_./]*=[-A-Za-z0-9_.]*:(NoSchedule|PreferNoSchedule|NoExecute)$"
 KUBE_QUANTITY_PATTERN = r"^[0-9]+(\.[0-9]+)?(m|k|Ki|Mi|Gi|Ti|Pi|M|G|T|P)?$"
 
+
+
+def _typed_back_to_text(value: object) -> object:
+    """``pulumi config set --path`` stores ``true``/``false`` as booleans and base-10 digits without a leading
+    zero as integers (``coerce`` in pulumi/pulumi sdk/go/common/resource/config/object.go, v3.259.0; ``--type
+    string`` keeps text), so ``upgrade.maxSurge 1`` or ``zones[0] 1`` reach a string field as ``1``. Give back
+    the text the user typed; anything else is left to the field's own checks."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int):
+        return str(value)
+    return value
+
+
+# A string field the CLI may have turned into a number or a boolean.
+ConfigText = Annotated[str, BeforeValidator(_typed_back_to_text)]
+
 Vendor = Literal["nvidia", "amd"]
 MigProfile = Literal["MIG1g", "MIG2g", "MIG3g", "MIG4g", "MIG7g"]
 DayOfWeek = Literal["Sunday", "Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday"]
 PoolName = Annotated[str, Field(pattern=POOL_NAME_PATTERN)]
 DnsLabel = Annotated[str, Field(pattern=DNS_LABEL_PATTERN)]
-Quantity = Annotated[str, Field(pattern=KUBE_QUANTITY_PATTERN)]
+# The validator outermost, so the pattern stays in the JSON Schema editors read.
+Quantity = Annotated[str, Field(pattern=KUBE_QUANTITY_PATTERN), BeforeValidator(_typed_back_to_text)]
 
 
 class Spec(BaseModel):
@@ -77,7 +95,7 @@ class SystemPool(Spec):
     vm_size: str = "Standard_D4ds_v5"
     min_count: int = Field(default=2, ge=1, le=1000)
     max_count: int = Field(default=3, ge=1, le=1000)
-    zones: tuple[str, ...] = ()
+    zones: tuple[ConfigText, ...] = ()
     os_sku: Literal["Ubuntu", "AzureLinux"] = "Ubuntu"
 
 
@@ -101,7 +119,7 @@ class ClusterConfig(Spec):
     workload_identity: bool = True
     kaito: bool = False
     protect: bool = False
-    tags: dict[str, str] = {}
+    tags: dict[str, ConfigText] = {}
 
 
 # ---------------------------------------------------------------- GPU pools
@@ -109,7 +127,7 @@ class ClusterConfig(Spec):
 
 class UpgradeSettings(Spec):
     # A GPU node image upgrade surges whole GPU VMs: maxSurge needs GPU quota to spare.
-    max_surge: str = Field(default="1", pattern=r"^([1-9]\d*|([1-9]\d?|100)%)$")
+    max_surge: ConfigText = Field(default="1", pattern=r"^([1-9]\d*|([1-9]\d?|100)%)$")
     drain_timeout_in_minutes: int = Field(default=30, ge=1, le=1440)
     node_soak_duration_in_minutes: int = Field(default=0, ge=0, le=30)
 
@@ -132,17 +150,17 @@ class GpuPoolConfig(Spec):
     os_sku: Literal["Ubuntu", "AzureLinux"] = "Ubuntu"
     os_disk_type: Literal["Managed", "Ephemeral"] = "Managed"
     os_disk_size_gb: int | None = Field(default=None, ge=30, le=2048)
-    zones: tuple[str, ...] = ()
+    zones: tuple[ConfigText, ...] = ()
     max_pods: int = Field(default=30, ge=10, le=250)
     taints: tuple[Annotated[str, Field(pattern=TAINT_PATTERN)], ...] = ()
-    labels: dict[str, str] = {}
+    labels: dict[str, ConfigText] = {}
     upgrade: UpgradeSettings = UpgradeSettings()
     # AKS installs the NVIDIA driver unless told not to; AMD pools and GPU-Operator-managed drivers use None.
     gpu_driver: Literal["Install", "None"] | None = None
     # For VM sizes the catalog does not know: the pool states its own GPU facts.
     gpu_count: int | None = Field(default=None, ge=1, le=16)
     gpu_model: str | None = None
-    min_driver_version: str | None = Field(default=None, pattern=r"^\d+(\.\d+){0,3}$")
+    min_driver_version: Annotated[str, Field(pattern=r"^\d+(\.\d+){0,3}$"), BeforeValidator(_typed_back_to_text)] | None = None
     smoke_test: bool | None = None
     protect: bool = False
 
