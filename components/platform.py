@@ -58,6 +58,9 @@ class GpuPlatform(pulumi.ComponentResource):
     """Exec (kubelogin) kubeconfig of the cluster; a secret."""
     cluster_name: pulumi.Output[str]
     resource_group_name: pulumi.Output[str]
+    cluster_id: pulumi.Output[str]
+    """The cluster's ARM id: the clusterIdentifier of a Kubernetes provider built from the kubeconfig, so a
+    rotated kubeconfig updates that provider instead of replacing it and every object it manages."""
     pools: pulumi.Output[dict[str, PoolOutput]]
     """Per GPU pool: node selector, tolerations, resource name and count per node."""
     namespaces: pulumi.Output[list[str]]
@@ -128,6 +131,7 @@ class GpuPlatform(pulumi.ComponentResource):
         self.kubeconfig = self.cluster.kubeconfig
         self.cluster_name = self.cluster.cluster_name
         self.resource_group_name = self.cluster.resource_group_name
+        self.cluster_id = self.cluster.cluster_id
         self.pools = pulumi.Output.from_input({pool.name: pool_output(pool, model) for pool in model.pools})
         self.namespaces = pulumi.Output.from_input([workload.name for workload in model.workloads])
         self.register_outputs(
@@ -135,6 +139,7 @@ class GpuPlatform(pulumi.ComponentResource):
                 "kubeconfig": self.kubeconfig,
                 "clusterName": self.cluster_name,
                 "resourceGroupName": self.resource_group_name,
+                "clusterId": self.cluster_id,
                 "pools": self.pools,
                 "namespaces": self.namespaces,
             }
@@ -151,6 +156,8 @@ def stack_exports(platform: GpuPlatform) -> dict[str, Any]:
     return {
         "clusterName": platform.cluster_name,
         "resourceGroupName": platform.resource_group_name,
+        # With the kubeconfig, what a team stack builds its Kubernetes provider from (clusterIdentifier).
+        "clusterId": platform.cluster_id,
         "kubeconfig": platform.kubeconfig,
         "pools": platform.pools.apply(camel_case_entries),
         "devicePlugin": platform.device_plugin.targets.apply(camel_case_entries),
