@@ -15,15 +15,17 @@ import logging
 import runpy
 import sys
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import grpc  # type: ignore[import-untyped]
 import pulumi
 import yaml
 from pulumi.runtime import rpc
 from pulumi.runtime.mocks import MockCallArgs, MockMonitor, MockResourceArgs, Mocks
+from pulumi.runtime.proto import callback_pb2, callback_pb2_grpc, resource_pb2
 from pulumi.runtime.stack import run_pulumi_func
 from pulumi.runtime.sync_await import _sync_await
 
@@ -62,6 +64,8 @@ class PlanResult:
     resources: list[ResourceRecord]
     outputs: dict[str, Any]
     warnings: list[str] = field(default_factory=list)
+    # Resource hooks the engine would have run, in order (only with run_hooks; see HookRunningMonitor).
+    hook_runs: list[HookRun] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -231,9 +235,16 @@ class DuplicateUrnError(RuntimeError):
 
 
 def run_program(
-    project_dir: Path, stack: str, raw_config: Mapping[str, Any], project: str = "aks-gpu", mocks: Mocks | None = None
+    project_dir: Path,
+    stack: str,
+    raw_config: Mapping[str, Any],
+    project: str = "aks-gpu",
+    mocks: Mocks | None = None,
+    *,
+    run_hooks: bool = False,
 ) -> PlanResult:
-    """Run ``project_dir/__main__.py`` for ``stack`` under the mock engine and return what it registered."""
+    """Run ``project_dir/__main__.py`` for ``stack`` under the mock engine and return what it registered.
+    With ``run_hooks`` the resource hooks run as the engine runs them (``HookRunningMonitor``)."""
     main = project_dir / "__main__.py"
     added_path = str(project_dir.resolve())
 
@@ -244,7 +255,7 @@ def run_program(
         finally:
             sys.path.remove(added_path)
 
-    return run_mocked(program, stack, raw_config, project, mocks)
+    return run_mocked(program, stack, raw_config, project, mocks, run_hooks=run_hooks)
 
 
 def run_mocked(
@@ -253,10 +264,12 @@ def run_mocked(
     raw_config: Mapping[str, Any] | None = None,
     project: str = "aks-gpu",
     mocks: Mocks | None = None,
+    *,
+    run_hooks: bool = False,
 ) -> PlanResult:
     """Run ``program`` (which registers resources) under fresh mocks (``PlanMocks`` unless given) and a fresh
-    event loop."""
-    monitor = RecordingMonitor(mocks or PlanMocks())
+    event loop. With ``run_hooks``, resource hooks run too and a failed one raises ``HookFailedError``."""
+    monitor = HookRunningMonitor(mocks or PlanMocks()) if run_hooks else RecordingMonitor(mocks or PlanMocks())
     warnings: list[str] = []
     logger = logging.getLogger(f"aks-gpu.plan.{stack}")
     logger.propagate = False
@@ -300,7 +313,10 @@ def _run_in_context(
     if monitor.duplicates:
         raise DuplicateUrnError("registered twice: " + ", ".join(sorted(monitor.duplicates)))
     records = sorted(monitor.records, key=lambda r: r.urn)
-    return PlanResult(project=project, stack=stack, resources=records, outputs=outputs, warnings=warnings)
+    result = PlanResult(project=project, stack=stack, resources=records, outputs=outputs, warnings=warnings)
+    if isinstance(monitor, HookRunningMonitor):
+        monitor.finish(result)
+    return result
 
 
 def _discard(_: object) -> None:
@@ -360,3 +376,115 @@ def replacements(previous: Mapping[str, Any], current: PlanResult) -> list[Repla
             if old_value != new_value:
                 found.append(Replacement(record.urn, record.name, field_name, old_value, new_value))
     return found
+
+
+# ---------------------------------------------------------------- resource hooks, as the engine runs them
+#
+# The SDK's mock monitor accepts hook registrations and drops them (pulumi 3.272.0 runtime/mocks.py), so an
+# offline plan never ran the post-deploy validation. HookRunningMonitor does what the engine does
+# (pulumi/pulumi pkg/resource/deploy/deployment.go runHooks and step.go, v3.259.0): it keeps each registered
+# hook, and for every resource registered with a hook binding calls the program's callback server over gRPC,
+# exactly as the engine does, before_create hooks before the resource is created and after_create hooks after.
+# The plan is a first deployment, so create is the only step; during a preview (dry run) a hook runs only if it
+# was registered with on_dry_run. A hook's error, unless it was registered with ignore_errors, fails the
+# deployment: a before hook fails that resource's step, an after hook fails the update once the resource exists
+# (the engine does so from CLI 3.238.0, "Fail the deployment when an after hook fails", #22935).
+
+
+@dataclass(frozen=True)
+class HookRun:
+    """One hook the engine ran: which, on which resource, when, and the error it returned ("" for none)."""
+
+    hook: str
+    kind: str
+    urn: str
+    error: str = ""
+    ignored: bool = False
+
+
+class HookFailedError(RuntimeError):
+    """A resource hook failed: the engine fails the deployment with these messages (its own wording)."""
+
+    def __init__(self, runs: list[HookRun]) -> None:
+        self.runs = runs
+        timing = {"before_create": "before", "after_create": "after"}
+        super().__init__("\n".join(f"{timing[run.kind]} hook {run.hook!r} failed: {run.error}" for run in runs))
+
+
+@dataclass(frozen=True)
+class _RegisteredHook:
+    name: str
+    token: str
+    target: str
+    on_dry_run: bool
+    ignore_errors: bool
+
+
+class HookRunningMonitor(RecordingMonitor):
+    """The recording monitor, also running resource hooks as the engine does (see above)."""
+
+    def __init__(self, mocks: Mocks) -> None:
+        super().__init__(mocks)
+        self.hooks: dict[str, _RegisteredHook] = {}
+        self.runs: list[HookRun] = []
+        self._channels: dict[str, grpc.Channel] = {}
+
+    def RegisterResourceHook(self, request: Any) -> Any:  # noqa: N802 - the gRPC method name
+        hook = _RegisteredHook(
+            request.name, request.callback.token, request.callback.target, request.on_dry_run, request.ignore_errors
+        )
+        with self._lock:
+            self.hooks[hook.name] = hook
+        return super().RegisterResourceHook(request)  # type: ignore[no-untyped-call]
+
+    def RegisterResource(self, request: Any) -> Any:  # noqa: N802 - the gRPC method name
+        bound = request.hooks if request.HasField("hooks") else None
+        urn = self.make_urn(request.parent, request.type, request.name)  # type: ignore[no-untyped-call]
+        if bound is not None and not self._run("before_create", bound.before_create, request, urn, None):
+            raise HookFailedError([self.runs[-1]])
+        response = super().RegisterResource(request)
+        if bound is not None:
+            self._run("after_create", bound.after_create, request, response.urn, response)
+        return response
+
+    def _run(self, kind: str, names: Sequence[str], request: Any, urn: str, response: Any) -> bool:
+        """Run the hooks ``names``; False when one failed (and its error is not ignored)."""
+        for name in names:
+            hook = self.hooks.get(name)
+            if hook is None:
+                raise HookFailedError([HookRun(name, kind, urn, f"hook {name!r} was not registered")])
+            if pulumi.runtime.is_dry_run() and not hook.on_dry_run:
+                continue
+            hook_request = resource_pb2.ResourceHookRequest(
+                urn=urn,
+                id=response.id if response is not None else "",
+                name=request.name,
+                type=request.type,
+                new_inputs=request.object,
+                new_outputs=response.object if response is not None else None,
+            )
+            reply = callback_pb2_grpc.CallbacksStub(self._channel(hook.target)).Invoke(
+                callback_pb2.CallbackInvokeRequest(token=hook.token, request=hook_request.SerializeToString())
+            )
+            error = resource_pb2.ResourceHookResponse.FromString(reply.response).error
+            run = HookRun(name, kind, urn, error, ignored=bool(error) and hook.ignore_errors)
+            with self._lock:
+                self.runs.append(run)
+            if error and not hook.ignore_errors:
+                return False
+        return True
+
+    def _channel(self, target: str) -> grpc.Channel:
+        with self._lock:
+            if target not in self._channels:
+                self._channels[target] = grpc.insecure_channel(target)
+            return self._channels[target]
+
+    def finish(self, result: PlanResult) -> None:
+        """Hand the runs to the result; raise ``HookFailedError`` when one failed."""
+        for channel in self._channels.values():
+            channel.close()
+        result.hook_runs = list(self.runs)
+        failed = [run for run in self.runs if run.error and not run.ignored]
+        if failed:
+            raise HookFailedError(failed)
