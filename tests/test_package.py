@@ -7,13 +7,18 @@ import json
 import subprocess
 import sys
 import threading
+import tomllib
 from collections.abc import Iterator
 from concurrent import futures
+from pathlib import Path
 from typing import Any
 
 import grpc  # type: ignore[import-untyped]
 import pytest
+import yaml
 from google.protobuf import empty_pb2, json_format, struct_pb2  # type: ignore[import-untyped]
+from packaging.requirements import Requirement
+from packaging.utils import canonicalize_name
 from pulumi.runtime import rpc
 from pulumi.runtime.proto import (
     engine_pb2,
@@ -271,3 +276,46 @@ def test_warnings_reach_the_engine_log(served: Any) -> None:
     inputs = {"workload": workload, "nodeSelector": {}, "tolerations": []}
     stub.Construct(construct_request(inputs, monitor_port, "warned"), timeout=120)
     assert "workload.network.allowEgress[0].cidr: '10.0.0.1/8' has host bits set; it allows all of 10.0.0.0/8" in engine.logs
+
+
+# ---------------------------------------------------------------- installable as a plugin from a fresh clone
+
+
+def pins(path: Path) -> dict[str, str]:
+    """``name -> version`` of every ``name==version`` line of a requirements file (names normalized)."""
+    found: dict[str, str] = {}
+    for line in path.read_text(encoding="utf-8").splitlines():
+        line = line.split("#", 1)[0].strip()
+        if line:
+            requirement = Requirement(line)
+            [specifier] = requirement.specifier
+            assert specifier.operator == "==", line
+            found[canonicalize_name(requirement.name)] = specifier.version
+    return found
+
+
+def test_the_plugin_installs_the_runtime_pins_of_the_repository() -> None:
+    # The language host installs components/requirements.txt into the plugin's own virtualenv: the same versions as
+    # the repository's, for every runtime dependency the package declares, and nothing for development.
+    plugin = pins(PROJECT_DIR / "components" / "requirements.txt")
+    repository = pins(PROJECT_DIR / "requirements.txt")
+    declared = tomllib.loads((PROJECT_DIR / "pyproject.toml").read_text(encoding="utf-8"))["project"]["dependencies"]
+    assert set(plugin) == {canonicalize_name(Requirement(line).name) for line in declared}
+    assert plugin == {name: repository[name] for name in plugin}
+
+
+def test_the_plugin_needs_nothing_outside_its_folder() -> None:
+    # A git plugin is a fresh clone: its virtualenv must be one the language host creates in the plugin folder.
+    plugin = yaml.safe_load((PROJECT_DIR / "components" / "PulumiPlugin.yaml").read_text(encoding="utf-8"))
+    options = plugin["runtime"]["options"]
+    assert options["toolchain"] == "pip"
+    venv = Path(options["virtualenv"])
+    assert not venv.is_absolute() and ".." not in venv.parts
+    # ... and kept out of git, ruff and mypy like the repository's own .venv.
+    assert f"{venv}/" in (PROJECT_DIR / ".gitignore").read_text(encoding="utf-8").splitlines()
+
+
+def test_both_projects_state_the_cli_that_fails_an_update_on_a_failed_hook() -> None:
+    for name in ("Pulumi.yaml", "components/PulumiPlugin.yaml"):
+        project = yaml.safe_load((PROJECT_DIR / name).read_text(encoding="utf-8"))
+        assert project["requiredPulumiVersion"] == ">=3.238.0", name
