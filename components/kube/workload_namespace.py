@@ -56,8 +56,9 @@ Value = TypeVar("Value")
 class GpuWorkloadNamespaceArgs(TypedDict):
     """A workload namespace: its own settings, plus where its GPU pods go (from the platform that owns the pools)."""
 
-    workload: WorkloadSpec
-    """The namespace's settings, as an entry of a stack file's aks-gpu:workloads."""
+    workload: pulumi.Input[WorkloadSpec]
+    """The namespace's settings, as an entry of a stack file's aks-gpu:workloads: an object whose name, type and
+    gpuQuota may be outputs (another stack's values); the rest decides which objects exist and must be plain."""
     resource_name: NotRequired[pulumi.Input[str]]
     """The GPU resource the workload's pools expose (nvidia.com/gpu, amd.com/gpu, nvidia.com/mig-1g.10gb): the
     quota's key and the pods' limit. Left out when no pool serves the workload: it gets no GPU at all."""
