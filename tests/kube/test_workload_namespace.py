@@ -626,8 +626,10 @@ def test_pulumi_schema_inference_accepts_the_component() -> None:
     inputs = component.inputs
     assert set(inputs) == {"workload", "resourceName", "nodeSelector", "tolerations", "otherGpuResources"}
     assert {name for name, prop in inputs.items() if prop.optional} == {"resourceName", "otherGpuResources"}
-    # The namespace's own settings are plain; where its pods go may come from another stack's outputs.
-    assert inputs["workload"].plain and not any(inputs[name].plain for name in ("resourceName", "nodeSelector", "tolerations"))
+    # Where its pods go, and the workload's name, type and quota, may come from another stack's outputs.
+    assert not any(inputs[name].plain for name in ("workload", "resourceName", "nodeSelector", "tolerations"))
+    workload = analysis["type_definitions"]["WorkloadSpec"].properties
+    assert {name for name, prop in workload.items() if not prop.plain} == {"name", "type", "gpuQuota"}
     assert {"namespaceName", "resourceName", "quotaKey", "gpuQuota", "podPlacement"} <= set(component.outputs)
     types = analysis["type_definitions"]
     assert set(types["PodPlacement"].properties) == {"nodeSelector", "tolerations", "resources"}
