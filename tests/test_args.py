@@ -19,7 +19,7 @@ from components.kube.admission_policy import GpuAdmissionPolicy
 from components.kube.workload_namespace import GpuWorkloadNamespace
 from components.package import PACKAGE_NAME, PUBLIC_COMPONENTS, PackageProvider
 from components.plan import PlanResult
-from tests.conftest import PROJECT_DIR, MockHarness
+from tests.conftest import PROJECT_DIR, MockHarness, raw_stack
 
 A100 = {"name": "gpu", "vendor": "nvidia", "vmSize": "Standard_NC24ads_A100_v4", "workload": "training", "maxCount": 2.0}
 TEAM = {"name": "team-a", "type": "training", "gpu_quota": 4}
@@ -109,6 +109,15 @@ def test_a_component_consumer_gets_the_rules_warnings_once(harness: MockHarness)
     assert warnings == [f"GpuAdmissionPolicy a: gpuPools[0].spotEvictionPolicy: {message}"]
 
 
+def test_the_program_and_its_components_report_a_stack_warning_once(harness: MockHarness) -> None:
+    # __main__.py logs the stack file's warnings; GpuPlatform and each child re-validate the same pool.
+    raw = raw_stack("dev")
+    raw["aks-gpu:gpuPools"] = [{**raw["aks-gpu:gpuPools"][0], "spotEvictionPolicy": "Deallocate"}]
+    warnings = harness.run_stack("dev", raw).warnings
+    message = "Deallocate keeps evicted GPU VMs counting against quota"
+    assert [w for w in warnings if message in w] == [f"stacks/Pulumi.dev.yaml: aks-gpu:gpuPools[0].spotEvictionPolicy: {message}"]
+
+
 # ---------------------------------------------------------------- outputs
 
 
@@ -160,7 +169,7 @@ LATE_FAILURE = """
 import json
 from pulumi import RunError
 from components.args import ArgsError
-from tests.conftest import PROJECT_DIR, MockHarness
+from tests.conftest import PROJECT_DIR, MockHarness, raw_stack
 from tests.test_args import TEAM, namespace_run
 try:
     namespace_run(MockHarness(), {**TEAM, "name": "Team_A"}, late=("name",))
