@@ -14,6 +14,8 @@ from pathlib import Path
 from typing import Any
 
 import grpc  # type: ignore[import-untyped]
+import pulumi
+import pulumi_kubernetes as k8s
 import pytest
 import yaml
 from google.protobuf import empty_pb2, json_format, struct_pb2  # type: ignore[import-untyped]
@@ -32,8 +34,9 @@ from pulumi.runtime.proto import (
 )
 
 from components.cli import main
-from components.package import PACKAGE_NAME, PUBLIC_COMPONENTS, SCHEMA_FILE, component_schema, schema_text
-from tests.conftest import PROJECT_DIR
+from components.package import PACKAGE_NAME, PUBLIC_COMPONENTS, SCHEMA_FILE, PackageProvider, component_schema, schema_text
+from components.plan import SECRET, arm_id
+from tests.conftest import PROJECT_DIR, MockHarness
 
 EXPECTED = {
     "GpuCluster": ({"cluster", "location"}, {"kubeconfig", "clusterName", "resourceGroupName", "clusterId"}),
@@ -319,3 +322,29 @@ def test_both_projects_state_the_cli_that_fails_an_update_on_a_failed_hook() -> 
     for name in ("Pulumi.yaml", "components/PulumiPlugin.yaml"):
         project = yaml.safe_load((PROJECT_DIR / name).read_text(encoding="utf-8"))
         assert project["requiredPulumiVersion"] == ">=3.238.0", name
+
+
+# ---------------------------------------------------------------- a Kubernetes provider in another language
+
+
+def test_another_language_builds_its_kubernetes_provider_from_kubeconfig_and_cluster_id(harness: MockHarness) -> None:
+    # What a TypeScript or Go stack gets from GpuCluster: `provider` only as an output (a resource reference it
+    # cannot put in its options), and the two strings to build its own provider from.
+    outputs = component_schema()["resources"][f"{PACKAGE_NAME}:index:GpuCluster"]["properties"]
+    assert outputs["kubeconfig"]["type"] == outputs["clusterId"]["type"] == "string"
+    assert outputs["provider"]["$ref"].endswith("#/resources/pulumi:providers:kubernetes")
+    provider = PackageProvider(PUBLIC_COMPONENTS, PACKAGE_NAME)
+
+    def program() -> None:
+        built = provider.construct(
+            "team",
+            f"{PACKAGE_NAME}:index:GpuCluster",
+            {"cluster": {"resourceGroup": "rg-team", "name": "aks-team"}, "location": "swedencentral"},
+            pulumi.ResourceOptions(),
+        )
+        k8s.Provider("own", kubeconfig=built.state["kubeconfig"], cluster_identifier=built.state["clusterId"])
+
+    result = harness.run(program)
+    [own] = [r for r in result.by_type("pulumi:providers:kubernetes") if r.name == "own"]
+    assert own.inputs["kubeconfig"] == SECRET
+    assert own.inputs["clusterIdentifier"] == arm_id("rg-team", "Microsoft.ContainerService/managedClusters", "aks-team")
