@@ -280,6 +280,8 @@ async def _resolve_export(value: Any) -> Any:
     output = pulumi.Output.from_input(value)
     if await output.is_secret():
         return SECRET
+    if not await output.is_known():
+        return UNKNOWN
     resolved = await output.future()
     return mask_secrets(resolved)
 
