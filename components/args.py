@@ -19,6 +19,7 @@ logs the stack file's warnings before ``GpuPlatform`` sees them.
 from __future__ import annotations
 
 import contextvars
+import datetime as dt
 import inspect
 import re
 import types
@@ -221,7 +222,8 @@ def checked(
     config: PlatformConfig, component: str, root: type[BaseModel], renames: Mapping[str, str] | None = None
 ) -> PlatformConfig:
     """``config`` after the cross-key rules: errors raise, warnings are logged."""
-    problems = check_rules(config, load_catalog())
+    # The Kubernetes version is checked against the AKS release calendar as of today, as the loader does.
+    problems = check_rules(config, load_catalog(), today=dt.date.today())
     if any(p.severity == "error" for p in problems):
         raise args_error(component, problems, root, renames)
     log_warnings(problems, config, _warn_as(component, root, renames))

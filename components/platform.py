@@ -79,8 +79,14 @@ class GpuPlatform(pulumi.ComponentResource):
             {"cluster": spec_of(cluster), "location": args["location"]},
             opts=pulumi.ResourceOptions(parent=self),
         )
-        self.node_pools: dict[str, GpuNodePool] = {
-            pool.name: GpuNodePool(
+        # One pool after the other, in the stack file's order: AKS runs one agent pool operation per cluster at a
+        # time and answers a second concurrent PUT with 409 OperationNotAllowed ("Another agentpool operation
+        # (<pool> - Creating) is in progress", e.g. https://github.com/cilium/cilium/issues/25944;
+        # https://aka.ms/aks-pending-operation). dependsOn orders creates and updates alike; URNs do not change.
+        self.node_pools: dict[str, GpuNodePool] = {}
+        previous: GpuNodePool | None = None
+        for pool in model.pools:
+            previous = self.node_pools[pool.name] = GpuNodePool(
                 f"{name}-{pool.name}",
                 {
                     "pool": spec_of(pool.config),
@@ -89,10 +95,8 @@ class GpuPlatform(pulumi.ComponentResource):
                     "device_plugin": sections.get("device_plugin", {}),
                     "storage": sections.get("storage", {}),
                 },
-                opts=pulumi.ResourceOptions(parent=self),
+                opts=pulumi.ResourceOptions(parent=self, depends_on=[previous.agent_pool] if previous else None),
             )
-            for pool in model.pools
-        }
         pools_ready: list[pulumi.Resource] = list(self.node_pools.values())
         in_cluster = pulumi.ResourceOptions(parent=self, provider=self.cluster.provider)
         self.device_plugin: GpuDevicePlugin = GpuDevicePlugin(

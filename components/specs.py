@@ -65,6 +65,13 @@ class SystemPoolSpec(TypedDict):
     os_sku: NotRequired[str]
 
 
+class DeployerAccessSpec(TypedDict):
+    enabled: NotRequired[bool]
+    """Grant the deploying identity Azure Kubernetes Service RBAC Cluster Admin on the cluster (default true)."""
+    principal_type: NotRequired[str]
+    """auto (default), User or ServicePrincipal."""
+
+
 class ClusterSpec(TypedDict):
     resource_group: str
     """The cluster's resource group."""
@@ -75,6 +82,8 @@ class ClusterSpec(TypedDict):
     location: NotRequired[str]
     kubernetes_version: NotRequired[str]
     sku_tier: NotRequired[str]
+    support_plan: NotRequired[str]
+    """KubernetesOfficial (default) or AKSLongTermSupport (needs skuTier Premium)."""
     dns_prefix: NotRequired[str]
     network_policy: NotRequired[str]
     """azure, calico or cilium."""
@@ -86,6 +95,9 @@ class ClusterSpec(TypedDict):
     maintenance: NotRequired[MaintenanceSpec]
     system_pool: NotRequired[SystemPoolSpec]
     entra_admin_group_object_ids: NotRequired[list[str]]
+    deployer_access: NotRequired[DeployerAccessSpec]
+    kubelogin_mode: NotRequired[str]
+    """How the kubeconfig's kubelogin signs in: azurecli (default), workloadidentity, spn or msi."""
     local_accounts: NotRequired[bool]
     workload_identity: NotRequired[bool]
     kaito: NotRequired[bool]
@@ -95,6 +107,7 @@ class ClusterSpec(TypedDict):
 
 class UpgradeSettingsSpec(TypedDict):
     max_surge: NotRequired[str]
+    max_unavailable: NotRequired[str]
     drain_timeout_in_minutes: NotRequired[int]
     node_soak_duration_in_minutes: NotRequired[int]
 

@@ -13,6 +13,8 @@ from typing import Annotated, Literal
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator
 from pydantic.alias_generators import to_camel
 
+from components.aks_facts import kubernetes_calendar
+
 # AKS: "agent pool names must start with a lowercase letter and contain only lowercase letters and numbers,
 # at most 12 characters (Linux)". https://learn.microsoft.com/azure/aks/create-node-pools#limitations
 POOL_NAME_PATTERN = r"^[a-z][a-z0-9]{0,11}$"
@@ -23,7 +25,9 @@ CLUSTER_NAME_PATTERN = r"^[a-zA-Z0-9]([a-zA-Z0-9_-]{0,61}[a-zA-Z0-9])?$"
 RESOURCE_GROUP_PATTERN = r"^[-\w._()]{0,89}[-\w_()]$"
 TAINT_PATTERN = r"^[A-Za-z0-9][-A-Za-z0-9_./]*=[-A-Za-z0-9_.]*:(NoSchedule|PreferNoSchedule|NoExecute)$"
 KUBE_QUANTITY_PATTERN = r"^[0-9]+(\.[0-9]+)?(m|k|Ki|Mi|Gi|Ti|Pi|M|G|T|P)?$"
-
+# AgentPoolUpgradeSettings.maxSurge / maxUnavailable: "an integer (e.g. '5') or a percentage (e.g. '50%')"
+# (AKS API 2025-09-01, as pulumi_azure_native documents AgentPoolUpgradeSettingsArgs).
+NODE_COUNT_OR_PERCENT_PATTERN = r"^(0|[1-9]\d*|(0|[1-9]\d?|100)%)$"
 
 
 def _typed_back_to_text(value: object) -> object:
@@ -40,6 +44,8 @@ def _typed_back_to_text(value: object) -> object:
 
 # A string field the CLI may have turned into a number or a boolean.
 ConfigText = Annotated[str, BeforeValidator(_typed_back_to_text)]
+# The validator outermost, so the pattern stays in the JSON Schema editors read (upgrade.maxSurge 2).
+CountOrPercent = Annotated[str, Field(pattern=NODE_COUNT_OR_PERCENT_PATTERN), BeforeValidator(_typed_back_to_text)]
 
 Vendor = Literal["nvidia", "amd"]
 MigProfile = Literal["MIG1g", "MIG2g", "MIG3g", "MIG4g", "MIG7g"]
@@ -99,14 +105,32 @@ class SystemPool(Spec):
     os_sku: Literal["Ubuntu", "AzureLinux"] = "Ubuntu"
 
 
+class DeployerAccess(Spec):
+    """Kubernetes access for the identity that runs ``pulumi up``: with Entra ID RBAC on and local accounts off,
+    nothing else lets it create the in-cluster objects of the same deployment."""
+
+    # A role assignment of "Azure Kubernetes Service RBAC Cluster Admin" on the cluster to the client config's
+    # object id (components/azure/cluster.py). Off: list an admin group instead (entraAdminGroupObjectIds).
+    enabled: bool = True
+    # The assignment's principalType. ARM refuses a wrong one ("UnmatchedPrincipalType"), and the azure-native SDK
+    # sends "User" when none is given, so it is always set: "auto" is ServicePrincipal when the azure-native
+    # provider signs in as a service principal, with OIDC or a managed identity (clientId / useOidc / useMsi config
+    # or ARM_CLIENT_ID / ARM_USE_OIDC / ARM_USE_MSI), and User otherwise (az login as a person). Set it when that
+    # guess is wrong, e.g. `az login --service-principal` with CLI authentication.
+    principal_type: Literal["auto", "User", "ServicePrincipal"] = "auto"
+
+
 class ClusterConfig(Spec):
     resource_group: str = Field(pattern=RESOURCE_GROUP_PATTERN)
     name: str = Field(pattern=CLUSTER_NAME_PATTERN)
     # Adopt a cluster that already exists: nothing Azure-side is created, the rest attaches to it.
     existing: bool = False
     location: str | None = None
-    kubernetes_version: str = Field(default="1.33", pattern=r"^1\.\d{2}(\.\d+)?$")
+    # Checked against the AKS release calendar (components/data/aks_versions.yaml), which also sets the default.
+    kubernetes_version: str = Field(default=kubernetes_calendar().default, pattern=r"^1\.\d{2}(\.\d+)?$")
     sku_tier: Literal["Free", "Standard", "Premium"] = "Standard"
+    # AKSLongTermSupport keeps a minor supported a year past its end of life; it needs the Premium tier.
+    support_plan: Literal["KubernetesOfficial", "AKSLongTermSupport"] = "KubernetesOfficial"
     dns_prefix: str | None = None
     network_policy: Literal["azure", "calico", "cilium", "none"] = "cilium"
     pod_cidr: str = "10.244.0.0/16"
@@ -115,6 +139,11 @@ class ClusterConfig(Spec):
     maintenance: Maintenance = Maintenance()
     system_pool: SystemPool = SystemPool()
     entra_admin_group_object_ids: tuple[str, ...] = ()
+    deployer_access: DeployerAccess = DeployerAccess()
+    # How the kubeconfig's kubelogin gets a token. AKS returns `--login devicecode`, which waits for a person at a
+    # browser; the platform rewrites it to this mode (components/azure/kubeconfig.py): azurecli (the `az login`
+    # session), workloadidentity (federated CI), spn (a service principal from AZURE_CLIENT_ID/_SECRET), msi.
+    kubelogin_mode: Literal["azurecli", "workloadidentity", "spn", "msi"] = "azurecli"
     local_accounts: bool = False
     workload_identity: bool = True
     kaito: bool = False
@@ -126,10 +155,23 @@ class ClusterConfig(Spec):
 
 
 class UpgradeSettings(Spec):
-    # A GPU node image upgrade surges whole GPU VMs: maxSurge needs GPU quota to spare.
-    max_surge: ConfigText = Field(default="1", pattern=r"^([1-9]\d*|([1-9]\d?|100)%)$")
+    """How AKS replaces a pool's nodes on a node image or Kubernetes upgrade. Spot pools take none of these: AKS
+    upgrades them without surge nodes and without a drain (config rules refuse maxSurge/maxUnavailable there)."""
+
+    # Extra GPU VMs added while old ones drain; needs that much GPU quota to spare. Not set: "1", or "0" when
+    # maxUnavailable is set.
+    max_surge: CountOrPercent | None = None
+    # Nodes drained at once without a replacement first (maxSurge "0"): no spare quota needed, but the pool runs
+    # short by that many GPU nodes during the upgrade.
+    max_unavailable: CountOrPercent | None = None
     drain_timeout_in_minutes: int = Field(default=30, ge=1, le=1440)
     node_soak_duration_in_minutes: int = Field(default=0, ge=0, le=30)
+
+    @property
+    def effective_max_surge(self) -> str:
+        if self.max_surge is not None:
+            return self.max_surge
+        return "0" if self.max_unavailable is not None else "1"
 
 
 class GpuPoolConfig(Spec):

@@ -66,9 +66,9 @@ def test_a_version_takes_a_cli_integer() -> None:
 
 def test_what_the_text_does_not_allow_is_still_refused_with_the_key() -> None:
     with pytest.raises(ConfigError) as caught:
-        pool_after(upgrade={"maxSurge": 0})
+        pool_after(upgrade={"maxSurge": -1})
     [problem] = caught.value.errors
-    assert problem.path == "aks-gpu:gpuPools[0].upgrade.maxSurge" and problem.message.startswith("'0' is not allowed")
+    assert problem.path == "aks-gpu:gpuPools[0].upgrade.maxSurge" and problem.message.startswith("'-1' is not allowed")
     with pytest.raises(ConfigError) as caught:
         pool_after(upgrade={"maxSurge": True})
     assert caught.value.errors[0].message.startswith("'true' is not allowed")
