@@ -39,6 +39,11 @@ BENCHMARKS: tuple[Benchmark, ...] = (
         "bench.validation_live",
     ),
     Benchmark(
+        "admission-check",
+        "aksgpu admission check of 100, 1,000 and 5,000 objects, cel-cpp and cel-python (target: 5,000 in under 5 s)",
+        "bench.admission_check",
+    ),
+    Benchmark(
         "plan-cost",
         "aksgpu plan for dev, prod and 10/50/200-pool stacks vs bare Pulumi (target: at most +30% per resource, linear)",
         "bench.plan_cost",

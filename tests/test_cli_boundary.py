@@ -14,10 +14,11 @@ from rich.console import Console
 
 from components import cli
 from components.admission.evaluate import Decision
+from components.admission.reader import SourcedObject
 from components.cli import common, main
 from components.cli import plan as plan_cli
 from components.cli import validate as validate_cli
-from components.cli.admission import SourcedObject, print_report
+from components.cli.admission import print_report
 from components.config import validate_config
 from components.model import resolve
 from components.plan import PlanResult, Replacement, ResourceRecord
@@ -141,7 +142,13 @@ def test_the_resource_tree_and_replacements_show_names_as_written(capsys) -> Non
     child = ResourceRecord("urn:c", f"kubernetes:{BROKEN_MARKUP}", "c", f"urn:{MARKUP}", True, {}, {})
     text = rendered(plan_cli.resource_tree(PlanResult("aks-gpu", MARKUP, [record, child], {})))
     assert text.count(MARKUP) == 2 and f"kubernetes:{BROKEN_MARKUP}" in text
-    plan_cli.print_replacements([Replacement("u", BROKEN_MARKUP, "vmSize", MARKUP, "\x1b[2J")])
+    plan_cli.print_replacements(
+        [
+            Replacement(
+                "urn:pulumi:dev::aks-gpu::azure-native:containerservice:AgentPool::p", BROKEN_MARKUP, "vmSize", MARKUP, "\x1b[2J"
+            )
+        ]
+    )
     out = capsys.readouterr().out
     assert BROKEN_MARKUP in out and MARKUP in out and "\x1b" not in out
 

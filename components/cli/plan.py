@@ -36,6 +36,11 @@ def register(subparsers: Any) -> None:
     )
     add_stack_arguments(parser)
     parser.add_argument("--out", type=Path, help="output folder (default: build/<stack>)")
+    parser.add_argument(
+        "--preview",
+        action="store_true",
+        help="run as `pulumi preview` does: nothing exists yet, so ids and provider-computed outputs are unknown",
+    )
     parser.set_defaults(handler=run)
 
 
@@ -48,8 +53,9 @@ def run(args: argparse.Namespace) -> int:
         return EXIT_USAGE
     previous = read_previous_plan(out_dir / PLAN_FILE)
 
-    with out.status(f"planning stack [bold]{safe(loaded.stack)}[/] under the mock engine"):
-        result = run_program(loaded.project_dir, loaded.stack, loaded.raw)
+    mode = " (preview: provider outputs unknown)" if args.preview else ""
+    with out.status(f"planning stack [bold]{safe(loaded.stack)}[/] under the mock engine{mode}"):
+        result = run_program(loaded.project_dir, loaded.stack, loaded.raw, preview=args.preview)
     changes = replacements(previous, result) if previous else []
     try:
         written = write_plan(result, out_dir)
@@ -157,9 +163,15 @@ def pool_table(model: PlatformModel) -> Table:
 
 def print_replacements(changes: list[Replacement]) -> None:
     for change in changes:
+        consequence = (
+            "drains and recreates every node of this pool"
+            if change.urn.split("::")[-2].endswith("AgentPool")
+            else "recreates the resource"
+        )
         out.print(
             f"[bold red]replace[/] [red]{safe(change.name)}: {safe(change.field)} {safe(shown(change.before))} ->"
-            f" {safe(shown(change.after))} (drains and recreates every node of this pool)[/]"
+            f" {safe(shown(change.after))} cannot change in place: Pulumi replaces it ({consequence}) or Azure refuses"
+            " the update[/]"
         )
 
 

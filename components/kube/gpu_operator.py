@@ -14,10 +14,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+import yaml
+
 from components.kube.nvidia_plugin import config_text, pool_configs
 from components.kube.plugin_pins import ChartPin, PluginPins
 from components.kube.plugin_targets import NAMESPACE, tolerations_for
-from components.model import ACCELERATOR_LABEL, PlatformModel
+from components.model import ACCELERATOR_LABEL, MIG_CONFIG_PREFIX, PlatformModel
 
 
 def system_pool_tolerations() -> list[dict[str, str]]:
@@ -29,6 +31,25 @@ NVIDIA_RELEASE = "gpu-operator"
 AMD_RELEASE = "amd-gpu-operator"
 NVIDIA_PLUGIN_CONFIG_MAP = "nvidia-device-plugin-configs"
 DEFAULT_PLUGIN_CONFIG = "default"
+# The mig-parted configs for pools the operator partitions (model.mig_partitioner == "gpu-operator"); the chart
+# creates the ConfigMap from migManager.config.data (deployments/gpu-operator/templates/mig_config.yaml).
+MIG_PARTED_CONFIG_MAP = "aks-gpu-mig-parted-config"
+
+
+def mig_parted_config(model: PlatformModel) -> dict[str, Any] | None:
+    """One "all-<profile>" config per MIG profile the operator partitions, in mig-parted's `version: v1` format
+    (NVIDIA/gpu-operator assets/state-mig-manager/0400_configmap.yaml), plus all-disabled; None without such pools."""
+    counts = {
+        pool.mig_profile: pool.mig_instances_per_gpu
+        for pool in model.pools_of("nvidia")
+        if pool.mig_partitioner == "gpu-operator" and pool.mig_profile and pool.mig_instances_per_gpu
+    }
+    if not counts:
+        return None
+    configs: dict[str, Any] = {"all-disabled": [{"devices": "all", "mig-enabled": False}]}
+    for profile, count in sorted(counts.items()):
+        configs[f"{MIG_CONFIG_PREFIX}{profile}"] = [{"devices": "all", "mig-enabled": True, "mig-devices": {profile: count}}]
+    return {"version": "v1", "mig-configs": configs}
 
 
 @dataclass(frozen=True)
@@ -39,6 +60,26 @@ class ReleaseSpec:
     chart: ChartPin
     namespace: str
     values: dict[str, Any]
+
+
+# Defence in depth where the operator owns the container toolkit: the toolkit ignores NVIDIA_VISIBLE_DEVICES from
+# unprivileged containers, and the device plugin passes the allocated GPUs as volume mounts instead, so a pod cannot
+# ask for GPUs by environment variable (or inherit "all" from a CUDA base image). Options of the toolkit's
+# config.toml and of the device plugin:
+# https://github.com/NVIDIA/nvidia-container-toolkit/tree/main/cmd/nvidia-container-runtime#configuration,
+# https://github.com/NVIDIA/k8s-device-plugin#configuration-option-details (DEVICE_LIST_STRATEGY).
+TOOLKIT_HARDENING = [
+    {"name": "ACCEPT_NVIDIA_VISIBLE_DEVICES_ENVVAR_WHEN_UNPRIVILEGED", "value": "false"},
+    {"name": "ACCEPT_NVIDIA_VISIBLE_DEVICES_AS_VOLUME_MOUNTS", "value": "true"},
+]
+DEVICE_LIST_HARDENING = [{"name": "DEVICE_LIST_STRATEGY", "value": "volume-mounts"}]
+
+
+def device_list_hardening(model: PlatformModel) -> bool:
+    """Volume mounts need the toolkit to accept them on every node the one plugin DaemonSet serves: only when the
+    operator installs the toolkit on every NVIDIA pool (no pool with an AKS-managed driver and toolkit)."""
+    pools = model.pools_of("nvidia")
+    return bool(pools) and all(pool.gpu_driver == "None" for pool in pools)
 
 
 def nvidia_operator_values(model: PlatformModel) -> dict[str, Any]:
@@ -59,9 +100,10 @@ def nvidia_operator_values(model: PlatformModel) -> dict[str, Any]:
         "daemonsets": {"priorityClassName": "system-node-critical", "tolerations": tolerations_for(pools)},
         "mig": {"strategy": model.mig_strategy},
         "driver": {"enabled": operator_driver},
-        "toolkit": {"enabled": operator_driver},
+        "toolkit": {"enabled": operator_driver, **({"env": TOOLKIT_HARDENING} if device_list_hardening(model) else {})},
         "devicePlugin": {
             "enabled": True,
+            **({"env": DEVICE_LIST_HARDENING} if device_list_hardening(model) else {}),
             "config": {
                 "create": True,
                 "name": NVIDIA_PLUGIN_CONFIG_MAP,
@@ -72,7 +114,9 @@ def nvidia_operator_values(model: PlatformModel) -> dict[str, Any]:
         # MIG manager on, but with no default MIG config: unlabelled nodes keep the partitions AKS made from
         # the pool's gpuInstanceProfile instead of getting "all-disabled" (the CRD allows "" for this):
         # https://github.com/NVIDIA/gpu-operator/blob/main/api/nvidia/v1/clusterpolicy_types.go
-        "migManager": {"enabled": True, "config": {"default": ""}},
+        # Pools whose driver the operator owns are partitioned by the MIG manager from their nvidia.com/mig.config
+        # label (components/model.py), against the configs shipped here.
+        "migManager": {"enabled": True, "config": mig_manager_config(model)},
         "dcgmExporter": {"enabled": True},
         # NFD labels the GPU nodes the operands select; its workers must reach every GPU pool (AMD pools too,
         # when this NFD also serves the AMD operator), its master and GC run on the system pool.
@@ -82,6 +126,14 @@ def nvidia_operator_values(model: PlatformModel) -> dict[str, Any]:
             "gc": {"tolerations": system_pool_tolerations()},
         },
     }
+
+
+def mig_manager_config(model: PlatformModel) -> dict[str, Any]:
+    parted = mig_parted_config(model)
+    if parted is None:
+        return {"default": ""}
+    text = yaml.safe_dump(parted, sort_keys=False, default_flow_style=False)
+    return {"default": "", "create": True, "name": MIG_PARTED_CONFIG_MAP, "data": {"config.yaml": text}}
 
 
 def amd_operator_values(model: PlatformModel, install_nfd: bool) -> dict[str, Any]:
@@ -107,8 +159,18 @@ def amd_operator_values(model: PlatformModel, install_nfd: bool) -> dict[str, An
             "spec": {
                 # Every AMD pool carries accelerator=amd (components/model.py): exactly the nodes to manage.
                 "selector": {ACCELERATOR_LABEL: "amd"},
-                # The out-of-tree amdgpu driver needs the inbox module blacklisted.
-                "driver": {"enable": operator_driver, "blacklist": operator_driver, "tolerations": tolerations()},
+                # The out-of-tree amdgpu driver needs the inbox module blacklisted; KMM pushes the image it builds to
+                # devicePlugin.amdDriverImage (the rules refuse the mode without it, and without cert-manager).
+                "driver": {
+                    "enable": operator_driver,
+                    "blacklist": operator_driver,
+                    "tolerations": tolerations(),
+                    **(
+                        {"image": model.config.device_plugin.amd_driver_image}
+                        if model.config.device_plugin.amd_driver_image
+                        else {}
+                    ),
+                },
                 "devicePlugin": {
                     "devicePluginTolerations": tolerations(),
                     "enableNodeLabeller": True,

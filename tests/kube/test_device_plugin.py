@@ -15,7 +15,7 @@ import pytest
 import yaml
 
 from components.args import platform_sections
-from components.config import validate_config
+from components.config import ConfigError, validate_config
 from components.kube.device_plugin import GpuDevicePlugin, GpuDevicePluginArgs, plugin_manifests, target_output
 from components.kube.gpu_operator import operator_releases
 from components.kube.nvidia_plugin import plugin_config as nvidia_plugin_config
@@ -38,6 +38,10 @@ AGENT_POOL = "azure-native:containerservice:AgentPool"
 
 
 # ---------------------------------------------------------------- helpers: Kubernetes scheduling semantics
+
+
+# What amdMode gpu-operator needs besides (config/rules.py refuses it without).
+AMD_OPERATOR = {"amdMode": "gpu-operator", "certManagerInstalled": True, "amdDriverImage": "myregistry.azurecr.io/amdgpu-driver"}
 
 
 def tolerates(toleration: dict[str, str], taint: Taint) -> bool:
@@ -618,7 +622,7 @@ def test_amd_smi_probe_exists_only_while_validation_runs() -> None:
 
 
 def test_amd_gpu_operator_release_installs_the_driver_on_amd_pools(harness: MockHarness) -> None:
-    model = with_plugin("amd", amdMode="gpu-operator")
+    model = with_plugin("amd", **AMD_OPERATOR)
     assert {d["metadata"]["name"] for d in daemonsets(model)} == {"amd-smi"}
     result, _ = run_component(harness, model)
     (record,) = result.by_type("kubernetes:helm.sh/v3:Release")
@@ -631,6 +635,7 @@ def test_amd_gpu_operator_release_installs_the_driver_on_amd_pools(harness: Mock
     fleet = mixed_fleet()
     assert all((spec["selector"].items() <= node_labels(p).items()) == (p.vendor == "amd") for p in fleet.pools)
     assert spec["driver"]["enable"] is True and spec["devicePlugin"]["enableNodeLabeller"] is True
+    assert spec["driver"]["image"] == AMD_OPERATOR["amdDriverImage"]
     assert record.inputs["values"]["node-feature-discovery"]["enabled"] is True
     for taint in model.pool("mi300x").taints:
         for key in ("devicePluginTolerations", "nodeLabellerTolerations"):
@@ -651,7 +656,7 @@ def test_one_nfd_serves_both_operators(harness: MockHarness) -> None:
                 {"name": "amd", "vendor": "amd", "vmSize": "Standard_ND96isr_MI300X_v5", "workload": "b", "spot": True},
             ],
             "aks-gpu:workloads": [],
-            "aks-gpu:devicePlugin": {"mode": "gpu-operator", "amdMode": "gpu-operator"},
+            "aks-gpu:devicePlugin": {"mode": "gpu-operator", **AMD_OPERATOR},
         }
     )
     model = model_of(fleet)
@@ -672,7 +677,7 @@ STACK_VARIANTS: dict[str, tuple[str, dict[str, Any]]] = {
     **{stack: (stack, {}) for stack in STACK_NAMES},
     "prod-operator": ("prod", {"mode": "gpu-operator"}),
     "prod-mixed": ("prod", {"migStrategy": "mixed", "timeSlicingReplicas": 3}),
-    "amd-operator": ("amd", {"amdMode": "gpu-operator"}),
+    "amd-operator": ("amd", AMD_OPERATOR),
 }
 
 
@@ -745,3 +750,32 @@ def test_operator_mode_labels_point_each_pool_at_its_config_and_keep_aks_drivers
 
 def plugin_config_of(model: PlatformModel, pool: str) -> dict[str, Any]:
     return nvidia_plugin_config(model.pool(pool), model)
+
+
+def test_amd_gpu_operator_mode_is_refused_without_cert_manager_and_a_driver_image() -> None:
+    raw = raw_stack("amd")
+    raw["aks-gpu:devicePlugin"] = {"amdMode": "gpu-operator"}
+    with pytest.raises(ConfigError) as error:
+        validate_config(raw, "test")
+    paths = {problem.path for problem in error.value.problems}
+    assert paths == {"aks-gpu:devicePlugin.certManagerInstalled", "aks-gpu:devicePlugin.amdDriverImage"}
+    assert any("helm install cert-manager" in problem.message for problem in error.value.problems)
+
+
+def test_time_sliced_pools_fail_requests_above_one_on_the_node() -> None:
+    model = stack_model("dev")
+    assert plugin_config(model, "dev")["sharing"]["timeSlicing"]["failRequestsGreaterThanOne"] is True
+
+
+def test_volume_mounts_only_where_the_operator_owns_every_toolkit() -> None:
+    from components.kube.gpu_operator import nvidia_operator_values
+
+    owned = with_plugin("prod", mode="gpu-operator")  # every NVIDIA pool gets gpuDriver None from the operator mode
+    values = nvidia_operator_values(owned)
+    assert {"name": "DEVICE_LIST_STRATEGY", "value": "volume-mounts"} in values["devicePlugin"]["env"]
+    assert {"name": "ACCEPT_NVIDIA_VISIBLE_DEVICES_ENVVAR_WHEN_UNPRIVILEGED", "value": "false"} in values["toolkit"]["env"]
+    raw = raw_stack("prod")
+    raw["aks-gpu:devicePlugin"] = {"mode": "gpu-operator"}
+    raw["aks-gpu:gpuPools"][1]["gpuDriver"] = "Install"  # AKS keeps this pool's toolkit: volume mounts would starve it
+    mixed = nvidia_operator_values(model_of(raw))
+    assert "env" not in mixed["devicePlugin"] and "env" not in mixed["toolkit"]
