@@ -10,10 +10,10 @@ then at most ``limit + 1`` bytes are read, since ``st_size`` is not always the t
 from __future__ import annotations
 
 import codecs
-import io
 import os
 import stat
 from pathlib import Path
+from typing import Any
 
 _KINDS = (
     (stat.S_ISFIFO, "a named pipe (FIFO)"),
@@ -69,7 +69,16 @@ def read_bounded(path: Path | str, limit: int) -> bytes:
     return data
 
 
-def _read_up_to(handle: io.RawIOBase, count: int) -> bytes:
+def read_stream_bounded(handle: Any, limit: int) -> bytes:
+    """At most ``limit`` bytes of a stream (standard input, a pipe from ``<(kubectl exec ...)``); beyond that
+    ``InputFileError`` naming the limit, so an endless stream (``/dev/zero``) is refused, not held in memory."""
+    data = _read_up_to(handle, limit + 1)
+    if len(data) > limit:
+        raise InputFileError(f"is over the {size_text(limit)} limit for this input")
+    return data
+
+
+def _read_up_to(handle: Any, count: int) -> bytes:
     # A raw read may return fewer bytes than asked for: read until ``count`` or the end.
     chunks: list[bytes] = []
     left = count

@@ -267,7 +267,7 @@ def test_two_plans_written_into_one_folder_at_once_never_leave_a_broken_plan(tmp
 
     def write_plans(stack: str, manifests: int) -> None:
         try:
-            for _ in range(40):
+            for _ in range(25):
                 write_plan(tiny_plan(stack, manifests), out)
         except BaseException as error:  # noqa: BLE001 - reported by the test below
             failures.append(error)

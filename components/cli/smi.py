@@ -8,7 +8,11 @@ import sys
 from pathlib import Path
 
 from components.cli.common import EXIT_FAILED, EXIT_OK, EXIT_USAGE
+from components.input_files import InputFileError, read_stream_bounded
 from components.validation.smi import NVIDIA_CSV_QUERY_FIELDS, parse_smi
+
+# A saved SMI output or kernel log is KB to MB; past this it is not one (an endless stream such as /dev/zero).
+MAX_INPUT_BYTES = 256 << 20
 
 _DESCRIPTION = f"""\
 Read one output of nvidia-smi (default table, -L, -q -x, mig -lgip, --query-gpu CSV), amd-smi (default
@@ -50,6 +54,9 @@ def run_parse(args: argparse.Namespace) -> int:
     except OSError as error:
         print(f"aksgpu smi parse: cannot read {args.source}: {error.strerror or error}", file=sys.stderr)
         return EXIT_USAGE
+    except InputFileError as error:
+        print(f"aksgpu smi parse: {args.source} {error}", file=sys.stderr)
+        return EXIT_USAGE
     report = parse_smi(text, args.vendor)
     print(json.dumps(report.to_dict(), indent=2))
     return EXIT_OK if report.error is None else EXIT_FAILED
@@ -58,9 +65,11 @@ def run_parse(args: argparse.Namespace) -> int:
 def _read_source(source: str) -> str:
     # Bytes, decoded leniently: the tools print "°C" and other non-ASCII text, and a saved log may not be
     # UTF-8; a stray byte must not hide the driver version from the parser.
+    # Bounded: a pipe from `<(kubectl exec ...)` is fine, an endless one (/dev/zero) is refused.
     if source == "-":
         stream = getattr(sys.stdin, "buffer", None)
-        raw = stream.read() if stream is not None else sys.stdin.read().encode()
+        raw = read_stream_bounded(stream, MAX_INPUT_BYTES) if stream is not None else sys.stdin.read().encode()
     else:
-        raw = Path(source).read_bytes()
+        with Path(source).open("rb") as handle:
+            raw = read_stream_bounded(handle, MAX_INPUT_BYTES)
     return bytes(raw).decode("utf-8", errors="replace")

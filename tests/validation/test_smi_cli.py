@@ -94,3 +94,14 @@ def test_smi_without_a_subcommand_is_a_usage_error() -> None:
     with pytest.raises(SystemExit) as exit_info:
         run(["smi"])
     assert exit_info.value.code == 2
+
+
+def test_an_endless_input_is_refused_at_the_limit_not_held_in_memory(tmp_path, capsys, monkeypatch) -> None:
+    from components.cli import main
+
+    monkeypatch.setattr(smi, "MAX_INPUT_BYTES", 1 << 20)
+    link = tmp_path / "zero.txt"
+    link.symlink_to("/dev/zero")
+    assert main(["smi", "parse", str(link)]) == 2
+    stderr = capsys.readouterr().err
+    assert "zero.txt" in stderr and "over the 1 MiB limit" in stderr
