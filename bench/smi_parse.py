@@ -1,5 +1,6 @@
 """How parsing time grows with the input: the SMI parsers and the health reader on inputs built to make a
 backtracking parser slow (a 20,000-digit memory cell took 41 s before), each at 1x, 2x, 4x and 8x its size.
+A line longer than 64 KiB is not read at all, so the single-line inputs stay under that at 8x.
 
 Parsing runs after the exec, so no exec timeout bounds it: it must be linear in its input. The growth exponent
 is fitted from the 1x and 8x times (1.0 is linear, 2.0 quadratic); target: at most 1.3 for every input.
@@ -69,13 +70,14 @@ def _deep_query(size: int) -> str:
 
 
 INPUTS: tuple[tuple[str, Callable[[int], str], int], ...] = (
-    ("table: memory cell of N digits", _memory_cell, 20_000),
-    ("table: name cell of N spaces", _name_cell, 20_000),
+    # Lines over 64 KiB are not read at all: the sizes keep the 8x line under that, so the parser does the work.
+    ("table: memory cell of N digits", _memory_cell, 3_500),
+    ("table: name cell of N spaces", _name_cell, 3_500),
     ("--query-gpu CSV of N chars", _csv, 200_000),
     ("-q -x of N chars", _xml, 400_000),
     ("kernel log of N chars", _kernel_log, 400_000),
-    ("prompt-like line of N chars", _prompt_run, 20_000),
-    ("a line of N brackets", _brackets, 20_000),
+    ("prompt-like line of N chars", _prompt_run, 7_000),
+    ("a line of N brackets", _brackets, 7_000),
     ("-q text indented ever deeper, N chars", _deep_query, 400_000),
 )
 
@@ -86,6 +88,7 @@ def run(console: Console) -> bool:
         table.add_column(column, justify="right", no_wrap=True)
     met = True
     for name, build, size in INPUTS:
+        read_smi_and_health(build(size))  # warm up
         times = []
         for factor in (1, 2, 4, 8):
             text = build(size * factor)

@@ -390,16 +390,15 @@ def _key_value(stripped: str) -> tuple[str, bool, str]:
 # -- -q -x XML
 #
 # An 8-GPU node prints about 200 KB of XML, most of it supported clocks, utilisation and power readings that
-# no check reads. Parsing all of it on 1,000 nodes would take seconds, so the document is walked element by
-# element with string search (linear, in C) and only the children of each <gpu> that a check reads are handed
-# to the XML parser, which checks them as XML. A child element that is not closed ends the walk: the output was
-# cut, and the GPUs before it are read.
+# no check reads. Parsing all of it on 1,000 nodes would take seconds, so the root's children are walked with
+# string search (linear, in C) and, of each <gpu>, only the children a check reads are handed to the XML parser,
+# which checks them as XML. An element that is not closed ends the walk: the output was cut, and the GPUs
+# before it are read.
 
 _XML_ROOT = "nvidia_smi_log"
 _XML_ROOT_FIELDS = ("driver_version", "cuda_version", "attached_gpus")
 _XML_GPU_CHILDREN = frozenset(path.split("/", 1)[0] for _, xml in QUERY_FIELDS.values() for path in xml)
 _XML_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.-]{0,63}", re.ASCII)
-_XML_MAX_DEPTH = 16
 
 
 class _XmlCutError(Exception):
@@ -442,21 +441,6 @@ def _xml_children(text: str, start: int, stop: int) -> Iterator[tuple[str, str, 
             raise _XmlCutError
         position = end + len(end_tag)
         yield name, text[opening:position], position
-
-
-def _flatten(element: ElementTree.Element, prefix: str, into: dict[str, str]) -> None:
-    """Every leaf under ``element`` as "a/b/c" -> text, first occurrence kept; no deeper than _XML_MAX_DEPTH."""
-    pending: list[tuple[ElementTree.Element, str, int]] = [(element, prefix, 0)]
-    while pending:
-        node, path, depth = pending.pop()
-        children = list(node)
-        if not children:
-            into.setdefault(path, (node.text or "").strip())
-            continue
-        if (node.text or "").strip():
-            into.setdefault(path, (node.text or "").strip())
-        if depth < _XML_MAX_DEPTH:
-            pending.extend((child, f"{path}/{child.tag}", depth + 1) for child in reversed(children))
 
 
 def _xml_element(fragment: str) -> ElementTree.Element:
@@ -505,19 +489,65 @@ def query_xml(raw: str, *, cut: bool = False) -> QueryLog | None:
     )
 
 
+# The <gpu> children that hold other elements of the same names as those read (a MIG device has its own
+# fb_memory_usage), or nothing read and much text (supported clocks are half of a GPU's XML): searched around.
+_XML_SKIP = ("mig_devices", "processes", "accounted_processes", "supported_clocks")
+_XML_PATHS = tuple(dict.fromkeys(path for _, xml in QUERY_FIELDS.values() for path in xml))
+
+
+def _find_outside(text: str, needle: str, skipped: Sequence[tuple[int, int]]) -> int:
+    position = text.find(needle)
+    while position >= 0:
+        inside = next((end for start, end in skipped if start <= position < end), None)
+        if inside is None:
+            return position
+        position = text.find(needle, inside)
+    return -1
+
+
 def _xml_gpu(element: str) -> QueryGpu:
+    """One <gpu> element: the children a check reads are cut out with string search and parsed as one XML
+    document, and each field is looked up in it by path (in C, not in a Python walk of every element)."""
     open_end = element.find(">")
     if open_end < 0:
         raise _XmlMalformedError
     bus_id = _xml_element(element[:open_end].rstrip("/") + "/>").get("id")
-    fields: dict[str, str] = {}
+    skipped: list[tuple[int, int]] = []
     mig_devices: int | None = None
-    body_end = element.rfind("</gpu>")
-    for name, child, _ in _xml_children(element, open_end + 1, body_end if body_end > 0 else len(element)):
+    for name in _XML_SKIP:
+        start = element.find(f"<{name}>", open_end)
+        if start < 0:
+            continue
+        end = element.find(f"</{name}>", start)
+        if end < 0:
+            raise _XmlMalformedError  # an element left open inside a closed <gpu>
+        skipped.append((start, end))
         if name == "mig_devices":
-            mig_devices = child.count("<mig_device>")
-        elif name in _XML_GPU_CHILDREN:
-            _flatten(_xml_element(child), name, fields)
+            mig_devices = element.count("<mig_device>", start, end)
+    parts: list[str] = []
+    for name in _XML_GPU_CHILDREN:
+        start = _find_outside(element, f"<{name}>", skipped)
+        if start < 0:
+            continue
+        end = element.find(f"</{name}>", start)
+        if end < 0:
+            raise _XmlMalformedError
+        parts.append(element[start : end + len(name) + 3])
+    subset = _xml_element("<gpu>" + "".join(parts) + "</gpu>")
+    fields: dict[str, str] = {}
+    # One tag per step: Element.find runs a plain tag in C, a path through the Python ElementPath module.
+    parents: dict[str, ElementTree.Element | None] = {"": subset}
+    for path in _XML_PATHS:
+        parent_path, _, tag = path.rpartition("/")
+        if parent_path not in parents:
+            node: ElementTree.Element | None = subset
+            for step in parent_path.split("/"):
+                node = node.find(step) if node is not None else None
+            parents[parent_path] = node
+        parent = parents[parent_path]
+        found = parent.find(tag) if parent is not None else None
+        if found is not None and len(found) == 0:
+            fields[path] = (found.text or "").strip()
     return QueryGpu(
         bus_id=bus_id if bus_id is not None and PCI_ADDRESS.fullmatch(bus_id) else None,
         fields=fields,
