@@ -58,7 +58,8 @@ def generated_stack(pools: int, namespaces: int | None = None, name: str = "benc
         )
     return {
         "azure-native:location": "swedencentral",
-        "aks-gpu:cluster": {"resourceGroup": f"rg-{name}", "name": f"aks-{name}", "kubernetesVersion": "1.33"},
+        # No kubernetesVersion: the default follows the AKS release calendar (components/data/aks_versions.yaml).
+        "aks-gpu:cluster": {"resourceGroup": f"rg-{name}", "name": f"aks-{name}"},
         "aks-gpu:gpuPools": gpu_pools,
         "aks-gpu:workloads": workloads,
     }

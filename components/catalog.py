@@ -13,6 +13,7 @@ from typing import Any, Literal
 import yaml
 
 Vendor = Literal["nvidia", "amd"]
+CpuArchitecture = Literal["x86_64", "arm64"]
 MigProfileName = Literal["MIG1g", "MIG2g", "MIG3g", "MIG4g", "MIG7g"]
 
 CATALOG_FILE = Path(__file__).parent / "data" / "gpu_catalog.yaml"
@@ -55,6 +56,8 @@ class VmSize:
     nvme: NvmeDisks | None
     source: str
     caveats: tuple[str, ...] = field(default_factory=tuple)
+    # The host CPU: arm64 for the Grace (GB200/GB300) sizes, where every image the pool runs must be arm64-capable.
+    cpu_architecture: CpuArchitecture = "x86_64"
 
     @property
     def vendor(self) -> Vendor:
@@ -97,6 +100,7 @@ def _build(raw: dict[str, Any]) -> Catalog:
             nvme=NvmeDisks(**entry["nvme"]) if entry.get("nvme") else None,
             source=sources[entry["source"]],
             caveats=tuple(entry.get("caveats") or ()),
+            cpu_architecture=entry.get("cpu_architecture", "x86_64"),
         )
         for name, entry in raw["vm_sizes"].items()
     }

@@ -13,24 +13,29 @@ from typing import Literal
 from components.catalog import Catalog, GpuModel, VmSize, load_catalog
 from components.config.models import ClusterConfig, GpuPoolConfig, PlatformConfig, StackConfig, WorkloadConfig
 from components.kube.plugin_node_labels import plugin_node_labels
+
+# Re-exported: the label and taint names live in components/naming.py; older imports read them from here.
+from components.naming import ACCELERATOR_LABEL as ACCELERATOR_LABEL
+from components.naming import GPU_TAINT_VALUE as GPU_TAINT_VALUE
+from components.naming import MIG_CONFIG_LABEL
+from components.naming import POOL_LABEL as POOL_LABEL
+from components.naming import SPOT_TAINT_KEY as SPOT_TAINT_KEY
+from components.naming import WORKLOAD_LABEL as WORKLOAD_LABEL
+from components.naming import Vendor as Vendor
+from components.naming import vendor_resource as vendor_resource
 from components.storage.manifests import nvme_node_labels
 
-Vendor = Literal["nvidia", "amd"]
 MigStrategy = Literal["single", "mixed"]
-
-SPOT_TAINT_KEY = "kubernetes.azure.com/scalesetpriority"
-POOL_LABEL = "aks-gpu/pool"
-WORKLOAD_LABEL = "aks-gpu/workload"
-ACCELERATOR_LABEL = "accelerator"
-GPU_TAINT_VALUE = "present"
+# Who cuts a MIG pool's GPUs into instances: AKS from the agent pool's gpuInstanceProfile (with the driver it
+# installs), or the GPU Operator's MIG manager from the node's nvidia.com/mig.config label (operator-owned driver).
+MigPartitioner = Literal["aks", "gpu-operator"]
+# The mig-parted config names the MIG manager reads, one per instance profile: NVIDIA's default config uses the
+# same "all-<profile>" names (assets/state-mig-manager/0400_configmap.yaml in NVIDIA/gpu-operator); the operator
+# values (kube/gpu_operator.py) ship exactly these configs, so the label never names a config that is not there.
+MIG_CONFIG_PREFIX = "all-"
 # Every Kubernetes object the toolkit creates carries these, so `kubectl get -l app.kubernetes.io/part-of=aks-gpu`
 # lists them all.
 COMMON_LABELS = {"app.kubernetes.io/part-of": "aks-gpu", "app.kubernetes.io/managed-by": "pulumi"}
-
-
-def vendor_resource(vendor: Vendor) -> str:
-    """The extended resource a vendor's device plugin advertises for whole GPUs (and its taint key)."""
-    return f"{vendor}.com/gpu"
 
 
 @dataclass(frozen=True)
@@ -90,6 +95,8 @@ class ResolvedPool:
     taints: tuple[Taint, ...]
     node_labels: dict[str, str]
     gpu_driver: Literal["Install", "None"]
+    # Who partitions a MIG pool's GPUs; None without MIG.
+    mig_partitioner: MigPartitioner | None = None
 
     @property
     def name(self) -> str:
@@ -235,7 +242,22 @@ def resolve_pool(pool: GpuPoolConfig, config: PlatformConfig, catalog: Catalog) 
     if pool.spot:
         # AKS adds this taint to every spot node by itself; workloads must tolerate it too.
         taints.append(Taint(key=SPOT_TAINT_KEY, value="spot", effect="NoSchedule"))
-    labels = {
+    driver = pool.gpu_driver
+    if driver is None:
+        operator_manages = pool.vendor == "nvidia" and config.device_plugin.mode == "gpu-operator"
+        # AKS installs no AMD driver; the GPU Operator can own the NVIDIA one when asked to.
+        driver = "None" if pool.vendor == "amd" or operator_manages else "Install"
+    partitioner: MigPartitioner | None = None
+    if instance is not None:
+        # AKS partitions MIG from gpuInstanceProfile together with the driver it installs ("Azure configures the GPU
+        # hardware, installs and maintains the required driver stack", https://learn.microsoft.com/azure/aks/
+        # concepts-gpu-partitioning#managed-multi-instance-gpu-mig-on-aks). With the GPU Operator owning the driver,
+        # the AKS docs say nothing of gpuInstanceProfile; the operator's MIG manager owns the layout instead
+        # (https://learn.microsoft.com/azure/aks/best-practices-ml-ops#partition-a100-and-h100-gpus-with-mig), driven by
+        # the nvidia.com/mig.config node label. So: the operator partitions exactly when it owns the driver.
+        operator_owned = pool.vendor == "nvidia" and config.device_plugin.mode == "gpu-operator" and driver == "None"
+        partitioner = "gpu-operator" if operator_owned else "aks"
+    platform_labels = {
         ACCELERATOR_LABEL: pool.vendor,
         WORKLOAD_LABEL: pool.workload,
         POOL_LABEL: pool.name,
@@ -243,13 +265,10 @@ def resolve_pool(pool: GpuPoolConfig, config: PlatformConfig, catalog: Catalog) 
         **(nvme_node_labels(config.storage.flavour) if pool.nvme_cache else {}),
         # Which device plugin config (both modes) and which GPU Operator operands apply to this pool.
         **plugin_node_labels(pool, config),
-        **pool.labels,
+        **({MIG_CONFIG_LABEL: f"{MIG_CONFIG_PREFIX}{instance.profile}"} if instance and partitioner == "gpu-operator" else {}),
     }
-    driver = pool.gpu_driver
-    if driver is None:
-        operator_manages = pool.vendor == "nvidia" and config.device_plugin.mode == "gpu-operator"
-        # AKS installs no AMD driver; the GPU Operator can own the NVIDIA one when asked to.
-        driver = "None" if pool.vendor == "amd" or operator_manages else "Install"
+    # The config rules refuse a pool label on a platform key; should one get here anyway, the platform's value wins.
+    labels = {**pool.labels, **platform_labels}
     return ResolvedPool(
         config=pool,
         vendor=pool.vendor,
@@ -265,6 +284,7 @@ def resolve_pool(pool: GpuPoolConfig, config: PlatformConfig, catalog: Catalog) 
         taints=tuple(taints),
         node_labels=labels,
         gpu_driver=driver,
+        mig_partitioner=partitioner,
     )
 
 

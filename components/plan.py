@@ -15,22 +15,34 @@ import logging
 import runpy
 import sys
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import grpc  # type: ignore[import-untyped]
 import pulumi
 import yaml
+from pulumi.output import Unknown
 from pulumi.runtime import rpc
 from pulumi.runtime.mocks import MockCallArgs, MockMonitor, MockResourceArgs, Mocks
+from pulumi.runtime.proto import callback_pb2, callback_pb2_grpc, resource_pb2
 from pulumi.runtime.stack import run_pulumi_func
 from pulumi.runtime.sync_await import _sync_await
 
+from components.aks_facts import immutable_fields
+
 SECRET = "[secret]"
+# A value `pulumi preview` cannot know yet (an id, a name Azure assigns): how preview-mode plans record it.
+UNKNOWN = "[unknown]"
 FAKE_SUBSCRIPTION = "00000000-0000-0000-0000-000000000000"
 FAKE_TENANT = "11111111-1111-1111-1111-111111111111"
+FAKE_OBJECT_ID = "22222222-2222-2222-2222-222222222222"
 KUBE_PREFIX = "kubernetes:"
+# The first-party Entra ID applications of AKS, the same in every cloud: the server (the token's audience) and the
+# public client kubelogin signs users in with. https://azure.github.io/kubelogin/concepts/aks.html
+AKS_SERVER_APP_ID = "6dae42f8-4368-4678-94ff-3960e28e3630"
+AKS_CLIENT_APP_ID = "80faf920-1908-4b52-b5ef-a8e7bedfc67a"
 
 
 @dataclass(frozen=True)
@@ -62,6 +74,8 @@ class PlanResult:
     resources: list[ResourceRecord]
     outputs: dict[str, Any]
     warnings: list[str] = field(default_factory=list)
+    # Resource hooks the engine would have run, in order (only with run_hooks; see HookRunningMonitor).
+    hook_runs: list[HookRun] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -102,6 +116,8 @@ def mask_secrets(value: Any) -> Any:
     integers that travelled as protobuf doubles (``replicas: 1``, not ``1.0``)."""
     if rpc.is_rpc_secret(value):
         return SECRET
+    if isinstance(value, Unknown):
+        return UNKNOWN
     if isinstance(value, dict):
         return {key: mask_secrets(item) for key, item in value.items()}
     if isinstance(value, list):
@@ -111,16 +127,62 @@ def mask_secrets(value: Any) -> Any:
     return value
 
 
-def fake_kubeconfig(cluster: str) -> str:
+def fake_kubeconfig(cluster: str, resource_group: str = "resource-group", tenant: str = FAKE_TENANT) -> str:
+    """The kubeconfig ``listClusterUserCredentials(format=exec)`` returns for an Entra ID cluster, in AKS's own shape
+    and argument order (``--login devicecode`` last), with a placeholder CA and a server that cannot resolve.
+    tests/fixtures/aks/ holds a real one (with its source) and a test keeps the two in the same shape."""
     return (
-        "apiVersion: v1\nkind: Config\n"
-        f"clusters:\n- name: {cluster}\n  cluster:\n    server: https://{cluster}.hcp.example.invalid:443\n"
-        f"contexts:\n- name: {cluster}\n  context:\n    cluster: {cluster}\n    user: clusterUser_{cluster}\n"
+        "apiVersion: v1\n"
+        "clusters:\n"
+        "- cluster:\n"
+        "    certificate-authority-data: UExBQ0VIT0xERVItQ0E=\n"
+        f"    server: https://{cluster}-dns-00000000.hcp.example.invalid:443\n"
+        f"  name: {cluster}\n"
+        "contexts:\n"
+        "- context:\n"
+        f"    cluster: {cluster}\n"
+        f"    user: clusterUser_{resource_group}_{cluster}\n"
+        f"  name: {cluster}\n"
         f"current-context: {cluster}\n"
-        f"users:\n- name: clusterUser_{cluster}\n  user:\n    exec:\n      apiVersion: client.authentication.k8s.io/v1beta1\n"
+        "kind: Config\n"
+        "preferences: {}\n"
+        "users:\n"
+        f"- name: clusterUser_{resource_group}_{cluster}\n"
+        "  user:\n"
+        "    exec:\n"
+        "      apiVersion: client.authentication.k8s.io/v1beta1\n"
+        "      args:\n"
+        "      - get-token\n"
+        "      - --environment\n"
+        "      - AzurePublicCloud\n"
+        "      - --server-id\n"
+        f"      - {AKS_SERVER_APP_ID}\n"
+        "      - --client-id\n"
+        f"      - {AKS_CLIENT_APP_ID}\n"
+        "      - --tenant-id\n"
+        f"      - {tenant}\n"
+        "      - --login\n"
+        "      - devicecode\n"
         "      command: kubelogin\n"
-        "      args: [get-token, --login, azurecli, --server-id, 6dae42f8-4368-4678-94ff-3960e28e3630]\n"
+        "      env: null\n"
+        "      installHint: |2\n"
+        "\n"
+        "        kubelogin is not installed which is required to connect to AAD enabled cluster.\n"
+        "\n"
+        "        To learn more, please go to https://aka.ms/aks/kubelogin\n"
+        "      provideClusterInfo: false\n"
     )
+
+
+def revealed(value: Any) -> Any:
+    """``value`` with secrets unwrapped, as a provider sees its inputs."""
+    if rpc.is_rpc_secret(value):
+        return revealed(rpc.unwrap_rpc_secret(value))
+    if isinstance(value, dict):
+        return {key: revealed(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [revealed(item) for item in value]
+    return value
 
 
 def arm_id(resource_group: str, provider_type: str, name: str) -> str:
@@ -128,13 +190,26 @@ def arm_id(resource_group: str, provider_type: str, name: str) -> str:
 
 
 class PlanMocks(Mocks):
-    """Answers registrations and invokes with stable values: the same program gives the same plan."""
+    """Answers registrations and invokes with stable values: the same program gives the same plan.
+
+    With ``preview=True`` it answers as ``pulumi preview`` does for resources that do not exist yet: outputs are the
+    inputs, nothing the provider computes (ids, names, FQDNs) is known, so code that needs those values at program
+    time fails here, offline."""
+
+    def __init__(self, preview: bool = False) -> None:
+        super().__init__()
+        self.preview = preview
 
     def new_resource(self, args: MockResourceArgs) -> tuple[str | None, dict[str, Any]]:
         state = dict(args.inputs)
+        if self.preview:
+            # An empty id is an unknown id in a dry run; properties not returned are unknown too.
+            return ("", state) if args.custom else (None, {})
         if args.typ == "azure-native:containerservice:ManagedCluster":
-            group = str(args.inputs.get("resourceGroupName"))
-            cluster = str(args.inputs.get("resourceName", args.name))
+            # A provider reads secret inputs in plain text; outputs of the same name stay secret (state above).
+            inputs = revealed(args.inputs)
+            group = str(inputs.get("resourceGroupName"))
+            cluster = str(inputs.get("resourceName", args.name))
             state |= {"name": cluster, "fqdn": f"{cluster}.hcp.example.invalid"}
             state["oidcIssuerProfile"] = {"issuerURL": f"https://oidc.example.invalid/{cluster}/"}
             return arm_id(group, "Microsoft.ContainerService/managedClusters", cluster), state
@@ -144,12 +219,13 @@ class PlanMocks(Mocks):
 
     def call(self, args: MockCallArgs) -> tuple[dict[str, Any], list[tuple[str, str]]]:
         token = args.token
+        arguments = revealed(args.args)  # a provider reads secret arguments in plain text
         if token == "azure-native:containerservice:listManagedClusterUserCredentials":
-            cluster = str(args.args.get("resourceName"))
-            encoded = base64.b64encode(fake_kubeconfig(cluster).encode()).decode()
+            group, cluster = str(arguments.get("resourceGroupName")), str(arguments.get("resourceName"))
+            encoded = base64.b64encode(fake_kubeconfig(cluster, group).encode()).decode()
             return {"kubeconfigs": [{"name": "clusterUser", "value": encoded}]}, []
         if token == "azure-native:containerservice:getManagedCluster":
-            group, cluster = str(args.args.get("resourceGroupName")), str(args.args.get("resourceName"))
+            group, cluster = str(arguments.get("resourceGroupName")), str(arguments.get("resourceName"))
             return {
                 "id": arm_id(group, "Microsoft.ContainerService/managedClusters", cluster),
                 "name": cluster,
@@ -159,7 +235,7 @@ class PlanMocks(Mocks):
         if token == "azure-native:authorization:getClientConfig":
             return {
                 "clientId": "plan-client",
-                "objectId": "22222222-2222-2222-2222-222222222222",
+                "objectId": FAKE_OBJECT_ID,
                 "subscriptionId": FAKE_SUBSCRIPTION,
                 "tenantId": FAKE_TENANT,
             }, []
@@ -222,6 +298,8 @@ async def _resolve_export(value: Any) -> Any:
     output = pulumi.Output.from_input(value)
     if await output.is_secret():
         return SECRET
+    if not await output.is_known():
+        return UNKNOWN
     resolved = await output.future()
     return mask_secrets(resolved)
 
@@ -231,9 +309,18 @@ class DuplicateUrnError(RuntimeError):
 
 
 def run_program(
-    project_dir: Path, stack: str, raw_config: Mapping[str, Any], project: str = "aks-gpu", mocks: Mocks | None = None
+    project_dir: Path,
+    stack: str,
+    raw_config: Mapping[str, Any],
+    project: str = "aks-gpu",
+    mocks: Mocks | None = None,
+    *,
+    preview: bool = False,
+    run_hooks: bool = False,
 ) -> PlanResult:
-    """Run ``project_dir/__main__.py`` for ``stack`` under the mock engine and return what it registered."""
+    """Run ``project_dir/__main__.py`` for ``stack`` under the mock engine and return what it registered.
+    ``preview=True`` runs it as ``pulumi preview`` would (see ``run_mocked``); with ``run_hooks`` the resource
+    hooks run as the engine runs them (``HookRunningMonitor``)."""
     main = project_dir / "__main__.py"
     added_path = str(project_dir.resolve())
 
@@ -244,7 +331,7 @@ def run_program(
         finally:
             sys.path.remove(added_path)
 
-    return run_mocked(program, stack, raw_config, project, mocks)
+    return run_mocked(program, stack, raw_config, project, mocks, preview=preview, run_hooks=run_hooks)
 
 
 def run_mocked(
@@ -253,10 +340,16 @@ def run_mocked(
     raw_config: Mapping[str, Any] | None = None,
     project: str = "aks-gpu",
     mocks: Mocks | None = None,
+    *,
+    preview: bool = False,
+    run_hooks: bool = False,
 ) -> PlanResult:
     """Run ``program`` (which registers resources) under fresh mocks (``PlanMocks`` unless given) and a fresh
-    event loop."""
-    monitor = RecordingMonitor(mocks or PlanMocks())
+    event loop. ``preview=True`` is a dry run, as ``pulumi preview``: outputs the providers compute are unknown
+    (recorded as ``[unknown]``) and invokes that depend on them are not made. With ``run_hooks``, resource hooks
+    run too (not in a preview, unless registered with on_dry_run) and a failed one raises ``HookFailedError``."""
+    answers = mocks or PlanMocks(preview=preview)
+    monitor = HookRunningMonitor(answers) if run_hooks else RecordingMonitor(answers)
     warnings: list[str] = []
     logger = logging.getLogger(f"aks-gpu.plan.{stack}")
     logger.propagate = False
@@ -268,7 +361,9 @@ def run_mocked(
     try:
         # A fresh, empty context: the runtime keeps its settings, root stack and config in context variables,
         # so each run starts clean and leaves nothing behind for the next.
-        return contextvars.Context().run(_run_in_context, program, stack, raw_config or {}, project, monitor, logger, warnings)
+        return contextvars.Context().run(
+            _run_in_context, program, stack, raw_config or {}, project, monitor, logger, warnings, preview
+        )
     finally:
         gc.set_threshold(*thresholds)
 
@@ -281,6 +376,7 @@ def _run_in_context(
     monitor: RecordingMonitor,
     logger: logging.Logger,
     warnings: list[str],
+    preview: bool,
 ) -> PlanResult:
     loop = asyncio.new_event_loop()
     asyncio.set_event_loop(loop)
@@ -289,7 +385,7 @@ def _run_in_context(
         # its closed event loop there for the next run to await.
         pulumi.runtime.settings.SETTINGS.outputs = set()
         pulumi.runtime.set_all_config(_config_values(raw_config))
-        pulumi.runtime.set_mocks(monitor.mocks, project=project, stack=stack, preview=False, monitor=monitor, logger=logger)
+        pulumi.runtime.set_mocks(monitor.mocks, project=project, stack=stack, preview=preview, monitor=monitor, logger=logger)
         _sync_await(run_pulumi_func(lambda: _discard(program())))
         root = pulumi.runtime.settings.get_root_resource()
         exported: dict[str, Any] = dict(getattr(root, "outputs", {}) or {})
@@ -300,7 +396,10 @@ def _run_in_context(
     if monitor.duplicates:
         raise DuplicateUrnError("registered twice: " + ", ".join(sorted(monitor.duplicates)))
     records = sorted(monitor.records, key=lambda r: r.urn)
-    return PlanResult(project=project, stack=stack, resources=records, outputs=outputs, warnings=warnings)
+    result = PlanResult(project=project, stack=stack, resources=records, outputs=outputs, warnings=warnings)
+    if isinstance(monitor, HookRunningMonitor):
+        monitor.finish(result)
+    return result
 
 
 def _discard(_: object) -> None:
@@ -323,21 +422,6 @@ def write_plan(result: PlanResult, out_dir: Path) -> list[Path]:
     return written
 
 
-# Inputs Azure cannot change in place: a change replaces the resource. For a GPU pool that drains and
-# deletes every GPU node, so the plan shows it loudly.
-REPLACING_INPUTS: dict[str, tuple[str, ...]] = {
-    "azure-native:containerservice:AgentPool": (
-        "vmSize",
-        "gpuInstanceProfile",
-        "osDiskType",
-        "osSKU",
-        "availabilityZones",
-        "maxPods",
-    ),
-    "azure-native:containerservice:ManagedCluster": ("location", "dnsPrefix", "resourceName"),
-}
-
-
 @dataclass(frozen=True)
 class Replacement:
     urn: str
@@ -351,12 +435,127 @@ def replacements(previous: Mapping[str, Any], current: PlanResult) -> list[Repla
     """Resources whose immutable inputs differ from a previous plan's ``resources.json``."""
     before = {r["urn"]: r for r in previous.get("resources", [])}
     found = []
+    fixed = immutable_fields()
     for record in current.resources:
         old = before.get(record.urn)
         if old is None:
             continue
-        for field_name in REPLACING_INPUTS.get(record.type, ()):
-            old_value, new_value = old["inputs"].get(field_name), record.inputs.get(field_name)
+        # Inputs Azure fixes at creation (data/immutable_fields.yaml, each with its source): for a GPU pool a change
+        # drains and deletes every GPU node, so the plan shows it loudly.
+        for fixed_field in fixed.get(record.type, ()):
+            old_value, new_value = fixed_field.value_in(old["inputs"]), fixed_field.value_in(record.inputs)
             if old_value != new_value:
-                found.append(Replacement(record.urn, record.name, field_name, old_value, new_value))
+                found.append(Replacement(record.urn, record.name, fixed_field.field, old_value, new_value))
     return found
+
+
+# ---------------------------------------------------------------- resource hooks, as the engine runs them
+#
+# The SDK's mock monitor accepts hook registrations and drops them (pulumi 3.272.0 runtime/mocks.py), so an
+# offline plan never ran the post-deploy validation. HookRunningMonitor does what the engine does
+# (pulumi/pulumi pkg/resource/deploy/deployment.go runHooks and step.go, v3.259.0): it keeps each registered
+# hook, and for every resource registered with a hook binding calls the program's callback server over gRPC,
+# exactly as the engine does, before_create hooks before the resource is created and after_create hooks after.
+# The plan is a first deployment, so create is the only step; during a preview (dry run) a hook runs only if it
+# was registered with on_dry_run. A hook's error, unless it was registered with ignore_errors, fails the
+# deployment: a before hook fails that resource's step, an after hook fails the update once the resource exists
+# (the engine does so from CLI 3.238.0, "Fail the deployment when an after hook fails", #22935).
+
+
+@dataclass(frozen=True)
+class HookRun:
+    """One hook the engine ran: which, on which resource, when, and the error it returned ("" for none)."""
+
+    hook: str
+    kind: str
+    urn: str
+    error: str = ""
+    ignored: bool = False
+
+
+class HookFailedError(RuntimeError):
+    """A resource hook failed: the engine fails the deployment with these messages (its own wording)."""
+
+    def __init__(self, runs: list[HookRun]) -> None:
+        self.runs = runs
+        timing = {"before_create": "before", "after_create": "after"}
+        super().__init__("\n".join(f"{timing[run.kind]} hook {run.hook!r} failed: {run.error}" for run in runs))
+
+
+@dataclass(frozen=True)
+class _RegisteredHook:
+    name: str
+    token: str
+    target: str
+    on_dry_run: bool
+    ignore_errors: bool
+
+
+class HookRunningMonitor(RecordingMonitor):
+    """The recording monitor, also running resource hooks as the engine does (see above)."""
+
+    def __init__(self, mocks: Mocks) -> None:
+        super().__init__(mocks)
+        self.hooks: dict[str, _RegisteredHook] = {}
+        self.runs: list[HookRun] = []
+        self._channels: dict[str, grpc.Channel] = {}
+
+    def RegisterResourceHook(self, request: Any) -> Any:  # noqa: N802 - the gRPC method name
+        hook = _RegisteredHook(
+            request.name, request.callback.token, request.callback.target, request.on_dry_run, request.ignore_errors
+        )
+        with self._lock:
+            self.hooks[hook.name] = hook
+        return super().RegisterResourceHook(request)  # type: ignore[no-untyped-call]
+
+    def RegisterResource(self, request: Any) -> Any:  # noqa: N802 - the gRPC method name
+        bound = request.hooks if request.HasField("hooks") else None
+        urn = self.make_urn(request.parent, request.type, request.name)  # type: ignore[no-untyped-call]
+        if bound is not None and not self._run("before_create", bound.before_create, request, urn, None):
+            raise HookFailedError([self.runs[-1]])
+        response = super().RegisterResource(request)
+        if bound is not None:
+            self._run("after_create", bound.after_create, request, response.urn, response)
+        return response
+
+    def _run(self, kind: str, names: Sequence[str], request: Any, urn: str, response: Any) -> bool:
+        """Run the hooks ``names``; False when one failed (and its error is not ignored)."""
+        for name in names:
+            hook = self.hooks.get(name)
+            if hook is None:
+                raise HookFailedError([HookRun(name, kind, urn, f"hook {name!r} was not registered")])
+            if pulumi.runtime.is_dry_run() and not hook.on_dry_run:
+                continue
+            hook_request = resource_pb2.ResourceHookRequest(
+                urn=urn,
+                id=response.id if response is not None else "",
+                name=request.name,
+                type=request.type,
+                new_inputs=request.object,
+                new_outputs=response.object if response is not None else None,
+            )
+            reply = callback_pb2_grpc.CallbacksStub(self._channel(hook.target)).Invoke(
+                callback_pb2.CallbackInvokeRequest(token=hook.token, request=hook_request.SerializeToString())
+            )
+            error = resource_pb2.ResourceHookResponse.FromString(reply.response).error
+            run = HookRun(name, kind, urn, error, ignored=bool(error) and hook.ignore_errors)
+            with self._lock:
+                self.runs.append(run)
+            if error and not hook.ignore_errors:
+                return False
+        return True
+
+    def _channel(self, target: str) -> grpc.Channel:
+        with self._lock:
+            if target not in self._channels:
+                self._channels[target] = grpc.insecure_channel(target)
+            return self._channels[target]
+
+    def finish(self, result: PlanResult) -> None:
+        """Hand the runs to the result; raise ``HookFailedError`` when one failed."""
+        for channel in self._channels.values():
+            channel.close()
+        result.hook_runs = list(self.runs)
+        failed = [run for run in self.runs if run.error and not run.ignored]
+        if failed:
+            raise HookFailedError(failed)

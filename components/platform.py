@@ -58,6 +58,9 @@ class GpuPlatform(pulumi.ComponentResource):
     """Exec (kubelogin) kubeconfig of the cluster; a secret."""
     cluster_name: pulumi.Output[str]
     resource_group_name: pulumi.Output[str]
+    cluster_id: pulumi.Output[str]
+    """The cluster's ARM id: the clusterIdentifier of a Kubernetes provider built from the kubeconfig, so a
+    rotated kubeconfig updates that provider instead of replacing it and every object it manages."""
     pools: pulumi.Output[dict[str, PoolOutput]]
     """Per GPU pool: node selector, tolerations, resource name and count per node."""
     namespaces: pulumi.Output[list[str]]
@@ -76,8 +79,14 @@ class GpuPlatform(pulumi.ComponentResource):
             {"cluster": spec_of(cluster), "location": args["location"]},
             opts=pulumi.ResourceOptions(parent=self),
         )
-        self.node_pools: dict[str, GpuNodePool] = {
-            pool.name: GpuNodePool(
+        # One pool after the other, in the stack file's order: AKS runs one agent pool operation per cluster at a
+        # time and answers a second concurrent PUT with 409 OperationNotAllowed ("Another agentpool operation
+        # (<pool> - Creating) is in progress", e.g. https://github.com/cilium/cilium/issues/25944;
+        # https://aka.ms/aks-pending-operation). dependsOn orders creates and updates alike; URNs do not change.
+        self.node_pools: dict[str, GpuNodePool] = {}
+        previous: GpuNodePool | None = None
+        for pool in model.pools:
+            previous = self.node_pools[pool.name] = GpuNodePool(
                 f"{name}-{pool.name}",
                 {
                     "pool": spec_of(pool.config),
@@ -86,10 +95,8 @@ class GpuPlatform(pulumi.ComponentResource):
                     "device_plugin": sections.get("device_plugin", {}),
                     "storage": sections.get("storage", {}),
                 },
-                opts=pulumi.ResourceOptions(parent=self),
+                opts=pulumi.ResourceOptions(parent=self, depends_on=[previous.agent_pool] if previous else None),
             )
-            for pool in model.pools
-        }
         pools_ready: list[pulumi.Resource] = list(self.node_pools.values())
         in_cluster = pulumi.ResourceOptions(parent=self, provider=self.cluster.provider)
         self.device_plugin: GpuDevicePlugin = GpuDevicePlugin(
@@ -128,6 +135,7 @@ class GpuPlatform(pulumi.ComponentResource):
         self.kubeconfig = self.cluster.kubeconfig
         self.cluster_name = self.cluster.cluster_name
         self.resource_group_name = self.cluster.resource_group_name
+        self.cluster_id = self.cluster.cluster_id
         self.pools = pulumi.Output.from_input({pool.name: pool_output(pool, model) for pool in model.pools})
         self.namespaces = pulumi.Output.from_input([workload.name for workload in model.workloads])
         self.register_outputs(
@@ -135,6 +143,7 @@ class GpuPlatform(pulumi.ComponentResource):
                 "kubeconfig": self.kubeconfig,
                 "clusterName": self.cluster_name,
                 "resourceGroupName": self.resource_group_name,
+                "clusterId": self.cluster_id,
                 "pools": self.pools,
                 "namespaces": self.namespaces,
             }
@@ -151,6 +160,8 @@ def stack_exports(platform: GpuPlatform) -> dict[str, Any]:
     return {
         "clusterName": platform.cluster_name,
         "resourceGroupName": platform.resource_group_name,
+        # With the kubeconfig, what a team stack builds its Kubernetes provider from (clusterIdentifier).
+        "clusterId": platform.cluster_id,
         "kubeconfig": platform.kubeconfig,
         "pools": platform.pools.apply(camel_case_entries),
         "devicePlugin": platform.device_plugin.targets.apply(camel_case_entries),

@@ -7,9 +7,21 @@ the one place the rules live. ``tests/test_specs.py`` keeps the two in step, key
 
 Plain Python types only (the inference accepts no unions): enum-like values are ``str`` here and are
 checked by the models.
+
+Plain or ``pulumi.Input``, per field. A field is plain where its value decides which resources exist, what
+they are named (their URNs) or what the cross-key rules compare it with before anything is registered: pools
+(name, vendor, VM size, counts, MIG), the cluster, the device plugin, admission, storage, validation. Other
+stacks' values (a ``StackReference`` output, a resource's output) are accepted where they only fill in values:
+a workload namespace's ``name``, ``type`` and ``gpu_quota`` (``GpuWorkloadNamespace`` checks them when they are
+known), and the names and placements the components take beside their specs (``resource_group_name``,
+``cluster_name``, ``resource_name``, ``node_selector``, ``tolerations``). ``GpuPlatform``,
+``GpuAdmissionPolicy`` and ``NvmeCache`` compare every workload with the pools first: they refuse an output in
+a workload with the property path and why (``components/args.py``).
 """
 
 from typing import NotRequired, TypedDict
+
+import pulumi
 
 
 class NotAllowedDatesSpec(TypedDict):
@@ -53,6 +65,13 @@ class SystemPoolSpec(TypedDict):
     os_sku: NotRequired[str]
 
 
+class DeployerAccessSpec(TypedDict):
+    enabled: NotRequired[bool]
+    """Grant the deploying identity Azure Kubernetes Service RBAC Cluster Admin on the cluster (default true)."""
+    principal_type: NotRequired[str]
+    """auto (default), User or ServicePrincipal."""
+
+
 class ClusterSpec(TypedDict):
     resource_group: str
     """The cluster's resource group."""
@@ -63,6 +82,8 @@ class ClusterSpec(TypedDict):
     location: NotRequired[str]
     kubernetes_version: NotRequired[str]
     sku_tier: NotRequired[str]
+    support_plan: NotRequired[str]
+    """KubernetesOfficial (default) or AKSLongTermSupport (needs skuTier Premium)."""
     dns_prefix: NotRequired[str]
     network_policy: NotRequired[str]
     """azure, calico or cilium."""
@@ -74,6 +95,9 @@ class ClusterSpec(TypedDict):
     maintenance: NotRequired[MaintenanceSpec]
     system_pool: NotRequired[SystemPoolSpec]
     entra_admin_group_object_ids: NotRequired[list[str]]
+    deployer_access: NotRequired[DeployerAccessSpec]
+    kubelogin_mode: NotRequired[str]
+    """How the kubeconfig's kubelogin signs in: azurecli (default), workloadidentity, spn or msi."""
     local_accounts: NotRequired[bool]
     workload_identity: NotRequired[bool]
     kaito: NotRequired[bool]
@@ -83,6 +107,7 @@ class ClusterSpec(TypedDict):
 
 class UpgradeSettingsSpec(TypedDict):
     max_surge: NotRequired[str]
+    max_unavailable: NotRequired[str]
     drain_timeout_in_minutes: NotRequired[int]
     node_soak_duration_in_minutes: NotRequired[int]
 
@@ -162,11 +187,14 @@ class RoleBindingSpec(TypedDict):
 
 
 class WorkloadSpec(TypedDict):
-    name: str
-    """The namespace (a DNS label)."""
-    type: str
-    """The workload type: pools whose workload equals it serve this namespace."""
-    gpu_quota: int
+    name: pulumi.Input[str]
+    """The namespace (a DNS label). An output only for GpuWorkloadNamespace."""
+    type: pulumi.Input[str]
+    """The workload type: pools whose workload equals it serve this namespace. An output only for
+    GpuWorkloadNamespace."""
+    gpu_quota: pulumi.Input[int]
+    """GPUs (units of the pools' GPU resource) the namespace may request in all. An output only for
+    GpuWorkloadNamespace."""
     pool: NotRequired[str]
     pod_security: NotRequired[str]
     quota: NotRequired[QuotaLimitsSpec]

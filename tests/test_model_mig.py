@@ -55,7 +55,9 @@ NVIDIA_MIG_TABLES: dict[str, dict[str, tuple[str, int]]] = {
     },
 }
 # GPUs without MIG: a MIG profile on them is refused by the rules; they expose whole GPUs only.
-NO_MIG = {"T4", "A10", "MI300X"}
+# Without MIG in the catalog: no MIG hardware, or MIG AKS does not offer (gpuInstanceProfile is documented for A100,
+# H100 and H200 only: https://learn.microsoft.com/azure/aks/gpu-multi-instance), or undocumented (confidential H100).
+NO_MIG = {"T4", "A10", "MI300X", "GB200", "GB300", "RTX-PRO-6000-BSE", "H100-NVL-94GB-CC"}
 
 
 def pool(vm_size: str, vendor: Vendor = "nvidia", **extra: Any) -> GpuPoolConfig:

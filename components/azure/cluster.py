@@ -1,13 +1,16 @@
 """``GpuCluster``: the AKS cluster GPU pools attach to, created with safe defaults or adopted as it is."""
 
 import base64
-from typing import Any, TypedDict, cast
+import os
+from collections.abc import Mapping
+from typing import Any, Literal, TypedDict, cast
 
 import pulumi
 import pulumi_kubernetes as k8s
-from pulumi_azure_native import containerservice
+from pulumi_azure_native import authorization, containerservice
 
 from components.args import validated
+from components.azure.kubeconfig import use_login_mode
 from components.azure.maintenance import (
     AUTO_UPGRADE_CONFIG_NAME,
     NODE_OS_CONFIG_NAME,
@@ -19,6 +22,34 @@ from components.specs import ClusterSpec
 # The system pool runs CoreDNS, metrics-server and the like, and nothing else: AKS honours this taint
 # on system pools ("CriticalAddonsOnly=true:NoSchedule") so user pods go to the GPU (or other user) pools.
 SYSTEM_POOL_TAINT = "CriticalAddonsOnly=true:NoSchedule"
+# The built-in role "Azure Kubernetes Service RBAC Cluster Admin": "Lets you manage all resources in the cluster."
+# https://learn.microsoft.com/azure/role-based-access-control/built-in-roles/containers#azure-kubernetes-service-rbac-cluster-admin
+AKS_RBAC_CLUSTER_ADMIN_ROLE_ID = "b1ff04bb-8a4e-4dc4-8eb5-8693973ce19b"
+
+
+# How the azure-native provider is told to sign in as an application rather than a person: its config keys and
+# the environment variables it reads (https://www.pulumi.com/registry/packages/azure-native/installation-configuration/,
+# https://www.pulumi.com/docs/esc/providers/login/azure-login/).
+SERVICE_PRINCIPAL_CONFIG = ("clientId", "useOidc", "useMsi")
+SERVICE_PRINCIPAL_ENV = ("ARM_CLIENT_ID", "ARM_USE_OIDC", "ARM_USE_MSI")
+
+
+def deployer_principal_type(
+    configured: str, provider_config: Mapping[str, str | None], environment: Mapping[str, str]
+) -> Literal["User", "ServicePrincipal"]:
+    """The principalType of the deploying identity's role assignment: the stack's choice, or the guess "auto" makes
+    from how the azure-native provider signs in. ARM refuses a mismatch, and the SDK's default is "User"."""
+    if configured in ("User", "ServicePrincipal"):
+        return configured  # type: ignore[return-value]
+    signs_in_as_app = any(provider_config.get(key) for key in SERVICE_PRINCIPAL_CONFIG) or any(
+        environment.get(key) for key in SERVICE_PRINCIPAL_ENV
+    )
+    return "ServicePrincipal" if signs_in_as_app else "User"
+
+
+def role_definition_id(subscription_id: str, role_id: str) -> str:
+    """A built-in role's ARM id as a role assignment takes it (subscription-scoped, like az role assignment create)."""
+    return f"/subscriptions/{subscription_id}/providers/Microsoft.Authorization/roleDefinitions/{role_id}"
 
 
 class GpuClusterArgs(TypedDict):
@@ -49,9 +80,11 @@ class GpuCluster(pulumi.ComponentResource):
     cluster_id: pulumi.Output[str]
     kubeconfig: pulumi.Output[str]
     provider: k8s.Provider
+    deployer_access: authorization.RoleAssignment | None
+    """The deploying identity's "Azure Kubernetes Service RBAC Cluster Admin" assignment, when it is made."""
 
     def __init__(self, name: str, args: GpuClusterArgs, opts: pulumi.ResourceOptions | None = None) -> None:
-        spec = validated(ClusterConfig, args["cluster"], f"GpuCluster {name}")
+        spec = validated(ClusterConfig, args["cluster"], f"GpuCluster {name}", at="cluster")
         super().__init__("aks-gpu:index:GpuCluster", name, None, opts)
         child = pulumi.ResourceOptions(parent=self)
 
@@ -91,6 +124,9 @@ class GpuCluster(pulumi.ComponentResource):
                     opts=child,
                 )
         self.resource_group_name = pulumi.Output.from_input(spec.resource_group)
+        self.deployer_access = None
+        if not spec.existing and spec.deployer_access.enabled:
+            self.deployer_access = self._grant_deployer(name, spec)
 
         credentials = containerservice.list_managed_cluster_user_credentials_output(
             resource_group_name=spec.resource_group,
@@ -99,7 +135,9 @@ class GpuCluster(pulumi.ComponentResource):
             format="exec",
             opts=pulumi.InvokeOutputOptions(parent=self),
         )
-        self.kubeconfig = pulumi.Output.secret(credentials.apply(decode_kubeconfig))
+        mode = spec.kubelogin_mode
+        # AKS writes `kubelogin get-token --login devicecode`, which waits for a person; use a mode that does not.
+        self.kubeconfig = pulumi.Output.secret(credentials.apply(lambda result: use_login_mode(decode_kubeconfig(result), mode)))
         self.provider = k8s.Provider(
             f"{name}-k8s",
             kubeconfig=self.kubeconfig,
@@ -107,7 +145,10 @@ class GpuCluster(pulumi.ComponentResource):
             # a rotated kubeconfig is an update.
             cluster_identifier=self.cluster_id,
             enable_server_side_apply=True,
-            opts=child,
+            # Every Kubernetes object comes after the deployer's role assignment. Azure RBAC "can take up to five
+            # minutes to propagate" (https://learn.microsoft.com/azure/aks/entra-id-authorization): a first up that
+            # still gets 403 Forbidden succeeds when run again.
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[self.deployer_access] if self.deployer_access else None),
         )
         self.register_outputs(
             {
@@ -117,6 +158,25 @@ class GpuCluster(pulumi.ComponentResource):
                 "kubeconfig": self.kubeconfig,
             }
         )
+
+    def _grant_deployer(self, name: str, spec: ClusterConfig) -> authorization.RoleAssignment:
+        """ "Azure Kubernetes Service RBAC Cluster Admin" on the cluster for the identity running the deployment (the
+        client config's object id): with Entra ID RBAC on and local accounts off, nothing else gives it access to
+        the Kubernetes API it deploys to next. Turn off with cluster.deployerAccess.enabled: false."""
+        client = authorization.get_client_config_output(opts=pulumi.InvokeOutputOptions(parent=self))
+        inputs: dict[str, Any] = {
+            "scope": self.cluster_id,
+            "principal_id": client.object_id,
+            "role_definition_id": client.subscription_id.apply(
+                lambda subscription: role_definition_id(subscription, AKS_RBAC_CLUSTER_ADMIN_ROLE_ID)
+            ),
+            "description": "aks-gpu: the deploying identity manages the cluster's Kubernetes objects",
+        }
+        provider = pulumi.Config("azure-native")
+        inputs["principal_type"] = deployer_principal_type(
+            spec.deployer_access.principal_type, {key: provider.get(key) for key in SERVICE_PRINCIPAL_CONFIG}, os.environ
+        )
+        return authorization.RoleAssignment(f"{name}-deployer-admin", **inputs, opts=pulumi.ResourceOptions(parent=self))
 
     @staticmethod
     def _cluster_inputs(spec: ClusterConfig, location: str) -> dict[str, Any]:
@@ -138,6 +198,9 @@ class GpuCluster(pulumi.ComponentResource):
             "dns_prefix": spec.dns_prefix or spec.name,
             "kubernetes_version": spec.kubernetes_version,
             "sku": {"name": "Base", "tier": spec.sku_tier},
+            # AKSLongTermSupport with the Premium tier keeps a minor patched a year past its end of life
+            # (https://learn.microsoft.com/azure/aks/long-term-support#enable-long-term-support).
+            "support_plan": spec.support_plan,
             "identity": {"type": "SystemAssigned"},
             "enable_rbac": True,
             "aad_profile": {

@@ -37,12 +37,18 @@ def agent_pool_inputs(pool: ResolvedPool) -> dict[str, Any]:
         "node_taints": [taint.aks() for taint in pool.taints if not taint.key.startswith("kubernetes.azure.com/")],
         "node_labels": dict(pool.node_labels),
         "gpu_profile": {"driver": pool.gpu_driver},
-        "upgrade_settings": {
-            "max_surge": spec.upgrade.max_surge,
-            "drain_timeout_in_minutes": spec.upgrade.drain_timeout_in_minutes,
-            "node_soak_duration_in_minutes": spec.upgrade.node_soak_duration_in_minutes,
-        },
     }
+    if not spec.spot:
+        # Spot pools get no upgradeSettings at all: ARM refuses maxSurge and maxUnavailable there ("Spot pools can't
+        # set max surge"), and AKS upgrades them with neither surge nodes nor a drain
+        # (https://learn.microsoft.com/azure/aks/spot-node-pool#upgrade-a-spot-node-pool). data/arm_refusals.yaml.
+        upgrade = spec.upgrade
+        inputs["upgrade_settings"] = {
+            "max_surge": upgrade.effective_max_surge,
+            **({"max_unavailable": upgrade.max_unavailable} if upgrade.max_unavailable is not None else {}),
+            "drain_timeout_in_minutes": upgrade.drain_timeout_in_minutes,
+            "node_soak_duration_in_minutes": upgrade.node_soak_duration_in_minutes,
+        }
     if spec.autoscaling:
         inputs |= {"enable_auto_scaling": True, "min_count": spec.min_count, "max_count": spec.max_count, "count": spec.min_count}
     else:
@@ -51,7 +57,9 @@ def agent_pool_inputs(pool: ResolvedPool) -> dict[str, Any]:
         inputs["os_disk_size_gb"] = spec.os_disk_size_gb
     if spec.zones:
         inputs["availability_zones"] = list(spec.zones)
-    if spec.mig_profile is not None:
+    if spec.mig_profile is not None and pool.mig_partitioner == "aks":
+        # With the GPU Operator owning the driver, its MIG manager partitions from the nvidia.com/mig.config label
+        # instead (components/model.py): AKS is not asked to partition too.
         inputs["gpu_instance_profile"] = spec.mig_profile
     if spec.spot:
         # AKS adds the spot taint itself; sending it ourselves would be refused as a reserved key.
@@ -70,6 +78,8 @@ class GpuNodePool(pulumi.ComponentResource):
     Outputs carry what a workload needs to land here: node selector, tolerations, resource name and count.
     """
 
+    agent_pool: containerservice.AgentPool
+    """The AKS agent pool; another pool that must wait for this one depends on it."""
     pool_name: pulumi.Output[str]
     node_selector: pulumi.Output[dict[str, str]]
     tolerations: pulumi.Output[list[dict[str, str]]]
@@ -82,15 +92,18 @@ class GpuNodePool(pulumi.ComponentResource):
             "device_plugin": args.get("device_plugin", {}),
             "storage": args.get("storage", {}),
         }
-        [pool] = platform_model(sections, f"GpuNodePool {name}").pools
+        [pool] = platform_model(sections, f"GpuNodePool {name}", renames={"gpuPools[0]": "pool"}).pools
         super().__init__("aks-gpu:index:GpuNodePool", name, None, opts)
-        containerservice.AgentPool(
+        self.agent_pool = containerservice.AgentPool(
             f"{name}-pool",
             resource_group_name=args["resource_group_name"],
             resource_name_=args["cluster_name"],
             **agent_pool_inputs(pool),
             opts=pulumi.ResourceOptions(
                 parent=self,
+                # Children do not inherit a component's depends_on: the agent pool carries it (GpuPlatform chains the
+                # pools this way, since AKS runs one agent pool operation per cluster at a time).
+                depends_on=opts.depends_on if opts else None,
                 protect=pool.config.protect,
                 # Pool names are fixed, so create-before-delete always collides with the old pool.
                 delete_before_replace=True,

@@ -28,6 +28,7 @@ def run(args: argparse.Namespace) -> int:
                 "vendor": size.vendor,
                 "gpuModel": size.gpu.key,
                 "gpuCount": size.gpu_count,
+                "cpuArchitecture": size.cpu_architecture,
                 "memoryGiBPerGpu": size.gpu.memory_gib,
                 "migProfiles": {name: m.profile for name, m in size.gpu.mig.items()},
                 "nvme": {"disks": size.nvme.disks, "capacityGiB": size.nvme.capacity_gib} if size.nvme else None,
@@ -39,7 +40,7 @@ def run(args: argparse.Namespace) -> int:
         out.print_json(json.dumps(rows))
         return EXIT_OK
     table = Table(title="AKS GPU VM sizes")
-    for column in ("vm size", "series", "gpus", "memory/gpu", "MIG profiles", "local NVMe", "caveats"):
+    for column in ("vm size", "series", "cpu", "gpus", "memory/gpu", "MIG profiles", "local NVMe", "caveats"):
         table.add_column(column)
     for size in catalog.vm_sizes.values():
         mig = ", ".join(f"{name}={m.profile}x{m.max_instances}" for name, m in size.gpu.mig.items()) or "-"
@@ -47,6 +48,7 @@ def run(args: argparse.Namespace) -> int:
         table.add_row(
             size.name,
             size.series,
+            size.cpu_architecture,
             f"{size.gpu_count} x {size.gpu.product}",
             f"{size.gpu.memory_gib} GiB",
             mig,

@@ -25,6 +25,11 @@ def register(subparsers: Any) -> None:
     )
     add_stack_arguments(parser)
     parser.add_argument("--out", type=Path, help="output folder (default: build/<stack>)")
+    parser.add_argument(
+        "--preview",
+        action="store_true",
+        help="run as `pulumi preview` does: nothing exists yet, so ids and provider-computed outputs are unknown",
+    )
     parser.set_defaults(handler=run)
 
 
@@ -35,8 +40,9 @@ def run(args: argparse.Namespace) -> int:
     previous_file = out_dir / "resources.json"
     previous = json.loads(previous_file.read_text(encoding="utf-8")) if previous_file.is_file() else None
 
-    with out.status(f"planning stack [bold]{loaded.stack}[/] under the mock engine"):
-        result = run_program(loaded.project_dir, loaded.stack, loaded.raw)
+    mode = " (preview: provider outputs unknown)" if args.preview else ""
+    with out.status(f"planning stack [bold]{loaded.stack}[/] under the mock engine{mode}"):
+        result = run_program(loaded.project_dir, loaded.stack, loaded.raw, preview=args.preview)
     changes = replacements(previous, result) if previous else []
     written = write_plan(result, out_dir)
 
@@ -101,9 +107,14 @@ def pool_table(model: PlatformModel) -> Table:
 
 def print_replacements(changes: list[Replacement]) -> None:
     for change in changes:
+        consequence = (
+            "drains and recreates every node of this pool"
+            if change.urn.split("::")[-2].endswith("AgentPool")
+            else "recreates the resource"
+        )
         out.print(
-            f"[bold red]replace[/] [red]{change.name}: {change.field} {change.before!r} -> {change.after!r}"
-            " (drains and recreates every node of this pool)[/]"
+            f"[bold red]replace[/] [red]{change.name}: {change.field} {change.before!r} -> {change.after!r} cannot "
+            f"change in place: Pulumi replaces it ({consequence}) or Azure refuses the update[/]"
         )
 
 

@@ -6,6 +6,7 @@ This module is the only one that knows how config keys are spelled in a stack fi
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import types
 import typing
@@ -76,8 +77,11 @@ def load_stack_file(path: Path) -> dict[str, Any]:
     return {str(key): value for key, value in config.items()}
 
 
-def validate_config(raw: Mapping[str, Any], source: str, catalog: Catalog | None = None) -> ValidatedConfig:
-    """Validate a stack's raw config map. Raises ``ConfigError`` listing every error at once."""
+def validate_config(
+    raw: Mapping[str, Any], source: str, catalog: Catalog | None = None, today: dt.date | None = None
+) -> ValidatedConfig:
+    """Validate a stack's raw config map. Raises ``ConfigError`` listing every error at once. ``today`` is the day
+    the Kubernetes version is checked against the AKS calendar: the real date unless a test fixes one."""
     catalog = catalog or load_catalog()
     problems: list[Problem] = []
     document: dict[str, Any] = {}
@@ -104,7 +108,7 @@ def validate_config(raw: Mapping[str, Any], source: str, catalog: Catalog | None
     except ValidationError as exc:
         problems.extend(problems_from(exc))
     if config is not None:
-        problems.extend(check_rules(config, catalog))
+        problems.extend(check_rules(config, catalog, today=today or dt.date.today()))
 
     errors = [p for p in problems if p.severity == "error"]
     if errors or config is None:
@@ -112,14 +116,17 @@ def validate_config(raw: Mapping[str, Any], source: str, catalog: Catalog | None
     return ValidatedConfig(config=config, warnings=tuple(problems), source=source)
 
 
-def validate_sections(values: Mapping[str, Any], source: str, catalog: Catalog | None = None) -> PlatformConfig:
+def validate_sections(
+    values: Mapping[str, Any], source: str, catalog: Catalog | None = None, today: dt.date | None = None
+) -> PlatformConfig:
     """Validate the in-cluster sections a component was given (``gpu_pools``, ``workloads``, ...), with the
     same models and cross-key rules as a stack file. Raises ``ConfigError`` on the first pass that fails."""
     try:
         config = PlatformConfig.model_validate(dict(values))
     except ValidationError as exc:
         raise ConfigError(source, problems_from(exc)) from None
-    errors = [p for p in check_rules(config, catalog or load_catalog()) if p.severity == "error"]
+    checked = check_rules(config, catalog or load_catalog(), today=today or dt.date.today())
+    errors = [p for p in checked if p.severity == "error"]
     if errors:
         raise ConfigError(source, errors)
     return config

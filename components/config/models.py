@@ -10,8 +10,10 @@ from __future__ import annotations
 import re
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator
 from pydantic.alias_generators import to_camel
+
+from components.aks_facts import kubernetes_calendar
 
 # AKS: "agent pool names must start with a lowercase letter and contain only lowercase letters and numbers,
 # at most 12 characters (Linux)". https://learn.microsoft.com/azure/aks/create-node-pools#limitations
@@ -23,13 +25,35 @@ CLUSTER_NAME_PATTERN = r"^[a-zA-Z0-9]([a-zA-Z0-9_-]{0,61}[a-zA-Z0-9])?$"
 RESOURCE_GROUP_PATTERN = r"^[-\w._()]{0,89}[-\w_()]$"
 TAINT_PATTERN = r"^[A-Za-z0-9][-A-Za-z0-9_./]*=[-A-Za-z0-9_.]*:(NoSchedule|PreferNoSchedule|NoExecute)$"
 KUBE_QUANTITY_PATTERN = r"^[0-9]+(\.[0-9]+)?(m|k|Ki|Mi|Gi|Ti|Pi|M|G|T|P)?$"
+# AgentPoolUpgradeSettings.maxSurge / maxUnavailable: "an integer (e.g. '5') or a percentage (e.g. '50%')"
+# (AKS API 2025-09-01, as pulumi_azure_native documents AgentPoolUpgradeSettingsArgs).
+NODE_COUNT_OR_PERCENT_PATTERN = r"^(0|[1-9]\d*|(0|[1-9]\d?|100)%)$"
+
+
+def _typed_back_to_text(value: object) -> object:
+    """``pulumi config set --path`` stores ``true``/``false`` as booleans and base-10 digits without a leading
+    zero as integers (``coerce`` in pulumi/pulumi sdk/go/common/resource/config/object.go, v3.259.0; ``--type
+    string`` keeps text), so ``upgrade.maxSurge 1`` or ``zones[0] 1`` reach a string field as ``1``. Give back
+    the text the user typed; anything else is left to the field's own checks."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int):
+        return str(value)
+    return value
+
+
+# A string field the CLI may have turned into a number or a boolean.
+ConfigText = Annotated[str, BeforeValidator(_typed_back_to_text)]
+# The validator outermost, so the pattern stays in the JSON Schema editors read (upgrade.maxSurge 2).
+CountOrPercent = Annotated[str, Field(pattern=NODE_COUNT_OR_PERCENT_PATTERN), BeforeValidator(_typed_back_to_text)]
 
 Vendor = Literal["nvidia", "amd"]
 MigProfile = Literal["MIG1g", "MIG2g", "MIG3g", "MIG4g", "MIG7g"]
 DayOfWeek = Literal["Sunday", "Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday"]
 PoolName = Annotated[str, Field(pattern=POOL_NAME_PATTERN)]
 DnsLabel = Annotated[str, Field(pattern=DNS_LABEL_PATTERN)]
-Quantity = Annotated[str, Field(pattern=KUBE_QUANTITY_PATTERN)]
+# The validator outermost, so the pattern stays in the JSON Schema editors read.
+Quantity = Annotated[str, Field(pattern=KUBE_QUANTITY_PATTERN), BeforeValidator(_typed_back_to_text)]
 
 
 class Spec(BaseModel):
@@ -77,8 +101,23 @@ class SystemPool(Spec):
     vm_size: str = "Standard_D4ds_v5"
     min_count: int = Field(default=2, ge=1, le=1000)
     max_count: int = Field(default=3, ge=1, le=1000)
-    zones: tuple[str, ...] = ()
+    zones: tuple[ConfigText, ...] = ()
     os_sku: Literal["Ubuntu", "AzureLinux"] = "Ubuntu"
+
+
+class DeployerAccess(Spec):
+    """Kubernetes access for the identity that runs ``pulumi up``: with Entra ID RBAC on and local accounts off,
+    nothing else lets it create the in-cluster objects of the same deployment."""
+
+    # A role assignment of "Azure Kubernetes Service RBAC Cluster Admin" on the cluster to the client config's
+    # object id (components/azure/cluster.py). Off: list an admin group instead (entraAdminGroupObjectIds).
+    enabled: bool = True
+    # The assignment's principalType. ARM refuses a wrong one ("UnmatchedPrincipalType"), and the azure-native SDK
+    # sends "User" when none is given, so it is always set: "auto" is ServicePrincipal when the azure-native
+    # provider signs in as a service principal, with OIDC or a managed identity (clientId / useOidc / useMsi config
+    # or ARM_CLIENT_ID / ARM_USE_OIDC / ARM_USE_MSI), and User otherwise (az login as a person). Set it when that
+    # guess is wrong, e.g. `az login --service-principal` with CLI authentication.
+    principal_type: Literal["auto", "User", "ServicePrincipal"] = "auto"
 
 
 class ClusterConfig(Spec):
@@ -87,8 +126,11 @@ class ClusterConfig(Spec):
     # Adopt a cluster that already exists: nothing Azure-side is created, the rest attaches to it.
     existing: bool = False
     location: str | None = None
-    kubernetes_version: str = Field(default="1.33", pattern=r"^1\.\d{2}(\.\d+)?$")
+    # Checked against the AKS release calendar (components/data/aks_versions.yaml), which also sets the default.
+    kubernetes_version: str = Field(default=kubernetes_calendar().default, pattern=r"^1\.\d{2}(\.\d+)?$")
     sku_tier: Literal["Free", "Standard", "Premium"] = "Standard"
+    # AKSLongTermSupport keeps a minor supported a year past its end of life; it needs the Premium tier.
+    support_plan: Literal["KubernetesOfficial", "AKSLongTermSupport"] = "KubernetesOfficial"
     dns_prefix: str | None = None
     network_policy: Literal["azure", "calico", "cilium", "none"] = "cilium"
     pod_cidr: str = "10.244.0.0/16"
@@ -97,21 +139,39 @@ class ClusterConfig(Spec):
     maintenance: Maintenance = Maintenance()
     system_pool: SystemPool = SystemPool()
     entra_admin_group_object_ids: tuple[str, ...] = ()
+    deployer_access: DeployerAccess = DeployerAccess()
+    # How the kubeconfig's kubelogin gets a token. AKS returns `--login devicecode`, which waits for a person at a
+    # browser; the platform rewrites it to this mode (components/azure/kubeconfig.py): azurecli (the `az login`
+    # session), workloadidentity (federated CI), spn (a service principal from AZURE_CLIENT_ID/_SECRET), msi.
+    kubelogin_mode: Literal["azurecli", "workloadidentity", "spn", "msi"] = "azurecli"
     local_accounts: bool = False
     workload_identity: bool = True
     kaito: bool = False
     protect: bool = False
-    tags: dict[str, str] = {}
+    tags: dict[str, ConfigText] = {}
 
 
 # ---------------------------------------------------------------- GPU pools
 
 
 class UpgradeSettings(Spec):
-    # A GPU node image upgrade surges whole GPU VMs: maxSurge needs GPU quota to spare.
-    max_surge: str = Field(default="1", pattern=r"^([1-9]\d*|([1-9]\d?|100)%)$")
+    """How AKS replaces a pool's nodes on a node image or Kubernetes upgrade. Spot pools take none of these: AKS
+    upgrades them without surge nodes and without a drain (config rules refuse maxSurge/maxUnavailable there)."""
+
+    # Extra GPU VMs added while old ones drain; needs that much GPU quota to spare. Not set: "1", or "0" when
+    # maxUnavailable is set.
+    max_surge: CountOrPercent | None = None
+    # Nodes drained at once without a replacement first (maxSurge "0"): no spare quota needed, but the pool runs
+    # short by that many GPU nodes during the upgrade.
+    max_unavailable: CountOrPercent | None = None
     drain_timeout_in_minutes: int = Field(default=30, ge=1, le=1440)
     node_soak_duration_in_minutes: int = Field(default=0, ge=0, le=30)
+
+    @property
+    def effective_max_surge(self) -> str:
+        if self.max_surge is not None:
+            return self.max_surge
+        return "0" if self.max_unavailable is not None else "1"
 
 
 class GpuPoolConfig(Spec):
@@ -132,17 +192,17 @@ class GpuPoolConfig(Spec):
     os_sku: Literal["Ubuntu", "AzureLinux"] = "Ubuntu"
     os_disk_type: Literal["Managed", "Ephemeral"] = "Managed"
     os_disk_size_gb: int | None = Field(default=None, ge=30, le=2048)
-    zones: tuple[str, ...] = ()
+    zones: tuple[ConfigText, ...] = ()
     max_pods: int = Field(default=30, ge=10, le=250)
     taints: tuple[Annotated[str, Field(pattern=TAINT_PATTERN)], ...] = ()
-    labels: dict[str, str] = {}
+    labels: dict[str, ConfigText] = {}
     upgrade: UpgradeSettings = UpgradeSettings()
     # AKS installs the NVIDIA driver unless told not to; AMD pools and GPU-Operator-managed drivers use None.
     gpu_driver: Literal["Install", "None"] | None = None
     # For VM sizes the catalog does not know: the pool states its own GPU facts.
     gpu_count: int | None = Field(default=None, ge=1, le=16)
     gpu_model: str | None = None
-    min_driver_version: str | None = Field(default=None, pattern=r"^\d+(\.\d+){0,3}$")
+    min_driver_version: Annotated[str, Field(pattern=r"^\d+(\.\d+){0,3}$"), BeforeValidator(_typed_back_to_text)] | None = None
     smoke_test: bool | None = None
     protect: bool = False
 

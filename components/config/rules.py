@@ -4,26 +4,31 @@ halfway through a deployment. Pure: config and catalog in, problems (with key pa
 
 from __future__ import annotations
 
+import datetime as dt
 import ipaddress
 from collections import Counter
+from decimal import Decimal
 
 # A module reference, not names: components.model imports the config models, so when the import starts
 # there, this module runs while components.model is still half-initialised.
 from components import model as platform_model
-from components.catalog import Catalog
-from components.config.models import GpuPoolConfig, PlatformConfig, StackConfig
+from components import naming
+from components.aks_facts import Arm64Entry, KubernetesCalendar, arm64_support, kubernetes_calendar, minor_of, refusal_tag
+from components.catalog import Catalog, VmSize
+from components.config.models import ClusterConfig, GpuPoolConfig, PlatformConfig, SmokeJobConfig, StackConfig
 from components.config.problems import Problem
 
 P = "aks-gpu"
-RESERVED_LABEL_PREFIXES = ("aks-gpu/", "kubernetes.azure.com/")
-RESERVED_LABELS = frozenset({"accelerator", "nvidia.com/device-plugin.config", "acstor.azure.com/io-engine"})
 
 
-def check_rules(config: PlatformConfig, catalog: Catalog) -> list[Problem]:
-    """Every cross-key problem of a stack (or, for a component, of the sections it was given)."""
+def check_rules(config: PlatformConfig, catalog: Catalog, *, today: dt.date) -> list[Problem]:
+    """Every cross-key problem of a stack (or, for a component, of the sections it was given). ``today`` is the
+    day the Kubernetes version is checked against the AKS release calendar (the loader passes the real date)."""
     problems: list[Problem] = []
     if isinstance(config, StackConfig):
         problems += _cluster_rules(config)
+        if not config.cluster.existing:
+            problems += kubernetes_version_problems(config.cluster, today, kubernetes_calendar())
     for index, pool in enumerate(config.gpu_pools):
         problems += _pool_rules(pool, f"{P}:gpuPools[{index}]", config, catalog)
     problems += _duplicates(config)
@@ -60,6 +65,36 @@ def _cluster_rules(config: StackConfig) -> list[Problem]:
             Problem(
                 f"{P}:cluster.maintenance.nodeOs",
                 f"has no effect with nodeOsUpgradeChannel {config.cluster.node_os_upgrade_channel}",
+                "warning",
+            )
+        )
+    cluster = config.cluster
+    if cluster.support_plan == "AKSLongTermSupport" and cluster.sku_tier != "Premium":
+        problems.append(
+            Problem(
+                f"{P}:cluster.supportPlan",
+                f"AKSLongTermSupport needs skuTier Premium (this cluster is {cluster.sku_tier}) "
+                + refusal_tag("lts-needs-premium"),
+            )
+        )
+    if cluster.upgrade_channel == "node-image":
+        # "node-image (legacy) ... This channel is no longer recommended and is planned for deprecation"
+        # https://learn.microsoft.com/azure/aks/auto-upgrade-cluster#cluster-auto-upgrade-channels
+        problems.append(
+            Problem(
+                f"{P}:cluster.upgradeChannel",
+                "node-image is the legacy channel AKS plans to deprecate; use patch (or stable) with nodeOsUpgradeChannel "
+                "NodeImage, which upgrades node images the same way",
+                "warning",
+            )
+        )
+    if not cluster.existing and not cluster.deployer_access.enabled and not cluster.entra_admin_group_object_ids:
+        problems.append(
+            Problem(
+                f"{P}:cluster.deployerAccess.enabled",
+                "false and no entraAdminGroupObjectIds: with Entra ID RBAC on and local accounts off, nobody is given "
+                "Kubernetes access, so the first pulumi up creates the cluster and then gets 403 Forbidden on every "
+                "Kubernetes object unless the deploying identity has an AKS RBAC role from elsewhere",
                 "warning",
             )
         )
@@ -134,7 +169,12 @@ def _pool_rules(pool: GpuPoolConfig, path: str, config: PlatformConfig, catalog:
         problems.append(Problem(f"{path}.timeSlicingReplicas", "time-slicing is an NVIDIA device plugin feature"))
 
     if pool.vendor == "amd" and pool.gpu_driver == "Install":
-        problems.append(Problem(f"{path}.gpuDriver", "'Install' is not allowed on AMD: AKS installs no AMD driver; use None"))
+        problems.append(
+            Problem(
+                f"{path}.gpuDriver",
+                "'Install' is not allowed on AMD: AKS installs no AMD driver; use None " + refusal_tag("amd-driver-none"),
+            )
+        )
     resolved = platform_model.resolve_pool(pool, config, catalog)
     if pool.vendor == "nvidia" and resolved.gpu_driver == "None" and config.device_plugin.mode != "gpu-operator":
         problems.append(
@@ -168,34 +208,294 @@ def _pool_rules(pool: GpuPoolConfig, path: str, config: PlatformConfig, catalog:
                     "warning",
                 )
             )
-        storage = config.storage
         # The storage settings only matter once a pool asks for the cache; report them once, on the first.
         first_nvme_pool = next(p for p in config.gpu_pools if p.nvme_cache)
-        if pool is first_nvme_pool and storage.extension_version is not None and storage.extension_auto_upgrade:
-            # ARM: "To use 'version', autoUpgradeMinorVersion must be 'false'" (Microsoft.KubernetesConfiguration).
-            problems.append(
-                Problem(
-                    f"{P}:storage.extensionVersion",
-                    f"{storage.extension_version!r} pins the Azure Container Storage extension, which needs "
-                    "extensionAutoUpgrade: false",
-                )
-            )
-    # Labels and taints the platform sets itself: a user value would break pool placement, the device
-    # plugin's per-pool config or the vendor taint every GPU pod must tolerate.
-    for key in pool.labels:
-        if key.startswith(RESERVED_LABEL_PREFIXES) or key in RESERVED_LABELS:
-            problems.append(Problem(f"{path}.labels", f"{key!r} is set by aks-gpu itself; choose another label key"))
-    for index, taint in enumerate(pool.taints):
-        if taint.split("=", 1)[0] in ("nvidia.com/gpu", "amd.com/gpu", "kubernetes.azure.com/scalesetpriority"):
-            problems.append(Problem(f"{path}.taints[{index}]", f"{taint!r} uses a key aks-gpu or AKS sets itself"))
+        if pool is first_nvme_pool:
+            problems += _storage_rules(config)
+    problems += _label_and_taint_rules(pool, path)
+    problems += _upgrade_rules(pool, path)
     if pool.spot and pool.spot_eviction_policy == "Deallocate":
         problems.append(
             Problem(f"{path}.spotEvictionPolicy", "Deallocate keeps evicted GPU VMs counting against quota", "warning")
         )
     if not pool.spot and pool.spot_max_price != -1:
         problems.append(Problem(f"{path}.spotMaxPrice", "is only for spot pools (spot: true)"))
+    elif pool.spot and not _valid_spot_price(pool.spot_max_price):
+        problems.append(
+            Problem(
+                f"{path}.spotMaxPrice",
+                f"{pool.spot_max_price!r} is not allowed: -1 (pay up to the on-demand price) or a positive price in US "
+                "dollars with at most five decimal places " + refusal_tag("spot-max-price-format"),
+            )
+        )
+    if pool.vendor == "amd" and pool.os_sku == "AzureLinux":
+        problems.append(
+            Problem(
+                f"{path}.osSku",
+                "AzureLinux is not supported with AMD GPUs on AKS; use Ubuntu " + refusal_tag("amd-no-azure-linux"),
+            )
+        )
+    if (
+        isinstance(config, StackConfig)
+        and pool.os_sku == "AzureLinux"
+        and config.cluster.node_os_upgrade_channel == "SecurityPatch"
+    ):
+        # "Azure Linux doesn't support this channel on GPU-enabled VMs" (SecurityPatch),
+        # https://learn.microsoft.com/azure/aks/auto-upgrade-node-os-image#channels-for-node-os-image-upgrades
+        problems.append(
+            Problem(
+                f"{path}.osSku",
+                "AzureLinux GPU nodes get no security patches from nodeOsUpgradeChannel SecurityPatch (AKS does not "
+                "support that channel on Azure Linux GPU VMs); use NodeImage or an Ubuntu pool",
+                "warning",
+            )
+        )
+    if size is not None and size.cpu_architecture == "arm64":
+        problems += _arm64_rules(pool, path, size, config, resolved.gpu_driver)
     if gpus is not None and resolved.resource.count_per_node == 0:
         problems.append(Problem(f"{path}.vmSize", "exposes no GPUs"))
+    return problems
+
+
+def kubernetes_version_problems(cluster: ClusterConfig, today: dt.date, calendar: KubernetesCalendar) -> list[Problem]:
+    """The cluster's Kubernetes minor against the AKS release calendar on ``today``: refused past end of life
+    (unless in long-term support), warned within the calendar's warning window."""
+    path = f"{P}:cluster.kubernetesVersion"
+    minor = minor_of(cluster.kubernetes_version)
+    supported = calendar.supported(today)
+    choose = f"supported on {today}: {', '.join(supported) or 'none in the calendar data'}"
+    entry = calendar.get(minor)
+    if entry is None:
+        return [
+            Problem(
+                path,
+                f"{cluster.kubernetes_version!r}: {minor} is not in the AKS release calendar data (components/data/"
+                f"aks_versions.yaml, read {calendar.read_on}); {choose}; if AKS has released {minor} since, update "
+                "the data from the calendar page " + refusal_tag("kubernetes-version-unknown"),
+            )
+        ]
+    problems: list[Problem] = []
+    if today < entry.ga:
+        problems.append(
+            Problem(path, f"{minor} is not GA on AKS until {entry.ga} (preview versions carry no SLA); {choose}", "warning")
+        )
+    long_term = cluster.support_plan == "AKSLongTermSupport" and cluster.sku_tier == "Premium"
+    end = entry.lts_end_of_life if long_term else entry.end_of_life
+    if today > entry.end_of_life and not long_term:
+        problems.append(
+            Problem(
+                path,
+                f"{cluster.kubernetes_version!r}: {minor} reached end of life on AKS on {entry.end_of_life}; {choose}; "
+                f"or keep {minor} under long-term support until {entry.lts_end_of_life} (skuTier Premium, "
+                "supportPlan AKSLongTermSupport) " + refusal_tag("kubernetes-version-end-of-life"),
+            )
+        )
+    elif today > end:
+        problems.append(
+            Problem(
+                path,
+                f"{cluster.kubernetes_version!r}: long-term support for {minor} ended on {end}; {choose} "
+                + refusal_tag("kubernetes-version-end-of-life"),
+            )
+        )
+    elif (end - today).days <= calendar.warn_days:
+        support = "long-term support" if long_term else "support"
+        problems.append(
+            Problem(
+                path,
+                f"{minor} leaves AKS {support} on {end}, in {(end - today).days} days: plan the upgrade ({choose})",
+                "warning",
+            )
+        )
+    return problems
+
+
+def _storage_rules(config: PlatformConfig) -> list[Problem]:
+    storage = config.storage
+    problems: list[Problem] = []
+    if storage.extension_version is None:
+        return problems
+    if storage.flavour == "v2":
+        problems.append(
+            Problem(
+                f"{P}:storage.extensionVersion",
+                f"{storage.extension_version!r}: Azure Container Storage v2 cannot be pinned to a version (it installs "
+                "the latest and updates itself); remove extensionVersion " + refusal_tag("acstor-v2-no-version"),
+            )
+        )
+    elif storage.extension_auto_upgrade:
+        problems.append(
+            Problem(
+                f"{P}:storage.extensionVersion",
+                f"{storage.extension_version!r} pins the Azure Container Storage extension, which needs "
+                "extensionAutoUpgrade: false " + refusal_tag("extension-version-needs-manual-upgrade"),
+            )
+        )
+    return problems
+
+
+def _label_and_taint_rules(pool: GpuPoolConfig, path: str) -> list[Problem]:
+    """Labels and taints the platform or AKS set themselves: a user value would break pool placement, the device
+    plugin's per-pool config, the GPU Operator's operand switches, or be refused by AKS."""
+    problems: list[Problem] = []
+    for key in sorted(pool.labels):
+        domain = naming.reserved_domain(key)
+        if key in naming.PLATFORM_NODE_LABELS or key.startswith(naming.PLATFORM_LABEL_PREFIX):
+            problems.append(
+                Problem(f"{path}.labels", f"{key!r} is set by aks-gpu itself on this pool's nodes; choose another label key")
+            )
+        elif domain is not None:
+            problems.append(
+                Problem(
+                    f"{path}.labels",
+                    f"{key!r} is in {domain}, a label domain AKS and Kubernetes reserve for themselves; choose another "
+                    "label key " + refusal_tag("reserved-label-prefix"),
+                )
+            )
+    for index, taint in enumerate(pool.taints):
+        key = taint.split("=", 1)[0].split(":", 1)[0]
+        if key in naming.PLATFORM_TAINT_KEYS - {naming.SPOT_TAINT_KEY}:
+            problems.append(
+                Problem(f"{path}.taints[{index}]", f"{taint!r} uses {key}, the GPU taint aks-gpu sets on every pool itself")
+            )
+        elif key == naming.SPOT_TAINT_KEY or naming.reserved_domain(key) is not None:
+            problems.append(
+                Problem(
+                    f"{path}.taints[{index}]",
+                    f"{taint!r} uses a key AKS sets or reserves itself (spot pools get the spot taint from AKS) "
+                    + refusal_tag("reserved-taint-key"),
+                )
+            )
+    return problems
+
+
+def _is_zero(value: str | None) -> bool:
+    return value in ("0", "0%")
+
+
+def _upgrade_rules(pool: GpuPoolConfig, path: str) -> list[Problem]:
+    upgrade = pool.upgrade
+    given = upgrade.model_fields_set
+    problems: list[Problem] = []
+    if pool.spot:
+        # "There are no surge nodes available for Spot node pool upgrades" and "no drain is applied"
+        # (https://learn.microsoft.com/azure/aks/spot-node-pool#upgrade-a-spot-node-pool): the pool is sent no
+        # upgradeSettings at all (components/azure/node_pool.py).
+        if upgrade.max_surge is not None:
+            problems.append(
+                Problem(
+                    f"{path}.upgrade.maxSurge",
+                    "is not allowed on a spot pool: AKS upgrades spot pools without surge nodes and ARM refuses the "
+                    "setting; remove it " + refusal_tag("spot-no-max-surge"),
+                )
+            )
+        if upgrade.max_unavailable is not None:
+            problems.append(
+                Problem(
+                    f"{path}.upgrade.maxUnavailable",
+                    "is not allowed on a spot pool (ARM refuses it); remove it " + refusal_tag("spot-no-max-unavailable"),
+                )
+            )
+        for key, field in (
+            ("drainTimeoutInMinutes", "drain_timeout_in_minutes"),
+            ("nodeSoakDurationInMinutes", "node_soak_duration_in_minutes"),
+        ):
+            if field in given:
+                problems.append(
+                    Problem(
+                        f"{path}.upgrade.{key}",
+                        "has no effect on a spot pool: AKS cordons spot nodes and sends an eviction notice on upgrade, "
+                        "without a drain, and aks-gpu sends spot pools no upgrade settings",
+                        "warning",
+                    )
+                )
+        return problems
+    if _is_zero(upgrade.max_surge) and (upgrade.max_unavailable is None or _is_zero(upgrade.max_unavailable)):
+        problems.append(
+            Problem(
+                f"{path}.upgrade.maxSurge",
+                f"{upgrade.max_surge!r} needs upgrade.maxUnavailable above zero: AKS requires a surge when no node may "
+                "be unavailable " + refusal_tag("max-surge-zero-needs-max-unavailable"),
+            )
+        )
+    elif (
+        upgrade.max_unavailable is not None
+        and not _is_zero(upgrade.max_unavailable)
+        and not _is_zero(upgrade.effective_max_surge)
+    ):
+        # Both above zero is AKS's "MaxUnavailable fallback", documented as preview and needing the aks-preview CLI
+        # (https://learn.microsoft.com/azure/aks/upgrade-aks-node-pools-rolling#maxunavailable-fallback-preview);
+        # what the stable 2025-09-01 API the provider uses does with it is not documented.
+        problems.append(
+            Problem(
+                f"{path}.upgrade.maxUnavailable",
+                f"together with maxSurge {upgrade.effective_max_surge!r} is AKS's preview surge-then-in-place fallback, "
+                'not documented for the stable API this program uses; set maxSurge "0" for in-place upgrades',
+                "warning",
+            )
+        )
+    return problems
+
+
+def _valid_spot_price(price: float) -> bool:
+    # "the value must be -1 or a positive value with up to five decimal places"
+    # https://learn.microsoft.com/azure/aks/spot-node-pool#limitations
+    if price == -1:
+        return True
+    exponent = Decimal(repr(price)).as_tuple().exponent
+    return price > 0 and isinstance(exponent, int) and exponent >= -5
+
+
+def _arm64_rules(pool: GpuPoolConfig, path: str, size: VmSize, config: PlatformConfig, driver: str) -> list[Problem]:
+    """An arm64 (Grace) pool runs only what has linux/arm64 images: each thing the platform puts on its nodes is
+    looked up in components/data/arm64_support.yaml; unknown or no is refused, unsettled is a warning."""
+    facts = arm64_support()
+    problems: list[Problem] = []
+
+    def judge(key: str, what: str, entry: Arm64Entry) -> None:
+        reason = entry.note.split(". ")[0].rstrip(".")
+        where = f"components/data/arm64_support.yaml ({entry.name})"
+        if entry.arm64 in ("no", "unknown"):
+            verdict = "does not run on arm64" if entry.arm64 == "no" else "is not known to run on arm64"
+            problems.append(Problem(key, f"{size.name} is an arm64 (Grace) VM and {what} {verdict}: {reason}; see {where}"))
+        elif entry.arm64 == "unsettled":
+            problems.append(Problem(key, f"{size.name} is an arm64 (Grace) VM; {what}: {reason}; see {where}", "warning"))
+
+    def unchecked(key: str, image: str) -> None:
+        problems.append(
+            Problem(
+                key,
+                f"{image!r} runs on {pool.name}, an arm64 (Grace) pool; aks-gpu cannot check it: make sure its manifest "
+                "list has linux/arm64",
+                "warning",
+            )
+        )
+
+    if pool.vendor != "nvidia":
+        return problems
+    plugin = config.device_plugin
+    if plugin.mode == "daemonset":
+        if plugin.nvidia_image is not None:
+            unchecked(f"{P}:devicePlugin.nvidiaImage", plugin.nvidia_image)
+        else:
+            judge(f"{P}:devicePlugin.mode", "the NVIDIA device plugin image", facts["nvidia-device-plugin"])
+    else:
+        judge(f"{P}:devicePlugin.mode", "the NVIDIA GPU Operator and its operands", facts["nvidia-gpu-operator"])
+    smoke = config.validation.smoke_job
+    if smoke.enabled:
+        if smoke.image != SmokeJobConfig().image:
+            unchecked(f"{P}:validation.smokeJob.image", smoke.image)
+        else:
+            judge(f"{P}:validation.smokeJob.image", "the smoke Job's CUDA image", facts["smoke-job-cuda"])
+    if pool.nvme_cache:
+        judge(
+            f"{path}.nvmeCache",
+            f"Azure Container Storage {config.storage.flavour}",
+            facts[f"azure-container-storage-{config.storage.flavour}"],
+        )
+    if driver == "Install":
+        os_entry = facts["aks-nvidia-driver-ubuntu" if pool.os_sku == "Ubuntu" else "aks-nvidia-driver-azurelinux"]
+        judge(f"{path}.osSku", f"the NVIDIA driver AKS installs on {pool.os_sku}", os_entry)
     return problems
 
 

@@ -14,10 +14,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+import yaml
+
 from components.kube.nvidia_plugin import config_text, pool_configs
 from components.kube.plugin_pins import ChartPin, PluginPins
 from components.kube.plugin_targets import NAMESPACE, tolerations_for
-from components.model import ACCELERATOR_LABEL, PlatformModel
+from components.model import ACCELERATOR_LABEL, MIG_CONFIG_PREFIX, PlatformModel
 
 
 def system_pool_tolerations() -> list[dict[str, str]]:
@@ -29,6 +31,25 @@ NVIDIA_RELEASE = "gpu-operator"
 AMD_RELEASE = "amd-gpu-operator"
 NVIDIA_PLUGIN_CONFIG_MAP = "nvidia-device-plugin-configs"
 DEFAULT_PLUGIN_CONFIG = "default"
+# The mig-parted configs for pools the operator partitions (model.mig_partitioner == "gpu-operator"); the chart
+# creates the ConfigMap from migManager.config.data (deployments/gpu-operator/templates/mig_config.yaml).
+MIG_PARTED_CONFIG_MAP = "aks-gpu-mig-parted-config"
+
+
+def mig_parted_config(model: PlatformModel) -> dict[str, Any] | None:
+    """One "all-<profile>" config per MIG profile the operator partitions, in mig-parted's `version: v1` format
+    (NVIDIA/gpu-operator assets/state-mig-manager/0400_configmap.yaml), plus all-disabled; None without such pools."""
+    counts = {
+        pool.mig_profile: pool.mig_instances_per_gpu
+        for pool in model.pools_of("nvidia")
+        if pool.mig_partitioner == "gpu-operator" and pool.mig_profile and pool.mig_instances_per_gpu
+    }
+    if not counts:
+        return None
+    configs: dict[str, Any] = {"all-disabled": [{"devices": "all", "mig-enabled": False}]}
+    for profile, count in sorted(counts.items()):
+        configs[f"{MIG_CONFIG_PREFIX}{profile}"] = [{"devices": "all", "mig-enabled": True, "mig-devices": {profile: count}}]
+    return {"version": "v1", "mig-configs": configs}
 
 
 @dataclass(frozen=True)
@@ -72,7 +93,9 @@ def nvidia_operator_values(model: PlatformModel) -> dict[str, Any]:
         # MIG manager on, but with no default MIG config: unlabelled nodes keep the partitions AKS made from
         # the pool's gpuInstanceProfile instead of getting "all-disabled" (the CRD allows "" for this):
         # https://github.com/NVIDIA/gpu-operator/blob/main/api/nvidia/v1/clusterpolicy_types.go
-        "migManager": {"enabled": True, "config": {"default": ""}},
+        # Pools whose driver the operator owns are partitioned by the MIG manager from their nvidia.com/mig.config
+        # label (components/model.py), against the configs shipped here.
+        "migManager": {"enabled": True, "config": mig_manager_config(model)},
         "dcgmExporter": {"enabled": True},
         # NFD labels the GPU nodes the operands select; its workers must reach every GPU pool (AMD pools too,
         # when this NFD also serves the AMD operator), its master and GC run on the system pool.
@@ -82,6 +105,14 @@ def nvidia_operator_values(model: PlatformModel) -> dict[str, Any]:
             "gc": {"tolerations": system_pool_tolerations()},
         },
     }
+
+
+def mig_manager_config(model: PlatformModel) -> dict[str, Any]:
+    parted = mig_parted_config(model)
+    if parted is None:
+        return {"default": ""}
+    text = yaml.safe_dump(parted, sort_keys=False, default_flow_style=False)
+    return {"default": "", "create": True, "name": MIG_PARTED_CONFIG_MAP, "data": {"config.yaml": text}}
 
 
 def amd_operator_values(model: PlatformModel, install_nfd: bool) -> dict[str, Any]:

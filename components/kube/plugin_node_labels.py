@@ -20,9 +20,10 @@ from __future__ import annotations
 
 from components.config.models import GpuPoolConfig, PlatformConfig
 
-DEVICE_PLUGIN_CONFIG_LABEL = "nvidia.com/device-plugin.config"
-DEPLOY_DRIVER_LABEL = "nvidia.com/gpu.deploy.driver"
-DEPLOY_TOOLKIT_LABEL = "nvidia.com/gpu.deploy.container-toolkit"
+# The keys live in components/naming.py with every other label the platform puts on GPU nodes.
+from components.naming import DEPLOY_DRIVER_LABEL as DEPLOY_DRIVER_LABEL
+from components.naming import DEPLOY_TOOLKIT_LABEL as DEPLOY_TOOLKIT_LABEL
+from components.naming import DEVICE_PLUGIN_CONFIG_LABEL as DEVICE_PLUGIN_CONFIG_LABEL
 
 
 def plugin_config_name(pool: GpuPoolConfig) -> str:

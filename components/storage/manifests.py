@@ -18,6 +18,8 @@ from typing import Any, Literal
 
 import yaml
 
+from components import naming
+
 Flavour = Literal["v2", "v1"]
 
 # The extension is named "acstor" so `az aks update --enable-azure-container-storage` and the portal treat it
@@ -38,7 +40,7 @@ ACCEPT_EPHEMERAL_ANNOTATIONS: dict[Flavour, str] = {
     "v1": "acstor.azure.com/accept-ephemeral-storage",
 }
 # v1 only: the node label that tells Azure Container Storage which pools run its I/O engine.
-V1_IO_ENGINE_LABEL = "acstor.azure.com/io-engine"
+V1_IO_ENGINE_LABEL = naming.V1_IO_ENGINE_LABEL
 V1_IO_ENGINE_VALUE = "acstor"
 # v1 only: StoragePools live in the extension's namespace, and ACStor creates the StorageClass
 # `acstor-<storage pool name>` for each pool (provisioner containerstorage.csi.azure.com).

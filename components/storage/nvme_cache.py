@@ -47,7 +47,9 @@ def extension_inputs(
         "extension_name": EXTENSION_NAME,
         "extension_type": EXTENSION_TYPES[storage.flavour],
         "auto_upgrade_minor_version": storage.extension_auto_upgrade,
-        "identity": {"type": "SystemAssigned"},
+        # No extension identity: the install guide's extension resource sends none, and `identity: SystemAssigned`
+        # on an AKS extension has failed with "Failed to perform resource identity operation. Status: 'BadRequest'"
+        # (Azure/azure-powershell#24321, #22455). Azure Container Storage works through the cluster's own identity.
     }
     if storage.flavour == "v2":
         # Install doc, Terraform tab: the extension resource carries this setting.
@@ -58,7 +60,8 @@ def extension_inputs(
         # https://learn.microsoft.com/azure/storage/container-storage/install-container-storage-aks-version-1
         inputs["scope"] = {"cluster": {"release_namespace": V1_NAMESPACE}}
     if storage.extension_version is not None:
-        # ARM takes a pinned version only with autoUpgradeMinorVersion false; StorageConfig enforces that.
+        # v1 only: ARM takes a pinned version only with autoUpgradeMinorVersion false, and v2 cannot be pinned at
+        # all; the config rules refuse both (data/arm_refusals.yaml).
         inputs["version"] = storage.extension_version
     return inputs
 

@@ -7,15 +7,19 @@ from typing import Any
 import pulumi
 import pulumi_kubernetes as k8s
 import pytest
+import yaml
+from pulumi_azure_native import authorization
 from pulumi_azure_native import containerservice as cs
 
 from components.azure import GpuCluster, GpuClusterArgs
-from components.plan import PlanResult
+from components.azure.cluster import deployer_principal_type
+from components.plan import FAKE_OBJECT_ID, FAKE_SUBSCRIPTION, PlanResult
 from components.specs import ClusterSpec
 from tests.conftest import MockHarness, minimal_raw, raw_stack
 
 MANAGED_CLUSTER = "azure-native:containerservice:ManagedCluster"
 MAINTENANCE = "azure-native:containerservice:MaintenanceConfiguration"
+ROLE_ASSIGNMENT = "azure-native:authorization:RoleAssignment"
 
 
 def cluster_inputs(result: PlanResult) -> dict[str, Any]:
@@ -27,7 +31,8 @@ def test_prod_cluster_inputs(harness: MockHarness) -> None:
     result = harness.run_stack("prod")
     inputs = cluster_inputs(result)
     assert inputs["resourceName"] == "aks-gpu-prod" and inputs["resourceGroupName"] == "rg-gpu-prod"
-    assert inputs["location"] == "swedencentral" and inputs["kubernetesVersion"] == "1.33"
+    assert inputs["location"] == "swedencentral" and inputs["kubernetesVersion"] == "1.36"
+    assert inputs["supportPlan"] == "KubernetesOfficial"
     assert inputs["networkProfile"] == {
         "networkPlugin": "azure",
         "networkPluginMode": "overlay",
@@ -53,6 +58,7 @@ def test_enum_values_are_spelled_as_the_provider_defines_them(harness: MockHarne
     assert inputs["autoUpgradeProfile"]["upgradeChannel"] in {e.value for e in cs.UpgradeChannel}
     assert inputs["autoUpgradeProfile"]["nodeOSUpgradeChannel"] in {e.value for e in cs.NodeOSUpgradeChannel}
     assert inputs["sku"]["tier"] in {e.value for e in cs.ManagedClusterSKUTier}
+    assert inputs["supportPlan"] in {e.value for e in cs.KubernetesSupportPlan}
     assert inputs["agentPoolProfiles"][0]["mode"] in {e.value for e in cs.AgentPoolMode}
 
 
@@ -144,4 +150,73 @@ def test_bad_cluster_args_fail_with_the_key_and_register_nothing(harness: MockHa
     with pytest.raises(pulumi.RunError) as caught:
         harness.run(lambda: GpuCluster("team", GpuClusterArgs(cluster=spec, location="westeurope")))
     message = str(caught.value)
-    assert "name: 'aks team' is not allowed" in message and "network_policy: 'weave' is not allowed" in message
+    assert "cluster.name: 'aks team' is not allowed" in message and "cluster.networkPolicy: 'weave' is not allowed" in message
+
+
+# ---------------------------------------------------------------- the deploying identity's Kubernetes access
+
+
+def test_the_deployer_gets_aks_rbac_cluster_admin_on_the_cluster_before_any_kubernetes_object(harness: MockHarness) -> None:
+    result = harness.run_stack("prod")
+    [grant] = result.by_type(ROLE_ASSIGNMENT)
+    [cluster] = result.by_type(MANAGED_CLUSTER)
+    # The client config's object id, on the cluster's ARM id, with the built-in role's id (built-in-roles/containers).
+    assert grant.inputs["principalId"] == FAKE_OBJECT_ID
+    assert grant.inputs["scope"].endswith("/providers/Microsoft.ContainerService/managedClusters/aks-gpu-prod")
+    assert grant.inputs["roleDefinitionId"] == (
+        f"/subscriptions/{FAKE_SUBSCRIPTION}/providers/Microsoft.Authorization/roleDefinitions/b1ff04bb-8a4e-4dc4-8eb5-8693973ce19b"
+    )
+    # Always sent: the SDK would send "User" for a missing one, and ARM refuses a mismatch (UnmatchedPrincipalType).
+    assert grant.inputs["principalType"] in {e.value for e in authorization.PrincipalType}
+    assert cluster.urn in grant.options["dependsOn"]
+    [provider] = result.by_type("pulumi:providers:kubernetes")
+    assert grant.urn in provider.options["dependsOn"]
+
+
+def test_deployer_access_can_be_turned_off_and_is_never_made_for_an_adopted_cluster(harness: MockHarness) -> None:
+    raw = minimal_raw(**{"aks-gpu:cluster": {"resourceGroup": "rg", "name": "aks", "deployerAccess": {"enabled": False}}})
+    assert harness.run_stack("test", raw).by_type(ROLE_ASSIGNMENT) == []
+    adopted = raw_stack("dev")
+    adopted["aks-gpu:cluster"] = {**adopted["aks-gpu:cluster"], "existing": True}
+    assert harness.run_stack("dev", adopted).by_type(ROLE_ASSIGNMENT) == []
+
+
+@pytest.mark.parametrize(
+    ("configured", "provider", "env", "expected"),
+    [
+        ("auto", {}, {}, "User"),  # az login as a person: the CLI's user
+        ("auto", {}, {"ARM_CLIENT_ID": "app", "ARM_CLIENT_SECRET": "s"}, "ServicePrincipal"),
+        ("auto", {}, {"ARM_USE_OIDC": "true"}, "ServicePrincipal"),
+        ("auto", {"useMsi": "true"}, {}, "ServicePrincipal"),
+        ("auto", {"clientId": "app"}, {}, "ServicePrincipal"),
+        ("User", {"clientId": "app"}, {"ARM_USE_OIDC": "true"}, "User"),  # the stack's word wins
+        ("ServicePrincipal", {}, {}, "ServicePrincipal"),
+    ],
+)
+def test_the_deployers_principal_type_follows_how_the_provider_signs_in(
+    configured: str, provider: dict[str, str], env: dict[str, str], expected: str
+) -> None:
+    assert deployer_principal_type(configured, provider, env) == expected
+
+
+def test_the_kubeconfig_the_stack_uses_logs_in_without_a_person(harness: MockHarness) -> None:
+    """PlanMocks returns the kubeconfig AKS returns (`--login devicecode`); what the program hands the provider and
+    exports is the rewritten one."""
+
+    def program() -> None:
+        spec: ClusterSpec = {"resource_group": "rg-team", "name": "aks-team", "kubelogin_mode": "workloadidentity"}
+        cluster = GpuCluster("team", GpuClusterArgs(cluster=spec, location="westeurope"))
+        pulumi.export("kubeconfig", pulumi.Output.unsecret(cluster.kubeconfig))
+
+    document = yaml.safe_load(harness.run(program).outputs["kubeconfig"])
+    [user] = document["users"]
+    assert user["user"]["exec"]["command"] == "kubelogin"
+    assert user["user"]["exec"]["args"] == [
+        "get-token",
+        "--login",
+        "workloadidentity",
+        "--server-id",
+        "6dae42f8-4368-4678-94ff-3960e28e3630",
+    ]
+    assert "devicecode" not in yaml.safe_dump(document)
+    assert document["clusters"][0]["cluster"]["server"].startswith("https://aks-team")

@@ -7,6 +7,9 @@ from typing import Any
 import pytest
 from pulumi_azure_native import containerservice as cs
 
+from components.azure.node_pool import agent_pool_inputs
+from components.config.models import PlatformConfig
+from components.model import resolve
 from components.plan import PlanResult
 from tests.conftest import MockHarness, minimal_raw
 
@@ -65,6 +68,8 @@ def test_dev_spot_pool(harness: MockHarness) -> None:
     result = harness.run_stack("dev")
     dev = pools(result)["dev"].inputs
     assert dev["scaleSetPriority"] == "Spot" and dev["scaleSetEvictionPolicy"] == "Delete" and dev["spotMaxPrice"] == -1
+    # ARM refuses maxSurge on spot pools; the shipped dev stack sends no upgrade settings at all.
+    assert "upgradeSettings" not in dev
     # AKS adds the spot taint itself; sending it would be refused.
     assert dev["nodeTaints"] == ["nvidia.com/gpu=present:NoSchedule"]
     tolerations = result.outputs["pools"]["dev"]["tolerations"]
@@ -157,3 +162,53 @@ def test_nvme_pools_carry_the_acstor_v1_io_engine_label_only_under_v1(harness: M
     labelled = pools(harness.run_stack("prod", raw))
     assert labelled["train"].inputs["nodeLabels"]["acstor.azure.com/io-engine"] == "acstor"
     assert "acstor.azure.com/io-engine" not in labelled["infer"].inputs["nodeLabels"]
+
+
+# ---------------------------------------------------------------- what AKS accepts from a pool (pure builder)
+
+
+def pool_inputs(pool: dict[str, Any], **sections: Any) -> dict[str, Any]:
+    """The AgentPool inputs the builder makes for one pool, without the engine."""
+    config = PlatformConfig.model_validate({"gpuPools": [pool], **sections})
+    return agent_pool_inputs(resolve(config).pools[0])
+
+
+def test_spot_pools_get_no_upgrade_settings() -> None:
+    # ARM: "Spot pools can't set max surge" (data/arm_refusals.yaml, spot-no-max-surge), and no drain happens.
+    inputs = pool_inputs(a100_pool(spot=True))
+    assert "upgrade_settings" not in inputs and inputs["scale_set_priority"] == "Spot"
+
+
+def test_regular_pools_surge_one_node_by_default() -> None:
+    assert pool_inputs(a100_pool())["upgrade_settings"] == {
+        "max_surge": "1",
+        "drain_timeout_in_minutes": 30,
+        "node_soak_duration_in_minutes": 0,
+    }
+
+
+def test_max_unavailable_upgrades_in_place_without_surge() -> None:
+    settings = pool_inputs(a100_pool(upgrade={"maxUnavailable": "1"}))["upgrade_settings"]
+    assert settings["max_surge"] == "0" and settings["max_unavailable"] == "1"
+
+
+def test_gpu_operator_partitions_mig_when_it_owns_the_driver() -> None:
+    """With the operator's driver, AKS is not asked for gpuInstanceProfile; the MIG manager gets the label."""
+    inputs = pool_inputs(a100_pool(migProfile="MIG1g"), devicePlugin={"mode": "gpu-operator"})
+    assert "gpu_instance_profile" not in inputs and inputs["gpu_profile"] == {"driver": "None"}
+    assert inputs["node_labels"]["nvidia.com/mig.config"] == "all-1g.10gb"
+    # AKS's driver: AKS partitions, as in daemonset mode.
+    aks = pool_inputs(a100_pool(migProfile="MIG1g", gpuDriver="Install"), devicePlugin={"mode": "gpu-operator"})
+    assert aks["gpu_instance_profile"] == "MIG1g" and "nvidia.com/mig.config" not in aks["node_labels"]
+    assert pool_inputs(a100_pool(migProfile="MIG1g"))["gpu_instance_profile"] == "MIG1g"
+
+
+def test_gpu_pools_are_created_one_after_the_other(harness: MockHarness) -> None:
+    """AKS runs one agent pool operation at a time (409 OperationNotAllowed otherwise): each pool depends on the one
+    before it in the stack file."""
+    raw = minimal_raw(**{"aks-gpu:gpuPools": [a100_pool(name="a"), a100_pool(name="b"), a100_pool(name="c")]})
+    by_name = pools(harness.run_stack("test", raw))
+    assert not any(r.urn in by_name["a"].options["dependsOn"] for r in by_name.values())
+    assert by_name["a"].urn in by_name["b"].options["dependsOn"]
+    assert by_name["b"].urn in by_name["c"].options["dependsOn"]
+    assert by_name["a"].urn not in by_name["c"].options["dependsOn"]

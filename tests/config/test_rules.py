@@ -198,7 +198,9 @@ def test_structured_values_from_pulumi_arrive_as_json_text() -> None:
     assert validate_config(raw, SOURCE).config.workloads[0].gpu_quota == 2
 
 
-@pytest.mark.parametrize("label", ["aks-gpu/pool", "nvidia.com/device-plugin.config", "accelerator", "kubernetes.azure.com/mode"])
+@pytest.mark.parametrize(
+    "label", ["aks-gpu/pool", "nvidia.com/device-plugin.config", "accelerator", "nvidia.com/gpu.deploy.driver", "aks-gpu/x"]
+)
 def test_labels_the_platform_sets_are_refused(label: str) -> None:
     [message] = errors_of(minimal_raw(**{"aks-gpu:gpuPools": [pool(labels={label: "x"})]}))
     assert f"aks-gpu:gpuPools[0].labels: '{label}' is set by aks-gpu itself" in message

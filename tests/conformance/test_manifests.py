@@ -9,6 +9,7 @@ The schemas come from ``kubernetes-validate``, which bundles them in its wheel (
 from __future__ import annotations
 
 import copy
+import datetime
 import importlib.resources
 import re
 import socket
@@ -18,11 +19,12 @@ import kubernetes_validate  # type: ignore[import-untyped]
 import pytest
 from kubernetes_validate.utils import all_versions  # type: ignore[import-untyped]
 
+from components.aks_facts import kubernetes_calendar
 from tests.conformance import STACK_NAMES, Manifest, planned
 
-# The Kubernetes minors AKS supports while this is written (GA, in support).
-# https://learn.microsoft.com/azure/aks/supported-kubernetes-versions#aks-kubernetes-release-calendar
-AKS_VERSIONS = ("1.32", "1.33", "1.34")
+# The Kubernetes minors AKS supports today (GA and not past end of life), from the AKS release calendar data
+# (components/data/aks_versions.yaml, with its source and reading date): the matrix moves with the calendar.
+AKS_VERSIONS = kubernetes_calendar().supported(datetime.date.today())
 
 # Kinds that are CustomResourceDefinitions, so no Kubernetes release schema knows them: each with who defines
 # it. Only these may be skipped; anything else kubernetes-validate does not know is a failure (a typo in
@@ -71,8 +73,10 @@ def test_manifest_is_valid_for_every_supported_kubernetes_version(stack: str, ve
 
 
 def test_the_schemas_of_every_supported_version_are_bundled() -> None:
+    # An empty window means the calendar data is stale (every minor it lists is past end of life): update it.
+    assert AKS_VERSIONS, "no Kubernetes minor in components/data/aks_versions.yaml is supported today"
     bundled = {version.rsplit(".", 1)[0] for version in all_versions()}
-    assert set(AKS_VERSIONS) <= bundled
+    assert set(AKS_VERSIONS) <= bundled, "kubernetes-validate lacks the schemas of a supported minor: upgrade it"
 
 
 def test_every_stack_runs_a_kubernetes_version_its_manifests_are_validated_against() -> None:

@@ -540,8 +540,8 @@ def test_a_bad_workload_spec_is_refused_naming_each_key_and_nothing_is_registere
     shape, cidr = (message.splitlines() for message in errors)
     assert shape[0] == "invalid args for GpuWorkloadNamespace team:"
     assert sorted(line.strip().partition(":")[0] for line in shape[1:]) == [
-        # Keys as the caller wrote them (snake_case from Python, camelCase from a stack file's shape).
-        "workload.gpu_quota",
+        # Property paths in camelCase, as every language's SDK names the inputs; an unknown key as written.
+        "workload.gpuQuota",
         "workload.name",
         "workload.quota.cpus",
     ]
@@ -626,8 +626,10 @@ def test_pulumi_schema_inference_accepts_the_component() -> None:
     inputs = component.inputs
     assert set(inputs) == {"workload", "resourceName", "nodeSelector", "tolerations", "otherGpuResources"}
     assert {name for name, prop in inputs.items() if prop.optional} == {"resourceName", "otherGpuResources"}
-    # The namespace's own settings are plain; where its pods go may come from another stack's outputs.
-    assert inputs["workload"].plain and not any(inputs[name].plain for name in ("resourceName", "nodeSelector", "tolerations"))
+    # Where its pods go, and the workload's name, type and quota, may come from another stack's outputs.
+    assert not any(inputs[name].plain for name in ("workload", "resourceName", "nodeSelector", "tolerations"))
+    workload = analysis["type_definitions"]["WorkloadSpec"].properties
+    assert {name for name, prop in workload.items() if not prop.plain} == {"name", "type", "gpuQuota"}
     assert {"namespaceName", "resourceName", "quotaKey", "gpuQuota", "podPlacement"} <= set(component.outputs)
     types = analysis["type_definitions"]
     assert set(types["PodPlacement"].properties) == {"nodeSelector", "tolerations", "resources"}

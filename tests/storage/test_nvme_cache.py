@@ -87,7 +87,8 @@ def test_prod_installs_the_v2_extension_on_the_cluster(harness: MockHarness) -> 
     assert extension.inputs["clusterRp"] == "Microsoft.ContainerService"
     assert extension.inputs["clusterResourceName"] == "managedClusters"
     assert (extension.inputs["clusterName"], extension.inputs["resourceGroupName"]) == ("aks-gpu", "rg-gpu")
-    assert extension.inputs["identity"] == {"type": "SystemAssigned"}
+    # The install guide's extension sends no identity; SystemAssigned has failed with BadRequest on AKS extensions.
+    assert "identity" not in extension.inputs
     assert extension.inputs["autoUpgradeMinorVersion"] is True
     assert extension.inputs["configurationSettings"] == {"enable-azure-container-storage": "true"}
     # An Azure resource: the Kubernetes provider handed to the component must not be used for it.
@@ -162,8 +163,9 @@ def test_extension_auto_upgrade_follows_config(harness: MockHarness) -> None:
     assert "version" not in extension.inputs
 
 
-def test_a_pinned_extension_version_is_passed_when_auto_upgrade_is_off(harness: MockHarness) -> None:
-    model = model_of(prod_with(**{"aks-gpu:storage": {"extensionAutoUpgrade": False, "extensionVersion": "2.1.0"}}))
+def test_a_pinned_v1_extension_version_is_passed_when_auto_upgrade_is_off(harness: MockHarness) -> None:
+    storage = {"flavour": "v1", "extensionAutoUpgrade": False, "extensionVersion": "2.1.0"}
+    model = model_of(prod_with(**{"aks-gpu:storage": storage}))
     extension = only(plan_cache(harness, model), EXTENSION)
     assert (extension.inputs["version"], extension.inputs["autoUpgradeMinorVersion"]) == ("2.1.0", False)
 
@@ -291,11 +293,18 @@ def test_nvme_cache_on_a_size_outside_the_catalog_warns() -> None:
 
 def test_a_pinned_version_with_auto_upgrade_is_refused_once() -> None:
     pools = [gpu_pool(nvmeCache=True), gpu_pool(name="gpu2", nvmeCache=True)]
-    messages = errors_of(minimal_raw(**{"aks-gpu:gpuPools": pools, "aks-gpu:storage": {"extensionVersion": "2.1.0"}}))
+    storage = {"flavour": "v1", "extensionVersion": "2.1.0"}
+    messages = errors_of(minimal_raw(**{"aks-gpu:gpuPools": pools, "aks-gpu:storage": storage}))
     assert [m for m in messages if "aks-gpu:storage.extensionVersion" in m] == [
         f"{SOURCE}: aks-gpu:storage.extensionVersion: '2.1.0' pins the Azure Container Storage extension, "
-        "which needs extensionAutoUpgrade: false"
+        "which needs extensionAutoUpgrade: false [refusal extension-version-needs-manual-upgrade]"
     ]
+
+
+def test_v2_cannot_be_pinned_at_all() -> None:
+    storage = {"extensionAutoUpgrade": False, "extensionVersion": "2.1.0"}
+    messages = errors_of(minimal_raw(**{"aks-gpu:gpuPools": [gpu_pool(nvmeCache=True)], "aks-gpu:storage": storage}))
+    assert [m for m in messages if "aks-gpu:storage.extensionVersion" in m and "cannot be pinned" in m]
 
 
 def test_storage_settings_do_not_matter_without_an_nvme_pool() -> None:

@@ -1,0 +1,194 @@
+"""Facts about Azure and AKS the rules and the plan rely on, read from the data files that hold them with their
+sources (``data/aks_versions.yaml``, ``data/arm_refusals.yaml``, ``data/immutable_fields.yaml``,
+``data/arm64_support.yaml``).
+
+Pure: each file is read once and turned into frozen dataclasses; the date a version rule is evaluated on is the
+caller's (the loader passes today, tests a fixed day).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+
+DATA_DIR = Path(__file__).parent / "data"
+VERSIONS_FILE = DATA_DIR / "aks_versions.yaml"
+REFUSALS_FILE = DATA_DIR / "arm_refusals.yaml"
+IMMUTABLE_FILE = DATA_DIR / "immutable_fields.yaml"
+ARM64_FILE = DATA_DIR / "arm64_support.yaml"
+
+
+def _read(path: Path) -> Any:
+    with path.open(encoding="utf-8") as handle:
+        return yaml.safe_load(handle)
+
+
+# ---------------------------------------------------------------- the AKS Kubernetes release calendar
+
+
+@dataclass(frozen=True)
+class MinorVersion:
+    minor: str
+    ga: dt.date
+    end_of_life: dt.date
+    lts_end_of_life: dt.date
+
+
+@dataclass(frozen=True)
+class KubernetesCalendar:
+    read_on: dt.date
+    source: str
+    warn_days: int
+    default: str
+    versions: dict[str, MinorVersion]
+
+    def get(self, minor: str) -> MinorVersion | None:
+        return self.versions.get(minor)
+
+    def supported(self, on: dt.date) -> tuple[str, ...]:
+        """The minors that are GA and not past end of life on ``on``, oldest first (community support)."""
+        found = [v for v in self.versions.values() if v.ga <= on <= v.end_of_life]
+        return tuple(v.minor for v in sorted(found, key=lambda v: minor_key(v.minor)))
+
+
+def minor_key(minor: str) -> tuple[int, ...]:
+    return tuple(int(part) for part in minor.split("."))
+
+
+def minor_of(version: str) -> str:
+    """``1.36.2`` -> ``1.36``."""
+    return ".".join(version.split(".")[:2])
+
+
+@lru_cache(maxsize=1)
+def kubernetes_calendar() -> KubernetesCalendar:
+    raw = _read(VERSIONS_FILE)
+    versions = {
+        str(minor): MinorVersion(
+            minor=str(minor), ga=entry["ga"], end_of_life=entry["end_of_life"], lts_end_of_life=entry["lts_end_of_life"]
+        )
+        for minor, entry in raw["versions"].items()
+    }
+    return KubernetesCalendar(
+        read_on=raw["read_on"],
+        source=raw["source"],
+        warn_days=int(raw["warn_days_before_end_of_life"]),
+        default=str(raw["default"]),
+        versions=versions,
+    )
+
+
+# ---------------------------------------------------------------- what ARM refuses
+
+
+@dataclass(frozen=True)
+class Refusal:
+    id: str
+    key: str
+    refuses: str
+    source: str
+    quote: str
+    note: str | None
+    example: dict[str, Any]
+    reported_at: str
+
+
+@lru_cache(maxsize=1)
+def refusals() -> dict[str, Refusal]:
+    entries = _read(REFUSALS_FILE)["refusals"]
+    table = {
+        entry["id"]: Refusal(
+            id=entry["id"],
+            key=entry["key"],
+            refuses=entry["refuses"],
+            source=entry["source"],
+            quote=entry["quote"],
+            note=entry.get("note"),
+            example=entry["example"],
+            reported_at=entry["reported_at"],
+        )
+        for entry in entries
+    }
+    if len(table) != len(entries):
+        raise ValueError(f"{REFUSALS_FILE}: an id is used twice")
+    return table
+
+
+def refusal_tag(refusal_id: str) -> str:
+    """The tag that ends a refusal's message; raises KeyError for an id the table does not have, so no rule can
+    refuse something without a source."""
+    return f"[refusal {refusals()[refusal_id].id}]"
+
+
+# ---------------------------------------------------------------- inputs fixed at creation
+
+
+@dataclass(frozen=True)
+class ImmutableField:
+    resource_type: str
+    field: str
+    source: str
+    quote: str | None
+    note: str | None
+
+    def value_in(self, inputs: dict[str, Any]) -> Any:
+        """The field's value in a resource's recorded (camelCase) inputs; dotted fields walk nested objects."""
+        value: Any = inputs
+        for part in self.field.split("."):
+            if not isinstance(value, dict):
+                return None
+            value = value.get(part)
+        return value
+
+
+@lru_cache(maxsize=1)
+def immutable_fields() -> dict[str, tuple[ImmutableField, ...]]:
+    raw: dict[str, list[dict[str, Any]]] = _read(IMMUTABLE_FILE)
+    return {
+        resource_type: tuple(
+            ImmutableField(resource_type, e["field"], e["source"], e.get("quote"), e.get("note")) for e in entries
+        )
+        for resource_type, entries in raw.items()
+    }
+
+
+# ---------------------------------------------------------------- arm64 (Grace) GPU nodes
+
+Arm64Status = Literal["yes", "no", "unknown", "unsettled"]
+
+
+@dataclass(frozen=True)
+class Arm64Entry:
+    name: str
+    arm64: Arm64Status
+    source: str
+    note: str
+    image: str | None = None
+    chart: str | None = None
+    version: str | None = None
+
+
+@lru_cache(maxsize=1)
+def arm64_support() -> dict[str, Arm64Entry]:
+    raw = _read(ARM64_FILE)
+    entries: dict[str, Arm64Entry] = {}
+    for section in ("images", "node"):
+        for name, entry in raw[section].items():
+            status = str(entry["arm64"])
+            if status not in ("yes", "no", "unknown", "unsettled"):
+                raise ValueError(f"{ARM64_FILE}: {name}.arm64 must be yes, no, unknown or unsettled, not {status!r}")
+            entries[name] = Arm64Entry(
+                name=name,
+                arm64=status,  # type: ignore[arg-type]
+                source=entry["source"],
+                note=" ".join(str(entry["note"]).split()),
+                image=entry.get("image"),
+                chart=entry.get("chart"),
+                version=entry.get("version"),
+            )
+    return entries

@@ -1,0 +1,64 @@
+"""The label keys the config rules reserve are exactly the ones the platform puts on GPU nodes, in every mode."""
+
+from __future__ import annotations
+
+import itertools
+from typing import Any
+
+import pytest
+
+from components import naming
+from components.config.models import PlatformConfig
+from components.model import resolve
+
+POOLS: list[dict[str, Any]] = [
+    {"name": "plain", "vendor": "nvidia", "vmSize": "Standard_NC4as_T4_v3", "workload": "dev"},
+    {"name": "mig", "vendor": "nvidia", "vmSize": "Standard_NC24ads_A100_v4", "workload": "infer", "migProfile": "MIG1g"},
+    {"name": "nvme", "vendor": "nvidia", "vmSize": "Standard_ND96isr_H100_v5", "workload": "train", "nvmeCache": True},
+    {"name": "aksdriver", "vendor": "nvidia", "vmSize": "Standard_NC24ads_A100_v4", "workload": "infer", "gpuDriver": "Install"},
+    {"name": "amd", "vendor": "amd", "vmSize": "Standard_ND96isr_MI300X_v5", "workload": "train", "nvmeCache": True},
+]
+MODES = [
+    {"devicePlugin": {"mode": mode, "amdMode": amd_mode}, "storage": {"flavour": flavour}}
+    for mode, amd_mode, flavour in itertools.product(("daemonset", "gpu-operator"), ("daemonset", "gpu-operator"), ("v2", "v1"))
+]
+
+
+@pytest.mark.parametrize("sections", MODES, ids=lambda s: "-".join(str(v) for part in s.values() for v in part.values()))
+def test_every_node_label_the_platform_sets_is_a_reserved_platform_label(sections: dict[str, Any]) -> None:
+    model = resolve(PlatformConfig.model_validate({"gpuPools": POOLS, **sections}))
+    for pool in model.pools:
+        assert set(pool.node_labels) <= naming.PLATFORM_NODE_LABELS, pool.name
+
+
+def test_every_reserved_platform_label_is_set_somewhere() -> None:
+    """No stale entries: each reserved key is put on some pool in some mode."""
+    seen: set[str] = set()
+    for sections in MODES:
+        for pool in resolve(PlatformConfig.model_validate({"gpuPools": POOLS, **sections})).pools:
+            seen |= set(pool.node_labels)
+    assert seen == naming.PLATFORM_NODE_LABELS
+
+
+def test_the_platform_value_wins_over_a_pool_label() -> None:
+    """Defence in depth: the rules refuse such a label, and a model built without them still keeps the platform's."""
+    mig = {**POOLS[3], "labels": {naming.DEPLOY_DRIVER_LABEL: "true", "team": "a"}}
+    [pool] = resolve(PlatformConfig.model_validate({"gpuPools": [mig], "devicePlugin": {"mode": "gpu-operator"}})).pools
+    assert pool.node_labels[naming.DEPLOY_DRIVER_LABEL] == "false" and pool.node_labels["team"] == "a"
+
+
+@pytest.mark.parametrize(
+    ("key", "domain"),
+    [
+        ("kubernetes.io/arch", "kubernetes.io"),
+        ("topology.kubernetes.io/zone", "kubernetes.io"),
+        ("kubernetes.azure.com/agentpool", "kubernetes.azure.com"),
+        ("k8s.io/x", "k8s.io"),
+        ("sub.k8s.io/x", "k8s.io"),
+        ("kubernetes.io", None),  # no prefix: a plain name
+        ("mykubernetes.io/x", None),
+        ("example.com/kubernetes.io", None),
+    ],
+)
+def test_reserved_domains(key: str, domain: str | None) -> None:
+    assert naming.reserved_domain(key) == domain
