@@ -20,8 +20,8 @@ from components.validation.smi.text import decimal, integer, memory_mib, total_m
 from tests.conftest import HEALTH_FIXTURES_DIR, SMI_FIXTURES_DIR
 
 # Deterministic (the same examples on every run and machine) and bounded: the suite stays fast on 2 cores.
-BUDGET = settings(max_examples=60, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
-SMALL = settings(max_examples=25, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
+BUDGET = settings(max_examples=150, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
+SMALL = settings(max_examples=80, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
 
 FIXTURES = sorted(
     [path for path in SMI_FIXTURES_DIR.glob("*.txt")] + [path for path in HEALTH_FIXTURES_DIR.glob("*.txt")],
@@ -114,7 +114,7 @@ def _gpus_agree(cut: object, whole: object) -> bool:
     )
 
 
-@settings(max_examples=120, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=300, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
 @given(st.sampled_from(FIXTURES), st.floats(min_value=0, max_value=1))
 def test_a_cut_output_never_reports_a_value_the_whole_does_not_have(path: Path, where: float) -> None:
     text = _TEXTS[path]
