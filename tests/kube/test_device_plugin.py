@@ -499,7 +499,8 @@ def test_targets_select_the_plugin_pods_on_each_pools_nodes(stack: str) -> None:
         assert [p.name for p in model.pools if node_labels(p).items() >= target.node_selector.items()] == [name]
         assert target.node_selector == {POOL_LABEL: name}
         assert (target.resource_name, target.count_per_node) == (pool.resource.name, pool.resource.count_per_node)
-        assert target.smi_command == (["nvidia-smi"] if pool.vendor == "nvidia" else ["amd-smi", "static", "--json"])
+        amd = ["sh", "-c", "amd-smi static --json; amd-smi metric --ecc --json"]
+        assert target.smi_command == (["nvidia-smi", "-q", "-x"] if pool.vendor == "nvidia" else amd)
 
 
 def test_plugin_targets_import_without_pulumi() -> None:
@@ -607,7 +608,8 @@ def test_amd_daemonset_mode_runs_rocm_plugin_labeller_and_smi_probe() -> None:
     probe = pod_spec(daemonset(model, "amd-smi"))["containers"][0]
     assert probe["image"] == model.config.validation.smoke_job.amd_image
     target = plugin_targets(model)["mi300x"]
-    assert (target.container, target.smi_command) == ("amd-smi", ["amd-smi", "static", "--json"])
+    probe_command = ["sh", "-c", "amd-smi static --json; amd-smi metric --ecc --json"]
+    assert (target.container, target.smi_command) == ("amd-smi", probe_command)
     assert target.pod_labels == daemonset(model, "amd-smi")["spec"]["selector"]["matchLabels"]
     assert (target.resource_name, target.count_per_node, target.mig_strategy) == ("amd.com/gpu", 8, None)
     assert model.pool("mi300x").gpu_driver == "None"
