@@ -732,7 +732,7 @@ def _mig_mode(context: _PoolContext, state: _NodeState) -> CheckResult:
             node,
             "fail",
             f"MIG devices of profile(s) {', '.join(other_profiles)} on this node, but the pool's migProfile is {profile}: "
-            "the GPUs were partitioned by hand or by another tool; reimage the node to get the pool's layout back",
+            f"the GPUs were partitioned by hand or by another tool; {_repartition_advice(pool)}",
         )
     expected = pool.expected_mig_devices_per_node
     found = len(report.mig_devices)
@@ -754,7 +754,7 @@ def _mig_mode(context: _PoolContext, state: _NodeState) -> CheckResult:
             node,
             "fail",
             f"{found} MIG device(s), expected {expected} ({pool.gpus_per_node} GPU(s) x {pool.mig_instances_per_gpu} x "
-            f"{pool.mig_profile}){detail}: {why}; reimage the node so AKS partitions it again",
+            f"{pool.mig_profile}){detail}: {why}; {_repartition_advice(pool)}",
         )
     return context.result(
         "mig-mode",
@@ -827,3 +827,17 @@ def _health_read(
     else:
         parts.append("no Node Problem Detector GPU condition on the node")
     return "; ".join(parts)
+
+
+def _repartition_advice(pool: ResolvedPool) -> str:
+    """How a pool's GPUs get their MIG layout back: who partitions them decides it (``ResolvedPool.mig_partitioner``)."""
+    if pool.mig_partitioner == "gpu-operator":
+        # The GPU Operator's MIG manager applies the mig-parted config the node's nvidia.com/mig.config label names
+        # and reports the outcome in nvidia.com/mig.config.state (success, pending, rebooting or failed).
+        # https://docs.nvidia.com/datacenter/cloud-native/gpu-operator/latest/gpu-operator-mig.html
+        return (
+            "the GPU Operator's MIG manager partitions this pool: check the node's nvidia.com/mig.config.state label and "
+            "the nvidia-mig-manager pod's log on it, then relabel nvidia.com/mig.config to have it applied again"
+        )
+    # AKS partitions at node creation from the pool's gpuInstanceProfile, so a fresh node gets the layout back.
+    return "reimage the node so AKS partitions it again"

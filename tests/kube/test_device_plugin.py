@@ -1,6 +1,6 @@
 """GpuDevicePlugin: one plugin DaemonSet per vendor lands on every GPU node of that vendor and only there, gives
-each node its own pool's plugin config, says what each pool exposes, and renders manifests Kubernetes 1.32-1.34
-accept."""
+each node its own pool's plugin config, says what each pool exposes, and renders manifests that every Kubernetes
+minor AKS supports today accepts."""
 
 from __future__ import annotations
 
@@ -24,7 +24,7 @@ from components.kube.plugin_pins import PINS_FILE, resolve_pins
 from components.kube.plugin_targets import NAMESPACE, plugin_targets
 from components.model import POOL_LABEL, PlatformModel, ResolvedPool, Taint, resolve
 from components.plan import PlanResult
-from tests.conftest import PROJECT_DIR, STACK_NAMES, MockHarness, minimal_raw, raw_stack, stack_config, stack_model
+from tests.conftest import AKS_VERSIONS, PROJECT_DIR, STACK_NAMES, MockHarness, minimal_raw, raw_stack, stack_config, stack_model
 
 PINS = yaml.safe_load(PINS_FILE.read_text(encoding="utf-8"))
 SYSTEM_NODE_LABELS = {"kubernetes.azure.com/mode": "system", "agentpool": "system", "kubernetes.io/os": "linux"}
@@ -684,7 +684,7 @@ STACK_VARIANTS: dict[str, tuple[str, dict[str, Any]]] = {
 
 
 @pytest.mark.parametrize("variant", sorted(STACK_VARIANTS))
-@pytest.mark.parametrize("kubernetes", ["1.32.0", "1.33.0", "1.34.0"])
+@pytest.mark.parametrize("kubernetes", AKS_VERSIONS)
 def test_rendered_manifests_are_valid_kubernetes(variant: str, kubernetes: str, harness: MockHarness) -> None:
     stack, overrides = STACK_VARIANTS[variant]
     model = with_plugin(stack, **overrides) if overrides else stack_model(stack)

@@ -472,6 +472,25 @@ def test_a_wrong_mig_slice_count_fails(devices: int, why: str) -> None:
     assert why in result.message
 
 
+def test_the_repair_advice_follows_who_partitions_the_pool() -> None:
+    # AKS partitions from gpuInstanceProfile when it creates the node; with the GPU Operator owning the driver,
+    # its MIG manager does, and a reimage alone would not tell the user where to look.
+    aks = one(check(_short_of_slices(PROD), PROD), "mig-mode", INFER_1)
+    assert aks.message.endswith("reimage the node so AKS partitions it again")
+    stack_changes: dict[str, Any] = {"aks-gpu:devicePlugin": {"mode": "gpu-operator"}}
+    operator = model_with(None, **stack_changes)
+    assert operator.pool("infer").mig_partitioner == "gpu-operator"
+    result = one(check(_short_of_slices(operator), operator), "mig-mode", INFER_1)
+    assert result.status == "fail"
+    assert "nvidia.com/mig.config.state" in result.message and "reimage" not in result.message
+
+
+def _short_of_slices(model: PlatformModel) -> ClusterSnapshot:
+    snapshot = prod_snapshot(model)
+    snapshot.smi[INFER_1] = smi_for(model.pool("infer"), mig_devices_per_gpu=5)
+    return snapshot
+
+
 def test_mig_on_where_the_pool_has_no_profile_fails() -> None:
     snapshot = prod_snapshot()
     snapshot.smi[TRAIN_0] = nvidia_smi_table(
