@@ -34,6 +34,11 @@ BENCHMARKS: tuple[Benchmark, ...] = (
         "bench.validation_snapshot",
     ),
     Benchmark(
+        "smi-parse",
+        "SMI parsing and GPU health reading on inputs made to backtrack, at 1x-8x (target: linear, exponent <= 1.3)",
+        "bench.smi_parse",
+    ),
+    Benchmark(
         "validation-live",
         "live probe of 1,000 GPU nodes through a fake API server, 200 ms per exec (target: under 20 s at concurrency 16)",
         "bench.validation_live",

@@ -69,15 +69,6 @@ def read_bounded(path: Path | str, limit: int) -> bytes:
     return data
 
 
-def read_stream_bounded(handle: Any, limit: int) -> bytes:
-    """At most ``limit`` bytes of a stream (standard input, a pipe from ``<(kubectl exec ...)``); beyond that
-    ``InputFileError`` naming the limit, so an endless stream (``/dev/zero``) is refused, not held in memory."""
-    data = _read_up_to(handle, limit + 1)
-    if len(data) > limit:
-        raise InputFileError(f"is over the {size_text(limit)} limit for this input")
-    return data
-
-
 def _read_up_to(handle: Any, count: int) -> bytes:
     # A raw read may return fewer bytes than asked for: read until ``count`` or the end.
     chunks: list[bytes] = []

@@ -1,6 +1,6 @@
 """GpuDevicePlugin: one plugin DaemonSet per vendor lands on every GPU node of that vendor and only there, gives
-each node its own pool's plugin config, says what each pool exposes, and renders manifests Kubernetes 1.32-1.34
-accept."""
+each node its own pool's plugin config, says what each pool exposes, and renders manifests that every Kubernetes
+minor AKS supports today accepts."""
 
 from __future__ import annotations
 
@@ -24,7 +24,7 @@ from components.kube.plugin_pins import PINS_FILE, resolve_pins
 from components.kube.plugin_targets import NAMESPACE, plugin_targets
 from components.model import POOL_LABEL, PlatformModel, ResolvedPool, Taint, resolve
 from components.plan import PlanResult
-from tests.conftest import PROJECT_DIR, STACK_NAMES, MockHarness, minimal_raw, raw_stack, stack_config, stack_model
+from tests.conftest import AKS_VERSIONS, PROJECT_DIR, STACK_NAMES, MockHarness, minimal_raw, raw_stack, stack_config, stack_model
 
 PINS = yaml.safe_load(PINS_FILE.read_text(encoding="utf-8"))
 SYSTEM_NODE_LABELS = {"kubernetes.azure.com/mode": "system", "agentpool": "system", "kubernetes.io/os": "linux"}
@@ -499,7 +499,8 @@ def test_targets_select_the_plugin_pods_on_each_pools_nodes(stack: str) -> None:
         assert [p.name for p in model.pools if node_labels(p).items() >= target.node_selector.items()] == [name]
         assert target.node_selector == {POOL_LABEL: name}
         assert (target.resource_name, target.count_per_node) == (pool.resource.name, pool.resource.count_per_node)
-        assert target.smi_command == (["nvidia-smi"] if pool.vendor == "nvidia" else ["amd-smi", "static", "--json"])
+        amd = ["sh", "-c", "amd-smi static --json; amd-smi metric --ecc --json"]
+        assert target.smi_command == (["nvidia-smi", "-q", "-x"] if pool.vendor == "nvidia" else amd)
 
 
 def test_plugin_targets_import_without_pulumi() -> None:
@@ -607,7 +608,8 @@ def test_amd_daemonset_mode_runs_rocm_plugin_labeller_and_smi_probe() -> None:
     probe = pod_spec(daemonset(model, "amd-smi"))["containers"][0]
     assert probe["image"] == model.config.validation.smoke_job.amd_image
     target = plugin_targets(model)["mi300x"]
-    assert (target.container, target.smi_command) == ("amd-smi", ["amd-smi", "static", "--json"])
+    probe_command = ["sh", "-c", "amd-smi static --json; amd-smi metric --ecc --json"]
+    assert (target.container, target.smi_command) == ("amd-smi", probe_command)
     assert target.pod_labels == daemonset(model, "amd-smi")["spec"]["selector"]["matchLabels"]
     assert (target.resource_name, target.count_per_node, target.mig_strategy) == ("amd.com/gpu", 8, None)
     assert model.pool("mi300x").gpu_driver == "None"
@@ -682,7 +684,7 @@ STACK_VARIANTS: dict[str, tuple[str, dict[str, Any]]] = {
 
 
 @pytest.mark.parametrize("variant", sorted(STACK_VARIANTS))
-@pytest.mark.parametrize("kubernetes", ["1.32.0", "1.33.0", "1.34.0"])
+@pytest.mark.parametrize("kubernetes", AKS_VERSIONS)
 def test_rendered_manifests_are_valid_kubernetes(variant: str, kubernetes: str, harness: MockHarness) -> None:
     stack, overrides = STACK_VARIANTS[variant]
     model = with_plugin(stack, **overrides) if overrides else stack_model(stack)
