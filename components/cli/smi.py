@@ -5,8 +5,11 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
+import select
 import stat
 import sys
+import time
 from pathlib import Path
 
 from components.cli.common import EXIT_FAILED, EXIT_OK, EXIT_USAGE
@@ -17,6 +20,8 @@ from components.validation.smi.text import MAX_INPUT_CHARS
 # What is read of a file or a pipe: the parsers read MAX_INPUT_CHARS characters at most; one byte more tells them
 # the input was longer.
 _MAX_BYTES = MAX_INPUT_CHARS * 4 + 1
+# How long a pipe's writer may take to finish: an SMI command that outlives this is stuck, not slow.
+_PIPE_TIMEOUT_S = 120
 
 _PARSE_DESCRIPTION = f"""\
 Read one output of nvidia-smi (default table, -q, -q -x, -L, mig -lgip, nvlink -s, topo -m, --query-gpu and
@@ -110,9 +115,43 @@ def _read_source(source: str) -> str:
     else:
         path = Path(source)
         mode = path.stat().st_mode
-        if not stat.S_ISREG(mode):
-            # A directory, a FIFO (reading it could block for ever) or a device (/dev/zero never ends).
-            raise OSError(0, "not a regular file")
-        with path.open("rb") as handle:
-            raw = handle.read(_MAX_BYTES)
+        if stat.S_ISFIFO(mode):
+            raw = _read_pipe(path)
+        elif stat.S_ISREG(mode):
+            with path.open("rb") as handle:
+                raw = handle.read(_MAX_BYTES)
+        else:
+            # A directory, or a device (/dev/zero never ends).
+            raise OSError(0, "not a regular file or a pipe")
     return bytes(raw).decode("utf-8", errors="replace")
+
+
+def _read_pipe(path: Path) -> bytes:
+    """A pipe read like stdin, as ``aksgpu smi parse <(kubectl exec ... -- nvidia-smi)`` hands us one (/dev/fd/63).
+
+    Opened without blocking, so a named pipe nobody writes to is not waited on for ever: with no writer, Linux
+    reports end of file at once (pipe(7): a read from a pipe whose write ends are all closed sees end-of-file)
+    and the input is empty. A writer that never finishes is bounded by ``_PIPE_TIMEOUT_S``."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    chunks: list[bytes] = []
+    size = 0
+    deadline = time.monotonic() + _PIPE_TIMEOUT_S
+    try:
+        while size < _MAX_BYTES:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise OSError(0, f"the pipe did not end within {_PIPE_TIMEOUT_S} s")
+            readable, _, _ = select.select([fd], [], [], left)
+            if not readable:
+                continue
+            try:
+                chunk = os.read(fd, min(1 << 20, _MAX_BYTES - size))
+            except BlockingIOError:
+                continue
+            if not chunk:
+                break
+            chunks.append(chunk)
+            size += len(chunk)
+    finally:
+        os.close(fd)
+    return b"".join(chunks)

@@ -6,6 +6,8 @@ from __future__ import annotations
 import argparse
 import io
 import json
+import os
+import threading
 from pathlib import Path
 
 import pytest
@@ -112,14 +114,36 @@ def test_smi_without_a_subcommand_is_a_usage_error() -> None:
     assert exit_info.value.code == 2
 
 
-def test_a_fifo_or_a_directory_is_refused_not_read(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
-    import os
-
-    fifo = tmp_path / "pipe"
-    os.mkfifo(fifo)  # opening it for reading would block until a writer comes: never opened
-    for source in (fifo, tmp_path):
+def test_a_directory_or_a_device_is_refused_not_read(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    for source in (tmp_path, Path("/dev/zero")):
         assert run(["smi", "parse", str(source)]) == 2
-        assert "not a regular file" in capsys.readouterr().err
+        assert "not a regular file or a pipe" in capsys.readouterr().err
+
+
+def test_a_pipe_is_read_like_stdin(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    # `aksgpu smi parse <(kubectl exec ... -- nvidia-smi)`: the shell hands over a pipe, written while we read.
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    text = (SMI_FIXTURES_DIR / "06_nvidia-smi_table_h100pcie_525.125.06.txt").read_bytes()
+
+    def write() -> None:
+        with fifo.open("wb") as writer:
+            writer.write(text)
+
+    writer = threading.Thread(target=write)
+    writer.start()
+    try:
+        assert run(["smi", "parse", str(fifo)]) == 0
+    finally:
+        writer.join(timeout=10)
+    assert json.loads(capsys.readouterr().out)["driver_version"] == "525.125.06"
+
+
+def test_a_named_pipe_nobody_writes_to_is_empty_input_not_a_hang(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    assert run(["smi", "health", str(fifo)]) == 2
+    assert "it is empty" in capsys.readouterr().err
 
 
 # ---------------------------------------------------------------- smi health
