@@ -7,12 +7,12 @@ import argparse
 import sys
 from collections.abc import Callable, Sequence
 
-from components.cli import admission, catalog, plan, schema, smi, validate
+from components.cli import admission, catalog, plan, rules, schema, smi, validate
 from components.cli.common import EXIT_USAGE, err
 from components.config import ConfigError
 
 Handler = Callable[[argparse.Namespace], int]
-COMMANDS = (plan, schema, catalog, smi, admission, validate)
+COMMANDS = (plan, schema, catalog, smi, admission, validate, rules)
 
 
 def build_parser() -> argparse.ArgumentParser:
