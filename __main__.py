@@ -3,10 +3,12 @@
 import pulumi
 
 from components.args import spec_of
-from components.config.pulumi_source import load_from_pulumi
+from components.config.pulumi_source import load_from_pulumi, stack_secrets
 from components.platform import GpuPlatform, stack_exports
 
 validated = load_from_pulumi()
 platform = GpuPlatform(pulumi.get_stack(), spec_of(validated.config))
+secrets = stack_secrets(validated)
 for output_name, value in stack_exports(platform).items():
-    pulumi.export(output_name, value)
+    # An export that holds secret config (a cluster name set with --secret) stays a secret output.
+    pulumi.export(output_name, secrets.protect(value))

@@ -34,9 +34,19 @@ BENCHMARKS: tuple[Benchmark, ...] = (
         "bench.validation_snapshot",
     ),
     Benchmark(
+        "smi-parse",
+        "SMI parsing and GPU health reading on inputs made to backtrack, at 1x-8x (target: linear, exponent <= 1.3)",
+        "bench.smi_parse",
+    ),
+    Benchmark(
         "validation-live",
         "live probe of 1,000 GPU nodes through a fake API server, 200 ms per exec (target: under 20 s at concurrency 16)",
         "bench.validation_live",
+    ),
+    Benchmark(
+        "admission-check",
+        "aksgpu admission check of 100, 1,000 and 5,000 objects, cel-cpp and cel-python (target: 5,000 in under 5 s)",
+        "bench.admission_check",
     ),
     Benchmark(
         "plan-cost",

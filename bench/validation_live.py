@@ -1,7 +1,7 @@
 """How long the live probe (``aksgpu validate --stack``, and the deploy hook) takes on a big cluster.
 
 The cluster is a fake Kubernetes API server on 127.0.0.1 (``tests.validation.fake_apiserver``) holding the prod
-stack (8x H100 training nodes printing a real published nvidia-smi output, MIG A100 inference nodes, 4:1) built
+stack (8x H100 training nodes and MIG A100 inference nodes, 4:1, each printing its own nvidia-smi -q -x) built
 by the same snapshot builder the tests use. Every exec takes ``EXEC_DELAY_S`` on the server, about what
 nvidia-smi takes on a GPU node plus the API server -> kubelet round trip, so the numbers show what the
 probe's concurrency buys, not how fast a loopback socket is.

@@ -11,9 +11,9 @@ if __package__ in (None, ""):
     sys.path[:] = [entry for entry in sys.path if Path(entry or ".").resolve() != _HERE]
     sys.path.insert(0, str(_HERE.parent))
 
-from pulumi.provider.experimental import component_provider_host
-
-from components.package import PACKAGE_NAME, PUBLIC_COMPONENTS, package_version
+from components.package import serve
 
 if __name__ == "__main__":
-    component_provider_host(PUBLIC_COMPONENTS, name=PACKAGE_NAME, version=package_version())
+    # The language host runs `python <plugin folder> <engine address> [flags]`
+    # (pulumi/pulumi sdk/python/cmd/pulumi-language-python/main.go, RunPlugin).
+    serve(sys.argv[1:])

@@ -8,10 +8,15 @@ from pathlib import Path
 from typing import Any
 
 import pulumi
+import pulumi.provider
 from pulumi.provider.experimental.analyzer import Analyzer
+from pulumi.provider.experimental.component import ComponentProvider
 from pulumi.provider.experimental.schema import generate_schema
+from pulumi.provider.provider import ConstructResult
+from pulumi.provider.server import ComponentInitError
 
 from components import __version__
+from components.args import for_the_engine, serve_as_provider
 from components.azure.cluster import GpuCluster
 from components.azure.node_pool import GpuNodePool
 from components.kube.admission_policy import GpuAdmissionPolicy
@@ -59,3 +64,31 @@ def component_schema(version: str | None = None) -> dict[str, Any]:
 
 def schema_text(version: str | None = None) -> str:
     return json.dumps(component_schema(version), indent=2, sort_keys=True) + "\n"
+
+
+class PackageProvider(ComponentProvider):
+    """The package's provider: Pulumi's component provider, with bad args answered as the engine expects them.
+
+    Pulumi 3.272.0's ``ComponentProvider.construct`` wraps whatever a component's ``__init__`` raises in a
+    ``ComponentInitError``, and the server's ``Construct`` only recognises an ``InputPropertiesError`` that is
+    not wrapped: wrapped, it becomes the message plus a Python traceback (``pulumi/provider/server.py`` and
+    ``pulumi/provider/experimental/component.py``, the same at pulumi/pulumi 1b5949891b). Unwrapped here, the
+    engine gets the property errors and prints each with its value.
+    """
+
+    def construct(
+        self, name: str, resource_type: str, inputs: pulumi.Inputs, options: pulumi.ResourceOptions | None = None
+    ) -> ConstructResult:
+        try:
+            return super().construct(name, resource_type, inputs, options)
+        except ComponentInitError as error:
+            if isinstance(error.inner, pulumi.InputPropertiesError):
+                raise for_the_engine(error.inner) from None
+            raise
+
+
+def serve(args: list[str]) -> None:
+    """Run the package as Pulumi runs a provider plugin: ``args`` are the engine's address and flags; the port
+    it listens on is printed to stdout (``pulumi.provider.main``)."""
+    serve_as_provider()
+    pulumi.provider.main(PackageProvider(PUBLIC_COMPONENTS, PACKAGE_NAME, version=package_version()), args)

@@ -15,16 +15,18 @@ import logging
 import runpy
 import sys
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import grpc  # type: ignore[import-untyped]
 import pulumi
 import yaml
 from pulumi.output import Unknown
 from pulumi.runtime import rpc
 from pulumi.runtime.mocks import MockCallArgs, MockMonitor, MockResourceArgs, Mocks
+from pulumi.runtime.proto import callback_pb2, callback_pb2_grpc, resource_pb2
 from pulumi.runtime.stack import run_pulumi_func
 from pulumi.runtime.sync_await import _sync_await
 
@@ -72,6 +74,8 @@ class PlanResult:
     resources: list[ResourceRecord]
     outputs: dict[str, Any]
     warnings: list[str] = field(default_factory=list)
+    # Resource hooks the engine would have run, in order (only with run_hooks; see HookRunningMonitor).
+    hook_runs: list[HookRun] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -170,6 +174,17 @@ def fake_kubeconfig(cluster: str, resource_group: str = "resource-group", tenant
     )
 
 
+def revealed(value: Any) -> Any:
+    """``value`` with secrets unwrapped, as a provider sees its inputs."""
+    if rpc.is_rpc_secret(value):
+        return revealed(rpc.unwrap_rpc_secret(value))
+    if isinstance(value, dict):
+        return {key: revealed(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [revealed(item) for item in value]
+    return value
+
+
 def arm_id(resource_group: str, provider_type: str, name: str) -> str:
     return f"/subscriptions/{FAKE_SUBSCRIPTION}/resourceGroups/{resource_group}/providers/{provider_type}/{name}"
 
@@ -191,8 +206,10 @@ class PlanMocks(Mocks):
             # An empty id is an unknown id in a dry run; properties not returned are unknown too.
             return ("", state) if args.custom else (None, {})
         if args.typ == "azure-native:containerservice:ManagedCluster":
-            group = str(args.inputs.get("resourceGroupName"))
-            cluster = str(args.inputs.get("resourceName", args.name))
+            # A provider reads secret inputs in plain text; outputs of the same name stay secret (state above).
+            inputs = revealed(args.inputs)
+            group = str(inputs.get("resourceGroupName"))
+            cluster = str(inputs.get("resourceName", args.name))
             state |= {"name": cluster, "fqdn": f"{cluster}.hcp.example.invalid"}
             state["oidcIssuerProfile"] = {"issuerURL": f"https://oidc.example.invalid/{cluster}/"}
             return arm_id(group, "Microsoft.ContainerService/managedClusters", cluster), state
@@ -202,12 +219,13 @@ class PlanMocks(Mocks):
 
     def call(self, args: MockCallArgs) -> tuple[dict[str, Any], list[tuple[str, str]]]:
         token = args.token
+        arguments = revealed(args.args)  # a provider reads secret arguments in plain text
         if token == "azure-native:containerservice:listManagedClusterUserCredentials":
-            group, cluster = str(args.args.get("resourceGroupName")), str(args.args.get("resourceName"))
+            group, cluster = str(arguments.get("resourceGroupName")), str(arguments.get("resourceName"))
             encoded = base64.b64encode(fake_kubeconfig(cluster, group).encode()).decode()
             return {"kubeconfigs": [{"name": "clusterUser", "value": encoded}]}, []
         if token == "azure-native:containerservice:getManagedCluster":
-            group, cluster = str(args.args.get("resourceGroupName")), str(args.args.get("resourceName"))
+            group, cluster = str(arguments.get("resourceGroupName")), str(arguments.get("resourceName"))
             return {
                 "id": arm_id(group, "Microsoft.ContainerService/managedClusters", cluster),
                 "name": cluster,
@@ -298,9 +316,11 @@ def run_program(
     mocks: Mocks | None = None,
     *,
     preview: bool = False,
+    run_hooks: bool = False,
 ) -> PlanResult:
     """Run ``project_dir/__main__.py`` for ``stack`` under the mock engine and return what it registered.
-    ``preview=True`` runs it as ``pulumi preview`` would (see ``run_mocked``)."""
+    ``preview=True`` runs it as ``pulumi preview`` would (see ``run_mocked``); with ``run_hooks`` the resource
+    hooks run as the engine runs them (``HookRunningMonitor``)."""
     main = project_dir / "__main__.py"
     added_path = str(project_dir.resolve())
 
@@ -311,7 +331,7 @@ def run_program(
         finally:
             sys.path.remove(added_path)
 
-    return run_mocked(program, stack, raw_config, project, mocks, preview=preview)
+    return run_mocked(program, stack, raw_config, project, mocks, preview=preview, run_hooks=run_hooks)
 
 
 def run_mocked(
@@ -322,11 +342,14 @@ def run_mocked(
     mocks: Mocks | None = None,
     *,
     preview: bool = False,
+    run_hooks: bool = False,
 ) -> PlanResult:
     """Run ``program`` (which registers resources) under fresh mocks (``PlanMocks`` unless given) and a fresh
     event loop. ``preview=True`` is a dry run, as ``pulumi preview``: outputs the providers compute are unknown
-    (recorded as ``[unknown]``) and invokes that depend on them are not made."""
-    monitor = RecordingMonitor(mocks or PlanMocks(preview=preview))
+    (recorded as ``[unknown]``) and invokes that depend on them are not made. With ``run_hooks``, resource hooks
+    run too (not in a preview, unless registered with on_dry_run) and a failed one raises ``HookFailedError``."""
+    answers = mocks or PlanMocks(preview=preview)
+    monitor = HookRunningMonitor(answers) if run_hooks else RecordingMonitor(answers)
     warnings: list[str] = []
     logger = logging.getLogger(f"aks-gpu.plan.{stack}")
     logger.propagate = False
@@ -373,7 +396,10 @@ def _run_in_context(
     if monitor.duplicates:
         raise DuplicateUrnError("registered twice: " + ", ".join(sorted(monitor.duplicates)))
     records = sorted(monitor.records, key=lambda r: r.urn)
-    return PlanResult(project=project, stack=stack, resources=records, outputs=outputs, warnings=warnings)
+    result = PlanResult(project=project, stack=stack, resources=records, outputs=outputs, warnings=warnings)
+    if isinstance(monitor, HookRunningMonitor):
+        monitor.finish(result)
+    return result
 
 
 def _discard(_: object) -> None:
@@ -421,3 +447,115 @@ def replacements(previous: Mapping[str, Any], current: PlanResult) -> list[Repla
             if old_value != new_value:
                 found.append(Replacement(record.urn, record.name, fixed_field.field, old_value, new_value))
     return found
+
+
+# ---------------------------------------------------------------- resource hooks, as the engine runs them
+#
+# The SDK's mock monitor accepts hook registrations and drops them (pulumi 3.272.0 runtime/mocks.py), so an
+# offline plan never ran the post-deploy validation. HookRunningMonitor does what the engine does
+# (pulumi/pulumi pkg/resource/deploy/deployment.go runHooks and step.go, v3.259.0): it keeps each registered
+# hook, and for every resource registered with a hook binding calls the program's callback server over gRPC,
+# exactly as the engine does, before_create hooks before the resource is created and after_create hooks after.
+# The plan is a first deployment, so create is the only step; during a preview (dry run) a hook runs only if it
+# was registered with on_dry_run. A hook's error, unless it was registered with ignore_errors, fails the
+# deployment: a before hook fails that resource's step, an after hook fails the update once the resource exists
+# (the engine does so from CLI 3.238.0, "Fail the deployment when an after hook fails", #22935).
+
+
+@dataclass(frozen=True)
+class HookRun:
+    """One hook the engine ran: which, on which resource, when, and the error it returned ("" for none)."""
+
+    hook: str
+    kind: str
+    urn: str
+    error: str = ""
+    ignored: bool = False
+
+
+class HookFailedError(RuntimeError):
+    """A resource hook failed: the engine fails the deployment with these messages (its own wording)."""
+
+    def __init__(self, runs: list[HookRun]) -> None:
+        self.runs = runs
+        timing = {"before_create": "before", "after_create": "after"}
+        super().__init__("\n".join(f"{timing[run.kind]} hook {run.hook!r} failed: {run.error}" for run in runs))
+
+
+@dataclass(frozen=True)
+class _RegisteredHook:
+    name: str
+    token: str
+    target: str
+    on_dry_run: bool
+    ignore_errors: bool
+
+
+class HookRunningMonitor(RecordingMonitor):
+    """The recording monitor, also running resource hooks as the engine does (see above)."""
+
+    def __init__(self, mocks: Mocks) -> None:
+        super().__init__(mocks)
+        self.hooks: dict[str, _RegisteredHook] = {}
+        self.runs: list[HookRun] = []
+        self._channels: dict[str, grpc.Channel] = {}
+
+    def RegisterResourceHook(self, request: Any) -> Any:  # noqa: N802 - the gRPC method name
+        hook = _RegisteredHook(
+            request.name, request.callback.token, request.callback.target, request.on_dry_run, request.ignore_errors
+        )
+        with self._lock:
+            self.hooks[hook.name] = hook
+        return super().RegisterResourceHook(request)  # type: ignore[no-untyped-call]
+
+    def RegisterResource(self, request: Any) -> Any:  # noqa: N802 - the gRPC method name
+        bound = request.hooks if request.HasField("hooks") else None
+        urn = self.make_urn(request.parent, request.type, request.name)  # type: ignore[no-untyped-call]
+        if bound is not None and not self._run("before_create", bound.before_create, request, urn, None):
+            raise HookFailedError([self.runs[-1]])
+        response = super().RegisterResource(request)
+        if bound is not None:
+            self._run("after_create", bound.after_create, request, response.urn, response)
+        return response
+
+    def _run(self, kind: str, names: Sequence[str], request: Any, urn: str, response: Any) -> bool:
+        """Run the hooks ``names``; False when one failed (and its error is not ignored)."""
+        for name in names:
+            hook = self.hooks.get(name)
+            if hook is None:
+                raise HookFailedError([HookRun(name, kind, urn, f"hook {name!r} was not registered")])
+            if pulumi.runtime.is_dry_run() and not hook.on_dry_run:
+                continue
+            hook_request = resource_pb2.ResourceHookRequest(
+                urn=urn,
+                id=response.id if response is not None else "",
+                name=request.name,
+                type=request.type,
+                new_inputs=request.object,
+                new_outputs=response.object if response is not None else None,
+            )
+            reply = callback_pb2_grpc.CallbacksStub(self._channel(hook.target)).Invoke(
+                callback_pb2.CallbackInvokeRequest(token=hook.token, request=hook_request.SerializeToString())
+            )
+            error = resource_pb2.ResourceHookResponse.FromString(reply.response).error
+            run = HookRun(name, kind, urn, error, ignored=bool(error) and hook.ignore_errors)
+            with self._lock:
+                self.runs.append(run)
+            if error and not hook.ignore_errors:
+                return False
+        return True
+
+    def _channel(self, target: str) -> grpc.Channel:
+        with self._lock:
+            if target not in self._channels:
+                self._channels[target] = grpc.insecure_channel(target)
+            return self._channels[target]
+
+    def finish(self, result: PlanResult) -> None:
+        """Hand the runs to the result; raise ``HookFailedError`` when one failed."""
+        for channel in self._channels.values():
+            channel.close()
+        result.hook_runs = list(self.runs)
+        failed = [run for run in self.runs if run.error and not run.ignored]
+        if failed:
+            raise HookFailedError(failed)

@@ -2,14 +2,14 @@
 stacks use it."""
 
 from collections.abc import Mapping
-from typing import Any, NotRequired, TypedDict
+from typing import Any, NotRequired, TypedDict, cast
 
 import pulumi
 from pydantic.alias_generators import to_camel
 
 from components.args import platform_sections, spec_of, stack_model
 from components.azure import GpuCluster, GpuNodePool
-from components.kube.admission_policy import GpuAdmissionPolicy
+from components.kube.admission_policy import GpuAdmissionPolicy, GpuAdmissionPolicyArgs
 from components.kube.device_plugin import GpuDevicePlugin
 from components.kube.smoke_job import GpuValidation
 from components.kube.workload_manifests import TolerationSpec, toleration
@@ -59,6 +59,9 @@ class GpuPlatform(pulumi.ComponentResource):
     """Exec (kubelogin) kubeconfig of the cluster; a secret."""
     cluster_name: pulumi.Output[str]
     resource_group_name: pulumi.Output[str]
+    cluster_id: pulumi.Output[str]
+    """The cluster's ARM id: the clusterIdentifier of a Kubernetes provider built from the kubeconfig, so a
+    rotated kubeconfig updates that provider instead of replacing it and every object it manages."""
     pools: pulumi.Output[dict[str, PoolOutput]]
     """Per GPU pool: node selector, tolerations, resource name and count per node."""
     namespaces: pulumi.Output[list[str]]
@@ -72,7 +75,7 @@ class GpuPlatform(pulumi.ComponentResource):
             raise TypeError("a stack model without a cluster")
         sections = platform_sections(model.config)
         # The parts, for Python callers (not outputs of the package: other languages see the outputs below).
-        monitoring = model.config.monitoring
+        monitoring, stack_cluster = model.config.monitoring, cluster
         # Managed Prometheus is a cluster setting; an adopted cluster keeps whatever its owner set.
         managed_prometheus = monitoring.enabled and monitoring.engine == "azure-monitor" and bool(model.pools)
         self.cluster: GpuCluster = GpuCluster(
@@ -131,17 +134,22 @@ class GpuPlatform(pulumi.ComponentResource):
             )
             for workload in model.workloads
         }
-        self.admission: GpuAdmissionPolicy = GpuAdmissionPolicy(f"{name}-admission", sections, opts=in_cluster)
+        # The cluster's network policy tells the policy whether Calico's namespaces are AKS's own (exempt).
+        cluster = model.cluster
+        admission_args = cast(GpuAdmissionPolicyArgs, dict(sections))
+        if cluster is not None:
+            admission_args["network_policy"] = cluster.network_policy
+        self.admission: GpuAdmissionPolicy = GpuAdmissionPolicy(f"{name}-admission", admission_args, opts=in_cluster)
         self.monitoring: GpuMonitoring = GpuMonitoring(
             f"{name}-monitoring",
             {
                 **sections,
-                "resource_group_name": cluster.resource_group,
-                "cluster_name": cluster.name,
+                "resource_group_name": stack_cluster.resource_group,
+                "cluster_name": stack_cluster.name,
                 "cluster_id": self.cluster.cluster_id,
-                "location": cluster.location or args["location"],
-                "cluster_existing": cluster.existing,
-                "tags": dict(cluster.tags),
+                "location": stack_cluster.location or args["location"],
+                "cluster_existing": stack_cluster.existing,
+                "tags": dict(stack_cluster.tags),
             },
             # The exporters go into the device plugin's namespace, on the GPU pools' nodes.
             opts=pulumi.ResourceOptions.merge(in_cluster, pulumi.ResourceOptions(depends_on=[*pools_ready, self.device_plugin])),
@@ -150,6 +158,7 @@ class GpuPlatform(pulumi.ComponentResource):
         self.kubeconfig = self.cluster.kubeconfig
         self.cluster_name = self.cluster.cluster_name
         self.resource_group_name = self.cluster.resource_group_name
+        self.cluster_id = self.cluster.cluster_id
         self.pools = pulumi.Output.from_input({pool.name: pool_output(pool, model) for pool in model.pools})
         self.namespaces = pulumi.Output.from_input([workload.name for workload in model.workloads])
         self.register_outputs(
@@ -157,6 +166,7 @@ class GpuPlatform(pulumi.ComponentResource):
                 "kubeconfig": self.kubeconfig,
                 "clusterName": self.cluster_name,
                 "resourceGroupName": self.resource_group_name,
+                "clusterId": self.cluster_id,
                 "pools": self.pools,
                 "namespaces": self.namespaces,
             }
@@ -173,6 +183,8 @@ def stack_exports(platform: GpuPlatform) -> dict[str, Any]:
     return {
         "clusterName": platform.cluster_name,
         "resourceGroupName": platform.resource_group_name,
+        # With the kubeconfig, what a team stack builds its Kubernetes provider from (clusterIdentifier).
+        "clusterId": platform.cluster_id,
         "kubeconfig": platform.kubeconfig,
         "pools": platform.pools.apply(camel_case_entries),
         "devicePlugin": platform.device_plugin.targets.apply(camel_case_entries),

@@ -7,9 +7,21 @@ the one place the rules live. ``tests/test_specs.py`` keeps the two in step, key
 
 Plain Python types only (the inference accepts no unions): enum-like values are ``str`` here and are
 checked by the models.
+
+Plain or ``pulumi.Input``, per field. A field is plain where its value decides which resources exist, what
+they are named (their URNs) or what the cross-key rules compare it with before anything is registered: pools
+(name, vendor, VM size, counts, MIG), the cluster, the device plugin, admission, storage, validation. Other
+stacks' values (a ``StackReference`` output, a resource's output) are accepted where they only fill in values:
+a workload namespace's ``name``, ``type`` and ``gpu_quota`` (``GpuWorkloadNamespace`` checks them when they are
+known), and the names and placements the components take beside their specs (``resource_group_name``,
+``cluster_name``, ``resource_name``, ``node_selector``, ``tolerations``). ``GpuPlatform``,
+``GpuAdmissionPolicy`` and ``NvmeCache`` compare every workload with the pools first: they refuse an output in
+a workload with the property path and why (``components/args.py``).
 """
 
 from typing import NotRequired, TypedDict
+
+import pulumi
 
 
 class NotAllowedDatesSpec(TypedDict):
@@ -175,11 +187,14 @@ class RoleBindingSpec(TypedDict):
 
 
 class WorkloadSpec(TypedDict):
-    name: str
-    """The namespace (a DNS label)."""
-    type: str
-    """The workload type: pools whose workload equals it serve this namespace."""
-    gpu_quota: int
+    name: pulumi.Input[str]
+    """The namespace (a DNS label). An output only for GpuWorkloadNamespace."""
+    type: pulumi.Input[str]
+    """The workload type: pools whose workload equals it serve this namespace. An output only for
+    GpuWorkloadNamespace."""
+    gpu_quota: pulumi.Input[int]
+    """GPUs (units of the pools' GPU resource) the namespace may request in all. An output only for
+    GpuWorkloadNamespace."""
     pool: NotRequired[str]
     pod_security: NotRequired[str]
     quota: NotRequired[QuotaLimitsSpec]
@@ -187,6 +202,8 @@ class WorkloadSpec(TypedDict):
     network: NotRequired[NetworkAccessSpec]
     role_bindings: NotRequired[list[RoleBindingSpec]]
     nvme_volume: NotRequired[bool]
+    rdma: NotRequired[bool]
+    """RDMA/InfiniBand jobs: pods may add IPC_LOCK, and nothing else beyond Pod Security baseline."""
 
 
 class DevicePluginSpec(TypedDict):
@@ -200,13 +217,20 @@ class DevicePluginSpec(TypedDict):
     amd_mode: NotRequired[str]
     amd_image: NotRequired[str]
     amd_operator_chart_version: NotRequired[str]
+    amd_driver_image: NotRequired[str]
+    """amdMode gpu-operator: the repository (no tag) KMM pushes the amdgpu driver image it builds to."""
+    cert_manager_installed: NotRequired[bool]
+    """amdMode gpu-operator: cert-manager, which the AMD GPU Operator needs, is installed in the cluster."""
 
 
 class AdmissionSpec(TypedDict):
     enabled: NotRequired[bool]
     validation_actions: NotRequired[list[str]]
     exempt_namespaces: NotRequired[list[str]]
+    """On top of the namespaces the stack derives (kube-system, gpu-resources, Calico's, acstor with storage v1)."""
     restrict_to_workload_namespaces: NotRequired[bool]
+    """GPU requests only in workload namespaces and gpuNamespaces (default true)."""
+    gpu_namespaces: NotRequired[list[str]]
 
 
 class StorageSpec(TypedDict):

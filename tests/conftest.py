@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import datetime
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from components.aks_facts import kubernetes_calendar
 from components.catalog import Catalog, load_catalog
 from components.config import StackConfig, load_stack_file, validate_config
 from components.model import PlatformModel, resolve
@@ -20,6 +22,10 @@ STACKS_DIR = PROJECT_DIR / "stacks"
 FIXTURES_DIR = PROJECT_DIR / "tests" / "fixtures"
 SMI_FIXTURES_DIR = FIXTURES_DIR / "smi"
 HEALTH_FIXTURES_DIR = FIXTURES_DIR / "health"
+# The Kubernetes minors AKS supports today (GA and not past end of life), from the AKS release calendar data
+# (components/data/aks_versions.yaml, with its source and reading date): every manifest test runs against this
+# window, so the matrix moves with the calendar.
+AKS_VERSIONS = kubernetes_calendar().supported(datetime.date.today())
 STACK_NAMES = sorted(p.name.removeprefix("Pulumi.").removesuffix(".yaml") for p in STACKS_DIR.glob("Pulumi.*.yaml"))
 
 

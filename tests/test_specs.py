@@ -5,6 +5,7 @@ from __future__ import annotations
 import typing
 from typing import Any
 
+import pulumi
 import pytest
 from pydantic import BaseModel
 
@@ -38,7 +39,8 @@ def nested_spec(annotation: Any) -> Any:
 
 
 def walk(spec: Any, model: type[BaseModel], path: str, seen: list[str]) -> None:
-    hints = typing.get_type_hints(spec)
+    # pulumi.Input[T] refers to "Output" by name.
+    hints = typing.get_type_hints(spec, localns=vars(pulumi.output))
     fields = model.model_fields
     assert set(hints) == set(fields), f"{path}: spec {sorted(set(hints) ^ set(fields))} differ from {model.__name__}"
     required = {name for name, field in fields.items() if field.is_required()}

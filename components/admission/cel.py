@@ -18,8 +18,7 @@ Nothing here knows about policies; :mod:`components.admission.evaluate` drives i
 
 from __future__ import annotations
 
-import re
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import date, datetime
 from fractions import Fraction
@@ -33,49 +32,13 @@ from celpy.adapter import json_to_cel
 from celpy.celparser import CELParseError
 from celpy.evaluation import CELEvalError, Evaluator
 
-__all__ = ["CelError", "LazyVariables", "Program", "Quantity", "compile_expression", "to_python"]
+from components.admission.engine import CelError
+from components.admission.quantity import INT64, Quantity
 
-
-class CelError(Exception):
-    """A CEL expression that does not compile, or an evaluation that ends in an error."""
-
-    def __init__(self, expression: str, reason: str) -> None:
-        super().__init__(f"{reason} (in `{expression}`)")
-        self.expression = expression
-        self.reason = reason
+__all__ = ["CelError", "CelPythonEngine", "LazyVariables", "Program", "Quantity", "compile_expression", "to_python"]
 
 
 # ---------------------------------------------------------------- Kubernetes quantity library
-
-# The grammar of resource.Quantity: a signed decimal number and an optional binary-SI, decimal-SI or exponent
-# suffix. https://github.com/kubernetes/apimachinery/blob/master/pkg/api/resource/quantity.go
-_QUANTITY = re.compile(r"^([+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+))(Ki|Mi|Gi|Ti|Pi|Ei|[numkMGTPE]|[eE][+-]?[0-9]+)?$")
-_BINARY_SI = {"Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50, "Ei": 2**60}
-_DECIMAL_SI = {"n": -9, "u": -6, "m": -3, "k": 3, "M": 6, "G": 9, "T": 12, "P": 15, "E": 18}
-_INT64 = 2**63
-
-
-@dataclass(frozen=True)
-class Quantity:
-    """A parsed Kubernetes quantity, exact (``1``, ``1000m`` and ``1e0`` are the same value)."""
-
-    text: str
-    value: Fraction
-
-    @classmethod
-    def parse(cls, text: str) -> Quantity:
-        match = _QUANTITY.match(text.strip())
-        if match is None or not text.strip():
-            raise ValueError(f"quantities must match the regular expression '{_QUANTITY.pattern}': {text!r}")
-        number, suffix = match.group(1), match.group(2) or ""
-        value = Fraction(number)
-        if suffix in _BINARY_SI:
-            value *= _BINARY_SI[suffix]
-        elif suffix in _DECIMAL_SI:
-            value *= Fraction(10) ** _DECIMAL_SI[suffix]
-        elif suffix:
-            value *= Fraction(10) ** int(suffix[1:])
-        return cls(text=text, value=value)
 
 
 def _quantity(text: Any) -> Quantity:
@@ -117,7 +80,7 @@ def _is_integer(receiver: Any) -> celtypes.BoolType:
     if not isinstance(receiver, Quantity):
         raise TypeError("isInteger() is a member of quantity")
     value = receiver.value
-    return celtypes.BoolType(value.denominator == 1 and -_INT64 <= value < _INT64)
+    return celtypes.BoolType(value.denominator == 1 and -INT64 <= value < INT64)
 
 
 def _as_integer(receiver: Any) -> celtypes.IntType:
@@ -325,3 +288,27 @@ def _reason(error: CELEvalError) -> str:
         return str(cause)
     args = [arg for arg in error.args if isinstance(arg, str)]
     return args[0] if args else str(error)
+
+
+class _Bound:
+    """One request's activation for cel-python: plain data turned into CEL values once, variables lazily."""
+
+    def __init__(self, base: Mapping[str, Any], variables: Sequence[tuple[str, Program]]) -> None:
+        self.activation: dict[str, Any] = {name: to_cel(value) for name, value in base.items()}
+        self.activation["variables"] = LazyVariables(dict(variables), lambda: self.activation)
+
+    def run(self, program: Program) -> Any:
+        return to_python(program.run(self.activation))
+
+
+class CelPythonEngine:
+    """cel-python with the Kubernetes functions of this module."""
+
+    name = "cel-python"
+
+    def compile(self, source: str, variable_names: Sequence[str] = ()) -> Program:
+        # cel-python resolves variables.<name> at run time, from LazyVariables.
+        return compile_expression(source)
+
+    def bind(self, base: Mapping[str, Any], variables: Sequence[tuple[str, Any]]) -> _Bound:
+        return _Bound(base, variables)

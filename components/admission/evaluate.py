@@ -17,11 +17,12 @@ Pure: dicts in, decisions out; no files, no cluster, no Pulumi.
 from __future__ import annotations
 
 import copy
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import date, datetime
 from typing import Any
 
-from components.admission.cel import CelError, LazyVariables, Program, compile_expression, to_cel, to_python
+from components.admission.engine import CelError, Compiled, Engine, engine_named
 
 POLICY_KIND = "ValidatingAdmissionPolicy"
 BINDING_KIND = "ValidatingAdmissionPolicyBinding"
@@ -107,9 +108,9 @@ class Decision:
 
 @dataclass(frozen=True)
 class _Validation:
-    expression: Program
+    expression: Compiled
     message: str | None
-    message_expression: Program | None
+    message_expression: Compiled | None
 
 
 @dataclass(frozen=True)
@@ -117,9 +118,10 @@ class CompiledPolicy:
     name: str
     failure_policy: str
     match_constraints: Mapping[str, Any]
-    match_conditions: tuple[tuple[str, Program], ...]
-    variables: tuple[tuple[str, Program], ...]
+    match_conditions: tuple[tuple[str, Compiled], ...]
+    variables: tuple[tuple[str, Compiled], ...]
     validations: tuple[_Validation, ...]
+    engine: Engine
 
 
 @dataclass(frozen=True)
@@ -130,9 +132,15 @@ class CompiledBinding:
     match_resources: Mapping[str, Any] | None
 
 
-def compile_policy(manifest: Mapping[str, Any]) -> CompiledPolicy:
+def compile_policy(manifest: Mapping[str, Any], engine: Engine | None = None) -> CompiledPolicy:
     """Compile every expression of a ValidatingAdmissionPolicy; ``CelError`` names the first that does not."""
+    engine = engine or engine_named("auto")
     spec = manifest.get("spec") or {}
+    names = tuple(str(v.get("name")) for v in spec.get("variables") or ())
+
+    def compile_expression(source: str) -> Compiled:
+        return engine.compile(source, names)
+
     name = str((manifest.get("metadata") or {}).get("name", ""))
     if spec.get("paramKind"):
         raise PolicyError(f"policy {name}: paramKind is not supported offline")
@@ -151,13 +159,16 @@ def compile_policy(manifest: Mapping[str, Any]) -> CompiledPolicy:
         match_conditions=tuple((c["name"], compile_expression(c["expression"])) for c in spec.get("matchConditions") or ()),
         variables=tuple((v["name"], compile_expression(v["expression"])) for v in spec.get("variables") or ()),
         validations=validations,
+        engine=engine,
     )
 
 
-def compile_bindings(manifests: Iterable[Mapping[str, Any]]) -> list[CompiledBinding]:
-    """The bindings among ``manifests``, each with its compiled policy."""
+def compile_bindings(manifests: Iterable[Mapping[str, Any]], engine: Engine | None = None) -> list[CompiledBinding]:
+    """The bindings among ``manifests``, each with its compiled policy (``engine``: see
+    :func:`components.admission.engine.engine_named`; cel-cpp where installed)."""
     manifests = list(manifests)
-    policies = {str(m["metadata"]["name"]): compile_policy(m) for m in manifests if m.get("kind") == POLICY_KIND}
+    engine = engine or engine_named("auto")
+    policies = {str(m["metadata"]["name"]): compile_policy(m, engine) for m in manifests if m.get("kind") == POLICY_KIND}
     bindings = []
     for manifest in manifests:
         if manifest.get("kind") != BINDING_KIND:
@@ -197,6 +208,9 @@ class Request:
     namespace: str  # "" for cluster-scoped objects
     name: str
     namespace_object: Mapping[str, Any] | None = field(default=None)
+    subresource: str = ""
+    # (username, groups) of who sends the request
+    user: tuple[str, tuple[str, ...]] = (CHECK_USER, ("system:authenticated",))
 
     def to_cel(self) -> dict[str, Any]:
         """``request`` as admission policies read it (admission.k8s.io/v1 AdmissionRequest)."""
@@ -208,11 +222,11 @@ class Request:
             "resource": resource,
             "requestKind": kind,
             "requestResource": resource,
-            "subResource": "",
+            "subResource": self.subresource,
             "name": self.name,
             "namespace": self.namespace,
             "operation": self.operation,
-            "userInfo": {"username": CHECK_USER, "groups": ["system:authenticated"]},
+            "userInfo": {"username": self.user[0], "groups": list(self.user[1])},
             "dryRun": False,
         }
 
@@ -225,10 +239,11 @@ def api_group_version(obj: Mapping[str, Any]) -> tuple[str, str]:
 
 
 def prepare(obj: Mapping[str, Any]) -> dict[str, Any]:
-    """The object as admission sees it: nulls dropped, the namespace filled in, a Pod's requests defaulted
-    from its limits (https://kubernetes.io/docs/concepts/configuration/manage-resources-containers/#requests-and-limits:
+    """The object as admission sees it after decoding: nulls dropped, dates as the strings JSON carries, resource
+    quantities as the strings the API server serialises them to, the namespace filled in, a Pod's requests
+    defaulted from its limits (https://kubernetes.io/docs/concepts/configuration/manage-resources-containers/#requests-and-limits:
     "if you specify a limit for a resource, and do not specify any request, ... Kubernetes copies the limit")."""
-    prepared: dict[str, Any] = _drop_nulls(copy.deepcopy(dict(obj)))
+    prepared: dict[str, Any] = _decoded(obj, "")
     kind = str(prepared.get("kind", ""))
     metadata = prepared.setdefault("metadata", {})
     if kind not in CLUSTER_SCOPED_KINDS and not metadata.get("namespace"):
@@ -244,11 +259,27 @@ def prepare(obj: Mapping[str, Any]) -> dict[str, Any]:
     return prepared
 
 
-def _drop_nulls(value: Any) -> Any:
-    if isinstance(value, dict):
-        return {k: _drop_nulls(v) for k, v in value.items() if v is not None}
-    if isinstance(value, list):
-        return [_drop_nulls(item) for item in value if item is not None]
+def quantity_text(value: Any) -> Any:
+    """A quantity written as a YAML number, as the string the API server stores (``1`` -> ``"1"``)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return value
+    if isinstance(value, int):
+        return str(value)
+    return format(value, "f").rstrip("0").rstrip(".") if value == value and abs(value) != float("inf") else repr(value)
+
+
+def _decoded(value: Any, key: str) -> Any:
+    if isinstance(value, Mapping):
+        decoded = {str(k): _decoded(v, str(k)) for k, v in value.items() if v is not None}
+        if key == "resources":
+            for part in ("limits", "requests"):
+                if isinstance(decoded.get(part), dict):
+                    decoded[part] = {name: quantity_text(amount) for name, amount in decoded[part].items()}
+        return decoded
+    if isinstance(value, (list, tuple)):
+        return [_decoded(item, key) for item in value if item is not None]
+    if isinstance(value, (datetime, date)):
+        return value.isoformat()
     return value
 
 
@@ -267,6 +298,8 @@ def build_request(
     namespaces: Mapping[str, Mapping[str, Any]] | None = None,
     operation: str = "CREATE",
     old_object: Mapping[str, Any] | None = None,
+    subresource: str = "",
+    user: tuple[str, Sequence[str]] | None = None,
 ) -> Request:
     prepared = prepare(obj)
     kind = str(prepared.get("kind", ""))
@@ -284,7 +317,13 @@ def build_request(
         resource=resource,
         namespace=namespace,
         name=str(metadata.get("name") or metadata.get("generateName") or ""),
-        namespace_object=namespace_for(namespace, namespaces or {}) if namespace else None,
+        namespace_object=(
+            namespaces[namespace] if isinstance(namespaces, _NamespaceCache) else namespace_for(namespace, namespaces or {})
+        )
+        if namespace
+        else None,
+        subresource=subresource,
+        user=(user[0], tuple(user[1])) if user is not None else (CHECK_USER, ("system:authenticated",)),
     )
 
 
@@ -302,9 +341,18 @@ def _rule_matches(rule: Mapping[str, Any], request: Request, equivalent: bool) -
         and has(rule.get("apiGroups"), request.group)
         # Equivalent: the server converts a request for another version of the same resource and matches it.
         and (equivalent or has(rule.get("apiVersions"), request.version))
-        and (has(rule.get("resources"), request.resource) or "*/*" in (rule.get("resources") or ()))
+        and _resource_matches(rule.get("resources") or (), request)
         and (scope == "*" or (scope == "Namespaced") == namespaced)
     )
+
+
+def _resource_matches(resources: Sequence[str], request: Request) -> bool:
+    """``pods`` matches the resource itself, ``pods/exec`` one subresource, ``pods/*`` every subresource, ``*`` every
+    resource, ``*/*`` everything (NamedRuleWithOperations.resources)."""
+    if request.subresource:
+        wanted = f"{request.resource}/{request.subresource}"
+        return any(r in (wanted, f"{request.resource}/*", "*/*", f"*/{request.subresource}") for r in resources)
+    return any(r in (request.resource, "*", "*/*") for r in resources)
 
 
 def selector_matches(selector: Mapping[str, Any] | None, labels: Mapping[str, str]) -> bool:
@@ -379,20 +427,23 @@ def _run_binding(binding: CompiledBinding, request: Request) -> _Outcome:
         return _Outcome(False, [], reason)
 
     base: dict[str, Any] = {
-        "object": to_cel(request.object),
-        "oldObject": to_cel(request.old_object) if request.old_object is not None else None,
-        "request": to_cel(request.to_cel()),
-        "namespaceObject": to_cel(request.namespace_object) if request.namespace_object is not None else None,
+        "object": request.object,
+        "oldObject": request.old_object,
+        "request": request.to_cel(),
+        "namespaceObject": request.namespace_object,
         "params": None,
     }
-    activation: dict[str, Any] = dict(base)
-    activation["variables"] = LazyVariables(dict(policy.variables), lambda: activation)
     fail = policy.failure_policy == "Fail"
+    try:
+        bound = policy.engine.bind(base, policy.variables)
+    except CelError as error:
+        return _Outcome(True, [f"the request cannot be evaluated: {error.reason}"] if fail else [])
+    run = bound.run
 
     condition_errors = []
     for name, condition in policy.match_conditions:
         try:
-            result = to_python(condition.run(activation))
+            result = run(condition)
         except CelError as error:
             condition_errors.append(f"match condition {name!r} resulted in error: {error.reason}")
             continue
@@ -405,7 +456,7 @@ def _run_binding(binding: CompiledBinding, request: Request) -> _Outcome:
     messages = []
     for validation in policy.validations:
         try:
-            result = to_python(validation.expression.run(activation))
+            result = run(validation.expression)
         except CelError as error:
             if fail:
                 messages.append(f"expression '{validation.expression.source}' resulted in error: {error.reason}")
@@ -415,16 +466,16 @@ def _run_binding(binding: CompiledBinding, request: Request) -> _Outcome:
                 messages.append(f"expression '{validation.expression.source}' must evaluate to bool")
             continue
         if not result:
-            messages.append(_failure_message(validation, activation))
+            messages.append(_failure_message(validation, run))
     return _Outcome(True, messages)
 
 
-def _failure_message(validation: _Validation, activation: Mapping[str, Any]) -> str:
+def _failure_message(validation: _Validation, run: Callable[[Any], Any]) -> str:
     # An error, a non-string, a blank or a multi-line messageExpression falls back to message, then to a
     # default that names the expression, as the API server does.
     if validation.message_expression is not None:
         try:
-            text = to_python(validation.message_expression.run(activation))
+            text = run(validation.message_expression)
         except CelError:
             text = None
         if isinstance(text, str) and text.strip() and "\n" not in text:
@@ -465,9 +516,24 @@ def evaluate(
     objects: Iterable[Mapping[str, Any]],
     manifests: Iterable[Mapping[str, Any]],
     namespaces: Mapping[str, Mapping[str, Any]] | None = None,
+    engine: Engine | None = None,
 ) -> list[Decision]:
     """One decision per object, as the API server would decide its CREATE under the policies and bindings
     in ``manifests`` (what ``render_policy`` returns). ``namespaces`` are the Namespace objects by name that
     the policies may read (``namespaceObject``); others are bare namespaces."""
-    bindings = compile_bindings(manifests)
-    return [evaluate_request(build_request(obj, namespaces), bindings) for obj in objects]
+    bindings = compile_bindings(manifests, engine)
+    known = _NamespaceCache(namespaces or {})
+    return [evaluate_request(build_request(obj, known), bindings) for obj in objects]
+
+
+class _NamespaceCache(dict[str, Mapping[str, Any]]):
+    """The namespaces by name, each built once (``namespace_for``) however many objects live in it."""
+
+    def __init__(self, given: Mapping[str, Mapping[str, Any]]) -> None:
+        super().__init__()
+        self._given = given
+
+    def __missing__(self, name: str) -> Mapping[str, Any]:
+        built = namespace_for(name, self._given)
+        self[name] = built
+        return built

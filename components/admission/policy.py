@@ -1,22 +1,38 @@
 """The GPU placement policy: a ValidatingAdmissionPolicy and its binding, built from the platform model. Pure.
 
-What it enforces on Pods and on the Pod templates of Deployments, ReplicaSets, StatefulSets, DaemonSets, Jobs and
-CronJobs (init containers included, ephemeral containers not):
+What it enforces on Pods (and their ``ephemeralcontainers`` subresource) and on the Pod templates of Deployments,
+ReplicaSets, StatefulSets, DaemonSets, ReplicationControllers, Jobs and CronJobs:
 
-1. a container that asks for a GPU resource (``nvidia.com/gpu``, ``amd.com/gpu``, ``nvidia.com/mig-*`` and every
-   resource a pool of the stack exposes) asks for exactly its limit (a limit alone is fine: Kubernetes copies
-   it into the request), and the pod tolerates that vendor's node taint ``<vendor>.com/gpu=present:NoSchedule``;
-2. a pod that asks for no GPU does not tolerate a GPU taint (it could hold a GPU node without using it);
-3. with ``admission.restrictToWorkloadNamespaces``: a GPU pod runs in a namespace labelled
-   ``aks-gpu/workload: <type>`` and selects (``nodeSelector`` or required node affinity, key
-   ``aks-gpu/workload`` or ``aks-gpu/pool``) only pools that serve that type, and selects at least one.
+1. A GPU request is a quantity above zero of a GPU resource: any resource of the vendors' domains
+   (``nvidia.com/gpu``, ``nvidia.com/mig-*``, ``nvidia.com/gpu.shared``, ``amd.com/gpu`` ...) and every resource a
+   pool of the stack exposes. ``nvidia.com/gpu: 0`` (or ``"0"``, ``0m``) is no GPU request.
+2. A container with a GPU request asks for exactly its limit (a limit alone is fine: Kubernetes copies it into the
+   request), and the pod tolerates that vendor's node taint ``<vendor>.com/gpu=present:NoSchedule``.
+3. A pod without a GPU request does not tolerate a GPU taint, explicitly or by tolerating everything (it would
+   squat on a GPU node, and under the device plugin's default ``envvar`` strategy a container that sets
+   ``NVIDIA_VISIBLE_DEVICES=all``, or whose image does, sees every GPU of the node while the scheduler counts none:
+   https://github.com/NVIDIA/k8s-device-plugin/issues/61).
+4. ``spec.nodeName`` set by the client is refused: it skips the scheduler and with it every NoSchedule taint (the
+   kubelet re-checks only NoExecute). Mirror pods, which the kubelet creates for its static pods with the node
+   name set, pass: NodeRestriction lets a node create nothing else
+   (https://kubernetes.io/docs/reference/access-authn-authz/admission-controllers/#noderestriction).
+5. No container (ephemeral containers included) sets the GPU device-selection variables of the NVIDIA container
+   runtime (``NVIDIA_VISIBLE_DEVICES``, ``NVIDIA_MIG_CONFIG_DEVICES``, ``NVIDIA_MIG_MONITOR_DEVICES``) to anything
+   but empty, ``void`` or ``none``: on AKS-managed GPU nodes the toolkit honours them from unprivileged containers
+   (see README, "Defence in depth"), and a container value overrides what the device plugin sets for its GPUs.
+6. GPU requests only in workload namespaces (label ``aks-gpu/workload``), plus ``admission.gpuNamespaces``;
+   ``admission.restrictToWorkloadNamespaces: false`` admits them anywhere.
+7. In a workload namespace, a GPU pod that selects pools (node selector or required node affinity on any label
+   that tells the stack's pools apart) can land only on pools serving the namespace's workload type. The pools
+   it can reach are computed from the labels the model knows each pool's nodes carry, with every operator
+   (In, NotIn, Exists, DoesNotExist) and every term (terms are ORed). A pod that selects none stays admitted:
+   the namespace's GPU quota still holds it.
+8. On pools that share GPUs by time-slicing, a container asks for at most one shared GPU (more buys no more
+   GPU). The device plugin's ``failRequestsGreaterThanOne`` backs this up on the node.
 
-The namespaces in ``admission.exemptNamespaces`` are outside the policy altogether: its ``namespaceSelector``
-leaves them out before any CEL runs. They hold the platform's own agents (device plugin, GPU operator, DCGM
-exporter, log and metric collectors), which tolerate every taint on purpose and come from vendor charts this
-project does not control; with ``failurePolicy: Fail``, keeping them out of reach of the policy also means a
-policy mistake can never stop kube-system from starting pods. ``kubernetes.io/metadata.name`` is set by the API
-server on every namespace and cannot be changed, so a tenant cannot opt out by relabelling.
+The namespaces of :mod:`components.admission.exemptions` (what AKS and this stack run) and the user's
+``admission.exemptNamespaces`` are outside the policy altogether: its ``namespaceSelector`` leaves them out on
+``kubernetes.io/metadata.name``, which the API server sets on every namespace and nobody can change.
 
 Every expression stays within what the API server offers (standard CEL and macros, the extended string
 library's ``join``, the Kubernetes quantity library), so the same manifests work on a real cluster and in
@@ -28,12 +44,14 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
+from components.admission.exemptions import exempt_namespaces
 from components.model import (
     COMMON_LABELS,
     GPU_TAINT_VALUE,
     POOL_LABEL,
     WORKLOAD_LABEL,
     PlatformModel,
+    ResolvedPool,
     Taint,
     Vendor,
     vendor_resource,
@@ -51,16 +69,41 @@ NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"
 # https://docs.nvidia.com/datacenter/cloud-native/gpu-operator/latest/gpu-operator-mig.html
 MIG_RESOURCE_PREFIX = "nvidia.com/mig-"
 VENDORS: tuple[Vendor, ...] = ("nvidia", "amd")
+# Every extended resource the vendors' device plugins advertise lives in their domain: whole GPUs, MIG slices,
+# renamed shared resources (renameByDefault: nvidia.com/gpu.shared), AMD partitions.
+# https://github.com/NVIDIA/k8s-device-plugin#shared-access-to-gpus, https://github.com/ROCm/k8s-device-plugin
+GPU_DOMAINS = tuple(f"{vendor}.com/" for vendor in VENDORS)
 # The GPU pools' taint effect (components.model.resolve_pool).
 GPU_TAINT_EFFECT = "NoSchedule"
 OPERATIONS = ["CREATE", "UPDATE"]
-# The kinds whose pod spec the policy reads, and where it sits in each.
+# The kinds whose pod spec the policy reads, and where it sits in each. pods/ephemeralcontainers is the
+# subresource `kubectl debug` updates: an ephemeral container is judged like the pod's own (rule 5).
 # https://kubernetes.io/docs/reference/access-authn-authz/validating-admission-policy/#matching-requests-matchconstraints
 RESOURCE_RULES: tuple[tuple[str, tuple[str, ...]], ...] = (
-    ("", ("pods",)),
+    ("", ("pods", "pods/ephemeralcontainers", "replicationcontrollers")),
     ("apps", ("deployments", "replicasets", "statefulsets", "daemonsets")),
     ("batch", ("jobs", "cronjobs")),
 )
+# The NVIDIA container runtime's device selection variables, and the values that select nothing
+# (https://docs.nvidia.com/datacenter/cloud-native/container-toolkit/latest/docker-specialized.html).
+DEVICE_ENV_VARS = ("NVIDIA_VISIBLE_DEVICES", "NVIDIA_MIG_CONFIG_DEVICES", "NVIDIA_MIG_MONITOR_DEVICES")
+HARMLESS_DEVICE_VALUES = ("", "void", "none")
+# The kubelet's mirror pods: annotated so, created by a member of system:nodes.
+# https://kubernetes.io/docs/reference/labels-annotations-taints/#kubernetes-io-config-mirror
+MIRROR_ANNOTATION = "kubernetes.io/config.mirror"
+NODES_GROUP = "system:nodes"
+# Labels AKS sets on every node of an agent pool, and the well-known instance type label the cloud provider
+# sets: selecting on them selects a pool as surely as aks-gpu/pool does.
+# https://learn.microsoft.com/azure/aks/use-labels#reserved-system-labels,
+# https://kubernetes.io/docs/reference/labels-annotations-taints/#nodekubernetesioinstance-type
+AKS_POOL_LABELS = ("kubernetes.azure.com/agentpool", "agentpool")
+INSTANCE_TYPE_LABELS = ("node.kubernetes.io/instance-type", "beta.kubernetes.io/instance-type")
+SPOT_LABEL = "kubernetes.azure.com/scalesetpriority"
+# Node names: AKS names a VMSS node aks-<pool>-<8 digits>-vmss<6 base-36 digits> (every `kubectl get nodes` in the
+# AKS docs, e.g. https://learn.microsoft.com/azure/aks/create-node-pools). A selection by node name or hostname
+# reaches the pool in that prefix.
+HOSTNAME_LABEL = "kubernetes.io/hostname"
+NODE_NAME_FIELD = "metadata.name"
 
 
 # ---------------------------------------------------------------- what the model says
@@ -72,7 +115,8 @@ def vendor_taint(vendor: Vendor) -> Taint:
 
 
 def gpu_resource_names(model: PlatformModel) -> tuple[str, ...]:
-    """The GPU resources matched by name: both vendors' whole-GPU resource and what every pool exposes."""
+    """The GPU resources matched by name: both vendors' whole-GPU resource and what every pool exposes (the
+    vendors' domains are matched by prefix besides)."""
     names = {vendor_resource(vendor) for vendor in VENDORS} | {pool.resource.name for pool in model.pools}
     return tuple(sorted(names))
 
@@ -86,6 +130,24 @@ def pools_by_type(model: PlatformModel) -> dict[str, tuple[str, ...]]:
     for workload in model.workloads:
         types.setdefault(workload.type, set()).update(pool.name for pool in workload.pools)
     return {kind: tuple(sorted(names)) for kind, names in sorted(types.items())}
+
+
+def pool_node_labels(pool: ResolvedPool) -> dict[str, str]:
+    """The labels every node of the pool carries that the policy can tell pools apart by."""
+    labels = dict(pool.node_labels)
+    labels.update({key: pool.name for key in AKS_POOL_LABELS})
+    labels.update({key: pool.config.vm_size for key in INSTANCE_TYPE_LABELS})
+    if pool.config.spot:
+        labels[SPOT_LABEL] = "spot"
+    return dict(sorted(labels.items()))
+
+
+def pool_selector_keys(model: PlatformModel) -> tuple[str, ...]:
+    """Every label key some pool's nodes carry (a key a pool lacks is known to be absent on its nodes)."""
+    keys = {key for pool in model.pools for key in pool_node_labels(pool)}
+    if model.pools:
+        keys.add(SPOT_LABEL)  # AKS sets it on spot nodes only: absent elsewhere
+    return tuple(sorted(keys))
 
 
 def workload_namespaces(model: PlatformModel) -> dict[str, Manifest]:
@@ -103,6 +165,13 @@ def workload_namespaces(model: PlatformModel) -> dict[str, Manifest]:
     }
 
 
+def policy_exempt_namespaces(model: PlatformModel, network_policy: str | None = None) -> tuple[str, ...]:
+    """The namespaces outside the policy: derived from the stack, plus the user's list. The cluster's network
+    policy comes from the model when it holds the whole stack, else from ``network_policy``."""
+    cluster = model.cluster
+    return exempt_namespaces(model.config, cluster.network_policy if cluster is not None else network_policy)
+
+
 # ---------------------------------------------------------------- CEL building blocks
 
 
@@ -115,6 +184,10 @@ def lit_list(items: Iterable[str]) -> str:
     return "[" + ", ".join(lit(item) for item in items) + "]"
 
 
+def lit_map(items: dict[str, str]) -> str:
+    return "{" + ", ".join(f"{lit(key)}: {lit(value)}" for key, value in items.items()) + "}"
+
+
 def pod_spec_of(obj: str) -> str:
     """Where the pod spec sits in a Pod, a CronJob and every other matched kind. The kind is read from the
     request, which the API server always fills in (the object's own TypeMeta may be empty)."""
@@ -125,17 +198,28 @@ def pod_spec_of(obj: str) -> str:
 
 
 def is_gpu(resource: str) -> str:
-    return f"({resource} in variables.gpuResourceNames || {resource}.startsWith({lit(MIG_RESOURCE_PREFIX)}))"
+    domains = " || ".join(f"{resource}.startsWith({lit(domain)})" for domain in GPU_DOMAINS)
+    return f"({resource} in variables.gpuResourceNames || {domains})"
+
+
+def above(quantity: str, count: str) -> str:
+    """``quantity`` (a resource value: the API server serialises quantities as strings) is above ``count``."""
+    return f"quantity(string({quantity})).isGreaterThan(quantity({lit(count)}))"
+
+
+def asks_for(container: str, test: str) -> str:
+    """The container asks, in its limits or requests, for a resource ``r`` with value ``v`` passing ``test``."""
+    resources = f"{container}.resources"
+    limits, requests = f"{resources}.limits", f"{resources}.requests"
+    return (
+        f"has({resources}) && ((has({limits}) && {limits}.exists(r, {test.format(v=f'{limits}[r]')})) || "
+        f"(has({requests}) && {requests}.exists(r, {test.format(v=f'{requests}[r]')})))"
+    )
 
 
 def uses_gpu(container: str, extra: str = "") -> str:
-    """The container asks for a GPU resource (in requests or limits); ``extra`` narrows the resource name."""
-    test = is_gpu("r") + (f" && {extra}" if extra else "")
-    resources = f"{container}.resources"
-    return (
-        f"has({resources}) && ((has({resources}.limits) && {resources}.limits.exists(r, {test})) || "
-        f"(has({resources}.requests) && {resources}.requests.exists(r, {test})))"
-    )
+    """The container asks for more than zero of a GPU resource; ``extra`` narrows the resource name."""
+    return asks_for(container, is_gpu("r") + (f" && {extra}" if extra else "") + " && " + above("{v}", "0"))
 
 
 def limit_differs(container: str, resource: str) -> str:
@@ -163,6 +247,50 @@ def tolerates(toleration: str, taint: Taint) -> str:
     return f"({effect} && {key})"
 
 
+def _node_name_in_pool(name: str, pool: str) -> str:
+    return f"{name}.startsWith('aks-' + {pool}.name + '-')"
+
+
+def _expression_allows(e: str, p: str) -> str:
+    """A nodeSelectorRequirement ``e`` allows the nodes of pool ``p``: exact on the labels the model knows,
+    permissive on any other key (it can only narrow within what the known keys allow); Gt/Lt are permissive."""
+    has_value = f"({e}.key in {p}.labels && has({e}.values) && {p}.labels[{e}.key] in {e}.values)"
+    return (
+        f"({e}.key == {lit(HOSTNAME_LABEL)} ? "
+        f"({e}.operator != 'In' || (has({e}.values) && {e}.values.exists(v, {_node_name_in_pool('v', p)}))) : "
+        f"(!({e}.key in variables.poolKeys) ? true : "
+        f"({e}.operator == 'In' ? {has_value} : "
+        f"({e}.operator == 'NotIn' ? !{has_value} : "
+        f"({e}.operator == 'Exists' ? {e}.key in {p}.labels : "
+        f"({e}.operator == 'DoesNotExist' ? !({e}.key in {p}.labels) : true))))))"
+    )
+
+
+def _field_allows(f: str, p: str) -> str:
+    return (
+        f"({f}.key != {lit(NODE_NAME_FIELD)} || {f}.operator != 'In' || "
+        f"(has({f}.values) && {f}.values.exists(v, {_node_name_in_pool('v', p)})))"
+    )
+
+
+def _term_allows(t: str, p: str) -> str:
+    """A nodeSelectorTerm allows pool ``p``; an empty term matches no node (NodeSelectorTerm's API doc)."""
+    expressions = f"(has({t}.matchExpressions) ? {t}.matchExpressions : [])"
+    fields = f"(has({t}.matchFields) ? {t}.matchFields : [])"
+    return (
+        f"(size({expressions}) + size({fields}) > 0 && {expressions}.all(e, {_expression_allows('e', p)}) && "
+        f"{fields}.all(f, {_field_allows('f', p)}))"
+    )
+
+
+def _selector_allows(p: str) -> str:
+    selector = "variables.nodeSelector"
+    return (
+        f"{selector}.all(k, k == {lit(HOSTNAME_LABEL)} ? {_node_name_in_pool(f'{selector}[k]', p)} : "
+        f"(!(k in variables.poolKeys) || (k in {p}.labels && {p}.labels[k] == {selector}[k])))"
+    )
+
+
 def _variable(name: str, expression: str) -> dict[str, str]:
     return {"name": name, "expression": expression}
 
@@ -178,13 +306,35 @@ def _containers_word(containers: str) -> str:
 # ---------------------------------------------------------------- the rules
 
 
-def _base_variables(model: PlatformModel) -> list[dict[str, str]]:
+def _pool_literal(pool: ResolvedPool) -> str:
+    shared = "true" if pool.time_slicing_replicas else "false"
+    return (
+        f"{{'name': {lit(pool.name)}, 'workload': {lit(pool.workload)}, 'shared': {shared}, "
+        f"'labels': {lit_map(pool_node_labels(pool))}}}"
+    )
+
+
+def _variables(model: PlatformModel) -> list[dict[str, str]]:
     spec = "variables.podSpec"
+    old_spec = pod_spec_of("oldObject")
+    by_type = "{" + ", ".join(f"{lit(kind)}: {lit_list(pools)}" for kind, pools in pools_by_type(model).items()) + "}"
+    affinity = f"{spec}.affinity.nodeAffinity"
+    required = f"{affinity}.requiredDuringSchedulingIgnoredDuringExecution"
+    labels = "namespaceObject.metadata.labels"
+    harmless = lit_list(HARMLESS_DEVICE_VALUES)
+    sets_device = (
+        f"has(c.env) && c.env.exists(e, e.name in {lit_list(DEVICE_ENV_VARS)} && "
+        f"(has(e.valueFrom) || (has(e.value) && !(e.value in {harmless}))))"
+    )
     variables = [
         _variable("podSpec", pod_spec_of("object")),
         _variable(
             "containers",
             f"(has({spec}.containers) ? {spec}.containers : []) + (has({spec}.initContainers) ? {spec}.initContainers : [])",
+        ),
+        _variable(
+            "allContainers",
+            f"variables.containers + (has({spec}.ephemeralContainers) ? {spec}.ephemeralContainers : [])",
         ),
         _variable("gpuResourceNames", lit_list(gpu_resource_names(model))),
         _variable("gpuContainers", f"variables.containers.filter(c, {uses_gpu('c')})"),
@@ -204,12 +354,67 @@ def _base_variables(model: PlatformModel) -> list[dict[str, str]]:
             f"c.resources.requests.exists(r, {is_gpu('r')} && {limit_differs('c', 'r')}))",
         ),
         _variable("gpuTolerations", f"variables.tolerations.filter(t, {of_any_vendor})"),
+        _variable("nodeName", f"has({spec}.nodeName) ? {spec}.nodeName : ''"),
+        _variable(
+            "oldNodeName",
+            f"request.operation == 'UPDATE' && oldObject != null && has(({old_spec}).nodeName) ? ({old_spec}).nodeName : ''",
+        ),
+        _variable(
+            "mirrorPod",
+            f"request.kind.kind == 'Pod' && has(request.userInfo.groups) && {lit(NODES_GROUP)} in request.userInfo.groups && "
+            f"has(object.metadata.annotations) && {lit(MIRROR_ANNOTATION)} in object.metadata.annotations",
+        ),
+        _variable("deviceEnvContainers", f"variables.allContainers.filter(c, {sets_device})"),
+        _variable(
+            "workloadType",
+            # Every matched resource is namespaced, so namespaceObject is never null here.
+            f"has(namespaceObject.metadata) && has({labels}) && {lit(WORKLOAD_LABEL)} in {labels} "
+            f"? {labels}[{lit(WORKLOAD_LABEL)}] : ''",
+        ),
+        _variable("poolsByType", by_type),
+        _variable(
+            "allowedPools",
+            "variables.workloadType in variables.poolsByType ? variables.poolsByType[variables.workloadType] : []",
+        ),
+        _variable("pools", "[" + ", ".join(_pool_literal(pool) for pool in model.pools) + "]"),
+        _variable("poolKeys", lit_list(pool_selector_keys(model))),
+        _variable("nodeSelector", f"has({spec}.nodeSelector) ? {spec}.nodeSelector : {{}}"),
+        _variable(
+            "requiredTerms",
+            f"has({spec}.affinity) && has({spec}.affinity.nodeAffinity) && has({required}) && has({required}.nodeSelectorTerms) "
+            f"? {required}.nodeSelectorTerms : []",
+        ),
+        _variable(
+            "selectsPool",
+            f"variables.nodeSelector.exists(k, k in variables.poolKeys || k == {lit(HOSTNAME_LABEL)}) || "
+            "variables.requiredTerms.exists(t, (has(t.matchExpressions) && "
+            f"t.matchExpressions.exists(e, e.key in variables.poolKeys || e.key == {lit(HOSTNAME_LABEL)})) || "
+            f"(has(t.matchFields) && t.matchFields.exists(f, f.key == {lit(NODE_NAME_FIELD)})))",
+        ),
+        _variable(
+            "reachablePools",
+            f"variables.pools.filter(p, {_selector_allows('p')} && (size(variables.requiredTerms) == 0 || "
+            f"variables.requiredTerms.exists(t, {_term_allows('t', 'p')}))).map(p, p.name)",
+        ),
+        _variable("wrongPools", "variables.reachablePools.filter(n, !(n in variables.allowedPools))"),
+        _variable(
+            "targetPools",
+            "variables.selectsPool ? variables.reachablePools : "
+            "(variables.workloadType != '' ? variables.allowedPools : variables.pools.map(p, p.name))",
+        ),
+        _variable("sharedPools", "variables.pools.filter(p, p.shared).map(p, p.name)"),
+        _variable(
+            "overSharedContainers",
+            "size(variables.targetPools) > 0 && variables.targetPools.all(n, n in variables.sharedPools) ? "
+            f"variables.gpuContainers.filter(c, {asks_for('c', is_gpu('r') + ' && ' + above('{v}', '1'))}) : []",
+        ),
     ]
     return variables
 
 
-def _base_validations(model: PlatformModel) -> list[dict[str, str]]:
-    exempt = ", ".join(model.config.admission.exempt_namespaces) or "none"
+def _validations(model: PlatformModel, exempt: tuple[str, ...]) -> list[dict[str, str]]:
+    admission = model.config.admission
+    exempt_text = ", ".join(exempt) or "none"
     limit_text = (
         "(has(c.resources.limits) && r in c.resources.limits ? "
         "' with limit ' + string(c.resources.limits[r]) : ' without a limit')"
@@ -241,106 +446,86 @@ def _base_validations(model: PlatformModel) -> list[dict[str, str]]:
             )
         )
     keys = "variables.gpuTolerations.map(t, has(t.key) && t.key != '' ? t.key : 'an empty key with operator Exists').join(', ')"
-    validations.append(
+    validations += [
         _validation(
             "size(variables.gpuContainers) > 0 || size(variables.gpuTolerations) == 0",
-            f"a pod that requests no GPU must not tolerate a GPU node taint; only these namespaces may: {exempt}",
+            f"a pod that requests no GPU must not tolerate a GPU node taint; only these namespaces may: {exempt_text}",
             f"'the pod requests no GPU but tolerates the GPU node taint (' + {keys} + '), so it could hold a GPU node "
-            f"that GPU work is waiting for: remove that toleration or request a GPU (only these namespaces may run "
-            f"such pods: {exempt})'",
+            f"that GPU work is waiting for: remove that toleration or request a GPU (a quantity above 0; only these "
+            f"namespaces may run such pods: {exempt_text})'",
+        ),
+        _validation(
+            "variables.nodeName == '' || variables.nodeName == variables.oldNodeName || variables.mirrorPod",
+            "spec.nodeName must not be set: it skips the scheduler and every NoSchedule taint; use a nodeSelector or "
+            "required node affinity instead",
+            "'spec.nodeName is set (' + variables.nodeName + '): a pod placed by node name skips the scheduler and with "
+            "it every NoSchedule taint, so it could run on a GPU node without asking for a GPU. Remove nodeName and use "
+            f"a nodeSelector or required node affinity instead (a GPU pool: nodeSelector {{{POOL_LABEL}: <pool>}}; one "
+            f"node: nodeSelector {{{HOSTNAME_LABEL}: <node>}})'",
+            reason="Forbidden",
+        ),
+        _validation(
+            "size(variables.deviceEnvContainers) == 0",
+            f"containers must not set {', '.join(DEVICE_ENV_VARS)}: ask for GPUs in resources.limits",
+            f"{_containers_word('variables.deviceEnvContainers')} + ' set' + "
+            f"(size(variables.deviceEnvContainers) == 1 ? 's ' : ' ') + "
+            "variables.deviceEnvContainers.map(c, c.env.filter(e, "
+            f"e.name in {lit_list(DEVICE_ENV_VARS)}).map(e, e.name).join(', ')).join(', ') + "
+            "': the NVIDIA container runtime hands a container the GPUs this variable names, past the scheduler and the "
+            "GPU quota. Remove it and ask for GPUs in resources.limits (the device plugin sets it for the GPUs a "
+            "container is given)'",
+            reason="Forbidden",
+        ),
+    ]
+    namespaces = ", ".join(f"{w.name} ({w.type})" for w in model.workloads) or "none is configured"
+    extra = admission.gpu_namespaces
+    also = f"; also allowed: {', '.join(extra)}" if extra else ""
+    gpu = "size(variables.gpuContainers) == 0"
+    if admission.restrict_to_workload_namespaces:
+        validations.append(
+            _validation(
+                f"{gpu} || variables.workloadType != '' || namespaceObject.metadata.name in {lit_list(extra)}",
+                f"GPU pods run only in GPU workload namespaces (label {WORKLOAD_LABEL}); use one of: {namespaces}{also}",
+                f"'GPU pods run only in GPU workload namespaces (label {WORKLOAD_LABEL}): namespace ' + "
+                f"namespaceObject.metadata.name + ' is not one. Use one of: {namespaces}{also}'",
+                reason="Forbidden",
+            )
         )
-    )
+    validations += [
+        _validation(
+            f"{gpu} || variables.workloadType == '' || !variables.selectsPool || "
+            "(size(variables.reachablePools) > 0 && size(variables.wrongPools) == 0)",
+            f"a GPU pod must select only pools of its namespace's workload type ({WORKLOAD_LABEL} or {POOL_LABEL})",
+            "'namespace ' + namespaceObject.metadata.name + ' runs ' + variables.workloadType + "
+            "' work: its GPU pods may select only ' + variables.workloadType + ' pools, with nodeSelector "
+            f"{WORKLOAD_LABEL}: ' + variables.workloadType + "
+            f"(size(variables.allowedPools) > 0 ? ' or {POOL_LABEL}: one of ' + variables.allowedPools.join(', ') : '') + "
+            "' (or the same in required node affinity); this pod ' + (size(variables.reachablePools) == 0 ? "
+            "'selects no GPU pool of this stack' : 'can land on pool ' + variables.wrongPools.join(', '))",
+            reason="Forbidden",
+        ),
+        _validation(
+            "size(variables.overSharedContainers) == 0",
+            "on time-sliced GPU pools a container asks for at most 1 shared GPU",
+            f"{_containers_word('variables.overSharedContainers')} + ' asks for more than 1 GPU on time-sliced pool' + "
+            "(size(variables.targetPools) == 1 ? ' ' : 's ') + variables.targetPools.join(', ') + "
+            "': there a GPU is shared by time-slicing and more than 1 buys no more of it (the device plugin refuses it "
+            "with UnexpectedAdmissionError). Ask for 1.'",
+        ),
+    ]
     return validations
 
 
-def _placement_variables(model: PlatformModel) -> list[dict[str, str]]:
-    labels = "namespaceObject.metadata.labels"
-    spec = "variables.podSpec"
-    by_type = "{" + ", ".join(f"{lit(kind)}: {lit_list(pools)}" for kind, pools in pools_by_type(model).items()) + "}"
-    affinity = f"{spec}.affinity.nodeAffinity"
-    required = f"{affinity}.requiredDuringSchedulingIgnoredDuringExecution"
-    keys = lit_list((WORKLOAD_LABEL, POOL_LABEL))
-    wrong_selector = (
-        f"(k == {lit(WORKLOAD_LABEL)} && variables.nodeSelector[k] != variables.workloadType) || "
-        f"(k == {lit(POOL_LABEL)} && !(variables.nodeSelector[k] in variables.allowedPools))"
-    )
-    wrong_expression = (
-        "e.operator == 'In' && has(e.values) && "
-        f"((e.key == {lit(WORKLOAD_LABEL)} && e.values.exists(v, v != variables.workloadType)) || "
-        f"(e.key == {lit(POOL_LABEL)} && e.values.exists(v, !(v in variables.allowedPools))))"
-    )
-    return [
-        _variable(
-            "workloadType",
-            # Every matched resource is namespaced, so namespaceObject is never null here.
-            f"has(namespaceObject.metadata) && has({labels}) && {lit(WORKLOAD_LABEL)} in {labels} "
-            f"? {labels}[{lit(WORKLOAD_LABEL)}] : ''",
-        ),
-        _variable("poolsByType", by_type),
-        _variable(
-            "allowedPools",
-            "variables.workloadType in variables.poolsByType ? variables.poolsByType[variables.workloadType] : []",
-        ),
-        _variable("nodeSelector", f"has({spec}.nodeSelector) ? {spec}.nodeSelector : {{}}"),
-        _variable(
-            "requiredTerms",
-            f"has({spec}.affinity) && has({spec}.affinity.nodeAffinity) && has({required}) && has({required}.nodeSelectorTerms) "
-            f"? {required}.nodeSelectorTerms : []",
-        ),
-        _variable(
-            "targetsPool",
-            f"variables.nodeSelector.exists(k, k in {keys}) || (size(variables.requiredTerms) > 0 && "
-            "variables.requiredTerms.all(t, has(t.matchExpressions) && "
-            f"t.matchExpressions.exists(e, e.key in {keys} && e.operator == 'In')))",
-        ),
-        _variable(
-            "wrongPoolSelections",
-            f"variables.nodeSelector.filter(k, {wrong_selector}).map(k, k + '=' + variables.nodeSelector[k]) + "
-            f"variables.requiredTerms.map(t, has(t.matchExpressions) ? t.matchExpressions.filter(e, {wrong_expression})"
-            ".map(e, e.key + ' in (' + e.values.join(', ') + ')').join(', ') : '').filter(s, s != '')",
-        ),
-    ]
-
-
-def _placement_validations(model: PlatformModel) -> list[dict[str, str]]:
-    namespaces = ", ".join(f"{w.name} ({w.type})" for w in model.workloads) or "none is configured"
-    gpu = "size(variables.gpuContainers) == 0"
-    return [
-        _validation(
-            f"{gpu} || variables.workloadType != ''",
-            f"GPU pods run only in GPU workload namespaces (label {WORKLOAD_LABEL}); use one of: {namespaces}",
-            f"'GPU pods run only in GPU workload namespaces (label {WORKLOAD_LABEL}): namespace ' + "
-            f"namespaceObject.metadata.name + ' is not one. Use one of: {namespaces}'",
-            reason="Forbidden",
-        ),
-        _validation(
-            f"{gpu} || variables.workloadType == '' || (variables.targetsPool && size(variables.wrongPoolSelections) == 0)",
-            f"a GPU pod must select a pool of its namespace's workload type with nodeSelector {WORKLOAD_LABEL} or {POOL_LABEL}",
-            "'namespace ' + namespaceObject.metadata.name + ' runs ' + variables.workloadType + "
-            "' work: its GPU pods must select only ' + "
-            f"variables.workloadType + ' pools, with nodeSelector {WORKLOAD_LABEL}: ' + variables.workloadType + "
-            f"(size(variables.allowedPools) > 0 ? ' or {POOL_LABEL}: one of ' + variables.allowedPools.join(', ') : '') + "
-            "' (or the same in required node affinity); this pod ' + (size(variables.wrongPoolSelections) > 0 ? "
-            "'selects ' + variables.wrongPoolSelections.join(', ') : 'selects no pool')",
-            reason="Forbidden",
-        ),
-    ]
-
-
-def policy_manifest(model: PlatformModel) -> Manifest:
-    admission = model.config.admission
-    exempt = list(admission.exempt_namespaces)
-    variables = _base_variables(model)
-    validations = _base_validations(model)
-    if admission.restrict_to_workload_namespaces:
-        variables += _placement_variables(model)
-        validations += _placement_validations(model)
+def policy_manifest(model: PlatformModel, network_policy: str | None = None) -> Manifest:
+    exempt = policy_exempt_namespaces(model, network_policy)
     spec: dict[str, Any] = {
         "failurePolicy": "Fail",
         "matchConstraints": {
             "matchPolicy": "Equivalent",
             "namespaceSelector": (
-                {"matchExpressions": [{"key": NAMESPACE_NAME_LABEL, "operator": "NotIn", "values": exempt}]} if exempt else {}
+                {"matchExpressions": [{"key": NAMESPACE_NAME_LABEL, "operator": "NotIn", "values": list(exempt)}]}
+                if exempt
+                else {}
             ),
             "objectSelector": {},
             "resourceRules": [
@@ -363,8 +548,8 @@ def policy_manifest(model: PlatformModel) -> Manifest:
                 "expression": f"request.operation != 'UPDATE' || ({pod_spec_of('object')}) != ({pod_spec_of('oldObject')})",
             }
         ],
-        "variables": variables,
-        "validations": validations,
+        "variables": _variables(model),
+        "validations": _validations(model, exempt),
     }
     return {
         "apiVersion": API_VERSION,
@@ -383,8 +568,8 @@ def binding_manifest(model: PlatformModel) -> Manifest:
     }
 
 
-def render_policy(model: PlatformModel) -> list[Manifest]:
+def render_policy(model: PlatformModel, network_policy: str | None = None) -> list[Manifest]:
     """The policy and its binding, in that order; nothing when ``admission.enabled`` is false."""
     if not model.config.admission.enabled:
         return []
-    return [policy_manifest(model), binding_manifest(model)]
+    return [policy_manifest(model, network_policy), binding_manifest(model)]

@@ -88,7 +88,7 @@ class GpuCluster(pulumi.ComponentResource):
     """The deploying identity's "Azure Kubernetes Service RBAC Cluster Admin" assignment, when it is made."""
 
     def __init__(self, name: str, args: GpuClusterArgs, opts: pulumi.ResourceOptions | None = None) -> None:
-        spec = validated(ClusterConfig, args["cluster"], f"GpuCluster {name}")
+        spec = validated(ClusterConfig, args["cluster"], f"GpuCluster {name}", at="cluster")
         super().__init__("aks-gpu:index:GpuCluster", name, None, opts)
         child = pulumi.ResourceOptions(parent=self)
 

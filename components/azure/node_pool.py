@@ -92,7 +92,7 @@ class GpuNodePool(pulumi.ComponentResource):
             "device_plugin": args.get("device_plugin", {}),
             "storage": args.get("storage", {}),
         }
-        [pool] = platform_model(sections, f"GpuNodePool {name}").pools
+        [pool] = platform_model(sections, f"GpuNodePool {name}", renames={"gpuPools[0]": "pool"}).pools
         super().__init__("aks-gpu:index:GpuNodePool", name, None, opts)
         self.agent_pool = containerservice.AgentPool(
             f"{name}-pool",

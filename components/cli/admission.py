@@ -4,16 +4,15 @@ from __future__ import annotations
 
 import argparse
 import json
-from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import yaml
 from rich.markup import escape
 from rich.table import Table
+from rich.text import Text
 
 from components.admission.policy import POLICY_NAME, render_policy, workload_namespaces
+from components.admission.reader import InputError, SourcedObject, read_text
 from components.cli.common import EXIT_FAILED, EXIT_OK, EXIT_USAGE, add_stack_arguments, err, load_stack, out, report_warnings
 from components.model import resolve
 
@@ -30,7 +29,10 @@ workload namespaces are known already; an object without a namespace is in "defa
 A violation is reported as "denied" whatever the stack's validationActions: with [Warn] or [Audit] a cluster
 would still admit the object, with a warning or an audit annotation. The output names the actions.
 
-exit status: 0 every object admitted, 1 any denied, 2 usage, file, YAML or stack config error
+Objects the API server would refuse before admission (a field of the wrong type, a quantity it cannot parse, a
+duplicate key) are input errors that name the file, the object and the field; so is a file with no object.
+
+exit status: 0 every object admitted, 1 any denied, 2 usage, file, YAML, object or stack config error
 """
 
 
@@ -46,24 +48,24 @@ def register(subparsers: Any) -> None:
     )
     add_stack_arguments(check)
     check.add_argument("--json", action="store_true", help="print a JSON list of decisions on stdout, nothing else")
+    check.add_argument(
+        "--engine",
+        choices=("auto", "cel-cpp", "cel-python"),
+        default="auto",
+        help="the CEL engine: cel-cpp (fast, where its wheel exists) or cel-python; auto picks cel-cpp when installed",
+    )
     check.add_argument("files", metavar="FILE", nargs="+", type=Path, help="YAML file(s) with Kubernetes objects")
     check.set_defaults(handler=run_check)
 
 
-class InputError(Exception):
-    """A file that cannot be read, or a document that is not a Kubernetes object."""
-
-
-@dataclass(frozen=True)
-class SourcedObject:
-    source: str  # file and document number, for people reading the table
-    obj: dict[str, Any]
+MAX_FILE_BYTES = 64 * 2**20  # per file; a manifest of 5,000 pods is about 3 MiB
+LIST_ALL_UP_TO = 500
 
 
 def run_check(args: argparse.Namespace) -> int:
     """Print a decision per object and return the exit status."""
-    # The CEL engine loads only for this command, not for every `aksgpu` invocation.
-    from components.admission.cel import CelError
+    # The CEL engines load only for this command, not for every `aksgpu` invocation.
+    from components.admission.engine import CelError, engine_named
     from components.admission.evaluate import PolicyError, evaluate
 
     loaded = load_stack(args)  # ConfigError: the command line turns it into exit status 2
@@ -77,8 +79,9 @@ def run_check(args: argparse.Namespace) -> int:
     manifests = render_policy(model)
     namespaces = {**workload_namespaces(model), **namespaces_in(objects)}
     try:
-        decisions = evaluate((item.obj for item in objects), manifests, namespaces)
-    except (CelError, PolicyError) as error:
+        engine = engine_named(args.engine)
+        decisions = evaluate((item.obj for item in objects), manifests, namespaces, engine=engine)
+    except (CelError, PolicyError, ImportError) as error:
         err.print(f"[bold red]error[/] the stack's admission policy cannot be evaluated: {escape(str(error))}")
         return EXIT_USAGE
     if args.json:
@@ -89,40 +92,29 @@ def run_check(args: argparse.Namespace) -> int:
     return EXIT_OK if all(decision.allowed for decision in decisions) else EXIT_FAILED
 
 
-def read_objects(path: Path) -> Iterator[SourcedObject]:
-    """Every Kubernetes object in a YAML file: each document, and each item of a ``kind: List``."""
+def read_objects(path: Path) -> list[SourcedObject]:
+    """Every Kubernetes object in a YAML file: each document, and each item of a ``kind: List``; InputError names
+    the file (and the object) when the file cannot be read or holds something the API server would refuse."""
     try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as error:
-        raise InputError(f"cannot read {path}: {getattr(error, 'strerror', None) or error}") from None
+        if not path.is_file():
+            raise InputError(f"cannot read {path}: not a regular file" if path.exists() else f"cannot read {path}: no such file")
+        with path.open("rb") as handle:
+            data = handle.read(MAX_FILE_BYTES + 1)
+    except OSError as error:
+        raise InputError(f"cannot read {path}: {error.strerror or error}") from None
+    if len(data) > MAX_FILE_BYTES:
+        raise InputError(f"{path}: larger than {MAX_FILE_BYTES // 2**20} MiB; split it")
     try:
-        documents = list(yaml.safe_load_all(text))
-    except yaml.YAMLError as error:
-        raise InputError(f"{path}: not valid YAML: {error}") from None
-    for number, document in enumerate(documents, start=1):
-        if document is None:
-            continue  # an empty document, e.g. after a trailing ---
-        yield from _objects_of(document, f"{path}#{number}")
-
-
-def _objects_of(document: Any, source: str) -> Iterator[SourcedObject]:
-    if not isinstance(document, dict):
-        raise InputError(f"{source}: not a Kubernetes object (a mapping with apiVersion and kind)")
-    kind = document.get("kind")
-    if not isinstance(kind, str) or not kind:
-        raise InputError(f"{source}: object without kind")
-    if kind == "List" or (kind.endswith("List") and isinstance(document.get("items"), list)):
-        items = document.get("items")
-        if not isinstance(items, list):
-            raise InputError(f"{source}: a List without items")
-        for index, item in enumerate(items):
-            yield from _objects_of(item, f"{source}.items[{index}]")
-        return
-    yield SourcedObject(source=source, obj=document)
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as error:
+        raise InputError(
+            f"{path}: not UTF-8 text (byte 0x{data[error.start]:02x} at offset {error.start}); is it binary?"
+        ) from None
+    return read_text(text, str(path))
 
 
 def namespaces_in(objects: list[SourcedObject]) -> dict[str, dict[str, Any]]:
-    """Namespace objects given alongside the workloads, by name: their labels decide rule 3."""
+    """Namespace objects given alongside the workloads, by name: their labels decide the namespace rule."""
     found: dict[str, dict[str, Any]] = {}
     for item in objects:
         name = (item.obj.get("metadata") or {}).get("name")
@@ -138,19 +130,46 @@ def print_report(stack: str, actions: list[str], objects: list[SourcedObject], d
     else:
         header = f"stack [bold]{escape(stack)}[/]: admission is disabled (admission.enabled: false); nothing is checked"
     out.print(header)
+    # A table of thousands of rows helps nobody and takes seconds to lay out: past LIST_ALL_UP_TO objects the
+    # denied ones are listed a few lines each, the admitted ones counted (--json has every decision).
+    list_admitted = len(decisions) <= LIST_ALL_UP_TO
+    if not list_admitted:
+        print_denied_list(objects, decisions)
     table = Table(title="admission check (as the API server would decide a CREATE)")
     for column in ("object", "namespace", "decision", "messages", "source"):
         table.add_column(column, overflow="fold")
+    admitted, refused = Text("admitted", style="green"), Text("denied", style="bold red")
     for item, decision in zip(objects, decisions, strict=True):
-        verdict = "[green]admitted[/]" if decision.allowed else "[bold red]denied[/]"
-        details = "\n".join(f"- {escape(m)}" for m in decision.messages) or f"[dim]{escape(decision.note)}[/]"
-        name = f"{decision.kind}/{escape(decision.name)}"
-        table.add_row(name, decision.namespace or "-", verdict, details, escape(item.source))
-    out.print(table)
+        if decision.allowed and not list_admitted:
+            continue
+        # Text, not markup: names and messages are shown as written ("[/x]" included), and nothing is parsed.
+        details = Text("\n".join(f"- {m}" for m in decision.messages)) if decision.messages else Text(decision.note, style="dim")
+        table.add_row(
+            Text(f"{decision.kind}/{decision.name}"),
+            Text(decision.namespace or "-"),
+            admitted if decision.allowed else refused,
+            details,
+            Text(item.source),
+        )
+    if list_admitted:
+        out.print(table)
     summary = f"{len(decisions) - denied} admitted, {denied} denied"
+    if not list_admitted:
+        summary += f" (more than {LIST_ALL_UP_TO} objects: only the denied ones are listed; --json gives every decision)"
     if denied and actions and "Deny" not in actions:
         summary += (
             f" - with validationActions {actions} the cluster would admit the denied ones"
             " and only warn or audit; they are reported as denied so they get fixed"
         )
-    out.print(escape(summary))
+    out.print(Text(summary))
+
+
+def print_denied_list(objects: list[SourcedObject], decisions: list[Decision]) -> None:
+    """The denied objects, one line each and a line per message (plain text: nothing in them is markup)."""
+    lines = []
+    for item, decision in zip(objects, decisions, strict=True):
+        if decision.allowed:
+            continue
+        lines.append(f"denied {decision.kind}/{decision.name} in {decision.namespace or '-'} ({item.source})")
+        lines += [f"  - {message}" for message in decision.messages]
+    out.print(Text("\n".join(lines)), soft_wrap=True)

@@ -1,20 +1,30 @@
-"""``aksgpu smi parse``: read one nvidia-smi, amd-smi or rocm-smi output and print what it says as JSON."""
+"""``aksgpu smi parse`` and ``aksgpu smi health``: read one nvidia-smi, amd-smi or rocm-smi output (or a kernel log)
+and print what it says as JSON."""
 
 from __future__ import annotations
 
 import argparse
 import json
+import stat
 import sys
 from pathlib import Path
 
 from components.cli.common import EXIT_FAILED, EXIT_OK, EXIT_USAGE
+from components.validation.health import read_health
 from components.validation.smi import NVIDIA_CSV_QUERY_FIELDS, parse_smi
+from components.validation.smi.text import MAX_INPUT_CHARS
 
-_DESCRIPTION = f"""\
-Read one output of nvidia-smi (default table, -L, -q -x, mig -lgip, --query-gpu CSV), amd-smi (default
-table, version, static, list; text or --json) or rocm-smi --showdriverversion, and print one JSON object:
-vendor, driver/CUDA/ROCm versions, GPUs, MIG devices, and the error the output reports, if any. Values
-the output does not show are null.
+# What is read of a file or a pipe: the parsers read MAX_INPUT_CHARS characters at most; one byte more tells them
+# the input was longer.
+_MAX_BYTES = MAX_INPUT_CHARS * 4 + 1
+
+_PARSE_DESCRIPTION = f"""\
+Read one output of nvidia-smi (default table, -q, -q -x, -L, mig -lgip, nvlink -s, topo -m, --query-gpu and
+--query-compute-apps CSV), amd-smi (default table, version, static, list, metric; text or --json) or rocm-smi,
+and print one JSON object: vendor, format, driver/CUDA/ROCm versions, the kernel release where an AMD tool
+prints it for the in-tree driver (kernel_driver), GPUs, MIG devices, processes, NVLinks, topology, whether the
+output was cut short (truncated), and the error the output reports, if any. Values the output does not show
+are null.
 
 A CSV without a header is read only in this column order:
   nvidia-smi --query-gpu={",".join(NVIDIA_CSV_QUERY_FIELDS)} --format=csv,noheader
@@ -22,37 +32,73 @@ A CSV without a header is read only in this column order:
 exit status: 0 parsed, 1 the output reports an error or is no known format, 2 usage error
 """
 
+_HEALTH_DESCRIPTION = """\
+Read one output and print the GPU health findings in it as JSON:
+  {"findings": [{"id", "severity", "gpu", "message"}], "checked": [ids]}
+Inputs: nvidia-smi -q (text or -x), the default nvidia-smi table, nvidia-smi nvlink -s, dcgmi nvlink
+--link-status, kernel log lines (dmesg, journalctl -k), amd-smi metric --ecc / --ecc-blocks (text or --json),
+rocm-smi --showrasinfo. "checked" names what the input allowed to judge: an id that is not there was not
+checked, whatever the findings say.
+
+Finding ids: ecc-uncorrectable, row-remap-failure, row-remap-pending, retired-pages-pending, xid, gpu-lost,
+hw-slowdown, pcie-degraded, nvlink-inactive, fabric-not-ready, ras-uncorrectable. Xid severities come from
+NVIDIA's Xid catalog (components/data/xid.yaml).
+
+exit status: 0 no finding is critical, 1 a finding is critical, 2 usage error or an input it cannot read
+"""
+
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    """Add ``smi parse`` to the ``aksgpu`` command line."""
+    """Add ``smi parse`` and ``smi health`` to the ``aksgpu`` command line."""
     smi = subparsers.add_parser("smi", help="read GPU management tool (SMI) output")
     smi_commands = smi.add_subparsers(dest="smi_command", metavar="COMMAND", required=True)
-    parse = smi_commands.add_parser(
-        "parse",
-        help="parse one nvidia-smi / amd-smi / rocm-smi output into JSON",
-        description=_DESCRIPTION,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
-    parse.add_argument(
-        "--vendor",
-        choices=("nvidia", "amd", "auto"),
-        default="auto",
-        help="only try this vendor's formats (default: auto, tell by content)",
-    )
-    parse.add_argument("source", metavar="FILE|-", help="the saved output, or - to read standard input")
-    parse.set_defaults(handler=run_parse)
+    for name, help_text, description, handler in (
+        ("parse", "parse one nvidia-smi / amd-smi / rocm-smi output into JSON", _PARSE_DESCRIPTION, run_parse),
+        ("health", "GPU health findings (ECC, Xid, row remapping, NVLink...) in one output", _HEALTH_DESCRIPTION, run_health),
+    ):
+        command = smi_commands.add_parser(
+            name, help=help_text, description=description, formatter_class=argparse.RawDescriptionHelpFormatter
+        )
+        command.add_argument(
+            "--vendor",
+            choices=("nvidia", "amd", "auto"),
+            default="auto",
+            help="only try this vendor's formats (default: auto, tell by content)",
+        )
+        command.add_argument("source", metavar="FILE|-", help="the saved output, or - to read standard input")
+        command.set_defaults(handler=handler)
 
 
 def run_parse(args: argparse.Namespace) -> int:
     """Print the report for ``args.source`` and return the exit status."""
-    try:
-        text = _read_source(args.source)
-    except OSError as error:
-        print(f"aksgpu smi parse: cannot read {args.source}: {error.strerror or error}", file=sys.stderr)
+    text = _read_or_report(args.source, "parse")
+    if text is None:
         return EXIT_USAGE
     report = parse_smi(text, args.vendor)
     print(json.dumps(report.to_dict(), indent=2))
     return EXIT_OK if report.error is None else EXIT_FAILED
+
+
+def run_health(args: argparse.Namespace) -> int:
+    """Print the health findings for ``args.source`` and return the exit status."""
+    text = _read_or_report(args.source, "health")
+    if text is None:
+        return EXIT_USAGE
+    health = read_health(text, args.vendor)
+    if health.unreadable is not None:
+        print(f"aksgpu smi health: {args.source}: {health.unreadable}", file=sys.stderr)
+        print(json.dumps(health.to_dict(), indent=2))
+        return EXIT_USAGE
+    print(json.dumps(health.to_dict(), indent=2))
+    return EXIT_FAILED if health.critical else EXIT_OK
+
+
+def _read_or_report(source: str, command: str) -> str | None:
+    try:
+        return _read_source(source)
+    except OSError as error:
+        print(f"aksgpu smi {command}: cannot read {source}: {error.strerror or error}", file=sys.stderr)
+        return None
 
 
 def _read_source(source: str) -> str:
@@ -60,7 +106,13 @@ def _read_source(source: str) -> str:
     # UTF-8; a stray byte must not hide the driver version from the parser.
     if source == "-":
         stream = getattr(sys.stdin, "buffer", None)
-        raw = stream.read() if stream is not None else sys.stdin.read().encode()
+        raw = stream.read(_MAX_BYTES) if stream is not None else sys.stdin.read(_MAX_BYTES).encode()
     else:
-        raw = Path(source).read_bytes()
+        path = Path(source)
+        mode = path.stat().st_mode
+        if not stat.S_ISREG(mode):
+            # A directory, a FIFO (reading it could block for ever) or a device (/dev/zero never ends).
+            raise OSError(0, "not a regular file")
+        with path.open("rb") as handle:
+            raw = handle.read(_MAX_BYTES)
     return bytes(raw).decode("utf-8", errors="replace")

@@ -46,6 +46,9 @@ Check every GPU pool of a deployed stack, per pool and per node:
   driver-consistency   all nodes of a pool run the same driver
   gpu-count            the SMI output lists as many GPUs as the VM size has
   mig-mode             MIG is on exactly where the pool has a migProfile, with the expected slice count
+  gpu-health           no critical GPU health finding in nvidia-smi -q -x / amd-smi metric --ecc (ECC, row
+                       remapping, retired pages, Xid, lost GPU, NVLink, fabric) and no AKS Node Problem
+                       Detector GPU condition (GPUMissing, XIDErrors, NVLinkStatusInactive...) True
 
   aksgpu validate --stack prod                          check the live cluster (current kubeconfig context)
   aksgpu validate collect --stack prod --out snap/      save what the checks read: nodes.json, daemonsets.json,
@@ -203,7 +206,7 @@ def results_table(model: PlatformModel, results: Sequence[CheckResult]) -> Table
     title = f"GPU pools of {escape(model.cluster.name)}" if model.cluster else "GPU pools"
     table = Table(title=title, show_lines=False)
     table.add_column("pool", style="bold")
-    table.add_column("node")
+    table.add_column("node", no_wrap=True)
     for check in CHECK_IDS:
         table.add_column(check, justify="center")
     previous_pool: str | None = None

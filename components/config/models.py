@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator
 from pydantic.alias_generators import to_camel
 
 from components.aks_facts import kubernetes_calendar
@@ -29,12 +29,31 @@ KUBE_QUANTITY_PATTERN = r"^[0-9]+(\.[0-9]+)?(m|k|Ki|Mi|Gi|Ti|Pi|M|G|T|P)?$"
 # (AKS API 2025-09-01, as pulumi_azure_native documents AgentPoolUpgradeSettingsArgs).
 NODE_COUNT_OR_PERCENT_PATTERN = r"^(0|[1-9]\d*|(0|[1-9]\d?|100)%)$"
 
+
+def _typed_back_to_text(value: object) -> object:
+    """``pulumi config set --path`` stores ``true``/``false`` as booleans and base-10 digits without a leading
+    zero as integers (``coerce`` in pulumi/pulumi sdk/go/common/resource/config/object.go, v3.259.0; ``--type
+    string`` keeps text), so ``upgrade.maxSurge 1`` or ``zones[0] 1`` reach a string field as ``1``. Give back
+    the text the user typed; anything else is left to the field's own checks."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int):
+        return str(value)
+    return value
+
+
+# A string field the CLI may have turned into a number or a boolean.
+ConfigText = Annotated[str, BeforeValidator(_typed_back_to_text)]
+# The validator outermost, so the pattern stays in the JSON Schema editors read (upgrade.maxSurge 2).
+CountOrPercent = Annotated[str, Field(pattern=NODE_COUNT_OR_PERCENT_PATTERN), BeforeValidator(_typed_back_to_text)]
+
 Vendor = Literal["nvidia", "amd"]
 MigProfile = Literal["MIG1g", "MIG2g", "MIG3g", "MIG4g", "MIG7g"]
 DayOfWeek = Literal["Sunday", "Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday"]
 PoolName = Annotated[str, Field(pattern=POOL_NAME_PATTERN)]
 DnsLabel = Annotated[str, Field(pattern=DNS_LABEL_PATTERN)]
-Quantity = Annotated[str, Field(pattern=KUBE_QUANTITY_PATTERN)]
+# The validator outermost, so the pattern stays in the JSON Schema editors read.
+Quantity = Annotated[str, Field(pattern=KUBE_QUANTITY_PATTERN), BeforeValidator(_typed_back_to_text)]
 
 
 class Spec(BaseModel):
@@ -82,7 +101,7 @@ class SystemPool(Spec):
     vm_size: str = "Standard_D4ds_v5"
     min_count: int = Field(default=2, ge=1, le=1000)
     max_count: int = Field(default=3, ge=1, le=1000)
-    zones: tuple[str, ...] = ()
+    zones: tuple[ConfigText, ...] = ()
     os_sku: Literal["Ubuntu", "AzureLinux"] = "Ubuntu"
 
 
@@ -129,7 +148,7 @@ class ClusterConfig(Spec):
     workload_identity: bool = True
     kaito: bool = False
     protect: bool = False
-    tags: dict[str, str] = {}
+    tags: dict[str, ConfigText] = {}
 
 
 # ---------------------------------------------------------------- GPU pools
@@ -141,10 +160,10 @@ class UpgradeSettings(Spec):
 
     # Extra GPU VMs added while old ones drain; needs that much GPU quota to spare. Not set: "1", or "0" when
     # maxUnavailable is set.
-    max_surge: str | None = Field(default=None, pattern=NODE_COUNT_OR_PERCENT_PATTERN)
+    max_surge: CountOrPercent | None = None
     # Nodes drained at once without a replacement first (maxSurge "0"): no spare quota needed, but the pool runs
     # short by that many GPU nodes during the upgrade.
-    max_unavailable: str | None = Field(default=None, pattern=NODE_COUNT_OR_PERCENT_PATTERN)
+    max_unavailable: CountOrPercent | None = None
     drain_timeout_in_minutes: int = Field(default=30, ge=1, le=1440)
     node_soak_duration_in_minutes: int = Field(default=0, ge=0, le=30)
 
@@ -173,17 +192,17 @@ class GpuPoolConfig(Spec):
     os_sku: Literal["Ubuntu", "AzureLinux"] = "Ubuntu"
     os_disk_type: Literal["Managed", "Ephemeral"] = "Managed"
     os_disk_size_gb: int | None = Field(default=None, ge=30, le=2048)
-    zones: tuple[str, ...] = ()
+    zones: tuple[ConfigText, ...] = ()
     max_pods: int = Field(default=30, ge=10, le=250)
     taints: tuple[Annotated[str, Field(pattern=TAINT_PATTERN)], ...] = ()
-    labels: dict[str, str] = {}
+    labels: dict[str, ConfigText] = {}
     upgrade: UpgradeSettings = UpgradeSettings()
     # AKS installs the NVIDIA driver unless told not to; AMD pools and GPU-Operator-managed drivers use None.
     gpu_driver: Literal["Install", "None"] | None = None
     # For VM sizes the catalog does not know: the pool states its own GPU facts.
     gpu_count: int | None = Field(default=None, ge=1, le=16)
     gpu_model: str | None = None
-    min_driver_version: str | None = Field(default=None, pattern=r"^\d+(\.\d+){0,3}$")
+    min_driver_version: Annotated[str, Field(pattern=r"^\d+(\.\d+){0,3}$"), BeforeValidator(_typed_back_to_text)] | None = None
     smoke_test: bool | None = None
     protect: bool = False
 
@@ -255,6 +274,9 @@ class WorkloadConfig(Spec):
     network: NetworkAccess = NetworkAccess()
     role_bindings: tuple[RoleBindingSpec, ...] = ()
     nvme_volume: bool = False
+    # RDMA/InfiniBand jobs (ND sizes) need CAP_IPC_LOCK, which Pod Security baseline forbids: the namespace then
+    # enforces baseline plus IPC_LOCK through its own admission policy (components/admission/pod_security.py).
+    rdma: bool = False
 
 
 # ---------------------------------------------------------------- in-cluster GPU enablement
@@ -270,6 +292,10 @@ class DevicePluginConfig(Spec):
     amd_mode: Literal["daemonset", "gpu-operator"] = "daemonset"
     amd_image: str | None = None
     amd_operator_chart_version: str | None = None
+    # amdMode gpu-operator: the operator's KMM builds the amdgpu driver image and pushes it here (a repository,
+    # no tag: the operator tags it per kernel), and needs cert-manager installed first. Both are refused unset.
+    amd_driver_image: str | None = Field(default=None, pattern=r"^[a-z0-9.-]+(:[0-9]+)?(/[a-z0-9._-]+)+$")
+    cert_manager_installed: bool = False
 
 
 class AdmissionConfig(Spec):
@@ -277,12 +303,15 @@ class AdmissionConfig(Spec):
     enabled: bool = True
     # The binding's validationActions: Deny refuses, Warn returns a warning, Audit annotates the audit event.
     validation_actions: tuple[Literal["Deny", "Warn", "Audit"], ...] = ("Deny",)
-    # Left out of the policy altogether by its namespaceSelector: the platform's own agents live here.
-    exempt_namespaces: tuple[DnsLabel, ...] = ("kube-system", "gpu-resources", "gpu-operator", "monitoring")
-    # Rule 3: GPU pods only in workload namespaces whose type matches the pool they target.
-    restrict_to_workload_namespaces: bool = False
+    # Left out of the policy on top of what the stack derives (kube-system, gpu-resources, and per config the
+    # Calico and Azure Container Storage v1 namespaces: components/data/admission_exemptions.yaml).
+    exempt_namespaces: tuple[DnsLabel, ...] = ()
+    # GPU requests only in workload namespaces (and gpuNamespaces); false admits them in any namespace.
+    restrict_to_workload_namespaces: bool = True
+    # Namespaces besides the workload namespaces where GPU requests are admitted (no pool or quota check there).
+    gpu_namespaces: tuple[DnsLabel, ...] = ()
 
-    @field_validator("validation_actions", "exempt_namespaces")
+    @field_validator("validation_actions", "exempt_namespaces", "gpu_namespaces")
     @classmethod
     def _no_duplicates(cls, values: tuple[str, ...]) -> tuple[str, ...]:
         # The API server refuses a binding that lists an action twice ("Duplicate value").
@@ -305,6 +334,11 @@ class StorageConfig(Spec):
 class SmokeJobConfig(Spec):
     enabled: bool = True
     image: str = "nvcr.io/nvidia/cuda:12.8.1-base-ubuntu24.04"
+    # Also the amd-smi probe's image (components/kube/amd_plugin.py). ROCm's terminal image at ROCm 6.4.1: upstream's
+    # rocm-terminal/Dockerfile builds it with ARG ROCM_VERSION=6.4.1 since commit 15f4755 "release-6.4.1"
+    # (https://github.com/ROCm/ROCm-docker/blob/master/rocm-terminal/Dockerfile), published as rocm/rocm-terminal
+    # (https://hub.docker.com/r/rocm/rocm-terminal). Docker Hub's tag list cannot be read from here; a missing tag or
+    # a missing amd-smi shows as an SMI error of `aksgpu validate`, never as a pass.
     amd_image: str = "docker.io/rocm/rocm-terminal:6.4.1"
     deadline_seconds: int = Field(default=600, ge=60, le=7200)
 

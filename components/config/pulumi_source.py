@@ -1,16 +1,43 @@
 """The edge between Pulumi's runtime config and our validation: used by ``__main__.py`` under
-``pulumi up`` and under the offline plan alike, so both see the same rules and messages."""
+``pulumi up`` and under the offline plan alike, so both see the same rules and messages.
+
+Secret config stays secret. ``pulumi config set --secret`` (also with ``--path``: the whole top-level key
+becomes a secure object, pulumi/pulumi ``sdk/go/common/resource/config/map.go`` ``SecureKeys``, v3.259.0)
+makes the Python language host pass the key in ``PULUMI_CONFIG_SECRET_KEYS``, which the program's runner
+loads with ``set_all_config`` (``sdk/python/cmd/pulumi-language-python-exec``); the values themselves come
+as plain text, and the validated model that everything is built from is plain too. So the free text of each
+secret key (names, ids, tags, labels, images: every string that is not one of a fixed set of choices) is
+tracked as a secret: a stack transformation marks secret every resource input whose value contains one, the
+program's exports go through ``SecretConfig.protect``, and messages show ``[secret]`` in its place. This is
+the rule the engine itself uses to mask secret config in what it prints (plain-text replacement of every
+secure value, ``pkg/engine/events.go`` ``AddGlobalSecretFilter``). Texts under 4 characters are matched only as
+a whole value, so a secret ``"a"`` does not turn every input secret. Numbers and booleans of a secret key are
+not tracked: they cannot be told apart from the same number elsewhere.
+"""
 
 from __future__ import annotations
 
+import json
+import typing
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pulumi
 from pulumi.runtime import config as runtime_config
+from pydantic import BaseModel
 
-from components.config.loader import ValidatedConfig, stack_file_path, validate_config
+from components.args import is_output, log_warnings
+from components.config.loader import PROJECT, ValidatedConfig, stack_file_path, validate_config
+from components.config.models import StackConfig
 from components.config.problems import ConfigError
+
+SECRET = "[secret]"
+# Below this length a secret text is matched only as a whole value, not inside longer strings.
+MIN_SUBSTRING = 4
+# Inputs that name a resource's own type, fixed by its SDK class: never derived from config.
+_TYPE_PROPS = frozenset({"api_version", "apiVersion", "kind"})
 
 
 def runtime_config_map() -> dict[str, Any]:
@@ -20,14 +47,155 @@ def runtime_config_map() -> dict[str, Any]:
     return merged
 
 
+def secret_keys(keys: typing.Iterable[str]) -> set[str]:
+    """The config keys among ``keys`` that Pulumi says hold secrets."""
+    from_env = set(runtime_config.get_config_secret_keys_env())
+    return {key for key in keys if key in from_env or runtime_config.is_config_secret(key)}
+
+
+def _strings(value: Any) -> Iterator[str]:
+    """Every string inside a raw config value (structured values travel as JSON text)."""
+    if isinstance(value, str):
+        try:
+            decoded = json.loads(value) if value[:1] in "[{" else value
+        except json.JSONDecodeError:
+            decoded = value
+        if isinstance(decoded, str):
+            yield decoded
+        else:
+            yield from _strings(decoded)
+    elif isinstance(value, Mapping):
+        for item in value.values():
+            yield from _strings(item)
+    elif isinstance(value, list | tuple):
+        for item in value:
+            yield from _strings(item)
+
+
+def _is_choice(annotation: Any) -> bool:
+    """A field whose values are a fixed set of choices (a ``Literal``): not free text, not a secret."""
+    if typing.get_origin(annotation) is typing.Literal:
+        return True
+    return any(_is_choice(arg) for arg in typing.get_args(annotation) if arg is not type(None))
+
+
+def free_text(value: Any, annotation: Any = None) -> Iterator[str]:
+    """The strings a user set in a validated config value, but for fixed choices. Defaults are left out: the
+    user did not write them, and they are the same in every stack."""
+    if isinstance(value, BaseModel):
+        fields = type(value).model_fields
+        for name in sorted(value.model_fields_set):
+            yield from free_text(getattr(value, name), fields[name].annotation)
+    elif isinstance(value, Mapping):
+        for item in value.values():
+            yield from free_text(item)
+    elif isinstance(value, list | tuple):
+        for item in value:
+            yield from free_text(item, _item_annotation(annotation))
+    elif isinstance(value, str) and value and not (annotation is not None and _is_choice(annotation)):
+        yield value
+
+
+def _item_annotation(annotation: Any) -> Any:
+    for arg in typing.get_args(annotation):
+        if arg is not Ellipsis and arg is not type(None):
+            return arg
+    return None
+
+
+@dataclass(frozen=True)
+class SecretConfig:
+    """The secret texts of a stack's config, and what keeps them secret."""
+
+    texts: frozenset[str] = frozenset()
+
+    def __bool__(self) -> bool:
+        return bool(self.texts)
+
+    def found_in(self, value: Any) -> bool:
+        """Whether a plain value holds one of the texts (in a string, or as a map key)."""
+        if isinstance(value, str):
+            return value in self.texts or any(text in value for text in self.texts if len(text) >= MIN_SUBSTRING)
+        if isinstance(value, Mapping):
+            return any(self.found_in(key) or self.found_in(item) for key, item in value.items())
+        if isinstance(value, list | tuple):
+            return any(self.found_in(item) for item in value)
+        return False
+
+    def protect(self, value: Any) -> Any:
+        """``value``, made secret if it holds a secret text (once known, for an output)."""
+        if not self:
+            return value
+        if is_output(value) or _holds_output(value):
+            return pulumi.Output.from_input(value).apply(self._secret_if_found)
+        return self._secret_if_found(value)
+
+    def _secret_if_found(self, value: Any) -> Any:
+        return pulumi.Output.secret(value) if self.found_in(value) else value
+
+    def transformation(self, args: pulumi.ResourceTransformationArgs) -> pulumi.ResourceTransformationResult | None:
+        """A stack transformation: every input that holds a secret text becomes a secret input."""
+        props = dict(args.props or {})
+        changed = {key: self.protect(value) for key, value in props.items() if key not in _TYPE_PROPS and value is not None}
+        if not changed:
+            return None
+        return pulumi.ResourceTransformationResult(props={**props, **changed}, opts=args.opts)
+
+    def mask(self, text: str) -> str:
+        """``text`` with each secret text replaced by ``[secret]`` (longest first)."""
+        for secret in sorted(self.texts, key=len, reverse=True):
+            whole = len(secret) < MIN_SUBSTRING
+            text = text.replace(repr(secret), repr(SECRET)) if whole else text.replace(secret, SECRET)
+        return text
+
+
+def _holds_output(value: Any) -> bool:
+    if isinstance(value, Mapping):
+        return any(is_output(item) or _holds_output(item) for item in value.values())
+    if isinstance(value, list | tuple):
+        return any(is_output(item) or _holds_output(item) for item in value)
+    return False
+
+
+def secret_config(raw: Mapping[str, Any], config: StackConfig | None = None) -> SecretConfig:
+    """The secret texts of ``raw`` (a stack's raw config map): the free text of each of its secret keys, read
+    off the validated ``config`` when there is one, else every string of those keys (for messages)."""
+    secret = secret_keys(raw)
+    if not secret:
+        return SecretConfig()
+    if config is None:
+        return SecretConfig(frozenset(text for key in secret for text in _strings(raw[key]) if text))
+    texts: set[str] = set()
+    for key in secret:
+        namespace, _, name = key.partition(":")
+        if key == "azure-native:location":
+            texts.add(config.location)
+        elif namespace == PROJECT:
+            field = next((n for n, f in StackConfig.model_fields.items() if (f.alias or n) == name), None)
+            if field is not None:
+                texts |= set(free_text(getattr(config, field), StackConfig.model_fields[field].annotation))
+    return SecretConfig(frozenset(texts))
+
+
+def stack_secrets(validated: ValidatedConfig) -> SecretConfig:
+    """The secret texts of the running stack's config (validated by ``load_from_pulumi``)."""
+    return secret_config(runtime_config_map(), validated.config)
+
+
 def load_from_pulumi() -> ValidatedConfig:
     """Validate the running stack's config; on failure raise ``pulumi.RunError`` (no traceback), so
-    nothing is registered and the message names the stack file and every bad key."""
+    nothing is registered and the message names the stack file and every bad key. Secret config is kept
+    secret from here on (see the module's docstring); ``stack_secrets`` protects the program's exports."""
     source = str(stack_file_path(Path("."), pulumi.get_stack()))
+    raw = runtime_config_map()
     try:
-        validated = validate_config(runtime_config_map(), source)
+        validated = validate_config(raw, source)
     except ConfigError as exc:
-        raise pulumi.RunError("invalid stack config:\n" + "\n".join(p.render(exc.source) for p in exc.problems)) from None
-    for warning in validated.warnings:
-        pulumi.log.warn(warning.render(source))
+        masked = secret_config(raw)
+        lines = (masked.mask(p.render(exc.source)) for p in exc.problems)
+        raise pulumi.RunError("invalid stack config:\n" + "\n".join(lines)) from None
+    secrets = secret_config(raw, validated.config)
+    if secrets:
+        pulumi.runtime.register_stack_transformation(secrets.transformation)
+    log_warnings(validated.warnings, validated.config, lambda p: secrets.mask(p.render(source)))
     return validated

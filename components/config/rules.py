@@ -13,6 +13,7 @@ from decimal import Decimal
 # there, this module runs while components.model is still half-initialised.
 from components import model as platform_model
 from components import naming
+from components.admission import exemptions as admission_exemptions
 from components.aks_facts import Arm64Entry, KubernetesCalendar, arm64_support, kubernetes_calendar, minor_of, refusal_tag
 from components.catalog import Catalog, VmSize
 from components.config.models import ClusterConfig, GpuPoolConfig, PlatformConfig, SmokeJobConfig, StackConfig
@@ -34,6 +35,7 @@ def check_rules(config: PlatformConfig, catalog: Catalog, *, today: dt.date) -> 
     problems += _duplicates(config)
     problems += _workload_rules(config, catalog)
     problems += _admission_rules(config)
+    problems += _amd_operator_rules(config)
     problems += _monitoring_rules(config)
     return problems
 
@@ -587,12 +589,80 @@ def cidr_problems(cidr: str, path: str) -> list[Problem]:
 
 
 def _admission_rules(config: PlatformConfig) -> list[Problem]:
-    actions = config.admission.validation_actions
+    admission = config.admission
+    actions = admission.validation_actions
+    problems = []
     if not actions:
-        return [Problem(f"{P}:admission.validationActions", "needs at least one of Deny, Warn, Audit")]
-    if "Deny" in actions and "Warn" in actions:
-        return [Problem(f"{P}:admission.validationActions", "Deny and Warn may not be used together (Kubernetes refuses it)")]
-    return []
+        problems.append(Problem(f"{P}:admission.validationActions", "needs at least one of Deny, Warn, Audit"))
+    elif "Deny" in actions and "Warn" in actions:
+        problems.append(
+            Problem(f"{P}:admission.validationActions", "Deny and Warn may not be used together (Kubernetes refuses it)")
+        )
+    # No tenant namespace is exempt: a workload namespace outside the policy would have no GPU rules at all.
+    network_policy = config.cluster.network_policy if isinstance(config, StackConfig) else None
+    derived = {item.namespace for item in admission_exemptions.derived_exemptions(config, network_policy)}
+    workloads = {workload.name for workload in config.workloads}
+    for name in admission.exempt_namespaces:
+        if name in workloads:
+            problems.append(
+                Problem(
+                    f"{P}:admission.exemptNamespaces",
+                    f"{name} is a workload namespace; the GPU placement policy must apply there, remove it",
+                )
+            )
+    for index, workload in enumerate(config.workloads):
+        if workload.name in derived:
+            problems.append(
+                Problem(
+                    f"{P}:workloads[{index}].name",
+                    f"{workload.name!r} is a namespace the admission policy exempts for the platform's own agents; "
+                    "name the workload namespace something else",
+                )
+            )
+    for index, workload in enumerate(config.workloads):
+        if workload.rdma and workload.pod_security == "restricted":
+            problems.append(
+                Problem(
+                    f"{P}:workloads[{index}].rdma",
+                    "RDMA needs the IPC_LOCK capability, which podSecurity restricted forbids; use baseline (the default)",
+                )
+            )
+    for name in admission.gpu_namespaces:
+        if name in workloads:
+            problems.append(
+                Problem(f"{P}:admission.gpuNamespaces", f"{name} is a workload namespace already; remove it", "warning")
+            )
+    return problems
+
+
+def _amd_operator_rules(config: PlatformConfig) -> list[Problem]:
+    """The AMD GPU Operator's prerequisites, refused before the Helm release would hang or do nothing.
+    https://instinct.docs.amd.com/projects/gpu-operator/en/latest/installation/kubernetes-helm.html (cert-manager
+    first), https://instinct.docs.amd.com/projects/gpu-operator/en/latest/drivers/installation.html (spec.driver.image:
+    "your repository to host driver image", no tag)."""
+    plugin = config.device_plugin
+    if plugin.amd_mode != "gpu-operator" or not any(pool.vendor == "amd" for pool in config.gpu_pools):
+        return []
+    problems = []
+    if not plugin.cert_manager_installed:
+        problems.append(
+            Problem(
+                f"{P}:devicePlugin.certManagerInstalled",
+                "the AMD GPU Operator needs cert-manager for its webhooks' certificates, and this stack does not "
+                "install it: install it (helm install cert-manager jetstack/cert-manager --namespace cert-manager "
+                "--create-namespace --set crds.enabled=true), then set certManagerInstalled: true",
+            )
+        )
+    if plugin.amd_driver_image is None:
+        problems.append(
+            Problem(
+                f"{P}:devicePlugin.amdDriverImage",
+                "AKS installs no AMD driver, so the AMD GPU Operator builds the amdgpu driver image (KMM) and pushes it "
+                "to a registry you own: name the repository without a tag (e.g. myregistry.azurecr.io/amdgpu-driver) "
+                "and give the cluster push and pull rights on it",
+            )
+        )
+    return problems
 
 
 def _monitoring_rules(config: PlatformConfig) -> list[Problem]:

@@ -5,7 +5,7 @@ component only registers them, the binding after the policy it names. With ``adm
 registers nothing.
 """
 
-from typing import Any
+from typing import Any, NotRequired
 
 import pulumi
 import pulumi_kubernetes as k8s
@@ -18,10 +18,15 @@ from components.specs import PlatformSpec
 class GpuAdmissionPolicyArgs(PlatformSpec):
     """The stack's GPU pools, workloads and admission settings (as a stack file's keys, snake_case here)."""
 
+    network_policy: NotRequired[str]
+    """The cluster's network policy engine (azure, calico, cilium): with calico, Calico's namespaces are exempt."""
+
 
 class GpuAdmissionPolicy(pulumi.ComponentResource):
-    """Denies (or warns about, per ``admission.validationActions``) GPU pods without the GPU toleration or with
-    a GPU request that differs from its limit, and non-GPU pods that tolerate the GPU taint.
+    """Denies (or warns about, per ``admission.validationActions``) what components/admission/policy.py lists: GPU
+    pods without the GPU toleration, outside workload namespaces or on another type's pools, GPU requests that differ
+    from their limits, pods that tolerate the GPU taint without a GPU request, client-set ``spec.nodeName``, and the
+    NVIDIA device-selection environment variables.
 
     Outputs: ``policy_name`` and ``validation_actions`` ("" and ``[]`` when admission is disabled).
     """
@@ -31,12 +36,13 @@ class GpuAdmissionPolicy(pulumi.ComponentResource):
     validation_actions: pulumi.Output[list[str]]
 
     def __init__(self, name: str, args: GpuAdmissionPolicyArgs, opts: pulumi.ResourceOptions | None = None) -> None:
-        model = platform_model(args, f"GpuAdmissionPolicy {name}")
+        model = platform_model(args, f"GpuAdmissionPolicy {name}", own_keys=frozenset({"network_policy"}))
+        network_policy = args.get("network_policy")
         super().__init__("aks-gpu:index:GpuAdmissionPolicy", name, None, opts)
         provider = opts.provider if opts else None
         self.policy: k8s.admissionregistration.v1.ValidatingAdmissionPolicy | None = None
         self.binding: k8s.admissionregistration.v1.ValidatingAdmissionPolicyBinding | None = None
-        manifests = render_policy(model)
+        manifests = render_policy(model, network_policy)
         if manifests:
             policy, binding = manifests
             self.policy = k8s.admissionregistration.v1.ValidatingAdmissionPolicy(

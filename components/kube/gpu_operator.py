@@ -63,6 +63,26 @@ class ReleaseSpec:
     values: dict[str, Any]
 
 
+# Defence in depth where the operator owns the container toolkit: the toolkit ignores NVIDIA_VISIBLE_DEVICES from
+# unprivileged containers, and the device plugin passes the allocated GPUs as volume mounts instead, so a pod cannot
+# ask for GPUs by environment variable (or inherit "all" from a CUDA base image). Options of the toolkit's
+# config.toml and of the device plugin:
+# https://github.com/NVIDIA/nvidia-container-toolkit/tree/main/cmd/nvidia-container-runtime#configuration,
+# https://github.com/NVIDIA/k8s-device-plugin#configuration-option-details (DEVICE_LIST_STRATEGY).
+TOOLKIT_HARDENING = [
+    {"name": "ACCEPT_NVIDIA_VISIBLE_DEVICES_ENVVAR_WHEN_UNPRIVILEGED", "value": "false"},
+    {"name": "ACCEPT_NVIDIA_VISIBLE_DEVICES_AS_VOLUME_MOUNTS", "value": "true"},
+]
+DEVICE_LIST_HARDENING = [{"name": "DEVICE_LIST_STRATEGY", "value": "volume-mounts"}]
+
+
+def device_list_hardening(model: PlatformModel) -> bool:
+    """Volume mounts need the toolkit to accept them on every node the one plugin DaemonSet serves: only when the
+    operator installs the toolkit on every NVIDIA pool (no pool with an AKS-managed driver and toolkit)."""
+    pools = model.pools_of("nvidia")
+    return bool(pools) and all(pool.gpu_driver == "None" for pool in pools)
+
+
 def nvidia_operator_values(model: PlatformModel) -> dict[str, Any]:
     pools = model.pools_of("nvidia")
     # AKS-managed drivers and operator-managed drivers exclude each other on a node
@@ -81,9 +101,10 @@ def nvidia_operator_values(model: PlatformModel) -> dict[str, Any]:
         "daemonsets": {"priorityClassName": "system-node-critical", "tolerations": tolerations_for(pools)},
         "mig": {"strategy": model.mig_strategy},
         "driver": {"enabled": operator_driver},
-        "toolkit": {"enabled": operator_driver},
+        "toolkit": {"enabled": operator_driver, **({"env": TOOLKIT_HARDENING} if device_list_hardening(model) else {})},
         "devicePlugin": {
             "enabled": True,
+            **({"env": DEVICE_LIST_HARDENING} if device_list_hardening(model) else {}),
             "config": {
                 "create": True,
                 "name": NVIDIA_PLUGIN_CONFIG_MAP,
@@ -140,8 +161,18 @@ def amd_operator_values(model: PlatformModel, install_nfd: bool) -> dict[str, An
             "spec": {
                 # Every AMD pool carries accelerator=amd (components/model.py): exactly the nodes to manage.
                 "selector": {ACCELERATOR_LABEL: "amd"},
-                # The out-of-tree amdgpu driver needs the inbox module blacklisted.
-                "driver": {"enable": operator_driver, "blacklist": operator_driver, "tolerations": tolerations()},
+                # The out-of-tree amdgpu driver needs the inbox module blacklisted; KMM pushes the image it builds to
+                # devicePlugin.amdDriverImage (the rules refuse the mode without it, and without cert-manager).
+                "driver": {
+                    "enable": operator_driver,
+                    "blacklist": operator_driver,
+                    "tolerations": tolerations(),
+                    **(
+                        {"image": model.config.device_plugin.amd_driver_image}
+                        if model.config.device_plugin.amd_driver_image
+                        else {}
+                    ),
+                },
                 "devicePlugin": {
                     "devicePluginTolerations": tolerations(),
                     "enableNodeLabeller": True,

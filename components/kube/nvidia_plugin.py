@@ -82,6 +82,20 @@ def plugin_config(pool: ResolvedPool, model: PlatformModel) -> dict[str, Any]:
     MIG pools expose their slices under the stack's strategy; a pool without MIG says ``none``, which is what
     its GPUs are. ``failOnInitError`` makes a node without a working driver crash-loop visibly instead of
     running a plugin that advertises nothing.
+
+    A time-sliced pool sets ``failRequestsGreaterThanOne``: asking for more than one shared GPU buys no more of
+    it (NVIDIA recommends the flag, off by default for compatibility only). The admission policy denies such
+    requests up front wherever it can tell the pod targets time-sliced pools (rule 8 of
+    components/admission/policy.py); the flag catches the rest on the node, where the pod fails with
+    UnexpectedAdmissionError. https://github.com/NVIDIA/k8s-device-plugin#with-cuda-time-slicing
+
+    The device list strategy stays ``envvar`` (the plugin's default): on AKS-managed GPU nodes the NVIDIA container
+    toolkit's config.toml belongs to the node image (AKS exposes no setting for it: custom node configuration covers
+    kubelet and sysctls only, https://learn.microsoft.com/azure/aks/custom-node-configuration), and there
+    ``accept-nvidia-visible-devices-as-volume-mounts`` is off, so ``volume-mounts`` would hand no GPU to anyone.
+    The admission policy refuses the device-selection env vars instead (rule 5), and keeps pods without a GPU
+    request off GPU nodes (rules 3, 4). With the GPU Operator owning the toolkit, see
+    ``gpu_operator.device_list_hardening``.
     """
     config: dict[str, Any] = {
         "version": "v1",
@@ -89,7 +103,10 @@ def plugin_config(pool: ResolvedPool, model: PlatformModel) -> dict[str, Any]:
     }
     if pool.time_slicing_replicas:
         config["sharing"] = {
-            "timeSlicing": {"resources": [{"name": vendor_resource("nvidia"), "replicas": pool.time_slicing_replicas}]}
+            "timeSlicing": {
+                "failRequestsGreaterThanOne": True,
+                "resources": [{"name": vendor_resource("nvidia"), "replicas": pool.time_slicing_replicas}],
+            }
         }
     return config
 

@@ -28,7 +28,6 @@ from components.args import platform_model
 from components.kube.plugin_targets import NAME_LABEL, NAMESPACE
 from components.model import COMMON_LABELS, POOL_LABEL, PlatformModel, ResolvedPool
 from components.specs import PlatformSpec
-from components.validation.smi import smi_command
 
 SMOKE_APP = "gpu-smoke"
 CONTAINER_NAME = "smi"
@@ -88,7 +87,7 @@ def smoke_command(pool: ResolvedPool) -> list[str]:
     """NVIDIA: plain ``nvidia-smi`` (the article's command). AMD: ``amd-smi static``, falling back to
     ``rocm-smi`` on images older than amd-smi (ROCm < 6.0); either exits non-zero when the driver is not there."""
     if pool.vendor == "nvidia":
-        return smi_command("nvidia")
+        return ["nvidia-smi"]  # the validation probe's command (smi_command) is -q -x; the smoke Job runs the article's
     return ["sh", "-c", "amd-smi static || rocm-smi --showdriverversion"]
 
 

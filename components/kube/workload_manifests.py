@@ -15,6 +15,7 @@ at runtime and cannot see through string annotations.
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, NotRequired, TypedDict
 
+from components.admission.pod_security import rdma_policy_manifests
 from components.config.models import EgressRule, IngressFrom, WorkloadConfig
 from components.model import COMMON_LABELS, WORKLOAD_LABEL
 
@@ -28,6 +29,8 @@ PSA_PREFIX = "pod-security.kubernetes.io"
 # would refuse before anyone turns it on. Unpinned versions mean "latest" for the cluster's version.
 # https://kubernetes.io/docs/tasks/configure-pod-container/enforce-standards-namespace-labels/
 PSA_WARN_LEVEL = "restricted"
+# Marks a namespace whose Pod Security baseline (plus IPC_LOCK) comes from aks-gpu's own policy, not from PSA.
+RDMA_LABEL = "aks-gpu/rdma"
 # Set by the API server on every namespace (GA since 1.22), so a policy can select a namespace by name.
 # https://kubernetes.io/docs/reference/labels-annotations-taints/#kubernetes-io-metadata-name
 NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"
@@ -100,9 +103,21 @@ def pod_security_labels(level: str) -> dict[str, str]:
 
 
 def namespace_manifest(config: WorkloadConfig) -> Manifest:
+    """With ``rdma: true``, Pod Security Admission enforces nothing here (``privileged``: it has no per-capability
+    exception) and the namespace's own admission policy enforces baseline plus IPC_LOCK in its place
+    (``rdma_manifests``, created first)."""
     meta = object_metadata(config, config.name, namespaced=False)
-    meta["labels"] |= {ARTICLE_WORKLOAD_LABEL: config.type, **pod_security_labels(config.pod_security)}
+    level = "privileged" if config.rdma else config.pod_security
+    meta["labels"] |= {ARTICLE_WORKLOAD_LABEL: config.type, **pod_security_labels(level)}
+    if config.rdma:
+        meta["labels"][RDMA_LABEL] = "true"
     return {"apiVersion": "v1", "kind": "Namespace", "metadata": meta}
+
+
+def rdma_manifests(config: WorkloadConfig) -> list[Manifest]:
+    """The RDMA namespace's Pod Security replacement: a ValidatingAdmissionPolicy and its binding (cluster-scoped,
+    named after the namespace); nothing without ``rdma: true``."""
+    return rdma_policy_manifests(config.name) if config.rdma else []
 
 
 def gpu_quota_key(resource_name: str) -> str:
@@ -292,8 +307,9 @@ def config_manifests(config: WorkloadConfig) -> list[Manifest]:
 def workload_manifests(
     config: WorkloadConfig, resource_name: str | None, other_gpu_resources: Iterable[str] = ()
 ) -> list[Manifest]:
-    """Every object of a workload namespace: the Namespace, the quota, then the rest."""
+    """Every object of a workload namespace: its RDMA policy (when it has one), the Namespace, the quota, the rest."""
     return [
+        *rdma_manifests(config),
         namespace_manifest(config),
         resource_quota_manifest(config, resource_name, other_gpu_resources),
         *config_manifests(config),

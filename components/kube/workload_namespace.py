@@ -3,8 +3,9 @@
 A public component: ``GpuPlatform`` builds one per entry of ``aks-gpu:workloads``, and an application team's
 stack can add its own namespace next to the platform's, with the placement values it reads from the platform
 stack's outputs through a ``StackReference``. So the GPU resource name, node selector and tolerations are
-``pulumi.Input``s; the namespace's own settings are plain, a ``WorkloadSpec`` checked by the same pydantic
-rules as a stack file.
+``pulumi.Input``s, and so are the workload's name, type and GPU quota (``DEFERRED_FIELDS``); the rest of the
+``WorkloadSpec`` decides which objects exist and is plain. All of it is checked by the same pydantic rules as a
+stack file.
 
 The objects come from ``workload_manifests`` (pure); this module validates the args and registers them.
 
@@ -13,12 +14,22 @@ annotations at runtime and cannot see through string annotations (nor ``NotRequi
 """
 
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, NotRequired, TypedDict, cast
+from typing import Any, NotRequired, TypedDict, TypeVar, cast
 
 import pulumi
 import pulumi_kubernetes as k8s
 from pydantic import ValidationError
 
+from components.args import (
+    ArgsError,
+    args_error,
+    is_output,
+    log_warnings,
+    outputs_in,
+    plain_numbers,
+    property_path,
+    raised_later,
+)
 from components.config.loader import key_path, problems_from
 from components.config.models import PlatformConfig, WorkloadConfig
 from components.config.problems import Problem
@@ -34,18 +45,21 @@ from components.kube.workload_manifests import (
     object_metadata,
     pod_placement,
     quota_hard,
+    rdma_manifests,
 )
 from components.model import ResolvedWorkload
 from components.specs import WorkloadSpec
 
 COMPONENT_TYPE = "aks-gpu:index:GpuWorkloadNamespace"
+Value = TypeVar("Value")
 
 
 class GpuWorkloadNamespaceArgs(TypedDict):
     """A workload namespace: its own settings, plus where its GPU pods go (from the platform that owns the pools)."""
 
-    workload: WorkloadSpec
-    """The namespace's settings, as an entry of a stack file's aks-gpu:workloads."""
+    workload: pulumi.Input[WorkloadSpec]
+    """The namespace's settings, as an entry of a stack file's aks-gpu:workloads: an object whose name, type and
+    gpuQuota may be outputs (another stack's values); the rest decides which objects exist and must be plain."""
     resource_name: NotRequired[pulumi.Input[str]]
     """The GPU resource the workload's pools expose (nvidia.com/gpu, amd.com/gpu, nvidia.com/mig-1g.10gb): the
     quota's key and the pods' limit. Left out when no pool serves the workload: it gets no GPU at all."""
@@ -72,33 +86,63 @@ def namespace_args(workload: ResolvedWorkload, other_gpu_resources: Sequence[str
     return args
 
 
-# A workload validated as the one entry of a platform's workloads, so the loader's messages (allowed keys,
-# pattern hints) are read off the right model; its paths then start here.
-_WORKLOAD_PATH = key_path(("workloads", 0))
+# Of a workload, what another stack may pass as outputs (a StackReference value, a config of its own): they
+# change the objects' values, never which objects exist or their resource names. The rest is checked before
+# anything is registered; these when they are known (during preview an unknown value is checked at deploy).
+DEFERRED_FIELDS = ("name", "type", "gpu_quota")
+# Valid stand-ins, so the rest of the spec can be checked before the deferred values are known.
+_STAND_INS: dict[str, Any] = {"name": "pending", "type": "pending", "gpu_quota": 0}
+# A workload is validated as the one entry of a platform's workloads, so the loader's messages (allowed keys,
+# pattern hints) are read off the right model; its paths are then the component's `workload` input.
+_RENAMES = {"workloads[0]": "workload"}
 
 
-def _arg_path(path: str) -> str:
-    return "workload" + path.removeprefix(_WORKLOAD_PATH) if path.startswith(_WORKLOAD_PATH) else path
-
-
-def validated_workload(spec: object, component: str) -> tuple[WorkloadConfig, list[str]]:
-    """``spec`` checked by the stack file's rules for a workload entry, and its warnings (as ``path: message``
-    lines). Raises ``RunError`` listing every error."""
+def _workload_problems(spec: Mapping[str, Any]) -> tuple[WorkloadConfig | None, list[Problem]]:
     try:
-        config = PlatformConfig.model_validate({"workloads": [spec]}).workloads[0]
+        config = PlatformConfig.model_validate({"workloads": [plain_numbers(spec)]}).workloads[0]
     except ValidationError as exc:
-        problems = problems_from(exc)
-    else:
-        problems = [
-            problem
-            for index, rule in enumerate(config.network.allow_egress)
-            for problem in cidr_problems(rule.cidr, f"{_WORKLOAD_PATH}.network.allowEgress[{index}].cidr")
-        ]
-    errors: list[Problem] = [p for p in problems if p.severity == "error"]
-    if errors:
-        lines = "\n".join(f"  {_arg_path(p.path)}: {p.message}" for p in errors)
-        raise pulumi.RunError(f"invalid args for {component}:\n{lines}")
-    return config, [f"{_arg_path(p.path)}: {p.message}" for p in problems]
+        return None, problems_from(exc)
+    path = key_path(("workloads", 0))
+    return config, [
+        problem
+        for index, rule in enumerate(config.network.allow_egress)
+        for problem in cidr_problems(rule.cidr, f"{path}.network.allowEgress[{index}].cidr")
+    ]
+
+
+def validated_workload(spec: Mapping[str, Any], component: str, warn: bool = True) -> WorkloadConfig:
+    """``spec`` checked by the stack file's rules for a workload entry: raises ``ArgsError`` listing every
+    error (paths ``workload.<key>``), logs the warnings."""
+    config, problems = _workload_problems(spec)
+    if config is None or any(p.severity == "error" for p in problems):
+        raise args_error(component, problems, PlatformConfig, _RENAMES)
+    if warn:
+        render = lambda p: f"{property_path(p.path, PlatformConfig, _RENAMES)}: {p.message}"  # noqa: E731
+        log_warnings(problems, PlatformConfig(workloads=(config,)), render)
+    return config
+
+
+def workload_config(spec: Any, component: str) -> tuple[WorkloadConfig, pulumi.Output[WorkloadConfig] | None]:
+    """The validated workload and None; or, when a deferred field is an output, the workload with stand-ins
+    (it tells which objects exist) and the whole as an output, validated when the values are known."""
+    if is_output(spec) or not isinstance(spec, Mapping):
+        raise ArgsError(component, [("workload", "must be an object (its name, type and gpuQuota may be outputs)")])
+    deferred = {key: spec[key] for key in DEFERRED_FIELDS if is_output(spec.get(key))}
+    plain_only = [path for path in outputs_in(spec) if path not in deferred]
+    if plain_only:
+        reason = "must be a plain value, not an output: it decides which objects the namespace gets"
+        raise ArgsError(component, [(property_path(f"workloads[0].{p}", PlatformConfig, _RENAMES), reason) for p in plain_only])
+    if not deferred:
+        return validated_workload(spec, component), None
+    shape = validated_workload({**spec, **{key: _STAND_INS[key] for key in deferred}}, component, warn=False)
+
+    def complete(values: dict[str, Any]) -> WorkloadConfig:
+        try:
+            return validated_workload({**spec, **values}, component)
+        except ArgsError as error:
+            raise raised_later(error) from None
+
+    return shape, pulumi.Output.all(**deferred).apply(complete)
 
 
 Register = Callable[[str, Manifest, pulumi.ResourceOptions], pulumi.CustomResource]
@@ -113,6 +157,13 @@ _REGISTER: dict[str, Register] = {
         name, metadata=m["metadata"], role_ref=m["roleRef"], subjects=m["subjects"], opts=opts
     ),
 }
+
+
+_TYPE_KEYS = ("apiVersion", "kind")
+
+
+def _manifest_part(index: int, key: str) -> Callable[[WorkloadConfig], Any]:
+    return lambda config: config_manifests(config)[index][key]
 
 
 def _child_name(component: str, kind: str, object_name: str) -> str:
@@ -140,36 +191,63 @@ class GpuWorkloadNamespace(pulumi.ComponentResource):
     def __init__(self, name: str, args: GpuWorkloadNamespaceArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         component = f"GpuWorkloadNamespace {name}"
         # Before registering anything: a bad spec leaves nothing half-made behind.
-        config, warnings = validated_workload(args["workload"], component)
+        shape, pending = workload_config(args["workload"], component)
         super().__init__(COMPONENT_TYPE, name, None, opts)
-        for warning in warnings:
-            pulumi.log.warn(warning, resource=self)
         provider = opts.provider if opts else None
         resource = pulumi.Output.from_input(args.get("resource_name", ""))
         others = pulumi.Output.from_input(args.get("other_gpu_resources", []))
 
-        namespace = namespace_manifest(config)
+        def of(build: Callable[[WorkloadConfig], Value]) -> pulumi.Input[Value]:
+            # A value from the workload: plain when the workload is, else when its outputs are known.
+            return build(shape) if pending is None else pending.apply(build)
+
+        # An RDMA namespace's Pod Security comes from its own policy: bound before the namespace relaxes PSA.
+        # Whether there is one is plain (rdma is never an output); its name follows the namespace's.
+        rdma: list[pulumi.Resource] = []
+        if rdma_manifests(shape):
+            cluster = pulumi.ResourceOptions(parent=self, provider=provider)
+            rdma_policy = k8s.admissionregistration.v1.ValidatingAdmissionPolicy(
+                f"{name}-rdma-policy",
+                metadata=of(lambda config: rdma_manifests(config)[0]["metadata"]),
+                spec=of(lambda config: rdma_manifests(config)[0]["spec"]),
+                opts=cluster,
+            )
+            rdma.append(rdma_policy)
+            rdma.append(
+                k8s.admissionregistration.v1.ValidatingAdmissionPolicyBinding(
+                    f"{name}-rdma-binding",
+                    metadata=of(lambda config: rdma_manifests(config)[1]["metadata"]),
+                    spec=of(lambda config: rdma_manifests(config)[1]["spec"]),
+                    opts=pulumi.ResourceOptions(parent=self, provider=provider, depends_on=[rdma_policy]),
+                )
+            )
         self.namespace = k8s.core.v1.Namespace(
             f"{name}-namespace",
-            metadata=namespace["metadata"],
-            opts=pulumi.ResourceOptions(parent=self, provider=provider),
+            metadata=of(lambda config: namespace_manifest(config)["metadata"]),
+            opts=pulumi.ResourceOptions(parent=self, provider=provider, depends_on=rdma or None),
         )
         # The provider does not order objects by the namespace they name; the namespace must exist first.
         inside = pulumi.ResourceOptions(parent=self, provider=provider, depends_on=[self.namespace])
         # Its keys are the GPU resource names, which another stack may only know as outputs: built in an apply.
-        hard = pulumi.Output.all(resource, others).apply(lambda v: quota_hard(config, v[0] or None, v[1]))
-        quota: Manifest = {"metadata": object_metadata(config, QUOTA_NAME), "spec": {"hard": hard}}
+        if pending is None:
+            hard = pulumi.Output.all(resource, others).apply(lambda v: quota_hard(shape, v[0] or None, v[1]))
+        else:
+            hard = pulumi.Output.all(resource, others, pending).apply(lambda v: quota_hard(v[2], v[0] or None, v[1]))
+        quota: Manifest = {"metadata": of(lambda config: object_metadata(config, QUOTA_NAME)), "spec": {"hard": hard}}
         k8s.core.v1.ResourceQuota(
             _child_name(name, "ResourceQuota", QUOTA_NAME), metadata=quota["metadata"], spec=quota["spec"], opts=inside
         )
-        for manifest in config_manifests(config):
-            kind = manifest["kind"]
-            _REGISTER[kind](_child_name(name, kind, manifest["metadata"]["name"]), manifest, inside)
+        # Which objects exist, and their names, never depend on the deferred fields (see DEFERRED_FIELDS).
+        for index, manifest in enumerate(config_manifests(shape)):
+            kind, object_name = manifest["kind"], manifest["metadata"]["name"]
+            if pending is not None:
+                manifest = {key: pending.apply(_manifest_part(index, key)) for key in manifest if key not in _TYPE_KEYS}
+            _REGISTER[kind](_child_name(name, kind, object_name), manifest, inside)
 
         self.namespace_name = self.namespace.metadata.apply(lambda meta: str(meta.name))
         self.resource_name = resource
         self.quota_key = resource.apply(lambda r: gpu_quota_key(r) if r else "")
-        self.gpu_quota = pulumi.Output.from_input(config.gpu_quota)
+        self.gpu_quota = pulumi.Output.from_input(of(lambda config: config.gpu_quota))
         self.pod_placement = pulumi.Output.all(
             resource, pulumi.Output.from_input(args["node_selector"]), pulumi.Output.from_input(args["tolerations"])
         ).apply(lambda v: pod_placement(v[0] or None, v[1], v[2]))

@@ -20,25 +20,33 @@ check                        scope    passes when
 ``driver-consistency``       pool     every node of the pool runs the same driver
 ``gpu-count``                node     the SMI output lists as many GPUs as the VM size has
 ``mig-mode``                 node     MIG is on exactly where the pool has a profile, right slice count
+``gpu-health``               node     no critical health finding in the SMI output (ECC, row remapping,
+                                      retired pages, Xid, lost GPU, NVLink, fabric: ``health``) and no
+                                      AKS Node Problem Detector GPU condition True on the node
 ============================ ======== =============================================================
 
 A check that cannot be evaluated because something it depends on already failed (no SMI output, an SMI
 error) is a ``warn`` that says "not checked" and points at the failing check, so one broken node shows
 one failure, not five. ``mig-mode`` is left out for AMD pools: AMD GPUs have no MIG.
 
-Speed: pods are indexed by node once per plugin target and each node's SMI output is parsed once, so the
-work grows linearly with the number of nodes.
+One node's output never stops the run: a parser that fails on it (a bug, or input no test foresaw) makes that
+node's SMI output "unrecognized" with the reason, and every other node is still checked.
+
+Speed: pods are indexed by node once per plugin target and each node's SMI output is read once for both the
+SMI report and its health findings, so the work grows linearly with the number of nodes.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Literal, get_args
 
 from components.kube.plugin_targets import PluginTarget
 from components.model import POOL_LABEL, PlatformModel, ResolvedPool
-from components.validation.smi import SmiReport, parse_smi, smi_command
+from components.validation.health import GpuCondition, HealthReport, read_gpu_conditions, read_smi_and_health
+from components.validation.smi import SmiError, SmiReport, smi_command
+from components.validation.smi.model import empty_report
 from components.validation.snapshot import ClusterSnapshot
 from components.validation.versions import parse_version, version_at_least
 
@@ -51,6 +59,7 @@ CheckId = Literal[
     "driver-consistency",
     "gpu-count",
     "mig-mode",
+    "gpu-health",
 ]
 # The order results are listed in for each node (CheckId's order): from "is the plugin there" to MIG details.
 CHECK_IDS: tuple[CheckId, ...] = get_args(CheckId)
@@ -86,11 +95,8 @@ def run_checks(model: PlatformModel, targets: Mapping[str, PluginTarget], snapsh
         context = _PoolContext(model, pool, target)
         nodes = sorted(nodes_by_pool[pool.name], key=lambda node: node.name)
         states = [
-            _NodeState(
-                node=node,
-                pod=pods.best_pod(target, node.name),
-                report=_parse(snapshot.smi.get(node.name), pool),
-                exec_note=snapshot.exec_errors.get(node.name),
+            _node_state(
+                node, pods.best_pod(target, node.name), snapshot.smi.get(node.name), snapshot.exec_errors.get(node.name), pool
             )
             for node in nodes
         ]
@@ -106,6 +112,7 @@ def run_checks(model: PlatformModel, targets: Mapping[str, PluginTarget], snapsh
             results.append(_gpu_count(context, state))
             if pool.vendor == "nvidia":
                 results.append(_mig_mode(context, state))
+            results.append(_gpu_health(context, state))
     return results
 
 
@@ -119,6 +126,7 @@ class _Node:
     not_ready: str  # why the node is not Ready; "" when it is
     cordoned: bool
     allocatable: Mapping[str, Any]
+    gpu_conditions: tuple[GpuCondition, ...] = ()
 
     @classmethod
     def read(cls, item: Mapping[str, Any]) -> _Node:
@@ -140,6 +148,7 @@ class _Node:
             not_ready=why,
             cordoned=bool((item.get("spec") or {}).get("unschedulable")),
             allocatable=status.get("allocatable") or {},
+            gpu_conditions=read_gpu_conditions(item),
         )
 
 
@@ -221,6 +230,7 @@ class _NodeState:
     pod: _Pod | None
     report: SmiReport | None  # None: no SMI output was collected
     exec_note: str | None
+    health: HealthReport | None = None  # None: no SMI output was collected
 
 
 @dataclass(frozen=True)
@@ -265,8 +275,17 @@ class _PoolContext:
         return f"AKS installs the driver with the node image: upgrade it with {self.node_image_upgrade()}"
 
 
-def _parse(text: str | None, pool: ResolvedPool) -> SmiReport | None:
-    return None if text is None else parse_smi(text, pool.vendor)
+def _node_state(node: _Node, pod: _Pod | None, text: str | None, note: str | None, pool: ResolvedPool) -> _NodeState:
+    """The node's SMI report and health findings, read in one pass; a parser failure stays with this node."""
+    if text is None:
+        return _NodeState(node=node, pod=pod, report=None, exec_note=note)
+    try:
+        report, health = read_smi_and_health(text, pool.vendor)
+    except Exception as error:  # noqa: BLE001 - one node's output must not stop the checks of every other node
+        reason = f"the {pool.vendor} output parser failed on this node's output ({type(error).__name__}: {error})"[:300]
+        failed = replace(empty_report(pool.vendor), error=SmiError("unrecognized", reason))
+        return _NodeState(node, pod, failed, note, HealthReport((), (), pool.vendor, reason))
+    return _NodeState(node=node, pod=pod, report=report, exec_note=note, health=health)
 
 
 def _names(names: Sequence[str]) -> str:
@@ -434,7 +453,8 @@ def _expected_because(context: _PoolContext) -> str:
 
 def _quantity(raw: object) -> int | None:
     text = str(raw).strip()
-    return int(text) if text.isdigit() else None
+    # ASCII digits only: "²".isdigit() is True and int() refuses it; 15 digits is more GPUs than exist.
+    return int(text) if text.isascii() and text.isdigit() and len(text) <= 15 else None
 
 
 def _gpu_schedulable(context: _PoolContext, state: _NodeState) -> CheckResult:
@@ -712,7 +732,7 @@ def _mig_mode(context: _PoolContext, state: _NodeState) -> CheckResult:
             node,
             "fail",
             f"MIG devices of profile(s) {', '.join(other_profiles)} on this node, but the pool's migProfile is {profile}: "
-            "the GPUs were partitioned by hand or by another tool; reimage the node to get the pool's layout back",
+            f"the GPUs were partitioned by hand or by another tool; {_repartition_advice(pool)}",
         )
     expected = pool.expected_mig_devices_per_node
     found = len(report.mig_devices)
@@ -734,7 +754,7 @@ def _mig_mode(context: _PoolContext, state: _NodeState) -> CheckResult:
             node,
             "fail",
             f"{found} MIG device(s), expected {expected} ({pool.gpus_per_node} GPU(s) x {pool.mig_instances_per_gpu} x "
-            f"{pool.mig_profile}){detail}: {why}; reimage the node so AKS partitions it again",
+            f"{pool.mig_profile}){detail}: {why}; {_repartition_advice(pool)}",
         )
     return context.result(
         "mig-mode",
@@ -742,3 +762,82 @@ def _mig_mode(context: _PoolContext, state: _NodeState) -> CheckResult:
         "pass",
         f"MIG on, {found} x {pool.mig_profile} ({pool.gpus_per_node} GPU(s) x {pool.mig_instances_per_gpu})",
     )
+
+
+# ---------------------------------------------------------------- gpu-health
+
+_SHOWN_FINDINGS = 4  # findings spelled out in one message before "+N more"
+
+
+def _gpu_health(context: _PoolContext, state: _NodeState) -> CheckResult:
+    node = state.node.name
+    report, health = state.report, state.health
+    conditions = state.node.gpu_conditions
+    active = [condition for condition in conditions if condition.active]
+    gpu_names = {gpu.bus_id: gpu.index for gpu in report.gpus if gpu.bus_id} if report is not None else {}
+
+    def where(gpu: str | None) -> str:
+        index = gpu_names.get(gpu) if gpu is not None else None
+        return f"GPU {index} ({gpu})" if index is not None else (f"GPU {gpu}" if gpu else "the node")
+
+    findings = health.findings if health is not None else ()
+    problems = [f"{where(f.gpu)}: {f.id}: {f.message}" for f in findings if f.severity == "critical"] + [
+        f"Node Problem Detector condition {c.type}=True ({c.reason or 'no reason given'}"
+        f"{f': {c.message}' if c.message else ''}): {c.advice}"
+        for c in active
+        if c.severity == "critical"
+    ]
+    if problems:
+        return context.result("gpu-health", node, "fail", _listed(problems))
+    notes = [f"{where(f.gpu)}: {f.id}: {f.message}" for f in findings if f.severity == "warning"] + [
+        f"Node Problem Detector condition {c.type}=True: {c.advice}" for c in active if c.severity != "critical"
+    ]
+    read = _health_read(context, report, health, conditions)
+    if notes:
+        return context.result("gpu-health", node, "warn", f"{_listed(notes)} ({read})")
+    if (health is None or not health.checked) and not conditions:
+        why = "no output from this node" if report is None else "its output shows no health data"
+        return context.result(
+            "gpu-health",
+            node,
+            "warn",
+            f"not checked: `{context.command}`: {why} (see smi-error), and the node carries no Node Problem Detector "
+            "GPU condition (AKS sets them only on the GPU sizes it monitors, and not with gpuDriver None)",
+        )
+    return context.result("gpu-health", node, "pass", f"no health problem: {read}")
+
+
+def _listed(items: Sequence[str]) -> str:
+    shown = "; ".join(items[:_SHOWN_FINDINGS])
+    return shown + (f"; +{len(items) - _SHOWN_FINDINGS} more" if len(items) > _SHOWN_FINDINGS else "")
+
+
+def _health_read(
+    context: _PoolContext, report: SmiReport | None, health: HealthReport | None, conditions: Sequence[GpuCondition]
+) -> str:
+    """What the check read, so a pass never claims what was not looked at."""
+    parts = []
+    if health is not None and health.checked:
+        gpus = f" on {len(report.gpus)} GPU(s)" if report is not None and report.gpus else ""
+        parts.append(f"`{context.command}` checked {', '.join(health.checked)}{gpus}")
+    elif report is not None:
+        parts.append(f"`{context.command}` gave no health data (see smi-error)")
+    if conditions:
+        parts.append("Node Problem Detector GPU conditions " + ", ".join(f"{c.type}={c.status}" for c in conditions))
+    else:
+        parts.append("no Node Problem Detector GPU condition on the node")
+    return "; ".join(parts)
+
+
+def _repartition_advice(pool: ResolvedPool) -> str:
+    """How a pool's GPUs get their MIG layout back: who partitions them decides it (``ResolvedPool.mig_partitioner``)."""
+    if pool.mig_partitioner == "gpu-operator":
+        # The GPU Operator's MIG manager applies the mig-parted config the node's nvidia.com/mig.config label names
+        # and reports the outcome in nvidia.com/mig.config.state (success, pending, rebooting or failed).
+        # https://docs.nvidia.com/datacenter/cloud-native/gpu-operator/latest/gpu-operator-mig.html
+        return (
+            "the GPU Operator's MIG manager partitions this pool: check the node's nvidia.com/mig.config.state label and "
+            "the nvidia-mig-manager pod's log on it, then relabel nvidia.com/mig.config to have it applied again"
+        )
+    # AKS partitions at node creation from the pool's gpuInstanceProfile, so a fresh node gets the layout back.
+    return "reimage the node so AKS partitions it again"

@@ -8,11 +8,15 @@ platform change (a MIG profile, a new taint, a spot pool) reaches the Job on the
 Config (``Pulumi.<stack>.yaml``; only ``platformStack`` is required):
   platformStack  the platform stack, ``<org>/<project>/<stack>``
   gpuPool        the platform's GPU pool to train on: a key of its ``pools`` output (default ``train``)
-  workloadType   the namespace's workload type, the ``workload`` of that pool (default ``training``)
+  workloadType   the namespace's workload type (default: the ``workload`` of that pool)
   namespace      the team's namespace (default ``team-vision``)
   gpuQuota       GPUs the namespace may hold in all (default 8)
   gpus           GPUs of the training Job (default: all of one node; a pod cannot span nodes)
   image          the training image (default: NGC PyTorch)
+
+A wrong setting stops the program with one clean message (a ``pulumi.RunError``, which Pulumi prints without a
+traceback) and nothing is created: the settings of this stack are checked first, and everything that depends on
+the platform's pools (the namespace and its objects, the Job) waits for the chosen pool to be checked.
 """
 
 from typing import NotRequired, TypedDict, cast
@@ -41,27 +45,25 @@ class PlatformPool(TypedDict):
     resourceName: str
     resourceCountPerNode: int
     vmSize: str
+    workload: str
     migProfile: NotRequired[str]
     migStrategy: NotRequired[str]
 
 
-def pool_named(pools: dict[str, PlatformPool], name: str) -> PlatformPool:
+def checked_pool(pools: dict[str, PlatformPool], name: str, wanted: int | None, quota: int) -> tuple[PlatformPool, int]:
+    """The platform's pool ``name`` and the Job's GPU count: ``wanted``, or every GPU of one node. It must fit one
+    node and the namespace quota, or the pod would never schedule (or never be created)."""
     if name not in pools:
-        raise ValueError(f"the platform stack has no GPU pool {name!r}; its pools: {', '.join(sorted(pools))}")
-    return pools[name]
-
-
-def job_gpus(pool: PlatformPool, wanted: int | None, quota: int) -> int:
-    """The Job's GPU count: ``wanted``, or every GPU of one node. It must fit one node and the namespace quota,
-    or the pod would never schedule (or never be created)."""
+        raise pulumi.RunError(f"gpuPool: the platform stack has no GPU pool {name!r}; its pools: {', '.join(sorted(pools))}")
+    pool = pools[name]
     per_node = int(pool["resourceCountPerNode"])  # JSON numbers come back from a StackReference as floats
     gpus = wanted if wanted is not None else per_node
-    if gpus < 1 or (per_node and gpus > per_node) or gpus > quota:
-        raise ValueError(
+    if (per_node and gpus > per_node) or gpus > quota:
+        raise pulumi.RunError(
             f"gpus is {gpus}: set it between 1 and the smaller of one node's {per_node or '(unknown)'} "
             f"{pool['resourceName']} and the namespace's gpuQuota {quota}"
         )
-    return gpus
+    return pool, gpus
 
 
 config = pulumi.Config()
@@ -70,22 +72,34 @@ pool_name = config.get("gpuPool") or "train"
 configured_quota = config.get_int("gpuQuota")
 gpu_quota = 8 if configured_quota is None else configured_quota
 wanted_gpus = config.get_int("gpus")
+# What this stack's own settings say is checked before anything else.
+if gpu_quota < 1 or (wanted_gpus is not None and not 1 <= wanted_gpus <= gpu_quota):
+    raise pulumi.RunError(f"gpus is {wanted_gpus} and gpuQuota {gpu_quota}: both at least 1, gpus at most gpuQuota")
 
 pools = platform.require_output("pools")
-pool: pulumi.Output[PlatformPool] = pools.apply(lambda found: pool_named(found, pool_name))
-gpu_resources = pulumi.Output.all(pool, pool.apply(lambda p: job_gpus(p, wanted_gpus, gpu_quota))).apply(
-    lambda v: {v[0]["resourceName"]: str(v[1])}
+# The chosen pool and the Job's GPU count, checked. Everything below waits for them, so a wrong pool or count stops
+# the program before any object is created.
+checked = pools.apply(lambda found: checked_pool(found, pool_name, wanted_gpus, gpu_quota))
+pool: pulumi.Output[PlatformPool] = checked.apply(lambda c: c[0])
+gpu_resources = checked.apply(lambda c: {c[0]["resourceName"]: str(c[1])})
+
+# The kubeconfig output is a secret in the platform stack, and stays one here. The cluster's ARM id as the
+# provider's clusterIdentifier: a rotated kubeconfig then updates the provider instead of replacing it, and with it
+# every object of this stack (https://www.pulumi.com/registry/packages/kubernetes/api-docs/provider/).
+provider = k8s.Provider(
+    "platform-cluster",
+    kubeconfig=platform.require_output("kubeconfig"),
+    cluster_identifier=platform.require_output("clusterId"),
 )
 
-# The kubeconfig output is a secret in the platform stack, and stays one here.
-provider = k8s.Provider("platform-cluster", kubeconfig=platform.require_output("kubeconfig"))
-
+configured_type = config.get("workloadType")
 team = GpuWorkloadNamespace(
     "team",
     {
         "workload": {
             "name": config.get("namespace") or "team-vision",
-            "type": config.get("workloadType") or "training",
+            # The pool's workload type by default: the type the platform's admission policy expects there.
+            "type": pool.apply(lambda p: configured_type or p["workload"]),
             "gpu_quota": gpu_quota,
             "pod_security": "restricted",
         },

@@ -19,7 +19,7 @@ BAD = str(OBJECTS / "pods-bad.yaml")
 GPU_POD_WITHOUT_TOLERATION = """\
 apiVersion: v1
 kind: Pod
-metadata: {name: trainer}
+metadata: {name: trainer, namespace: gpu-training}
 spec:
   containers:
     - {name: trainer, image: busybox, resources: {limits: {nvidia.com/gpu: 1}}}
@@ -63,7 +63,7 @@ def test_json_is_the_only_thing_on_stdout(capsys: pytest.CaptureFixture[str], tm
     assert decisions == [
         {
             "kind": "Pod",
-            "namespace": "default",
+            "namespace": "gpu-training",
             "name": "trainer",
             "allowed": False,
             "messages": [
@@ -130,3 +130,74 @@ def test_no_files_is_a_usage_error() -> None:
     with pytest.raises(SystemExit) as exit_info:
         run(["admission", "check", "--stack", "prod"])
     assert exit_info.value.code == 2
+
+
+def test_an_empty_file_is_an_input_error_not_all_admitted(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    empty = tmp_path / "empty.yaml"
+    empty.write_text("---\n# nothing here\n")
+    assert run(["admission", "check", "--stack", "prod", "--json", str(empty)]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == "" and "empty.yaml: no objects found" in captured.err
+
+
+@pytest.mark.parametrize(
+    ("content", "complaint"),
+    [
+        (b"\x89PNG\r\n\x1a\n\xff\xfe\x00", "not UTF-8 text (byte 0x89 at offset 0)"),
+        (
+            b"apiVersion: v1\nkind: Pod\nmetadata: {name: p, namespace: [x]}\nspec: {containers: [{name: c}]}\n",
+            "bad.yaml#1 Pod/p: metadata.namespace: a string is required, not a list",
+        ),
+        (
+            b"apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec: {containers: [{name: c, resources: {limits: "
+            + b"{nvidia.com/gpu: "
+            + b"7" * 400
+            + b"}}}]}\n",
+            "bad.yaml#1 Pod/p: spec.containers[0].resources.limits['nvidia.com/gpu']: a 400-digit integer does not fit",
+        ),
+    ],
+)
+def test_hostile_files_exit_2_naming_file_and_object(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, content: bytes, complaint: str
+) -> None:
+    bad = tmp_path / "bad.yaml"
+    bad.write_bytes(content)
+    assert run(["admission", "check", "--stack", "prod", str(bad)]) == 2
+    assert complaint in " ".join(capsys.readouterr().err.split())
+
+
+def test_a_directory_is_an_input_error(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    assert run(["admission", "check", "--stack", "prod", str(tmp_path)]) == 2
+    assert "not a regular file" in capsys.readouterr().err
+
+
+def test_markup_in_names_is_shown_literally(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    pod = tmp_path / "pod.yaml"
+    pod.write_text(
+        "apiVersion: v1\nkind: Pod\nmetadata: {name: '[bold red]x[/bold red]', namespace: '[/x]'}\n"
+        "spec: {containers: [{name: c, resources: {limits: {nvidia.com/gpu: 1}}}]}\n"
+    )
+    assert run(["admission", "check", "--stack", "prod", str(pod)]) == 1
+    output = capsys.readouterr().out
+    assert "[bold red]x[/bold red]" in output and "[/x]" in output
+
+
+@pytest.mark.parametrize("engine", ["cel-python", "cel-cpp"])
+def test_either_engine_can_be_chosen(capsys: pytest.CaptureFixture[str], engine: str) -> None:
+    assert run(["admission", "check", "--stack", "prod", "--engine", engine, "--json", BAD]) == 1
+    assert sum(not d["allowed"] for d in json.loads(capsys.readouterr().out)) == 12
+
+
+def test_past_500_objects_the_denied_ones_are_listed_and_the_admitted_counted(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    good = "apiVersion: v1\nkind: Pod\nmetadata: {name: web-%d}\nspec: {containers: [{name: c}]}\n"
+    bad = "apiVersion: v1\nkind: Pod\nmetadata: {name: '[/x]-%d', namespace: default}\n"
+    bad += "spec: {nodeName: n, containers: [{name: c}]}\n"
+    many = tmp_path / "many.yaml"
+    many.write_text("---\n".join([good % i for i in range(600)] + [bad % i for i in range(3)]))
+    assert run(["admission", "check", "--stack", "prod", str(many)]) == 1
+    output = capsys.readouterr().out
+    assert "web-1 " not in output and output.count("denied Pod/[/x]-") == 3
+    assert "denied Pod/[/x]-2 in default (" in output and "  - spec.nodeName is set (n)" in output
+    assert "600 admitted, 3 denied (more than 500 objects: only the denied ones are listed" in " ".join(output.split())

@@ -1,9 +1,12 @@
-"""``aksgpu admission check`` over the good and bad objects in tests/admission/objects/.
+"""``aksgpu admission check`` and the rendered policy over the good, bad and adversarial objects in tests/admission/objects/.
 
 Each object carries what the check must decide in its annotations (which the policy does not read):
 ``expect.aks-gpu.test/decision`` (admitted or denied), and ``.../message`` (the denial, or its start) or
-``.../note`` (why the policy does not apply). ``placement.yaml`` runs on the prod stack with
-``admission.restrictToWorkloadNamespaces: true``, every other file on the prod stack as it is.
+``.../note`` (why the policy does not apply); the attacker's files also name the ``.../threat`` each object covers.
+``timesliced.yaml`` runs on the dev stack (a time-sliced pool), every other file on the prod stack as it is.
+
+Every object goes through the command line (with the engine it picks) and through the rendered policy on both CEL
+engines, cel-python and cel-cpp: any difference in decision or message between them fails.
 """
 
 from __future__ import annotations
@@ -18,41 +21,44 @@ from typing import Any
 import pytest
 import yaml
 
-from components.admission.evaluate import evaluate
+from components.admission.engine import ENGINE_NAMES, engine_named
+from components.admission.evaluate import Decision, evaluate
 from components.admission.policy import render_policy, workload_namespaces
 from components.cli import admission
-from tests.conftest import STACKS_DIR, stack_model
+from tests.conftest import stack_model
 
 OBJECTS_DIR = Path(__file__).parent / "objects"
 EXPECT = "expect.aks-gpu.test/"
-RESTRICTED_FILES = {"placement.yaml"}
+FILE_STACKS = {"timesliced.yaml": "dev"}
+ATTACKER_FILES = {"adversarial.yaml", "timesliced.yaml"}
 
 
 def expanded(document: dict[str, Any]) -> list[dict[str, Any]]:
     return [item for entry in document["items"] for item in expanded(entry)] if document["kind"] == "List" else [document]
 
 
+def objects_of(path: Path) -> list[dict[str, Any]]:
+    return [obj for doc in yaml.safe_load_all(path.read_text()) if doc for obj in expanded(doc)]
+
+
 def cases() -> list[Any]:
     found = []
     for path in sorted(OBJECTS_DIR.glob("*.yaml")):
-        objects = [obj for doc in yaml.safe_load_all(path.read_text()) if doc for obj in expanded(doc)]
-        for index, obj in enumerate(objects):
+        for index, obj in enumerate(objects_of(path)):
             found.append(pytest.param(path.name, index, obj, id=f"{path.stem}-{obj['metadata']['name']}"))
     return found
 
 
-@pytest.fixture(scope="module")
-def decisions(tmp_path_factory: pytest.TempPathFactory) -> dict[str, list[dict[str, Any]]]:
-    """The --json output of one check per file, by file name."""
-    stack_file = yaml.safe_load((STACKS_DIR / "Pulumi.prod.yaml").read_text())
-    stack_file["config"]["aks-gpu:admission"]["restrictToWorkloadNamespaces"] = True
-    restricted = tmp_path_factory.mktemp("stack") / "Pulumi.prod-restricted.yaml"
-    restricted.write_text(yaml.safe_dump(stack_file))
+def stack_of(file: str) -> str:
+    return FILE_STACKS.get(file, "prod")
 
+
+@pytest.fixture(scope="module")
+def decisions() -> dict[str, list[dict[str, Any]]]:
+    """The --json output of one check per file, by file name."""
     results = {}
     for path in sorted(OBJECTS_DIR.glob("*.yaml")):
-        config = ["--config-file", str(restricted)] if path.name in RESTRICTED_FILES else []
-        argv = ["admission", "check", "--stack", "prod", *config, "--json", str(path)]
+        argv = ["admission", "check", "--stack", stack_of(path.name), "--json", str(path)]
         parser = argparse.ArgumentParser(prog="aksgpu")
         admission.register(parser.add_subparsers(dest="command"))
         args = parser.parse_args(argv)
@@ -62,6 +68,23 @@ def decisions(tmp_path_factory: pytest.TempPathFactory) -> dict[str, list[dict[s
         results[path.name] = json.loads(stdout.getvalue())
         denied = any(not d["allowed"] for d in results[path.name])
         assert exit_code == (1 if denied else 0), path.name
+    return results
+
+
+@pytest.fixture(scope="module")
+def by_engine() -> dict[str, dict[str, list[Decision]]]:
+    """Per engine, per file: the rendered policy's decisions."""
+    results: dict[str, dict[str, list[Decision]]] = {}
+    for name in ENGINE_NAMES:
+        engine = engine_named(name)
+        results[name] = {}
+        for path in sorted(OBJECTS_DIR.glob("*.yaml")):
+            model = stack_model(stack_of(path.name))
+            namespaces = {
+                **workload_namespaces(model),
+                **{o["metadata"]["name"]: o for o in objects_of(path) if o["kind"] == "Namespace"},
+            }
+            results[name][path.name] = evaluate(objects_of(path), render_policy(model), namespaces, engine=engine)
     return results
 
 
@@ -79,14 +102,26 @@ def test_decision_and_message(decisions: dict[str, list[dict[str, Any]]], file: 
         assert decision["messages"][0].startswith(expect["message"]) or expect["message"] in decision["messages"][0]
     if "note" in expect:
         # Why the policy left the object alone: not in the JSON contract, so asked of the evaluator.
-        model = stack_model("prod")
+        model = stack_model(stack_of(file))
         [evaluated] = evaluate([obj], render_policy(model), workload_namespaces(model))
         assert expect["note"] in evaluated.note
 
 
+@pytest.mark.parametrize(("file", "index", "obj"), cases())
+def test_both_engines_agree(by_engine: dict[str, dict[str, list[Decision]]], file: str, index: int, obj: dict[str, Any]) -> None:
+    python, cpp = (by_engine[name][file][index] for name in ("cel-python", "cel-cpp"))
+    assert (python.allowed, python.messages, python.note) == (cpp.allowed, cpp.messages, cpp.note)
+    assert not any("resulted in error" in message for message in python.messages), python.messages
+
+
 def test_every_case_says_what_it_expects() -> None:
+    threats = 0
     for param in cases():
-        _, _, obj = param.values
+        file, _, obj = param.values
         annotations = obj["metadata"]["annotations"]
         assert annotations[f"{EXPECT}decision"] in {"admitted", "denied"}
         assert (annotations[f"{EXPECT}decision"] == "denied") == (f"{EXPECT}message" in annotations)
+        if file in ATTACKER_FILES:
+            assert annotations[f"{EXPECT}threat"].strip(), obj["metadata"]["name"]
+            threats += 1
+    assert threats >= 30

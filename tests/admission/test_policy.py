@@ -2,14 +2,22 @@
 
 from __future__ import annotations
 
+import copy
 import re
 from typing import Any
 
 import pytest
 from kubernetes.client.models import V1ValidatingAdmissionPolicy, V1ValidatingAdmissionPolicyBinding
 
-from components.admission.evaluate import compile_bindings
-from components.admission.policy import BINDING_NAME, POLICY_NAME, gpu_resource_names, pools_by_type, render_policy
+from components.admission.evaluate import build_request, compile_bindings, evaluate, evaluate_request
+from components.admission.policy import (
+    BINDING_NAME,
+    POLICY_NAME,
+    gpu_resource_names,
+    pools_by_type,
+    render_policy,
+    workload_namespaces,
+)
 from components.config import ConfigError, validate_config
 from components.model import PlatformModel, resolve
 from tests.conftest import STACK_NAMES, minimal_raw, raw_stack, stack_model
@@ -19,7 +27,9 @@ from tests.conftest import STACK_NAMES, minimal_raw, raw_stack, stack_model
 CEL_RESERVED = ("as", "break", "const", "continue", "else", "for", "function", "if", "import", "let", "loop",
                 "package", "namespace", "return", "var", "void", "while")  # fmt: skip
 # Functions and macros of standard CEL, cel-go's string extension and the Kubernetes quantity library.
-KUBERNETES_CEL_CALLS = {"has", "size", "string", "all", "exists", "filter", "map", "startsWith", "join", "quantity", "compareTo"}
+KUBERNETES_CEL_CALLS = {
+    "has", "size", "string", "all", "exists", "filter", "map", "startsWith", "join", "quantity", "compareTo", "isGreaterThan",
+}  # fmt: skip
 
 
 def model_with(**admission: Any) -> PlatformModel:
@@ -78,6 +88,8 @@ def test_matches_pods_and_every_workload_template_on_create_and_update() -> None
     matched = {(group, resource) for rule in rules for group in rule["apiGroups"] for resource in rule["resources"]}
     assert matched == {
         ("", "pods"),
+        ("", "pods/ephemeralcontainers"),
+        ("", "replicationcontrollers"),
         ("apps", "deployments"),
         ("apps", "replicasets"),
         ("apps", "statefulsets"),
@@ -88,23 +100,39 @@ def test_matches_pods_and_every_workload_template_on_create_and_update() -> None
     assert all(rule["operations"] == ["CREATE", "UPDATE"] and rule["apiVersions"] == ["v1"] for rule in rules)
 
 
-def test_exempt_namespaces_are_left_out_by_the_namespace_selector() -> None:
-    default = render_policy(stack_model("prod"))[0]["spec"]["matchConstraints"]["namespaceSelector"]
-    assert default == {
-        "matchExpressions": [
-            {
-                "key": "kubernetes.io/metadata.name",
-                "operator": "NotIn",
-                "values": ["kube-system", "gpu-resources", "gpu-operator", "monitoring"],
-            }
-        ]
-    }
-    custom = render_policy(model_with(exemptNamespaces=["kube-system", "ray-system"]))[0]
-    assert custom["spec"]["matchConstraints"]["namespaceSelector"]["matchExpressions"][0]["values"] == [
-        "kube-system",
-        "ray-system",
-    ]
-    assert render_policy(model_with(exemptNamespaces=[]))[0]["spec"]["matchConstraints"]["namespaceSelector"] == {}
+def exempt_of(model: PlatformModel) -> list[str]:
+    selector = render_policy(model)[0]["spec"]["matchConstraints"]["namespaceSelector"]
+    [expression] = selector["matchExpressions"]
+    assert (expression["key"], expression["operator"]) == ("kubernetes.io/metadata.name", "NotIn")
+    return list(expression["values"])
+
+
+def test_exempt_namespaces_are_derived_from_what_the_stack_installs() -> None:
+    # prod: cilium, storage v2: AKS's kube-system and the stack's gpu-resources, nothing else.
+    assert exempt_of(stack_model("prod")) == ["kube-system", "gpu-resources"]
+    raw = raw_stack("prod")
+    raw["aks-gpu:cluster"]["networkPolicy"] = "calico"
+    raw["aks-gpu:storage"] = {"flavour": "v1"}
+    calico_v1 = resolve(validate_config(raw, "test").config)
+    assert exempt_of(calico_v1) == ["kube-system", "gpu-resources", "calico-system", "tigera-operator", "acstor"]
+    # The user's list comes on top, each namespace once.
+    assert exempt_of(model_with(exemptNamespaces=["ray-system", "kube-system"])) == ["kube-system", "gpu-resources", "ray-system"]
+
+
+def test_a_workload_namespace_cannot_be_exempt() -> None:
+    raw = raw_stack("prod")
+    raw["aks-gpu:admission"] = {"exemptNamespaces": ["gpu-training"]}
+    with pytest.raises(ConfigError) as error:
+        validate_config(raw, "test")
+    assert any(
+        p.path == "aks-gpu:admission.exemptNamespaces" and "gpu-training is a workload namespace" in p.message
+        for p in error.value.problems
+    )
+    raw = raw_stack("prod")
+    raw["aks-gpu:workloads"][0]["name"] = "kube-system"
+    with pytest.raises(ConfigError) as error:
+        validate_config(raw, "test")
+    assert any(p.path == "aks-gpu:workloads[0].name" and "exempt" in p.message for p in error.value.problems)
 
 
 def test_gpu_resource_names_come_from_the_pools() -> None:
@@ -129,13 +157,76 @@ def test_pools_by_type_follow_the_model() -> None:
     assert pools_by_type(stack_model("prod")) == {"inference": ("infer",), "training": ("train",)}
 
 
-def test_workload_namespace_rule_only_when_configured() -> None:
-    plain = render_policy(stack_model("prod"))[0]["spec"]
-    restricted = render_policy(model_with(restrictToWorkloadNamespaces=True))[0]["spec"]
-    assert len(restricted["validations"]) == len(plain["validations"]) + 2
-    added = {v["name"]: v["expression"] for v in restricted["variables"]}
-    assert added["poolsByType"] == "{'inference': ['infer'], 'training': ['train']}"
-    assert not any("workloadType" in v["expression"] for v in plain["validations"])
+def gpu_pod(namespace: str) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": "p", "namespace": namespace},
+        "spec": {
+            "tolerations": [{"key": "nvidia.com/gpu", "operator": "Exists"}],
+            "containers": [{"name": "c", "resources": {"limits": {"nvidia.com/gpu": 1}}}],
+        },
+    }
+
+
+def test_gpu_requests_outside_workload_namespaces_are_denied_unless_widened() -> None:
+    namespaces = workload_namespaces(stack_model("prod"))
+    restricted = evaluate([gpu_pod("ray"), gpu_pod("gpu-training")], render_policy(stack_model("prod")), namespaces)
+    assert [d.allowed for d in restricted] == [False, True]
+    assert "namespace ray is not one" in restricted[0].messages[0]
+    one_more = render_policy(model_with(gpuNamespaces=["ray"]))
+    assert [d.allowed for d in evaluate([gpu_pod("ray"), gpu_pod("web")], one_more)] == [True, False]
+    assert "also allowed: ray" in evaluate([gpu_pod("web")], one_more)[0].messages[0]
+    anywhere = render_policy(model_with(restrictToWorkloadNamespaces=False))
+    assert all(d.allowed for d in evaluate([gpu_pod("ray"), gpu_pod("default")], anywhere))
+    # Widened or not, a workload namespace's GPU pods still select only their own pools.
+    wrong = gpu_pod("gpu-training")
+    wrong["spec"]["nodeSelector"] = {"aks-gpu/pool": "infer"}
+    assert not evaluate([wrong], anywhere, namespaces)[0].allowed
+
+
+def node_name_pod(**metadata: Any) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": "p", "namespace": "web", **metadata},
+        "spec": {"nodeName": "aks-train-12345678-vmss000000", "containers": [{"name": "c"}]},
+    }
+
+
+def test_node_name_is_refused_from_clients_not_from_the_scheduler_or_the_kubelet() -> None:
+    bindings = compile_bindings(render_policy(stack_model("prod")))
+    scheduled = node_name_pod()
+    relabelled = copy.deepcopy(scheduled)
+    relabelled["spec"]["containers"][0]["image"] = "nginx:2"  # a spec change on a pod the scheduler bound
+    update = evaluate_request(build_request(relabelled, operation="UPDATE", old_object=scheduled), bindings)
+    assert update.allowed, update.messages
+    created = evaluate_request(build_request(scheduled), bindings)
+    assert not created.allowed and created.messages[0].startswith("spec.nodeName is set (aks-train-12345678-vmss000000)")
+    # The kubelet's mirror pod of a static pod: created by the node, annotated as a mirror.
+    mirror = node_name_pod(annotations={"kubernetes.io/config.mirror": "abc"})
+    by_node = build_request(mirror, user=("system:node:aks-train-12345678-vmss000000", ["system:nodes"]))
+    assert evaluate_request(by_node, bindings).allowed
+    assert not evaluate_request(build_request(mirror), bindings).allowed  # the annotation alone is not enough
+
+
+def test_an_ephemeral_container_added_later_is_judged() -> None:
+    bindings = compile_bindings(render_policy(stack_model("prod")))
+    running = gpu_pod("gpu-training")
+    running["spec"]["nodeName"] = "aks-train-12345678-vmss000000"
+    debugged = copy.deepcopy(running)
+    debugged["spec"]["ephemeralContainers"] = [
+        {"name": "debug", "image": "busybox", "env": [{"name": "NVIDIA_VISIBLE_DEVICES", "value": "all"}]}
+    ]
+    namespaces = workload_namespaces(stack_model("prod"))
+    request = build_request(debugged, namespaces, "UPDATE", running, subresource="ephemeralcontainers")
+    decision = evaluate_request(request, bindings)
+    assert not decision.allowed
+    assert decision.messages == (
+        "container debug sets NVIDIA_VISIBLE_DEVICES: the NVIDIA container runtime hands a container the GPUs this "
+        "variable names, past the scheduler and the GPU quota. Remove it and ask for GPUs in resources.limits (the "
+        "device plugin sets it for the GPUs a container is given)",
+    )
 
 
 def test_disabled_admission_renders_nothing() -> None:

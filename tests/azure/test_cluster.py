@@ -150,7 +150,7 @@ def test_bad_cluster_args_fail_with_the_key_and_register_nothing(harness: MockHa
     with pytest.raises(pulumi.RunError) as caught:
         harness.run(lambda: GpuCluster("team", GpuClusterArgs(cluster=spec, location="westeurope")))
     message = str(caught.value)
-    assert "name: 'aks team' is not allowed" in message and "network_policy: 'weave' is not allowed" in message
+    assert "cluster.name: 'aks team' is not allowed" in message and "cluster.networkPolicy: 'weave' is not allowed" in message
 
 
 # ---------------------------------------------------------------- the deploying identity's Kubernetes access

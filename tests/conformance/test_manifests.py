@@ -9,7 +9,6 @@ The schemas come from ``kubernetes-validate``, which bundles them in its wheel (
 from __future__ import annotations
 
 import copy
-import datetime
 import importlib.resources
 import re
 import socket
@@ -19,12 +18,8 @@ import kubernetes_validate  # type: ignore[import-untyped]
 import pytest
 from kubernetes_validate.utils import all_versions  # type: ignore[import-untyped]
 
-from components.aks_facts import kubernetes_calendar
 from tests.conformance import STACK_NAMES, Manifest, planned
-
-# The Kubernetes minors AKS supports today (GA and not past end of life), from the AKS release calendar data
-# (components/data/aks_versions.yaml, with its source and reading date): the matrix moves with the calendar.
-AKS_VERSIONS = kubernetes_calendar().supported(datetime.date.today())
+from tests.conftest import AKS_VERSIONS
 
 # Kinds that are CustomResourceDefinitions, so no Kubernetes release schema knows them: each with who defines
 # it. Only these may be skipped; anything else kubernetes-validate does not know is a failure (a typo in

@@ -142,9 +142,17 @@ def test_the_team_namespace_is_fenced_like_the_platforms_own(team: PlanResult) -
     assert deny["spec"]["policyTypes"] == ["Ingress", "Egress"]
 
 
+def test_the_namespace_type_is_its_pools_workload_by_default(platform_outputs: dict[str, Any]) -> None:
+    result = run_team(platform_outputs, gpuPool="infer", namespace="team-serve", gpus=1)
+    assert manifest(result, "Namespace", "_", "team-serve")["metadata"]["labels"]["aks-gpu/workload"] == "inference"
+    assert admission(result, restricted_prod()).allowed
+
+
 def test_the_kubeconfig_stays_a_secret_in_the_team_stack(team: PlanResult) -> None:
     [provider] = team.by_type("pulumi:providers:kubernetes")
     assert provider.inputs["kubeconfig"] == SECRET
+    # Keyed by the cluster's ARM id: a rotated kubeconfig updates the provider, it does not replace every object.
+    assert provider.inputs["clusterIdentifier"] == prod_outputs()["clusterId"]
     namespaced = [r for r in team.resources if r.custom and r.type.startswith("kubernetes:")]
     # Every Kubernetes object goes through that provider (the only one): none falls back to an ambient kubeconfig.
     providers = {r.options["provider"] for r in namespaced}
@@ -224,7 +232,7 @@ def test_on_the_dev_platform_the_job_also_tolerates_spot_eviction() -> None:
 
 def test_a_namespace_type_that_does_not_match_its_pool_is_refused_by_the_platform(platform_outputs: dict[str, Any]) -> None:
     # A training namespace sending its Job to the inference pool: the platform's rule 3 refuses it.
-    result = run_team(platform_outputs, gpuPool="infer", gpus=1)
+    result = run_team(platform_outputs, gpuPool="infer", workloadType="training", gpus=1)
     decision = admission(result, restricted_prod())
     assert not decision.allowed
     assert "training pools" in " ".join(decision.messages)
@@ -232,49 +240,80 @@ def test_a_namespace_type_that_does_not_match_its_pool_is_refused_by_the_platfor
 
 FAILING_CONFIGS: dict[str, dict[str, Any]] = {
     "unknown pool": {"gpuPool": "gpu"},
-    "more than one node": {"gpus": 9},
+    "more than one node": {"gpus": 9, "gpuQuota": 16},
     "more than the quota": {"gpus": 8, "gpuQuota": 4},
+    "no gpus": {"gpus": 0},
 }
-# Runs each config of FAILING_CONFIGS and prints the messages as JSON. The mock settings share the runtime's set
-# of pending outputs across runs, and a run that fails midway leaves its failed ones (bound to its closed event
-# loop) there: dropped between runs, as pulumi.runtime.mocks.test does.
+
+
+class RecordingPlatformMocks(PlatformStackMocks):
+    """Also remembers the type of every resource the engine was asked to create, for runs that fail."""
+
+    def __init__(self, stacks: Mapping[str, Mapping[str, Any]]) -> None:
+        super().__init__(stacks)
+        self.created: list[str] = []
+
+    def new_resource(self, args: MockResourceArgs) -> tuple[str | None, dict[str, Any]]:
+        self.created.append(args.typ)
+        return super().new_resource(args)
+
+
+# Runs each config of FAILING_CONFIGS and prints, as JSON, the error's type and message and what was created.
+# The mock settings share the runtime's set of pending outputs across runs, and a run that fails midway leaves its
+# failed ones (bound to its closed event loop) there: dropped between runs, as pulumi.runtime.mocks.test does.
 FAILING_RUNS = """
 import json, sys
 from pulumi.runtime.settings import SETTINGS
-from tests.examples.test_team_stack import run_team
+from components.plan import run_program
+from tests.examples.test_team_stack import PLATFORM_STACK, PROJECT, TEAM_DIR, RecordingPlatformMocks
 request = json.load(sys.stdin)
-messages = {}
+found = {}
 for case, config in request["cases"].items():
+    mocks = RecordingPlatformMocks({PLATFORM_STACK: request["outputs"]})
+    raw = {f"{PROJECT}:platformStack": PLATFORM_STACK, **{f"{PROJECT}:{k}": v for k, v in config.items()}}
     try:
-        run_team(request["outputs"], **config)
-        messages[case] = ""
+        run_program(TEAM_DIR, "dev", raw, project=PROJECT, mocks=mocks)
+        found[case] = {"error": None}
     except Exception as error:
-        messages[case] = str(error)
+        found[case] = {"error": type(error).__name__, "message": str(error)}
+    found[case]["created"] = mocks.created
     SETTINGS.outputs.clear()
-print(json.dumps(messages))
+print(json.dumps(found))
 """
 
 
 @pytest.fixture(scope="module")
-def failures() -> dict[str, str]:
-    """The message the example fails with, per config of FAILING_CONFIGS. In a child interpreter, so that what
-    a failed program leaves in Pulumi's runtime (and asyncio's reports of it) stays out of the other tests."""
+def failures() -> dict[str, dict[str, Any]]:
+    """How the example fails, per config of FAILING_CONFIGS. In a child interpreter, so that what a failed
+    program leaves in Pulumi's runtime (and asyncio's reports of it) stays out of the other tests."""
     request = json.dumps({"outputs": prod_outputs(), "cases": FAILING_CONFIGS})
     done = subprocess.run(
         [sys.executable, "-c", FAILING_RUNS], cwd=PROJECT_DIR, input=request, capture_output=True, text=True, check=True
     )
-    messages: dict[str, str] = json.loads(done.stdout.strip().splitlines()[-1])
-    return messages
+    found: dict[str, dict[str, Any]] = json.loads(done.stdout.strip().splitlines()[-1])
+    return found
 
 
-def test_an_unknown_pool_names_the_platforms_pools(failures: dict[str, str]) -> None:
-    assert "no GPU pool 'gpu'" in failures["unknown pool"]
-    assert "its pools: infer, train" in failures["unknown pool"]
+def test_a_wrong_setting_stops_cleanly_before_anything_is_created(failures: dict[str, dict[str, Any]]) -> None:
+    # RunError: Pulumi prints the message alone, no traceback. Only the stack reference (a read) and the provider
+    # (nothing in the cluster) exist by then; no Kubernetes object was sent to the engine.
+    for case, found in failures.items():
+        assert found["error"] == "RunError", (case, found)
+        assert set(found["created"]) <= {STACK_REFERENCE, "pulumi:providers:kubernetes", "aks-gpu:index:GpuWorkloadNamespace"}
 
 
-def test_more_gpus_than_one_node_or_the_quota_is_refused(failures: dict[str, str], platform_outputs: dict[str, Any]) -> None:
-    assert "gpus is 9" in failures["more than one node"] and "one node's 8 nvidia.com/gpu" in failures["more than one node"]
-    assert "gpus is 8" in failures["more than the quota"] and "gpuQuota 4" in failures["more than the quota"]
+def test_an_unknown_pool_names_the_platforms_pools(failures: dict[str, dict[str, Any]]) -> None:
+    message = failures["unknown pool"]["message"]
+    assert message == "gpuPool: the platform stack has no GPU pool 'gpu'; its pools: infer, train"
+
+
+def test_more_gpus_than_one_node_or_the_quota_is_refused(
+    failures: dict[str, dict[str, Any]], platform_outputs: dict[str, Any]
+) -> None:
+    node, quota = failures["more than one node"]["message"], failures["more than the quota"]["message"]
+    assert "gpus is 9" in node and "one node's 8 nvidia.com/gpu" in node
+    assert "gpus is 8" in quota and "gpuQuota 4" in quota
+    assert failures["no gpus"]["message"].startswith("gpus is 0 and gpuQuota 8")
     # Within both: accepted.
     result = run_team(platform_outputs, gpus=4, gpuQuota=4)
     limits = pod_spec(manifest(result, "Job", "team-vision", "train"))["containers"][0]["resources"]["limits"]

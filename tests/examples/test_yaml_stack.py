@@ -3,7 +3,7 @@
 No Pulumi CLI here, so the program is checked the way the YAML runtime would read it: its ``aks-gpu`` resources
 against the package schema (types, declared inputs, required ones), every ``${...}`` against the names the
 program declares; then it is evaluated against a real plan of the platform's ``prod`` stack, its component
-constructed the way a YAML stack constructs it (camelCase inputs, a ``providers`` map), and its Job judged by the
+constructed the way a YAML stack constructs it (camelCase inputs, a ``providers`` list), and its Job judged by the
 platform's admission policy and compared with the Python example's."""
 
 from __future__ import annotations
@@ -19,11 +19,10 @@ import pulumi
 import pulumi_kubernetes as k8s
 import pytest
 import yaml
-from pulumi.provider.experimental.component import ComponentProvider
 
 from components.admission.evaluate import evaluate
 from components.admission.policy import render_policy
-from components.package import PACKAGE_NAME, PUBLIC_COMPONENTS, component_schema
+from components.package import PACKAGE_NAME, PUBLIC_COMPONENTS, PackageProvider, component_schema
 from components.plan import PlanResult
 from tests.conftest import PROJECT_DIR, MockHarness, stack_model
 from tests.examples.test_team_stack import manifest, pod_spec, prod_outputs, restricted_prod, team_plan
@@ -147,6 +146,53 @@ def test_every_reference_names_config_a_variable_or_a_resource() -> None:
                 assert root_of(ref) in program()["resources"]
 
 
+def option_problems(resources: Mapping[str, Any]) -> Iterator[str]:
+    """Resource options the YAML engine refuses (pulumi/pulumi-yaml pkg/pulumiyaml/run.go, 36f271cf):
+    ``dependsOn`` and ``providers`` must be lists of resources ("resource option providers value must be a list
+    of resources"; evaluateResourceListValuedOption), ``provider`` and ``parent`` one resource
+    (evaluateResourceValuedOption); ``provider``/``providers`` entries must be provider resources."""
+
+    def resource_of(value: Any) -> str | None:
+        whole = re.fullmatch(r"\$\{([A-Za-z_][\w-]*)\}", value) if isinstance(value, str) else None
+        return whole[1] if whole and whole[1] in resources else None
+
+    for name, resource in resources.items():
+        options = resource.get("options", {})
+        for option in ("dependsOn", "providers"):
+            if option not in options:
+                continue
+            if not isinstance(options[option], list):
+                yield f"{name}.options.{option}: must be a list of resources"
+                continue
+            for item in options[option]:
+                if resource_of(item) is None:
+                    yield f"{name}.options.{option}: {item!r} is not a resource"
+        for option in ("provider", "parent"):
+            if option in options and resource_of(options[option]) is None:
+                yield f"{name}.options.{option}: must be one resource"
+        for item in [options.get("provider"), *(options.get("providers") or [])]:
+            target = resource_of(item)
+            if target is not None and not str(resources[target]["type"]).startswith("pulumi:providers:"):
+                yield f"{name}.options: {item} is not a provider resource"
+
+
+def test_resource_options_have_the_shapes_the_yaml_engine_accepts() -> None:
+    assert list(option_problems(program()["resources"])) == []
+
+
+def test_the_option_check_refuses_a_providers_map() -> None:
+    # The shape this example had: a map of package to provider.
+    resources = copy.deepcopy(program()["resources"])
+    resources["team"]["options"]["providers"] = {"kubernetes": "${cluster}"}
+    resources["train"]["options"]["dependsOn"] = "${team}"
+    resources["train"]["options"]["provider"] = "${platform}"
+    assert list(option_problems(resources)) == [
+        "team.options.providers: must be a list of resources",
+        "train.options.dependsOn: must be a list of resources",
+        "train.options: ${platform} is not a provider resource",
+    ]
+
+
 def test_component_resources_exist_in_the_package_schema() -> None:
     used = {r["type"] for r in package_resources().values()}
     assert used == {"aks-gpu:index:GpuWorkloadNamespace"}
@@ -204,8 +250,11 @@ def test_the_schema_check_finds_misspelt_and_missing_keys() -> None:
 
 def construct_namespace(properties: Mapping[str, Any]) -> PlanResult:
     """The component as a YAML stack gets it: built by the package's provider from camelCase inputs, with the
-    Kubernetes provider handed over in a ``providers`` map (the option YAML's ``providers`` sets)."""
-    provider = ComponentProvider(PUBLIC_COMPONENTS, PACKAGE_NAME)
+    Kubernetes provider handed over in the ``providers`` list (the YAML engine passes it as
+    ``pulumi.Providers(...)``, which the SDK files under the provider's package)."""
+    provider = PackageProvider(PUBLIC_COMPONENTS, PACKAGE_NAME)
+    [listed] = program()["resources"]["team"]["options"]["providers"]
+    assert listed == "${cluster}"
 
     def program_() -> None:
         cluster = k8s.Provider("cluster", kubeconfig="{}")
@@ -213,7 +262,7 @@ def construct_namespace(properties: Mapping[str, Any]) -> PlanResult:
             "team",
             "aks-gpu:index:GpuWorkloadNamespace",
             dict(properties),
-            pulumi.ResourceOptions(providers={"kubernetes": cluster}),
+            pulumi.ResourceOptions(providers=[cluster]),
         )
         pulumi.export("team", result.state)
 
@@ -264,6 +313,9 @@ def test_the_job_is_placed_from_the_platforms_train_pool() -> None:
     assert container["resources"]["limits"] == container["resources"]["requests"] == {"nvidia.com/gpu": 8}
     assert evaluated()[0]["outputs"] == {"namespace": "team-vision", "jobName": "train"}
     assert evaluated()[0]["cluster"]["kubeconfig"] == prod_outputs()["kubeconfig"]
+    # The provider is the cluster's for good: keyed by its ARM id, not by the kubeconfig's text.
+    assert evaluated()[0]["cluster"]["clusterIdentifier"] == prod_outputs()["clusterId"]
+    assert prod_outputs()["clusterId"].endswith("/providers/Microsoft.ContainerService/managedClusters/aks-gpu-prod")
 
 
 def test_the_job_is_admitted_by_the_platforms_gpu_policy() -> None:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 import pulumi
 import pulumi_kubernetes as k8s
@@ -20,12 +20,11 @@ POLICY_TYPE = "kubernetes:admissionregistration.k8s.io/v1:ValidatingAdmissionPol
 BINDING_TYPE = "kubernetes:admissionregistration.k8s.io/v1:ValidatingAdmissionPolicyBinding"
 
 
-def plan(harness: MockHarness, model: PlatformModel) -> PlanResult:
+def plan(harness: MockHarness, model: PlatformModel, **extra: str) -> PlanResult:
     def program() -> None:
         provider = k8s.Provider("cluster", kubeconfig="fake")
-        GpuAdmissionPolicy(
-            "admission", GpuAdmissionPolicyArgs(**platform_sections(model.config)), pulumi.ResourceOptions(provider=provider)
-        )
+        args = cast(GpuAdmissionPolicyArgs, {**platform_sections(model.config), **extra})
+        GpuAdmissionPolicy("admission", args, pulumi.ResourceOptions(provider=provider))
 
     return harness.run(program)
 
@@ -66,3 +65,18 @@ def test_disabled_admission_registers_nothing(harness: MockHarness) -> None:
 def test_plans_are_deterministic(harness: MockHarness) -> None:
     model = stack_model("prod")
     assert plan(harness, model).manifests() == plan(harness, model).manifests()
+
+
+def test_the_component_exempts_calico_only_when_told_the_cluster_runs_it(harness: MockHarness) -> None:
+    def exempt(result: PlanResult) -> list[str]:
+        selector = only(result, POLICY_TYPE).inputs["spec"]["matchConstraints"]["namespaceSelector"]
+        return list(selector["matchExpressions"][0]["values"])
+
+    model = stack_model("prod")
+    assert exempt(plan(harness, model)) == ["kube-system", "gpu-resources"]
+    assert exempt(plan(harness, model, network_policy="calico")) == [
+        "kube-system",
+        "gpu-resources",
+        "calico-system",
+        "tigera-operator",
+    ]

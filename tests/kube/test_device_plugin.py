@@ -1,6 +1,6 @@
 """GpuDevicePlugin: one plugin DaemonSet per vendor lands on every GPU node of that vendor and only there, gives
-each node its own pool's plugin config, says what each pool exposes, and renders manifests Kubernetes 1.32-1.34
-accept."""
+each node its own pool's plugin config, says what each pool exposes, and renders manifests that every Kubernetes
+minor AKS supports today accepts."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ import pytest
 import yaml
 
 from components.args import platform_sections
-from components.config import validate_config
+from components.config import ConfigError, validate_config
 from components.kube.device_plugin import GpuDevicePlugin, GpuDevicePluginArgs, plugin_manifests, target_output
 from components.kube.gpu_operator import operator_releases
 from components.kube.nvidia_plugin import plugin_config as nvidia_plugin_config
@@ -24,7 +24,7 @@ from components.kube.plugin_pins import PINS_FILE, resolve_pins
 from components.kube.plugin_targets import NAMESPACE, plugin_targets
 from components.model import POOL_LABEL, PlatformModel, ResolvedPool, Taint, resolve
 from components.plan import PlanResult
-from tests.conftest import PROJECT_DIR, STACK_NAMES, MockHarness, minimal_raw, raw_stack, stack_config, stack_model
+from tests.conftest import AKS_VERSIONS, PROJECT_DIR, STACK_NAMES, MockHarness, minimal_raw, raw_stack, stack_config, stack_model
 
 PINS = yaml.safe_load(PINS_FILE.read_text(encoding="utf-8"))
 SYSTEM_NODE_LABELS = {"kubernetes.azure.com/mode": "system", "agentpool": "system", "kubernetes.io/os": "linux"}
@@ -38,6 +38,10 @@ AGENT_POOL = "azure-native:containerservice:AgentPool"
 
 
 # ---------------------------------------------------------------- helpers: Kubernetes scheduling semantics
+
+
+# What amdMode gpu-operator needs besides (config/rules.py refuses it without).
+AMD_OPERATOR = {"amdMode": "gpu-operator", "certManagerInstalled": True, "amdDriverImage": "myregistry.azurecr.io/amdgpu-driver"}
 
 
 def tolerates(toleration: dict[str, str], taint: Taint) -> bool:
@@ -495,7 +499,8 @@ def test_targets_select_the_plugin_pods_on_each_pools_nodes(stack: str) -> None:
         assert [p.name for p in model.pools if node_labels(p).items() >= target.node_selector.items()] == [name]
         assert target.node_selector == {POOL_LABEL: name}
         assert (target.resource_name, target.count_per_node) == (pool.resource.name, pool.resource.count_per_node)
-        assert target.smi_command == (["nvidia-smi"] if pool.vendor == "nvidia" else ["amd-smi", "static", "--json"])
+        amd = ["sh", "-c", "amd-smi static --json; amd-smi metric --ecc --json"]
+        assert target.smi_command == (["nvidia-smi", "-q", "-x"] if pool.vendor == "nvidia" else amd)
 
 
 def test_plugin_targets_import_without_pulumi() -> None:
@@ -603,7 +608,8 @@ def test_amd_daemonset_mode_runs_rocm_plugin_labeller_and_smi_probe() -> None:
     probe = pod_spec(daemonset(model, "amd-smi"))["containers"][0]
     assert probe["image"] == model.config.validation.smoke_job.amd_image
     target = plugin_targets(model)["mi300x"]
-    assert (target.container, target.smi_command) == ("amd-smi", ["amd-smi", "static", "--json"])
+    probe_command = ["sh", "-c", "amd-smi static --json; amd-smi metric --ecc --json"]
+    assert (target.container, target.smi_command) == ("amd-smi", probe_command)
     assert target.pod_labels == daemonset(model, "amd-smi")["spec"]["selector"]["matchLabels"]
     assert (target.resource_name, target.count_per_node, target.mig_strategy) == ("amd.com/gpu", 8, None)
     assert model.pool("mi300x").gpu_driver == "None"
@@ -618,7 +624,7 @@ def test_amd_smi_probe_exists_only_while_validation_runs() -> None:
 
 
 def test_amd_gpu_operator_release_installs_the_driver_on_amd_pools(harness: MockHarness) -> None:
-    model = with_plugin("amd", amdMode="gpu-operator")
+    model = with_plugin("amd", **AMD_OPERATOR)
     assert {d["metadata"]["name"] for d in daemonsets(model)} == {"amd-smi"}
     result, _ = run_component(harness, model)
     (record,) = result.by_type("kubernetes:helm.sh/v3:Release")
@@ -631,6 +637,7 @@ def test_amd_gpu_operator_release_installs_the_driver_on_amd_pools(harness: Mock
     fleet = mixed_fleet()
     assert all((spec["selector"].items() <= node_labels(p).items()) == (p.vendor == "amd") for p in fleet.pools)
     assert spec["driver"]["enable"] is True and spec["devicePlugin"]["enableNodeLabeller"] is True
+    assert spec["driver"]["image"] == AMD_OPERATOR["amdDriverImage"]
     assert record.inputs["values"]["node-feature-discovery"]["enabled"] is True
     for taint in model.pool("mi300x").taints:
         for key in ("devicePluginTolerations", "nodeLabellerTolerations"):
@@ -651,7 +658,7 @@ def test_one_nfd_serves_both_operators(harness: MockHarness) -> None:
                 {"name": "amd", "vendor": "amd", "vmSize": "Standard_ND96isr_MI300X_v5", "workload": "b", "spot": True},
             ],
             "aks-gpu:workloads": [],
-            "aks-gpu:devicePlugin": {"mode": "gpu-operator", "amdMode": "gpu-operator"},
+            "aks-gpu:devicePlugin": {"mode": "gpu-operator", **AMD_OPERATOR},
         }
     )
     model = model_of(fleet)
@@ -672,12 +679,12 @@ STACK_VARIANTS: dict[str, tuple[str, dict[str, Any]]] = {
     **{stack: (stack, {}) for stack in STACK_NAMES},
     "prod-operator": ("prod", {"mode": "gpu-operator"}),
     "prod-mixed": ("prod", {"migStrategy": "mixed", "timeSlicingReplicas": 3}),
-    "amd-operator": ("amd", {"amdMode": "gpu-operator"}),
+    "amd-operator": ("amd", AMD_OPERATOR),
 }
 
 
 @pytest.mark.parametrize("variant", sorted(STACK_VARIANTS))
-@pytest.mark.parametrize("kubernetes", ["1.32.0", "1.33.0", "1.34.0"])
+@pytest.mark.parametrize("kubernetes", AKS_VERSIONS)
 def test_rendered_manifests_are_valid_kubernetes(variant: str, kubernetes: str, harness: MockHarness) -> None:
     stack, overrides = STACK_VARIANTS[variant]
     model = with_plugin(stack, **overrides) if overrides else stack_model(stack)
@@ -745,3 +752,32 @@ def test_operator_mode_labels_point_each_pool_at_its_config_and_keep_aks_drivers
 
 def plugin_config_of(model: PlatformModel, pool: str) -> dict[str, Any]:
     return nvidia_plugin_config(model.pool(pool), model)
+
+
+def test_amd_gpu_operator_mode_is_refused_without_cert_manager_and_a_driver_image() -> None:
+    raw = raw_stack("amd")
+    raw["aks-gpu:devicePlugin"] = {"amdMode": "gpu-operator"}
+    with pytest.raises(ConfigError) as error:
+        validate_config(raw, "test")
+    paths = {problem.path for problem in error.value.problems}
+    assert paths == {"aks-gpu:devicePlugin.certManagerInstalled", "aks-gpu:devicePlugin.amdDriverImage"}
+    assert any("helm install cert-manager" in problem.message for problem in error.value.problems)
+
+
+def test_time_sliced_pools_fail_requests_above_one_on_the_node() -> None:
+    model = stack_model("dev")
+    assert plugin_config(model, "dev")["sharing"]["timeSlicing"]["failRequestsGreaterThanOne"] is True
+
+
+def test_volume_mounts_only_where_the_operator_owns_every_toolkit() -> None:
+    from components.kube.gpu_operator import nvidia_operator_values
+
+    owned = with_plugin("prod", mode="gpu-operator")  # every NVIDIA pool gets gpuDriver None from the operator mode
+    values = nvidia_operator_values(owned)
+    assert {"name": "DEVICE_LIST_STRATEGY", "value": "volume-mounts"} in values["devicePlugin"]["env"]
+    assert {"name": "ACCEPT_NVIDIA_VISIBLE_DEVICES_ENVVAR_WHEN_UNPRIVILEGED", "value": "false"} in values["toolkit"]["env"]
+    raw = raw_stack("prod")
+    raw["aks-gpu:devicePlugin"] = {"mode": "gpu-operator"}
+    raw["aks-gpu:gpuPools"][1]["gpuDriver"] = "Install"  # AKS keeps this pool's toolkit: volume mounts would starve it
+    mixed = nvidia_operator_values(model_of(raw))
+    assert "env" not in mixed["devicePlugin"] and "env" not in mixed["toolkit"]

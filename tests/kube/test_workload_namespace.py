@@ -28,7 +28,7 @@ from components.kube.workload_namespace import (
 )
 from components.model import PlatformModel, ResolvedWorkload, resolve
 from components.plan import PlanResult, ResourceRecord, kube_manifest
-from tests.conftest import PROJECT_DIR, MockHarness, minimal_raw, stack_model
+from tests.conftest import PROJECT_DIR, MockHarness, minimal_raw, raw_stack, stack_model
 
 GROUP_A = "0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0"
 GROUP_B = "AAAAAAAA-BBBB-CCCC-DDDD-EEEEEEEEEEEE"
@@ -540,8 +540,8 @@ def test_a_bad_workload_spec_is_refused_naming_each_key_and_nothing_is_registere
     shape, cidr = (message.splitlines() for message in errors)
     assert shape[0] == "invalid args for GpuWorkloadNamespace team:"
     assert sorted(line.strip().partition(":")[0] for line in shape[1:]) == [
-        # Keys as the caller wrote them (snake_case from Python, camelCase from a stack file's shape).
-        "workload.gpu_quota",
+        # Property paths in camelCase, as every language's SDK names the inputs; an unknown key as written.
+        "workload.gpuQuota",
         "workload.name",
         "workload.quota.cpus",
     ]
@@ -626,8 +626,10 @@ def test_pulumi_schema_inference_accepts_the_component() -> None:
     inputs = component.inputs
     assert set(inputs) == {"workload", "resourceName", "nodeSelector", "tolerations", "otherGpuResources"}
     assert {name for name, prop in inputs.items() if prop.optional} == {"resourceName", "otherGpuResources"}
-    # The namespace's own settings are plain; where its pods go may come from another stack's outputs.
-    assert inputs["workload"].plain and not any(inputs[name].plain for name in ("resourceName", "nodeSelector", "tolerations"))
+    # Where its pods go, and the workload's name, type and quota, may come from another stack's outputs.
+    assert not any(inputs[name].plain for name in ("workload", "resourceName", "nodeSelector", "tolerations"))
+    workload = analysis["type_definitions"]["WorkloadSpec"].properties
+    assert {name for name, prop in workload.items() if not prop.plain} == {"name", "type", "gpuQuota"}
     assert {"namespaceName", "resourceName", "quotaKey", "gpuQuota", "podPlacement"} <= set(component.outputs)
     types = analysis["type_definitions"]
     assert set(types["PodPlacement"].properties) == {"nodeSelector", "tolerations", "resources"}
@@ -646,3 +648,17 @@ def test_pod_placement_tolerates_each_taint_once_and_exists_carries_no_value() -
     exists = {"key": "sku", "operator": "Exists", "value": "gpu", "effect": "NoSchedule"}
     placement = pod_placement("nvidia.com/gpu", {"aks-gpu/pool": "a"}, [SPOT_TOLERATION, exists, SPOT_TOLERATION])
     assert placement["tolerations"] == [SPOT_TOLERATION, {"key": "sku", "operator": "Exists", "effect": "NoSchedule"}]
+
+
+def test_an_rdma_namespace_gets_its_policy_before_its_pod_security_is_relaxed(harness: MockHarness) -> None:
+    raw = raw_stack("prod")
+    raw["aks-gpu:workloads"][0]["rdma"] = True
+    model = resolve(validate_config(raw, "test").config)
+    result = run(harness, model.workloads[0])
+    [policy] = result.by_type("kubernetes:admissionregistration.k8s.io/v1:ValidatingAdmissionPolicy")
+    [binding] = result.by_type("kubernetes:admissionregistration.k8s.io/v1:ValidatingAdmissionPolicyBinding")
+    [namespace] = result.by_type("kubernetes:core/v1:Namespace")
+    assert binding.options["dependsOn"] == [policy.urn]
+    assert namespace.options["dependsOn"] == [policy.urn, binding.urn]
+    assert namespace.inputs["metadata"]["labels"]["pod-security.kubernetes.io/enforce"] == "privileged"
+    assert policy.inputs["spec"]["matchConstraints"]["namespaceSelector"]["matchExpressions"][0]["values"] == ["gpu-training"]

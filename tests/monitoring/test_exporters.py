@@ -155,7 +155,12 @@ def test_the_amd_operators_exporter_is_scraped_by_port_number() -> None:
             "aks-gpu:gpuPools": [
                 {"name": "mi", "vendor": "amd", "vmSize": "Standard_ND96isr_MI300X_v5", "workload": "training", "maxCount": 2}
             ],
-            "aks-gpu:devicePlugin": {"amdMode": "gpu-operator"},
+            # What the AMD GPU Operator needs on AKS (the config rules refuse it otherwise).
+            "aks-gpu:devicePlugin": {
+                "amdMode": "gpu-operator",
+                "certManagerInstalled": True,
+                "amdDriverImage": "myregistry.azurecr.io/amdgpu-driver",
+            },
         }
     )
     manifests = exporter_manifests(resolve(validate_config(raw, "test").config))

@@ -5,8 +5,11 @@ shapes ``kubectl get ... -o json`` prints: AKS GPU nodes (labels, taints, Ready 
 the device plugin DaemonSets and one ready plugin pod per node, and an SMI output per node. Tests then
 break one thing at a time with the small editors below.
 
-SMI text: a real published output where one fits the VM size (``REAL_SMI``), else one generated in the
-layout of nvidia-smi R530 and later (``nvidia_smi_table``), which ``parse_smi`` reads like the real one.
+SMI text: what the validation runs on each node (``smi_command``): ``nvidia-smi -q -x``, generated from the
+layout of a real A100 output (``nvidia_smi_xml``, fixture 25, one <gpu> element copied per GPU with the pool's
+values), and for AMD ``amd-smi static --json`` then ``amd-smi metric --ecc --json`` with the values of the real
+8x MI300X output (fixture 50) in the keys amd-smi writes (``amd_smi_json``). ``nvidia_smi_table`` generates the
+default table in the layout of R530 and later, for tests of that format.
 """
 
 from __future__ import annotations
@@ -23,11 +26,10 @@ from components.model import PlatformModel, ResolvedPool
 from components.validation.snapshot import ClusterSnapshot
 from tests.conftest import SMI_FIXTURES_DIR
 
-# VM size -> a real output of that size's SMI command (tests/fixtures/smi/SOURCES.md says where from).
-REAL_SMI = {
-    "Standard_ND96isr_H100_v5": "02_nvidia-smi_table_8xh100_565.57.01.txt",  # 8x H100 80GB, 565.57.01, MIG off
-    "Standard_ND96isr_MI300X_v5": "50_amd-smi_default_8xmi300x_rocm7.0.0.txt",  # 8x MI300X, amdgpu 6.12.12
-}
+# The real -q -x output whose layout the generated ones copy: telegraf's A100 SXM4 (tests/fixtures/smi/SOURCES.md).
+XML_TEMPLATE = "25_nvidia-smi-q-x_a100-sxm4_mig_535.54.03.xml.txt"
+# A GPU that is on an NVSwitch fabric reports it Completed / Success (gpud's 8x H100, fixture 31); others N/A.
+NVSWITCH_GPUS = {"H100-80GB", "H200-141GB"}
 # The GPU names and memory nvidia-smi prints, for the sizes the generated tables stand in for.
 NVIDIA_GPUS = {
     "A100-80GB": ("NVIDIA A100 80GB PCIe", 81920),
@@ -143,17 +145,132 @@ def nvidia_smi_table(
     return "\n".join(lines) + "\n"
 
 
+def _xml_parts() -> tuple[str, str, str, str]:
+    """(prolog up to the first <gpu>, the <gpu> element, its first <mig_device>, the end) of the template."""
+    text = fixture_text(XML_TEMPLATE)
+    start, end = text.index("<gpu "), text.index("</gpu>") + len("</gpu>")
+    gpu = text[start:end]
+    device = gpu[gpu.index("<mig_device>") : gpu.index("</mig_device>") + len("</mig_device>")]
+    return text[:start], gpu, device, text[end:]
+
+
+_XML = _xml_parts()
+
+
+def _element(text: str, name: str, content: str) -> str:
+    """``text`` with the content of its first <name> element replaced."""
+    start = text.index(f"<{name}>") + len(name) + 2
+    return text[:start] + content + text[text.index(f"</{name}>", start) :]
+
+
+def nvidia_smi_xml(
+    *,
+    gpus: int,
+    gpu_name: str,
+    memory_mib: int,
+    driver: str = DEFAULT_DRIVER[0],
+    cuda: str = DEFAULT_DRIVER[1],
+    mig: bool = False,
+    mig_capable: bool = True,
+    mig_devices_per_gpu: int = 0,
+    fabric: bool = False,
+    seed: int = 0,
+) -> str:
+    """``nvidia-smi -q -x`` of one healthy node: the real A100 output's layout (fixture 25), one <gpu> per GPU.
+
+    ``seed`` varies the memory in use and the power draw, so generated nodes do not share one text. Without MIG
+    the GPU prints its row remapper (as the real A10G of fixture 27 does: a GPU with MIG instances cannot), with
+    ``fabric`` its NVSwitch fabric state Completed / Success (as the real H100 of fixture 31 does).
+    """
+    prolog, template, device, end = _XML
+    prolog = _element(_element(_element(prolog, "driver_version", driver), "cuda_version", cuda), "attached_gpus", str(gpus))
+    bus_ids = ("18", "2A", "3A", "5D", "9A", "AB", "BA", "DB")
+    blocks = []
+    for index in range(gpus):
+        bus = f"00000000:{bus_ids[index % len(bus_ids)]}:00.0"
+        gpu = template.replace('<gpu id="00000000:01:00.0">', f'<gpu id="{bus}">', 1)
+        gpu = _element(gpu, "product_name", gpu_name)
+        mode = "Enabled" if mig else ("Disabled" if mig_capable else "N/A")
+        modes = f"\n            <current_mig>{mode}</current_mig>\n            <pending_mig>{mode}</pending_mig>\n        "
+        gpu = _element(gpu, "mig_mode", modes)
+        devices = "".join(f"\n            {device}" for _ in range(mig_devices_per_gpu if mig else 0))
+        gpu = _element(gpu, "mig_devices", devices + "\n        " if devices else "\n            None\n        ")
+        gpu = _element(gpu, "uuid", f"GPU-{zlib.crc32(f'{seed}-{index}'.encode()):08x}-7d19-9063-b049-{seed:06d}{index:06d}")
+        gpu = _element(gpu, "pci_bus_id", bus)
+        fb = gpu.index("<fb_memory_usage>", gpu.index("</mig_devices>"))
+        used = 1 + (seed + index) % 700
+        gpu = gpu[:fb] + _element(
+            _element(_element(gpu[fb:], "total", f"{memory_mib} MiB"), "used", f"{used} MiB"), "free", f"{memory_mib - used} MiB"
+        )
+        gpu = _element(gpu, "power_draw", f"{60 + (seed * 13 + index * 5) % 60}.03 W")
+        if not mig:
+            gpu = _element(
+                gpu,
+                "remapped_rows",
+                "\n            <remapped_row_corr>0</remapped_row_corr>\n            <remapped_row_unc>0</remapped_row_unc>\n"
+                "            <remapped_row_pending>No</remapped_row_pending>\n"
+                "            <remapped_row_failure>No</remapped_row_failure>\n        ",
+            )
+        if fabric:
+            ready = "\n            <state>Completed</state>\n            <status>Success</status>\n        "
+            gpu = _element(gpu, "fabric", ready)
+        blocks.append(gpu)
+    return prolog + "\n    ".join(blocks) + end
+
+
+# What amd-smi writes for the real 8x MI300X of fixture 50 (amdgpu 6.12.12, 196592 MB each), in the keys its
+# --json output uses (the static keys parse_smi reads; the metric --ecc keys amd-smi's CLI writes:
+# amdsmi_cli/amdsmi_commands.py, total_correctable_count ...).
+MI300X_BDFS = (
+    "0000:0c:00.0",
+    "0000:22:00.0",
+    "0000:38:00.0",
+    "0000:5c:00.0",
+    "0000:9f:00.0",
+    "0000:af:00.0",
+    "0000:bf:00.0",
+    "0000:df:00.0",
+)
+
+
+def amd_smi_json(*, gpus: int = 8, driver: str = "6.12.12", uncorrectable: Mapping[int, int] | None = None) -> str:
+    """``amd-smi static --json; amd-smi metric --ecc --json`` of one MI300X node, both documents one after the other."""
+    static = [
+        {
+            "gpu": index,
+            "asic": {"market_name": "AMD Instinct MI300X", "vendor_id": "0x1002", "device_id": "0x74a1"},
+            "bus": {"bdf": MI300X_BDFS[index % len(MI300X_BDFS)], "max_pcie_width": 16},
+            "driver": {"name": "amdgpu", "version": driver},
+            "vram": {"type": "HBM", "size": {"value": 196592, "unit": "MB"}},
+        }
+        for index in range(gpus)
+    ]
+    errors = uncorrectable or {}
+    metric = [
+        {
+            "gpu": index,
+            "ecc": {
+                "total_correctable_count": 0,
+                "total_uncorrectable_count": errors.get(index, 0),
+                "total_deferred_count": 0,
+                "cache_correctable_count": 0,
+                "cache_uncorrectable_count": 0,
+            },
+        }
+        for index in range(gpus)
+    ]
+    return json.dumps(static, indent=4) + "\n" + json.dumps(metric, indent=4) + "\n"
+
+
 def smi_for(pool: ResolvedPool, *, seed: int = 0, driver: str | None = None, mig_devices_per_gpu: int | None = None) -> str:
-    """A healthy SMI output for one node of ``pool``: the real fixture for its size when there is one and
-    nothing asks for a variation, else a generated nvidia-smi table with the pool's GPUs and MIG layout."""
-    size = pool.vm_size.name if pool.vm_size else pool.config.vm_size
-    if size in REAL_SMI and driver is None and mig_devices_per_gpu is None and pool.mig_profile is None:
-        return fixture_text(REAL_SMI[size])
-    assert pool.vendor == "nvidia", f"no generated SMI output for {pool.vendor} pools; add a real fixture for {size}"
+    """A healthy output of the validation's SMI command for one node of ``pool``: generated ``nvidia-smi -q -x``
+    with the pool's GPUs and MIG layout, or for AMD the two amd-smi JSON documents."""
     assert pool.gpu_model is not None and pool.gpus_per_node is not None
+    if pool.vendor == "amd":
+        return amd_smi_json(gpus=pool.gpus_per_node, driver=driver or "6.12.12")
     name, memory = NVIDIA_GPUS[pool.gpu_model.key]
     devices = mig_devices_per_gpu if mig_devices_per_gpu is not None else (pool.mig_instances_per_gpu or 0)
-    return nvidia_smi_table(
+    return nvidia_smi_xml(
         gpus=pool.gpus_per_node,
         gpu_name=name,
         memory_mib=memory,
@@ -161,6 +278,7 @@ def smi_for(pool: ResolvedPool, *, seed: int = 0, driver: str | None = None, mig
         mig=pool.mig_profile is not None,
         mig_capable=pool.gpu_model.supports_mig,
         mig_devices_per_gpu=devices,
+        fabric=pool.gpu_model.key in NVSWITCH_GPUS,
         seed=seed,
     )
 

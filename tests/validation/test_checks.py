@@ -12,10 +12,11 @@ from components.config import validate_config
 from components.kube.plugin_targets import plugin_targets
 from components.model import POOL_LABEL, PlatformModel, resolve
 from components.validation.checks import CHECK_IDS, CheckResult, run_checks
-from components.validation.smi import parse_smi
+from components.validation.health import read_smi_and_health
 from components.validation.snapshot import ClusterSnapshot
 from tests.conftest import raw_stack, stack_model
 from tests.validation.snapshots import (
+    amd_smi_json,
     edited,
     find_node,
     fixture_text,
@@ -30,7 +31,7 @@ from tests.validation.snapshots import (
 PROD = stack_model("prod")
 TRAIN_0, TRAIN_1 = node_name("train", 0), node_name("train", 1)
 INFER_0, INFER_1 = node_name("infer", 0), node_name("infer", 1)
-PER_NODE = ("device-plugin-ready", "gpu-schedulable", "smi-error", "driver-version", "gpu-count", "mig-mode")
+PER_NODE = ("device-plugin-ready", "gpu-schedulable", "smi-error", "driver-version", "gpu-count", "mig-mode", "gpu-health")
 
 
 def model_with(pool_changes: dict[str, dict[str, Any]] | None = None, **stack_changes: Any) -> PlatformModel:
@@ -99,14 +100,14 @@ def test_results_come_in_pool_order_pool_wide_first_then_nodes_by_name() -> None
     assert per_node == [c for c in CHECK_IDS if c in PER_NODE]
 
 
-def test_each_node_output_is_parsed_once(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_each_node_output_is_read_once(monkeypatch: pytest.MonkeyPatch) -> None:
     calls: list[str] = []
 
     def counting(text: str, vendor: Any = "auto") -> Any:
         calls.append(text)
-        return parse_smi(text, vendor)
+        return read_smi_and_health(text, vendor)
 
-    monkeypatch.setattr("components.validation.checks.parse_smi", counting)
+    monkeypatch.setattr("components.validation.checks.read_smi_and_health", counting)
     check(prod_snapshot(train=3, infer=2))
     assert len(calls) == 5
 
@@ -338,7 +339,7 @@ def test_an_exec_that_timed_out_is_a_failure_with_its_reason_and_a_command_to_re
 
     error = one(results, "smi-error", INFER_1)
     assert error.status == "fail"
-    assert f"could not run `nvidia-smi`: exec into gpu-resources/{pod_name} failed: timed out after 30 s" in error.message
+    assert f"could not run `nvidia-smi -q -x`: exec into gpu-resources/{pod_name} failed: timed out after 30 s" in error.message
     assert f"kubectl -n gpu-resources exec {pod_name} -c nvidia-device-plugin-ctr -- nvidia-smi" in error.message
     for dependent in ("driver-version", "gpu-count", "mig-mode"):
         assert one(results, dependent, INFER_1).status == "warn"
@@ -471,6 +472,25 @@ def test_a_wrong_mig_slice_count_fails(devices: int, why: str) -> None:
     assert why in result.message
 
 
+def test_the_repair_advice_follows_who_partitions_the_pool() -> None:
+    # AKS partitions from gpuInstanceProfile when it creates the node; with the GPU Operator owning the driver,
+    # its MIG manager does, and a reimage alone would not tell the user where to look.
+    aks = one(check(_short_of_slices(PROD), PROD), "mig-mode", INFER_1)
+    assert aks.message.endswith("reimage the node so AKS partitions it again")
+    stack_changes: dict[str, Any] = {"aks-gpu:devicePlugin": {"mode": "gpu-operator"}}
+    operator = model_with(None, **stack_changes)
+    assert operator.pool("infer").mig_partitioner == "gpu-operator"
+    result = one(check(_short_of_slices(operator), operator), "mig-mode", INFER_1)
+    assert result.status == "fail"
+    assert "nvidia.com/mig.config.state" in result.message and "reimage" not in result.message
+
+
+def _short_of_slices(model: PlatformModel) -> ClusterSnapshot:
+    snapshot = prod_snapshot(model)
+    snapshot.smi[INFER_1] = smi_for(model.pool("infer"), mig_devices_per_gpu=5)
+    return snapshot
+
+
 def test_mig_on_where_the_pool_has_no_profile_fails() -> None:
     snapshot = prod_snapshot()
     snapshot.smi[TRAIN_0] = nvidia_smi_table(
@@ -545,7 +565,11 @@ def test_an_amd_pool_checks_driver_and_count_and_has_no_mig_row() -> None:
     assert {r.id for r in results if r.node == node} == set(PER_NODE) - {"mig-mode"}
     assert one(results, "driver-version", node).message == "driver 6.12.12 >= minDriverVersion 6.10"
     assert one(results, "gpu-schedulable", node).message.startswith("amd.com/gpu x 8 allocatable")
-    assert one(results, "smi-error", node).message.startswith("`amd-smi static --json` ran: 8 GPU(s)")
+    assert one(results, "smi-error", node).message.startswith(
+        "`sh -c amd-smi static --json; amd-smi metric --ecc --json` ran: 8 GPU(s)"
+    )
+    assert one(results, "gpu-health", node).message.startswith("no health problem: `sh -c amd-smi")
+    assert "checked ras-uncorrectable on 8 GPU(s)" in one(results, "gpu-health", node).message
 
 
 def test_an_amd_node_without_amdgpu_fails_with_amd_advice() -> None:
@@ -581,3 +605,163 @@ def test_with_the_gpu_operator_one_shared_daemonset_serves_both_pools() -> None:
     # The operator owns the driver there (gpuDriver None): no node image upgrade would change it.
     assert "GPU Operator" in old.message
     assert "--node-image-only" not in old.message
+
+
+# ---------------------------------------------------------------- gpu-health
+
+
+def xml_with(snapshot: ClusterSnapshot, node: str, old: str, new: str, count: int = 1) -> None:
+    """Change one value in the node's `nvidia-smi -q -x` (the first ``count`` GPUs)."""
+    assert old in snapshot.smi[node]
+    snapshot.smi[node] = snapshot.smi[node].replace(old, new, count)
+
+
+def add_condition(snapshot: ClusterSnapshot, node: str, kind: str, status: str, reason: str, message: str) -> None:
+    """An AKS Node Problem Detector condition, as `kubectl get node -o json` shows one (status, reason, message)."""
+    find_node(snapshot, node)["status"]["conditions"].append(
+        {"type": kind, "status": status, "reason": reason, "message": message, "lastTransitionTime": "2025-06-01T03:57:41Z"}
+    )
+
+
+def test_healthy_gpus_pass_gpu_health_saying_what_was_read() -> None:
+    results = check(prod_snapshot())
+    train = one(results, "gpu-health", TRAIN_0)
+    assert train.status == "pass"
+    # H100 on NVSwitch: the fabric is read; A100 with MIG instances: no row remapper, so it is not claimed.
+    assert "`nvidia-smi -q -x` checked ecc-uncorrectable, row-remap-failure" in train.message
+    assert "fabric-not-ready on 8 GPU(s)" in train.message
+    infer = one(results, "gpu-health", INFER_0)
+    assert "row-remap" not in infer.message and "no Node Problem Detector GPU condition on the node" in infer.message
+
+
+def test_a_pending_row_remap_fails_naming_the_gpu_and_the_reboot() -> None:
+    snapshot = prod_snapshot()
+    pending = "<remapped_row_pending>Yes</remapped_row_pending>"
+    xml_with(snapshot, TRAIN_1, "<remapped_row_pending>No</remapped_row_pending>", pending)
+    results = check(snapshot)
+    failed = one(results, "gpu-health", TRAIN_1)
+    assert failed.status == "fail"
+    assert failed.message.startswith("GPU 0 (00000000:18:00.0): row-remap-pending: a row remap is pending")
+    assert "drain the node and reboot it" in failed.message
+    assert one(results, "gpu-health", TRAIN_0).status == "pass"
+    assert one(results, "smi-error", TRAIN_1).status == "pass"  # the output itself is fine
+
+
+def test_a_fabric_still_in_progress_fails() -> None:
+    snapshot = prod_snapshot()
+    xml_with(snapshot, TRAIN_0, "<state>Completed</state>", "<state>In Progress</state>", count=8)
+    failed = one(check(snapshot), "gpu-health", TRAIN_0)
+    assert failed.status == "fail" and failed.message.count("fabric-not-ready") == 4 and failed.message.endswith("+4 more")
+
+
+def test_uncorrectable_ecc_since_the_driver_loaded_fails() -> None:
+    snapshot = prod_snapshot()
+    text = snapshot.smi[INFER_0]
+    volatile = text.index("<volatile>")
+    snapshot.smi[INFER_0] = text[:volatile] + text[volatile:].replace("<dram_uncorrectable>0<", "<dram_uncorrectable>1<", 1)
+    failed = one(check(snapshot), "gpu-health", INFER_0)
+    assert failed.status == "fail" and "ecc-uncorrectable: 1 uncorrectable ECC error(s) since the driver loaded" in failed.message
+
+
+def test_a_true_npd_gpu_condition_fails_with_its_advice() -> None:
+    snapshot = prod_snapshot()
+    add_condition(snapshot, TRAIN_0, "XIDErrors", "True", "XIDErrors", "XID errors present in kernel log")
+    add_condition(snapshot, TRAIN_0, "GPUMissing", "False", "GPUMissing", "Observed GPU count matches")
+    results = check(snapshot)
+    failed = one(results, "gpu-health", TRAIN_0)
+    assert failed.status == "fail"
+    assert failed.message.startswith(
+        "Node Problem Detector condition XIDErrors=True (XIDErrors: XID errors present in kernel log)"
+    )
+    assert "aksgpu smi health" in failed.message
+
+
+def test_npd_conditions_that_are_false_are_named_in_the_pass() -> None:
+    snapshot = prod_snapshot()
+    for kind in ("GPUMissing", "XIDErrors", "NVLinkStatusInactive", "IBLinkFlapping"):
+        add_condition(snapshot, TRAIN_0, kind, "False", kind, "")
+    passed = one(check(snapshot), "gpu-health", TRAIN_0)
+    assert passed.status == "pass"
+    assert "GPUMissing=False, XIDErrors=False, NVLinkStatusInactive=False, IBLinkFlapping=False" in passed.message
+
+
+def test_clock_throttling_and_hw_slowdown_warn() -> None:
+    snapshot = prod_snapshot()
+    add_condition(snapshot, TRAIN_0, "GPUClockThrottling", "True", "GPUClockThrottling", "throttled")
+    xml_with(
+        snapshot,
+        TRAIN_1,
+        "<clocks_event_reason_hw_power_brake_slowdown>Not Active<",
+        "<clocks_event_reason_hw_power_brake_slowdown>Active<",
+    )
+    results = check(snapshot)
+    assert one(results, "gpu-health", TRAIN_0).status == "warn"
+    slowed = one(results, "gpu-health", TRAIN_1)
+    assert slowed.status == "warn" and "hw-slowdown: HW power brake active" in slowed.message
+
+
+def test_npd_conditions_are_read_where_the_exec_failed() -> None:
+    snapshot = prod_snapshot()
+    del snapshot.smi[TRAIN_1]
+    snapshot.exec_errors[TRAIN_1] = "timed out after 30 s"
+    add_condition(snapshot, TRAIN_1, "GPUMissing", "True", "GPUMissing", "Observed GPU count does not match expected GPU count")
+    failed = one(check(snapshot), "gpu-health", TRAIN_1)
+    assert failed.status == "fail" and "GPUMissing=True" in failed.message and "reimage" in failed.message
+
+
+def test_uncorrectable_ras_errors_fail_an_amd_node() -> None:
+    raw = copy.deepcopy(raw_stack("prod"))
+    raw["aks-gpu:gpuPools"] = [{"name": "mi300", "vendor": "amd", "vmSize": "Standard_ND96isr_MI300X_v5", "workload": "training"}]
+    raw["aks-gpu:workloads"] = [{"name": "gpu-training", "type": "training", "gpuQuota": 16}]
+    model = resolve(validate_config(raw, "test").config)
+    targets = plugin_targets(model)
+    snapshot = healthy_snapshot(model, targets, {"mi300": 1})
+    snapshot.smi[node_name("mi300", 0)] = amd_smi_json(uncorrectable={5: 3})
+    failed = one(run_checks(model, targets, snapshot), "gpu-health", node_name("mi300", 0))
+    assert failed.status == "fail" and failed.message.startswith("GPU 5: ras-uncorrectable: 3 uncorrectable RAS (ECC) error(s)")
+
+
+# ---------------------------------------------------------------- one node's bad output stays with that node
+
+
+HOSTILE_OUTPUTS = [
+    "index, name\n0, " + "x" * (200 * 1024) + "\n",
+    "index, memory.total [MiB]\n0, " + "9" * 400 + "\n",
+    "index, name\n" + "9" * 4400 + ", A100\n",
+    "index, name\n\u00b2, NVIDIA A100\n",
+    '[{"gpu": 0, "vram": {"size": {"value": NaN, "unit": "MB"}}}]',
+    "[" * 100_000,
+    "<nvidia_smi_log>" + "<a>" * 50_000 + "</nvidia_smi_log>",
+    "<nvidia_smi_log><gpu id='x'><pci>" + "<b>" * 5_000 + "</pci></gpu></nvidia_smi_log>",
+    "\x00\xff" * 1000,
+]
+
+
+@pytest.mark.parametrize("text", HOSTILE_OUTPUTS, ids=range(len(HOSTILE_OUTPUTS)))
+def test_a_hostile_output_on_one_node_fails_that_node_only(text: str) -> None:
+    snapshot = prod_snapshot()
+    snapshot.smi[TRAIN_1] = text
+    results = check(snapshot)
+    assert {r.node for r in results} == {None, TRAIN_0, TRAIN_1, INFER_0, INFER_1}
+    assert {r.id for r in results if r.node == TRAIN_1} == set(PER_NODE)  # every check gave that node a result
+    assert one(results, "gpu-count", TRAIN_1).status != "pass"
+    assert one(results, "gpu-health", TRAIN_0).status == "pass"
+
+
+def test_a_parser_that_raises_is_contained_to_its_node(monkeypatch: pytest.MonkeyPatch) -> None:
+    snapshot = prod_snapshot()
+    snapshot.smi[TRAIN_1] = "a text no test foresaw"
+    real = read_smi_and_health
+
+    def failing(text: str, vendor: Any = "auto") -> Any:
+        if text == "a text no test foresaw":
+            raise IndexError("tuple index out of range")
+        return real(text, vendor)
+
+    monkeypatch.setattr("components.validation.checks.read_smi_and_health", failing)
+    results = check(snapshot)
+    error = one(results, "smi-error", TRAIN_1)
+    assert error.status == "fail"
+    assert "unrecognized: the nvidia output parser failed on this node's output (IndexError: tuple index" in error.message
+    assert one(results, "gpu-health", TRAIN_1).status == "warn"
+    assert one(results, "smi-error", TRAIN_0).status == "pass"

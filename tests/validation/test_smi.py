@@ -36,6 +36,8 @@ def summary(report: SmiReport) -> dict[str, object]:
         "gpus": [(gpu.index, gpu.name, gpu.memory_total_mib, gpu.mig_mode) for gpu in report.gpus],
         "mig": dict(Counter((device.gpu_index, device.profile) for device in report.mig_devices)),
         "error": None if report.error is None else report.error.kind,
+        "kernel": report.kernel_driver,
+        "truncated": report.truncated,
     }
 
 
@@ -47,6 +49,8 @@ def expected(
     gpus: list[tuple[int | None, str | None, int | None, str | None]] | None = None,
     mig: dict[tuple[int | None, str | None], int] | None = None,
     error: str | None = None,
+    kernel: str | None = None,
+    truncated: bool = False,
 ) -> dict[str, object]:
     return {
         "vendor": vendor,
@@ -56,6 +60,8 @@ def expected(
         "gpus": gpus or [],
         "mig": mig or {},
         "error": error,
+        "kernel": kernel,
+        "truncated": truncated,
     }
 
 
@@ -74,6 +80,33 @@ FIXTURES = {
     "06_nvidia-smi_table_h100pcie_525.125.06.txt": expected(
         "nvidia", "525.125.06", "12.0", gpus=[(0, "NVIDIA H100 PCIe", 81559, "Disabled")]
     ),
+    "07_nvidia-smi_table_550.90.07_gpud.txt": expected(
+        "nvidia", "550.90.07", "12.4", gpus=[(i, "NVIDIA H100 80GB HBM3", 81559, "Disabled") for i in range(8)]
+    ),
+    # Windows (WDDM), timestamp first: the same GPU as fixture 10 read from another field order.
+    "13_query-gpu_csv_win10_466.63_timestamp_first.txt": expected(
+        "nvidia", "466.63", gpus=[(0, "NVIDIA GeForce RTX 2080 SUPER", 8192, None)]
+    ),
+    # Processes, not GPUs: the GPUs they run on are in `processes`.
+    "14_query-compute-apps_csv_vgpu.txt": expected("nvidia"),
+    "20_nvidia-smi-q_titanv_560.35.03.txt": expected("nvidia", "560.35.03", "12.6", gpus=[(0, "NVIDIA TITAN V", 12288, None)]),
+    # gpud renamed some keys to make it invalid: what is left is read, nothing is guessed for the rest.
+    "21_nvidia-smi-q_h100_535.183.01_keys_renamed.txt": expected(
+        "nvidia", "535.183.01", "12.2", gpus=[(0, "NVIDIA H100 80GB HBM3", None, "Disabled")]
+    ),
+    # telegraf kept one of the four GPUs; -q -x lists MIG devices without their profile.
+    "25_nvidia-smi-q-x_a100-sxm4_mig_535.54.03.xml.txt": expected(
+        "nvidia", "535.54.03", "12.2", gpus=[(0, "NVIDIA A100-SXM4-80GB", 81920, "Enabled")], mig={(0, None): 4}
+    ),
+    "26_nvidia-smi-q-x_tesla-t4_515.105.01.xml.txt": expected(
+        "nvidia", "515.105.01", "11.7", gpus=[(0, "Tesla T4", 15360, None)]
+    ),
+    "27_nvidia-smi-q-x_a10g_515.105.01.xml.txt": expected("nvidia", "515.105.01", "11.7", gpus=[(0, "NVIDIA A10G", 23028, None)]),
+    "28_nvidia-smi-q-x_rtx3080_v13_595.58.03.xml.txt": expected(
+        "nvidia", "595.58.03", "13.2", gpus=[(0, "NVIDIA GeForce RTX 3080", 10240, None)]
+    ),
+    "36_nvidia-smi_topo-m_4xh100_nv6_nics.txt": expected("nvidia", gpus=[(i, None, None, None) for i in range(4)]),
+    "37_nvidia-smi_topo-m_2xrtx5090_phb_tabs.txt": expected("nvidia", gpus=[(0, None, None, None), (1, None, None, None)]),
     # mig.mode.current is "[N/A]" on a consumer GPU: unknown, not "Disabled".
     "10_query-gpu_csv_rtx2080super_465.27.txt": expected(
         "nvidia", "465.27", gpus=[(0, "NVIDIA GeForce RTX 2080 SUPER", 7979, None)]
@@ -97,7 +130,15 @@ FIXTURES = {
     ),
     "51_amd-smi_static_mi300a_docs.txt": expected("amd", "6.10.10", gpus=[(0, "AMD Instinct MI300A", 96434, None)]),
     "52_amd-smi_list_2gpu_changelog.txt": expected("amd", gpus=[(0, None, None, None), (1, None, None, None)]),
-    "54_rocm-smi_showdriverversion_radeon680m.txt": expected("amd", "6.14.0-28-generic"),
+    # The kernel release: the in-tree amdgpu driver has no version of its own, so no driver version is reported.
+    "54_rocm-smi_showdriverversion_radeon680m.txt": expected("amd", kernel="6.14.0-28-generic"),
+    "55_rocm-smi_showdriverversion_csv_kernel_el8.txt": expected("amd", kernel="4.18.0-348.12.2.el8_5.x86_64"),
+    "53_amd-smi_version_rocm7.2.3_amdgpu_6.16.13.txt": expected("amd", "6.16.13", rocm="7.2.3"),
+    "57_rocm-smi_a_driver_5.6.19_excerpt.txt": expected("amd", "5.6.19", gpus=[(0, None, None, None)]),
+    # Partitioned MI355X (DPX): rocm-smi lists each partition as a device, the table's rows are what it counts.
+    "58_rocm-smi_concise_mi355x_dpx_excerpt.txt": expected("amd", gpus=[(i, None, None, None) for i in range(8)]),
+    # The later banner, one row per item; "amdgpu Version: N/A" is no version; amd-smi cut the name itself.
+    "59_amd-smi_default_radeon860m_amdgpu_na.txt": expected("amd", gpus=[(0, "...adeon 860M Graphics", 27017, None)]),
     # The published excerpt stops before VRAM.
     "56_amd-smi_static_mi350x_excerpt.txt": expected("amd", "6.18.3", gpus=[(0, "AMD Instinct MI350X", None, None)]),
     "60_error_nvidia-smi_failed_gpu-operator_driver_pod.txt": expected("nvidia", error="driver_not_loaded"),
@@ -108,6 +149,26 @@ FIXTURES = {
     "64_error_nvml_mismatch_with_proc_version.txt": expected("nvidia", "520.56.06", error="driver_library_mismatch"),
     "70_error_amd-smi_no_amdgpu_wsl.txt": expected("amd", error="driver_not_loaded"),
 }
+
+
+# The format each fixture is recognised as (the report's `format`).
+FORMATS = {
+    "02": "nvidia-smi", "04": "nvidia-smi", "05": "nvidia-smi", "06": "nvidia-smi", "07": "nvidia-smi",
+    "10": "nvidia-smi --query-gpu", "12": "nvidia-smi --query-gpu", "13": "nvidia-smi --query-gpu",
+    "14": "nvidia-smi --query-compute-apps", "20": "nvidia-smi -q", "21": "nvidia-smi -q",
+    "25": "nvidia-smi -q -x", "26": "nvidia-smi -q -x", "27": "nvidia-smi -q -x", "28": "nvidia-smi -q -x",
+    "30": "nvidia-smi -L", "32": "nvidia-smi -L", "33": "nvidia-smi -L",
+    "36": "nvidia-smi topo -m", "37": "nvidia-smi topo -m",
+    "40": "nvidia-smi mig -lgip", "41": "nvidia-smi mig -lgip", "42": "nvidia-smi mig -lgip",
+    "50": "amd-smi", "59": "amd-smi", "51": "amd-smi static/list", "52": "amd-smi static/list", "56": "amd-smi static/list",
+    "53": "amd-smi version", "54": "rocm-smi", "55": "rocm-smi", "57": "rocm-smi", "58": "rocm-smi",
+    "60": None, "61": None, "63": None, "64": None, "70": None,
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("name", sorted(FIXTURES), ids=lambda name: name.split("_")[0])
+def test_fixture_format(name: str) -> None:
+    assert parse_smi(fixture_text(name)).format == FORMATS[name.split("_")[0]]
 
 
 def test_every_fixture_has_expectations() -> None:
@@ -698,6 +759,12 @@ def test_to_dict_is_the_documented_json_shape() -> None:
         "gpus",
         "mig_devices",
         "error",
+        "format",
+        "truncated",
+        "kernel_driver",
+        "processes",
+        "nvlinks",
+        "topology",
     ]
     assert data["gpus"] == [
         {
@@ -706,6 +773,7 @@ def test_to_dict_is_the_documented_json_shape() -> None:
             "uuid": "GPU-7cd6d4d6-9fa8-13be-3c42-09a1b2280a02",
             "memory_total_mib": None,
             "mig_mode": "Enabled",
+            "bus_id": None,
         }
     ]
     assert data["mig_devices"] == [
@@ -729,5 +797,6 @@ def test_to_dict_of_an_error() -> None:
 
 
 def test_smi_commands() -> None:
-    assert smi_command("nvidia") == ["nvidia-smi"]
-    assert smi_command("amd") == ["amd-smi", "static", "--json"]
+    # One exec per node serves the driver, count, MIG and health checks.
+    assert smi_command("nvidia") == ["nvidia-smi", "-q", "-x"]
+    assert smi_command("amd") == ["sh", "-c", "amd-smi static --json; amd-smi metric --ecc --json"]

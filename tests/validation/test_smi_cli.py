@@ -1,4 +1,5 @@
-"""``aksgpu smi parse``: the JSON it prints and its exit codes, through ``register`` on a parser of our own."""
+"""``aksgpu smi parse`` and ``aksgpu smi health``: the JSON they print and their exit codes, through ``register`` on a
+parser of our own."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from components.cli import smi
-from tests.conftest import SMI_FIXTURES_DIR
+from tests.conftest import HEALTH_FIXTURES_DIR, SMI_FIXTURES_DIR
 
 
 def fixture_path(name: str) -> Path:
@@ -34,9 +35,24 @@ def test_parse_prints_the_report_and_exits_0(capsys: pytest.CaptureFixture[str])
         "driver_version": "525.125.06",
         "cuda_version": "12.0",
         "rocm_version": None,
-        "gpus": [{"index": 0, "name": "NVIDIA H100 PCIe", "uuid": None, "memory_total_mib": 81559, "mig_mode": "Disabled"}],
+        "gpus": [
+            {
+                "index": 0,
+                "name": "NVIDIA H100 PCIe",
+                "uuid": None,
+                "memory_total_mib": 81559,
+                "mig_mode": "Disabled",
+                "bus_id": "00000000:01:00.0",
+            }
+        ],
         "mig_devices": [],
         "error": None,
+        "format": "nvidia-smi",
+        "truncated": False,
+        "kernel_driver": None,
+        "processes": [],
+        "nvlinks": [],
+        "topology": [],
     }
     assert captured.out.startswith('{\n  "vendor"')  # indented for people reading it
     assert captured.err == ""
@@ -94,3 +110,56 @@ def test_smi_without_a_subcommand_is_a_usage_error() -> None:
     with pytest.raises(SystemExit) as exit_info:
         run(["smi"])
     assert exit_info.value.code == 2
+
+
+def test_a_fifo_or_a_directory_is_refused_not_read(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    import os
+
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)  # opening it for reading would block until a writer comes: never opened
+    for source in (fifo, tmp_path):
+        assert run(["smi", "parse", str(source)]) == 2
+        assert "not a regular file" in capsys.readouterr().err
+
+
+# ---------------------------------------------------------------- smi health
+
+
+def test_health_with_a_critical_finding_exits_1(capsys: pytest.CaptureFixture[str]) -> None:
+    path = HEALTH_FIXTURES_DIR / "30_nvidia-smi-q_a10_535.129.03_row_remap_pending.txt"
+    exit_code = run(["smi", "health", str(path)])
+    data = json.loads(capsys.readouterr().out)
+    assert exit_code == 1
+    assert list(data) == ["findings", "checked"]
+    assert [(f["id"], f["severity"], f["gpu"]) for f in data["findings"]] == [
+        ("row-remap-pending", "critical", "00000000:07:00.0")
+    ]
+    assert list(data["findings"][0]) == ["id", "severity", "gpu", "message"]
+
+
+def test_health_with_warnings_only_exits_0(capsys: pytest.CaptureFixture[str]) -> None:
+    path = HEALTH_FIXTURES_DIR / "31_nvidia-smi-q_8xh100_535.161.08_hw_slowdown_power_brake.txt"
+    assert run(["smi", "health", str(path)]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert {f["severity"] for f in data["findings"]} == {"warning"}
+    assert "hw-slowdown" in data["checked"]
+
+
+def test_health_reads_standard_input(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    data = (HEALTH_FIXTURES_DIR / "37_kernel_xid79_fallen_off_the_bus.txt").read_bytes()
+    monkeypatch.setattr("sys.stdin", io.TextIOWrapper(io.BytesIO(data), encoding="utf-8"))
+    assert run(["smi", "health", "--vendor", "nvidia", "-"]) == 1
+    assert [f["id"] for f in json.loads(capsys.readouterr().out)["findings"]] == ["xid", "gpu-lost"]
+
+
+def test_health_of_an_input_it_cannot_judge_exits_2(capsys: pytest.CaptureFixture[str]) -> None:
+    exit_code = run(["smi", "health", str(fixture_path("30_nvidia-smi_L_8xh100_mig_7x1g.10gb.txt"))])
+    captured = capsys.readouterr()
+    assert exit_code == 2
+    assert json.loads(captured.out) == {"findings": [], "checked": []}
+    assert "shows no GPU health data" in captured.err and "nvidia-smi -q" in captured.err
+
+
+def test_health_of_a_missing_file_exits_2(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    assert run(["smi", "health", str(tmp_path / "none.txt")]) == 2
+    assert capsys.readouterr().out == ""

@@ -100,7 +100,7 @@ def test_the_table_shows_every_node_and_the_problems_with_their_advice(
     for node in (node_name("train", 0), node_name("train", 1), node_name("infer", 0)):
         assert node in output
     assert "FAIL" in output
-    assert f"train/{node_name('train', 1)} smi-error: could not run `nvidia-smi`: timed out after 30 s" in output
+    assert f"train/{node_name('train', 1)} smi-error: could not run `nvidia-smi -q -x`: timed out after 30 s" in output
     assert "train: " in output and "1 fail" in output
     assert "validation failed: 1 check(s) failed" in output
     # Passing results are counted, not listed, unless asked for.

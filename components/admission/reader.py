@@ -1,0 +1,321 @@
+"""Kubernetes objects from YAML text, for ``aksgpu admission check``: every document and ``kind: List`` item, or
+one clear reason why not. Pure: text in, objects or :class:`InputError` out; never another exception.
+
+The API server decodes an object, validates it and only then runs validating admission, so an object it would
+refuse never reaches the policy. This reader refuses the same way, for what the policy reads: a field of the
+wrong type (a string ``metadata``, a list of ``labels``, a number as a label value), a resource quantity the API
+server would not parse, a duplicate key (``kubectl`` refuses those by default, ``--validate=strict``). Besides,
+it bounds what it reads (nesting depth, nodes visited, so an alias bomb is stopped, and quantity length), naming
+the limit when one is hit. Each problem names the object: its place in the file, kind and name.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from datetime import date, datetime
+from typing import Any
+
+import yaml
+
+from components.admission.quantity import Quantity
+
+MAX_DEPTH = 64  # a CronJob's containers sit 9 levels down; Kubernetes' own JSON decoder stops at 10,000
+MAX_NODES = 2_000_000  # per file, counted as visited: shared (aliased) nodes count every time
+INT64 = 2**63
+# The kinds the GPU placement policy reads, and where their pod spec is (policy.pod_spec_of, policy.RESOURCE_RULES).
+POD_SPEC_PATHS: dict[str, tuple[str, ...]] = {
+    "Pod": ("spec",),
+    "Deployment": ("spec", "template", "spec"),
+    "ReplicaSet": ("spec", "template", "spec"),
+    "StatefulSet": ("spec", "template", "spec"),
+    "DaemonSet": ("spec", "template", "spec"),
+    "ReplicationController": ("spec", "template", "spec"),
+    "Job": ("spec", "template", "spec"),
+    "CronJob": ("spec", "jobTemplate", "spec", "template", "spec"),
+}
+CONTAINER_LISTS = ("containers", "initContainers", "ephemeralContainers")
+TOLERATION_STRINGS = ("key", "operator", "value", "effect")
+
+
+class InputError(Exception):
+    """A file that cannot be read, or a document that is not a Kubernetes object the API server would accept."""
+
+
+@dataclass(frozen=True)
+class SourcedObject:
+    source: str  # file and document number, for people reading the table
+    obj: dict[str, Any]
+
+
+class _StrictLoader(yaml.CSafeLoader if yaml.__with_libyaml__ else yaml.SafeLoader):  # type: ignore[misc]
+    """YAML 1.1 as PyYAML reads it (libyaml where built in), refusing duplicate keys."""
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+        seen: set[tuple[str, str]] = set()
+        for key_node, _ in node.value:
+            if not isinstance(key_node, yaml.ScalarNode):
+                continue  # a list or map as a key: refused when the object is checked
+            key = (key_node.tag, key_node.value)
+            if key in seen:
+                raise yaml.constructor.ConstructorError(
+                    None, None, f"duplicate key {key_node.value!r} (kubectl refuses duplicate fields)", key_node.start_mark
+                )
+            seen.add(key)
+        return super().construct_mapping(node, deep=deep)  # type: ignore[no-any-return]
+
+
+_StrictLoader.add_constructor("tag:yaml.org,2002:map", _StrictLoader.construct_mapping)
+
+
+def read_text(text: str, name: str) -> list[SourcedObject]:
+    """Every Kubernetes object in ``text`` (the content of file ``name``), each checked; InputError otherwise."""
+    try:
+        documents = list(yaml.load_all(text, Loader=_StrictLoader))
+    except yaml.YAMLError as error:
+        raise InputError(f"{name}: not valid YAML: {error}") from None
+    except RecursionError:
+        raise InputError(f"{name}: nested too deeply to read (the limit is {MAX_DEPTH} levels)") from None
+    budget = _Budget(name)
+    objects: list[SourcedObject] = []
+    for number, document in enumerate(documents, start=1):
+        if document is None:
+            continue  # an empty document, e.g. after a trailing ---
+        objects += _objects_of(document, f"{name}#{number}", budget)
+    if not objects:
+        raise InputError(f"{name}: no objects found (the file holds no Kubernetes object)")
+    return objects
+
+
+class _Budget:
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.nodes = 0
+
+    def spend(self, where: str) -> None:
+        self.nodes += 1
+        if self.nodes > MAX_NODES:
+            raise InputError(
+                f"{where}: more than {MAX_NODES:,} values in {self.name} (YAML aliases count each time they are used); "
+                "split the file"
+            )
+
+
+def _objects_of(document: Any, source: str, budget: _Budget) -> Iterator[SourcedObject]:
+    if not isinstance(document, dict):
+        raise InputError(f"{source}: not a Kubernetes object (a mapping with apiVersion and kind)")
+    kind = document.get("kind")
+    if not isinstance(kind, str) or not kind:
+        raise InputError(f"{source}: object without kind")
+    if kind == "List" or (kind.endswith("List") and isinstance(document.get("items"), list)):
+        items = document.get("items")
+        if not isinstance(items, list):
+            raise InputError(f"{source}: a List without items")
+        for index, item in enumerate(items):
+            yield from _objects_of(item, f"{source}.items[{index}]", budget)
+        return
+    label = _label(document, kind, source)
+    _check_data(document, label, "", 0, budget)
+    _check_object(document, kind, label)
+    yield SourcedObject(source=source, obj=document)
+
+
+def _label(document: Mapping[str, Any], kind: str, source: str) -> str:
+    metadata = document.get("metadata")
+    name = metadata.get("name") if isinstance(metadata, dict) else None
+    if not isinstance(name, str) or not name:
+        name = metadata.get("generateName") if isinstance(metadata, dict) else None
+    shown = name if isinstance(name, str) and name else "(no name)"
+    return f"{source} {kind}/{shown}"
+
+
+# ---------------------------------------------------------------- JSON-like data, bounded
+
+
+def _check_data(value: Any, label: str, path: str, depth: int, budget: _Budget) -> None:
+    """What JSON can carry, as the API server decodes it: string keys, 64-bit integers, finite numbers."""
+    budget.spend(label)
+    if depth > MAX_DEPTH:
+        raise InputError(f"{label}: {path or '(top)'}: nested deeper than {MAX_DEPTH} levels")
+    if isinstance(value, dict):
+        for key, item in value.items():
+            if not isinstance(key, str):
+                raise InputError(f"{label}: {path or '(top)'}: key {_shown(key)} is not a string")
+            _check_data(item, label, _join(path, key), depth + 1, budget)
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            _check_data(item, label, f"{path}[{index}]", depth + 1, budget)
+    elif isinstance(value, bool) or value is None or isinstance(value, str):
+        return
+    elif isinstance(value, int):
+        if not -INT64 <= value < INT64:
+            raise InputError(f"{label}: {path}: a {len(str(abs(value)))}-digit integer does not fit in 64 bits")
+    elif isinstance(value, float):
+        if not math.isfinite(value):
+            raise InputError(f"{label}: {path}: {value!r} is not a number JSON can carry")
+    elif isinstance(value, (datetime, date)):
+        return  # a YAML timestamp: JSON carries it as a string
+    else:
+        raise InputError(f"{label}: {path}: a YAML {type(value).__name__} value has no JSON form")
+
+
+def _join(path: str, key: str) -> str:
+    plain = key.replace("-", "").replace("_", "").isalnum()
+    return (f"{path}.{key}" if path else key) if plain else f"{path}[{key!r}]"
+
+
+def _shown(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+# ---------------------------------------------------------------- what the policy reads, typed
+
+
+def _check_object(obj: Mapping[str, Any], kind: str, label: str) -> None:
+    metadata = obj.get("metadata", {})
+    _mapping(metadata, label, "metadata")
+    for field in ("name", "namespace", "generateName"):
+        _string(metadata.get(field), label, f"metadata.{field}")
+    for field in ("labels", "annotations"):
+        _string_map(metadata.get(field), label, f"metadata.{field}")
+    path = POD_SPEC_PATHS.get(kind)
+    if path is None:
+        return
+    spec: Any = obj
+    where = ""
+    for step in path:
+        where = _join(where, step)
+        spec = spec.get(step) if isinstance(spec, dict) else None
+        if spec is None:
+            raise InputError(f"{label}: {where}: required for a {kind} (the API server refuses it without)")
+        _mapping(spec, label, where)
+    _check_pod_spec(spec, label, where)
+
+
+def _check_pod_spec(spec: Mapping[str, Any], label: str, where: str) -> None:
+    containers = spec.get("containers")
+    if not isinstance(containers, list) or not containers:
+        raise InputError(f"{label}: {where}.containers: a non-empty list of containers is required")
+    for field in CONTAINER_LISTS:
+        items = spec.get(field)
+        if items is None:
+            continue
+        _list(items, label, f"{where}.{field}")
+        for index, container in enumerate(items):
+            _check_container(container, label, f"{where}.{field}[{index}]")
+    tolerations = spec.get("tolerations")
+    if tolerations is not None:
+        _list(tolerations, label, f"{where}.tolerations")
+        for index, toleration in enumerate(tolerations):
+            at = f"{where}.tolerations[{index}]"
+            _mapping(toleration, label, at)
+            for field in TOLERATION_STRINGS:
+                _string(toleration.get(field), label, f"{at}.{field}")
+    _string_map(spec.get("nodeSelector"), label, f"{where}.nodeSelector")
+    _string(spec.get("nodeName"), label, f"{where}.nodeName")
+    affinity = spec.get("affinity")
+    if affinity is None:
+        return
+    _mapping(affinity, label, f"{where}.affinity")
+    node = affinity.get("nodeAffinity")
+    if node is None:
+        return
+    at = f"{where}.affinity.nodeAffinity"
+    _mapping(node, label, at)
+    required = node.get("requiredDuringSchedulingIgnoredDuringExecution")
+    if required is None:
+        return
+    at += ".requiredDuringSchedulingIgnoredDuringExecution"
+    _mapping(required, label, at)
+    terms = required.get("nodeSelectorTerms")
+    if terms is None:
+        return
+    _list(terms, label, f"{at}.nodeSelectorTerms")
+    for index, term in enumerate(terms):
+        term_at = f"{at}.nodeSelectorTerms[{index}]"
+        _mapping(term, label, term_at)
+        for part in ("matchExpressions", "matchFields"):
+            requirements = term.get(part)
+            if requirements is None:
+                continue
+            _list(requirements, label, f"{term_at}.{part}")
+            for position, requirement in enumerate(requirements):
+                requirement_at = f"{term_at}.{part}[{position}]"
+                _mapping(requirement, label, requirement_at)
+                for field in ("key", "operator"):
+                    if not isinstance(requirement.get(field), str):
+                        raise InputError(f"{label}: {requirement_at}.{field}: a string is required")
+                values = requirement.get("values")
+                if values is not None:
+                    _list(values, label, f"{requirement_at}.values")
+                    for value_index, value in enumerate(values):
+                        _string(value, label, f"{requirement_at}.values[{value_index}]", required=True)
+
+
+def _check_container(container: Any, label: str, at: str) -> None:
+    _mapping(container, label, at)
+    if not isinstance(container.get("name"), str) or not container["name"]:
+        raise InputError(f"{label}: {at}.name: every container needs a name")
+    resources = container.get("resources")
+    if resources is not None:
+        _mapping(resources, label, f"{at}.resources")
+        for part in ("limits", "requests"):
+            amounts = resources.get(part)
+            if amounts is None:
+                continue
+            _mapping(amounts, label, f"{at}.resources.{part}")
+            for resource, amount in amounts.items():
+                _quantity(amount, label, _join(f"{at}.resources.{part}", resource))
+    env = container.get("env")
+    if env is not None:
+        _list(env, label, f"{at}.env")
+        for index, variable in enumerate(env):
+            variable_at = f"{at}.env[{index}]"
+            _mapping(variable, label, variable_at)
+            if not isinstance(variable.get("name"), str):
+                raise InputError(f"{label}: {variable_at}.name: a string is required")
+            _string(variable.get("value"), label, f"{variable_at}.value")
+            if variable.get("valueFrom") is not None:
+                _mapping(variable["valueFrom"], label, f"{variable_at}.valueFrom")
+
+
+def _quantity(amount: Any, label: str, at: str) -> None:
+    if isinstance(amount, bool) or not isinstance(amount, (str, int, float)):
+        raise InputError(f"{label}: {at}: a quantity (a number or a string such as 1, 500m, 2Gi) is required")
+    text = amount if isinstance(amount, str) else (str(amount) if isinstance(amount, int) else repr(amount))
+    try:
+        Quantity.parse(text)
+    except ValueError as error:
+        raise InputError(f"{label}: {at}: not a quantity the API server accepts: {error}") from None
+
+
+def _mapping(value: Any, label: str, at: str) -> None:
+    if not isinstance(value, dict):
+        raise InputError(f"{label}: {at}: a mapping is required, not {_type_name(value)}")
+
+
+def _list(value: Any, label: str, at: str) -> None:
+    if not isinstance(value, list):
+        raise InputError(f"{label}: {at}: a list is required, not {_type_name(value)}")
+
+
+def _string(value: Any, label: str, at: str, required: bool = False) -> None:
+    if value is None and not required:
+        return
+    if not isinstance(value, str):
+        raise InputError(f"{label}: {at}: a string is required, not {_type_name(value)} (quote it in YAML)")
+
+
+def _string_map(value: Any, label: str, at: str) -> None:
+    if value is None:
+        return
+    _mapping(value, label, at)
+    for key, item in value.items():
+        _string(item, label, _join(at, key), required=True)
+
+
+def _type_name(value: Any) -> str:
+    names = {dict: "a mapping", list: "a list", str: "a string", bool: "a boolean", int: "a number", float: "a number"}
+    return names.get(type(value), "null" if value is None else f"a {type(value).__name__}")

@@ -1,0 +1,732 @@
+"""GPU health: what fails GPU jobs in production, read from SMI output, kernel logs and node conditions. Pure.
+
+Two readers, both text or dicts in, frozen results out, no I/O and no Pulumi:
+
+- ``read_health(text, vendor)`` reads ``nvidia-smi -q`` (text or ``-x``), the default ``nvidia-smi`` table,
+  ``nvidia-smi nvlink -s``, ``dcgmi nvlink --link-status``, kernel log lines (``dmesg``, ``journalctl -k``),
+  ``amd-smi metric --ecc`` / ``--ecc-blocks`` (text or ``--json``) and ``rocm-smi --showrasinfo``, and returns
+  ``HealthReport(findings, checked)``: ``checked`` names what the input allowed to judge, so "no finding" is
+  never claimed for what was not read. ``read_smi_and_health`` returns the SMI report of the same text too, from
+  one pass over it (the validation reads both for every node).
+- ``read_gpu_conditions(node)`` reads the GPU conditions the AKS Node Problem Detector sets on a node object
+  (``kubectl get node -o json``): GPUMissing, XIDErrors, NVLinkStatusInactive, IBLinkFlapping and the others
+  AKS documents.
+
+Finding ids (a contract: ``aksgpu smi health`` prints them, other tools match on them):
+
+=========================  ========  ==========================================================================
+id                         severity  when
+=========================  ========  ==========================================================================
+``ecc-uncorrectable``      critical  volatile uncorrectable ECC errors above zero (warning: aggregate only)
+``row-remap-failure``      critical  the row remapper failed (no spare row left: the GPU needs replacing)
+``row-remap-pending``      critical  rows wait for remapping (the GPU needs a reset)
+``retired-pages-pending``  critical  pages wait for retirement (the driver needs a reload, i.e. a reset)
+``xid``                    per code  an Xid in the kernel log; severity from components/data/xid.yaml
+``gpu-lost``               critical  "GPU is lost", "Unable to determine the device handle", fallen off the bus
+``hw-slowdown``            warning   HW slowdown, HW thermal slowdown or HW power brake active
+``pcie-degraded``          warning   PCIe link width below its maximum
+``nvlink-inactive``        critical  inactive NVLinks (warning when all are and the size may have none)
+``fabric-not-ready``       critical  NVSwitch fabric state not Completed or status not Success
+``ras-uncorrectable``      critical  AMD: uncorrectable RAS (ECC) errors above zero
+=========================  ========  ==========================================================================
+
+Sources: NVIDIA's Xid catalog (xid.yaml), "NVIDIA A100 GPU memory error management"
+(https://docs.nvidia.com/deploy/a100-gpu-mem-error-mgmt/index.html: row remapping, pending and failure),
+"Dynamic page retirement" (https://docs.nvidia.com/deploy/dynamic-page-retirement/index.html), nvidia-smi's own
+field help (the PCIe link "may be reduced when the GPU is not in use"), the fabric states NVIDIA's tools walk
+through ("Not Started" -> "In Progress" -> "Completed", https://github.com/NVIDIA/NVSentinel/pull/1382), and the AKS
+Node Problem Detector pages cited at ``GPU_CONDITIONS``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal, get_args
+
+from components.validation.smi import amd as amd_formats
+from components.validation.smi import nvidia as nvidia_formats
+from components.validation.smi import read_prepared
+from components.validation.smi.model import SmiReport, Vendor, VendorChoice
+from components.validation.smi.text import PCI_ADDRESS, Text, box_table, integer, prepare, shorten, value
+from components.validation.xid import CATALOG_URL, load_xid_catalog
+
+Severity = Literal["critical", "warning"]
+FindingId = Literal[
+    "ecc-uncorrectable",
+    "row-remap-failure",
+    "row-remap-pending",
+    "retired-pages-pending",
+    "xid",
+    "gpu-lost",
+    "hw-slowdown",
+    "pcie-degraded",
+    "nvlink-inactive",
+    "fabric-not-ready",
+    "ras-uncorrectable",
+]
+FINDING_IDS: tuple[FindingId, ...] = get_args(FindingId)
+
+
+@dataclass(frozen=True)
+class Finding:
+    id: FindingId
+    severity: Severity
+    gpu: str | None  # the GPU as the input names it: its PCI address, else its index ("3"); None when not said
+    message: str  # what was found and what to do
+
+    def to_dict(self) -> dict[str, object]:
+        return {"id": self.id, "severity": self.severity, "gpu": self.gpu, "message": self.message}
+
+
+@dataclass(frozen=True)
+class HealthReport:
+    """What one input says about GPU health. ``unreadable`` says why nothing could be judged (then exit 2)."""
+
+    findings: tuple[Finding, ...]
+    checked: tuple[FindingId, ...]  # in FINDING_IDS order
+    vendor: Vendor | None = None
+    unreadable: str | None = None
+
+    @property
+    def critical(self) -> bool:
+        return any(finding.severity == "critical" for finding in self.findings)
+
+    def to_dict(self) -> dict[str, object]:
+        """``{"findings": [{"id", "severity", "gpu", "message"}], "checked": [ids]}``, the contract of ``smi health``."""
+        return {"findings": [finding.to_dict() for finding in self.findings], "checked": list(self.checked)}
+
+
+@dataclass
+class _Collector:
+    findings: list[Finding] = field(default_factory=list)
+    checked: set[FindingId] = field(default_factory=set)
+
+    def add(self, id_: FindingId, severity: Severity, gpu: str | None, message: str) -> None:
+        self.findings.append(Finding(id_, severity, gpu, message))
+
+    def report(self, vendor: Vendor | None, unreadable: str | None = None) -> HealthReport:
+        order = {id_: number for number, id_ in enumerate(FINDING_IDS)}
+        findings = sorted(self.findings, key=lambda f: (f.severity != "critical", order[f.id], f.gpu or ""))
+        checked = tuple(id_ for id_ in FINDING_IDS if id_ in self.checked or any(f.id == id_ for f in findings))
+        return HealthReport(tuple(findings), checked, vendor, unreadable)
+
+
+def read_health(text: str, vendor: VendorChoice = "auto", *, nvlink_expected: bool | None = None) -> HealthReport:
+    """The health findings in one input (see the module docstring for the formats and ids).
+
+    ``nvlink_expected``: whether the node's GPUs have NVLink (True on ND A100/H100/H200 sizes). When every link
+    of a GPU is inactive and this is unknown (None), the finding is a warning: a PCIe GPU without an NVLink
+    bridge shows the same; with True it is critical; with False it is not reported.
+    """
+    return read_smi_and_health(text, vendor, nvlink_expected=nvlink_expected)[1]
+
+
+def read_smi_and_health(
+    text: str, vendor: VendorChoice = "auto", *, nvlink_expected: bool | None = None
+) -> tuple[SmiReport, HealthReport]:
+    """``parse_smi`` and ``read_health`` of the same text, reading it once (the validation does both per node)."""
+    if vendor not in ("nvidia", "amd", "auto"):
+        raise ValueError(f"vendor must be 'nvidia', 'amd' or 'auto', not {vendor!r}")
+    vendors: tuple[Vendor, ...] = ("nvidia", "amd") if vendor == "auto" else (vendor,)
+    prepared = prepare(text)
+    collector = _Collector()
+    found: Vendor | None = None
+    log = nvidia_formats.query_log(prepared) if "nvidia" in vendors else None
+    if "nvidia" in vendors and _read_nvidia(prepared, log, collector, nvlink_expected, vendor == "nvidia"):
+        found = "nvidia"
+    if "amd" in vendors and found is None and _read_amd(prepared, collector):
+        found = "amd"
+    # -q and -q -x come first among the formats parse_smi tries: read once, they serve both reports.
+    report = read_prepared(prepared, vendors, nvidia_formats.query_report(log) if log is not None else None)
+    if not collector.checked and not collector.findings:
+        what = report.format or ("an SMI error" if report.error and report.error.kind != "unrecognized" else None)
+        reason = (
+            f"the input ({what}) shows no GPU health data"
+            if what
+            else f"not an input the health check reads ({_first_words(prepared)})"
+        )
+        hint = (
+            "; give it nvidia-smi -q (or -q -x), nvidia-smi nvlink -s, a kernel log (dmesg, journalctl -k), "
+            "amd-smi metric --ecc or rocm-smi --showrasinfo"
+        )
+        return report, collector.report(found or report.vendor, reason + hint)
+    return report, collector.report(found or report.vendor)
+
+
+def _first_words(prepared: Text) -> str:
+    first = next((line.strip() for line in prepared.lines if line.strip()), None)
+    return "it is empty" if first is None else f"it starts with: {shorten(first, 80)}"
+
+
+# ---------------------------------------------------------------- NVIDIA
+
+
+def _read_nvidia(
+    t: Text, log: nvidia_formats.QueryLog | None, out: _Collector, nvlink_expected: bool | None, vendors_named: bool
+) -> bool:
+    recognized = False
+    if log is not None:
+        recognized = True
+        out.checked.add("gpu-lost")  # nvidia-smi prints a GPU it cannot reach as an error among its output
+        for gpu in log.gpus:
+            _query_gpu_health(gpu, log.xml, out)
+    elif "NVIDIA-SMI " in t.raw and "Driver Version:" in t.raw:
+        recognized = _table_health(t, out) or recognized
+    status = nvidia_formats.nvlink_status(t)
+    if status is not None:
+        recognized = True
+        out.checked.add("nvlink-inactive")
+        for entry in status:
+            inactive = [link.link for link in entry.links if link.state != "active"]
+            label = str(entry.gpu.index) if entry.gpu.index is not None else None
+            _nvlink_finding(out, label, inactive, len(entry.links), entry.all_inactive_notice, nvlink_expected)
+    recognized = _dcgmi_link_status(t, out, nvlink_expected) or recognized
+    return _kernel_log(t, out, any_kernel_log=vendors_named) or recognized
+
+
+def _query_gpu_health(gpu: nvidia_formats.QueryGpu, xml: bool, out: _Collector) -> None:
+    label = gpu.bus_id
+
+    def counts(field_name: str) -> list[tuple[str, int]]:
+        found: list[tuple[str, int]] = []
+        for path in nvidia_formats.QUERY_FIELDS[field_name][1 if xml else 0]:
+            number = integer(gpu.fields.get(path))
+            if number is not None:
+                found.append((path.rsplit("/", 1)[-1], number))
+        return found
+
+    volatile, aggregate = counts("ecc_volatile_uncorrectable"), counts("ecc_aggregate_uncorrectable")
+    if volatile or aggregate:
+        out.checked.add("ecc-uncorrectable")
+    if sum(n for _, n in volatile):
+        detail = ", ".join(f"{name} {n}" for name, n in volatile if n)
+        out.add(
+            "ecc-uncorrectable",
+            "critical",
+            label,
+            f"{sum(n for _, n in volatile)} uncorrectable ECC error(s) since the driver loaded ({detail}): data on this "
+            "GPU may be corrupt; drain the node and reset the GPU (reboot the node) so row remapping or page retirement "
+            "takes effect; if errors return, open an Azure support case",
+        )
+    elif sum(n for _, n in aggregate):
+        detail = ", ".join(f"{name} {n}" for name, n in aggregate if n)
+        out.add(
+            "ecc-uncorrectable",
+            "warning",
+            label,
+            f"{sum(n for _, n in aggregate)} uncorrectable ECC error(s) in this GPU's life ({detail}), none since the "
+            "driver loaded: watch for new ones and for pending row remaps",
+        )
+
+    failure, pending = _yes_no(gpu.get("remap_failure", xml)), _yes_no(gpu.get("remap_pending", xml))
+    if failure is not None or pending is not None:
+        out.checked.update(("row-remap-failure", "row-remap-pending"))
+    if failure:
+        out.add(
+            "row-remap-failure",
+            "critical",
+            label,
+            "row remapping failed: a memory bank has no spare row left, so new errors can no longer be fenced off; drain "
+            "the node and open an Azure support case (the GPU needs replacing)",
+        )
+    if pending:
+        rows = integer(gpu.get("remap_uncorrectable", xml))
+        count = f" ({rows} row(s) remapped for uncorrectable errors)" if rows else ""
+        out.add(
+            "row-remap-pending",
+            "critical",
+            label,
+            f"a row remap is pending{count}: it takes effect only after a GPU reset; drain the node and reboot it",
+        )
+
+    # Older drivers name it pending_retirement, newer ones pending_blacklist too: pending if either says so.
+    pending_pages = [_yes_no(gpu.fields.get(path)) for path in nvidia_formats.QUERY_FIELDS["retired_pending"][1 if xml else 0]]
+    known = [state for state in pending_pages if state is not None]
+    retired = any(known) if known else None
+    if retired is not None:
+        out.checked.add("retired-pages-pending")
+    if retired:
+        out.add(
+            "retired-pages-pending",
+            "critical",
+            label,
+            "memory pages are pending retirement: they are retired when the driver reloads; drain the node and reboot it",
+        )
+
+    reasons = {
+        "HW slowdown": gpu.get("hw_slowdown", xml),
+        "HW thermal slowdown": gpu.get("hw_thermal_slowdown", xml),
+        "HW power brake": gpu.get("hw_power_brake_slowdown", xml),
+    }
+    states = {name: _active(raw) for name, raw in reasons.items()}
+    if any(state is not None for state in states.values()):
+        out.checked.add("hw-slowdown")
+    active = [name for name, state in states.items() if state]
+    if active:
+        out.add(
+            "hw-slowdown",
+            "warning",
+            label,
+            f"{', '.join(active)} active: the GPU runs below its clocks (too hot, or the board's power brake is asserted); "
+            "if it lasts under load, check the node's cooling and power and open an Azure support case",
+        )
+
+    widest, current = _link_width(gpu.get("pcie_width_max", xml)), _link_width(gpu.get("pcie_width_current", xml))
+    if widest is not None and current is not None:
+        out.checked.add("pcie-degraded")
+        if current < widest:
+            out.add(
+                "pcie-degraded",
+                "warning",
+                label,
+                f"PCIe link at x{current} of x{widest}: host-to-GPU transfers run at a fraction of their speed; the link "
+                "may narrow while the GPU is idle, so check again under load, and if it stays narrow drain the node and "
+                "redeploy it",
+            )
+
+    state, status = value(gpu.get("fabric_state", xml)), value(gpu.get("fabric_status", xml))
+    if state is not None:  # "N/A" on GPUs that are not on an NVSwitch fabric
+        out.checked.add("fabric-not-ready")
+        if state != "Completed" or (status is not None and status != "Success"):
+            out.add(
+                "fabric-not-ready",
+                "critical",
+                label,
+                f"NVSwitch fabric state {state!r}, status {status or 'N/A'!r} (ready is 'Completed' / 'Success'): CUDA "
+                "fails on this GPU ('system not yet initialized'); check nvidia-fabricmanager on the node, then drain it "
+                "and reset the GPUs (reboot); if the fabric does not come up, open an Azure support case",
+            )
+
+
+def _table_health(t: Text, out: _Collector) -> bool:
+    """The default table's "Volatile Uncorr. ECC" column: the count of volatile uncorrectable ECC errors."""
+    header_line = next((n for n, line in enumerate(t.lines) if "Bus-Id" in line and "Volatile Uncorr. ECC" in line), None)
+    table = box_table(t.lines, header_line) if header_line is not None else None
+    if table is None:
+        return False
+    ecc_at = table.label_position("Volatile Uncorr. ECC")
+    name_at = table.label_position("Name")
+    bus_at = table.label_position("Bus-Id")
+    out.checked.add("gpu-lost")
+    for record in table.records:
+        count = integer(table.cell(record, ecc_at))
+        words = (table.cell(record, name_at) or "").split()
+        bus = (table.cell(record, bus_at) or "").split()
+        label = bus[0] if bus and PCI_ADDRESS.fullmatch(bus[0]) else (words[0] if words else None)
+        if count is None:
+            continue
+        out.checked.add("ecc-uncorrectable")
+        if count:
+            out.add(
+                "ecc-uncorrectable",
+                "critical",
+                label,
+                f"{count} volatile uncorrectable ECC error(s) (nvidia-smi's Volatile Uncorr. ECC column): drain the node "
+                "and reset the GPU (reboot the node); if errors return, open an Azure support case",
+            )
+    return True
+
+
+def _nvlink_finding(
+    out: _Collector, gpu: str | None, inactive: Sequence[int], total: int, notice: bool, expected: bool | None
+) -> None:
+    every = notice or (total > 0 and len(inactive) == total)
+    if not inactive and not notice:
+        return
+    links = "all links" if notice and not total else f"link(s) {', '.join(map(str, inactive))} of {total}"
+    action = (
+        "GPU-to-GPU traffic falls back to PCIe or fails (NCCL jobs hang or slow down); drain the node and reset its "
+        "GPUs (reboot); if links stay down, reimage the node or open an Azure support case"
+    )
+    if not every:
+        out.add("nvlink-inactive", "critical", gpu, f"NVLink {links} inactive: {action}")
+    elif expected is True:
+        out.add("nvlink-inactive", "critical", gpu, f"NVLink {links} inactive on a size with NVLink: {action}")
+    elif expected is None:
+        out.add(
+            "nvlink-inactive",
+            "warning",
+            gpu,
+            f"NVLink {links} inactive: on a size with NVLink (ND A100/H100/H200) this is critical ({action}); a PCIe GPU "
+            "without an NVLink bridge shows the same",
+        )
+
+
+def _dcgmi_link_status(t: Text, out: _Collector, expected: bool | None) -> bool:
+    """``dcgmi nvlink --link-status``: per "gpuId N:" a row of U (up), D (down), X (disabled), _ (not supported)."""
+    if not any(line.strip() == "NvLink Link Status" or "|  NvLink Link Status  |" in line for line in t.lines):
+        return False
+    gpu: str | None = None
+    read = False
+    for line in t.complete:
+        stripped = line.strip()
+        if stripped.startswith("gpuId ") and stripped.endswith(":"):
+            number = integer(stripped[6:-1])
+            gpu = str(number) if number is not None else None
+            continue
+        if stripped.startswith("NvSwitches"):
+            gpu = None
+            continue
+        states = stripped.split()
+        if gpu is None or not states or not all(state in ("U", "D", "X", "_") for state in states):
+            continue
+        read = True
+        links = [number for number, state in enumerate(states) if state != "_"]
+        down = [number for number, state in enumerate(states) if state == "D"]
+        _nvlink_finding(out, gpu, down, len(links), False, expected)
+        gpu = None
+    if read:
+        out.checked.add("nvlink-inactive")
+    return read
+
+
+_KERNEL_MARKERS = ("NVRM:", " kernel: ", "kernel: ")
+_XID = "NVRM: Xid ("
+
+
+def _kernel_log(t: Text, out: _Collector, *, any_kernel_log: bool) -> bool:
+    """Xid lines of the NVIDIA kernel module in dmesg or journalctl form (any prefix), and lost-GPU lines anywhere.
+
+    A kernel log is judged for Xids when it carries the NVIDIA module's lines ("NVRM:"), or any kernel log when
+    the caller named NVIDIA as the vendor: an AMD node's log without NVRM lines says nothing about Xids. A lost
+    GPU is reported by the kernel module ("has fallen off the bus") and by nvidia-smi itself ("Unable to
+    determine the device handle for GPU ...: GPU is lost"), so those lines count in any input. A line the output
+    was cut in is not read: "Xid (...): 7" may be the start of 79.
+    """
+    lines = t.complete
+    kernel = any(marker in line for line in lines for marker in _KERNEL_MARKERS) or any(_dmesg_stamp(line) for line in lines)
+    judged = kernel and (any_kernel_log or any("NVRM" in line for line in lines))
+    lost = _lost_gpus(lines)
+    if judged:
+        out.checked.update(("xid", "gpu-lost"))
+        _xid_findings(lines, out)
+    if lost:
+        out.checked.add("gpu-lost")
+    for bus, line in lost.items():
+        out.add(
+            "gpu-lost",
+            "critical",
+            bus,
+            f"the GPU{f' at {bus}' if bus else ''} is lost ({line}): the driver cannot reach it and it stays lost until the "
+            "VM restarts; drain the node and reboot or reimage it; if it recurs, open an Azure support case for the hardware",
+        )
+    return judged or bool(lost)
+
+
+def _lost_gpus(lines: Sequence[str]) -> dict[str | None, str]:
+    lost: dict[str | None, str] = {}
+    for number, line in enumerate(lines):
+        if "fallen off the bus" in line or "GPU is lost" in line or "Unable to determine the device handle" in line:
+            bus = _pci_address(line) or next(
+                (found for earlier in reversed(lines[max(0, number - 3) : number]) if (found := _pci_address(earlier))), None
+            )
+            lost.setdefault(bus, shorten(line.strip(), 160))
+    return lost
+
+
+def _xid_findings(lines: Sequence[str], out: _Collector) -> None:
+    catalog = load_xid_catalog()
+    xids: dict[tuple[str | None, int], tuple[int, str]] = {}
+    for line in lines:
+        at = line.find(_XID)
+        if at < 0:
+            continue
+        parsed = _xid_line(line[at + len(_XID) :])
+        if parsed is not None:
+            bus, code, detail = parsed
+            seen, first = xids.get((bus, code), (0, detail))
+            xids[(bus, code)] = (seen + 1, first)
+    for (bus, code), (seen, detail) in sorted(xids.items(), key=lambda item: (item[0][0] or "", item[0][1])):
+        entry = catalog.get(code)
+        times = f", {seen} times" if seen > 1 else ""
+        where = f" on PCI {bus}" if bus else ""
+        said = f"; the log says: {detail}" if detail else ""
+        if entry is None:
+            out.add(
+                "xid",
+                "warning",
+                bus,
+                f"Xid {code}{where}{times}: not in NVIDIA's Xid catalog ({CATALOG_URL}); look it up for this driver and "
+                f"GPU{said}",
+            )
+            continue
+        out.add(
+            "xid",
+            entry.severity,
+            bus,
+            f"Xid {code} ({entry.mnemonic}: {entry.description}){where}{times}: {entry.action} (NVIDIA's immediate action: "
+            f"{entry.immediate or 'none given'}; {entry.source}){said}",
+        )
+
+
+def _dmesg_stamp(line: str) -> bool:
+    """ "[ 1843.308145] ..." or "[Fri Aug 30 11:43:09 2024] ...": a dmesg line (a markdown quote "> " before it)."""
+    stripped = line.lstrip("> ").lstrip()
+    inside, closing, _ = stripped[1:40].partition("]")
+    if not stripped.startswith("[") or not closing:
+        return False
+    seconds, dot, fraction = inside.strip().partition(".")
+    if dot and seconds.isascii() and seconds.isdigit() and fraction.isdigit():
+        return True
+    words = inside.split()
+    return len(words) == 5 and words[3].count(":") == 2 and words[4].isascii() and words[4].isdigit() and len(words[4]) == 4
+
+
+def _xid_line(rest: str) -> tuple[str | None, int, str] | None:
+    """After "NVRM: Xid (": "PCI:0000:9b:00): 119, pid=..., <message>" -> (bus, code, message)."""
+    inside, closing, after = rest.partition("): ")
+    if not closing or len(inside) > 24:
+        return None
+    bus = inside.removeprefix("PCI:")
+    code_text, comma, detail = after.partition(",")
+    code = integer(code_text) if len(code_text) <= 4 else None
+    if code is None:
+        return None
+    return (bus if PCI_ADDRESS.fullmatch(bus) else None), code, shorten(detail.strip(), 160) if comma else ""
+
+
+def _pci_address(line: str) -> str | None:
+    for word in line.replace(",", " ").replace("(", " ").replace(")", " ").split():
+        candidate = word.removeprefix("PCI:").rstrip(":.")
+        if len(candidate) <= 16 and PCI_ADDRESS.fullmatch(candidate):
+            return candidate
+    return None
+
+
+def _yes_no(raw: object) -> bool | None:
+    text = value(raw)
+    return {"Yes": True, "No": False}.get(text) if text is not None else None
+
+
+def _active(raw: object) -> bool | None:
+    text = value(raw)
+    return {"Active": True, "Not Active": False}.get(text) if text is not None else None
+
+
+def _link_width(raw: object) -> int | None:
+    text = value(raw)
+    return integer(text.removesuffix("x")) if text is not None and text.endswith("x") else None
+
+
+# ---------------------------------------------------------------- AMD
+
+
+def _read_amd(t: Text, out: _Collector) -> bool:
+    recognized = False
+    for document in amd_formats.json_documents(t.raw):
+        for index, fields in amd_formats.json_devices(document):
+            recognized = _amd_ecc(str(index), fields, out) or recognized
+    return _amd_text_ecc(t, out) or _rocm_smi_ras(t, out) or recognized
+
+
+def _amd_ecc(gpu: str | None, fields: Mapping[str, object], out: _Collector) -> bool:
+    """amd-smi metric --ecc ("ecc": totals) and --ecc-blocks ("ecc_blocks": per block), as --json prints them."""
+    read = False
+    ecc = fields.get("ecc")
+    if isinstance(ecc, Mapping):
+        total = integer(ecc.get("total_uncorrectable_count"))
+        if total is not None:
+            read = True
+            if total:
+                _ras(out, gpu, f"{total} uncorrectable RAS (ECC) error(s) in total")
+    blocks = fields.get("ecc_blocks")
+    if isinstance(blocks, Mapping):
+        for block, counts in blocks.items():
+            count = integer(counts.get("uncorrectable_count")) if isinstance(counts, Mapping) else None
+            if count is not None:
+                read = True
+                if count:
+                    _ras(out, gpu, f"{count} uncorrectable RAS error(s) in block {block}")
+    if read:
+        out.checked.add("ras-uncorrectable")
+    return read
+
+
+def _amd_text_ecc(t: Text, out: _Collector) -> bool:
+    """amd-smi metric --ecc / --ecc-blocks as text: "GPU: N", then "ECC:" or a block ("UMC:") and its counts.
+
+    Lines cut out of that output (a grep of one block) are read too, without a GPU.
+    """
+    gpu: str | None = None
+    block: str | None = None
+    read = False
+    for line in t.complete:
+        stripped = line.strip()
+        kind, colon, rest = stripped.partition(": ")
+        if line[:1] not in (" ", "\t") and colon and kind == "GPU":
+            number = integer(rest)
+            gpu, block = (str(number) if number is not None else None), None
+            continue
+        if stripped.endswith(":") and " " not in stripped:
+            block = stripped[:-1]
+            continue
+        name = kind.upper()
+        if name not in ("TOTAL_UNCORRECTABLE_COUNT", "UNCORRECTABLE_COUNT") or not colon:
+            continue
+        count = integer(rest)
+        if count is None:
+            continue
+        read = True
+        if count:
+            where = f" in block {block}" if block and block != "ECC" and name == "UNCORRECTABLE_COUNT" else " in total"
+            _ras(out, gpu, f"{count} uncorrectable RAS error(s){where}")
+    if read:
+        out.checked.add("ras-uncorrectable")
+    return read
+
+
+def _rocm_smi_ras(t: Text, out: _Collector) -> bool:
+    """``rocm-smi --showrasinfo``: per "GPU[N]:" a table of Block, Status, Correctable Error, Uncorrectable Error."""
+    gpu: str | None = None
+    in_table = False
+    read = False
+    for line in t.complete:
+        stripped = line.strip()
+        if stripped.startswith("GPU[") and "]" in stripped[:10]:
+            number = integer(stripped[4 : stripped.index("]")])
+            gpu = str(number) if number is not None else None
+            in_table = False
+            continue
+        if "Uncorrectable Error" in stripped and "Block" in stripped:
+            in_table = True
+            continue
+        words = stripped.split()
+        if not in_table or len(words) != 4:
+            in_table = in_table and bool(words) and not stripped.startswith(("_", "="))
+            continue
+        count = integer(words[3])
+        if count is None or integer(words[2]) is None:
+            continue
+        read = True
+        if count:
+            _ras(out, gpu, f"{count} uncorrectable RAS error(s) in block {words[0]} (status {words[1]})")
+    if read:
+        out.checked.add("ras-uncorrectable")
+    return read
+
+
+def _ras(out: _Collector, gpu: str | None, what: str) -> None:
+    out.add(
+        "ras-uncorrectable",
+        "critical",
+        gpu,
+        f"{what}: data on this GPU may be corrupt; drain the node and reset the GPU (reboot the node); if errors return "
+        "or the bad-page threshold is reached (amd-smi bad-pages), open an Azure support case",
+    )
+
+
+# ---------------------------------------------------------------- Node Problem Detector conditions
+
+
+@dataclass(frozen=True)
+class GpuConditionType:
+    type: str
+    severity: Severity  # when the condition is True
+    advice: str
+
+
+# The GPU node conditions the AKS Node Problem Detector sets ("GPU only" rows of
+# https://learn.microsoft.com/azure/aks/node-problem-detector, and https://learn.microsoft.com/azure/aks/gpu-health-monitoring).
+# The two pages disagree on one name: the table says XIDErrors, the GPU page's list GPUXIDErrors; both are read.
+# NPD's convention: status "True" means the problem is present. AKS runs these checks only on its GPU sizes
+# (the page names Standard_ND96asr_v4 and Standard_ND96isr_H100_v5) and not with --gpu-driver none.
+GPU_CONDITIONS: dict[str, GpuConditionType] = {
+    condition.type: condition
+    for condition in (
+        GpuConditionType(
+            "GPUMissing",
+            "critical",
+            "nvidia-smi sees fewer GPUs than the VM size has (a GPU failed or fell off the bus): drain the node and reimage "
+            "it; if it recurs open an Azure support case",
+        ),
+        GpuConditionType(
+            "XIDErrors",
+            "critical",
+            "the kernel log holds Xid errors: read them (`aksgpu smi health` on the node's `journalctl -k`) and act on the "
+            "codes; most need the node drained and rebooted",
+        ),
+        GpuConditionType(
+            "GPUXIDErrors",
+            "critical",
+            "the kernel log holds Xid errors: read them (`aksgpu smi health` on the node's `journalctl -k`) and act on the "
+            "codes; most need the node drained and rebooted",
+        ),
+        GpuConditionType(
+            "NVLinkStatusInactive",
+            "critical",
+            "NVLink is inactive between GPUs: multi-GPU jobs slow down or hang; drain the node and reboot it; if it "
+            "persists reimage the node or open an Azure support case",
+        ),
+        GpuConditionType(
+            "IBLinkFlapping",
+            "critical",
+            "an InfiniBand link goes up and down: multi-node jobs on this node slow down or fail; drain the node and open "
+            "an Azure support case",
+        ),
+        GpuConditionType(
+            "GPUClockThrottling",
+            "warning",
+            "the GPU clocks are throttled: check temperature and power (`nvidia-smi -q -d PERFORMANCE`); if it lasts, open "
+            "an Azure support case",
+        ),
+        GpuConditionType(
+            "UnhealthyNvidiaDevicePlugin",
+            "critical",
+            "AKS's managed NVIDIA device plugin service is not active: the GPUs are not schedulable; reimage the node",
+        ),
+    )
+}
+
+
+@dataclass(frozen=True)
+class GpuCondition:
+    type: str
+    status: str  # "True" (the problem is present), "False", "Unknown", or what the object says
+    reason: str | None
+    message: str | None
+    last_transition: str | None
+    severity: Severity
+    advice: str
+
+    @property
+    def active(self) -> bool:
+        return self.status == "True"
+
+
+def read_gpu_conditions(node: Mapping[str, Any]) -> tuple[GpuCondition, ...]:
+    """The AKS NPD GPU conditions on a node object (``kubectl get node -o json``), in the order the node lists them.
+
+    Any shape is read without error: a node with no status, conditions that are no list or entries that are no
+    objects give no conditions. An empty result means NPD reports no GPU condition on this node (not a GPU size
+    AKS monitors, --gpu-driver none, or NPD not running): nothing was checked, which is not "healthy".
+    """
+    status = node.get("status") if isinstance(node, Mapping) else None
+    conditions = status.get("conditions") if isinstance(status, Mapping) else None
+    found: list[GpuCondition] = []
+    for condition in conditions if isinstance(conditions, list) else ():
+        if not isinstance(condition, Mapping):
+            continue
+        kind = GPU_CONDITIONS.get(str(condition.get("type")))
+        if kind is None:
+            continue
+        found.append(
+            GpuCondition(
+                type=kind.type,
+                status=str(condition.get("status") or "Unknown"),
+                reason=_text(condition.get("reason")),
+                message=_text(condition.get("message")),
+                last_transition=_text(condition.get("lastTransitionTime")),
+                severity=kind.severity,
+                advice=kind.advice,
+            )
+        )
+    return tuple(found)
+
+
+def _text(raw: object) -> str | None:
+    return shorten(raw, 300) if isinstance(raw, str) and raw.strip() else None
+
+
+def active_conditions(conditions: Iterable[GpuCondition]) -> list[GpuCondition]:
+    return [condition for condition in conditions if condition.active]

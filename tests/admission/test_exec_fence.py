@@ -1,0 +1,51 @@
+"""The standing amd-smi probe is a privileged pod on every AMD node: a root shell for anyone who may exec into it.
+The fence is RBAC: nothing any stack installs grants exec, attach or ephemeral containers (``kubectl debug``) on pods,
+nor binds any role in gpu-resources, so only the cluster's admins reach the probe; tenants' role bindings are
+namespaced to their workload namespace (edit/view there). Checked on what ``aksgpu plan`` writes for every stack."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from components.kube.plugin_targets import AMD_SMI_NAME, NAMESPACE
+from tests.conformance import STACK_NAMES, planned
+
+# Subresources that give a shell or a new container in a running pod.
+SHELL_SUBRESOURCES = frozenset({"pods/exec", "pods/attach", "pods/ephemeralcontainers", "pods/*", "*"})
+
+
+def grants_a_shell(rule: dict[str, Any]) -> bool:
+    core = not rule.get("apiGroups") or {"", "*"} & set(rule["apiGroups"])
+    return bool(core) and bool(SHELL_SUBRESOURCES & set(rule.get("resources") or ()))
+
+
+@pytest.mark.parametrize("stack", STACK_NAMES)
+def test_no_role_of_any_stack_grants_a_shell_in_a_pod(stack: str) -> None:
+    manifests = planned(stack).manifests.values()
+    roles = [m for m in manifests if m.get("kind") in {"Role", "ClusterRole"}]
+    assert roles, "every stack installs a device plugin agent with a role"
+    for role in roles:
+        assert not any(grants_a_shell(rule) for rule in role.get("rules") or ()), role["metadata"]["name"]
+    bindings = [m for m in manifests if m.get("kind") in {"RoleBinding", "ClusterRoleBinding"}]
+    for binding in bindings:
+        # Only the agents' own service accounts are bound cluster-wide, and nothing in gpu-resources but them.
+        if binding["kind"] == "RoleBinding" and binding["metadata"].get("namespace") == NAMESPACE:
+            pytest.fail(f"{binding['metadata']['name']}: a role binding in {NAMESPACE}")
+        if binding["kind"] == "ClusterRoleBinding":
+            assert {s["kind"] for s in binding["subjects"]} == {"ServiceAccount"}, binding["metadata"]["name"]
+            assert binding["roleRef"]["name"] not in {"cluster-admin", "admin", "edit"}
+        else:
+            assert binding["roleRef"]["name"] in {"edit", "view"}  # the workload namespaces' own
+
+
+def test_the_amd_probe_only_waits_and_holds_no_api_token() -> None:
+    [probe] = [
+        m for m in planned("amd").manifests.values() if m.get("kind") == "DaemonSet" and m["metadata"]["name"] == AMD_SMI_NAME
+    ]
+    assert probe["metadata"]["namespace"] == NAMESPACE
+    pod = probe["spec"]["template"]["spec"]
+    assert pod["automountServiceAccountToken"] is False and "serviceAccountName" not in pod
+    [container] = pod["containers"]
+    assert container["command"] == ["sleep", "infinity"]
