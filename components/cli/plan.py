@@ -14,6 +14,7 @@ from rich.tree import Tree
 from components.cli.common import EXIT_OK, add_stack_arguments, load_stack, out, report_warnings
 from components.kube.smoke_job import smoke_plan
 from components.model import PlatformModel, resolve
+from components.monitoring.summary import monitoring_lines
 from components.plan import PlanResult, Replacement, ResourceRecord, replacements, run_program, write_plan
 
 
@@ -52,6 +53,8 @@ def run(args: argparse.Namespace) -> int:
     print_replacements(changes)
     for decision in smoke_plan(model):
         out.print(f"smoke Job [bold]{decision.pool}[/]: {decision.reason}")
+    for line in monitoring_lines(model):
+        out.print(line, markup=False)
     out.print(f"[bold]{len(result.resources)}[/] resources, [bold]{len(result.manifests())}[/] Kubernetes manifests")
     for path in written[:1]:
         out.print(f"wrote {_relative(path)}")

@@ -484,6 +484,12 @@ def _arm64_rules(pool: GpuPoolConfig, path: str, size: VmSize, config: PlatformC
             judge(f"{P}:devicePlugin.mode", "the NVIDIA device plugin image", facts["nvidia-device-plugin"])
     else:
         judge(f"{P}:devicePlugin.mode", "the NVIDIA GPU Operator and its operands", facts["nvidia-gpu-operator"])
+    monitoring = config.monitoring
+    if monitoring.enabled and plugin.mode == "daemonset":
+        if monitoring.dcgm_exporter_image is not None:
+            unchecked(f"{P}:monitoring.dcgmExporterImage", monitoring.dcgm_exporter_image)
+        else:
+            judge(f"{P}:monitoring.enabled", "the DCGM exporter image", facts["dcgm-exporter"])
     smoke = config.validation.smoke_job
     if smoke.enabled:
         if smoke.image != SmokeJobConfig().image:

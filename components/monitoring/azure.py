@@ -32,8 +32,9 @@ DESTINATION_NAME = "MonitoringAccount1"
 # https://learn.microsoft.com/azure/azure-monitor/metrics/prometheus-rule-groups#alert-rule-properties-arm-template
 # https://learn.microsoft.com/azure/azure-monitor/alerts/alerts-overview (severity levels)
 AZURE_SEVERITY = {"critical": 0, "warning": 2, "info": 3}
-# Managed Prometheus's default alert auto-resolution (rules.resolveConfiguration.timeToResolve, PT5M by default);
-# stated so an alert resolves on its own once the condition clears.
+# rules.resolveConfiguration: "When enabled, the alert is automatically resolved when the condition is no longer
+# true", after timeToResolve (default PT5M; prometheus-rule-groups page). Ten minutes, so a condition that flaps around
+# a scrape gap does not resolve and re-fire.
 TIME_TO_RESOLVE = "PT10M"
 
 

@@ -302,3 +302,22 @@ def exporter_manifests(model: PlatformModel) -> list[dict[str, Any]]:
         manifests += [amd_exporter_config_map(pins), *amd_exporter_rbac(), amd_exporter_daemonset(model, pins)]
     manifests += [pod_monitor(vendor, model) for vendor in scrape_targets(model)]
     return manifests
+
+
+def monitoring_summary(model: PlatformModel, rule_counts: dict[str, int]) -> list[str]:
+    """What ``aksgpu plan`` says about monitoring: the engine, who runs which exporter where, the rule groups."""
+    if not model.pools:
+        return []
+    monitoring = model.config.monitoring
+    if not monitoring.enabled:
+        return ["monitoring: off (aks-gpu:monitoring.enabled false): no exporters, no alert rules"]
+    engine = "Azure Monitor managed Prometheus" if monitoring.engine == "azure-monitor" else "a Prometheus Operator"
+    exporters = []
+    agents: tuple[tuple[Vendor, str], ...] = (("nvidia", DCGM_EXPORTER_NAME), ("amd", AMD_EXPORTER_NAME))
+    for vendor, name in agents:
+        pools = model.pools_of(vendor)
+        if pools:
+            runner = "" if vendor_mode(model, vendor) == "daemonset" else " (the GPU Operator's)"
+            exporters.append(f"{name}{runner} on {', '.join(p.name for p in pools)}")
+    groups = ", ".join(f"{group} ({count} alerts)" for group, count in rule_counts.items())
+    return [f"monitoring: {engine}; {'; '.join(exporters)}; rule groups {groups}"]

@@ -72,3 +72,16 @@ def test_azure_settings_with_the_operator_engine_are_warned() -> None:
         **{"aks-gpu:monitoring": {"engine": "prometheus-operator", "azureMonitor": {"workspaceName": "amw"}}}
     )
     assert "aks-gpu:monitoring.azureMonitor" in warning and "no effect" in warning
+
+
+GB200 = "Standard_ND128isr_NDR_GB200_v6"
+
+
+def test_the_dcgm_exporter_runs_on_grace_pools_and_an_override_is_warned() -> None:
+    raw = minimal_raw()
+    raw["aks-gpu:gpuPools"][0]["vmSize"] = GB200
+    errors = [p for p in validate_config(raw, "test").warnings if "DCGM exporter" in p.message]
+    assert errors == [], "the pinned exporter has a linux/arm64 build (components/data/arm64_support.yaml)"
+    raw["aks-gpu:monitoring"] = {"dcgmExporterImage": "registry.example.com/dcgm-exporter:1"}
+    warned = [w.render("test") for w in validate_config(raw, "test").warnings]
+    assert any("aks-gpu:monitoring.dcgmExporterImage" in w and "linux/arm64" in w for w in warned), warned
