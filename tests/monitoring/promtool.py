@@ -21,9 +21,11 @@ INSTALL_HINT = "apt-get install --no-install-recommends prometheus (or `make pro
 
 def promtool() -> str:
     """``$AKSGPU_PROMTOOL``, else ``promtool`` on PATH; fails the test when there is none."""
-    found = os.environ.get("AKSGPU_PROMTOOL") or shutil.which("promtool")
+    configured = os.environ.get("AKSGPU_PROMTOOL")
+    found = shutil.which(configured) if configured else shutil.which("promtool")
     if not found:
-        pytest.fail(f"promtool is not installed: {INSTALL_HINT}")
+        where = f"AKSGPU_PROMTOOL={configured} is not an executable" if configured else "promtool is not installed"
+        pytest.fail(f"{where}: {INSTALL_HINT}")
     return found
 
 

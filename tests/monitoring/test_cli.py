@@ -79,3 +79,37 @@ def test_the_rule_builders_import_no_pulumi() -> None:
     )
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, cwd=PROJECT_DIR, check=True)
     assert done.stdout.strip() == "[]"
+
+
+def test_without_promtool_the_rule_tests_fail_and_say_how_to_get_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Never a silent skip: a machine without promtool gets a failing test with the install command."""
+    monkeypatch.delenv("AKSGPU_PROMTOOL", raising=False)
+    monkeypatch.setenv("PATH", "/nonexistent")
+    with pytest.raises(pytest.fail.Exception, match="apt-get install --no-install-recommends prometheus"):
+        promtool.promtool()
+    monkeypatch.setenv("AKSGPU_PROMTOOL", "/nonexistent/promtool")
+    with pytest.raises(pytest.fail.Exception, match="AKSGPU_PROMTOOL=/nonexistent/promtool"):
+        promtool.promtool()
+
+
+def test_the_plan_names_the_exporters_and_rule_groups(tmp_path: Path) -> None:
+    from tests.conformance import plan_with_cli
+
+    printed = plan_with_cli("dev", tmp_path / "dev")
+    assert "monitoring: Azure Monitor managed Prometheus; dcgm-exporter on dev; rule groups aks-gpu-health" in printed
+    assert "PrometheusRuleGroup" in printed and "PodMonitor" in printed
+
+
+@pytest.mark.parametrize(("stack", "manifest"), [("prod", "dcgm-exporter"), ("amd", "amd-metrics-exporter")])
+def test_the_stacks_own_admission_policy_admits_its_exporters(
+    capsys: pytest.CaptureFixture[str], stack: str, manifest: str
+) -> None:
+    """The exporters tolerate the GPU taints without asking for a GPU, which the placement policy refuses elsewhere:
+    they must land in a namespace it exempts, or the deploy fails at the API server."""
+    from tests.conformance import planned
+
+    path = planned(stack).out_dir / "manifests" / f"daemonset-gpu-resources-{manifest}.yaml"
+    code = main(["admission", "check", "--stack", stack, "--project-dir", str(PROJECT_DIR), "--json", str(path)])
+    out = capsys.readouterr().out
+    assert code == 0, out
+    assert '"allowed": true' in out
