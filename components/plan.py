@@ -9,11 +9,15 @@ from __future__ import annotations
 import asyncio
 import base64
 import contextvars
+import errno
 import gc
 import json
 import logging
+import os
 import runpy
+import shutil
 import sys
+import tempfile
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -406,20 +410,84 @@ def _discard(_: object) -> None:
     return None
 
 
+PLAN_FILE = "resources.json"
+MANIFEST_DIR = "manifests"
+_SWAP_ATTEMPTS = 20
+
+
+class PlanWriteError(Exception):
+    """The output folder cannot take a plan (a file stands there, it holds other files, it is not writable)."""
+
+
 def write_plan(result: PlanResult, out_dir: Path) -> list[Path]:
-    """Write ``resources.json`` and ``manifests/`` (replacing old manifests); returns the files written."""
-    out_dir.mkdir(parents=True, exist_ok=True)
-    manifest_dir = out_dir / "manifests"
-    manifest_dir.mkdir(exist_ok=True)
-    for stale in manifest_dir.glob("*.yaml"):
-        stale.unlink()
-    written = [out_dir / "resources.json"]
-    written[0].write_text(json.dumps(result.to_json(), indent=2, sort_keys=True) + "\n", encoding="utf-8")
-    for file_name, manifest in result.manifests().items():
-        path = manifest_dir / file_name
-        path.write_text(yaml.safe_dump(manifest, sort_keys=True, default_flow_style=False), encoding="utf-8")
-        written.append(path)
-    return written
+    """Write ``resources.json`` and ``manifests/`` as ``out_dir``; returns the files written.
+
+    Atomic: the plan is written into a fresh folder beside ``out_dir``, which then takes ``out_dir``'s place by
+    renames, so whoever reads the folder (a second plan, a diff, checkov), even while another plan is being
+    written into it, finds one whole plan, never a half-written file or two plans' manifests mixed. The whole
+    folder is replaced, so one that holds anything else is refused rather than emptied."""
+    out_dir = Path(out_dir)
+    _check_out_dir(out_dir)
+    manifests = result.manifests()
+    try:
+        out_dir.parent.mkdir(parents=True, exist_ok=True)
+        staging = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.", suffix=".new", dir=out_dir.parent))
+    except OSError as error:
+        raise PlanWriteError(f"cannot write the plan to {out_dir}: {error.strerror or error}") from None
+    try:
+        (staging / PLAN_FILE).write_text(json.dumps(result.to_json(), indent=2, sort_keys=True) + "\n", encoding="utf-8")
+        (staging / MANIFEST_DIR).mkdir()
+        for file_name, manifest in manifests.items():
+            text = yaml.safe_dump(manifest, sort_keys=True, default_flow_style=False)
+            (staging / MANIFEST_DIR / file_name).write_text(text, encoding="utf-8")
+        # mkdtemp makes the folder private (0700); a plan folder is as readable as any other output.
+        staging.chmod(0o755)
+        # Through a symlinked --out, the folder it points at is replaced, and the link stays.
+        _swap_in(staging, out_dir.resolve())
+    except OSError as error:
+        raise PlanWriteError(f"cannot write the plan to {out_dir}: {error.strerror or error}") from None
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    return [out_dir / PLAN_FILE, *(out_dir / MANIFEST_DIR / name for name in manifests)]
+
+
+def _check_out_dir(out_dir: Path) -> None:
+    if out_dir.exists() and not out_dir.is_dir():
+        raise PlanWriteError(f"{out_dir} is a file, not a folder: give --out a folder (it is created if missing)")
+    if out_dir.is_dir():
+        foreign = sorted(entry.name for entry in out_dir.iterdir() if entry.name not in (PLAN_FILE, MANIFEST_DIR))
+        if foreign:
+            listed = ", ".join(foreign[:5]) + (f" and {len(foreign) - 5} more" if len(foreign) > 5 else "")
+            raise PlanWriteError(
+                f"{out_dir} holds files that are not part of a plan ({listed}); a plan replaces the whole folder,"
+                " so give --out an empty folder, a new one, or a previous plan's"
+            )
+
+
+def _swap_in(staging: Path, out_dir: Path) -> None:
+    """Put ``staging`` where ``out_dir`` is: move the old folder aside, rename the new one in, drop the old.
+    Another writer may do the same at the same moment; whoever loses a rename tries again."""
+    for _ in range(_SWAP_ATTEMPTS):
+        old: Path | None = None
+        if out_dir.exists():
+            old = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.", suffix=".old", dir=out_dir.parent))
+            try:
+                os.replace(out_dir, old)  # over the empty folder just made: atomic
+            except FileNotFoundError:
+                old.rmdir()  # another writer moved it first
+                old = None
+                continue
+        try:
+            os.rename(staging, out_dir)
+        except OSError as error:
+            if error.errno not in (errno.EEXIST, errno.ENOTEMPTY):
+                raise
+            continue  # another writer's plan went in between: move that one aside next time round
+        finally:
+            if old is not None:
+                shutil.rmtree(old, ignore_errors=True)
+        return
+    raise PlanWriteError(f"cannot write the plan to {out_dir}: other processes kept replacing it")
 
 
 @dataclass(frozen=True)

@@ -8,10 +8,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from components.aks_facts import immutable_fields
 from components.cli import main
-from components.plan import FAKE_OBJECT_ID, UNKNOWN, DuplicateUrnError, PlanResult, replacements, run_program
+from components.plan import FAKE_OBJECT_ID, UNKNOWN, DuplicateUrnError, PlanResult, ResourceRecord, replacements, run_program
 from tests.conftest import PROJECT_DIR, STACK_NAMES, MockHarness, raw_stack
 
 
@@ -184,3 +185,114 @@ def test_every_fixed_field_names_its_source() -> None:
     for fields in immutable_fields().values():
         for fixed in fields:
             assert fixed.source.startswith("https://") and (fixed.quote or fixed.note), fixed.field
+
+
+# ---------------------------------------------------------------- the plan folder, when things go wrong
+
+
+def test_a_truncated_previous_plan_is_reported_and_ignored(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "resources.json").write_text('{"project": "aks-gpu", "stack": "dev", "resources": [{"urn": "urn:pulumi:de')
+    assert plan("dev", out) == 0
+    captured = capsys.readouterr()
+    stderr = " ".join(captured.err.split())
+    assert "ignoring the previous plan" in stderr and "not valid JSON" in stderr and "resources.json" in stderr
+    assert "Traceback" not in captured.err + captured.out
+    assert json.loads((out / "resources.json").read_text())["stack"] == "dev"  # replaced by a whole plan
+
+
+@pytest.mark.parametrize(
+    "content",
+    [
+        b"[]",
+        b'{"resources": 5}',
+        b'{"resources": [1]}',
+        b'{"resources": [{"urn": "u", "inputs": []}]}',
+        b"\xff\xfe",
+        b"[" * 100_000,
+    ],
+)
+def test_a_previous_plan_of_the_wrong_shape_is_ignored_with_a_warning(
+    content: bytes, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from components.cli.plan import read_previous_plan
+
+    (tmp_path / "resources.json").write_bytes(content)
+    assert read_previous_plan(tmp_path / "resources.json") is None
+    assert "ignoring the previous plan" in capsys.readouterr().err
+
+
+def test_out_pointing_at_a_file_exits_2_and_leaves_it_alone(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    target = tmp_path / "notes.txt"
+    target.write_text("mine")
+    assert plan("dev", target) == 2
+    captured = capsys.readouterr()
+    assert "is a file, not a folder" in captured.err and "Traceback" not in captured.err
+    assert target.read_text() == "mine"
+
+
+def test_out_holding_other_files_is_refused_not_emptied(tmp_path: Path) -> None:
+    from components.plan import PlanWriteError, write_plan
+
+    (tmp_path / "keep.txt").write_text("mine")
+    with pytest.raises(PlanWriteError, match=r"holds files that are not part of a plan \(keep.txt\)"):
+        write_plan(tiny_plan("a", 1), tmp_path)
+    assert (tmp_path / "keep.txt").read_text() == "mine"
+
+
+def tiny_plan(stack: str, manifests: int) -> PlanResult:
+    records = [
+        ResourceRecord(
+            urn=f"urn:pulumi:{stack}::aks-gpu::kubernetes:core/v1:ConfigMap::cm{index}",
+            type="kubernetes:core/v1:ConfigMap",
+            name=f"cm{index}",
+            parent=None,
+            custom=True,
+            inputs={"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": f"cm{index}"}, "data": {"x": "y" * 2000}},
+            options={},
+        )
+        for index in range(manifests)
+    ]
+    return PlanResult(project="aks-gpu", stack=stack, resources=records, outputs={})
+
+
+def test_two_plans_written_into_one_folder_at_once_never_leave_a_broken_plan(tmp_path: Path) -> None:
+    import threading
+
+    from components.plan import write_plan
+
+    out = tmp_path / "out"
+    failures: list[BaseException] = []
+
+    def write_plans(stack: str, manifests: int) -> None:
+        try:
+            for _ in range(25):
+                write_plan(tiny_plan(stack, manifests), out)
+        except BaseException as error:  # noqa: BLE001 - reported by the test below
+            failures.append(error)
+
+    writers = [threading.Thread(target=write_plans, args=(stack, count)) for stack, count in (("a", 3), ("b", 9))]
+    for writer in writers:
+        writer.start()
+    whole = 0
+    try:
+        while any(writer.is_alive() for writer in writers):
+            try:
+                document = json.loads((out / "resources.json").read_text())  # never half a file: this must parse
+                assert document["stack"] in ("a", "b") and len(document["resources"]) in (3, 9)
+                for path in (out / "manifests").iterdir():
+                    assert yaml.safe_load(path.read_text())["data"]["x"] == "y" * 2000
+            except FileNotFoundError:
+                # Between the two renames of a swap there is no folder, and one moved aside vanishes under a
+                # reader listing it; what is read is always whole.
+                continue
+            whole += 1
+    finally:
+        for writer in writers:
+            writer.join(timeout=60)
+    assert failures == []
+    document = json.loads((out / "resources.json").read_text())
+    assert len(list((out / "manifests").iterdir())) == len(document["resources"])
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out"], "no staging folder is left behind"
+    assert whole > 0

@@ -6,6 +6,7 @@ import argparse
 import json
 from typing import Any
 
+from rich.markup import escape
 from rich.table import Table
 
 from components.catalog import load_catalog
@@ -45,7 +46,7 @@ def run(args: argparse.Namespace) -> int:
     for size in catalog.vm_sizes.values():
         mig = ", ".join(f"{name}={m.profile}x{m.max_instances}" for name, m in size.gpu.mig.items()) or "-"
         nvme = f"{size.nvme.disks} disks, {size.nvme.capacity_gib} GiB" if size.nvme else "-"
-        table.add_row(
+        cells = (
             size.name,
             size.series,
             size.cpu_architecture,
@@ -53,7 +54,8 @@ def run(args: argparse.Namespace) -> int:
             f"{size.gpu.memory_gib} GiB",
             mig,
             nvme,
-            "\n".join(size.caveats),
         )
+        # The catalog's text is data too: a caveat such as "[preview]" must show, not vanish as markup.
+        table.add_row(*(escape(cell) for cell in cells), "\n".join(escape(caveat) for caveat in size.caveats))
     out.print(table)
     return EXIT_OK

@@ -9,17 +9,24 @@ from pathlib import Path
 from typing import Any
 
 from rich.console import Console
+from rich.markup import escape
 
 from components.config import ConfigError, ValidatedConfig, load_stack_file, stack_file_path, validate_config
+from components.config.problems import clipped
 
 EXIT_OK = 0
 EXIT_FAILED = 1
 EXIT_USAGE = 2
+# An exception nobody caught: a bug, reported as one (components.internal_error), never a traceback.
+EXIT_INTERNAL = 3
+# A cell or line of user or cluster text is cut past this many characters.
+MAX_TEXT_SHOWN = 2000
 
 # Piped output (CI logs, files) gets a wide page instead of rich's 80-column fallback.
 _PIPED_WIDTH = None if sys.stdout.isatty() else 160
-out = Console(highlight=False, width=_PIPED_WIDTH)
-err = Console(stderr=True, highlight=False, width=None if sys.stderr.isatty() else 160)
+# emoji=False: ":key:" in a stack key or a cluster message is text, not an emoji code.
+out = Console(highlight=False, emoji=False, width=_PIPED_WIDTH)
+err = Console(stderr=True, highlight=False, emoji=False, width=None if sys.stderr.isatty() else 160)
 
 
 def find_project_dir(start: Path | None = None) -> Path:
@@ -66,16 +73,23 @@ def _display_path(path: Path) -> str:
         return str(path)
 
 
+def safe(text: object, limit: int = MAX_TEXT_SHOWN) -> str:
+    """User or cluster text ready for a rich markup string: ``[bold red]DEV[/bold red]`` shows as written (and
+    ``[/x]`` cannot break the line), control characters (newlines, terminal escapes) are shown escaped, and
+    the text is cut past ``limit`` characters."""
+    return escape(clipped(str(text), limit))
+
+
 def report_config_error(exc: ConfigError) -> int:
     """One line per problem (stack file, key path, value, what is allowed); exit code 2."""
     errors = exc.errors
-    err.print(f"[bold red]invalid stack config[/]: {len(errors)} error(s) in {exc.source}; nothing was planned or created")
+    err.print(f"[bold red]invalid stack config[/]: {len(errors)} error(s) in {safe(exc.source)}; nothing was planned or created")
     for problem in exc.problems:
         style = "red" if problem.severity == "error" else "yellow"
-        err.print(f"  [{style}]{problem.severity}[/] {problem.render(exc.source)}", markup=True)
+        err.print(f"  [{style}]{problem.severity}[/] {escape(problem.render(exc.source))}")
     return EXIT_USAGE
 
 
 def report_warnings(loaded: LoadedStack) -> None:
     for warning in loaded.validated.warnings:
-        err.print(f"[yellow]warning[/] {warning.render(loaded.validated.source)}")
+        err.print(f"[yellow]warning[/] {escape(warning.render(loaded.validated.source))}")

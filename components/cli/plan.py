@@ -11,11 +11,22 @@ from typing import Any
 from rich.table import Table
 from rich.tree import Tree
 
-from components.cli.common import EXIT_OK, add_stack_arguments, load_stack, out, report_warnings
+from components.cli.common import EXIT_OK, EXIT_USAGE, add_stack_arguments, err, load_stack, out, report_warnings, safe
+from components.config.problems import clipped, shown
+from components.input_files import InputFileError, decode_utf8, read_bounded
 from components.kube.smoke_job import smoke_plan
 from components.model import PlatformModel, resolve
 from components.monitoring.summary import monitoring_lines
-from components.plan import PlanResult, Replacement, ResourceRecord, replacements, run_program, write_plan
+from components.plan import (
+    PLAN_FILE,
+    PlanResult,
+    PlanWriteError,
+    Replacement,
+    ResourceRecord,
+    replacements,
+    run_program,
+    write_plan,
+)
 
 
 def register(subparsers: Any) -> None:
@@ -38,29 +49,74 @@ def run(args: argparse.Namespace) -> int:
     loaded = load_stack(args)
     report_warnings(loaded)
     out_dir: Path = args.out or loaded.project_dir / "build" / loaded.stack
-    previous_file = out_dir / "resources.json"
-    previous = json.loads(previous_file.read_text(encoding="utf-8")) if previous_file.is_file() else None
+    if out_dir.exists() and not out_dir.is_dir():
+        err.print(f"[bold red]aksgpu plan[/]: --out {safe(out_dir)} is a file, not a folder: nothing was planned")
+        return EXIT_USAGE
+    previous = read_previous_plan(out_dir / PLAN_FILE)
 
     mode = " (preview: provider outputs unknown)" if args.preview else ""
-    with out.status(f"planning stack [bold]{loaded.stack}[/] under the mock engine{mode}"):
+    with out.status(f"planning stack [bold]{safe(loaded.stack)}[/] under the mock engine{mode}"):
         result = run_program(loaded.project_dir, loaded.stack, loaded.raw, preview=args.preview)
     changes = replacements(previous, result) if previous else []
-    written = write_plan(result, out_dir)
+    try:
+        written = write_plan(result, out_dir)
+    except PlanWriteError as error:
+        err.print(f"[bold red]aksgpu plan[/]: {safe(error)}")
+        return EXIT_USAGE
 
     model = resolve(loaded.validated.config)
     out.print(resource_tree(result))
     out.print(pool_table(model))
     print_replacements(changes)
     for decision in smoke_plan(model):
-        out.print(f"smoke Job [bold]{decision.pool}[/]: {decision.reason}")
+        out.print(f"smoke Job [bold]{safe(decision.pool)}[/]: {safe(decision.reason)}")
     for line in monitoring_lines(model):
         out.print(line, markup=False)
     out.print(f"[bold]{len(result.resources)}[/] resources, [bold]{len(result.manifests())}[/] Kubernetes manifests")
     for path in written[:1]:
-        out.print(f"wrote {_relative(path)}")
+        out.print(f"wrote {safe(_relative(path))}")
     if len(written) > 1:
-        out.print(f"wrote {len(written) - 1} manifests under {_relative(written[1].parent)}/")
+        out.print(f"wrote {len(written) - 1} manifests under {safe(_relative(written[1].parent))}/")
     return EXIT_OK
+
+
+# A previous plan is read only to warn about replacements: past this size it is not one of ours.
+MAX_PREVIOUS_PLAN_BYTES = 256 << 20
+
+
+def read_previous_plan(path: Path) -> dict[str, Any] | None:
+    """The previous plan's ``resources.json`` when there is a readable one; else None, with a warning when a
+    file is there but broken (a truncated write, a hand edit): the replacement warnings then cannot be given,
+    and the plan goes on."""
+    if not path.exists():
+        return None
+    problem: str | None
+    try:
+        document = json.loads(decode_utf8(read_bounded(path, MAX_PREVIOUS_PLAN_BYTES)))
+    except InputFileError as error:
+        problem = str(error)
+    except RecursionError:
+        problem = "nested too deeply to read"
+    except ValueError as error:  # JSONDecodeError: cut short or not JSON
+        problem = f"not valid JSON ({clipped(str(error), 120)}), perhaps cut short"
+    else:
+        problem = _plan_shape_problem(document)
+        if problem is None:
+            return dict(document)
+    err.print(
+        f"[yellow]warning[/] ignoring the previous plan {safe(_relative(path))}: {safe(problem)};"
+        " replacements of GPU pools cannot be shown this time (the new plan replaces it)"
+    )
+    return None
+
+
+def _plan_shape_problem(document: Any) -> str | None:
+    if not isinstance(document, dict) or not isinstance(document.get("resources"), list):
+        return "not a plan (an object with a `resources` list)"
+    for index, record in enumerate(document["resources"]):
+        if not (isinstance(record, dict) and isinstance(record.get("urn"), str) and isinstance(record.get("inputs"), dict)):
+            return f"resources[{index}] is not a resource (an object with `urn` and `inputs`)"
+    return None
 
 
 def resource_tree(result: PlanResult) -> Tree:
@@ -69,21 +125,21 @@ def resource_tree(result: PlanResult) -> Tree:
     for record in result.resources:
         children.setdefault(record.parent, []).append(record)
     known = {r.urn for r in result.resources}
-    tree = Tree(f"[bold]{result.project}[/] / stack [bold]{result.stack}[/]")
+    tree = Tree(f"[bold]{safe(result.project)}[/] / stack [bold]{safe(result.stack)}[/]")
 
     def grow(branch: Tree, parent_urn: str) -> None:
         records = children.get(parent_urn, [])
         for component in (r for r in records if not r.custom):
-            grow(branch.add(f"[cyan]{component.type}[/] {component.name}"), component.urn)
+            grow(branch.add(f"[cyan]{safe(component.type)}[/] {safe(component.name)}"), component.urn)
         counts = Counter(r.type for r in records if r.custom)
         for type_, count in sorted(counts.items()):
-            branch.add(f"{count} x {type_}")
+            branch.add(f"{count} x {safe(type_)}")
 
     for root in (r for r in result.resources if r.parent not in known):
         if root.custom:
-            tree.add(f"{root.type} {root.name}")
+            tree.add(f"{safe(root.type)} {safe(root.name)}")
         else:
-            grow(tree.add(f"[cyan]{root.type}[/] {root.name}"), root.urn)
+            grow(tree.add(f"[cyan]{safe(root.type)}[/] {safe(root.name)}"), root.urn)
     return tree
 
 
@@ -94,7 +150,7 @@ def pool_table(model: PlatformModel) -> Table:
     for pool in model.pools:
         spec = pool.config
         nodes = f"{spec.min_count}-{spec.max_count}" if spec.autoscaling else str(spec.count)
-        table.add_row(
+        cells = (
             pool.name,
             spec.vm_size,
             f"{pool.gpus_per_node or '?'} x {pool.gpu_model.key if pool.gpu_model else '?'}",
@@ -103,8 +159,8 @@ def pool_table(model: PlatformModel) -> Table:
             f"{spec.mig_profile} ({pool.mig_profile}, {model.mig_strategy})" if pool.mig_profile else "-",
             f"time-slicing x{pool.time_slicing_replicas}" if pool.time_slicing_replicas else "-",
             nodes + (" spot" if spec.spot else ""),
-            "\n".join(t.aks() for t in pool.taints),
         )
+        table.add_row(*(safe(cell) for cell in cells), "\n".join(safe(t.aks()) for t in pool.taints))
     return table
 
 
@@ -116,8 +172,9 @@ def print_replacements(changes: list[Replacement]) -> None:
             else "recreates the resource"
         )
         out.print(
-            f"[bold red]replace[/] [red]{change.name}: {change.field} {change.before!r} -> {change.after!r} cannot "
-            f"change in place: Pulumi replaces it ({consequence}) or Azure refuses the update[/]"
+            f"[bold red]replace[/] [red]{safe(change.name)}: {safe(change.field)} {safe(shown(change.before))} ->"
+            f" {safe(shown(change.after))} cannot change in place: Pulumi replaces it ({consequence}) or Azure refuses"
+            " the update[/]"
         )
 
 

@@ -9,7 +9,7 @@ from typing import Any
 
 import yaml
 
-from components.cli.common import EXIT_OK, add_stack_arguments, err, load_stack, report_warnings
+from components.cli.common import EXIT_OK, EXIT_USAGE, add_stack_arguments, err, load_stack, report_warnings, safe
 from components.model import resolve
 from components.monitoring.rules import POOL_LABEL_METRIC, prometheus_rule_manifest, rule_file, rule_groups
 from components.naming import POOL_LABEL
@@ -43,8 +43,12 @@ def run(args: argparse.Namespace) -> int:
     document = rule_file(groups) if args.format == "rule-file" else prometheus_rule_manifest(groups, model)
     text = yaml.safe_dump(document, sort_keys=False, width=1000, allow_unicode=True)
     if args.out is not None:
-        args.out.write_text(text, encoding="utf-8")
-        err.print(f"wrote {sum(len(g.rules) for g in groups)} alert rules to {args.out}")
+        try:
+            args.out.write_text(text, encoding="utf-8")
+        except OSError as exc:
+            err.print(f"[bold red]cannot write[/] {safe(args.out)}: {safe(exc.strerror or exc)}")
+            return EXIT_USAGE
+        err.print(f"wrote {sum(len(g.rules) for g in groups)} alert rules to {safe(args.out)}")
     else:
         print(text, end="")
     if not model.pools:

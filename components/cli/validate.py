@@ -15,7 +15,6 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
@@ -29,6 +28,7 @@ from components.cli.common import (
     out,
     report_config_error,
     report_warnings,
+    safe,
 )
 from components.config import ConfigError
 from components.kube.plugin_targets import PluginTarget, plugin_targets
@@ -58,6 +58,9 @@ Check every GPU pool of a deployed stack, per pool and per node:
 exit status: 0 no check failed (warnings allowed), 1 a check failed, 2 usage, config or snapshot error
 """
 
+# The bounds of validation.execTimeoutSeconds and validation.concurrency in the stack config.
+MAX_TIMEOUT_S = 600
+MAX_CONCURRENCY = 256
 _STYLE = {"pass": "green", "fail": "bold red", "warn": "yellow"}
 _CELL = {"pass": "pass", "fail": "FAIL", "warn": "warn"}
 
@@ -108,7 +111,7 @@ def run(args: argparse.Namespace) -> int:
         _check_usage(args)
         loaded = load_stack(args)
     except _UsageError as error:
-        err.print(f"[bold red]aksgpu validate[/]: {escape(str(error))}")
+        err.print(f"[bold red]aksgpu validate[/]: {safe(str(error))}")
         return EXIT_USAGE
     except ConfigError as error:
         return report_config_error(error)
@@ -120,7 +123,7 @@ def run(args: argparse.Namespace) -> int:
             return _collect(args, model, targets)
         snapshot = read_snapshot(args.snapshot) if args.snapshot is not None else _probe(args, model, targets)
     except (_UsageError, SnapshotError) as error:
-        err.print(f"[bold red]aksgpu validate[/]: {escape(str(error))}")
+        err.print(f"[bold red]aksgpu validate[/]: {safe(str(error))}")
         return EXIT_USAGE
     results = run_checks(model, targets, snapshot)
     if args.json:
@@ -157,10 +160,10 @@ def _collect(args: argparse.Namespace, model: PlatformModel, targets: dict[str, 
     pools = {pool.name for pool in model.pools}
     gpu_nodes = [node for node in snapshot.nodes if ((node.get("metadata") or {}).get("labels") or {}).get(POOL_LABEL) in pools]
     out.print(
-        f"wrote {len(written)} file(s) to {escape(str(args.out))}: {len(snapshot.nodes)} node(s), {len(gpu_nodes)} of them in "
+        f"wrote {len(written)} file(s) to {safe(str(args.out))}: {len(snapshot.nodes)} node(s), {len(gpu_nodes)} of them in "
         f"this stack's GPU pools; {len(snapshot.smi)} SMI output(s), {len(snapshot.exec_errors)} exec error(s)"
     )
-    out.print(f"check it with: aksgpu validate --stack {escape(args.stack)} --snapshot {escape(str(args.out))}")
+    out.print(f"check it with: aksgpu validate --stack {safe(args.stack)} --snapshot {safe(str(args.out))}")
     return EXIT_OK
 
 
@@ -203,7 +206,7 @@ def results_table(model: PlatformModel, results: Sequence[CheckResult]) -> Table
     rows: dict[tuple[str, str | None], dict[str, CheckResult]] = {}
     for result in results:
         rows.setdefault((result.pool, result.node), {})[result.id] = result
-    title = f"GPU pools of {escape(model.cluster.name)}" if model.cluster else "GPU pools"
+    title = f"GPU pools of {safe(model.cluster.name)}" if model.cluster else "GPU pools"
     table = Table(title=title, show_lines=False)
     table.add_column("pool", style="bold")
     table.add_column("node", no_wrap=True)
@@ -214,8 +217,8 @@ def results_table(model: PlatformModel, results: Sequence[CheckResult]) -> Table
         if previous_pool is not None and pool != previous_pool:
             table.add_section()
         table.add_row(
-            escape(pool) if pool != previous_pool else "",
-            escape(node) if node is not None else "[dim](pool)[/]",
+            safe(pool) if pool != previous_pool else "",
+            safe(node) if node is not None else "[dim](pool)[/]",
             *(_cell(cells.get(check)) for check in CHECK_IDS),
         )
         previous_pool = pool
@@ -235,14 +238,12 @@ def print_results(model: PlatformModel, results: Sequence[CheckResult], *, verbo
         out.print()
     for result in shown:
         where = f"{result.pool}/{result.node}" if result.node is not None else f"{result.pool} (pool)"
-        out.print(
-            f"[{_STYLE[result.status]}]{result.status:<4}[/] {escape(where)} [bold]{result.id}[/]: {escape(result.message)}"
-        )
+        out.print(f"[{_STYLE[result.status]}]{result.status:<4}[/] {safe(where)} [bold]{result.id}[/]: {safe(result.message)}")
     out.print()
     for pool, counts in counts_by_pool(results).items():
-        out.print(f"{escape(pool)}: {counts['pass']} pass, {counts['fail']} fail, {counts['warn']} warn")
+        out.print(f"{safe(pool)}: {counts['pass']} pass, {counts['fail']} fail, {counts['warn']} warn")
     failed = sum(1 for result in results if result.status == "fail")
-    origin = f" (snapshot {escape(source)})" if source else ""
+    origin = f" (snapshot {safe(source)})" if source else ""
     if failed:
         out.print(f"[bold red]validation failed[/]: {failed} check(s) failed{origin}")
     else:
@@ -254,8 +255,8 @@ def _positive_int(text: str) -> int:
         value = int(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, not {value}")
+    if not 1 <= value <= MAX_CONCURRENCY:
+        raise argparse.ArgumentTypeError(f"must be from 1 to {MAX_CONCURRENCY}, not {value}")
     return value
 
 
@@ -264,6 +265,7 @@ def _positive_float(text: str) -> float:
         value = float(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}") from None
-    if not value > 0:
-        raise argparse.ArgumentTypeError(f"must be more than 0, not {text}")
+    # The same bound as validation.execTimeoutSeconds; inf or 1e308 would overflow the socket timeout.
+    if not 0 < value <= MAX_TIMEOUT_S:
+        raise argparse.ArgumentTypeError(f"must be more than 0 and at most {MAX_TIMEOUT_S}, not {text}")
     return value

@@ -19,6 +19,7 @@ import yaml
 from pydantic import BaseModel, ValidationError
 
 from components.catalog import Catalog, load_catalog
+from components.config import safe_yaml
 from components.config.models import (
     CLUSTER_NAME_PATTERN,
     DNS_LABEL_PATTERN,
@@ -28,13 +29,16 @@ from components.config.models import (
     PlatformConfig,
     StackConfig,
 )
-from components.config.problems import ConfigError, Problem
+from components.config.problems import MAX_MESSAGE_SHOWN, ConfigError, Problem, clipped, shown
 from components.config.rules import check_rules
+from components.input_files import InputFileError, decode_utf8, read_bounded
 
 PROJECT = "aks-gpu"
 LOCATION_KEY = "azure-native:location"
 # Namespaces whose keys belong to other providers; we pass them through untouched.
 FOREIGN_NAMESPACES = ("azure-native", "kubernetes", "pulumi")
+# A stack file is a few KB (prod: 3 KB; 200 GPU pools: 60 KB). Past this it is not a stack file.
+MAX_STACK_FILE_BYTES = 1 << 20
 
 _PATTERN_HINTS = {
     POOL_NAME_PATTERN: "AKS pool names are a lowercase letter then up to 11 lowercase letters or digits",
@@ -59,14 +63,24 @@ def stack_file_path(project_dir: Path, stack: str) -> Path:
 
 
 def load_stack_file(path: Path) -> dict[str, Any]:
-    """The ``config:`` map of a Pulumi stack file, keys as written (``aks-gpu:cluster``)."""
+    """The ``config:`` map of a Pulumi stack file, keys as written (``aks-gpu:cluster``).
+
+    The file is read as Pulumi reads it (``safe_yaml``), within ``MAX_STACK_FILE_BYTES``; anything else (a
+    folder, a pipe, a device, another encoding, a duplicate key, a value JSON cannot carry, a limit hit) is a
+    ``ConfigError`` naming the file and, where there is one, the key and line."""
     source = str(path)
     try:
-        document = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise ConfigError(source, [Problem("(file)", "no such stack file")]) from None
+        text = decode_utf8(read_bounded(path, MAX_STACK_FILE_BYTES))
+    except InputFileError as exc:
+        reason = "no such stack file" if str(exc) == "no such file" else str(exc)
+        raise ConfigError(source, [Problem("(file)", reason)]) from None
+    try:
+        document = safe_yaml.load(text)
+    except safe_yaml.YamlInputError as exc:
+        where = f" (line {exc.line})" if exc.line else ""
+        raise ConfigError(source, [Problem(_document_path(exc.path), exc.reason + where)]) from None
     except yaml.YAMLError as exc:
-        raise ConfigError(source, [Problem("(file)", f"not valid YAML: {exc}")]) from None
+        raise ConfigError(source, [Problem("(file)", safe_yaml.describe_yaml_error(exc))]) from None
     if document is None:
         document = {}
     if not isinstance(document, dict):
@@ -75,6 +89,22 @@ def load_stack_file(path: Path) -> dict[str, Any]:
     if not isinstance(config, dict):
         raise ConfigError(source, [Problem("config", "must be a mapping of `namespace:key` to values")])
     return {str(key): value for key, value in config.items()}
+
+
+def _document_path(path: tuple[str | int, ...]) -> str:
+    """Where in a stack file: ``('config', 'aks-gpu:gpuPools', 0, 'vmSize')`` -> ``aks-gpu:gpuPools[0].vmSize``."""
+    if path[:1] == ("config",) and len(path) > 1:
+        return _dotted(str(path[1]), path[2:])
+    if path:
+        return _dotted(str(path[0]), path[1:])
+    return "(file)"
+
+
+def _dotted(head: str, rest: tuple[str | int, ...]) -> str:
+    text = head
+    for part in rest:
+        text += f"[{part}]" if isinstance(part, int) else f".{part}"
+    return text
 
 
 def validate_config(
@@ -88,13 +118,22 @@ def validate_config(
     known = {_alias(name) for name in StackConfig.model_fields} - {"location"}
     for key, value in raw.items():
         namespace, _, name = key.partition(":")
+        try:
+            if namespace == PROJECT and name in known:
+                value = _decode(value)
+            # What arrived as JSON (Pulumi's runtime config) gets the limits a stack file gets from safe_yaml;
+            # every value, ours or a foreign key's, travels on to Pulumi as JSON.
+            safe_yaml.check_value(value)
+        except safe_yaml.YamlInputError as exc:
+            problems.append(Problem(_dotted(key, exc.path), exc.reason))
+            continue
         if key == LOCATION_KEY:
             document["location"] = value
         elif namespace == PROJECT:
             if name not in known:
                 problems.append(Problem(key, f"unknown key; {PROJECT} keys are: {', '.join(sorted(known))}"))
                 continue
-            document[name] = _decode(value)
+            document[name] = value
         elif namespace not in FOREIGN_NAMESPACES and name:
             problems.append(Problem(key, f"config namespace '{namespace}' is not read by this program", "warning"))
     cluster = document.get("cluster")
@@ -133,11 +172,14 @@ def validate_sections(
 
 
 def _decode(value: Any) -> Any:
-    """Pulumi's runtime hands structured config over as JSON text; a stack file gives it as YAML."""
+    """Pulumi's runtime hands structured config over as JSON text; a stack file gives it as YAML. Text that is
+    not JSON stays text (the model then says what was expected)."""
     if isinstance(value, str) and value[:1] in "[{":
         try:
             return json.loads(value)
-        except json.JSONDecodeError:
+        except RecursionError:
+            raise safe_yaml.YamlInputError(f"nested deeper than {safe_yaml.MAX_DEPTH} levels (the limit)") from None
+        except ValueError:  # not JSON, or an integer beyond Python's 4,300-digit limit
             return value
     return value
 
@@ -173,10 +215,10 @@ def problems_from(exc: ValidationError) -> list[Problem]:
         elif kind == "string_pattern_mismatch":
             pattern = (error.get("ctx") or {}).get("pattern", "")
             hint = _PATTERN_HINTS.get(pattern, f"must match {pattern}")
-            message = f"{given!r} is not allowed: {hint}"
+            message = f"{shown(given)} is not allowed: {hint}"
         else:
-            message = f"{given!r} is not allowed: {error['msg']}"
-        problems.append(Problem(key_path(loc), message))
+            message = f"{shown(given)} is not allowed: {error['msg']}"
+        problems.append(Problem(key_path(loc), clipped(message, MAX_MESSAGE_SHOWN)))
     return problems
 
 

@@ -59,7 +59,8 @@ Quantity = Annotated[str, Field(pattern=KUBE_QUANTITY_PATTERN), BeforeValidator(
 class Spec(BaseModel):
     """Base for every config object: camelCase keys, nothing unknown, frozen once validated."""
 
-    model_config = ConfigDict(extra="forbid", alias_generator=to_camel, populate_by_name=True, frozen=True)
+    # allow_inf_nan=False: NaN and infinity cannot be written in JSON, the form every value reaches Azure in.
+    model_config = ConfigDict(extra="forbid", alias_generator=to_camel, populate_by_name=True, frozen=True, allow_inf_nan=False)
 
 
 # ---------------------------------------------------------------- cluster

@@ -2,10 +2,43 @@
 
 from __future__ import annotations
 
+import re
+import reprlib
 from dataclasses import dataclass
 from typing import Literal
 
 Severity = Literal["error", "warning"]
+
+# A message is read in a terminal: one line, bounded. A value is shown at most this long, however large it is
+# (a 1 KB alias bomb once printed 52 MB of stderr), and a key path or message is cut past these lengths.
+MAX_VALUE_SHOWN = 120
+MAX_PATH_SHOWN = 200
+MAX_MESSAGE_SHOWN = 600
+# Control characters (newlines, ESC of terminal escape sequences, ...) would let a value forge report lines
+# or recolour a terminal: they are shown escaped.
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")
+
+_REPR = reprlib.Repr()
+_REPR.maxlevel = 3
+_REPR.maxstring = 60
+_REPR.maxother = 60
+_REPR.maxlong = 40
+_REPR.maxlist = _REPR.maxtuple = _REPR.maxdict = _REPR.maxset = _REPR.maxfrozenset = _REPR.maxdeque = 4
+
+
+def shown(value: object) -> str:
+    """A bounded ``repr`` of a value for a message: long strings, big collections and huge numbers are cut."""
+    try:
+        text = _REPR.repr(value)
+    except Exception:  # noqa: BLE001 - an int beyond Python's 4,300-digit str() limit, an odd __repr__
+        text = f"<{type(value).__name__}>"
+    return clipped(text, MAX_VALUE_SHOWN)
+
+
+def clipped(text: str, limit: int) -> str:
+    """``text`` on one line (control characters escaped), at most ``limit`` characters."""
+    text = _CONTROL.sub(lambda match: match.group().encode("unicode_escape").decode("ascii"), text)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 @dataclass(frozen=True)
@@ -17,7 +50,8 @@ class Problem:
     severity: Severity = "error"
 
     def render(self, source: str) -> str:
-        return f"{source}: {self.path}: {self.message}"
+        where = f"{clipped(source, MAX_PATH_SHOWN)}: {clipped(self.path, MAX_PATH_SHOWN)}"
+        return f"{where}: {clipped(self.message, MAX_MESSAGE_SHOWN)}"
 
 
 class ConfigError(Exception):

@@ -32,6 +32,7 @@ from components.args import is_output, log_warnings
 from components.config.loader import PROJECT, ValidatedConfig, stack_file_path, validate_config
 from components.config.models import StackConfig
 from components.config.problems import ConfigError
+from components.internal_error import debug_requested, internal_error_message
 
 SECRET = "[secret]"
 # Below this length a secret text is matched only as a whole value, not inside longer strings.
@@ -58,7 +59,7 @@ def _strings(value: Any) -> Iterator[str]:
     if isinstance(value, str):
         try:
             decoded = json.loads(value) if value[:1] in "[{" else value
-        except json.JSONDecodeError:
+        except (ValueError, RecursionError):  # not JSON, too deep or a too long number: the text itself
             decoded = value
         if isinstance(decoded, str):
             yield decoded
@@ -146,7 +147,32 @@ class SecretConfig:
         for secret in sorted(self.texts, key=len, reverse=True):
             whole = len(secret) < MIN_SUBSTRING
             text = text.replace(repr(secret), repr(SECRET)) if whole else text.replace(secret, SECRET)
+        # Messages show long values cut (head ... tail) and cut long lines: mask what is left of a secret too.
+        for secret in self.texts:
+            if len(secret) >= MIN_FRAGMENT:
+                text = _mask_fragments(text, secret)
         return text
+
+
+# A piece of a secret this long, anywhere in a message, is masked (the head or tail a cut value leaves).
+MIN_FRAGMENT = 8
+
+
+def _mask_fragments(text: str, secret: str) -> str:
+    grams = {secret[start : start + MIN_FRAGMENT] for start in range(len(secret) - MIN_FRAGMENT + 1)}
+    pieces: list[str] = []
+    index = 0
+    while index < len(text):
+        if text[index : index + MIN_FRAGMENT] in grams:
+            end = index + MIN_FRAGMENT
+            while end < len(text) and text[index : end + 1] in secret:
+                end += 1
+            pieces.append(SECRET)
+            index = end
+        else:
+            pieces.append(text[index])
+            index += 1
+    return "".join(pieces)
 
 
 def _holds_output(value: Any) -> bool:
@@ -194,6 +220,11 @@ def load_from_pulumi() -> ValidatedConfig:
         masked = secret_config(raw)
         lines = (masked.mask(p.render(exc.source)) for p in exc.problems)
         raise pulumi.RunError("invalid stack config:\n" + "\n".join(lines)) from None
+    except Exception as exc:
+        # Any other exception is a bug: say so in one line, as the command line does (exit 3 there).
+        if debug_requested():
+            raise
+        raise pulumi.RunError(internal_error_message(exc, "pulumi up")) from None
     secrets = secret_config(raw, validated.config)
     if secrets:
         pulumi.runtime.register_stack_transformation(secrets.transformation)

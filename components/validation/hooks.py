@@ -33,6 +33,7 @@ from typing import Any, Literal, Protocol
 
 import pulumi
 
+from components.internal_error import internal_error_message
 from components.kube.plugin_targets import PluginTarget
 from components.model import PlatformModel
 from components.validation.checks import CheckResult, run_checks
@@ -163,6 +164,9 @@ def run_deploy_validation(
         )
     except ProbeError as error:
         return HookOutcome(mode, names, False, f"aks-gpu post-deploy validation could not read the cluster: {error}")
+    except Exception as error:  # noqa: BLE001 - a bug must fail (or warn) this step with one line, not a traceback
+        # The exception's own text is left out: it may quote the kubeconfig it was handed.
+        return HookOutcome(mode, names, False, f"aks-gpu post-deploy validation could not run: {internal_error_message(error)}")
     results = tuple(run_checks(scope_model, scope_targets, snapshot))
     return HookOutcome(mode, names, passed(results), deploy_report(results, names, stack), results)
 

@@ -17,12 +17,17 @@ Cost and limits:
   ``ApiClient``: ``kubernetes.stream.stream`` swaps ``api_client.call_api`` on the client it is given for
   the length of the call, so two threads sharing one client would race and send a plain GET instead
   of a WebSocket upgrade.
-- ``timeout_s`` bounds each list request and each exec once its WebSocket is open; a command still
-  running then is abandoned and retried. The WebSocket handshake itself has no timeout in the client
-  library (``create_websocket`` passes none); it follows a successful list from the same API server,
-  so it is answered or refused by the server.
+- Every network wait is bounded (see ``RetryPolicy``): a list page gets ``timeout_s`` for the whole answer, headers
+  and body, however slowly a server drips it; an exec's WebSocket handshake gets ``timeout_s`` per read (the
+  client library sets none: ``_TimedWebSocket``), then the command ``timeout_s``, enforced by a watchdog that
+  closes the socket should a frame arrive a byte at a time. The run's exec phase as a whole ends by
+  ``exec_phase_budget_s`` (nodes over concurrency times one node's worst case, plus a margin): nodes not
+  finished by then are reported as such, and the run returns.
 - Transient failures (connection errors, HTTP 429/5xx, timeouts) are retried ``retries`` times with
-  exponential backoff and jitter; a refusal (401/403/404) and a command's own non-zero exit are not.
+  exponential backoff and jitter, honouring a ``Retry-After`` up to ``MAX_RETRY_AFTER_S``; a refusal
+  (401/403/404) and a command's own non-zero exit are not. This is the only retry layer: urllib3's own
+  retries (3 by default, which sleep a ``Retry-After`` of an hour) are switched off.
+- Nothing the probe reports carries the credentials it was given (``_Redactor``).
 - RBAC the caller needs: list nodes; list daemonsets (all namespaces); list pods and create pods/exec in
   the device plugin namespaces.
 """
@@ -31,15 +36,18 @@ from __future__ import annotations
 
 import contextlib
 import json
+import math
 import os
+import queue
 import random
 import re
+import socket
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor, as_completed
 from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar
+from urllib.parse import urlsplit, urlunsplit
 
 import urllib3
 import yaml
@@ -47,12 +55,14 @@ from kubernetes import client as kube_client
 from kubernetes import config as kube_config
 from kubernetes.client.exceptions import ApiException
 from kubernetes.config.config_exception import ConfigException
-from kubernetes.stream import stream
+from kubernetes.stream import stream, ws_client
 from kubernetes.stream.ws_client import ERROR_CHANNEL
-from websocket import WebSocketException
+from websocket import WebSocket, WebSocketException
 
+from components.config import safe_yaml
+from components.config.problems import clipped
 from components.model import POOL_LABEL, PlatformModel
-from components.validation.snapshot import ClusterSnapshot
+from components.validation.snapshot import ClusterSnapshot, shape_problem
 
 Progress = Callable[[int, int], None]
 T = TypeVar("T")
@@ -60,7 +70,19 @@ T = TypeVar("T")
 # A page of a list call: big enough for few round trips, small enough that a 5,000-node cluster's pod
 # list does not come back as one response of hundreds of megabytes.
 LIST_PAGE_SIZE = 500
+# Past this many pages (500,000 objects) a list that keeps handing out `continue` tokens is not a cluster's.
+MAX_LIST_PAGES = 1000
+# One page of 500 objects is a few MB; a body past this is refused rather than held in memory.
+MAX_LIST_PAGE_BYTES = 256 << 20
 MAX_BACKOFF_S = 10.0
+# A server's Retry-After is honoured up to this: an hour (seen on throttling proxies) would outlast any run.
+MAX_RETRY_AFTER_S = 10.0
+# After its command's timeout, an exec's socket is closed this much later if a read still holds it.
+WATCHDOG_GRACE_S = 0.5
+# The exec phase's own margin over its computed worst case (thread start-up, scheduling).
+RUN_MARGIN_S = 10.0
+# A reason or message the probe passes on (an API server's Status, an exec's error channel) is cut here.
+MAX_NOTE_CHARS = 500
 # websocket-client reports a refused upgrade as "Handshake status <code> <reason>"; the kubernetes
 # client wraps it into ApiException(status=0), so the code is only in the text.
 _HANDSHAKE_STATUS = re.compile(r"Handshake status (\d{3})")
@@ -114,6 +136,23 @@ class RetryPolicy:
         ceiling = min(MAX_BACKOFF_S, self.backoff_s * (2**attempt))
         return random.uniform(ceiling / 2, ceiling)  # jitter, not cryptography
 
+    def attempt_budget_s(self) -> float:
+        """The longest one exec attempt takes: the handshake, then the command, then the watchdog's grace."""
+        return 2 * self.timeout_s + WATCHDOG_GRACE_S
+
+    def job_budget_s(self) -> float:
+        """The longest one node's exec takes, every retry and the waits between them included."""
+        return (self.retries + 1) * self.attempt_budget_s() + self.retries * max(MAX_BACKOFF_S, MAX_RETRY_AFTER_S)
+
+
+def exec_phase_budget_s(jobs: int, concurrency: int, policy: RetryPolicy, margin_s: float = RUN_MARGIN_S) -> float:
+    """How long the execs of ``jobs`` nodes may take at ``concurrency`` at once, at worst, plus a margin."""
+    return math.ceil(jobs / max(1, concurrency)) * policy.job_budget_s() + margin_s
+
+
+class DeadlineError(Exception):
+    """An answer did not come (whole) within its time; a transient failure, worth another try."""
+
 
 class ExecTimeoutError(Exception):
     """The command was still running after the timeout; ``partial`` is what it printed until then."""
@@ -133,13 +172,17 @@ def load_client_configuration(
 ) -> kube_client.Configuration:
     """A client configuration from kubeconfig text (the Pulumi hook has the stack's kubeconfig as a
     string), else the file at ``kubeconfig``, else ``$KUBECONFIG`` or ``~/.kube/config``; ``context``
-    picks a context other than the current one. Raises ``ProbeError`` when none can be loaded."""
+    picks a context other than the current one. Raises ``ProbeError`` when none can be loaded; its message
+    never quotes the kubeconfig (a YAML error's usual copy of the offending line would show a token)."""
     configuration = kube_client.Configuration()
+    source = "the kubeconfig text" if kubeconfig_text is not None else (kubeconfig or "$KUBECONFIG / ~/.kube/config")
+    secrets: list[str] = []
     try:
         if kubeconfig_text is not None:
-            document = yaml.safe_load(kubeconfig_text)
+            document = safe_yaml.load(kubeconfig_text)
             if not isinstance(document, dict):
                 raise ProbeError("the kubeconfig text is not a kubeconfig (expected a YAML mapping)")
+            secrets = _strings_under(document.get("users"))
             kube_config.load_kube_config_from_dict(  # type: ignore[no-untyped-call]
                 document, context=context, client_configuration=configuration, persist_config=False
             )
@@ -149,10 +192,87 @@ def load_client_configuration(
             kube_config.load_kube_config(  # type: ignore[no-untyped-call]
                 config_file=path, context=context, client_configuration=configuration, persist_config=False
             )
-    except (ConfigException, OSError, yaml.YAMLError) as error:
-        source = "the kubeconfig text" if kubeconfig_text is not None else (kubeconfig or "$KUBECONFIG / ~/.kube/config")
+    except ProbeError:
+        raise
+    except safe_yaml.YamlInputError as error:
         raise ProbeError(f"cannot load a kubeconfig from {source}: {error}") from None
+    except yaml.YAMLError as error:
+        raise ProbeError(f"cannot load a kubeconfig from {source}: {safe_yaml.describe_yaml_error(error)}") from None
+    except (ConfigException, OSError) as error:
+        message = _Redactor(configuration, secrets).redact(clipped(str(error), MAX_NOTE_CHARS))
+        raise ProbeError(f"cannot load a kubeconfig from {source}: {message}") from None
+    except Exception as error:  # noqa: BLE001 - a kubeconfig of the wrong shape trips the library anywhere
+        raise ProbeError(
+            f"cannot load a kubeconfig from {source}: it is not a usable kubeconfig ({type(error).__name__} in the"
+            " kubernetes client while reading it; `kubectl config view` shows what is wrong)"
+        ) from None
+    # One retry layer, ours: urllib3 would otherwise retry 3 times on its own and sleep any Retry-After.
+    configuration.retries = False
     return configuration
+
+
+_SECRET_KEYS = ("token", "password", "secret", "key-data")
+
+
+def _strings_under(value: Any) -> list[str]:
+    """The credentials in a kubeconfig's ``users``: every string under a key that names one (``token``,
+    ``password``, ``client-key-data``, an auth provider's ``refresh-token``, ...), and exec plugin env values."""
+    found: list[str] = []
+    stack: list[tuple[Any, bool]] = [(value, False)]
+    while stack:
+        item, secret = stack.pop()
+        if isinstance(item, str):
+            if secret:
+                found.append(item)
+        elif isinstance(item, dict):
+            for key, child in item.items():
+                name = str(key).lower()
+                stack.append((child, secret or name == "env" or any(part in name for part in _SECRET_KEYS)))
+        elif isinstance(item, list):
+            stack.extend((child, secret) for child in item)
+    return found
+
+
+class _Redactor:
+    """Keeps the credentials a configuration carries out of text: its bearer tokens and password (read when
+    asked: an exec plugin may have refreshed the token since), and any extra strings given."""
+
+    MIN_SECRET_CHARS = 6
+
+    def __init__(self, configuration: kube_client.Configuration, extra: Iterable[str] = ()) -> None:
+        self.configuration = configuration
+        self.extra = [item for item in extra if len(item) >= self.MIN_SECRET_CHARS]
+
+    def secrets(self) -> list[str]:
+        found = list(self.extra)
+        for value in (getattr(self.configuration, "api_key", None) or {}).values():
+            if isinstance(value, str):
+                found.extend((value, value.removeprefix("Bearer ")))
+        password = getattr(self.configuration, "password", None)
+        if isinstance(password, str):
+            found.append(password)
+        # As written, as a repr() or an HTTP library quotes it (newlines escaped), and each line or word of it.
+        variants: set[str] = set()
+        for secret in found:
+            variants.update((secret, secret.strip(), secret.encode("unicode_escape").decode("ascii", "replace")))
+            variants.update(secret.split())
+        # Longest first, so a token is replaced whole before a part of it could be.
+        return sorted((item for item in variants if len(item) >= self.MIN_SECRET_CHARS), key=len, reverse=True)
+
+    def redact(self, text: str) -> str:
+        for secret in self.secrets():
+            text = text.replace(secret, "[redacted]")
+        return text
+
+
+def display_host(host: str | None) -> str:
+    """The API server's URL without any user:password part."""
+    if not host:
+        return "(no server)"
+    parts = urlsplit(host)
+    if parts.username or parts.password:
+        parts = parts._replace(netloc=parts.hostname + (f":{parts.port}" if parts.port else "") if parts.hostname else "")
+    return urlunsplit(parts)
 
 
 # ---------------------------------------------------------------- pure helpers
@@ -261,16 +381,17 @@ def exit_note(status_text: str) -> str | None:
         return "the exec ended without an exit status"
     try:
         status = json.loads(status_text)
-    except json.JSONDecodeError:
-        return status_text.strip()
+    except (ValueError, RecursionError):
+        return clipped(status_text.strip(), MAX_NOTE_CHARS)
     if not isinstance(status, dict) or status.get("status") == "Success":
         return None
     if status.get("reason") == "NonZeroExitCode":
-        causes = (status.get("details") or {}).get("causes") or []
-        code = next((c.get("message") for c in causes if c.get("reason") == "ExitCode"), None)
-        if code is not None:
-            return f"command exited with code {code}"
-    return str(status.get("message") or status.get("reason") or "the exec failed")
+        details = status.get("details")
+        causes = details.get("causes") if isinstance(details, dict) else None
+        for cause in causes if isinstance(causes, list) else []:
+            if isinstance(cause, dict) and cause.get("reason") == "ExitCode" and cause.get("message") is not None:
+                return clipped(f"command exited with code {cause['message']}", MAX_NOTE_CHARS)
+    return clipped(str(status.get("message") or status.get("reason") or "the exec failed"), MAX_NOTE_CHARS)
 
 
 def is_transient(error: BaseException) -> bool:
@@ -282,72 +403,210 @@ def is_transient(error: BaseException) -> bool:
             code = int(match.group(1)) if match else 0
             return code == 0 or code == 429 or code >= 500
         return status == 429 or status >= 500
-    return isinstance(error, ExecTimeoutError | WebSocketException | urllib3.exceptions.HTTPError | OSError)
+    return isinstance(error, ExecTimeoutError | DeadlineError | WebSocketException | urllib3.exceptions.HTTPError | OSError)
 
 
 def describe(error: BaseException) -> str:
     if isinstance(error, ApiException):
         if int(error.status or 0) == 0:
-            return str(error.reason or "connection failed").strip()
-        message = error.reason or ""
-        with contextlib.suppress(json.JSONDecodeError, AttributeError):
-            message = json.loads(error.body or "").get("message") or message
-        return f"HTTP {error.status}: {message}".strip()
-    return str(error) or type(error).__name__
+            return clipped(str(error.reason or "connection failed").strip(), MAX_NOTE_CHARS)
+        message = str(error.reason or "")
+        with contextlib.suppress(ValueError, RecursionError, AttributeError, TypeError):
+            message = str(json.loads(error.body or "").get("message") or message)
+        return clipped(f"HTTP {error.status}: {message}".strip(), MAX_NOTE_CHARS)
+    return clipped(str(error) or type(error).__name__, MAX_NOTE_CHARS)
 
 
-def with_retries(call: Callable[[], T], policy: RetryPolicy, sleep: Callable[[float], None] = time.sleep) -> T:
-    """``call()``, retried on transient errors; the last error is raised with the attempt count noted."""
+def retry_after_s(error: BaseException) -> float | None:
+    """The ``Retry-After`` a 429 or 503 answer carried, in seconds (the delta form; an HTTP date is ignored)."""
+    if not isinstance(error, ApiException) or int(error.status or 0) not in (429, 503):
+        return None
+    headers = getattr(error, "headers", None) or {}
+    try:
+        value = float(str(headers.get("Retry-After", "")).strip())
+    except ValueError:
+        return None
+    return value if math.isfinite(value) and value >= 0 else None
+
+
+def _sleep(seconds: float) -> None:
+    time.sleep(seconds)
+
+
+def with_retries(
+    call: Callable[[], T],
+    policy: RetryPolicy,
+    sleep: Callable[[float], None] | None = None,
+    deadline: float | None = None,
+) -> T:
+    """``call()``, retried on transient errors after a backoff (or the server's ``Retry-After``, capped at
+    ``MAX_RETRY_AFTER_S``); no retry starts that would end past ``deadline`` (``time.monotonic()``). The last
+    error is raised with the attempt count noted."""
     attempt = 0
     while True:
         try:
             return call()
         except Exception as error:
-            if not is_transient(error) or attempt >= policy.retries:
+            delay = policy.delay(attempt)
+            asked = retry_after_s(error)
+            if asked is not None:
+                delay = max(delay, min(asked, MAX_RETRY_AFTER_S))
+            late = deadline is not None and time.monotonic() + delay >= deadline
+            if not is_transient(error) or attempt >= policy.retries or late:
                 error.add_note(f"after {attempt + 1} attempt{'s' if attempt else ''}")
                 raise
-            sleep(policy.delay(attempt))
+            (sleep or _sleep)(delay)
             attempt += 1
+
+
+def call_within(seconds: float, call: Callable[[], T], what: str) -> T:
+    """``call()`` on a daemon thread, waited for at most ``seconds``: an answer dripped a byte at a time (its
+    headers too, which no socket timeout bounds) cannot hold the caller. ``DeadlineError`` past that; the
+    thread is left to end on its own, its reads each bounded by the socket timeout."""
+    box: dict[str, Any] = {}
+    done = threading.Event()
+
+    def run() -> None:
+        try:
+            box["value"] = call()
+        except BaseException as error:  # noqa: BLE001 - handed to the caller below
+            box["error"] = error
+        finally:
+            done.set()
+
+    threading.Thread(target=run, name="aksgpu-list", daemon=True).start()
+    if not done.wait(seconds):
+        raise DeadlineError(f"{what}: no complete answer within {seconds:g} s")
+    if "error" in box:
+        raise box["error"]
+    value: T = box["value"]
+    return value
 
 
 # ---------------------------------------------------------------- the Kubernetes side
 
 
+class _BadAnswerError(Exception):
+    """An answer that is not what a Kubernetes API server sends (not JSON, the wrong shape); not retried."""
+
+
 class _Reader:
-    """List calls, as plain JSON objects (what ``kubectl get -o json`` prints), paged and retried."""
+    """List calls, as plain JSON objects (what ``kubectl get -o json`` prints), paged and retried, each page
+    read within ``policy.timeout_s`` and ``MAX_LIST_PAGE_BYTES``, each object checked for the shape the checks
+    read (``snapshot.shape_problem``)."""
 
     def __init__(self, api: kube_client.ApiClient, policy: RetryPolicy) -> None:
         self.core = kube_client.CoreV1Api(api)
         self.apps = kube_client.AppsV1Api(api)
         self.policy = policy
 
-    def _all(self, method: Callable[..., Any], **kwargs: Any) -> list[dict[str, Any]]:
+    def _all(self, method: Callable[..., Any], kind: str, what: str, **kwargs: Any) -> list[dict[str, Any]]:
         items: list[dict[str, Any]] = []
         token: str | None = None
-        while True:
-            page_kwargs = dict(kwargs, limit=LIST_PAGE_SIZE, _preload_content=False, _request_timeout=self.policy.timeout_s)
+        timeout = self.policy.timeout_s
+        for _ in range(MAX_LIST_PAGES):
+            page_kwargs = dict(kwargs, limit=LIST_PAGE_SIZE, _preload_content=False, _request_timeout=(timeout, timeout))
             if token:
                 page_kwargs["_continue"] = token
 
             def fetch(arguments: dict[str, Any] = page_kwargs) -> dict[str, Any]:
-                response = method(**arguments)
-                document: dict[str, Any] = json.loads(response.data)
-                return document
+                return call_within(timeout, lambda: _read_json(method(**arguments), time.monotonic() + timeout, what), what)
 
             document = with_retries(fetch, self.policy)
-            items.extend(document.get("items") or [])
-            token = (document.get("metadata") or {}).get("continue")
+            page = document.get("items")
+            if page is None:
+                page = []
+            if not isinstance(page, list):
+                raise _BadAnswerError(f"{what}: 'items' is not a list")
+            problem = shape_problem(page, kind)
+            if problem is not None:
+                raise _BadAnswerError(f"{what}: not what Kubernetes returns: {problem}")
+            items.extend(page)
+            metadata = document.get("metadata")
+            token = metadata.get("continue") if isinstance(metadata, dict) else None
             if not token:
                 return items
+            if not isinstance(token, str):
+                raise _BadAnswerError(f"{what}: the continue token is not a string")
+        raise _BadAnswerError(f"{what}: still more after {MAX_LIST_PAGES} pages of {LIST_PAGE_SIZE}")
 
     def nodes(self, selector: str) -> list[dict[str, Any]]:
-        return self._all(self.core.list_node, label_selector=selector)
+        return self._all(self.core.list_node, "Node", "the node list", label_selector=selector)
 
     def daemonsets(self) -> list[dict[str, Any]]:
-        return self._all(self.apps.list_daemon_set_for_all_namespaces)
+        return self._all(self.apps.list_daemon_set_for_all_namespaces, "DaemonSet", "the DaemonSet list")
 
     def pods(self, namespace: str, selector: str) -> list[dict[str, Any]]:
-        return self._all(self.core.list_namespaced_pod, namespace=namespace, label_selector=selector)
+        return self._all(
+            self.core.list_namespaced_pod, "Pod", f"the pod list of {namespace}", namespace=namespace, label_selector=selector
+        )
+
+
+def _read_json(response: Any, deadline: float, what: str) -> dict[str, Any]:
+    """A list answer's body (``_preload_content=False``: urllib3's response), read a chunk at a time until
+    ``deadline`` and ``MAX_LIST_PAGE_BYTES``, then parsed."""
+    chunks: list[bytes] = []
+    size = 0
+    try:
+        while True:
+            if time.monotonic() > deadline:
+                raise DeadlineError(f"{what}: the answer was still arriving at its deadline")
+            chunk = response.read1(1 << 16)
+            if not chunk:
+                break
+            size += len(chunk)
+            if size > MAX_LIST_PAGE_BYTES:
+                raise _BadAnswerError(f"{what}: a page is over {MAX_LIST_PAGE_BYTES >> 20} MiB")
+            chunks.append(chunk)
+    finally:
+        with contextlib.suppress(Exception):
+            response.release_conn()
+    try:
+        document = json.loads(b"".join(chunks))
+    except RecursionError:
+        raise _BadAnswerError(f"{what}: the answer is JSON nested too deeply to read") from None
+    except ValueError as error:
+        raise _BadAnswerError(f"{what}: the answer is not JSON ({clipped(str(error), 100)})") from None
+    if not isinstance(document, dict):
+        raise _BadAnswerError(f"{what}: the answer is not a JSON object")
+    return document
+
+
+class _TimedWebSocket(WebSocket):  # type: ignore[misc]
+    """The kubernetes client opens the exec WebSocket with no timeout at all (``ws_client.create_websocket``
+    passes none, and websocket-client then blocks on the handshake for ever). This one takes the calling
+    thread's ``_HANDSHAKE.timeout_s`` for the connect and handshake reads; it replaces the class that module
+    builds, and changes nothing else."""
+
+    def connect(self, url: str, **options: Any) -> None:
+        timeout = getattr(_HANDSHAKE, "timeout_s", None)
+        if timeout is not None:
+            options.setdefault("timeout", timeout)
+        super().connect(url, **options)  # type: ignore[no-untyped-call]
+
+
+_HANDSHAKE = threading.local()
+ws_client.WebSocket = _TimedWebSocket  # type: ignore[attr-defined]
+
+
+class _Watchdog:
+    """Closes an exec's socket ``seconds`` from now, unless stopped first: a frame that drips in a byte at a
+    time passes every per-read timeout, but not this."""
+
+    def __init__(self, ws: Any, seconds: float) -> None:
+        self.ws = ws
+        self.fired = False
+        self._timer = threading.Timer(seconds, self._fire)
+        self._timer.daemon = True
+        self._timer.start()
+
+    def _fire(self) -> None:
+        self.fired = True
+        with contextlib.suppress(Exception):
+            self.ws.sock.sock.shutdown(socket.SHUT_RDWR)
+
+    def stop(self) -> None:
+        self._timer.cancel()
 
 
 def run_exec(core: kube_client.CoreV1Api, job: ExecJob, timeout_s: float) -> ExecResult:
@@ -362,34 +621,56 @@ def run_exec(core: kube_client.CoreV1Api, job: ExecJob, timeout_s: float) -> Exe
     }
     if job.container:
         kwargs["container"] = job.container
-    ws = stream(core.connect_get_namespaced_pod_exec, job.pod, job.namespace, **kwargs)
+    _HANDSHAKE.timeout_s = timeout_s
+    try:
+        ws = stream(core.connect_get_namespaced_pod_exec, job.pod, job.namespace, **kwargs)
+    finally:
+        _HANDSHAKE.timeout_s = None
+    watchdog = _Watchdog(ws, timeout_s + WATCHDOG_GRACE_S)
     try:
         # A frame cut off mid-way would otherwise block a read forever (the socket has no timeout).
         ws.sock.settimeout(timeout_s)
-        ws.run_forever(timeout=timeout_s)
-        if ws.is_open():
-            raise ExecTimeoutError(timeout_s, ws.read_all())
+        try:
+            ws.run_forever(timeout=timeout_s)
+        except Exception:
+            if watchdog.fired:
+                raise ExecTimeoutError(timeout_s, _partial(ws)) from None
+            raise
+        if ws.is_open() or watchdog.fired:
+            raise ExecTimeoutError(timeout_s, _partial(ws))
         # read_all() forgets every channel, the status channel too: read the status first.
         status_text = ws.read_channel(ERROR_CHANNEL)
         output = ws.read_all()
     finally:
+        watchdog.stop()
         ws.close()
     note = exit_note(status_text)
     # Nothing printed and a failure: the command did not run (no such executable, container gone).
     return ExecResult(output=None if note and not output else output, note=note)
 
 
+def _partial(ws: Any) -> str:
+    with contextlib.suppress(Exception):
+        return str(ws.read_all())
+    return ""
+
+
 def exec_with_retries(
-    exec_once: Callable[[ExecJob], ExecResult], job: ExecJob, policy: RetryPolicy, sleep: Callable[[float], None] = time.sleep
+    exec_once: Callable[[ExecJob], ExecResult],
+    job: ExecJob,
+    policy: RetryPolicy,
+    sleep: Callable[[float], None] | None = None,
+    deadline: float | None = None,
+    redact: Callable[[str], str] = str,
 ) -> ExecResult:
     """Retry transient failures; never raise: what finally went wrong becomes the result's note."""
     try:
-        return with_retries(lambda: exec_once(job), policy, sleep)
+        return with_retries(lambda: exec_once(job), policy, sleep, deadline)
     except Exception as error:  # noqa: BLE001 - one node's failure is data for the checks, not a crash
         attempts = " ".join(getattr(error, "__notes__", []))
         note = f"exec into {job.namespace}/{job.pod} failed: {describe(error)}" + (f" ({attempts})" if attempts else "")
         partial = error.partial if isinstance(error, ExecTimeoutError) and error.partial else None
-        return ExecResult(output=partial, note=note)
+        return ExecResult(output=partial, note=redact(note))
 
 
 class _ThreadClients:
@@ -422,20 +703,48 @@ def run_execs(
     policy: RetryPolicy,
     concurrency: int,
     on_done: Callable[[ExecJob, ExecResult], None],
-) -> None:
-    """Every job on at most ``concurrency`` threads; ``on_done`` is called on this thread as each ends."""
+    deadline: float | None = None,
+    redact: Callable[[str], str] = str,
+) -> list[ExecJob]:
+    """Every job on at most ``concurrency`` threads; ``on_done`` is called on this thread as each ends.
+    Returns the jobs not done by ``deadline`` (``time.monotonic()``): the wait ends then, whatever still runs.
+
+    The workers are daemon threads, so one held by a server that never lets go (each read is bounded, but a
+    handshake may drip) can hold neither this call past the deadline nor the process at exit. On Ctrl-C (or a
+    failing callback) no queued job is started; the running ones end on their own, each bounded."""
     if not jobs:
-        return
-    with ThreadPoolExecutor(max_workers=max(1, min(concurrency, len(jobs))), thread_name_prefix="aksgpu-exec") as pool:
-        futures: dict[Future[ExecResult], ExecJob] = {pool.submit(exec_with_retries, exec_once, job, policy): job for job in jobs}
-        try:
-            for future in as_completed(futures):
-                on_done(futures[future], future.result())
-        except BaseException:
-            # Ctrl-C (or a failing callback): drop the queued execs; leaving the block waits only for the
-            # running ones, each bounded by its timeout.
-            pool.shutdown(wait=False, cancel_futures=True)
-            raise
+        return []
+    pending: queue.SimpleQueue[int] = queue.SimpleQueue()
+    for index in range(len(jobs)):
+        pending.put(index)
+    finished: queue.SimpleQueue[tuple[int, ExecResult]] = queue.SimpleQueue()
+    stop = threading.Event()
+
+    def work() -> None:
+        while not stop.is_set():
+            try:
+                index = pending.get_nowait()
+            except queue.Empty:
+                return
+            finished.put((index, exec_with_retries(exec_once, jobs[index], policy, deadline=deadline, redact=redact)))
+
+    for number in range(max(1, min(concurrency, len(jobs)))):
+        threading.Thread(target=work, name=f"aksgpu-exec-{number}", daemon=True).start()
+    remaining = set(range(len(jobs)))
+    try:
+        while remaining:
+            wait = None if deadline is None else deadline - time.monotonic()
+            if wait is not None and wait <= 0:
+                break
+            try:
+                index, result = finished.get(timeout=wait)
+            except queue.Empty:
+                break
+            remaining.discard(index)
+            on_done(jobs[index], result)
+    finally:
+        stop.set()
+    return [jobs[index] for index in sorted(remaining)]
 
 
 # ---------------------------------------------------------------- the entry point
@@ -453,14 +762,19 @@ def collect_snapshot(
     retries: int = 2,
     backoff_s: float = 0.5,
     progress: Progress | None = None,
+    margin_s: float = RUN_MARGIN_S,
 ) -> ClusterSnapshot:
     """Read the GPU nodes, DaemonSets and device plugin pods, and run the SMI command on every ready GPU
     node, at most ``concurrency`` at a time. ``progress(done, total)`` counts nodes (those that need no
-    exec are done at once). Raises ``ProbeError`` only when the cluster cannot be read at all."""
+    exec are done at once). Raises ``ProbeError`` only when the cluster cannot be read at all. The execs end
+    by ``exec_phase_budget_s`` (``margin_s`` over their worst case); a node not done by then is reported so."""
     if concurrency < 1:
         raise ValueError("concurrency must be at least 1")
+    if not (math.isfinite(timeout_s) and timeout_s > 0):
+        raise ValueError("timeout_s must be a positive number of seconds")
     policy = RetryPolicy(timeout_s=timeout_s, retries=retries, backoff_s=backoff_s)
     configuration = load_client_configuration(kubeconfig, context, kubeconfig_text)
+    redactor = _Redactor(configuration)
     pools = [pool.name for pool in model.pools]
 
     with kube_client.ApiClient(configuration) as api:
@@ -479,8 +793,10 @@ def collect_snapshot(
                     if key not in seen:
                         seen.add(key)
                         pods.append(pod)
-        except Exception as error:  # whatever the layer, one readable line
-            raise ProbeError(f"cannot read the cluster at {configuration.host}: {describe(error)}") from error
+        except Exception as error:  # noqa: BLE001 - whatever the layer, one readable line
+            notes = " ".join(getattr(error, "__notes__", []))
+            reason = redactor.redact(describe(error) + (f" ({notes})" if notes else ""))
+            raise ProbeError(f"cannot read the cluster at {display_host(configuration.host)}: {reason}") from None
 
     jobs, skipped = plan_execs(nodes, pods, targets)
     smi: dict[str, str] = {}
@@ -500,9 +816,23 @@ def collect_snapshot(
         if progress:
             progress(done, total)
 
+    budget = exec_phase_budget_s(len(jobs), concurrency, policy, margin_s)
     clients = _ThreadClients(configuration)
     try:
-        run_execs(jobs, lambda job: run_exec(clients.core(), job, policy.timeout_s), policy, concurrency, record)
+        late = run_execs(
+            jobs,
+            lambda job: run_exec(clients.core(), job, policy.timeout_s),
+            policy,
+            concurrency,
+            record,
+            deadline=time.monotonic() + budget,
+            redact=redactor.redact,
+        )
     finally:
         clients.close()
+    for job in late:
+        exec_errors[job.node] = (
+            f"exec into {job.namespace}/{job.pod} had not finished when the probe's deadline passed ({budget:g} s for"
+            f" {len(jobs)} node(s) at {concurrency} at once, {timeout_s:g} s per exec, {retries} retries)"
+        )
     return ClusterSnapshot(nodes=nodes, daemonsets=daemonsets, pods=pods, smi=smi, exec_errors=exec_errors)

@@ -23,10 +23,12 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from components.input_files import InputFileError, read_bounded
 
 NODES_FILE = "nodes.json"
 DAEMONSETS_FILE = "daemonsets.json"
@@ -39,6 +41,13 @@ ERROR_SUFFIX = ".error"
 # "../x" from becoming a path outside the snapshot folder.
 # https://kubernetes.io/docs/concepts/overview/working-with-objects/names/#dns-subdomain-names
 _NODE_NAME = re.compile(r"^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$")
+
+
+# What is read from a snapshot folder, at most. A list file holds what `kubectl get ... -o json` prints; the
+# probe saves only the GPU nodes and the device plugin pods, a few KB each. An SMI output is a few KB to a few
+# hundred KB (`nvidia-smi -q -x` on 8 GPUs); one past its limit fails that node's checks, not the run.
+MAX_LIST_FILE_BYTES = 512 << 20
+MAX_SMI_FILE_BYTES = 16 << 20
 
 
 class SnapshotError(ValueError):
@@ -68,18 +77,28 @@ def read_snapshot(directory: Path | str) -> ClusterSnapshot:
     smi: dict[str, str] = {}
     exec_errors: dict[str, str] = {}
     smi_folder = folder / SMI_DIR
+    unreadable: dict[str, str] = {}
     if smi_folder.is_dir():
         for path in sorted(smi_folder.iterdir()):
-            if not path.is_file():
+            if path.is_dir() or not path.name.endswith((SMI_SUFFIX, ERROR_SUFFIX)):
+                continue
+            node = path.name.removesuffix(SMI_SUFFIX).removesuffix(ERROR_SUFFIX)
+            try:
+                text = _read_text(path, MAX_SMI_FILE_BYTES)
+            except InputFileError as error:
+                # One node's unreadable file fails that node's checks, with the reason; the others go on.
+                unreadable[node] = f"{SMI_DIR}/{path.name} {error}"
                 continue
             if path.name.endswith(SMI_SUFFIX):
-                smi[path.name.removesuffix(SMI_SUFFIX)] = _read_text(path)
-            elif path.name.endswith(ERROR_SUFFIX):
-                exec_errors[path.name.removesuffix(ERROR_SUFFIX)] = _read_text(path).strip()
+                smi[node] = text
+            else:
+                exec_errors[node] = text.strip()
+    for node, note in unreadable.items():
+        exec_errors[node] = f"{exec_errors[node]}; {note}" if node in exec_errors else note
     return ClusterSnapshot(
-        nodes=_read_list(folder / NODES_FILE),
-        daemonsets=_read_list(folder / DAEMONSETS_FILE),
-        pods=_read_list(folder / PODS_FILE),
+        nodes=_read_list(folder / NODES_FILE, "Node"),
+        daemonsets=_read_list(folder / DAEMONSETS_FILE, "DaemonSet"),
+        pods=_read_list(folder / PODS_FILE, "Pod"),
         smi=smi,
         exec_errors=exec_errors,
     )
@@ -134,20 +153,215 @@ def _write_bytes(path: Path, content: bytes) -> Path:
     return path
 
 
-def _read_text(path: Path) -> str:
+def _read_text(path: Path, limit: int) -> str:
     # SMI output is mostly ASCII but prints "°C" and may come from a log in another encoding; a stray
     # byte must not hide the driver version.
-    return path.read_bytes().decode("utf-8", errors="replace")
+    return read_bounded(path, limit).decode("utf-8", errors="replace")
 
 
-def _read_list(path: Path) -> list[dict[str, Any]]:
+def _read_list(path: Path, kind: str) -> list[dict[str, Any]]:
     if not path.is_file():
+        if path.exists():
+            raise SnapshotError(f"{path}: not a regular file (save it with kubectl ... -o json)")
         raise SnapshotError(f"{path}: missing from the snapshot (save it with kubectl ... -o json)")
     try:
-        document = json.loads(_read_text(path))
-    except json.JSONDecodeError as error:
-        raise SnapshotError(f"{path}: not JSON ({error})") from None
+        document = json.loads(_read_text(path, MAX_LIST_FILE_BYTES))
+    except InputFileError as error:
+        hint = (
+            " (for pods, save only the device plugin namespaces: kubectl get pods -n <namespace> -o json)"
+            if "limit" in str(error)
+            else ""
+        )
+        raise SnapshotError(f"{path}: {error}{hint}") from None
+    except RecursionError:
+        raise SnapshotError(f"{path}: JSON nested too deeply to read (Kubernetes objects are a few dozen levels deep)") from None
+    except ValueError as error:  # JSONDecodeError, or an integer past Python's 4,300-digit limit
+        raise SnapshotError(f"{path}: not JSON ({str(error)[:120]})") from None
     items = document.get("items") if isinstance(document, dict) else document
-    if not isinstance(items, list) or not all(isinstance(item, dict) for item in items):
+    if not isinstance(items, list):
         raise SnapshotError(f"{path}: expected a Kubernetes List (an object with 'items') or an array of objects")
+    problem = shape_problem(items, kind)
+    if problem is not None:
+        raise SnapshotError(f"{path}: {problem}")
     return items
+
+
+# ---------------------------------------------------------------- the shape of what the checks read
+#
+# The checks and the probe read these fields, as the Kubernetes API defines them (core/v1 Node and Pod,
+# apps/v1 DaemonSet: https://kubernetes.io/docs/reference/kubernetes-api/). An object where one of them has
+# another type (string metadata, list labels, "x" as a count) is not what an API server or kubectl writes:
+# the whole file is refused, naming the object and the field, rather than crashing a check or misreading it.
+# Fields not listed are not read, so they are not checked. Every field may be absent or null except
+# metadata and metadata.name.
+
+_Check = Callable[[Any], bool]
+# A Kubernetes resource quantity ("8", "500m", "16Gi", "1e3"), ASCII digits only.
+# https://kubernetes.io/docs/reference/kubernetes-api/common-definitions/quantity/
+_QUANTITY = re.compile(r"^[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+|[KMGTPE]i|[numkMGTPE])?$")
+
+
+def _is_str(value: Any) -> bool:
+    return isinstance(value, str)
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _is_bool(value: Any) -> bool:
+    return isinstance(value, bool)
+
+
+def _is_map(value: Any) -> bool:
+    return isinstance(value, dict)
+
+
+def _is_str_map(value: Any) -> bool:
+    return isinstance(value, dict) and all(isinstance(v, str) for v in value.values())
+
+
+def _is_quantity_map(value: Any) -> bool:
+    return isinstance(value, dict) and all(isinstance(v, str) and _QUANTITY.match(v) for v in value.values())
+
+
+_WHAT: dict[_Check, str] = {
+    _is_str: "a string",
+    _is_int: "a whole number",
+    _is_bool: "true or false",
+    _is_map: "an object",
+    _is_str_map: "an object of strings",
+    _is_quantity_map: 'an object of quantity strings (such as "8" or "16Gi")',
+}
+
+_METADATA: dict[str, _Check] = {
+    "metadata": _is_map,
+    "metadata.name": _is_str,
+    "metadata.namespace": _is_str,
+    "metadata.uid": _is_str,
+    "metadata.labels": _is_str_map,
+    "metadata.deletionTimestamp": _is_str,
+    "spec": _is_map,
+    "status": _is_map,
+}
+_CONDITION: dict[str, _Check] = {"type": _is_str, "status": _is_str, "reason": _is_str, "message": _is_str}
+_CONTAINER_STATUS: dict[str, _Check] = {
+    "name": _is_str,
+    "ready": _is_bool,
+    "state": _is_map,
+    "state.waiting": _is_map,
+    "state.waiting.reason": _is_str,
+    "state.terminated": _is_map,
+    "state.terminated.reason": _is_str,
+    "state.running": _is_map,
+}
+_FIELDS: dict[str, dict[str, _Check]] = {
+    "Node": {
+        **_METADATA,
+        "spec.unschedulable": _is_bool,
+        "status.allocatable": _is_quantity_map,
+        "status.capacity": _is_quantity_map,
+    },
+    "Pod": {**_METADATA, "spec.nodeName": _is_str, "status.phase": _is_str},
+    "DaemonSet": {
+        **_METADATA,
+        "spec.selector": _is_map,
+        "spec.selector.matchLabels": _is_str_map,
+        "spec.template": _is_map,
+        "spec.template.metadata": _is_map,
+        "spec.template.metadata.labels": _is_str_map,
+        **{
+            f"status.{count}": _is_int
+            for count in (
+                "desiredNumberScheduled",
+                "currentNumberScheduled",
+                "numberReady",
+                "numberAvailable",
+                "numberUnavailable",
+                "numberMisscheduled",
+                "updatedNumberScheduled",
+            )
+        },
+    },
+}
+# Lists of objects inside an object, each item checked with its own fields.
+_LISTS: dict[str, dict[str, dict[str, _Check]]] = {
+    "Node": {"status.conditions": _CONDITION},
+    "Pod": {
+        "status.conditions": _CONDITION,
+        "status.containerStatuses": _CONTAINER_STATUS,
+        "status.initContainerStatuses": _CONTAINER_STATUS,
+    },
+    "DaemonSet": {},
+}
+_REQUIRED = ("metadata", "metadata.name")
+
+
+def shape_problem(items: Sequence[Any], kind: str) -> str | None:
+    """What is wrong with the first object of ``items`` (``Node``, ``Pod`` or ``DaemonSet`` objects) that has a
+    field of the wrong type, naming the object and the field; None when every object reads as the API has it."""
+    for index, item in enumerate(items):
+        if not isinstance(item, dict):
+            return f"items[{index}] is {_type_name(item)}, not a {kind} object"
+        name = _field(item, "metadata.name")
+        where = f"items[{index}] ({kind} {name})" if isinstance(name, str) else f"items[{index}] ({kind})"
+        problem = _fields_problem(item, _FIELDS[kind], _REQUIRED)
+        if problem is None:
+            for list_path, fields in _LISTS[kind].items():
+                entries = _field(item, list_path)
+                if entries is None:
+                    continue
+                if not isinstance(entries, list):
+                    problem = f"{list_path} must be a list, not {_type_name(entries)}"
+                    break
+                for position, entry in enumerate(entries):
+                    if not isinstance(entry, dict):
+                        problem = f"{list_path}[{position}] must be an object, not {_type_name(entry)}"
+                    else:
+                        inner = _fields_problem(entry, fields, ())
+                        problem = f"{list_path}[{position}].{inner}" if inner else None
+                    if problem:
+                        break
+                if problem:
+                    break
+        if problem is not None:
+            return f"{where}: {problem}"
+    return None
+
+
+def _fields_problem(item: Mapping[str, Any], fields: Mapping[str, _Check], required: Sequence[str]) -> str | None:
+    for path, check in fields.items():
+        value = _field(item, path)
+        if value is None:
+            if path in required:
+                return f"{path} is missing"
+            continue
+        if not check(value):
+            return f"{path} must be {_WHAT[check]}, not {_type_name(value)}"
+    return None
+
+
+def _field(item: Mapping[str, Any], path: str) -> Any:
+    value: Any = item
+    for part in path.split("."):
+        if not isinstance(value, dict):
+            return None  # the parent's own check reports it
+        value = value.get(part)
+    return value
+
+
+def _type_name(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, str):
+        text = value if len(value) <= 40 else value[:37] + "..."
+        return f"the string {json.dumps(text)}"
+    if isinstance(value, int | float):
+        return "a number"
+    if isinstance(value, list):
+        return "a list"
+    if isinstance(value, dict):
+        return "an object"
+    return type(value).__name__

@@ -69,3 +69,13 @@ def test_short_texts_match_whole_values_only() -> None:
     assert secrets.found_in({"x": ["a1"]}) and secrets.found_in("prefix-hush-value-suffix")
     assert not secrets.found_in("a1b2") and not secrets.found_in({"k": 1})
     assert secrets.mask("'a1' and hush-value, a1b2") == "'[secret]' and [secret], a1b2"
+
+
+def test_a_long_bad_secret_value_shown_cut_leaves_no_piece_of_it(secret_cluster_key: None) -> None:
+    # Messages cut a long value to its head and tail; neither may show.
+    secret = "hush-" + "".join(f"{n:02x}" for n in range(60)) + " not a name"
+    with pytest.raises(pulumi.RunError) as caught:
+        MockHarness().run_stack("dev", secret_cluster_raw(name=secret))
+    message = str(caught.value)
+    assert "aks-gpu:cluster.name" in message
+    assert not any(secret[start : start + 8] in message for start in range(len(secret) - 7))

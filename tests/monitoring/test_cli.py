@@ -113,3 +113,8 @@ def test_the_stacks_own_admission_policy_admits_its_exporters(
     out = capsys.readouterr().out
     assert code == 0, out
     assert '"allowed": true' in out
+
+
+def test_an_unwritable_out_file_is_a_usage_error(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    code, out, err = run(capsys, "--stack", "dev", "--out", str(tmp_path / "missing" / "rules.yaml"))
+    assert code == 2 and out == "" and "cannot write" in err

@@ -10,9 +10,12 @@ It implements just what ``components.validation.probe`` calls, as the official `
   ``kubernetes.stream.ws_client`` expects it. The handshake and framing are done here with the standard
   library (RFC 6455: server frames unmasked, client frames masked).
 
-Each node's exec behaviour is configurable (output, exit code, a hang, handshake failures before success) and
-every exec can be delayed, so tests can see timeouts, retries and the concurrency the client keeps. The server
-counts exec attempts per node and the most execs it served at once.
+Each node's exec behaviour is configurable (output, exit code, a hang, handshake failures before success, output
+dripped a byte at a time) and every exec can be delayed, so tests can see timeouts, retries and the concurrency
+the client keeps. ``Faults`` make the whole server misbehave as real ones (and proxies in front of them) do:
+throttling with ``Retry-After``, an exec upgrade never answered, a list dripped a byte at a time, a connection
+reset, an answer that is not JSON. The server counts every request, exec attempts per node and the most execs it
+served at once. Every loop it runs is bounded: by its input, or by the server stopping.
 """
 
 from __future__ import annotations
@@ -24,6 +27,8 @@ import json
 import re
 import select
 import socket
+import struct
+import sys
 import threading
 import time
 from collections import Counter
@@ -52,6 +57,25 @@ class ExecBehaviour:
     hang: bool = False  # never answer: the command runs until the client goes away
     fail_first: int = 0  # refuse this many attempts at the handshake with HTTP 500, then behave
     missing_command: bool = False  # the container has no such executable: a Failure status, no output
+    drip_s: float = 0.0  # send stdout as one frame whose bytes arrive this many seconds apart
+
+
+@dataclass(frozen=True)
+class Faults:
+    """How the whole server misbehaves (the default: not at all)."""
+
+    # Lists: answer the first ``list_status_times`` (None: every) list request with HTTP ``list_status`` (429, 503),
+    # carrying ``retry_after`` as its Retry-After header when set.
+    list_status: int | None = None
+    list_status_times: int | None = None
+    retry_after: str | None = None
+    list_drip_s: float = 0.0  # send list bodies a byte at a time, this many seconds apart
+    list_body: bytes | None = None  # answer lists with this body (200, application/json): garbage, or the wrong shape
+    list_reset: bool = False  # reset the connection (TCP RST) instead of answering a list
+    # Execs: accept the connection, read the upgrade request, never answer it.
+    exec_silent_handshake: bool = False
+    exec_status: int | None = None  # refuse every exec upgrade with this HTTP status (and ``retry_after``)
+    exec_reset: bool = False  # reset the connection instead of answering the upgrade
 
 
 @dataclass
@@ -62,6 +86,7 @@ class FakeCluster:
     pods: list[dict[str, Any]] = field(default_factory=list)
     daemonsets: list[dict[str, Any]] = field(default_factory=list)
     behaviours: dict[str, ExecBehaviour] = field(default_factory=dict)
+    faults: Faults = field(default_factory=Faults)
 
     @classmethod
     def from_snapshot(cls, snapshot: ClusterSnapshot) -> FakeCluster:
@@ -162,11 +187,13 @@ def exec_status(behaviour: ExecBehaviour) -> dict[str, Any]:
 
 @dataclass
 class ServerStats:
+    list_requests: int = 0
     exec_attempts: Counter[str] = field(default_factory=Counter)
     exec_commands: list[list[str]] = field(default_factory=list)
     requests: list[str] = field(default_factory=list)
     in_flight: int = 0
     max_in_flight: int = 0
+    errors: list[str] = field(default_factory=list)  # what went wrong in the server itself (a bug in this fake)
 
 
 class FakeApiServer:
@@ -180,7 +207,10 @@ class FakeApiServer:
         self._stopping = threading.Event()
         self._httpd = _Server(("127.0.0.1", 0), _Handler)
         self._httpd.fake = self
-        self._thread = threading.Thread(target=self._httpd.serve_forever, name="fake-apiserver", daemon=True)
+        # A short poll interval: stop() waits for the serving loop to notice, 0.5 s by default, in every test.
+        self._thread = threading.Thread(
+            target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05}, name="fake-apiserver", daemon=True
+        )
 
     @property
     def url(self) -> str:
@@ -221,6 +251,11 @@ class FakeApiServer:
         with self._lock:
             self.stats.requests.append(line)
 
+    def _list_request(self) -> int:
+        with self._lock:
+            self.stats.list_requests += 1
+            return self.stats.list_requests
+
     def _attempt(self, node: str, command: list[str]) -> int:
         with self._lock:
             self.stats.exec_attempts[node] += 1
@@ -243,6 +278,16 @@ class _Server(ThreadingHTTPServer):
     daemon_threads = True
     request_queue_size = 256  # a burst of concurrent connects must not overflow the listen backlog
     fake: FakeApiServer
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """A client that resets or drops its connection is what the fault tests do: not an error. Anything else is
+        kept in ``stats.errors``, not printed: a traceback formatted on this thread while the test's thread parses
+        Python (an import) trips CPython 3.11's shared AST recursion counter (python/cpython#106905)."""
+        error = sys.exc_info()[1]
+        if isinstance(error, OSError):
+            return
+        with self.fake._lock:
+            self.fake.stats.errors.append(repr(error))
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -305,6 +350,17 @@ class _Handler(BaseHTTPRequestHandler):
         self.wfile.write(data)
 
     def _list(self, kind: str, api_version: str, items: list[dict[str, Any]], query: Mapping[str, list[str]]) -> None:
+        faults = self.fake.cluster.faults
+        number = self.fake._list_request()
+        if faults.list_reset:
+            self._reset()
+            return
+        if faults.list_status is not None and (faults.list_status_times is None or number <= faults.list_status_times):
+            self._status(faults.list_status)
+            return
+        if faults.list_body is not None:
+            self._send_body(200, faults.list_body, faults.list_drip_s)
+            return
         selector = query.get("labelSelector", [""])[0]
         if selector:
             items = [i for i in items if selector_matches(selector, i["metadata"].get("labels", {}))]
@@ -314,7 +370,40 @@ class _Handler(BaseHTTPRequestHandler):
         metadata: dict[str, Any] = {"resourceVersion": "1"}
         if end < len(items):
             metadata["continue"] = str(end)
-        self._json(200, {"kind": kind, "apiVersion": api_version, "metadata": metadata, "items": items[start:end]})
+        body = {"kind": kind, "apiVersion": api_version, "metadata": metadata, "items": items[start:end]}
+        self._send_body(200, json.dumps(body).encode(), faults.list_drip_s)
+
+    def _send_body(self, code: int, data: bytes, drip_s: float = 0.0, headers: Mapping[str, str] | None = None) -> None:
+        self.send_response(code)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        for name, value in (headers or {}).items():
+            self.send_header(name, value)
+        self.end_headers()
+        if not drip_s:
+            self.wfile.write(data)
+            return
+        self.wfile.flush()
+        for offset in range(len(data)):  # bounded by the body, and ends when the server stops or the client goes
+            if self.fake._stopping.wait(drip_s):
+                return
+            try:
+                self.connection.sendall(data[offset : offset + 1])
+            except OSError:
+                return
+
+    def _status(self, code: int) -> None:
+        reason = {429: "TooManyRequests", 503: "ServiceUnavailable"}.get(code, "InternalError")
+        body = {"kind": "Status", "apiVersion": "v1", "status": "Failure", "reason": reason, "message": reason, "code": code}
+        retry_after = self.fake.cluster.faults.retry_after
+        self._send_body(code, json.dumps(body).encode(), headers={"Retry-After": retry_after} if retry_after else None)
+
+    def _reset(self) -> None:
+        """Close the connection with a TCP RST (SO_LINGER 0), as a crashed proxy or a dropped route does."""
+        self.close_connection = True
+        with suppress(OSError):
+            self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+            self.connection.close()
 
     def _exec(self, namespace: str, name: str, query: Mapping[str, list[str]]) -> None:
         pod = next(
@@ -336,6 +425,17 @@ class _Handler(BaseHTTPRequestHandler):
         node = pod["spec"]["nodeName"]
         behaviour = self.fake.cluster.behaviour(node)
         attempt = self.fake._attempt(node, query.get("command", []))
+        faults = self.fake.cluster.faults
+        if faults.exec_reset:
+            self._reset()
+            return
+        if faults.exec_silent_handshake:
+            self.close_connection = True
+            self._wait_for_client(self.connection, forever=True)
+            return
+        if faults.exec_status is not None:
+            self._status(faults.exec_status)
+            return
         if attempt <= behaviour.fail_first:
             self._json(
                 500,
@@ -381,6 +481,9 @@ class _Handler(BaseHTTPRequestHandler):
                 return
             if self.fake.exec_delay_s and self._wait_for_client(sock, timeout=self.fake.exec_delay_s):
                 return
+            if behaviour.drip_s:
+                self._drip_frame(sock, bytes([STDOUT]) + behaviour.stdout.encode(), behaviour.drip_s)
+                return
             for channel, text in ((STDOUT, behaviour.stdout), (STDERR, behaviour.stderr)):
                 data = text.encode()
                 for offset in range(0, len(data), 4096):  # several frames, as a real stream sends them
@@ -388,6 +491,17 @@ class _Handler(BaseHTTPRequestHandler):
             self._send(sock, ws_frame(OPCODE_BINARY, bytes([ERROR]) + json.dumps(exec_status(behaviour)).encode()))
         self._send(sock, ws_frame(OPCODE_CLOSE, (1000).to_bytes(2, "big")))
         self._wait_for_client(sock, timeout=2.0)  # the client answers the close; then the socket goes
+
+    def _drip_frame(self, sock: socket.socket, payload: bytes, drip_s: float) -> None:
+        """One frame whose header says its whole length, then its bytes one at a time: bounded by the payload."""
+        frame = ws_frame(OPCODE_BINARY, payload)
+        for offset in range(len(frame)):
+            if self.fake._stopping.wait(drip_s):
+                return
+            try:
+                sock.sendall(frame[offset : offset + 1])
+            except OSError:
+                return
 
     def _send(self, sock: socket.socket, data: bytes) -> None:
         try:

@@ -18,6 +18,7 @@ from components.validation.hooks import (
     hook_binding,
     pools_validated_by,
     pools_validated_by_release,
+    report_outcome,
     run_deploy_validation,
     validation_hook,
     validation_hooks,
@@ -101,6 +102,34 @@ def test_an_unreadable_cluster_fails_the_outcome(model, targets) -> None:
     assert not outcome.passed and "HTTP 403" in outcome.report
     outcome = run_deploy_validation(model, targets, None, "fail", collect=FakeCollector(error=AssertionError("not called")))
     assert not outcome.passed and "kubeconfig had not resolved" in outcome.report
+
+
+SECRET_TOKEN = "zq9f8e7d6c5b4a39281706t0k"
+
+
+@pytest.mark.parametrize(
+    "kubeconfig",
+    [
+        f"apiVersion: v1\nusers:\n- name: admin\n  user: {{token: {SECRET_TOKEN}, : }}\n",  # a YAML error on its line
+        f"users:\n- name: admin\n  user:\n    token: {SECRET_TOKEN}\n   bad: indent\n",
+        f'{{"users": [{{"name": "admin", "user": {{"token": "{SECRET_TOKEN}"}}}}], "contexts": "{SECRET_TOKEN}"}}',
+    ],
+)
+def test_a_broken_kubeconfig_on_the_hook_path_never_echoes_its_content(model, targets, kubeconfig: str) -> None:
+    outcome = run_deploy_validation(model, targets, kubeconfig, "fail")  # the real probe
+    assert not outcome.passed and "could not read the cluster" in outcome.report
+    assert SECRET_TOKEN not in outcome.report and SECRET_TOKEN[:10] not in outcome.report
+    with pytest.raises(DeployValidationError) as error:
+        report_outcome(outcome)
+    assert SECRET_TOKEN not in str(error.value)
+
+
+def test_a_bug_in_the_probe_fails_the_step_with_one_line_and_no_secret(model, targets) -> None:
+    collector = FakeCollector(error=RuntimeError(f"Invalid header value b'Bearer {SECRET_TOKEN}'"))
+    outcome = run_deploy_validation(model, targets, KUBECONFIG, "fail", collect=collector)
+    assert not outcome.passed
+    assert "could not run: internal error: RuntimeError at" in outcome.report and "file an issue" in outcome.report
+    assert SECRET_TOKEN not in outcome.report and "\n" not in outcome.report
 
 
 def test_a_hook_scoped_to_one_pool_checks_only_that_pool(model, targets, broken) -> None:

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 import socket
+import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import replace
@@ -19,7 +21,7 @@ from components.validation import probe
 from components.validation.checks import run_checks
 from components.validation.probe import ProbeError, collect_snapshot, exit_note, is_transient, pool_selector
 from components.validation.snapshot import ClusterSnapshot
-from tests.validation.fake_apiserver import ExecBehaviour, FakeApiServer, FakeCluster
+from tests.validation.fake_apiserver import ExecBehaviour, FakeApiServer, FakeCluster, Faults
 from tests.validation.snapshots import edited, fixture_text, healthy_snapshot, node_name, pods_on, set_not_ready, without
 
 FAST: dict[str, Any] = {"timeout_s": 5.0, "retries": 2, "backoff_s": 0.01}
@@ -35,6 +37,7 @@ def cluster_state(model: PlatformModel, targets: dict[str, PluginTarget]) -> Clu
 def serving(cluster: FakeCluster, exec_delay_s: float = 0.0) -> Iterator[FakeApiServer]:
     with FakeApiServer(cluster, exec_delay_s=exec_delay_s) as server:
         yield server
+    assert server.stats.errors == [], "the fake API server itself failed"
 
 
 def collect(model: PlatformModel, targets: dict[str, PluginTarget], server: FakeApiServer, **options: Any) -> ClusterSnapshot:
@@ -270,3 +273,207 @@ def test_refusals_are_not_retried_but_glitches_are() -> None:
     assert not is_transient(ApiException(status=0, reason="Handshake status 403 Forbidden"))
     assert not is_transient(ApiException(status=404, reason="Not Found"))
     assert is_transient(probe.ExecTimeoutError(1.0, ""))
+
+
+# ---------------------------------------------------------------- faults: every wait is bounded
+
+
+@pytest.fixture
+def slept(monkeypatch: pytest.MonkeyPatch) -> list[float]:
+    """The probe's waits between retries, recorded instead of slept."""
+    delays: list[float] = []
+    monkeypatch.setattr(probe, "_sleep", delays.append)
+    return delays
+
+
+def faulty(cluster_state: ClusterSnapshot, **faults: Any) -> FakeCluster:
+    cluster = FakeCluster.from_snapshot(cluster_state)
+    cluster.faults = Faults(**faults)
+    return cluster
+
+
+@pytest.mark.parametrize("status", [429, 503])
+def test_a_retry_after_of_an_hour_is_capped(status: int, model, targets, cluster_state, slept) -> None:
+    cluster = faulty(cluster_state, list_status=status, list_status_times=1, retry_after="3600")
+    started = time.monotonic()
+    with serving(cluster) as server:
+        live = collect(model, targets, server)
+    assert len(live.smi) == 5  # the throttled list was retried and the run went on
+    assert slept == [probe.MAX_RETRY_AFTER_S]  # not 3600
+    assert server.stats.list_requests == 1 + 1 + 1 + 1  # nodes twice (429, then answered), daemonsets, pods
+    assert time.monotonic() - started < 10
+
+
+def test_a_persistent_429_is_tried_exactly_retries_plus_one_times(model, targets, cluster_state, slept) -> None:
+    with (
+        serving(faulty(cluster_state, list_status=429, retry_after="3600")) as server,
+        pytest.raises(ProbeError, match=r"HTTP 429.*after 3 attempts"),
+    ):
+        collect(model, targets, server, retries=2)
+    # One retry layer: urllib3's own (3 more per request, each sleeping the Retry-After) is off.
+    assert server.stats.list_requests == 3
+    assert slept == [probe.MAX_RETRY_AFTER_S] * 2
+
+
+def test_an_exec_handshake_that_is_never_answered_times_out(model, targets, cluster_state) -> None:
+    started = time.monotonic()
+    with serving(faulty(cluster_state, exec_silent_handshake=True)) as server:
+        live = collect(model, targets, server, timeout_s=0.5, retries=1)
+    assert time.monotonic() - started < 8
+    assert live.smi == {}
+    assert set(live.exec_errors) == set(cluster_state.smi)
+    assert all("timed out" in note and "after 2 attempts" in note for note in live.exec_errors.values())
+    assert all(count == 2 for count in server.stats.exec_attempts.values())
+
+
+def test_exec_output_dripped_a_byte_at_a_time_is_cut_at_the_timeout(model, targets, cluster_state) -> None:
+    node = node_name("train", 0)
+    cluster = FakeCluster.from_snapshot(cluster_state)
+    cluster.behaviours[node] = ExecBehaviour(stdout=cluster_state.smi[node], drip_s=0.2)
+    started = time.monotonic()
+    with serving(cluster) as server:
+        live = collect(model, targets, server, timeout_s=0.5, retries=0)
+    assert time.monotonic() - started < 6
+    assert "timed out after 0.5 s" in live.exec_errors[node]
+    assert server.stats.exec_attempts[node] == 1
+    assert len(live.smi) == 4 and node not in live.smi
+
+
+def test_a_list_that_drips_a_byte_a_second_is_given_up_at_the_timeout(model, targets, cluster_state) -> None:
+    started = time.monotonic()
+    with (
+        serving(faulty(cluster_state, list_drip_s=1.0)) as server,
+        pytest.raises(ProbeError, match=r"the node list: .*within 0\.8 s|the node list: .*deadline"),
+    ):
+        collect(model, targets, server, timeout_s=0.8, retries=1)
+    assert time.monotonic() - started < 6  # two attempts of 0.8 s, not one byte a second for the whole list
+    assert server.stats.list_requests == 2
+
+
+def test_a_reset_connection_is_retried_then_one_readable_error(model, targets, cluster_state) -> None:
+    with (
+        serving(faulty(cluster_state, list_reset=True)) as server,
+        pytest.raises(ProbeError, match=r"cannot read the cluster at http://127\.0\.0\.1:\d+: .*after 3 attempts") as error,
+    ):
+        collect(model, targets, server, retries=2)
+    assert server.stats.list_requests == 3
+    assert "\n" not in str(error.value)
+
+
+def test_a_reset_exec_connection_fails_that_node_with_the_reason(model, targets, cluster_state) -> None:
+    with serving(faulty(cluster_state, exec_reset=True)) as server:
+        live = collect(model, targets, server, retries=1)
+    assert live.smi == {} and len(live.exec_errors) == 5
+    assert all("after 2 attempts" in note for note in live.exec_errors.values())
+
+
+def test_a_throttled_exec_upgrade_is_retried_with_backoff(model, targets, cluster_state, slept) -> None:
+    with serving(faulty(cluster_state, exec_status=429, retry_after="3600")) as server:
+        live = collect(model, targets, server, retries=2, concurrency=1)
+    assert all(count == 3 for count in server.stats.exec_attempts.values())
+    assert all("429" in note for note in live.exec_errors.values())
+    assert max(slept) <= probe.MAX_RETRY_AFTER_S
+
+
+@pytest.mark.parametrize(
+    ("body", "expected"),
+    [
+        (b"<html>502 Bad Gateway</html>", "the node list: the answer is not JSON"),
+        (b"[" * 100_000, "nested too deeply"),
+        (b'{"items": [{"metadata": "aks-train-0"}]}', "items[0] (Node): metadata must be an object"),
+        (b'{"items": ["x"]}', 'items[0] is the string "x", not a Node object'),
+        (b'{"items": {}}', "'items' is not a list"),
+        (b'{"items": [], "metadata": {"continue": 5}}', "continue token"),
+    ],
+)
+def test_an_answer_that_is_not_what_kubernetes_sends_is_one_readable_error(
+    body: bytes, expected: str, model, targets, cluster_state
+) -> None:
+    with serving(faulty(cluster_state, list_body=body)) as server, pytest.raises(ProbeError) as error:
+        collect(model, targets, server, retries=2)
+    assert expected in str(error.value)
+    assert server.stats.list_requests == 1  # garbage is not retried
+
+
+def test_the_exec_phase_ends_by_its_deadline_whatever_an_exec_does(model, targets, cluster_state, monkeypatch) -> None:
+    stuck = node_name("infer", 2)
+    release = threading.Event()
+    real_run_exec = probe.run_exec
+
+    def run_exec(core: Any, job: probe.ExecJob, timeout_s: float) -> probe.ExecResult:
+        if job.node == stuck:
+            release.wait(30)  # a wait nothing below bounds: only the run's deadline can end it
+        return real_run_exec(core, job, timeout_s)
+
+    monkeypatch.setattr(probe, "run_exec", run_exec)
+    started = time.monotonic()
+    try:
+        with serving(FakeCluster.from_snapshot(cluster_state)) as server:
+            live = collect(model, targets, server, timeout_s=0.2, retries=0, margin_s=0.5)
+    finally:
+        release.set()
+    budget = probe.exec_phase_budget_s(5, 16, probe.RetryPolicy(timeout_s=0.2, retries=0), 0.5)
+    assert time.monotonic() - started < budget + 3
+    assert "had not finished when the probe's deadline passed" in live.exec_errors[stuck]
+    assert len(live.smi) == 4
+
+
+def test_the_exec_phase_budget_is_nodes_over_concurrency_times_one_nodes_worst_case() -> None:
+    policy = probe.RetryPolicy(timeout_s=30, retries=2)
+    per_node = 3 * (2 * 30 + probe.WATCHDOG_GRACE_S) + 2 * probe.MAX_RETRY_AFTER_S
+    assert policy.job_budget_s() == per_node
+    assert probe.exec_phase_budget_s(1000, 16, policy) == 63 * per_node + probe.RUN_MARGIN_S
+
+
+# ---------------------------------------------------------------- no secret in any message
+
+TOKEN = "s3cr3t-b3arer-t0ken-0123456789abcdef"
+
+
+def kubeconfig_with(server: str, token: str = TOKEN) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "Config",
+        "current-context": "x",
+        "clusters": [{"name": "x", "cluster": {"server": server}}],
+        "users": [{"name": "x", "user": {"token": token}}],
+        "contexts": [{"name": "x", "context": {"cluster": "x", "user": "x"}}],
+    }
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        # A YAML error on the token's line: PyYAML's own message quotes that line.
+        f"apiVersion: v1\nusers:\n- name: x\n  user: {{token: {TOKEN}, : }}\n",
+        f"users:\n- user:\n    token: {TOKEN}\n  \tname: x\n",
+        f"users: [{{user: {{token: '{TOKEN}'}}}}, *nothing]\n",
+        # Shapes the kubernetes client trips over.
+        json.dumps({**kubeconfig_with("http://127.0.0.1:9"), "users": [{"name": "x", "user": {"token": [TOKEN]}}]}),
+        json.dumps({**kubeconfig_with("http://127.0.0.1:9"), "users": TOKEN}),
+        json.dumps({**kubeconfig_with("http://127.0.0.1:9"), "contexts": [{"name": "x", "context": TOKEN}]}),
+    ],
+)
+def test_a_broken_kubeconfig_never_echoes_its_token(text: str, model, targets) -> None:
+    with pytest.raises(ProbeError) as error:
+        collect_snapshot(model, targets, kubeconfig_text=text, retries=0, timeout_s=1)
+    assert TOKEN not in str(error.value) and TOKEN[:12] not in str(error.value)
+
+
+def test_a_token_the_http_client_refuses_is_not_echoed(model, targets, cluster_state) -> None:
+    # A newline in the token: http.client's ValueError quotes the header value.
+    token = TOKEN + "\nX-Injected: 1"
+    with serving(FakeCluster.from_snapshot(cluster_state)) as server, pytest.raises(ProbeError) as error:
+        collect_snapshot(model, targets, kubeconfig_text=json.dumps(kubeconfig_with(server.url, token)), retries=0)
+    assert TOKEN not in str(error.value)
+
+
+def test_exec_failure_notes_never_carry_the_token(model, targets, cluster_state, monkeypatch) -> None:
+    def leaky(core: Any, job: probe.ExecJob, timeout_s: float) -> probe.ExecResult:
+        raise OSError(f"proxy refused Authorization: Bearer {TOKEN}")
+
+    monkeypatch.setattr(probe, "run_exec", leaky)
+    with serving(FakeCluster.from_snapshot(cluster_state)) as server:
+        live = collect_snapshot(model, targets, kubeconfig_text=json.dumps(kubeconfig_with(server.url)), retries=0, timeout_s=2)
+    assert len(live.exec_errors) == 5
+    assert all(TOKEN not in note and "[redacted]" in note for note in live.exec_errors.values())
