@@ -6,8 +6,11 @@ STACK ?= dev
 STAMP := $(VENV)/.installed
 CHECKOV_VENV := .venv-checkov
 CHECKOV_STAMP := $(CHECKOV_VENV)/.installed
+# Prometheus's promtool checks and unit-tests the alert rules (tests/monitoring). Debian's `prometheus` package ships
+# it; a root user (CI) gets it installed, anyone else is told the command, and the promtool tests fail without it.
+PROMTOOL_STAMP := $(VENV)/.promtool
 
-.PHONY: plan test lint typecheck unit up preview bench schema checkov-venv clean
+.PHONY: plan test lint typecheck unit up preview bench schema checkov-venv promtool clean
 
 # The venv is rebuilt whenever requirements.txt or pyproject.toml change.
 $(STAMP): requirements.txt pyproject.toml
@@ -26,6 +29,20 @@ $(CHECKOV_STAMP): requirements-checkov.txt
 
 checkov-venv: $(CHECKOV_STAMP)
 
+$(PROMTOOL_STAMP): $(STAMP)
+	@if command -v promtool >/dev/null 2>&1; then \
+		true; \
+	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+		export DEBIAN_FRONTEND=noninteractive; \
+		apt-get install -y --no-install-recommends prometheus >/dev/null \
+			|| { apt-get update >/dev/null && apt-get install -y --no-install-recommends prometheus >/dev/null; }; \
+	else \
+		echo "promtool is missing: sudo apt-get install --no-install-recommends prometheus (the promtool tests fail without it)"; \
+	fi
+	@if command -v promtool >/dev/null 2>&1; then promtool --version | head -1; touch $(PROMTOOL_STAMP); fi
+
+promtool: $(PROMTOOL_STAMP)
+
 plan: $(STAMP)
 	$(BIN)/aksgpu plan --stack $(STACK)
 
@@ -37,7 +54,7 @@ lint: $(STAMP)
 typecheck: $(STAMP)
 	$(BIN)/mypy
 
-unit: $(STAMP) $(CHECKOV_STAMP)
+unit: $(STAMP) $(CHECKOV_STAMP) $(PROMTOOL_STAMP)
 	$(BIN)/python -m pytest
 
 schema: $(STAMP)

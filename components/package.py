@@ -23,6 +23,7 @@ from components.kube.admission_policy import GpuAdmissionPolicy
 from components.kube.device_plugin import GpuDevicePlugin
 from components.kube.smoke_job import GpuValidation
 from components.kube.workload_namespace import GpuWorkloadNamespace
+from components.monitoring.component import GpuMonitoring
 from components.platform import GpuPlatform
 from components.storage.nvme_cache import NvmeCache
 
@@ -37,6 +38,7 @@ PUBLIC_COMPONENTS: list[type[pulumi.ComponentResource]] = [
     GpuAdmissionPolicy,
     NvmeCache,
     GpuValidation,
+    GpuMonitoring,
     GpuPlatform,
 ]
 

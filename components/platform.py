@@ -15,6 +15,7 @@ from components.kube.smoke_job import GpuValidation
 from components.kube.workload_manifests import TolerationSpec, toleration
 from components.kube.workload_namespace import GpuWorkloadNamespace, namespace_args
 from components.model import PlatformModel, ResolvedPool
+from components.monitoring.component import GpuMonitoring
 from components.specs import StackSpec
 from components.storage import NvmeCache
 
@@ -74,9 +75,12 @@ class GpuPlatform(pulumi.ComponentResource):
             raise TypeError("a stack model without a cluster")
         sections = platform_sections(model.config)
         # The parts, for Python callers (not outputs of the package: other languages see the outputs below).
+        monitoring, stack_cluster = model.config.monitoring, cluster
+        # Managed Prometheus is a cluster setting; an adopted cluster keeps whatever its owner set.
+        managed_prometheus = monitoring.enabled and monitoring.engine == "azure-monitor" and bool(model.pools)
         self.cluster: GpuCluster = GpuCluster(
             f"{name}-cluster",
-            {"cluster": spec_of(cluster), "location": args["location"]},
+            {"cluster": spec_of(cluster), "location": args["location"], "azure_monitor_metrics": managed_prometheus},
             opts=pulumi.ResourceOptions(parent=self),
         )
         # One pool after the other, in the stack file's order: AKS runs one agent pool operation per cluster at a
@@ -136,6 +140,20 @@ class GpuPlatform(pulumi.ComponentResource):
         if cluster is not None:
             admission_args["network_policy"] = cluster.network_policy
         self.admission: GpuAdmissionPolicy = GpuAdmissionPolicy(f"{name}-admission", admission_args, opts=in_cluster)
+        self.monitoring: GpuMonitoring = GpuMonitoring(
+            f"{name}-monitoring",
+            {
+                **sections,
+                "resource_group_name": stack_cluster.resource_group,
+                "cluster_name": stack_cluster.name,
+                "cluster_id": self.cluster.cluster_id,
+                "location": stack_cluster.location or args["location"],
+                "cluster_existing": stack_cluster.existing,
+                "tags": dict(stack_cluster.tags),
+            },
+            # The exporters go into the device plugin's namespace, on the GPU pools' nodes.
+            opts=pulumi.ResourceOptions.merge(in_cluster, pulumi.ResourceOptions(depends_on=[*pools_ready, self.device_plugin])),
+        )
 
         self.kubeconfig = self.cluster.kubeconfig
         self.cluster_name = self.cluster.cluster_name

@@ -256,6 +256,44 @@ class ValidationSpec(TypedDict):
     smoke_job: NotRequired[SmokeJobSpec]
 
 
+class AzureMonitorSettingsSpec(TypedDict):
+    workspace_name: NotRequired[str]
+    """The Azure Monitor workspace to create (default `<cluster name>-amw`)."""
+    workspace_resource_id: NotRequired[str]
+    """An existing workspace to use instead (its ARM id); required for an adopted cluster."""
+    action_group_ids: NotRequired[list[str]]
+    """Action groups every alert notifies (ARM ids)."""
+
+
+class PrometheusOperatorSettingsSpec(TypedDict):
+    namespace: NotRequired[str]
+    """Where the PodMonitors and the PrometheusRule go (default gpu-resources)."""
+    labels: NotRequired[dict[str, str]]
+    """Labels the operator's podMonitorSelector and ruleSelector match, e.g. {release: kube-prometheus-stack}."""
+
+
+class AlertThresholdsSpec(TypedDict):
+    idle_utilization_percent: NotRequired[int]
+    idle_minutes: NotRequired[int]
+    empty_node_minutes: NotRequired[int]
+    quota_used_below_percent: NotRequired[int]
+    quota_window_hours: NotRequired[int]
+    throttle_minutes: NotRequired[int]
+
+
+class MonitoringSpec(TypedDict):
+    enabled: NotRequired[bool]
+    """GPU metrics exporters, scraping and alert rules (default true)."""
+    engine: NotRequired[str]
+    """azure-monitor (default: managed Prometheus) or prometheus-operator."""
+    azure_monitor: NotRequired[AzureMonitorSettingsSpec]
+    prometheus_operator: NotRequired[PrometheusOperatorSettingsSpec]
+    alerts: NotRequired[AlertThresholdsSpec]
+    scrape_interval_seconds: NotRequired[int]
+    dcgm_exporter_image: NotRequired[str]
+    amd_exporter_image: NotRequired[str]
+
+
 class PlatformSpec(TypedDict):
     """The in-cluster part of a stack: pools and what runs for them."""
 
@@ -265,6 +303,7 @@ class PlatformSpec(TypedDict):
     admission: NotRequired[AdmissionSpec]
     storage: NotRequired[StorageSpec]
     validation: NotRequired[ValidationSpec]
+    monitoring: NotRequired[MonitoringSpec]
 
 
 class StackSpec(PlatformSpec):

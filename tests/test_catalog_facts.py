@@ -9,6 +9,7 @@ from components.catalog import Catalog
 from components.config import ConfigError, validate_config
 from components.config.models import SmokeJobConfig
 from components.kube.plugin_pins import default_pins
+from components.monitoring.exporter_pins import default_exporter_pins
 from tests.conftest import minimal_raw
 
 
@@ -61,3 +62,4 @@ def test_the_arm64_data_speaks_of_the_pins_the_platform_deploys() -> None:
         pins.nvidia_gpu_operator.version,
     )
     assert facts["smoke-job-cuda"].image == SmokeJobConfig().image
+    assert facts["dcgm-exporter"].image == default_exporter_pins().dcgm_image

@@ -52,6 +52,10 @@ EXPECTED = {
     "GpuAdmissionPolicy": ({"gpuPools", "workloads", "admission"}, {"policyName", "validationActions"}),
     "NvmeCache": ({"gpuPools", "workloads", "storage", "resourceGroupName", "clusterName"}, {"storageClassName"}),
     "GpuValidation": ({"gpuPools", "validation"}, {"smokeJobs", "smokeDecisions"}),
+    "GpuMonitoring": (
+        {"gpuPools", "workloads", "monitoring", "resourceGroupName", "clusterName", "clusterId", "location"},
+        {"workspaceId", "ruleGroupNames"},
+    ),
     "GpuPlatform": (
         {"location", "cluster", "gpuPools", "workloads", "devicePlugin", "admission", "storage", "validation"},
         {"kubeconfig", "pools", "namespaces", "clusterName"},

@@ -3,7 +3,7 @@
 import base64
 import os
 from collections.abc import Mapping
-from typing import Any, Literal, TypedDict, cast
+from typing import Any, Literal, NotRequired, TypedDict, cast
 
 import pulumi
 import pulumi_kubernetes as k8s
@@ -17,6 +17,7 @@ from components.azure.maintenance import (
     maintenance_window_args,
 )
 from components.config.models import ClusterConfig
+from components.monitoring.azure import metrics_profile
 from components.specs import ClusterSpec
 
 # The system pool runs CoreDNS, metrics-server and the like, and nothing else: AKS honours this taint
@@ -57,6 +58,9 @@ class GpuClusterArgs(TypedDict):
     """The cluster settings, as a stack file's `aks-gpu:cluster` (snake_case here)."""
     location: str
     """Azure region, unless cluster.location says otherwise."""
+    azure_monitor_metrics: NotRequired[bool]
+    """Turn on Azure Monitor managed Prometheus (azureMonitorProfile.metrics, with the aks-gpu/pool node label in
+    kube-state-metrics); GpuMonitoring adds the workspace and data collection. Default false."""
 
 
 def decode_kubeconfig(result: Any) -> str:
@@ -97,7 +101,7 @@ class GpuCluster(pulumi.ComponentResource):
         else:
             cluster = containerservice.ManagedCluster(
                 f"{name}-aks",
-                **self._cluster_inputs(spec, args["location"]),
+                **self._cluster_inputs(spec, args["location"], args.get("azure_monitor_metrics", False)),
                 opts=pulumi.ResourceOptions(
                     parent=self,
                     protect=spec.protect,
@@ -179,7 +183,7 @@ class GpuCluster(pulumi.ComponentResource):
         return authorization.RoleAssignment(f"{name}-deployer-admin", **inputs, opts=pulumi.ResourceOptions(parent=self))
 
     @staticmethod
-    def _cluster_inputs(spec: ClusterConfig, location: str) -> dict[str, Any]:
+    def _cluster_inputs(spec: ClusterConfig, location: str, azure_monitor_metrics: bool = False) -> dict[str, Any]:
         system = spec.system_pool
         network: dict[str, Any] = {
             "network_plugin": "azure",
@@ -235,4 +239,6 @@ class GpuCluster(pulumi.ComponentResource):
         }
         if spec.kaito:
             inputs["ai_toolchain_operator_profile"] = {"enabled": True}
+        if azure_monitor_metrics:
+            inputs["azure_monitor_profile"] = metrics_profile()
         return inputs

@@ -16,6 +16,7 @@ from components.config.problems import clipped, shown
 from components.input_files import InputFileError, decode_utf8, read_bounded
 from components.kube.smoke_job import smoke_plan
 from components.model import PlatformModel, resolve
+from components.monitoring.summary import monitoring_lines
 from components.plan import (
     PLAN_FILE,
     PlanResult,
@@ -69,6 +70,8 @@ def run(args: argparse.Namespace) -> int:
     print_replacements(changes)
     for decision in smoke_plan(model):
         out.print(f"smoke Job [bold]{safe(decision.pool)}[/]: {safe(decision.reason)}")
+    for line in monitoring_lines(model):
+        out.print(line, markup=False)
     out.print(f"[bold]{len(result.resources)}[/] resources, [bold]{len(result.manifests())}[/] Kubernetes manifests")
     for path in written[:1]:
         out.print(f"wrote {safe(_relative(path))}")

@@ -352,6 +352,74 @@ class ValidationConfig(Spec):
     smoke_job: SmokeJobConfig = SmokeJobConfig()
 
 
+# ---------------------------------------------------------------- continuous validation (components/monitoring/)
+
+# ARM ids as Azure writes them; resource types are case-insensitive in ARM, so the patterns are too.
+# https://learn.microsoft.com/azure/azure-resource-manager/management/resource-name-rules
+ACTION_GROUP_ID_PATTERN = r"(?i)^/subscriptions/[^/]+/resourceGroups/[^/]+/providers/microsoft\.insights/actionGroups/[^/]+$"
+MONITOR_WORKSPACE_ID_PATTERN = r"(?i)^/subscriptions/[^/]+/resourceGroups/[^/]+/providers/microsoft\.monitor/accounts/[^/]+$"
+# Microsoft.Monitor/accounts names, as the REST spec publishes them (Microsoft.Monitor/accounts@2023-04-03 in
+# Azure/bicep-types-az, generated from azure-rest-api-specs) is ^(?!-)[a-zA-Z0-9-]+[^-]$; written without the
+# look-ahead, which pydantic's regex engine lacks (the same strings match). It states no length.
+MONITOR_WORKSPACE_NAME_PATTERN = r"^[a-zA-Z0-9][a-zA-Z0-9-]*[^-]$"
+
+
+class AzureMonitorSettings(Spec):
+    """Azure Monitor managed service for Prometheus: where the metrics go and who hears the alerts."""
+
+    # The Azure Monitor workspace to create in the cluster's resource group (default: `<cluster name>-amw`, with any
+    # `_` as `-`), unless workspaceResourceId names an existing one, which is then used and no workspace is created.
+    workspace_name: str | None = Field(default=None, pattern=MONITOR_WORKSPACE_NAME_PATTERN)
+    workspace_resource_id: str | None = Field(default=None, pattern=MONITOR_WORKSPACE_ID_PATTERN)
+    # Action groups every alert of the rule groups notifies (email, Teams, PagerDuty...). None: alerts appear in
+    # Azure Monitor alerts in the portal only.
+    action_group_ids: tuple[Annotated[str, Field(pattern=ACTION_GROUP_ID_PATTERN)], ...] = ()
+
+
+class PrometheusOperatorSettings(Spec):
+    """A Prometheus Operator the team already runs (kube-prometheus-stack and the like)."""
+
+    # Where the PodMonitors and the PrometheusRule go (the operator's podMonitorNamespaceSelector and
+    # ruleNamespaceSelector must include it).
+    namespace: DnsLabel = "gpu-resources"
+    # Put on the PodMonitors and the PrometheusRule so the operator's podMonitorSelector and ruleSelector pick them,
+    # e.g. {release: kube-prometheus-stack} for that chart's defaults.
+    labels: dict[str, str] = {}
+
+
+class AlertThresholds(Spec):
+    """When the waste and slowdown alerts fire. Health alerts (Xid, ECC, row remapping) have no threshold."""
+
+    # A GPU allocated to a pod counts as idle below this utilisation (percent; MIG slices: graphics engine active).
+    idle_utilization_percent: int = Field(default=5, ge=1, le=50)
+    # ... for this long, every evaluation.
+    idle_minutes: int = Field(default=60, ge=10, le=1440)
+    # A GPU node above its pool's minCount that runs no GPU pod this long (the cluster autoscaler removes an unneeded
+    # node after 10 minutes by default, so anything longer means something keeps it).
+    empty_node_minutes: int = Field(default=30, ge=10, le=1440)
+    # A workload namespace whose peak GPU requests over quotaWindowHours stay below this share of its GPU quota.
+    quota_used_below_percent: int = Field(default=25, ge=1, le=99)
+    quota_window_hours: int = Field(default=24, ge=1, le=168)
+    # HW slowdown, HW thermal slowdown or power brake reported this long without a break.
+    throttle_minutes: int = Field(default=15, ge=1, le=720)
+
+
+class MonitoringConfig(Spec):
+    # GPU metrics exporters on every GPU pool, the scrape configuration and the alert rules. Off: none of it.
+    enabled: bool = True
+    # azure-monitor: Azure Monitor managed Prometheus (the cluster's azureMonitorProfile, a workspace, the data
+    # collection rule, PrometheusRuleGroups); prometheus-operator: PodMonitors and a PrometheusRule for an operator
+    # the team runs. `aksgpu rules --stack <name>` prints the same rules as a Prometheus rule file either way.
+    engine: Literal["azure-monitor", "prometheus-operator"] = "azure-monitor"
+    azure_monitor: AzureMonitorSettings = AzureMonitorSettings()
+    prometheus_operator: PrometheusOperatorSettings = PrometheusOperatorSettings()
+    alerts: AlertThresholds = AlertThresholds()
+    scrape_interval_seconds: int = Field(default=30, ge=10, le=300)
+    # Override the pins in components/data/gpu_exporters.yaml (the whole image reference).
+    dcgm_exporter_image: str | None = None
+    amd_exporter_image: str | None = None
+
+
 class PlatformConfig(Spec):
     """The in-cluster part of a stack: GPU pools and what runs for them. Components that need no cluster
     settings (device plugin, admission, NVMe cache, validation) take this much."""
@@ -362,6 +430,7 @@ class PlatformConfig(Spec):
     admission: AdmissionConfig = AdmissionConfig()
     storage: StorageConfig = StorageConfig()
     validation: ValidationConfig = ValidationConfig()
+    monitoring: MonitoringConfig = MonitoringConfig()
 
 
 class StackConfig(PlatformConfig):

@@ -36,6 +36,7 @@ def check_rules(config: PlatformConfig, catalog: Catalog, *, today: dt.date) -> 
     problems += _workload_rules(config, catalog)
     problems += _admission_rules(config)
     problems += _amd_operator_rules(config)
+    problems += _monitoring_rules(config)
     return problems
 
 
@@ -483,6 +484,12 @@ def _arm64_rules(pool: GpuPoolConfig, path: str, size: VmSize, config: PlatformC
             judge(f"{P}:devicePlugin.mode", "the NVIDIA device plugin image", facts["nvidia-device-plugin"])
     else:
         judge(f"{P}:devicePlugin.mode", "the NVIDIA GPU Operator and its operands", facts["nvidia-gpu-operator"])
+    monitoring = config.monitoring
+    if monitoring.enabled and plugin.mode == "daemonset":
+        if monitoring.dcgm_exporter_image is not None:
+            unchecked(f"{P}:monitoring.dcgmExporterImage", monitoring.dcgm_exporter_image)
+        else:
+            judge(f"{P}:monitoring.enabled", "the DCGM exporter image", facts["dcgm-exporter"])
     smoke = config.validation.smoke_job
     if smoke.enabled:
         if smoke.image != SmokeJobConfig().image:
@@ -661,4 +668,41 @@ def _amd_operator_rules(config: PlatformConfig) -> list[Problem]:
                 "and give the cluster push and pull rights on it",
             )
         )
+    return problems
+
+
+def _monitoring_rules(config: PlatformConfig) -> list[Problem]:
+    """What the monitoring section cannot do on this stack (components/monitoring/)."""
+    monitoring, path = config.monitoring, f"{P}:monitoring"
+    if not monitoring.enabled or not config.gpu_pools:
+        return []
+    problems: list[Problem] = []
+    azure = monitoring.azure_monitor
+    if monitoring.engine == "azure-monitor":
+        if isinstance(config, StackConfig) and config.cluster.existing:
+            if azure.workspace_resource_id is None:
+                problems.append(
+                    Problem(
+                        f"{path}.azureMonitor.workspaceResourceId",
+                        "not set on an adopted cluster (cluster.existing): only the GPU exporters are deployed, no scrape "
+                        "configuration and no alert rules. Its owner turns managed Prometheus on (az aks update "
+                        "--enable-azure-monitor-metrics --azure-monitor-workspace-resource-id <id> "
+                        "--ksm-metric-labels-allow-list 'nodes=[aks-gpu/pool]'); name that workspace here, or use engine "
+                        "prometheus-operator",
+                        "warning",
+                    )
+                )
+            else:
+                problems.append(
+                    Problem(
+                        f"{P}:cluster.existing",
+                        "an adopted cluster's azureMonitorProfile is its owner's: the per-pool alerts need "
+                        "kube-state-metrics to export the aks-gpu/pool node label (--ksm-metric-labels-allow-list "
+                        "'nodes=[aks-gpu/pool]'); GpuPoolLabelNotExported fires while it does not",
+                        "warning",
+                    )
+                )
+    elif azure.action_group_ids or azure.workspace_name or azure.workspace_resource_id:
+        unused = "has no effect with engine prometheus-operator (alerts go to its Alertmanager)"
+        problems.append(Problem(f"{path}.azureMonitor", unused, "warning"))
     return problems

@@ -20,6 +20,7 @@ from components.kube.nvidia_plugin import config_text, pool_configs
 from components.kube.plugin_pins import ChartPin, PluginPins
 from components.kube.plugin_targets import NAMESPACE, tolerations_for
 from components.model import ACCELERATOR_LABEL, MIG_CONFIG_PREFIX, PlatformModel
+from components.monitoring.exporters import dcgm_operator_values
 
 
 def system_pool_tolerations() -> list[dict[str, str]]:
@@ -117,7 +118,8 @@ def nvidia_operator_values(model: PlatformModel) -> dict[str, Any]:
         # Pools whose driver the operator owns are partitioned by the MIG manager from their nvidia.com/mig.config
         # label (components/model.py), against the configs shipped here.
         "migManager": {"enabled": True, "config": mig_manager_config(model)},
-        "dcgmExporter": {"enabled": True},
+        # GPU metrics with the counters the alert rules read, scraped by GpuMonitoring (components/monitoring/).
+        "dcgmExporter": dcgm_operator_values(model),
         # NFD labels the GPU nodes the operands select; its workers must reach every GPU pool (AMD pools too,
         # when this NFD also serves the AMD operator), its master and GC run on the system pool.
         "node-feature-discovery": {

@@ -36,6 +36,19 @@ from tests.conformance import STACK_NAMES, planned
 PROVIDER_PREFIX = "azure-native:"
 
 
+# Enum values the provider's enum does not list although Azure documents and uses them, each with the source. Kept
+# short and exact: a value listed here is accepted for that enum only, and an entry nothing needs fails below.
+ENUM_GAPS: dict[tuple[str, str], str] = {
+    # The Prometheus stream of a data collection rule's data flow. KnownDataFlowStreams (an extensible enum in the
+    # REST spec) lists only the Log Analytics streams; the prometheusForwarder data source's own enum
+    # (KnownPrometheusForwarderDataSourceStreams) has it, and Microsoft's managed Prometheus template routes it so:
+    # dataFlows: [{streams: ['Microsoft-PrometheusMetrics'], ...}] (AddonBicepTemplate/
+    # FullAzureMonitorMetricsProfile.bicep in Azure/prometheus-collector).
+    ("KnownDataFlowStreams", "Microsoft-PrometheusMetrics"): "the Prometheus stream of managed Prometheus's data flow",
+}
+ENUM_GAPS_USED: set[tuple[str, str]] = set()
+
+
 class UnknownResourceTypeError(LookupError):
     """The plan holds an azure-native type whose ``<Type>Args`` class the installed SDK does not have."""
 
@@ -85,7 +98,9 @@ class SchemaCheck:
         if enums:
             allowed = sorted({str(member.value) for e in enums for member in e})
             self.enums_checked += 1
-            if value not in allowed:
+            gaps = [(e.__name__, value) for e in enums if (e.__name__, value) in ENUM_GAPS]
+            ENUM_GAPS_USED.update(gaps)
+            if value not in allowed and not gaps:
                 self.problems.append(f"{path}: {value!r} is not one of {', '.join(allowed)} ({enums[0].__name__})")
             return
         for candidate in candidates:
@@ -245,3 +260,21 @@ def test_pool_and_maintenance_enums_are_checked() -> None:
     }
     problems = check_resource("azure-native:containerservice:MaintenanceConfiguration", window).problems
     assert [p.split(":")[0] for p in problems] == ["maintenanceWindow.schedule.weekly.dayOfWeek"]
+
+
+def test_every_enum_gap_is_still_needed() -> None:
+    """An entry the provider's enum has caught up with (or no plan uses) comes off ENUM_GAPS."""
+    for stack in STACK_NAMES:
+        for resource in planned(stack).azure_resources():
+            check_resource(resource["type"], resource["inputs"])
+    assert sorted(set(ENUM_GAPS) - ENUM_GAPS_USED) == []
+    for enum_name, value in ENUM_GAPS:
+        import pulumi_azure_native.monitor._enums as monitor_enums
+
+        assert value not in {m.value for m in getattr(monitor_enums, enum_name)}, f"{enum_name} now lists {value}"
+
+
+def test_an_enum_gap_does_not_open_other_values() -> None:
+    flows = {"dataFlows": [{"streams": ["Microsoft-PrometheusMetric"], "destinations": ["a"]}], "resourceGroupName": "rg"}
+    problems = check_resource("azure-native:monitor:DataCollectionRule", flows).problems
+    assert [p.split(":")[0] for p in problems] == ["dataFlows[0].streams[0]"]

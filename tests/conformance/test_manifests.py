@@ -28,6 +28,14 @@ KNOWN_CRDS: dict[tuple[str, str], str] = {
     # Azure Container Storage v1 (storage.flavour v1) creates its storage pools from this CRD.
     # https://learn.microsoft.com/azure/storage/container-storage/use-container-storage-with-local-disk-version-1
     ("containerstorage.azure.com/v1", "StoragePool"): "Azure Container Storage v1 CRD (acstor extension)",
+    # Azure Monitor managed Prometheus (monitoring.engine azure-monitor) scrapes from its own copy of the Prometheus
+    # Operator CRDs, in this group; the metrics add-on installs them.
+    # https://learn.microsoft.com/azure/azure-monitor/containers/prometheus-metrics-scrape-crd
+    ("azmonitoring.coreos.com/v1", "PodMonitor"): "Azure Monitor metrics add-on CRD (ama-metrics)",
+    # A Prometheus Operator the team runs (monitoring.engine prometheus-operator).
+    # https://prometheus-operator.dev/docs/api-reference/api/
+    ("monitoring.coreos.com/v1", "PodMonitor"): "Prometheus Operator CRD",
+    ("monitoring.coreos.com/v1", "PrometheusRule"): "Prometheus Operator CRD",
 }
 
 NO_MANIFESTS = "(no manifests)"

@@ -37,6 +37,7 @@ from components.kube.plugin_targets import (
     NVIDIA_PLUGIN_CONTAINER,
 )
 from components.model import resolve
+from components.monitoring.exporters import AMD_EXPORTER_NAME, DCGM_EXPORTER_NAME, POD_RESOURCES_DIR
 from components.plan import SECRET, fake_kubeconfig
 from tests.conformance import PROJECT_DIR, STACK_NAMES, Manifest, PlannedStack, planned
 from tests.conftest import MockHarness, minimal_raw
@@ -232,6 +233,16 @@ PRIVILEGE_ALLOWLIST: dict[tuple[str, str, str], str] = {
     (NAMESPACE, AMD_LABELLER_NAME, "hostPath /dev"): "the node labeller opens /dev/kfd and the render nodes",
     (NAMESPACE, AMD_SMI_CONTAINER, "privileged"):
         "amd-smi opens /dev/kfd and every GPU's render node without being allocated a GPU",
+    (NAMESPACE, DCGM_EXPORTER_NAME, f"hostPath {POD_RESOURCES_DIR}"):
+        "the DCGM exporter maps GPUs to the pods they are allocated to through the kubelet's pod-resources socket",
+    (NAMESPACE, DCGM_EXPORTER_NAME, "capability SYS_ADMIN"):
+        "DCGM's profiling metrics (DCGM_FI_PROF_*, the idle rule on MIG slices) need it, as NVIDIA's manifest says",
+    (NAMESPACE, AMD_EXPORTER_NAME, "privileged"):
+        "the ROCm metrics exporter opens /dev/kfd and every GPU's render node without being allocated one, as upstream runs it",
+    (NAMESPACE, AMD_EXPORTER_NAME, "hostPath /dev"): "the ROCm metrics exporter opens the GPU device nodes",
+    (NAMESPACE, AMD_EXPORTER_NAME, "hostPath /sys"): "the ROCm metrics exporter reads GPU state from sysfs (read-only)",
+    (NAMESPACE, AMD_EXPORTER_NAME, f"hostPath {POD_RESOURCES_DIR}"):
+        "the ROCm metrics exporter maps GPUs to pods through the kubelet's pod-resources socket",
 }  # fmt: skip
 
 

@@ -1,0 +1,64 @@
+"""``aksgpu rules``: the stack's GPU health and waste alert rules as a Prometheus rule file, for a Prometheus of your
+own (or as the PrometheusRule object a Prometheus Operator reads). The same rules GpuMonitoring deploys."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from components.cli.common import EXIT_OK, EXIT_USAGE, add_stack_arguments, err, load_stack, report_warnings, safe
+from components.model import resolve
+from components.monitoring.rules import POOL_LABEL_METRIC, prometheus_rule_manifest, rule_file, rule_groups
+from components.naming import POOL_LABEL
+from components.validation.xid import critical_xid_codes
+
+FORMATS = ("rule-file", "prometheusrule")
+
+
+def register(subparsers: Any) -> None:
+    parser = subparsers.add_parser(
+        "rules",
+        help="print the stack's GPU alert rules as a Prometheus rule file (or a PrometheusRule object)",
+        description=__doc__,
+    )
+    add_stack_arguments(parser)
+    parser.add_argument(
+        "--format",
+        choices=FORMATS,
+        default="rule-file",
+        help="rule-file (default): `promtool check rules` / rule_files: input; prometheusrule: a monitoring.coreos.com/v1 object",
+    )
+    parser.add_argument("--out", type=Path, help="write to this file instead of standard output")
+    parser.set_defaults(handler=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    loaded = load_stack(args)
+    report_warnings(loaded)
+    model = resolve(loaded.validated.config)
+    groups = rule_groups(model, critical_xid_codes())
+    document = rule_file(groups) if args.format == "rule-file" else prometheus_rule_manifest(groups, model)
+    text = yaml.safe_dump(document, sort_keys=False, width=1000, allow_unicode=True)
+    if args.out is not None:
+        try:
+            args.out.write_text(text, encoding="utf-8")
+        except OSError as exc:
+            err.print(f"[bold red]cannot write[/] {safe(args.out)}: {safe(exc.strerror or exc)}")
+            return EXIT_USAGE
+        err.print(f"wrote {sum(len(g.rules) for g in groups)} alert rules to {safe(args.out)}")
+    else:
+        print(text, end="")
+    if not model.pools:
+        err.print("[yellow]note[/] the stack has no GPU pools: no rules")
+    elif not model.config.monitoring.enabled:
+        err.print("[yellow]note[/] aks-gpu:monitoring.enabled is false: the stack deploys no exporters; scrape your own")
+    # The scrape contract the expressions rely on, for whoever runs the Prometheus.
+    err.print(
+        f"the rules expect: the GPU exporters scraped with honor_labels false and a `node` label from the pod's node; "
+        f"kube-state-metrics with --metric-labels-allowlist=nodes=[{POOL_LABEL}] ({POOL_LABEL_METRIC})",
+        markup=False,
+    )
+    return EXIT_OK

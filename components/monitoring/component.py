@@ -1,0 +1,186 @@
+"""``GpuMonitoring``: GPU health and waste watched in the cluster, on the engine the cluster already runs.
+
+A thin Pulumi layer over the pure builders: the exporters and PodMonitors (``exporters``), the alert rules
+(``rules``) and, with the ``azure-monitor`` engine, the Azure Monitor workspace, its data collection endpoint, rule
+and association, and one PrometheusRuleGroup per rule group (``azure``). With ``prometheus-operator`` the rules are
+one PrometheusRule object instead, and nothing Azure-side is created.
+"""
+
+from typing import Any, NotRequired
+
+import pulumi
+import pulumi_kubernetes as k8s
+from pulumi_azure_native import alertsmanagement, monitor
+
+from components.args import platform_model
+from components.kube.device_plugin import _register
+from components.model import PlatformModel
+from components.monitoring import azure
+from components.monitoring.exporters import exporter_manifests, monitoring_on
+from components.monitoring.rules import RuleGroup, prometheus_rule_manifest, rule_groups
+from components.specs import PlatformSpec
+from components.validation.xid import critical_xid_codes
+
+CLUSTER_KEYS = frozenset({"resource_group_name", "cluster_name", "cluster_id", "location", "cluster_existing", "tags"})
+
+
+class GpuMonitoringArgs(PlatformSpec):
+    """The stack's pools, workloads and monitoring settings, and (for the azure-monitor engine) the cluster."""
+
+    resource_group_name: NotRequired[str]
+    """The cluster's resource group: the workspace, data collection and rule groups go there."""
+    cluster_name: NotRequired[str]
+    """The AKS cluster's name (the `cluster` label managed Prometheus puts on its metrics)."""
+    cluster_id: NotRequired[pulumi.Input[str]]
+    """The cluster's ARM id: the data collection rule is associated with it, and the rule groups are scoped to it."""
+    location: NotRequired[str]
+    """Azure region of the workspace and the rule groups."""
+    cluster_existing: NotRequired[bool]
+    """An adopted cluster: its owner enabled managed Prometheus, so only the rule groups are created, on
+    monitoring.azureMonitor.workspaceResourceId."""
+    tags: NotRequired[dict[str, str]]
+
+
+class GpuMonitoring(pulumi.ComponentResource):
+    """Exporters on every GPU pool, their scrape configuration and the alert rules; nothing without GPU pools or
+    with ``monitoring.enabled: false``.
+
+    ``opts.provider`` is the cluster's Kubernetes provider; the Azure resources use the default azure-native provider.
+    ``opts.depends_on`` (the GPU pools) holds back the children.
+    """
+
+    workspace_id: pulumi.Output[str]
+    """The Azure Monitor workspace the metrics and rule groups are in (empty with the prometheus-operator engine)."""
+    rule_group_names: pulumi.Output[list[str]]
+    """The alert rule groups: PrometheusRuleGroup names in Azure, or group names inside the PrometheusRule."""
+
+    def __init__(self, name: str, args: GpuMonitoringArgs, opts: pulumi.ResourceOptions | None = None) -> None:
+        model = platform_model(args, f"GpuMonitoring {name}", CLUSTER_KEYS)
+        monitoring = model.config.monitoring
+        azure_engine = monitoring.engine == "azure-monitor"
+        if monitoring_on(model) and azure_engine:
+            missing = sorted({"resource_group_name", "cluster_name", "cluster_id", "location"} - set(args))
+            if missing:
+                raise pulumi.RunError(
+                    f"invalid args for GpuMonitoring {name}:\n  the azure-monitor engine needs the cluster: {', '.join(missing)}"
+                )
+
+        super().__init__("aks-gpu:index:GpuMonitoring", name, None, opts)
+        provider = opts.provider if opts is not None else None
+        after = list(opts.depends_on) if opts is not None and isinstance(opts.depends_on, list) else []
+        self.workspace_id = pulumi.Output.from_input("")
+        self.rule_group_names = pulumi.Output.from_input([])
+        # The exporters, for callers that wait for them (not outputs of the package).
+        self.daemonsets: list[pulumi.Resource] = []
+
+        if not monitoring_on(model):
+            self.register_outputs({"workspaceId": self.workspace_id, "ruleGroupNames": self.rule_group_names})
+            return
+
+        groups = rule_groups(model, critical_xid_codes())
+        crd_after: list[pulumi.Resource] = []
+        # An adopted cluster without the workspace its owner sends metrics to: exporters only (the config rules warn);
+        # managed Prometheus's PodMonitor CRD may not even exist there.
+        scraped = not (azure_engine and args.get("cluster_existing") and monitoring.azure_monitor.workspace_resource_id is None)
+        if azure_engine and scraped:
+            crd_after = self._azure(name, args, model, groups, after)
+        else:
+            rule = prometheus_rule_manifest(groups, model)
+            self._custom(f"{name}-prometheusrule", rule, provider, after)
+            self.rule_group_names = pulumi.Output.from_input([group.name for group in groups])
+
+        previous: list[pulumi.Resource] = []
+        for manifest in exporter_manifests(model):
+            kind, object_name = manifest["kind"], manifest["metadata"]["name"]
+            resource_name = f"{name}-{kind.lower()}-{object_name}"
+            if kind == "PodMonitor" and not scraped:
+                continue
+            if kind == "PodMonitor":
+                # Managed Prometheus's PodMonitor CRD comes with the metrics add-on, which starts collecting once the
+                # data collection rule is associated with the cluster.
+                self._custom(resource_name, manifest, provider, [*after, *crd_after])
+                continue
+            depends = [*after, *(previous if kind == "DaemonSet" else [])]
+            resource = _register(
+                resource_name, manifest, pulumi.ResourceOptions(parent=self, provider=provider, depends_on=depends)
+            )
+            if kind == "DaemonSet":
+                self.daemonsets.append(resource)
+            else:
+                previous.append(resource)
+        self.register_outputs({"workspaceId": self.workspace_id, "ruleGroupNames": self.rule_group_names})
+
+    def _custom(
+        self,
+        resource_name: str,
+        manifest: dict[str, Any],
+        provider: pulumi.ProviderResource | None,
+        depends: list[pulumi.Resource],
+    ) -> k8s.apiextensions.CustomResource:
+        return k8s.apiextensions.CustomResource(
+            resource_name,
+            api_version=manifest["apiVersion"],
+            kind=manifest["kind"],
+            metadata=manifest["metadata"],
+            spec=manifest["spec"],
+            opts=pulumi.ResourceOptions(parent=self, provider=provider, depends_on=depends),
+        )
+
+    def _azure(
+        self,
+        name: str,
+        args: GpuMonitoringArgs,
+        model: PlatformModel,
+        groups: tuple[RuleGroup, ...],
+        after: list[pulumi.Resource],
+    ) -> list[pulumi.Resource]:
+        """The workspace, data collection and rule groups; returns what the PodMonitors wait for."""
+        settings = model.config.monitoring.azure_monitor
+        group, cluster, location = args["resource_group_name"], args["cluster_name"], args["location"]
+        cluster_id = args["cluster_id"]
+        tags = {"managed-by": "aks-gpu", **args.get("tags", {})}
+        child = pulumi.ResourceOptions(parent=self)
+        waits: list[pulumi.Resource] = []
+        workspace_id: pulumi.Input[str]
+        if settings.workspace_resource_id is not None:
+            workspace_id = settings.workspace_resource_id
+        else:
+            workspace = monitor.AzureMonitorWorkspace(
+                f"{name}-workspace",
+                **azure.workspace_inputs(group, azure.workspace_name(cluster, settings.workspace_name), location, tags),
+                opts=child,
+            )
+            workspace_id = workspace.id
+        if not args.get("cluster_existing", False):
+            endpoint_name, rule_name, association_name = azure.collection_names(cluster, location, location)
+            endpoint = monitor.DataCollectionEndpoint(
+                f"{name}-dce", **azure.endpoint_inputs(group, endpoint_name, location, tags), opts=child
+            )
+            collection = monitor.DataCollectionRule(
+                f"{name}-dcr",
+                **azure.collection_rule_inputs(group, rule_name, location, endpoint.id, workspace_id, tags),
+                opts=child,
+            )
+            association = monitor.DataCollectionRuleAssociation(
+                f"{name}-dcra",
+                **azure.association_inputs(association_name, cluster_id, collection.id),
+                opts=pulumi.ResourceOptions(parent=self, depends_on=after),
+            )
+            waits.append(association)
+        names = []
+        for rule_group in groups:
+            inputs = azure.rule_group_inputs(
+                rule_group,
+                resource_group=group,
+                location=location,
+                cluster_name=cluster,
+                workspace_id=workspace_id,
+                cluster_id=cluster_id,
+                action_group_ids=settings.action_group_ids,
+                tags=tags,
+            )
+            names.append(inputs["rule_group_name"])
+            alertsmanagement.PrometheusRuleGroup(f"{name}-rules-{rule_group.name}", **inputs, opts=child)
+        self.workspace_id = pulumi.Output.from_input(workspace_id)
+        self.rule_group_names = pulumi.Output.from_input(names)
+        return waits

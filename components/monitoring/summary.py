@@ -1,0 +1,13 @@
+"""The monitoring part of ``aksgpu plan``'s summary. Pure."""
+
+from __future__ import annotations
+
+from components.model import PlatformModel
+from components.monitoring.exporters import monitoring_summary
+from components.monitoring.rules import rule_groups
+from components.validation.xid import critical_xid_codes
+
+
+def monitoring_lines(model: PlatformModel) -> list[str]:
+    counts = {group.name: len(group.rules) for group in rule_groups(model, critical_xid_codes())}
+    return monitoring_summary(model, counts)

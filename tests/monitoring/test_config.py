@@ -1,0 +1,87 @@
+"""The monitoring section of a stack file: defaults, what is refused, what is warned."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from components.config import ConfigError, validate_config
+from tests.conftest import minimal_raw
+
+WORKSPACE = "/subscriptions/0000/resourceGroups/rg-obs/providers/Microsoft.Monitor/accounts/amw-shared"
+
+
+def warnings_of(**overrides: Any) -> list[str]:
+    return [w.render("test") for w in validate_config(minimal_raw(**overrides), "test").warnings]
+
+
+def errors_of(**overrides: Any) -> list[str]:
+    with pytest.raises(ConfigError) as raised:
+        validate_config(minimal_raw(**overrides), "test")
+    return [p.render("test") for p in raised.value.errors]
+
+
+def test_defaults() -> None:
+    config = validate_config(minimal_raw(), "test").config
+    assert config.monitoring.enabled and config.monitoring.engine == "azure-monitor"
+    assert config.monitoring.alerts.idle_minutes == 60
+    assert warnings_of() == []
+
+
+@pytest.mark.parametrize(
+    ("monitoring", "key"),
+    [
+        ({"engine": "prometheus"}, "aks-gpu:monitoring.engine"),
+        ({"azureMonitor": {"actionGroupIds": ["gpu-oncall"]}}, "aks-gpu:monitoring.azureMonitor.actionGroupIds[0]"),
+        ({"azureMonitor": {"workspaceResourceId": "/subscriptions/x/resourceGroups/y/providers/Microsoft.Insights/components/z"}},
+         "aks-gpu:monitoring.azureMonitor.workspaceResourceId"),
+        ({"azureMonitor": {"workspaceName": "-amw"}}, "aks-gpu:monitoring.azureMonitor.workspaceName"),
+        ({"alerts": {"idleMinutes": 5}}, "aks-gpu:monitoring.alerts.idleMinutes"),
+        ({"alerts": {"idleUtilizationPercent": 0}}, "aks-gpu:monitoring.alerts.idleUtilizationPercent"),
+        ({"scrapeInterval": 30}, "aks-gpu:monitoring.scrapeInterval"),
+        ({"prometheusOperator": {"namespace": "Monitoring"}}, "aks-gpu:monitoring.prometheusOperator.namespace"),
+    ],
+)  # fmt: skip
+def test_bad_values_are_refused_with_their_key(monitoring: dict[str, Any], key: str) -> None:
+    errors = errors_of(**{"aks-gpu:monitoring": monitoring})
+    assert any(key in error for error in errors), errors
+
+
+def test_arm_ids_are_matched_case_insensitively_as_arm_does() -> None:
+    group = "/subscriptions/0000/resourceGroups/rg/providers/Microsoft.Insights/actionGroups/oncall"
+    config = validate_config(minimal_raw(**{"aks-gpu:monitoring": {"azureMonitor": {"actionGroupIds": [group]}}}), "test").config
+    assert config.monitoring.azure_monitor.action_group_ids == (group,)
+
+
+def test_an_adopted_cluster_without_a_workspace_is_warned() -> None:
+    cluster = {"resourceGroup": "rg-test", "name": "aks-test", "existing": True}
+    (warning,) = warnings_of(**{"aks-gpu:cluster": cluster})
+    assert "aks-gpu:monitoring.azureMonitor.workspaceResourceId" in warning and "only the GPU exporters" in warning
+    with_workspace = warnings_of(
+        **{"aks-gpu:cluster": cluster, "aks-gpu:monitoring": {"azureMonitor": {"workspaceResourceId": WORKSPACE}}}
+    )
+    assert len(with_workspace) == 1 and "nodes=[aks-gpu/pool]" in with_workspace[0]
+    # Off, or another engine: nothing to say.
+    assert warnings_of(**{"aks-gpu:cluster": cluster, "aks-gpu:monitoring": {"enabled": False}}) == []
+    assert warnings_of(**{"aks-gpu:cluster": cluster, "aks-gpu:monitoring": {"engine": "prometheus-operator"}}) == []
+
+
+def test_azure_settings_with_the_operator_engine_are_warned() -> None:
+    (warning,) = warnings_of(
+        **{"aks-gpu:monitoring": {"engine": "prometheus-operator", "azureMonitor": {"workspaceName": "amw"}}}
+    )
+    assert "aks-gpu:monitoring.azureMonitor" in warning and "no effect" in warning
+
+
+GB200 = "Standard_ND128isr_NDR_GB200_v6"
+
+
+def test_the_dcgm_exporter_runs_on_grace_pools_and_an_override_is_warned() -> None:
+    raw = minimal_raw()
+    raw["aks-gpu:gpuPools"][0]["vmSize"] = GB200
+    errors = [p for p in validate_config(raw, "test").warnings if "DCGM exporter" in p.message]
+    assert errors == [], "the pinned exporter has a linux/arm64 build (components/data/arm64_support.yaml)"
+    raw["aks-gpu:monitoring"] = {"dcgmExporterImage": "registry.example.com/dcgm-exporter:1"}
+    warned = [w.render("test") for w in validate_config(raw, "test").warnings]
+    assert any("aks-gpu:monitoring.dcgmExporterImage" in w and "linux/arm64" in w for w in warned), warned
