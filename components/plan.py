@@ -20,7 +20,7 @@ import stat
 import sys
 import tempfile
 import threading
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -32,6 +32,7 @@ from pulumi.output import Unknown
 from pulumi.runtime import rpc
 from pulumi.runtime.mocks import MockCallArgs, MockMonitor, MockResourceArgs, Mocks
 from pulumi.runtime.proto import callback_pb2, callback_pb2_grpc, resource_pb2
+from pulumi.runtime.settings import get_project, get_stack
 from pulumi.runtime.stack import run_pulumi_func
 from pulumi.runtime.sync_await import _sync_await
 
@@ -50,6 +51,39 @@ AKS_SERVER_APP_ID = "6dae42f8-4368-4678-94ff-3960e28e3630"
 AKS_CLIENT_APP_ID = "80faf920-1908-4b52-b5ef-a8e7bedfc67a"
 
 
+# The type of the stack resource every program's resources hang under; it is no part of their URNs.
+ROOT_STACK_TYPE = "pulumi:pulumi:Stack"
+
+
+@dataclass(frozen=True)
+class AliasSpec:
+    """One alias a registration carried, as the SDK sends it to an engine that supports alias specs (the
+    ``Alias`` message of pulumi's alias.proto): a whole URN, or the parts of the old URN that differ from the
+    resource's own (an empty field means "the same as now"; ``no_parent``: it had no parent)."""
+
+    urn: str = ""
+    name: str = ""
+    type: str = ""
+    stack: str = ""
+    project: str = ""
+    parent_urn: str = ""
+    no_parent: bool = False
+
+    @classmethod
+    def from_request(cls, alias: Any) -> AliasSpec:
+        if not alias.HasField("spec"):
+            return cls(urn=alias.urn)
+        spec = alias.spec
+        return cls(
+            name=spec.name,
+            type=spec.type,
+            stack=spec.stack,
+            project=spec.project,
+            parent_urn=spec.parentUrn if spec.HasField("parentUrn") else "",
+            no_parent=spec.HasField("noParent") and spec.noParent,
+        )
+
+
 @dataclass(frozen=True)
 class ResourceRecord:
     urn: str
@@ -59,6 +93,10 @@ class ResourceRecord:
     custom: bool
     inputs: dict[str, Any]
     options: dict[str, Any]
+    # What the registration said its old URNs were. Not written to resources.json: the provider SDKs' typed
+    # classes declare one alias per older API version (an azure-native AgentPool about 110), which would bury the
+    # plan. ``previous_urns`` reads them as the engine does.
+    aliases: tuple[AliasSpec, ...] = field(default=(), compare=False, repr=False)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -247,6 +285,95 @@ class PlanMocks(Mocks):
         return {}, []
 
 
+# ---------------------------------------------------------------- URNs and aliases, as the engine resolves them
+
+
+def qualified_type(urn: str) -> str:
+    """``aks-gpu:index:GpuPlatform$aks-gpu:index:GpuCluster`` of a URN: its type with every ancestor's."""
+    return urn.split("::")[2]
+
+
+def engine_urn(name: str, type_: str, parent: str | None, *, project: str, stack: str) -> str:
+    """The URN the engine gives ``name`` of ``type_`` under ``parent`` (pulumi/pulumi sdk/go/common/resource/urn/urn.go
+    ``New`` and resource ``CreateURN``, v3.259.0)."""
+    qualified = type_
+    if parent and qualified_type(parent) != ROOT_STACK_TYPE:
+        qualified = f"{qualified_type(parent)}${type_}"
+    return f"urn:pulumi:{stack}::{project}::{qualified}::{name}"
+
+
+def _stack_and_project(urn: str) -> tuple[str, str]:
+    stack, project = urn.removeprefix("urn:pulumi:").split("::")[:2]
+    return stack, project
+
+
+def _collapsed(record: ResourceRecord, alias: AliasSpec, taken_over: Mapping[str, str]) -> str:
+    """An alias spec as the URN it names (the engine's ``collapseAliasToUrn``, pkg/resource/deploy/step_generator.go,
+    v3.259.0): each empty part is the resource's own; a named parent that itself took over an old URN stands for that."""
+    if alias.urn:
+        return alias.urn
+    parent = taken_over.get(alias.parent_urn, alias.parent_urn) if alias.parent_urn else record.parent
+    if alias.no_parent or (parent and qualified_type(parent) == ROOT_STACK_TYPE):
+        parent = None
+    stack, project = _stack_and_project(record.urn)
+    return engine_urn(
+        alias.name or record.name,
+        alias.type or record.type,
+        parent,
+        project=alias.project or project,
+        stack=alias.stack or stack,
+    )
+
+
+def _inherited(child_type: str, child_name: str, parent_name: str, parent_alias: str, record: ResourceRecord) -> str:
+    """The alias a child gets from its parent's (the engine's ``inheritedChildAlias``): under the parent's old URN,
+    and a name that started with the parent's name starts with the parent's old name."""
+    name = child_name
+    if child_name.startswith(parent_name):
+        name = parent_alias.rsplit("::", 1)[1] + child_name[len(parent_name) :]
+    stack, project = _stack_and_project(record.urn)
+    return f"urn:pulumi:{stack}::{project}::{qualified_type(parent_alias)}${child_type}::{name}"
+
+
+def engine_aliases(record: ResourceRecord, taken_over: Mapping[str, str]) -> Iterator[str]:
+    """Every old URN the engine looks ``record`` up by after its own (``generateAliases``): its aliases, and, when its
+    parent took over an old URN (``taken_over``: new URN -> old), each of those again under the parent's old URN."""
+    own = [_collapsed(record, alias, taken_over) for alias in record.aliases]
+    yield from own
+    parent_alias = taken_over.get(record.parent or "")
+    if record.parent and parent_alias:
+        parent_name = record.parent.rsplit("::", 1)[1]
+        yield _inherited(record.type, record.name, parent_name, parent_alias, record)
+        for alias in own:
+            base_type = qualified_type(alias).split("$")[-1]
+            yield _inherited(base_type, alias.rsplit("::", 1)[1], parent_name, parent_alias, record)
+
+
+def previous_urns(records: Sequence[ResourceRecord], state: Collection[str]) -> dict[str, str]:
+    """For each resource, the URN in ``state`` (a previous deployment's URNs) it updates, as the engine finds it
+    (pkg/resource/deploy/step_generator.go ``generateSteps``, v3.259.0): its own URN first, then its aliases, parents
+    before children. A resource missing here is created, and every URN of ``state`` no resource took is deleted."""
+    by_urn = {record.urn: record for record in records}
+
+    def depth(record: ResourceRecord) -> int:
+        levels, parent = 0, record.parent
+        while parent in by_urn:
+            levels, parent = levels + 1, by_urn[parent].parent
+        return levels
+
+    found: dict[str, str] = {}
+    taken_over: dict[str, str] = {}  # new URN -> the different old URN it took (the engine's sg.aliases)
+    for record in sorted(records, key=depth):
+        for candidate in (record.urn, *engine_aliases(record, taken_over)):
+            if candidate in state:
+                found[record.urn] = candidate
+                if candidate != record.urn:
+                    taken_over[record.urn] = candidate
+                break
+    return found
+
+
+
 class _CollectingHandler(logging.Handler):
     def __init__(self, sink: list[str]) -> None:
         super().__init__(logging.WARNING)
@@ -266,9 +393,16 @@ class RecordingMonitor(MockMonitor):
         self._urns: set[str] = set()
         self._lock = threading.Lock()
 
+    def make_urn(self, parent: str, type_: str, name: str) -> str:
+        """A URN as the engine makes it: the parent's whole qualified type, ``$``, this type (the stack resource adds
+        nothing). pulumi/pulumi sdk/go/common/resource/urn/urn.go ``New``, v3.259.0: ``typ = parentType + "$" + typ``
+        unless the parent is the root stack. The SDK's MockMonitor (pulumi 3.272.0 runtime/mocks.py) keeps only the
+        parent's last type instead, so below the first level its URNs are not the ones a real deployment records."""
+        return engine_urn(name, type_, parent or None, project=get_project(), stack=get_stack())
+
     def RegisterResource(self, request: Any) -> Any:  # noqa: N802 - the gRPC method name
         response = super().RegisterResource(request)  # type: ignore[no-untyped-call]
-        if request.type == "pulumi:pulumi:Stack":
+        if request.type == ROOT_STACK_TYPE:
             return response
         options = {
             "protect": bool(request.protect),
@@ -285,6 +419,7 @@ class RecordingMonitor(MockMonitor):
             custom=bool(request.custom),
             inputs=mask_secrets(rpc.deserialize_properties(request.object, keep_unknowns=False)),
             options=options,
+            aliases=tuple(AliasSpec.from_request(alias) for alias in request.aliases),
         )
         with self._lock:
             if record.urn in self._urns:
@@ -512,10 +647,12 @@ class Replacement:
 def replacements(previous: Mapping[str, Any], current: PlanResult) -> list[Replacement]:
     """Resources whose immutable inputs differ from a previous plan's ``resources.json``."""
     before = {r["urn"]: r for r in previous.get("resources", [])}
+    # A resource renamed with an alias updates the old one: compare it with that.
+    updates = previous_urns(current.resources, before)
     found = []
     fixed = immutable_fields()
     for record in current.resources:
-        old = before.get(record.urn)
+        old = before.get(updates.get(record.urn, ""))
         if old is None:
             continue
         # Inputs Azure fixes at creation (data/immutable_fields.yaml, each with its source): for a GPU pool a change

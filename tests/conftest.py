@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime
+import functools
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -41,6 +42,13 @@ class MockHarness:
         """The real ``__main__.py`` for a stack file of ``stacks/`` (or a given raw config)."""
         raw = config if config is not None else load_stack_file(STACKS_DIR / f"Pulumi.{stack}.yaml")
         return run_program(PROJECT_DIR, stack, raw)
+
+
+@functools.cache
+def planned_result(stack: str) -> PlanResult:
+    """The real program's plan of a shipped stack, run once per test session: many tests read the same plan, and
+    none may change it."""
+    return MockHarness().run_stack(stack)
 
 
 @pytest.fixture
