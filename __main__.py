@@ -3,8 +3,8 @@
 import pulumi
 
 from components.args import spec_of
-from components.config.pulumi_source import load_from_pulumi, stack_secrets
 from components.platform import GpuPlatform, stack_exports
+from components.program import load_from_pulumi, stack_secrets
 
 validated = load_from_pulumi()
 platform = GpuPlatform(pulumi.get_stack(), spec_of(validated.config))

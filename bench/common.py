@@ -7,8 +7,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TypeVar
 
-from components.config import load_stack_file, validate_config
-from components.model import PlatformModel, resolve
+from components.config.loader import load_stack_file
+from components.resolved.model import PlatformModel
+from components.resolved.stack import validate_stack
 
 T = TypeVar("T")
 PROJECT_DIR = Path(__file__).resolve().parents[1]
@@ -16,7 +17,7 @@ PROJECT_DIR = Path(__file__).resolve().parents[1]
 
 def prod_model() -> PlatformModel:
     raw = load_stack_file(PROJECT_DIR / "stacks" / "Pulumi.prod.yaml")
-    return resolve(validate_config(raw, "stacks/Pulumi.prod.yaml").config)
+    return validate_stack(raw, "stacks/Pulumi.prod.yaml").model
 
 
 def timed(call: Callable[[], T]) -> tuple[T, float]:

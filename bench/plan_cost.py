@@ -115,7 +115,7 @@ def _measure(run: Callable[[], int], trace: bool = True) -> Sample:
 
 
 def _load_raw(config_file: Path) -> dict[str, Any]:
-    from components.config import load_stack_file
+    from components.config.loader import load_stack_file
 
     return load_stack_file(config_file)
 
@@ -139,9 +139,6 @@ def _capture_aliases(into: dict[str, list[dict[str, str]]]) -> None:
 def toolkit_worker(stack: str, config_file: Path, records_out: Path | None) -> Sample:
     """The real program, with our own modules imported before the clock starts (runpy re-runs only
     ``__main__.py``); the provider SDKs load their submodules lazily, inside the cold run, as in `aksgpu plan`."""
-    import components.config.pulumi_source
-    import components.model
-    import components.platform  # noqa: F401
     from components.plan import PlanResult, run_program
 
     raw = _load_raw(config_file)

@@ -20,8 +20,8 @@ from rich.console import Console
 from rich.table import Table
 
 from bench.common import prod_model, timed
-from components.kube.plugin_targets import PluginTarget, plugin_targets
-from components.model import PlatformModel
+from components.resolved.model import PlatformModel
+from components.resolved.targets import PluginTarget, plugin_targets
 from components.validation.checks import run_checks
 from tests.validation.fake_apiserver import FakeApiServer, FakeCluster
 from tests.validation.snapshots import healthy_snapshot

@@ -19,8 +19,8 @@ from rich.console import Console
 from rich.table import Table
 
 from bench.common import prod_model, timed
-from components.kube.plugin_targets import plugin_targets
-from components.model import ResolvedPool
+from components.resolved.model import ResolvedPool
+from components.resolved.targets import plugin_targets
 from components.validation.checks import run_checks
 from components.validation.snapshot import read_snapshot, write_snapshot
 from tests.validation.snapshots import DEFAULT_DRIVER, healthy_snapshot, smi_for

@@ -30,12 +30,12 @@ from typing import Any, TypeVar, cast
 import pulumi
 from pydantic import BaseModel, ValidationError
 
-from components.catalog import load_catalog
-from components.config.loader import LOCATION_KEY, PROJECT, problems_from
+from components.config.loader import PROJECT, problems_from
 from components.config.models import PlatformConfig, StackConfig
 from components.config.problems import Problem
-from components.config.rules import check_rules
-from components.model import PlatformModel, resolve
+from components.naming import LOCATION_KEY
+from components.resolved.model import PlatformModel
+from components.resolved.stack import checked_model
 from components.specs import PlatformSpec
 
 SpecModel = TypeVar("SpecModel", bound=BaseModel)
@@ -220,14 +220,14 @@ def _warn_as(component: str, root: type[BaseModel], renames: Mapping[str, str] |
 
 def checked(
     config: PlatformConfig, component: str, root: type[BaseModel], renames: Mapping[str, str] | None = None
-) -> PlatformConfig:
-    """``config`` after the cross-key rules: errors raise, warnings are logged."""
+) -> PlatformModel:
+    """The model of ``config`` after every rule: errors raise, warnings are logged."""
     # The Kubernetes version is checked against the AKS release calendar as of today, as the loader does.
-    problems = check_rules(config, load_catalog(), today=dt.date.today())
+    model, problems = checked_model(config, today=dt.date.today())
     if any(p.severity == "error" for p in problems):
         raise args_error(component, problems, root, renames)
     log_warnings(problems, config, _warn_as(component, root, renames))
-    return config
+    return model
 
 
 def platform_model(
@@ -248,13 +248,13 @@ def platform_model(
         config = PlatformConfig.model_validate(sections)
     except ValidationError as exc:
         raise args_error(component, problems_from(exc), PlatformConfig, renames) from None
-    return resolve(checked(config, component, PlatformConfig, renames))
+    return checked(config, component, PlatformConfig, renames)
 
 
 def stack_model(args: Mapping[str, Any], component: str) -> PlatformModel:
     """The platform model of a whole stack given as a ``StackSpec``."""
     config = validated(StackConfig, args, component)
-    return resolve(checked(config, component, StackConfig))
+    return checked(config, component, StackConfig)
 
 
 def platform_sections(config: PlatformConfig) -> PlatformSpec:

@@ -12,7 +12,8 @@ from typing import Any, Literal
 
 import yaml
 
-Vendor = Literal["nvidia", "amd"]
+from components.naming import Vendor
+
 CpuArchitecture = Literal["x86_64", "arm64"]
 MigProfileName = Literal["MIG1g", "MIG2g", "MIG3g", "MIG4g", "MIG7g"]
 
@@ -68,6 +69,20 @@ class VmSize:
 class Catalog:
     gpu_models: dict[str, GpuModel]
     vm_sizes: dict[str, VmSize]
+
+    def gpu_facts(
+        self, vm_size: str, gpu_model: str | None, gpu_count: int | None
+    ) -> tuple[VmSize | None, GpuModel | None, int | None]:
+        """The VM size, GPU model and GPUs per node of a pool: the catalog first, what the pool states second (for a
+        size the catalog does not know, or to correct it)."""
+        size = self.vm_size(vm_size)
+        model = size.gpu if size else None
+        count = size.gpu_count if size else None
+        if gpu_model is not None:
+            model = self.gpu_models.get(gpu_model, model)
+        if gpu_count is not None:
+            count = gpu_count
+        return size, model, count
 
     def vm_size(self, name: str) -> VmSize | None:
         """Look a size up the way Azure compares them: case-insensitively."""

@@ -1,26 +1,75 @@
-"""The node label and taint keys the platform sets on GPU nodes, and the keys nobody else may set. Pure, no imports
-from the rest of the package, so the model, the builders and the config rules all read the same names.
+"""Every name the platform gives or reserves, said once: the package and its type tokens, the namespaces it uses,
+the GPU vendors, the labels it puts on Kubernetes objects and GPU nodes, the taints, and the keys nobody else may
+set. Pure, no imports from the rest of the package: the config rules, the resolved model, the builders, the
+components and the command line all read their names here.
 
-Everything that puts a label on a pool's nodes (``components.model``, ``kube/plugin_node_labels.py``,
-``storage/manifests.py``) takes its key from here, and ``PLATFORM_NODE_LABELS`` lists every one of them: the
-config rules refuse a pool label on any of these keys (a pool's ``labels`` would otherwise silently replace the
-platform's value, e.g. ``nvidia.com/gpu.deploy.driver: "true"`` over the operator's ``"false"``).
-``tests/test_naming.py`` resolves pools in every mode and fails if a node label appears that is not listed here.
+``PLATFORM_NODE_LABELS`` lists every node label the platform sets: the config rules refuse a pool label on any of
+these keys (a pool's ``labels`` would otherwise silently replace the platform's value, e.g.
+``nvidia.com/gpu.deploy.driver: "true"`` over the operator's ``"false"``). ``tests/test_naming.py`` resolves pools in
+every mode and fails if a node label appears that is not listed here.
 """
 
 from __future__ import annotations
 
 from typing import Literal
 
+# ---------------------------------------------------------------- the package
+
+# One name for all of it: the Pulumi project (Pulumi.yaml), its config namespace (`aks-gpu:gpuPools`), the component
+# package (`aks-gpu:index:GpuPlatform`), the Python distribution (pyproject.toml) and the value of the part-of label.
+PACKAGE_NAME = "aks-gpu"
+CONFIG_NAMESPACE = PACKAGE_NAME
+# The Azure location is the azure-native provider's key, read beside ours.
+LOCATION_KEY = "azure-native:location"
+# The program's root component. Fixed, not the stack's name: `pulumi stack rename` then changes no URN (the program
+# aliases the name it had before, the stack's, so stacks deployed before keep every resource).
+PLATFORM_COMPONENT_NAME = "platform"
+
+
+def type_token(component: str) -> str:
+    """``aks-gpu:index:<Component>``: a public component's type token (its URNs and every SDK's name for it)."""
+    return f"{PACKAGE_NAME}:index:{component}"
+
+
+# ---------------------------------------------------------------- vendors
+
 Vendor = Literal["nvidia", "amd"]
+VENDORS: tuple[Vendor, ...] = ("nvidia", "amd")
+
+
+def vendor_resource(vendor: Vendor) -> str:
+    """The extended resource a vendor's device plugin advertises for whole GPUs (and its taint key)."""
+    return f"{vendor}.com/gpu"
+
+
+# ---------------------------------------------------------------- namespaces
+
+# Everything the device plugins, exporters, probes and smoke Jobs run in (the admission policy exempts it).
+GPU_NAMESPACE = "gpu-resources"
+# AKS's own agents, CoreDNS among them.
+KUBE_SYSTEM_NAMESPACE = "kube-system"
+
+# ---------------------------------------------------------------- labels on every Kubernetes object
+
+# https://kubernetes.io/docs/concepts/overview/working-with-objects/common-labels/
+NAME_LABEL = "app.kubernetes.io/name"
+PART_OF_LABEL = "app.kubernetes.io/part-of"
+MANAGED_BY_LABEL = "app.kubernetes.io/managed-by"
+# Every Kubernetes object the toolkit creates (and every pod it runs) carries these, stamped by the one function that
+# turns a manifest into a resource (components/kube/objects.py), so `kubectl get -l app.kubernetes.io/part-of=aks-gpu`
+# lists them all.
+COMMON_LABELS: dict[str, str] = {PART_OF_LABEL: PACKAGE_NAME, MANAGED_BY_LABEL: "pulumi"}
+# Set by the API server on every namespace (GA since 1.22), so a policy can select a namespace by name and nobody can
+# change it. https://kubernetes.io/docs/reference/labels-annotations-taints/#kubernetes-io-metadata-name
+NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"
 
 # ---------------------------------------------------------------- node labels the platform sets
 
 # Placement: every GPU pool's nodes carry these (components/model.py).
 ACCELERATOR_LABEL = "accelerator"
-POOL_LABEL = "aks-gpu/pool"
-WORKLOAD_LABEL = "aks-gpu/workload"
-PLATFORM_LABEL_PREFIX = "aks-gpu/"
+POOL_LABEL = f"{PACKAGE_NAME}/pool"
+WORKLOAD_LABEL = f"{PACKAGE_NAME}/workload"
+PLATFORM_LABEL_PREFIX = f"{PACKAGE_NAME}/"
 # The NVIDIA device plugin's config-manager picks the pool's config file by this label (kube/plugin_node_labels.py).
 DEVICE_PLUGIN_CONFIG_LABEL = "nvidia.com/device-plugin.config"
 # GPU Operator operand switches on pools where AKS installs the driver (kube/plugin_node_labels.py).
@@ -50,12 +99,7 @@ PLATFORM_NODE_LABELS: frozenset[str] = frozenset(
 GPU_TAINT_VALUE = "present"
 # AKS puts this taint on every spot node itself (https://learn.microsoft.com/azure/aks/spot-node-pool#limitations).
 SPOT_TAINT_KEY = "kubernetes.azure.com/scalesetpriority"
-VENDORS: tuple[Vendor, ...] = ("nvidia", "amd")
-
-
-def vendor_resource(vendor: Vendor) -> str:
-    """The extended resource a vendor's device plugin advertises for whole GPUs (and its taint key)."""
-    return f"{vendor}.com/gpu"
+SPOT_TAINT_VALUE = "spot"
 
 
 PLATFORM_TAINT_KEYS: frozenset[str] = frozenset({*(vendor_resource(v) for v in VENDORS), SPOT_TAINT_KEY})

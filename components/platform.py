@@ -14,10 +14,10 @@ from components.kube.device_plugin import GpuDevicePlugin
 from components.kube.smoke_job import GpuValidation
 from components.kube.workload_manifests import TolerationSpec, toleration
 from components.kube.workload_namespace import GpuWorkloadNamespace, namespace_args
-from components.model import PlatformModel, ResolvedPool
 from components.monitoring.component import GpuMonitoring
+from components.resolved.model import PlatformModel, ResolvedPool
 from components.specs import StackSpec
-from components.storage import NvmeCache
+from components.storage.nvme_cache import NvmeCache
 
 
 class PoolOutput(TypedDict):

@@ -12,9 +12,11 @@ import pytest
 
 from components.aks_facts import kubernetes_calendar
 from components.catalog import Catalog, load_catalog
-from components.config import StackConfig, load_stack_file, validate_config
-from components.model import PlatformModel, resolve
+from components.config.loader import load_stack_file
+from components.config.models import StackConfig
 from components.plan import PlanResult, run_mocked, run_program
+from components.resolved.model import PlatformModel, resolve
+from components.resolved.stack import validate_stack
 
 PROJECT_DIR = Path(__file__).resolve().parents[1]
 STACKS_DIR = PROJECT_DIR / "stacks"
@@ -66,7 +68,7 @@ def raw_stack(stack: str) -> dict[str, Any]:
 
 
 def stack_config(stack: str) -> StackConfig:
-    return validate_config(raw_stack(stack), f"stacks/Pulumi.{stack}.yaml").config
+    return validate_stack(raw_stack(stack), f"stacks/Pulumi.{stack}.yaml").config
 
 
 def stack_model(stack: str) -> PlatformModel:

@@ -6,10 +6,11 @@ import pytest
 
 from components.aks_facts import arm64_support, kubernetes_calendar
 from components.catalog import Catalog
-from components.config import ConfigError, validate_config
 from components.config.models import SmokeJobConfig
+from components.config.problems import ConfigError
 from components.kube.plugin_pins import default_pins
 from components.monitoring.exporter_pins import default_exporter_pins
+from components.resolved.stack import validate_stack
 from tests.conftest import minimal_raw
 
 
@@ -32,7 +33,7 @@ def test_no_nvme_cache_where_no_source_shows_nvme_disks(size: str) -> None:
         **{"aks-gpu:gpuPools": [{"name": "gpu", "vendor": "nvidia", "vmSize": size, "workload": "training", "nvmeCache": True}]}
     )
     with pytest.raises(ConfigError) as caught:
-        validate_config(raw, "test", today=kubernetes_calendar().read_on)
+        validate_stack(raw, "test", today=kubernetes_calendar().read_on)
     assert any(p.path == "aks-gpu:gpuPools[0].nvmeCache" and "no local NVMe" in p.message for p in caught.value.errors)
 
 

@@ -19,9 +19,8 @@ from components.cli import common, main
 from components.cli import plan as plan_cli
 from components.cli import validate as validate_cli
 from components.cli.admission import print_report
-from components.config import validate_config
-from components.model import resolve
 from components.plan import PlanResult, Replacement, ResourceRecord
+from components.resolved.stack import validate_stack
 from components.validation.checks import CheckResult
 from tests.conftest import PROJECT_DIR, MockHarness, minimal_raw, raw_stack
 
@@ -92,13 +91,13 @@ def test_the_help_documents_the_exit_codes(capsys) -> None:
 
 
 def test_under_pulumi_up_a_bug_in_config_loading_is_one_line_not_a_traceback(monkeypatch) -> None:
-    from components.config import pulumi_source
+    from components import program
 
     def crash(raw: Any, source: str) -> Any:
         raise KeyError(TOKEN)
 
     monkeypatch.delenv("AKSGPU_DEBUG", raising=False)
-    monkeypatch.setattr(pulumi_source, "validate_config", crash)
+    monkeypatch.setattr(program, "validate_stack", crash)
     with pytest.raises(pulumi.RunError) as error:
         MockHarness().run_stack("dev")
     message = str(error.value)
@@ -123,7 +122,7 @@ def test_config_error_report_shows_values_and_keys_as_written(tmp_path: Path, ca
 
 def test_warnings_show_text_as_written(capsys) -> None:
     raw = minimal_raw(**{f"other{BROKEN_MARKUP}:key": "v", f"{MARKUP}:k": "v"})
-    validated = validate_config(raw, f"stacks/{MARKUP}.yaml")
+    validated = validate_stack(raw, f"stacks/{MARKUP}.yaml")
     loaded = common.LoadedStack(PROJECT_DIR, "x", Path("x"), raw, validated)
     common.report_warnings(loaded)
     stderr = capsys.readouterr().err
@@ -133,7 +132,7 @@ def test_warnings_show_text_as_written(capsys) -> None:
 def test_the_pool_table_shows_a_vm_size_as_written() -> None:
     raw = minimal_raw()
     raw["aks-gpu:gpuPools"] = [dict(raw["aks-gpu:gpuPools"][0], vmSize=MARKUP, gpuCount=1, gpuModel="A100")]
-    model = resolve(validate_config(raw, "x").config)
+    model = validate_stack(raw, "x").model
     assert MARKUP in rendered(plan_cli.pool_table(model))
 
 
@@ -154,7 +153,7 @@ def test_the_resource_tree_and_replacements_show_names_as_written(capsys) -> Non
 
 
 def test_validate_results_show_cluster_text_as_written(capsys) -> None:
-    model = resolve(validate_config(raw_stack("prod"), "x").config)
+    model = validate_stack(raw_stack("prod"), "x").model
     results = [
         CheckResult("smi-error", "train", f"node-{BROKEN_MARKUP}", "fail", f"nvidia-smi says {MARKUP}\x1b]0;owned\x07"),
         CheckResult("driver-version", "train", None, "warn", BROKEN_MARKUP),

@@ -10,7 +10,7 @@ import yaml
 
 from components.config.models import PlatformConfig
 from components.kube.gpu_operator import MIG_PARTED_CONFIG_MAP, nvidia_operator_values
-from components.model import PlatformModel, resolve
+from components.resolved.model import PlatformModel, resolve
 
 INFER = {
     "name": "infer",

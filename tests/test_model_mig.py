@@ -14,7 +14,8 @@ import pytest
 
 from components.catalog import Catalog, load_catalog
 from components.config.models import GpuPoolConfig
-from components.model import Vendor, effective_time_slicing, schedulable_resource
+from components.naming import Vendor
+from components.resolved.model import effective_time_slicing, schedulable_resource
 
 # GPU instance profile per AKS gpuInstanceProfile (MIG<n>g -> the <n>g profile) and how many fit on one GPU.
 NVIDIA_MIG_TABLES: dict[str, dict[str, tuple[str, int]]] = {

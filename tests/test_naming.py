@@ -9,7 +9,7 @@ import pytest
 
 from components import naming
 from components.config.models import PlatformConfig
-from components.model import resolve
+from components.resolved.model import resolve
 
 POOLS: list[dict[str, Any]] = [
     {"name": "plain", "vendor": "nvidia", "vmSize": "Standard_NC4as_T4_v3", "workload": "dev"},

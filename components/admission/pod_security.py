@@ -19,7 +19,7 @@ from __future__ import annotations
 from typing import Any
 
 from components.admission.policy import API_VERSION, NAMESPACE_NAME_LABEL, OPERATIONS, RESOURCE_RULES, lit, lit_list, pod_spec_of
-from components.model import COMMON_LABELS
+from components.naming import COMMON_LABELS
 
 Manifest = dict[str, Any]
 

@@ -30,7 +30,7 @@ ReplicaSets, StatefulSets, DaemonSets, ReplicationControllers, Jobs and CronJobs
 8. On pools that share GPUs by time-slicing, a container asks for at most one shared GPU (more buys no more
    GPU). The device plugin's ``failRequestsGreaterThanOne`` backs this up on the node.
 
-The namespaces of :mod:`components.admission.exemptions` (what AKS and this stack run) and the user's
+The namespaces of :mod:`components.resolved.exemptions` (what AKS and this stack run) and the user's
 ``admission.exemptNamespaces`` are outside the policy altogether: its ``namespaceSelector`` leaves them out on
 ``kubernetes.io/metadata.name``, which the API server sets on every namespace and nobody can change.
 
@@ -44,18 +44,9 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from components.admission.exemptions import exempt_namespaces
-from components.model import (
-    COMMON_LABELS,
-    GPU_TAINT_VALUE,
-    POOL_LABEL,
-    WORKLOAD_LABEL,
-    PlatformModel,
-    ResolvedPool,
-    Taint,
-    Vendor,
-    vendor_resource,
-)
+from components.naming import COMMON_LABELS, GPU_TAINT_VALUE, POOL_LABEL, WORKLOAD_LABEL, Vendor, vendor_resource
+from components.resolved.exemptions import exempt_namespaces
+from components.resolved.model import PlatformModel, ResolvedPool, Taint
 
 Manifest = dict[str, Any]
 

@@ -6,7 +6,7 @@ import pulumi
 from pulumi_azure_native import containerservice
 
 from components.args import platform_model
-from components.model import ResolvedPool
+from components.resolved.model import ResolvedPool
 from components.specs import DevicePluginSpec, GpuPoolSpec, StorageSpec
 
 

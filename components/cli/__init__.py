@@ -11,7 +11,7 @@ from collections.abc import Callable, Sequence
 
 from components.cli import admission, catalog, plan, rules, schema, smi, validate
 from components.cli.common import EXIT_INTERNAL, EXIT_USAGE, err, safe
-from components.config import ConfigError
+from components.config.problems import ConfigError
 from components.internal_error import DEBUG_ENV, debug_requested, internal_error_message
 
 Handler = Callable[[argparse.Namespace], int]

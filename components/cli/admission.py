@@ -14,7 +14,7 @@ from rich.text import Text
 from components.admission.policy import POLICY_NAME, render_policy, workload_namespaces
 from components.admission.reader import InputError, SourcedObject, read_text
 from components.cli.common import EXIT_FAILED, EXIT_OK, EXIT_USAGE, add_stack_arguments, err, load_stack, out, report_warnings
-from components.model import resolve
+from components.resolved.model import resolve
 
 if TYPE_CHECKING:
     from components.admission.evaluate import Decision

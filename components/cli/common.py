@@ -11,8 +11,9 @@ from typing import Any
 from rich.console import Console
 from rich.markup import escape
 
-from components.config import ConfigError, ValidatedConfig, load_stack_file, stack_file_path, validate_config
-from components.config.problems import clipped
+from components.config.loader import load_stack_file, stack_file_path
+from components.config.problems import ConfigError, clipped
+from components.resolved.stack import ValidatedStack, validate_stack
 
 EXIT_OK = 0
 EXIT_FAILED = 1
@@ -50,7 +51,7 @@ class LoadedStack:
     stack: str
     path: Path
     raw: dict[str, Any]
-    validated: ValidatedConfig
+    validated: ValidatedStack
 
 
 def load_stack(args: argparse.Namespace) -> LoadedStack:
@@ -60,7 +61,7 @@ def load_stack(args: argparse.Namespace) -> LoadedStack:
     label = _display_path(path)
     raw = load_stack_file(path)
     try:
-        validated = validate_config(raw, label)
+        validated = validate_stack(raw, label)
     except ConfigError as exc:
         raise ConfigError(label, exc.problems) from None
     return LoadedStack(project_dir=project_dir, stack=args.stack, path=path, raw=raw, validated=validated)

@@ -10,9 +10,9 @@ from typing import Any
 import yaml
 
 from components.cli.common import EXIT_OK, EXIT_USAGE, add_stack_arguments, err, load_stack, report_warnings, safe
-from components.model import resolve
 from components.monitoring.rules import POOL_LABEL_METRIC, prometheus_rule_manifest, rule_file, rule_groups
 from components.naming import POOL_LABEL
+from components.resolved.model import resolve
 from components.validation.xid import critical_xid_codes
 
 FORMATS = ("rule-file", "prometheusrule")

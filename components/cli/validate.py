@@ -30,9 +30,10 @@ from components.cli.common import (
     report_warnings,
     safe,
 )
-from components.config import ConfigError
-from components.kube.plugin_targets import PluginTarget, plugin_targets
-from components.model import POOL_LABEL, PlatformModel, resolve
+from components.config.problems import ConfigError
+from components.naming import POOL_LABEL
+from components.resolved.model import PlatformModel, resolve
+from components.resolved.targets import PluginTarget, plugin_targets
 from components.validation.checks import CHECK_IDS, CheckResult, run_checks
 from components.validation.report import counts_by_pool, passed, report_dict
 from components.validation.snapshot import ClusterSnapshot, SnapshotError, read_snapshot, write_snapshot

@@ -1,24 +1,5 @@
-"""Stack config: models, loading from a stack file or Pulumi's runtime config, and the rules across keys."""
+"""Stack config: the models (the one source of the config's shape, its descriptions and its rules per field), reading a
+stack file or Pulumi's runtime config, the rules across keys, and the schemas and TypedDicts generated from the models.
 
-from components.config.loader import (
-    PROJECT,
-    ValidatedConfig,
-    load_stack_file,
-    stack_file_path,
-    validate_config,
-)
-from components.config.models import GpuPoolConfig, StackConfig, WorkloadConfig
-from components.config.problems import ConfigError, Problem
-
-__all__ = [
-    "PROJECT",
-    "ConfigError",
-    "GpuPoolConfig",
-    "Problem",
-    "StackConfig",
-    "ValidatedConfig",
-    "WorkloadConfig",
-    "load_stack_file",
-    "stack_file_path",
-    "validate_config",
-]
+Nothing is imported here: import what you use from its module, so a command that needs no config pays for none.
+"""

@@ -11,7 +11,6 @@ import json
 import types
 import typing
 from collections.abc import Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -32,9 +31,9 @@ from components.config.models import (
 from components.config.problems import MAX_MESSAGE_SHOWN, ConfigError, Problem, clipped, shown
 from components.config.rules import check_rules
 from components.input_files import InputFileError, decode_utf8, read_bounded
+from components.naming import CONFIG_NAMESPACE, LOCATION_KEY
 
-PROJECT = "aks-gpu"
-LOCATION_KEY = "azure-native:location"
+PROJECT = CONFIG_NAMESPACE
 # Namespaces whose keys belong to other providers; we pass them through untouched.
 FOREIGN_NAMESPACES = ("azure-native", "kubernetes", "pulumi")
 # A stack file is a few KB (prod: 3 KB; 200 GPU pools: 60 KB). Past this it is not a stack file.
@@ -47,15 +46,6 @@ _PATTERN_HINTS = {
     RESOURCE_GROUP_PATTERN: "resource group names are 1-90 letters, digits, '-', '_', '.', '(' or ')', not ending in '.'",
     TAINT_PATTERN: "taints are written key=value:Effect with Effect NoSchedule, PreferNoSchedule or NoExecute",
 }
-
-
-@dataclass(frozen=True)
-class ValidatedConfig:
-    """A config that passed every rule, with the warnings found on the way and where it came from."""
-
-    config: StackConfig
-    warnings: tuple[Problem, ...]
-    source: str
 
 
 def stack_file_path(project_dir: Path, stack: str) -> Path:
@@ -107,11 +97,13 @@ def _dotted(head: str, rest: tuple[str | int, ...]) -> str:
     return text
 
 
-def validate_config(
-    raw: Mapping[str, Any], source: str, catalog: Catalog | None = None, today: dt.date | None = None
-) -> ValidatedConfig:
-    """Validate a stack's raw config map. Raises ``ConfigError`` listing every error at once. ``today`` is the day
-    the Kubernetes version is checked against the AKS calendar: the real date unless a test fixes one."""
+def read_config(
+    raw: Mapping[str, Any], catalog: Catalog | None = None, today: dt.date | None = None
+) -> tuple[StackConfig | None, list[Problem]]:
+    """A stack's raw config map as a ``StackConfig`` (None when its shape is wrong), with every problem of its keys:
+    the models' own and the rules across keys (``config/rules.py``). ``today`` is the day the Kubernetes version is
+    checked against the AKS calendar: the real date unless a test fixes one. The rules that need the resolved model
+    come on top (``components.resolved.stack.validate_stack``, which everything loading a stack calls)."""
     catalog = catalog or load_catalog()
     problems: list[Problem] = []
     document: dict[str, Any] = {}
@@ -148,27 +140,16 @@ def validate_config(
         problems.extend(problems_from(exc))
     if config is not None:
         problems.extend(check_rules(config, catalog, today=today or dt.date.today()))
-
-    errors = [p for p in problems if p.severity == "error"]
-    if errors or config is None:
-        raise ConfigError(source, errors + [p for p in problems if p.severity == "warning"])
-    return ValidatedConfig(config=config, warnings=tuple(problems), source=source)
+    return config, problems
 
 
-def validate_sections(
-    values: Mapping[str, Any], source: str, catalog: Catalog | None = None, today: dt.date | None = None
-) -> PlatformConfig:
-    """Validate the in-cluster sections a component was given (``gpu_pools``, ``workloads``, ...), with the
-    same models and cross-key rules as a stack file. Raises ``ConfigError`` on the first pass that fails."""
+def read_sections(values: Mapping[str, Any]) -> tuple[PlatformConfig | None, list[Problem]]:
+    """The in-cluster sections a component was given (``gpu_pools``, ``workloads``, ...) as a ``PlatformConfig``, by
+    the same models as a stack file (the rules come with ``components.resolved.stack.checked_model``)."""
     try:
-        config = PlatformConfig.model_validate(dict(values))
+        return PlatformConfig.model_validate(dict(values)), []
     except ValidationError as exc:
-        raise ConfigError(source, problems_from(exc)) from None
-    checked = check_rules(config, catalog or load_catalog(), today=today or dt.date.today())
-    errors = [p for p in checked if p.severity == "error"]
-    if errors:
-        raise ConfigError(source, errors)
-    return config
+        return None, problems_from(exc)
 
 
 def _decode(value: Any) -> Any:

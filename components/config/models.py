@@ -207,6 +207,14 @@ class GpuPoolConfig(Spec):
     smoke_test: bool | None = None
     protect: bool = False
 
+    def effective_gpu_driver(self, device_plugin_mode: str) -> Literal["Install", "None"]:
+        """The agent pool's gpuProfile.driver: as set, else None where AKS installs no driver (AMD) or the GPU Operator
+        owns the NVIDIA one (devicePlugin.mode gpu-operator), else Install."""
+        if self.gpu_driver is not None:
+            return self.gpu_driver
+        operator_manages = self.vendor == "nvidia" and device_plugin_mode == "gpu-operator"
+        return "None" if self.vendor == "amd" or operator_manages else "Install"
+
     @field_validator("labels")
     @classmethod
     def _label_keys_are_kubernetes_keys(cls, labels: dict[str, str]) -> dict[str, str]:

@@ -1,5 +1,8 @@
 """Rules that span keys: what pydantic's per-field checks cannot see, and what Azure would only refuse
 halfway through a deployment. Pure: config and catalog in, problems (with key paths) out.
+
+Rules that need the resolved model (what each pool exposes, which namespaces the admission policy exempts) run on it,
+in ``components/resolved/rules.py``; ``components.resolved.stack`` runs both.
 """
 
 from __future__ import annotations
@@ -9,17 +12,13 @@ import ipaddress
 from collections import Counter
 from decimal import Decimal
 
-# A module reference, not names: components.model imports the config models, so when the import starts
-# there, this module runs while components.model is still half-initialised.
-from components import model as platform_model
 from components import naming
-from components.admission import exemptions as admission_exemptions
 from components.aks_facts import Arm64Entry, KubernetesCalendar, arm64_support, kubernetes_calendar, minor_of, refusal_tag
 from components.catalog import Catalog, VmSize
 from components.config.models import ClusterConfig, GpuPoolConfig, PlatformConfig, SmokeJobConfig, StackConfig
 from components.config.problems import Problem
 
-P = "aks-gpu"
+P = naming.CONFIG_NAMESPACE
 
 
 def check_rules(config: PlatformConfig, catalog: Catalog, *, today: dt.date) -> list[Problem]:
@@ -33,7 +32,7 @@ def check_rules(config: PlatformConfig, catalog: Catalog, *, today: dt.date) -> 
     for index, pool in enumerate(config.gpu_pools):
         problems += _pool_rules(pool, f"{P}:gpuPools[{index}]", config, catalog)
     problems += _duplicates(config)
-    problems += _workload_rules(config, catalog)
+    problems += _workload_rules(config)
     problems += _admission_rules(config)
     problems += _amd_operator_rules(config)
     problems += _monitoring_rules(config)
@@ -113,7 +112,7 @@ def _cluster_rules(config: StackConfig) -> list[Problem]:
 
 def _pool_rules(pool: GpuPoolConfig, path: str, config: PlatformConfig, catalog: Catalog) -> list[Problem]:
     problems = []
-    size, model, gpus = platform_model.gpu_facts(pool, catalog)
+    size, model, gpus = catalog.gpu_facts(pool.vm_size, pool.gpu_model, pool.gpu_count)
     if pool.autoscaling:
         if pool.min_count > pool.max_count:
             problems.append(Problem(f"{path}.minCount", f"{pool.min_count} is greater than maxCount {pool.max_count}"))
@@ -178,8 +177,8 @@ def _pool_rules(pool: GpuPoolConfig, path: str, config: PlatformConfig, catalog:
                 "'Install' is not allowed on AMD: AKS installs no AMD driver; use None " + refusal_tag("amd-driver-none"),
             )
         )
-    resolved = platform_model.resolve_pool(pool, config, catalog)
-    if pool.vendor == "nvidia" and resolved.gpu_driver == "None" and config.device_plugin.mode != "gpu-operator":
+    driver = pool.effective_gpu_driver(config.device_plugin.mode)
+    if pool.vendor == "nvidia" and driver == "None" and config.device_plugin.mode != "gpu-operator":
         problems.append(
             Problem(
                 f"{path}.gpuDriver", "None with devicePlugin.mode daemonset leaves the nodes without an NVIDIA driver", "warning"
@@ -254,8 +253,8 @@ def _pool_rules(pool: GpuPoolConfig, path: str, config: PlatformConfig, catalog:
             )
         )
     if size is not None and size.cpu_architecture == "arm64":
-        problems += _arm64_rules(pool, path, size, config, resolved.gpu_driver)
-    if gpus is not None and resolved.resource.count_per_node == 0:
+        problems += _arm64_rules(pool, path, size, config, driver)
+    if gpus == 0:
         problems.append(Problem(f"{path}.vmSize", "exposes no GPUs"))
     return problems
 
@@ -527,59 +526,12 @@ def _duplicates(config: PlatformConfig) -> list[Problem]:
     return problems
 
 
-def _workload_rules(config: PlatformConfig, catalog: Catalog) -> list[Problem]:
+def _workload_rules(config: PlatformConfig) -> list[Problem]:
+    """What a workload's own keys must satisfy; which pools serve it is checked on the model (resolved/rules.py)."""
     problems = []
-    pools = tuple(platform_model.resolve_pool(p, config, catalog) for p in config.gpu_pools)
-    pool_names = {p.name for p in pools}
     for index, workload in enumerate(config.workloads):
-        path = f"{P}:workloads[{index}]"
         for rule_index, rule in enumerate(workload.network.allow_egress):
-            problems += cidr_problems(rule.cidr, f"{path}.network.allowEgress[{rule_index}].cidr")
-        if workload.pool is not None and workload.pool not in pool_names:
-            problems.append(
-                Problem(
-                    f"{path}.pool",
-                    f"{workload.pool!r} is not a GPU pool of this stack ({', '.join(sorted(pool_names)) or 'none'})",
-                )
-            )
-            continue
-        targets = platform_model.workload_pools(workload, pools)
-        if workload.pool is not None and targets and targets[0].workload != workload.type:
-            problems.append(
-                Problem(
-                    f"{path}.type", f"{workload.type!r} differs from pool {workload.pool!r}'s workload {targets[0].workload!r}"
-                )
-            )
-        if not targets:
-            if workload.gpu_quota > 0:
-                types = sorted({p.workload for p in pools})
-                problems.append(
-                    Problem(
-                        f"{path}.type",
-                        f"no GPU pool serves workload type {workload.type!r}, so gpuQuota {workload.gpu_quota} "
-                        f"could never be used; pool workload types are: {', '.join(types) or 'none'}",
-                    )
-                )
-            continue
-        resources = sorted({p.resource.name for p in targets})
-        if len(resources) > 1:
-            problems.append(
-                Problem(
-                    f"{path}.pool",
-                    f"the pools of type {workload.type!r} expose different resources ({', '.join(resources)}); name one pool",
-                )
-            )
-        if workload.nvme_volume and not any(p.config.nvme_cache for p in targets):
-            problems.append(Problem(f"{path}.nvmeVolume", "none of the workload's pools has nvmeCache: true"))
-        capacity = [p.resource.count_per_node * p.config.max_count for p in targets if p.resource.count_per_node is not None]
-        if capacity and workload.gpu_quota > sum(capacity):
-            problems.append(
-                Problem(
-                    f"{path}.gpuQuota",
-                    f"{workload.gpu_quota} is more than its pools can ever offer ({sum(capacity)} at maxCount)",
-                    "warning",
-                )
-            )
+            problems += cidr_problems(rule.cidr, f"{P}:workloads[{index}].network.allowEgress[{rule_index}].cidr")
     return problems
 
 
@@ -604,9 +556,8 @@ def _admission_rules(config: PlatformConfig) -> list[Problem]:
         problems.append(
             Problem(f"{P}:admission.validationActions", "Deny and Warn may not be used together (Kubernetes refuses it)")
         )
-    # No tenant namespace is exempt: a workload namespace outside the policy would have no GPU rules at all.
-    network_policy = config.cluster.network_policy if isinstance(config, StackConfig) else None
-    derived = {item.namespace for item in admission_exemptions.derived_exemptions(config, network_policy)}
+    # No tenant namespace is exempt: a workload namespace outside the policy would have no GPU rules at all. (A
+    # workload named like a namespace the stack exempts for its own agents is checked on the model.)
     workloads = {workload.name for workload in config.workloads}
     for name in admission.exempt_namespaces:
         if name in workloads:
@@ -614,15 +565,6 @@ def _admission_rules(config: PlatformConfig) -> list[Problem]:
                 Problem(
                     f"{P}:admission.exemptNamespaces",
                     f"{name} is a workload namespace; the GPU placement policy must apply there, remove it",
-                )
-            )
-    for index, workload in enumerate(config.workloads):
-        if workload.name in derived:
-            problems.append(
-                Problem(
-                    f"{P}:workloads[{index}].name",
-                    f"{workload.name!r} is a namespace the admission policy exempts for the platform's own agents; "
-                    "name the workload namespace something else",
                 )
             )
     for index, workload in enumerate(config.workloads):

@@ -27,18 +27,18 @@ from components.kube.node_daemonset import (
     resources,
     root_security_context,
 )
-from components.kube.plugin_targets import (
+from components.naming import COMMON_LABELS, NAME_LABEL
+from components.resolved.model import PlatformModel, ResolvedPool
+from components.resolved.targets import (
     AMD_LABELLER_NAME,
     AMD_PLUGIN_CONTAINER,
     AMD_PLUGIN_DAEMONSET,
     AMD_PLUGIN_NAME,
     AMD_SMI_CONTAINER,
     AMD_SMI_NAME,
-    NAME_LABEL,
     app_labels,
     probes_enabled,
 )
-from components.model import COMMON_LABELS, PlatformModel, ResolvedPool
 
 LABELLER_CLUSTER_ROLE = "aks-gpu-amdgpu-node-labeller"
 

@@ -18,8 +18,9 @@ from components.kube.amd_plugin import amd_manifests
 from components.kube.gpu_operator import NVIDIA_RELEASE, ReleaseSpec, operator_releases
 from components.kube.nvidia_plugin import nvidia_manifests
 from components.kube.plugin_pins import resolve_pins
-from components.kube.plugin_targets import NAMESPACE, PluginTarget, plugin_targets
-from components.model import COMMON_LABELS, PlatformModel
+from components.naming import COMMON_LABELS, GPU_NAMESPACE
+from components.resolved.model import PlatformModel
+from components.resolved.targets import PluginTarget, plugin_targets
 from components.specs import PlatformSpec
 from components.validation.hooks import pools_validated_by, pools_validated_by_release, validation_hooks
 
@@ -30,7 +31,7 @@ def namespace_manifest() -> dict[str, Any]:
     """The plugins' namespace. Pod Security ``privileged``: a device plugin mounts hostPath (the kubelet's
     device-plugins directory, /sys), which ``baseline`` refuses; nothing but GPU node agents runs here."""
     labels = {**COMMON_LABELS, "pod-security.kubernetes.io/enforce": "privileged"}
-    return {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NAMESPACE, "labels": labels}}
+    return {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": GPU_NAMESPACE, "labels": labels}}
 
 
 def plugin_manifests(model: PlatformModel) -> list[dict[str, Any]]:
@@ -139,7 +140,7 @@ class GpuDevicePlugin(pulumi.ComponentResource):
         # A component's depends_on does not hold back its children: pass the node pools on explicitly, so the
         # plugins (and the validation hooks attached to them) come after the GPU nodes they serve.
         after = _resources(opts.depends_on if opts is not None else None)
-        self.namespace = pulumi.Output.from_input(NAMESPACE)
+        self.namespace = pulumi.Output.from_input(GPU_NAMESPACE)
         # What rolls the plugins out: smoke Jobs and the like wait for these. (Not outputs of the package.)
         self.daemonsets: list[pulumi.Resource] = []
         self.releases: list[pulumi.Resource] = []

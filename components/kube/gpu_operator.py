@@ -18,9 +18,9 @@ import yaml
 
 from components.kube.nvidia_plugin import config_text, pool_configs
 from components.kube.plugin_pins import ChartPin, PluginPins
-from components.kube.plugin_targets import NAMESPACE, tolerations_for
-from components.model import ACCELERATOR_LABEL, MIG_CONFIG_PREFIX, PlatformModel
 from components.monitoring.exporters import dcgm_operator_values
+from components.naming import ACCELERATOR_LABEL, GPU_NAMESPACE
+from components.resolved.model import MIG_CONFIG_PREFIX, PlatformModel, tolerations_for
 
 
 def system_pool_tolerations() -> list[dict[str, str]]:
@@ -190,9 +190,9 @@ def operator_releases(model: PlatformModel, pins: PluginPins) -> list[ReleaseSpe
     releases = []
     nvidia = bool(model.pools_of("nvidia")) and plugin.mode == "gpu-operator"
     if nvidia:
-        releases.append(ReleaseSpec(NVIDIA_RELEASE, pins.nvidia_gpu_operator, NAMESPACE, nvidia_operator_values(model)))
+        releases.append(ReleaseSpec(NVIDIA_RELEASE, pins.nvidia_gpu_operator, GPU_NAMESPACE, nvidia_operator_values(model)))
     if model.pools_of("amd") and plugin.amd_mode == "gpu-operator":
         # One NFD per cluster: two releases would both own NFD's CRDs and Helm refuses the second.
         values = amd_operator_values(model, install_nfd=not nvidia)
-        releases.append(ReleaseSpec(AMD_RELEASE, pins.amd_gpu_operator, NAMESPACE, values))
+        releases.append(ReleaseSpec(AMD_RELEASE, pins.amd_gpu_operator, GPU_NAMESPACE, values))
     return releases

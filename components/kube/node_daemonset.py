@@ -10,8 +10,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from components.kube.plugin_targets import NAMESPACE, node_affinity_for, tolerations_for
-from components.model import COMMON_LABELS, ResolvedPool
+from components.naming import COMMON_LABELS, GPU_NAMESPACE
+from components.resolved.model import ResolvedPool, node_affinity_for, tolerations_for
 
 # Where the kubelet serves its device plugin registration socket (and where plugins put theirs):
 # https://kubernetes.io/docs/concepts/extend-kubernetes/compute-storage-net/device-plugins/#device-plugin-registration
@@ -129,7 +129,7 @@ def node_daemonset(
     return {
         "apiVersion": "apps/v1",
         "kind": "DaemonSet",
-        "metadata": {"name": name, "namespace": NAMESPACE, "labels": {**COMMON_LABELS, **selector}},
+        "metadata": {"name": name, "namespace": GPU_NAMESPACE, "labels": {**COMMON_LABELS, **selector}},
         "spec": {
             "selector": {"matchLabels": dict(selector)},
             # One node at a time: a node whose plugin restarts advertises no GPUs until it registers again.
@@ -146,7 +146,7 @@ def node_access_rbac(account: str, role: str, labels: Mapping[str, str], verbs: 
         {
             "apiVersion": "v1",
             "kind": "ServiceAccount",
-            "metadata": {"name": account, "namespace": NAMESPACE, "labels": dict(labels)},
+            "metadata": {"name": account, "namespace": GPU_NAMESPACE, "labels": dict(labels)},
             "automountServiceAccountToken": False,
         },
         {
@@ -160,6 +160,6 @@ def node_access_rbac(account: str, role: str, labels: Mapping[str, str], verbs: 
             "kind": "ClusterRoleBinding",
             "metadata": {"name": role, "labels": dict(labels)},
             "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": role},
-            "subjects": [{"kind": "ServiceAccount", "name": account, "namespace": NAMESPACE}],
+            "subjects": [{"kind": "ServiceAccount", "name": account, "namespace": GPU_NAMESPACE}],
         },
     ]

@@ -40,16 +40,10 @@ from components.kube.node_daemonset import (
     resources,
     root_security_context,
 )
-from components.kube.plugin_node_labels import DEVICE_PLUGIN_CONFIG_LABEL, plugin_config_name
-from components.kube.plugin_targets import (
-    NAME_LABEL,
-    NAMESPACE,
-    NVIDIA_PLUGIN_CONTAINER,
-    NVIDIA_PLUGIN_DAEMONSET,
-    NVIDIA_PLUGIN_NAME,
-    app_labels,
-)
-from components.model import COMMON_LABELS, PlatformModel, ResolvedPool, vendor_resource
+from components.naming import COMMON_LABELS, DEVICE_PLUGIN_CONFIG_LABEL, GPU_NAMESPACE, NAME_LABEL, vendor_resource
+from components.resolved.model import PlatformModel, ResolvedPool
+from components.resolved.node_labels import plugin_config_name
+from components.resolved.targets import NVIDIA_PLUGIN_CONTAINER, NVIDIA_PLUGIN_DAEMONSET, NVIDIA_PLUGIN_NAME, app_labels
 
 CONFIG_MAP_NAME = "nvidia-device-plugin-config"
 SERVICE_ACCOUNT = NVIDIA_PLUGIN_NAME
@@ -126,7 +120,7 @@ def config_map(pools: tuple[ResolvedPool, ...], model: PlatformModel) -> dict[st
         "kind": "ConfigMap",
         "metadata": {
             "name": CONFIG_MAP_NAME,
-            "namespace": NAMESPACE,
+            "namespace": GPU_NAMESPACE,
             "labels": {**COMMON_LABELS, NAME_LABEL: NVIDIA_PLUGIN_NAME},
         },
         "data": pool_configs(pools, model),

@@ -25,8 +25,8 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from components.args import platform_model
-from components.kube.plugin_targets import NAME_LABEL, NAMESPACE
-from components.model import COMMON_LABELS, POOL_LABEL, PlatformModel, ResolvedPool
+from components.naming import COMMON_LABELS, GPU_NAMESPACE, NAME_LABEL, POOL_LABEL
+from components.resolved.model import PlatformModel, ResolvedPool
 from components.specs import PlatformSpec
 
 SMOKE_APP = "gpu-smoke"
@@ -116,7 +116,7 @@ def smoke_security_context(pool: ResolvedPool) -> dict[str, Any]:
     return context | {"runAsUser": 0, "readOnlyRootFilesystem": True}
 
 
-def smoke_job_manifest(model: PlatformModel, pool: ResolvedPool, namespace: str = NAMESPACE) -> dict[str, Any]:
+def smoke_job_manifest(model: PlatformModel, pool: ResolvedPool, namespace: str = GPU_NAMESPACE) -> dict[str, Any]:
     """The Job for one pool: one pod, one GPU unit, tolerating exactly the pool's taints, on the pool's nodes."""
     settings = model.config.validation.smoke_job
     labels = {**COMMON_LABELS, NAME_LABEL: SMOKE_APP, POOL_LABEL: pool.name}
@@ -162,7 +162,7 @@ def smoke_job_manifest(model: PlatformModel, pool: ResolvedPool, namespace: str 
     }
 
 
-def smoke_job_manifests(model: PlatformModel, namespace: str = NAMESPACE) -> dict[str, dict[str, Any]]:
+def smoke_job_manifests(model: PlatformModel, namespace: str = GPU_NAMESPACE) -> dict[str, dict[str, Any]]:
     """The Jobs ``smoke_plan`` turns on, by pool name."""
     enabled = {d.pool for d in smoke_plan(model) if d.enabled}
     return {pool.name: smoke_job_manifest(model, pool, namespace) for pool in model.pools if pool.name in enabled}
@@ -194,7 +194,7 @@ class GpuValidation(pulumi.ComponentResource):
         deadline = model.config.validation.smoke_job.deadline_seconds
         wait = f"{deadline + AWAIT_MARGIN_SECONDS}s"
         decisions = smoke_plan(model)
-        manifests = smoke_job_manifests(model, NAMESPACE)
+        manifests = smoke_job_manifests(model, GPU_NAMESPACE)
         for pool, manifest in manifests.items():
             k8s.batch.v1.Job(
                 f"{name}-{pool}",

@@ -17,7 +17,7 @@ from typing import Any, NotRequired, TypedDict
 
 from components.admission.pod_security import rdma_policy_manifests
 from components.config.models import EgressRule, IngressFrom, WorkloadConfig
-from components.model import COMMON_LABELS, WORKLOAD_LABEL
+from components.naming import COMMON_LABELS, WORKLOAD_LABEL
 
 Manifest = dict[str, Any]
 

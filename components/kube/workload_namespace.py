@@ -47,7 +47,7 @@ from components.kube.workload_manifests import (
     quota_hard,
     rdma_manifests,
 )
-from components.model import ResolvedWorkload
+from components.resolved.model import ResolvedWorkload
 from components.specs import WorkloadSpec
 
 COMPONENT_TYPE = "aks-gpu:index:GpuWorkloadNamespace"

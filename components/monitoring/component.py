@@ -14,10 +14,10 @@ from pulumi_azure_native import alertsmanagement, monitor
 
 from components.args import platform_model
 from components.kube.device_plugin import _register
-from components.model import PlatformModel
 from components.monitoring import azure
 from components.monitoring.exporters import exporter_manifests, monitoring_on
 from components.monitoring.rules import RuleGroup, prometheus_rule_manifest, rule_groups
+from components.resolved.model import PlatformModel
 from components.specs import PlatformSpec
 from components.validation.xid import critical_xid_codes
 

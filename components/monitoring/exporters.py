@@ -31,9 +31,10 @@ from components.kube.node_daemonset import (
     resources,
     root_security_context,
 )
-from components.kube.plugin_targets import NAME_LABEL, NAMESPACE, app_labels, vendor_mode
-from components.model import COMMON_LABELS, PlatformModel, Vendor
 from components.monitoring.exporter_pins import ExporterPins, dcgm_counters_csv, resolve_exporter_pins
+from components.naming import COMMON_LABELS, GPU_NAMESPACE, NAME_LABEL, Vendor
+from components.resolved.model import PlatformModel
+from components.resolved.targets import app_labels, vendor_mode
 
 DCGM_EXPORTER_NAME = "dcgm-exporter"
 DCGM_COUNTERS_CONFIG_MAP = "dcgm-exporter-metrics"
@@ -88,7 +89,7 @@ def dcgm_counters_config_map(pins: ExporterPins) -> dict[str, Any]:
         "kind": "ConfigMap",
         "metadata": {
             "name": DCGM_COUNTERS_CONFIG_MAP,
-            "namespace": NAMESPACE,
+            "namespace": GPU_NAMESPACE,
             "labels": {**COMMON_LABELS, NAME_LABEL: DCGM_EXPORTER_NAME},
         },
         "data": {DCGM_COUNTERS_KEY: dcgm_counters_csv(pins.dcgm_counters)},
@@ -176,7 +177,7 @@ def amd_exporter_config_map(pins: ExporterPins) -> dict[str, Any]:
         "kind": "ConfigMap",
         "metadata": {
             "name": AMD_EXPORTER_CONFIG_MAP,
-            "namespace": NAMESPACE,
+            "namespace": GPU_NAMESPACE,
             "labels": {**COMMON_LABELS, NAME_LABEL: AMD_EXPORTER_NAME},
         },
         "data": {"config.json": json.dumps(amd_exporter_config(pins), indent=2, sort_keys=True) + "\n"},
@@ -276,10 +277,10 @@ def pod_monitor(vendor: Vendor, model: PlatformModel) -> dict[str, Any]:
     spec: dict[str, Any] = {
         **(AZURE_MONITOR_LABEL_LIMITS if azure else {}),
         "selector": {"matchLabels": dict(pod_labels)},
-        "namespaceSelector": {"matchNames": [NAMESPACE]},
+        "namespaceSelector": {"matchNames": [GPU_NAMESPACE]},
         "podMetricsEndpoints": [endpoint],
     }
-    namespace = NAMESPACE if azure else monitoring.prometheus_operator.namespace
+    namespace = GPU_NAMESPACE if azure else monitoring.prometheus_operator.namespace
     labels = {**COMMON_LABELS, NAME_LABEL: name, **({} if azure else monitoring.prometheus_operator.labels)}
     return {
         "apiVersion": AZURE_MONITOR_API if azure else PROMETHEUS_OPERATOR_API,

@@ -27,10 +27,10 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from components.kube.plugin_targets import AMD_PLUGIN_DAEMONSET, NAMESPACE, NVIDIA_PLUGIN_DAEMONSET, vendor_mode
 from components.kube.workload_manifests import QUOTA_NAME
-from components.model import COMMON_LABELS, PlatformModel, ResolvedPool, Vendor
-from components.naming import POOL_LABEL, vendor_resource
+from components.naming import COMMON_LABELS, GPU_NAMESPACE, POOL_LABEL, Vendor, vendor_resource
+from components.resolved.model import PlatformModel, ResolvedPool
+from components.resolved.targets import AMD_PLUGIN_DAEMONSET, NVIDIA_PLUGIN_DAEMONSET, vendor_mode
 
 Severity = Literal["critical", "warning", "info"]
 
@@ -326,7 +326,7 @@ def gpu_missing_rule(pool: ResolvedPool) -> AlertRule | None:
 
 def device_plugin_rule(model: PlatformModel) -> AlertRule:
     names = sorted({DEVICE_PLUGIN_DAEMONSETS[(v, vendor_mode(model, v))] for v in model.vendors})
-    selector = f'{{namespace="{NAMESPACE}", daemonset=~"{alternatives(names)}"}}'
+    selector = f'{{namespace="{GPU_NAMESPACE}", daemonset=~"{alternatives(names)}"}}'
     return AlertRule(
         alert="GpuDevicePluginNotReady",
         expr=f"kube_daemonset_status_number_ready{selector} < kube_daemonset_status_desired_number_scheduled{selector}",

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from components.model import PlatformModel
 from components.monitoring.exporters import monitoring_summary
 from components.monitoring.rules import rule_groups
+from components.resolved.model import PlatformModel
 from components.validation.xid import critical_xid_codes
 
 

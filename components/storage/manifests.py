@@ -2,7 +2,7 @@
 and the pod-side snippets (a generic ephemeral volume and a persistent claim) that workloads paste in.
 
 No Pulumi and no platform model here: plain values in, Kubernetes-shaped dicts (camelCase) out, so the
-manifests test in milliseconds and ``components.model`` may import ``nvme_node_labels`` without a cycle.
+manifests test in milliseconds. (The node label v1 needs on NVMe pools is the model's: ``resolved/node_labels.py``.)
 
 Facts (names, annotations, schema) come from Microsoft Learn and the open-source driver:
 - v2, local NVMe: https://learn.microsoft.com/azure/storage/container-storage/use-container-storage-with-local-disk
@@ -17,8 +17,6 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
 import yaml
-
-from components import naming
 
 Flavour = Literal["v2", "v1"]
 
@@ -39,9 +37,6 @@ ACCEPT_EPHEMERAL_ANNOTATIONS: dict[Flavour, str] = {
     "v2": "localdisk.csi.acstor.io/accept-ephemeral-storage",
     "v1": "acstor.azure.com/accept-ephemeral-storage",
 }
-# v1 only: the node label that tells Azure Container Storage which pools run its I/O engine.
-V1_IO_ENGINE_LABEL = naming.V1_IO_ENGINE_LABEL
-V1_IO_ENGINE_VALUE = "acstor"
 # v1 only: StoragePools live in the extension's namespace, and ACStor creates the StorageClass
 # `acstor-<storage pool name>` for each pool (provisioner containerstorage.csi.azure.com).
 V1_NAMESPACE = "acstor"
@@ -53,13 +48,6 @@ DEFAULT_MOUNT_PATH = "/mnt/nvme"
 # A starting size for the pasted snippets, not a limit: a volume lives on one node, so it must stay below a
 # single node's striped NVMe capacity (ND H100 v5: about 28 TiB); users edit it to their data set.
 DEFAULT_VOLUME_SIZE = "256Gi"
-
-
-def nvme_node_labels(flavour: Flavour) -> dict[str, str]:
-    """The extra node labels an NVMe-cache pool needs: v1's I/O-engine label, nothing for v2."""
-    if flavour == "v1":
-        return {V1_IO_ENGINE_LABEL: V1_IO_ENGINE_VALUE}
-    return {}
 
 
 def storage_class_name(flavour: Flavour, configured: str) -> str:

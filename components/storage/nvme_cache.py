@@ -13,7 +13,8 @@ from pulumi_azure_native import kubernetesconfiguration
 
 from components.args import platform_model
 from components.config.models import StorageConfig
-from components.model import POOL_LABEL, PlatformModel
+from components.naming import POOL_LABEL
+from components.resolved.model import PlatformModel
 from components.specs import PlatformSpec
 from components.storage.manifests import (
     EXTENSION_NAME,

@@ -42,10 +42,11 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Literal, get_args
 
-from components.kube.plugin_targets import PluginTarget
-from components.model import POOL_LABEL, PlatformModel, ResolvedPool
+from components.naming import POOL_LABEL
+from components.resolved.model import PlatformModel, ResolvedPool
+from components.resolved.targets import PluginTarget, smi_command
 from components.validation.health import GpuCondition, HealthReport, read_gpu_conditions, read_smi_and_health
-from components.validation.smi import SmiError, SmiReport, smi_command
+from components.validation.smi import SmiError, SmiReport
 from components.validation.smi.model import empty_report
 from components.validation.snapshot import ClusterSnapshot
 from components.validation.versions import parse_version, version_at_least

@@ -34,8 +34,8 @@ from typing import Any, Literal, Protocol
 import pulumi
 
 from components.internal_error import internal_error_message
-from components.kube.plugin_targets import PluginTarget
-from components.model import PlatformModel
+from components.resolved.model import PlatformModel
+from components.resolved.targets import PluginTarget
 from components.validation.checks import CheckResult, run_checks
 from components.validation.report import passed
 from components.validation.snapshot import ClusterSnapshot

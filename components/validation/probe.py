@@ -61,7 +61,8 @@ from websocket import WebSocket, WebSocketException
 
 from components.config import safe_yaml
 from components.config.problems import clipped
-from components.model import POOL_LABEL, PlatformModel
+from components.naming import POOL_LABEL
+from components.resolved.model import PlatformModel
 from components.validation.snapshot import ClusterSnapshot, shape_problem
 
 Progress = Callable[[int, int], None]

@@ -10,7 +10,7 @@ import pytest
 
 from components.cli import admission
 from components.cli.common import report_config_error
-from components.config import ConfigError
+from components.config.problems import ConfigError
 
 OBJECTS = Path(__file__).parent / "objects"
 GOOD = str(OBJECTS / "pods-good.yaml")

@@ -9,7 +9,8 @@ from typing import Any
 
 import pytest
 
-from components.kube.plugin_targets import AMD_SMI_NAME, NAMESPACE
+from components.naming import GPU_NAMESPACE
+from components.resolved.targets import AMD_SMI_NAME
 from tests.conformance import STACK_NAMES, planned
 
 # Subresources that give a shell or a new container in a running pod.
@@ -31,8 +32,8 @@ def test_no_role_of_any_stack_grants_a_shell_in_a_pod(stack: str) -> None:
     bindings = [m for m in manifests if m.get("kind") in {"RoleBinding", "ClusterRoleBinding"}]
     for binding in bindings:
         # Only the agents' own service accounts are bound cluster-wide, and nothing in gpu-resources but them.
-        if binding["kind"] == "RoleBinding" and binding["metadata"].get("namespace") == NAMESPACE:
-            pytest.fail(f"{binding['metadata']['name']}: a role binding in {NAMESPACE}")
+        if binding["kind"] == "RoleBinding" and binding["metadata"].get("namespace") == GPU_NAMESPACE:
+            pytest.fail(f"{binding['metadata']['name']}: a role binding in {GPU_NAMESPACE}")
         if binding["kind"] == "ClusterRoleBinding":
             assert {s["kind"] for s in binding["subjects"]} == {"ServiceAccount"}, binding["metadata"]["name"]
             assert binding["roleRef"]["name"] not in {"cluster-admin", "admin", "edit"}
@@ -44,7 +45,7 @@ def test_the_amd_probe_only_waits_and_holds_no_api_token() -> None:
     [probe] = [
         m for m in planned("amd").manifests.values() if m.get("kind") == "DaemonSet" and m["metadata"]["name"] == AMD_SMI_NAME
     ]
-    assert probe["metadata"]["namespace"] == NAMESPACE
+    assert probe["metadata"]["namespace"] == GPU_NAMESPACE
     pod = probe["spec"]["template"]["spec"]
     assert pod["automountServiceAccountToken"] is False and "serviceAccountName" not in pod
     [container] = pod["containers"]

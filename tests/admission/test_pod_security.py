@@ -12,8 +12,9 @@ import pytest
 from components.admission.engine import ENGINE_NAMES, engine_named
 from components.admission.evaluate import evaluate
 from components.admission.pod_security import policy_name, rdma_policy_manifests
-from components.config import ConfigError, validate_config
+from components.config.problems import ConfigError
 from components.kube.workload_manifests import namespace_manifest, workload_manifests
+from components.resolved.stack import validate_stack
 from tests.conftest import raw_stack
 
 NS = "gpu-training"
@@ -117,7 +118,7 @@ def test_templates_are_judged_and_other_namespaces_are_not() -> None:
 def rdma_workload() -> Any:
     raw = raw_stack("prod")
     raw["aks-gpu:workloads"][0]["rdma"] = True
-    return validate_config(raw, "test").config.workloads[0]
+    return validate_stack(raw, "test").config.workloads[0]
 
 
 def test_an_rdma_namespace_trades_psa_enforcement_for_its_own_policy_created_first() -> None:
@@ -133,7 +134,7 @@ def test_an_rdma_namespace_trades_psa_enforcement_for_its_own_policy_created_fir
     )
     assert policy["metadata"]["name"] == binding["spec"]["policyName"] == policy_name("gpu-training")
     assert binding["spec"]["validationActions"] == ["Deny"]
-    plain = validate_config(raw_stack("prod"), "test").config.workloads[0]
+    plain = validate_stack(raw_stack("prod"), "test").config.workloads[0]
     assert namespace_manifest(plain)["metadata"]["labels"]["pod-security.kubernetes.io/enforce"] == "baseline"
     assert workload_manifests(plain, "nvidia.com/gpu")[0]["kind"] == "Namespace"
 
@@ -142,5 +143,5 @@ def test_rdma_with_restricted_is_refused() -> None:
     raw = raw_stack("prod")
     raw["aks-gpu:workloads"][0] |= {"rdma": True, "podSecurity": "restricted"}
     with pytest.raises(ConfigError) as error:
-        validate_config(raw, "test")
+        validate_stack(raw, "test")
     assert any(p.path == "aks-gpu:workloads[0].rdma" and "IPC_LOCK" in p.message for p in error.value.problems)

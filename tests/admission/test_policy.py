@@ -18,8 +18,9 @@ from components.admission.policy import (
     render_policy,
     workload_namespaces,
 )
-from components.config import ConfigError, validate_config
-from components.model import PlatformModel, resolve
+from components.config.problems import ConfigError
+from components.resolved.model import PlatformModel
+from components.resolved.stack import validate_stack
 from tests.conftest import STACK_NAMES, minimal_raw, raw_stack, stack_model
 
 # CEL words Kubernetes reserves: a field with one of these names must be written __name__, so a plain `.name`
@@ -35,7 +36,7 @@ KUBERNETES_CEL_CALLS = {
 def model_with(**admission: Any) -> PlatformModel:
     raw = raw_stack("prod")
     raw["aks-gpu:admission"] = {**raw.get("aks-gpu:admission", {}), **admission}
-    return resolve(validate_config(raw, "test").config)
+    return validate_stack(raw, "test").model
 
 
 def expressions(policy: dict[str, Any]) -> list[str]:
@@ -113,7 +114,7 @@ def test_exempt_namespaces_are_derived_from_what_the_stack_installs() -> None:
     raw = raw_stack("prod")
     raw["aks-gpu:cluster"]["networkPolicy"] = "calico"
     raw["aks-gpu:storage"] = {"flavour": "v1"}
-    calico_v1 = resolve(validate_config(raw, "test").config)
+    calico_v1 = validate_stack(raw, "test").model
     assert exempt_of(calico_v1) == ["kube-system", "gpu-resources", "calico-system", "tigera-operator", "acstor"]
     # The user's list comes on top, each namespace once.
     assert exempt_of(model_with(exemptNamespaces=["ray-system", "kube-system"])) == ["kube-system", "gpu-resources", "ray-system"]
@@ -123,7 +124,7 @@ def test_a_workload_namespace_cannot_be_exempt() -> None:
     raw = raw_stack("prod")
     raw["aks-gpu:admission"] = {"exemptNamespaces": ["gpu-training"]}
     with pytest.raises(ConfigError) as error:
-        validate_config(raw, "test")
+        validate_stack(raw, "test")
     assert any(
         p.path == "aks-gpu:admission.exemptNamespaces" and "gpu-training is a workload namespace" in p.message
         for p in error.value.problems
@@ -131,7 +132,7 @@ def test_a_workload_namespace_cannot_be_exempt() -> None:
     raw = raw_stack("prod")
     raw["aks-gpu:workloads"][0]["name"] = "kube-system"
     with pytest.raises(ConfigError) as error:
-        validate_config(raw, "test")
+        validate_stack(raw, "test")
     assert any(p.path == "aks-gpu:workloads[0].name" and "exempt" in p.message for p in error.value.problems)
 
 
@@ -146,7 +147,7 @@ def test_gpu_resource_names_come_from_the_pools() -> None:
             "aks-gpu:devicePlugin": {"migStrategy": "mixed"},
         }
     )  # fmt: skip
-    model = resolve(validate_config(raw, "test").config)
+    model = validate_stack(raw, "test").model
     names = gpu_resource_names(model)
     assert names == ("amd.com/gpu", "nvidia.com/gpu", "nvidia.com/mig-1g.10gb")
     variables = {v["name"]: v["expression"] for v in render_policy(model)[0]["spec"]["variables"]}
@@ -249,7 +250,7 @@ def test_expressions_stay_within_kubernetes_cel(stack: str) -> None:
 def test_an_action_listed_twice_is_a_config_error() -> None:
     raw = minimal_raw(**{"aks-gpu:admission": {"validationActions": ["Warn", "Audit", "Warn"]}})
     with pytest.raises(ConfigError) as error:
-        validate_config(raw, "test")
+        validate_stack(raw, "test")
     [problem] = error.value.problems
     assert problem.path == "aks-gpu:admission.validationActions"
     assert "listed more than once: Warn" in problem.message

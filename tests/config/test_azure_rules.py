@@ -8,7 +8,8 @@ from typing import Any
 import pytest
 
 from components.aks_facts import arm64_support, kubernetes_calendar
-from components.config import ConfigError, validate_config
+from components.config.problems import ConfigError
+from components.resolved.stack import validate_stack
 from tests.conftest import minimal_raw
 
 SOURCE = "stacks/Pulumi.test.yaml"
@@ -28,7 +29,7 @@ def with_pool(extra: dict[str, Any] | None = None, **fields: Any) -> dict[str, A
 def problems(raw: dict[str, Any]) -> tuple[list[str], list[str]]:
     """(errors, warnings), each rendered as `path: message`."""
     try:
-        validated = validate_config(raw, SOURCE, today=ON)
+        validated = validate_stack(raw, SOURCE, today=ON)
     except ConfigError as caught:
         rendered = [(p.severity, f"{p.path}: {p.message}") for p in caught.problems]
         return [m for s, m in rendered if s == "error"], [m for s, m in rendered if s == "warning"]
@@ -43,7 +44,7 @@ def has(messages: list[str], *parts: str) -> bool:
 
 
 def test_max_unavailable_alone_is_an_in_place_upgrade() -> None:
-    validated = validate_config(with_pool(upgrade={"maxUnavailable": "1"}), SOURCE, today=ON)
+    validated = validate_stack(with_pool(upgrade={"maxUnavailable": "1"}), SOURCE, today=ON)
     upgrade = validated.config.gpu_pools[0].upgrade
     assert upgrade.effective_max_surge == "0" and upgrade.max_unavailable == "1"
 

@@ -10,8 +10,9 @@ from typing import Any
 
 import pytest
 
-from components.config import ConfigError, validate_config
 from components.config.models import GpuPoolConfig
+from components.config.problems import ConfigError
+from components.resolved.stack import validate_stack
 from tests.conftest import minimal_raw
 
 SOURCE = "stacks/Pulumi.test.yaml"
@@ -26,7 +27,7 @@ def as_pulumi_hands_it_over(**overrides: Any) -> dict[str, Any]:
 
 def pool_after(**fields: Any) -> GpuPoolConfig:
     raw = as_pulumi_hands_it_over(**{"aks-gpu:gpuPools": [POOL | fields]})
-    return validate_config(raw, SOURCE).config.gpu_pools[0]
+    return validate_stack(raw, SOURCE).config.gpu_pools[0]
 
 
 def test_a_scalar_string_key_takes_the_cli_integer() -> None:
@@ -38,7 +39,7 @@ def test_list_items_take_cli_integers() -> None:
     # pulumi config set --path 'aks-gpu:gpuPools[0].zones[0]' 1 (and [1] 2)
     assert pool_after(zones=[1, 2]).zones == ("1", "2")
     raw = as_pulumi_hands_it_over(**{"aks-gpu:cluster": CLUSTER | {"systemPool": {"zones": [3]}}})
-    assert validate_config(raw, SOURCE).config.cluster.system_pool.zones == ("3",)
+    assert validate_stack(raw, SOURCE).config.cluster.system_pool.zones == ("3",)
 
 
 def test_map_values_take_cli_integers_and_booleans() -> None:
@@ -49,13 +50,13 @@ def test_map_values_take_cli_integers_and_booleans() -> None:
         "off": "false",
     }
     raw = as_pulumi_hands_it_over(**{"aks-gpu:cluster": CLUSTER | {"tags": {"costCenter": 4711}}})
-    assert validate_config(raw, SOURCE).config.cluster.tags == {"costCenter": "4711"}
+    assert validate_stack(raw, SOURCE).config.cluster.tags == {"costCenter": "4711"}
 
 
 def test_quantities_take_cli_integers() -> None:
     # pulumi config set --path 'aks-gpu:workloads[0].quota.cpu' 64
     workload = {"name": "team-a", "type": "training", "gpuQuota": 2, "quota": {"cpu": 64}, "defaultRequests": {"cpu": 1}}
-    config = validate_config(as_pulumi_hands_it_over(**{"aks-gpu:workloads": [workload]}), SOURCE).config.workloads[0]
+    config = validate_stack(as_pulumi_hands_it_over(**{"aks-gpu:workloads": [workload]}), SOURCE).config.workloads[0]
     assert (config.quota.cpu, config.default_requests.cpu) == ("64", "1")
 
 

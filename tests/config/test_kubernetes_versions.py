@@ -8,8 +8,9 @@ from typing import Any
 import pytest
 
 from components.aks_facts import kubernetes_calendar, minor_key
-from components.config import ConfigError, validate_config
 from components.config.models import ClusterConfig
+from components.config.problems import ConfigError
+from components.resolved.stack import validate_stack
 from tests.conftest import STACK_NAMES, minimal_raw, raw_stack
 
 SOURCE = "stacks/Pulumi.test.yaml"
@@ -25,7 +26,7 @@ def cluster(**fields: Any) -> dict[str, Any]:
 def problems_on(day: dt.date, **fields: Any) -> tuple[list[str], list[str]]:
     """(errors, warnings) at the version key on ``day``."""
     try:
-        validated = validate_config(cluster(**fields), SOURCE, today=day)
+        validated = validate_stack(cluster(**fields), SOURCE, today=day)
     except ConfigError as caught:
         errors = [p.message for p in caught.errors if p.path == KEY and p.severity == "error"]
         warnings = [p.message for p in caught.problems if p.path == KEY and p.severity == "warning"]
@@ -79,7 +80,7 @@ def test_long_term_support_on_premium_keeps_an_old_minor() -> None:
 
 def test_long_term_support_needs_premium() -> None:
     with pytest.raises(ConfigError) as caught:
-        validate_config(cluster(kubernetesVersion="1.33", supportPlan="AKSLongTermSupport"), SOURCE, today=READ_ON)
+        validate_stack(cluster(kubernetesVersion="1.33", supportPlan="AKSLongTermSupport"), SOURCE, today=READ_ON)
     paths = {p.path for p in caught.value.errors}
     # The tier is refused, and without LTS the version is past end of life too.
     assert {"aks-gpu:cluster.supportPlan", KEY} <= paths
@@ -110,4 +111,4 @@ def test_an_adopted_cluster_is_not_judged_by_a_version_it_does_not_set() -> None
 def test_the_loader_uses_the_real_date_when_none_is_given() -> None:
     # Past end of life on any day after 2025: refused without passing a date.
     with pytest.raises(ConfigError):
-        validate_config(cluster(kubernetesVersion="1.30"), SOURCE)
+        validate_stack(cluster(kubernetesVersion="1.30"), SOURCE)

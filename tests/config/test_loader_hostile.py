@@ -13,10 +13,11 @@ from typing import Any
 import pytest
 
 from components.cli import main
-from components.config import ConfigError, load_stack_file, validate_config
-from components.config.loader import MAX_STACK_FILE_BYTES
+from components.config.loader import MAX_STACK_FILE_BYTES, load_stack_file
+from components.config.problems import ConfigError
 from components.config.safe_yaml import MAX_DEPTH, MAX_NODES
 from components.plan import _config_values
+from components.resolved.stack import validate_stack
 from tests.conftest import PROJECT_DIR, minimal_raw
 
 PROD_TEXT = (PROJECT_DIR / "stacks" / "Pulumi.prod.yaml").read_text(encoding="utf-8")
@@ -177,10 +178,10 @@ def test_spot_max_price_refuses_nan_from_pulumi_json_and_from_python() -> None:
     raw = minimal_raw()
     raw["aks-gpu:gpuPools"] = json.dumps(raw["aks-gpu:gpuPools"]).replace('"maxCount": 2', '"maxCount": 2, "spotMaxPrice": NaN')
     with pytest.raises(ConfigError) as error:
-        validate_config(raw, "stacks/Pulumi.x.yaml")
+        validate_stack(raw, "stacks/Pulumi.x.yaml")
     assert "aks-gpu:gpuPools[0].spotMaxPrice" in str(error.value) and "finite" in str(error.value)
     pools = [dict(minimal_raw()["aks-gpu:gpuPools"][0], spot=True, spotMaxPrice=float("inf"))]
-    from components.config.loader import validate_sections
+    from components.resolved.stack import validate_sections
 
     with pytest.raises(ConfigError, match=r"spotMaxPrice|spot_max_price"):
         validate_sections({"gpu_pools": pools}, "component args")
@@ -218,7 +219,7 @@ def test_dates_and_yaml_1_1_oddities_read_as_pulumi_reads_them(tmp_path) -> None
 def test_an_unquoted_maintenance_time_is_the_time_not_a_number(tmp_path) -> None:
     text = PROD_TEXT.replace('startTime: "02:00"', "startTime: 13:30")
     assert text != PROD_TEXT
-    validated = validate_config(load_stack_file(written(tmp_path, text)), "x")
+    validated = validate_stack(load_stack_file(written(tmp_path, text)), "x")
     windows = validated.config.cluster.maintenance
     assert "13:30" in {w.start_time for w in (windows.node_os, windows.auto_upgrade) if w is not None}
 
@@ -269,7 +270,7 @@ def test_runtime_json_config_gets_the_same_limits() -> None:
     raw["aks-gpu:workloads"] = "[" * 5_000 + "]" * 5_000  # deeper than Python's JSON decoder goes
     raw["aks-gpu:cluster"] = '{"resourceGroup": "rg", "name": "aks", "tags": {"n": ' + "9" * 5_000 + "}}"
     with pytest.raises(ConfigError) as error:
-        validate_config(raw, "stacks/Pulumi.x.yaml")
+        validate_stack(raw, "stacks/Pulumi.x.yaml")
     text = str(error.value)
     assert "aks-gpu:workloads" in text and "nested" in text
     assert "aks-gpu:cluster" in text and len(text) < 3_000

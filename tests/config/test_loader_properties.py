@@ -12,8 +12,9 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from components.config import ConfigError, load_stack_file, validate_config
-from components.config.problems import MAX_MESSAGE_SHOWN, MAX_PATH_SHOWN
+from components.config.loader import load_stack_file
+from components.config.problems import MAX_MESSAGE_SHOWN, MAX_PATH_SHOWN, ConfigError
+from components.resolved.stack import validate_stack
 from tests.conftest import PROJECT_DIR, minimal_raw
 
 BUDGET = settings(max_examples=150, deadline=None, database=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
@@ -95,7 +96,7 @@ def check_file(path: Path, content: bytes) -> None:
         return
     assert isinstance(raw, dict) and all(isinstance(key, str) for key in raw)
     try:
-        validate_config(raw, str(path))
+        validate_stack(raw, str(path))
     except ConfigError as error:
         assert_clean(error)
 
@@ -169,6 +170,6 @@ def test_any_value_at_any_place_of_a_valid_config_validates_or_is_refused(
         if isinstance(parent, dict) or (isinstance(parent, list) and isinstance(step, int) and step < len(parent)):
             parent[step] = value
     try:
-        validate_config(raw, "stacks/Pulumi.x.yaml")
+        validate_stack(raw, "stacks/Pulumi.x.yaml")
     except ConfigError as error:
         assert_clean(error)

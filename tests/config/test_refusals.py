@@ -13,8 +13,9 @@ import yaml
 
 from components.aks_facts import Refusal, kubernetes_calendar, refusal_tag, refusals
 from components.cli import main
-from components.config import ConfigError, validate_config
 from components.config import rules as rules_module
+from components.config.problems import ConfigError
+from components.resolved.stack import validate_stack
 from tests.conftest import PROJECT_DIR, minimal_raw
 
 SOURCE = "stacks/Pulumi.test.yaml"
@@ -31,13 +32,13 @@ def with_example(refusal: Refusal) -> dict[str, Any]:
 
 
 def test_the_base_of_every_example_is_valid() -> None:
-    validate_config(minimal_raw(), SOURCE, today=ON)
+    validate_stack(minimal_raw(), SOURCE, today=ON)
 
 
 @pytest.mark.parametrize("refusal", list(refusals().values()), ids=list(refusals()))
 def test_each_refusal_is_refused_at_its_key(refusal: Refusal) -> None:
     with pytest.raises(ConfigError) as caught:
-        validate_config(with_example(refusal), SOURCE, today=ON)
+        validate_stack(with_example(refusal), SOURCE, today=ON)
     tagged = [p for p in caught.value.errors if p.severity == "error" and refusal_tag(refusal.id) in p.message]
     assert [p.path for p in tagged] == [refusal.reported_at], [p.render(SOURCE) for p in caught.value.errors]
 

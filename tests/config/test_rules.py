@@ -6,7 +6,8 @@ from typing import Any
 
 import pytest
 
-from components.config import ConfigError, validate_config
+from components.config.problems import ConfigError
+from components.resolved.stack import validate_stack
 from tests.conftest import minimal_raw
 
 SOURCE = "stacks/Pulumi.test.yaml"
@@ -14,12 +15,12 @@ SOURCE = "stacks/Pulumi.test.yaml"
 
 def errors_of(raw: dict[str, Any]) -> list[str]:
     with pytest.raises(ConfigError) as caught:
-        validate_config(raw, SOURCE)
+        validate_stack(raw, SOURCE)
     return [p.render(caught.value.source) for p in caught.value.errors]
 
 
 def warnings_of(raw: dict[str, Any]) -> list[str]:
-    return [p.render(SOURCE) for p in validate_config(raw, SOURCE).warnings]
+    return [p.render(SOURCE) for p in validate_stack(raw, SOURCE).warnings]
 
 
 def pool(**fields: Any) -> dict[str, Any]:
@@ -28,7 +29,7 @@ def pool(**fields: Any) -> dict[str, Any]:
 
 
 def test_minimal_config_is_valid() -> None:
-    assert validate_config(minimal_raw(), SOURCE).config.gpu_pools[0].name == "gpu"
+    assert validate_stack(minimal_raw(), SOURCE).config.gpu_pools[0].name == "gpu"
 
 
 def test_bad_mig_profile_names_file_key_value_and_allowed_values() -> None:
@@ -195,7 +196,7 @@ def test_structured_values_from_pulumi_arrive_as_json_text() -> None:
     import json
 
     raw = {key: (json.dumps(value) if not isinstance(value, str) else value) for key, value in minimal_raw().items()}
-    assert validate_config(raw, SOURCE).config.workloads[0].gpu_quota == 2
+    assert validate_stack(raw, SOURCE).config.workloads[0].gpu_quota == 2
 
 
 @pytest.mark.parametrize(

@@ -10,8 +10,8 @@ from typing import Any
 import pulumi
 import pytest
 
-from components.config.pulumi_source import SecretConfig, secret_config
 from components.plan import SECRET, PlanResult
+from components.program import SecretConfig, secret_config
 from tests.conftest import MockHarness, raw_stack
 
 TAG = "cc-4711-hush"

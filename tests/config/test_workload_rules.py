@@ -6,7 +6,8 @@ from typing import Any
 
 import pytest
 
-from components.config import ConfigError, validate_config
+from components.config.problems import ConfigError
+from components.resolved.stack import validate_stack
 from tests.conftest import minimal_raw
 
 SOURCE = "stacks/Pulumi.test.yaml"
@@ -18,7 +19,7 @@ def with_network(network: dict[str, Any]) -> dict[str, Any]:
 
 def errors_of(raw: dict[str, Any]) -> list[str]:
     with pytest.raises(ConfigError) as caught:
-        validate_config(raw, SOURCE)
+        validate_stack(raw, SOURCE)
     return [p.render(caught.value.source) for p in caught.value.errors]
 
 
@@ -29,7 +30,7 @@ def test_egress_cidr_must_be_a_network(cidr: str) -> None:
 
 
 def test_egress_cidr_with_host_bits_warns_with_the_network_it_means() -> None:
-    warnings = validate_config(with_network({"allowEgress": [{"cidr": "10.1.2.3/16"}]}), SOURCE).warnings
+    warnings = validate_stack(with_network({"allowEgress": [{"cidr": "10.1.2.3/16"}]}), SOURCE).warnings
     [warning] = [w for w in warnings if "allowEgress" in w.path]
     assert warning.path == "aks-gpu:workloads[0].network.allowEgress[0].cidr"
     assert "10.1.0.0/16" in warning.message
@@ -37,7 +38,7 @@ def test_egress_cidr_with_host_bits_warns_with_the_network_it_means() -> None:
 
 @pytest.mark.parametrize("cidr", ["10.1.0.0/16", "0.0.0.0/0", "fd00::/8", "FD00::/8"])
 def test_good_cidrs_pass_quietly(cidr: str) -> None:
-    validated = validate_config(with_network({"allowEgress": [{"cidr": cidr, "ports": [443]}]}), SOURCE)
+    validated = validate_stack(with_network({"allowEgress": [{"cidr": cidr, "ports": [443]}]}), SOURCE)
     assert not [w for w in validated.warnings if "allowEgress" in w.path]
 
 

@@ -22,7 +22,9 @@ from typing import Any
 import yaml
 
 from components.cli import main
-from components.config import StackConfig, load_stack_file, validate_config
+from components.config.loader import load_stack_file
+from components.config.models import StackConfig
+from components.resolved.stack import validate_stack
 from tests.conftest import PROJECT_DIR, STACK_NAMES, STACKS_DIR
 
 __all__ = ["PROJECT_DIR", "STACK_NAMES", "PlannedStack", "plan_with_cli", "planned"]
@@ -98,6 +100,6 @@ def planned(stack: str) -> PlannedStack:
     out_dir = _session_dir() / stack
     plan_with_cli(stack, out_dir)
     raw = load_stack_file(STACKS_DIR / f"Pulumi.{stack}.yaml")
-    config = validate_config(raw, f"stacks/Pulumi.{stack}.yaml").config
+    config = validate_stack(raw, f"stacks/Pulumi.{stack}.yaml").config
     document = json.loads((out_dir / "resources.json").read_text(encoding="utf-8"))
     return PlannedStack(stack, out_dir, config, document, read_manifests(out_dir / "manifests"))

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from bench.stacks import generated_stack, write_stack_file
-from components.config import validate_config
+from components.resolved.stack import validate_stack
 from tests.conformance import PROJECT_DIR, STACK_NAMES
 
 HASH_SEEDS = ("1", "2")
@@ -73,7 +73,7 @@ def test_the_comparison_sees_a_difference(tmp_path: Path) -> None:
 @pytest.mark.parametrize("pools", [1, 4, 10, 50, 200])
 def test_generated_stacks_are_valid_configs(pools: int) -> None:
     """The benchmark's stacks pass every config rule, so the benchmark measures planning, not an error path."""
-    validated = validate_config(generated_stack(pools), f"generated-{pools}")
+    validated = validate_stack(generated_stack(pools), f"generated-{pools}")
     assert len(validated.config.gpu_pools) == pools and len(validated.config.workloads) == pools
     assert not validated.warnings, [w.message for w in validated.warnings]
     vendors = {pool.vendor for pool in validated.config.gpu_pools}

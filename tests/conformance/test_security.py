@@ -29,16 +29,11 @@ import pytest
 import yaml
 
 from components.kube.node_daemonset import KUBELET_DEVICE_PLUGINS
-from components.kube.plugin_targets import (
-    AMD_LABELLER_NAME,
-    AMD_PLUGIN_CONTAINER,
-    AMD_SMI_CONTAINER,
-    NAMESPACE,
-    NVIDIA_PLUGIN_CONTAINER,
-)
-from components.model import resolve
 from components.monitoring.exporters import AMD_EXPORTER_NAME, DCGM_EXPORTER_NAME, POD_RESOURCES_DIR
+from components.naming import GPU_NAMESPACE
 from components.plan import SECRET, fake_kubeconfig
+from components.resolved.model import resolve
+from components.resolved.targets import AMD_LABELLER_NAME, AMD_PLUGIN_CONTAINER, AMD_SMI_CONTAINER, NVIDIA_PLUGIN_CONTAINER
 from tests.conformance import PROJECT_DIR, STACK_NAMES, Manifest, PlannedStack, planned
 from tests.conftest import MockHarness, minimal_raw
 
@@ -219,29 +214,29 @@ BASELINE_CAPABILITIES = frozenset(
 
 # (namespace, container name, what it needs beyond baseline) -> why the vendor agent needs it.
 PRIVILEGE_ALLOWLIST: dict[tuple[str, str, str], str] = {
-    (NAMESPACE, NVIDIA_PLUGIN_CONTAINER, f"hostPath {KUBELET_DEVICE_PLUGINS}"):
+    (GPU_NAMESPACE, NVIDIA_PLUGIN_CONTAINER, f"hostPath {KUBELET_DEVICE_PLUGINS}"):
         "a device plugin registers with the kubelet through a socket in this directory",
-    (NAMESPACE, NVIDIA_PLUGIN_CONTAINER, "capability SYS_ADMIN"):
+    (GPU_NAMESPACE, NVIDIA_PLUGIN_CONTAINER, "capability SYS_ADMIN"):
         "MIG pools only: the MIG monitor device of the NVIDIA container toolkit requires CAP_SYS_ADMIN",
-    (NAMESPACE, AMD_PLUGIN_CONTAINER, f"hostPath {KUBELET_DEVICE_PLUGINS}"):
+    (GPU_NAMESPACE, AMD_PLUGIN_CONTAINER, f"hostPath {KUBELET_DEVICE_PLUGINS}"):
         "a device plugin registers with the kubelet through a socket in this directory",
-    (NAMESPACE, AMD_PLUGIN_CONTAINER, "hostPath /sys"):
+    (GPU_NAMESPACE, AMD_PLUGIN_CONTAINER, "hostPath /sys"):
         "the ROCm plugin finds the GPUs in sysfs (mounted read-only)",
-    (NAMESPACE, AMD_LABELLER_NAME, "privileged"):
+    (GPU_NAMESPACE, AMD_LABELLER_NAME, "privileged"):
         "the ROCm node labeller opens the GPU device nodes to read their properties, as upstream runs it",
-    (NAMESPACE, AMD_LABELLER_NAME, "hostPath /sys"): "the node labeller reads GPU properties from sysfs",
-    (NAMESPACE, AMD_LABELLER_NAME, "hostPath /dev"): "the node labeller opens /dev/kfd and the render nodes",
-    (NAMESPACE, AMD_SMI_CONTAINER, "privileged"):
+    (GPU_NAMESPACE, AMD_LABELLER_NAME, "hostPath /sys"): "the node labeller reads GPU properties from sysfs",
+    (GPU_NAMESPACE, AMD_LABELLER_NAME, "hostPath /dev"): "the node labeller opens /dev/kfd and the render nodes",
+    (GPU_NAMESPACE, AMD_SMI_CONTAINER, "privileged"):
         "amd-smi opens /dev/kfd and every GPU's render node without being allocated a GPU",
-    (NAMESPACE, DCGM_EXPORTER_NAME, f"hostPath {POD_RESOURCES_DIR}"):
+    (GPU_NAMESPACE, DCGM_EXPORTER_NAME, f"hostPath {POD_RESOURCES_DIR}"):
         "the DCGM exporter maps GPUs to the pods they are allocated to through the kubelet's pod-resources socket",
-    (NAMESPACE, DCGM_EXPORTER_NAME, "capability SYS_ADMIN"):
+    (GPU_NAMESPACE, DCGM_EXPORTER_NAME, "capability SYS_ADMIN"):
         "DCGM's profiling metrics (DCGM_FI_PROF_*, the idle rule on MIG slices) need it, as NVIDIA's manifest says",
-    (NAMESPACE, AMD_EXPORTER_NAME, "privileged"):
+    (GPU_NAMESPACE, AMD_EXPORTER_NAME, "privileged"):
         "the ROCm metrics exporter opens /dev/kfd and every GPU's render node without being allocated one, as upstream runs it",
-    (NAMESPACE, AMD_EXPORTER_NAME, "hostPath /dev"): "the ROCm metrics exporter opens the GPU device nodes",
-    (NAMESPACE, AMD_EXPORTER_NAME, "hostPath /sys"): "the ROCm metrics exporter reads GPU state from sysfs (read-only)",
-    (NAMESPACE, AMD_EXPORTER_NAME, f"hostPath {POD_RESOURCES_DIR}"):
+    (GPU_NAMESPACE, AMD_EXPORTER_NAME, "hostPath /dev"): "the ROCm metrics exporter opens the GPU device nodes",
+    (GPU_NAMESPACE, AMD_EXPORTER_NAME, "hostPath /sys"): "the ROCm metrics exporter reads GPU state from sysfs (read-only)",
+    (GPU_NAMESPACE, AMD_EXPORTER_NAME, f"hostPath {POD_RESOURCES_DIR}"):
         "the ROCm metrics exporter maps GPUs to pods through the kubelet's pod-resources socket",
 }  # fmt: skip
 

@@ -15,8 +15,8 @@ import yaml
 
 from components.admission.evaluate import KNOWN_KINDS, evaluate
 from components.admission.policy import RESOURCE_RULES, render_policy, workload_namespaces
-from components.config import validate_config
 from components.plan import PlanResult, run_mocked
+from components.resolved.stack import validate_stack
 from tests.conftest import PROJECT_DIR, raw_stack, stack_model
 from tests.examples.test_team_stack import PLATFORM_STACK, PlatformStackMocks, manifest, prod_outputs, restricted_prod
 
@@ -142,7 +142,7 @@ def test_stack_config_examples_pass_the_stack_file_validation() -> None:
     examples = [(block, config) for block, document in yaml_documents() if (config := stack_config_of(document))]
     assert len(examples) >= 2, [block.where for block, _ in examples]
     for block, config in examples:
-        validate_config({**raw_stack("prod"), **config}, block.where)
+        validate_stack({**raw_stack("prod"), **config}, block.where)
 
 
 def test_the_stack_config_detector_leaves_other_yaml_alone() -> None:

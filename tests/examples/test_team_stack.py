@@ -18,9 +18,9 @@ from pulumi.runtime.mocks import MockResourceArgs
 
 from components.admission.evaluate import Decision, evaluate
 from components.admission.policy import render_policy
-from components.config import validate_config
-from components.model import PlatformModel, resolve
 from components.plan import SECRET, PlanMocks, PlanResult, fake_kubeconfig, run_program
+from components.resolved.model import PlatformModel
+from components.resolved.stack import validate_stack
 from tests.conftest import PROJECT_DIR, MockHarness, raw_stack, stack_model
 
 TEAM_DIR = PROJECT_DIR / "examples" / "team-stack"
@@ -110,7 +110,7 @@ def restricted_prod() -> PlatformModel:
     """prod with the admission policy's rule 3 on: GPU pods only in workload namespaces, on their type's pools."""
     raw = raw_stack("prod")
     raw["aks-gpu:admission"] = {**raw.get("aks-gpu:admission", {}), "restrictToWorkloadNamespaces": True}
-    return resolve(validate_config(raw, "stacks/Pulumi.prod.yaml").config)
+    return validate_stack(raw, "stacks/Pulumi.prod.yaml").model
 
 
 def admission(result: PlanResult, model: PlatformModel) -> Decision:

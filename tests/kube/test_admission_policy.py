@@ -10,10 +10,10 @@ import pytest
 
 from components.admission.policy import render_policy
 from components.args import platform_sections
-from components.config import validate_config
 from components.kube.admission_policy import GpuAdmissionPolicy, GpuAdmissionPolicyArgs
-from components.model import PlatformModel, resolve
 from components.plan import PlanResult
+from components.resolved.model import PlatformModel
+from components.resolved.stack import validate_stack
 from tests.conftest import MockHarness, raw_stack, stack_model
 
 POLICY_TYPE = "kubernetes:admissionregistration.k8s.io/v1:ValidatingAdmissionPolicy"
@@ -57,7 +57,7 @@ def test_registers_the_policy_and_its_binding(harness: MockHarness, stack: str, 
 def test_disabled_admission_registers_nothing(harness: MockHarness) -> None:
     raw = raw_stack("prod")
     raw["aks-gpu:admission"] = {"enabled": False}
-    result = plan(harness, resolve(validate_config(raw, "test").config))
+    result = plan(harness, validate_stack(raw, "test").model)
     assert result.by_type(POLICY_TYPE) == [] and result.by_type(BINDING_TYPE) == []
     assert len(result.by_type("aks-gpu:index:GpuAdmissionPolicy")) == 1
 

@@ -15,15 +15,17 @@ import pytest
 import yaml
 
 from components.args import platform_sections
-from components.config import ConfigError, validate_config
+from components.config.problems import ConfigError
 from components.kube.device_plugin import GpuDevicePlugin, GpuDevicePluginArgs, plugin_manifests, target_output
 from components.kube.gpu_operator import operator_releases
 from components.kube.nvidia_plugin import plugin_config as nvidia_plugin_config
-from components.kube.plugin_node_labels import plugin_node_labels
 from components.kube.plugin_pins import PINS_FILE, resolve_pins
-from components.kube.plugin_targets import NAMESPACE, plugin_targets
-from components.model import POOL_LABEL, PlatformModel, ResolvedPool, Taint, resolve
+from components.naming import GPU_NAMESPACE, POOL_LABEL
 from components.plan import PlanResult
+from components.resolved.model import PlatformModel, ResolvedPool, Taint, resolve
+from components.resolved.node_labels import plugin_node_labels
+from components.resolved.stack import validate_stack
+from components.resolved.targets import plugin_targets
 from tests.conftest import AKS_VERSIONS, PROJECT_DIR, STACK_NAMES, MockHarness, minimal_raw, raw_stack, stack_config, stack_model
 
 PINS = yaml.safe_load(PINS_FILE.read_text(encoding="utf-8"))
@@ -81,7 +83,7 @@ def node_labels(pool: ResolvedPool) -> dict[str, str]:
 
 
 def model_of(raw: dict[str, Any]) -> PlatformModel:
-    return resolve(validate_config(raw, "test").config)
+    return validate_stack(raw, "test").model
 
 
 def with_plugin(stack: str, **device_plugin: Any) -> PlatformModel:
@@ -295,7 +297,7 @@ def test_affinity_selects_gpu_pools_of_one_vendor_only(stack: str) -> None:
 
 def test_nvidia_daemonset_is_a_hardened_node_critical_plugin() -> None:
     manifest = daemonset(stack_model("prod"), NVIDIA_DS)
-    assert manifest["metadata"]["namespace"] == NAMESPACE == "gpu-resources"
+    assert manifest["metadata"]["namespace"] == GPU_NAMESPACE == "gpu-resources"
     assert manifest["spec"]["updateStrategy"]["type"] == "RollingUpdate"
     spec = pod_spec(manifest)
     assert spec["priorityClassName"] == "system-node-critical"
@@ -322,7 +324,7 @@ def test_nvidia_daemonset_is_a_hardened_node_critical_plugin() -> None:
 
 def test_namespace_admits_host_path_plugins() -> None:
     namespace = plugin_manifests(stack_model("dev"))[0]
-    assert namespace["kind"] == "Namespace" and namespace["metadata"]["name"] == NAMESPACE
+    assert namespace["kind"] == "Namespace" and namespace["metadata"]["name"] == GPU_NAMESPACE
     assert namespace["metadata"]["labels"]["pod-security.kubernetes.io/enforce"] == "privileged"
 
 
@@ -331,9 +333,9 @@ def test_config_manager_reads_its_node_with_a_token_only_it_gets() -> None:
     manifests = plugin_manifests(model)
     spec = pod_spec(daemonset(model, NVIDIA_DS))
     account = spec["serviceAccountName"]
-    assert any(m["kind"] == "ServiceAccount" and m["metadata"] == {**m["metadata"], "name": account, "namespace": NAMESPACE}
+    assert any(m["kind"] == "ServiceAccount" and m["metadata"] == {**m["metadata"], "name": account, "namespace": GPU_NAMESPACE}
                for m in manifests)  # fmt: skip
-    subject = {"kind": "ServiceAccount", "name": account, "namespace": NAMESPACE}
+    subject = {"kind": "ServiceAccount", "name": account, "namespace": GPU_NAMESPACE}
     (binding,) = [m for m in manifests if m["kind"] == "ClusterRoleBinding" and subject in m["subjects"]]
     (role,) = [m for m in manifests if m["kind"] == "ClusterRole" and m["metadata"]["name"] == binding["roleRef"]["name"]]
     assert role["rules"] == [{"apiGroups": [""], "resources": ["nodes"], "verbs": ["get", "list", "watch"]}]
@@ -474,7 +476,7 @@ def test_nvidia_pools_carry_their_config_label_in_both_modes() -> None:
     for mode in ("daemonset", "gpu-operator"):
         raw = raw_stack("prod")
         raw["aks-gpu:devicePlugin"] = {"mode": mode}
-        config = validate_config(raw, "test").config
+        config = validate_stack(raw, "test").config
         for pool in config.gpu_pools:
             assert plugin_node_labels(pool, config)[CONFIG_LABEL] == pool.name
             assert resolve(config).pool(pool.name).node_labels[CONFIG_LABEL] == pool.name
@@ -520,7 +522,7 @@ def test_component_registers_the_manifests_with_the_cluster_provider_and_exports
         r for r in result.resources if r.custom and r.type.startswith("kubernetes:") and r.type != "pulumi:providers:kubernetes"
     ]
     assert kube and all(r.options["provider"] == "k8s-id" for r in kube)
-    assert result.outputs["namespace"] == NAMESPACE and len(component.daemonsets) == 1 and component.releases == []
+    assert result.outputs["namespace"] == GPU_NAMESPACE and len(component.daemonsets) == 1 and component.releases == []
     assert result.outputs["targets"] == {pool: target_output(t) for pool, t in plugin_targets(model).items()}
     assert result.outputs["targets"]["infer"]["count_per_node"] == 7
     # The DaemonSet waits for its ConfigMap and its service account's RBAC.
@@ -541,7 +543,7 @@ def test_nvidia_gpu_operator_release_replaces_the_daemonset(harness: MockHarness
     chart = PINS["nvidia"]["gpu_operator"]
     assert record.inputs["chart"] == chart["chart"] == "gpu-operator"
     assert record.inputs["repositoryOpts"]["repo"] == chart["repo"] == "https://helm.ngc.nvidia.com/nvidia"
-    assert record.inputs["version"] == chart["version"] and record.inputs["namespace"] == NAMESPACE
+    assert record.inputs["version"] == chart["version"] and record.inputs["namespace"] == GPU_NAMESPACE
     assert len(component.releases) == 1
     values = record.inputs["values"]
     # The model leaves the driver to the operator in this mode (gpuProfile.driver None on every pool).
@@ -734,7 +736,7 @@ def test_operator_mode_labels_point_each_pool_at_its_config_and_keep_aks_drivers
     raw = raw_stack("prod")
     raw["aks-gpu:devicePlugin"] = {"mode": "gpu-operator"}
     raw["aks-gpu:gpuPools"][0]["gpuDriver"] = "Install"
-    config = validate_config(raw, "test").config
+    config = validate_stack(raw, "test").config
     model = resolve(config)
     (release,) = operator_releases(model, resolve_pins(config.device_plugin))
     data = release.values["devicePlugin"]["config"]["data"]
@@ -758,7 +760,7 @@ def test_amd_gpu_operator_mode_is_refused_without_cert_manager_and_a_driver_imag
     raw = raw_stack("amd")
     raw["aks-gpu:devicePlugin"] = {"amdMode": "gpu-operator"}
     with pytest.raises(ConfigError) as error:
-        validate_config(raw, "test")
+        validate_stack(raw, "test")
     paths = {problem.path for problem in error.value.problems}
     assert paths == {"aks-gpu:devicePlugin.certManagerInstalled", "aks-gpu:devicePlugin.amdDriverImage"}
     assert any("helm install cert-manager" in problem.message for problem in error.value.problems)

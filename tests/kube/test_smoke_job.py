@@ -8,14 +8,14 @@ from typing import Any
 import pytest
 
 from components.args import platform_sections
-from components.config import validate_config
 from components.kube.smoke_job import GpuValidation, smoke_job_manifest, smoke_job_manifests, smoke_plan
-from components.model import PlatformModel, resolve
+from components.resolved.model import PlatformModel
+from components.resolved.stack import validate_stack
 from tests.conftest import MockHarness, minimal_raw, raw_stack, stack_model
 
 
 def model_of(raw: dict[str, Any]) -> PlatformModel:
-    return resolve(validate_config(raw, "test").config)
+    return validate_stack(raw, "test").model
 
 
 def prod_with(pool_changes: dict[str, dict[str, Any]] | None = None, **stack: Any) -> PlatformModel:

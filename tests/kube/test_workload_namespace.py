@@ -17,7 +17,6 @@ from pulumi.provider.experimental.analyzer import Analyzer
 from pulumi.provider.experimental.component import ComponentProvider
 from pulumi.provider.experimental.schema import generate_schema
 
-from components.config import validate_config
 from components.config.models import WorkloadConfig
 from components.kube.workload_manifests import Manifest, PodPlacement, pod_placement, workload_manifests
 from components.kube.workload_namespace import (
@@ -26,8 +25,9 @@ from components.kube.workload_namespace import (
     GpuWorkloadNamespaceArgs,
     namespace_args,
 )
-from components.model import PlatformModel, ResolvedWorkload, resolve
 from components.plan import PlanResult, ResourceRecord, kube_manifest
+from components.resolved.model import PlatformModel, ResolvedWorkload
+from components.resolved.stack import validate_stack
 from tests.conftest import PROJECT_DIR, MockHarness, minimal_raw, raw_stack, stack_model
 
 GROUP_A = "0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0"
@@ -38,7 +38,7 @@ VIAS = ["component", "stack"]
 
 
 def model_of(**overrides: Any) -> PlatformModel:
-    return resolve(validate_config(minimal_raw(**overrides), "stacks/Pulumi.test.yaml").config)
+    return validate_stack(minimal_raw(**overrides), "stacks/Pulumi.test.yaml").model
 
 
 def workload_of(workload: dict[str, Any], **overrides: Any) -> ResolvedWorkload:
@@ -653,7 +653,7 @@ def test_pod_placement_tolerates_each_taint_once_and_exists_carries_no_value() -
 def test_an_rdma_namespace_gets_its_policy_before_its_pod_security_is_relaxed(harness: MockHarness) -> None:
     raw = raw_stack("prod")
     raw["aks-gpu:workloads"][0]["rdma"] = True
-    model = resolve(validate_config(raw, "test").config)
+    model = validate_stack(raw, "test").model
     result = run(harness, model.workloads[0])
     [policy] = result.by_type("kubernetes:admissionregistration.k8s.io/v1:ValidatingAdmissionPolicy")
     [binding] = result.by_type("kubernetes:admissionregistration.k8s.io/v1:ValidatingAdmissionPolicyBinding")

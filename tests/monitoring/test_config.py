@@ -6,24 +6,25 @@ from typing import Any
 
 import pytest
 
-from components.config import ConfigError, validate_config
+from components.config.problems import ConfigError
+from components.resolved.stack import validate_stack
 from tests.conftest import minimal_raw
 
 WORKSPACE = "/subscriptions/0000/resourceGroups/rg-obs/providers/Microsoft.Monitor/accounts/amw-shared"
 
 
 def warnings_of(**overrides: Any) -> list[str]:
-    return [w.render("test") for w in validate_config(minimal_raw(**overrides), "test").warnings]
+    return [w.render("test") for w in validate_stack(minimal_raw(**overrides), "test").warnings]
 
 
 def errors_of(**overrides: Any) -> list[str]:
     with pytest.raises(ConfigError) as raised:
-        validate_config(minimal_raw(**overrides), "test")
+        validate_stack(minimal_raw(**overrides), "test")
     return [p.render("test") for p in raised.value.errors]
 
 
 def test_defaults() -> None:
-    config = validate_config(minimal_raw(), "test").config
+    config = validate_stack(minimal_raw(), "test").config
     assert config.monitoring.enabled and config.monitoring.engine == "azure-monitor"
     assert config.monitoring.alerts.idle_minutes == 60
     assert warnings_of() == []
@@ -50,7 +51,7 @@ def test_bad_values_are_refused_with_their_key(monitoring: dict[str, Any], key: 
 
 def test_arm_ids_are_matched_case_insensitively_as_arm_does() -> None:
     group = "/subscriptions/0000/resourceGroups/rg/providers/Microsoft.Insights/actionGroups/oncall"
-    config = validate_config(minimal_raw(**{"aks-gpu:monitoring": {"azureMonitor": {"actionGroupIds": [group]}}}), "test").config
+    config = validate_stack(minimal_raw(**{"aks-gpu:monitoring": {"azureMonitor": {"actionGroupIds": [group]}}}), "test").config
     assert config.monitoring.azure_monitor.action_group_ids == (group,)
 
 
@@ -80,8 +81,8 @@ GB200 = "Standard_ND128isr_NDR_GB200_v6"
 def test_the_dcgm_exporter_runs_on_grace_pools_and_an_override_is_warned() -> None:
     raw = minimal_raw()
     raw["aks-gpu:gpuPools"][0]["vmSize"] = GB200
-    errors = [p for p in validate_config(raw, "test").warnings if "DCGM exporter" in p.message]
+    errors = [p for p in validate_stack(raw, "test").warnings if "DCGM exporter" in p.message]
     assert errors == [], "the pinned exporter has a linux/arm64 build (components/data/arm64_support.yaml)"
     raw["aks-gpu:monitoring"] = {"dcgmExporterImage": "registry.example.com/dcgm-exporter:1"}
-    warned = [w.render("test") for w in validate_config(raw, "test").warnings]
+    warned = [w.render("test") for w in validate_stack(raw, "test").warnings]
     assert any("aks-gpu:monitoring.dcgmExporterImage" in w and "linux/arm64" in w for w in warned), warned

@@ -9,11 +9,9 @@ from typing import Any
 
 import pytest
 
-from components.config import validate_config
 from components.kube.device_plugin import plugin_manifests
 from components.kube.gpu_operator import operator_releases
 from components.kube.plugin_pins import resolve_pins
-from components.model import PlatformModel, resolve
 from components.monitoring.exporter_pins import dcgm_counters_csv, default_exporter_pins
 from components.monitoring.exporters import (
     COUNTERS_CHECKSUM_ANNOTATION,
@@ -22,6 +20,8 @@ from components.monitoring.exporters import (
     dcgm_operator_values,
     exporter_manifests,
 )
+from components.resolved.model import PlatformModel
+from components.resolved.stack import validate_stack
 from tests.conftest import minimal_raw, stack_model
 
 # The Prometheus types the exporter accepts in the counters file's second column (promMetricType in
@@ -30,7 +30,7 @@ EXPORTER_TYPES = {"gauge", "counter", "histogram", "summary", "label"}
 
 
 def model_of(**overrides: Any) -> PlatformModel:
-    return resolve(validate_config(minimal_raw(**overrides), "test").config)
+    return validate_stack(minimal_raw(**overrides), "test").model
 
 
 def by_kind(manifests: list[dict[str, Any]], kind: str) -> list[dict[str, Any]]:
@@ -65,7 +65,7 @@ def test_exporters_are_placed_exactly_like_the_device_plugin(stack: str, exporte
 def test_a_spot_pool_and_a_user_taint_are_tolerated() -> None:
     raw = minimal_raw()
     raw["aks-gpu:gpuPools"][0] |= {"spot": True, "taints": ["team=ml:NoSchedule"]}
-    model = resolve(validate_config(raw, "test").config)
+    model = validate_stack(raw, "test").model
     (daemonset,) = by_kind(exporter_manifests(model), "DaemonSet")
     keys = {t["key"] for t in pod_spec(daemonset)["tolerations"]}
     assert keys == {"nvidia.com/gpu", "team", "kubernetes.azure.com/scalesetpriority"}
@@ -163,7 +163,7 @@ def test_the_amd_operators_exporter_is_scraped_by_port_number() -> None:
             },
         }
     )
-    manifests = exporter_manifests(resolve(validate_config(raw, "test").config))
+    manifests = exporter_manifests(validate_stack(raw, "test").model)
     assert by_kind(manifests, "DaemonSet") == []
     (monitor,) = by_kind(manifests, "PodMonitor")
     (endpoint,) = monitor["spec"]["podMetricsEndpoints"]

@@ -10,7 +10,6 @@ from typing import Any
 import pytest
 
 from components.config.models import MonitoringConfig
-from components.model import resolve
 from components.monitoring.exporter_pins import default_exporter_pins
 from components.monitoring.rules import (
     KUBE_STATE_METRICS,
@@ -145,9 +144,9 @@ def test_mixed_mig_strategy_watches_the_mig_resource() -> None:
             "aks-gpu:devicePlugin": {"migStrategy": "mixed"},
         }
     )
-    from components.config import validate_config
+    from components.resolved.stack import validate_stack
 
-    model = resolve(validate_config(raw, "test").config)
+    model = validate_stack(raw, "test").model
     rules = {r.alert: r for g in rule_groups(model, FIXED_CODES) for r in g.rules}
     assert 'resource="nvidia_com_mig_2g_20gb"' in rules["GpuMissing"].expr
     assert ") < 3 or" in rules["GpuMissing"].expr  # three 2g.20gb slices per A100 80GB
@@ -161,9 +160,9 @@ def test_empty_node_rule_follows_min_count_and_autoscaling() -> None:
     assert by_pool["train"].expr.endswith("> 0") and by_pool["infer"].expr.endswith("> 1")
     raw = minimal_raw()
     raw["aks-gpu:gpuPools"][0] |= {"autoscaling": False, "count": 2, "minCount": 0}
-    from components.config import validate_config
+    from components.resolved.stack import validate_stack
 
-    model = resolve(validate_config(raw, "test").config)
+    model = validate_stack(raw, "test").model
     assert [r for g in rule_groups(model, FIXED_CODES) for r in g.rules if r.alert == "GpuNodeEmpty"] == []
 
 
@@ -171,9 +170,9 @@ def test_thresholds_come_from_the_stack() -> None:
     raw = minimal_raw(
         **{"aks-gpu:monitoring": {"alerts": {"idleUtilizationPercent": 10, "idleMinutes": 90, "emptyNodeMinutes": 45}}}
     )
-    from components.config import validate_config
+    from components.resolved.stack import validate_stack
 
-    model = resolve(validate_config(raw, "test").config)
+    model = validate_stack(raw, "test").model
     rules = {r.alert: r for g in rule_groups(model, FIXED_CODES) for r in g.rules}
     assert rules["GpuAllocatedIdle"].for_minutes == 90 and "< 10" in rules["GpuAllocatedIdle"].expr
     assert rules["GpuNodeEmpty"].for_minutes == 45
@@ -181,17 +180,17 @@ def test_thresholds_come_from_the_stack() -> None:
 
 def test_no_pools_no_rules() -> None:
     raw = minimal_raw(**{"aks-gpu:gpuPools": [], "aks-gpu:workloads": []})
-    from components.config import validate_config
+    from components.resolved.stack import validate_stack
 
-    assert rule_groups(resolve(validate_config(raw, "test").config), FIXED_CODES) == ()
+    assert rule_groups(validate_stack(raw, "test").model, FIXED_CODES) == ()
 
 
 def test_device_plugin_rule_names_the_daemonset_each_mode_runs() -> None:
     def plugin_rule(mode: dict[str, Any]) -> str:
         raw = minimal_raw(**{"aks-gpu:devicePlugin": mode})
-        from components.config import validate_config
+        from components.resolved.stack import validate_stack
 
-        model = resolve(validate_config(raw, "test").config)
+        model = validate_stack(raw, "test").model
         return next(r.expr for g in rule_groups(model, FIXED_CODES) for r in g.rules if r.alert == "GpuDevicePluginNotReady")
 
     assert 'daemonset=~"nvidia-device-plugin-daemonset"' in plugin_rule({"mode": "daemonset"})

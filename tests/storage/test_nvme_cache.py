@@ -13,10 +13,12 @@ import yaml
 from kubernetes import client as kube_client
 
 from components.args import platform_sections
-from components.config import ConfigError, validate_config
-from components.model import POOL_LABEL, PlatformModel, resolve
+from components.config.problems import ConfigError
+from components.naming import POOL_LABEL
 from components.plan import PlanResult
-from components.storage import NvmeCache, NvmeCacheArgs, nvme_node_labels
+from components.resolved.model import PlatformModel
+from components.resolved.node_labels import nvme_node_labels
+from components.resolved.stack import validate_stack
 from components.storage.manifests import (
     ACCEPT_EPHEMERAL_ANNOTATIONS,
     NODE_AFFINITY_ANNOTATION,
@@ -25,6 +27,7 @@ from components.storage.manifests import (
     storage_pool,
     volume_snippet,
 )
+from components.storage.nvme_cache import NvmeCache, NvmeCacheArgs
 from tests.conftest import MockHarness, minimal_raw, raw_stack, stack_model
 
 SOURCE = "stacks/Pulumi.test.yaml"
@@ -35,7 +38,7 @@ CLUSTER = "azure-native:containerservice:ManagedCluster"
 
 
 def model_of(raw: dict[str, Any]) -> PlatformModel:
-    return resolve(validate_config(raw, SOURCE).config)
+    return validate_stack(raw, SOURCE).model
 
 
 def prod_with(**overrides: Any) -> dict[str, Any]:
@@ -257,12 +260,12 @@ def test_a_persistent_claim_always_accepts_ephemeral_storage() -> None:
 
 def errors_of(raw: dict[str, Any]) -> list[str]:
     with pytest.raises(ConfigError) as caught:
-        validate_config(raw, SOURCE)
+        validate_stack(raw, SOURCE)
     return [p.render(SOURCE) for p in caught.value.errors]
 
 
 def warnings_of(raw: dict[str, Any]) -> list[str]:
-    return [p.render(SOURCE) for p in validate_config(raw, SOURCE).warnings]
+    return [p.render(SOURCE) for p in validate_stack(raw, SOURCE).warnings]
 
 
 def gpu_pool(**fields: Any) -> dict[str, Any]:
@@ -309,7 +312,7 @@ def test_v2_cannot_be_pinned_at_all() -> None:
 
 def test_storage_settings_do_not_matter_without_an_nvme_pool() -> None:
     raw = minimal_raw(**{"aks-gpu:storage": {"extensionVersion": "2.1.0"}})
-    assert validate_config(raw, SOURCE).config.storage.extension_version == "2.1.0"
+    assert validate_stack(raw, SOURCE).config.storage.extension_version == "2.1.0"
 
 
 def test_prod_stack_file_passes_the_nvme_rules() -> None:

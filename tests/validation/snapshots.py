@@ -21,8 +21,8 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import replace
 from typing import Any
 
-from components.kube.plugin_targets import PluginTarget
-from components.model import PlatformModel, ResolvedPool
+from components.resolved.model import PlatformModel, ResolvedPool
+from components.resolved.targets import PluginTarget
 from components.validation.snapshot import ClusterSnapshot
 from tests.conftest import SMI_FIXTURES_DIR
 

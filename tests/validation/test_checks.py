@@ -8,9 +8,10 @@ from typing import Any
 
 import pytest
 
-from components.config import validate_config
-from components.kube.plugin_targets import plugin_targets
-from components.model import POOL_LABEL, PlatformModel, resolve
+from components.naming import POOL_LABEL
+from components.resolved.model import PlatformModel
+from components.resolved.stack import validate_stack
+from components.resolved.targets import plugin_targets
 from components.validation.checks import CHECK_IDS, CheckResult, run_checks
 from components.validation.health import read_smi_and_health
 from components.validation.snapshot import ClusterSnapshot
@@ -40,7 +41,7 @@ def model_with(pool_changes: dict[str, dict[str, Any]] | None = None, **stack_ch
     for pool in raw["aks-gpu:gpuPools"]:
         pool.update((pool_changes or {}).get(pool["name"], {}))
     raw.update(stack_changes)
-    return resolve(validate_config(raw, "test").config)
+    return validate_stack(raw, "test").model
 
 
 def prod_snapshot(model: PlatformModel = PROD, train: int = 2, infer: int = 2) -> ClusterSnapshot:
@@ -556,7 +557,7 @@ def test_an_amd_pool_checks_driver_and_count_and_has_no_mig_row() -> None:
         }
     ]
     raw["aks-gpu:workloads"] = [{"name": "gpu-training", "type": "training", "gpuQuota": 16}]
-    model = resolve(validate_config(raw, "test").config)
+    model = validate_stack(raw, "test").model
     targets = plugin_targets(model)
     results = run_checks(model, targets, healthy_snapshot(model, targets, {"mi300": 1}))
     node = node_name("mi300", 0)
@@ -576,7 +577,7 @@ def test_an_amd_node_without_amdgpu_fails_with_amd_advice() -> None:
     raw = copy.deepcopy(raw_stack("prod"))
     raw["aks-gpu:gpuPools"] = [{"name": "mi300", "vendor": "amd", "vmSize": "Standard_ND96isr_MI300X_v5", "workload": "training"}]
     raw["aks-gpu:workloads"] = [{"name": "gpu-training", "type": "training", "gpuQuota": 16}]
-    model = resolve(validate_config(raw, "test").config)
+    model = validate_stack(raw, "test").model
     targets = plugin_targets(model)
     snapshot = healthy_snapshot(model, targets, {"mi300": 1})
     snapshot.smi[node_name("mi300", 0)] = fixture_text("70_error_amd-smi_no_amdgpu_wsl.txt")
@@ -713,7 +714,7 @@ def test_uncorrectable_ras_errors_fail_an_amd_node() -> None:
     raw = copy.deepcopy(raw_stack("prod"))
     raw["aks-gpu:gpuPools"] = [{"name": "mi300", "vendor": "amd", "vmSize": "Standard_ND96isr_MI300X_v5", "workload": "training"}]
     raw["aks-gpu:workloads"] = [{"name": "gpu-training", "type": "training", "gpuQuota": 16}]
-    model = resolve(validate_config(raw, "test").config)
+    model = validate_stack(raw, "test").model
     targets = plugin_targets(model)
     snapshot = healthy_snapshot(model, targets, {"mi300": 1})
     snapshot.smi[node_name("mi300", 0)] = amd_smi_json(uncorrectable={5: 3})

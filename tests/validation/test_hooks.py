@@ -10,9 +10,9 @@ import pulumi
 import pulumi_kubernetes as k8s
 import pytest
 
-from components.config import validate_config
-from components.kube.plugin_targets import PluginTarget, plugin_targets
-from components.model import PlatformModel, resolve
+from components.resolved.model import PlatformModel
+from components.resolved.stack import validate_stack
+from components.resolved.targets import PluginTarget, plugin_targets
 from components.validation.hooks import (
     DeployValidationError,
     hook_binding,
@@ -232,7 +232,7 @@ def test_the_hook_probes_a_live_cluster_end_to_end(harness) -> None:
     """No fake collector: the hook's own probe reads a (fake) API server with the kubeconfig from the Output,
     with the stack's validation settings (a 1 s exec timeout, no retries, so the hung node is quick)."""
     validation = {**raw_stack("prod")["aks-gpu:validation"], "execTimeoutSeconds": 1, "retries": 0}
-    model = resolve(validate_config({**raw_stack("prod"), "aks-gpu:validation": validation}, "test").config)
+    model = validate_stack({**raw_stack("prod"), "aks-gpu:validation": validation}, "test").model
     targets = plugin_targets(model)
     cluster = FakeCluster.from_snapshot(healthy_snapshot(model, targets, {"train": 2, "infer": 2}))
     cluster.behaviours[node_name("infer", 0)] = ExecBehaviour(hang=True)
@@ -258,7 +258,7 @@ def test_warnings_alone_pass_but_are_shown(harness, model, targets, healthy, mon
 
 def operator_prod() -> PlatformModel:
     raw = {**raw_stack("prod"), "aks-gpu:devicePlugin": {"mode": "gpu-operator"}}
-    return resolve(validate_config(raw, "test").config)
+    return validate_stack(raw, "test").model
 
 
 @pytest.mark.parametrize("stack", ["prod", "dev", "amd", "prod-operator"])

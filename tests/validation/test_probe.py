@@ -15,8 +15,8 @@ from typing import Any
 
 import pytest
 
-from components.kube.plugin_targets import PluginTarget
-from components.model import PlatformModel
+from components.resolved.model import PlatformModel
+from components.resolved.targets import PluginTarget
 from components.validation import probe
 from components.validation.checks import run_checks
 from components.validation.probe import ProbeError, collect_snapshot, exit_note, is_transient, pool_selector

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from components.kube.plugin_targets import plugin_targets
+from components.resolved.targets import plugin_targets
 from components.validation.smi import parse_smi
 from components.validation.snapshot import ClusterSnapshot, SnapshotError, read_snapshot, write_snapshot
 from tests.conftest import stack_model

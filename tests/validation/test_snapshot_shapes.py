@@ -16,7 +16,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from components.cli import main
-from components.kube.plugin_targets import plugin_targets
+from components.resolved.targets import plugin_targets
 from components.validation import snapshot as snapshot_module
 from components.validation.checks import run_checks
 from components.validation.snapshot import ClusterSnapshot, SnapshotError, read_snapshot, write_snapshot

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from components.cli import validate
-from components.kube.plugin_targets import plugin_targets
+from components.resolved.targets import plugin_targets
 from components.validation import probe
 from components.validation.snapshot import ClusterSnapshot, write_snapshot
 from tests.conftest import PROJECT_DIR, stack_model

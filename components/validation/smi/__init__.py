@@ -24,6 +24,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import replace
+from typing import Any
 
 from components.validation.smi import amd, nvidia
 from components.validation.smi.errors import loaded_kernel_module, reported_error
@@ -69,22 +70,14 @@ __all__ = [
 ]
 
 
-def smi_command(vendor: Vendor) -> list[str]:
-    """The command the live validator runs in the device plugin pod, for the checks to read.
+def __getattr__(name: str) -> Any:
+    # Where a pool's SMI command runs is the resolved model's (components/resolved/targets.py); the name stays here
+    # for callers of this package, loaded on first use so that parsing SMI output never loads the config models.
+    if name == "smi_command":
+        from components.resolved.targets import smi_command
 
-    NVIDIA: ``nvidia-smi -q -x`` in every driver prints, in one call, what every check reads: the driver and
-    CUDA versions, each GPU's name, UUID, memory and MIG mode and its MIG devices, and the health counters
-    (ECC, row remapping, retired pages, clock event reasons, PCIe link width, fabric state). XML, because its
-    element names do not move when a column is added to the table (nvsmi_device_v12/v13 DTDs).
-
-    AMD: ``amd-smi static --json`` gives the amdgpu driver version and, per GPU, the market name and VRAM size
-    (ROCm 6.0 and later; fixtures 51 and 56 show the same data as text), and ``amd-smi metric --ecc --json`` after
-    it the RAS error counts the health check reads. Two commands need a shell: the probe image (a ROCm image)
-    has one. The ROCm version is left unknown; the driver version is what the checks compare.
-    """
-    if vendor == "nvidia":
-        return ["nvidia-smi", "-q", "-x"]
-    return ["sh", "-c", "amd-smi static --json; amd-smi metric --ecc --json"]
+        return smi_command
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def parse_smi(text: str, vendor: VendorChoice = "auto") -> SmiReport:

@@ -1,4 +1,5 @@
-"""Which namespaces the GPU placement policy leaves alone: derived from what the stack installs. Pure.
+"""Which namespaces the GPU placement policy leaves alone: derived from what the stack installs. Pure: a resolved
+fact of the stack, read by the admission policy builder and by the rule that no workload takes such a name.
 
 The facts (what runs in each namespace, why it must not be denied, and the sources) live in
 ``components/data/admission_exemptions.yaml``; this module only decides which of them apply to a stack, and adds

@@ -1,5 +1,6 @@
-"""The edge between Pulumi's runtime config and our validation: used by ``__main__.py`` under
-``pulumi up`` and under the offline plan alike, so both see the same rules and messages.
+"""The Pulumi program's edge: Pulumi's runtime config in, a validated and resolved stack out (``load_from_pulumi``),
+secret config kept secret. Used by ``__main__.py`` under ``pulumi up`` and under the offline plan alike, so both see
+the same rules and messages.
 
 Secret config stays secret. ``pulumi config set --secret`` (also with ``--path``: the whole top-level key
 becomes a secure object, pulumi/pulumi ``sdk/go/common/resource/config/map.go`` ``SecureKeys``, v3.259.0)
@@ -29,10 +30,11 @@ from pulumi.runtime import config as runtime_config
 from pydantic import BaseModel
 
 from components.args import is_output, log_warnings
-from components.config.loader import PROJECT, ValidatedConfig, stack_file_path, validate_config
+from components.config.loader import PROJECT, stack_file_path
 from components.config.models import StackConfig
 from components.config.problems import ConfigError
 from components.internal_error import debug_requested, internal_error_message
+from components.resolved.stack import ValidatedStack, validate_stack
 
 SECRET = "[secret]"
 # Below this length a secret text is matched only as a whole value, not inside longer strings.
@@ -203,19 +205,19 @@ def secret_config(raw: Mapping[str, Any], config: StackConfig | None = None) -> 
     return SecretConfig(frozenset(texts))
 
 
-def stack_secrets(validated: ValidatedConfig) -> SecretConfig:
+def stack_secrets(validated: ValidatedStack) -> SecretConfig:
     """The secret texts of the running stack's config (validated by ``load_from_pulumi``)."""
     return secret_config(runtime_config_map(), validated.config)
 
 
-def load_from_pulumi() -> ValidatedConfig:
+def load_from_pulumi() -> ValidatedStack:
     """Validate the running stack's config; on failure raise ``pulumi.RunError`` (no traceback), so
     nothing is registered and the message names the stack file and every bad key. Secret config is kept
     secret from here on (see the module's docstring); ``stack_secrets`` protects the program's exports."""
     source = str(stack_file_path(Path("."), pulumi.get_stack()))
     raw = runtime_config_map()
     try:
-        validated = validate_config(raw, source)
+        validated = validate_stack(raw, source)
     except ConfigError as exc:
         masked = secret_config(raw)
         lines = (masked.mask(p.render(exc.source)) for p in exc.problems)
