@@ -19,7 +19,6 @@ from __future__ import annotations
 from typing import Any
 
 from components.admission.policy import API_VERSION, NAMESPACE_NAME_LABEL, OPERATIONS, RESOURCE_RULES, lit, lit_list, pod_spec_of
-from components.naming import COMMON_LABELS
 
 Manifest = dict[str, Any]
 
@@ -178,18 +177,17 @@ def rdma_policy_manifests(namespace: str) -> list[Manifest]:
         "variables": _variables(),
         "validations": _validations(),
     }
-    labels = dict(COMMON_LABELS)
     return [
         {
             "apiVersion": API_VERSION,
             "kind": "ValidatingAdmissionPolicy",
-            "metadata": {"name": name, "labels": labels},
+            "metadata": {"name": name},
             "spec": spec,
         },
         {
             "apiVersion": API_VERSION,
             "kind": "ValidatingAdmissionPolicyBinding",
-            "metadata": {"name": name, "labels": dict(labels)},
+            "metadata": {"name": name},
             "spec": {"policyName": name, "validationActions": ["Deny"]},
         },
     ]

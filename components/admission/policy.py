@@ -44,7 +44,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from components.naming import COMMON_LABELS, GPU_TAINT_VALUE, POOL_LABEL, WORKLOAD_LABEL, Vendor, vendor_resource
+from components.naming import GPU_TAINT_VALUE, POOL_LABEL, WORKLOAD_LABEL, Vendor, vendor_resource
 from components.resolved.exemptions import exempt_namespaces
 from components.resolved.model import PlatformModel, ResolvedPool, Taint
 
@@ -545,7 +545,7 @@ def policy_manifest(model: PlatformModel, network_policy: str | None = None) -> 
     return {
         "apiVersion": API_VERSION,
         "kind": "ValidatingAdmissionPolicy",
-        "metadata": {"name": POLICY_NAME, "labels": dict(COMMON_LABELS)},
+        "metadata": {"name": POLICY_NAME},
         "spec": spec,
     }
 
@@ -554,7 +554,7 @@ def binding_manifest(model: PlatformModel) -> Manifest:
     return {
         "apiVersion": API_VERSION,
         "kind": "ValidatingAdmissionPolicyBinding",
-        "metadata": {"name": BINDING_NAME, "labels": dict(COMMON_LABELS)},
+        "metadata": {"name": BINDING_NAME},
         "spec": {"policyName": POLICY_NAME, "validationActions": list(model.config.admission.validation_actions)},
     }
 

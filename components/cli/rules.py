@@ -10,6 +10,7 @@ from typing import Any
 import yaml
 
 from components.cli.common import EXIT_OK, EXIT_USAGE, add_stack_arguments, err, load_stack, report_warnings, safe
+from components.kube.objects import labelled
 from components.monitoring.rules import POOL_LABEL_METRIC, prometheus_rule_manifest, rule_file, rule_groups
 from components.naming import POOL_LABEL
 from components.resolved.model import resolve
@@ -40,7 +41,7 @@ def run(args: argparse.Namespace) -> int:
     report_warnings(loaded)
     model = resolve(loaded.validated.config)
     groups = rule_groups(model, critical_xid_codes())
-    document = rule_file(groups) if args.format == "rule-file" else prometheus_rule_manifest(groups, model)
+    document = rule_file(groups) if args.format == "rule-file" else labelled(prometheus_rule_manifest(groups, model))
     text = yaml.safe_dump(document, sort_keys=False, width=1000, allow_unicode=True)
     if args.out is not None:
         try:

@@ -8,10 +8,10 @@ registers nothing.
 from typing import Any, NotRequired
 
 import pulumi
-import pulumi_kubernetes as k8s
 
 from components.admission.policy import render_policy
 from components.args import platform_model
+from components.kube.resources import kube_resource
 from components.specs import PlatformSpec
 
 
@@ -40,23 +40,17 @@ class GpuAdmissionPolicy(pulumi.ComponentResource):
         network_policy = args.get("network_policy")
         super().__init__("aks-gpu:index:GpuAdmissionPolicy", name, None, opts)
         provider = opts.provider if opts else None
-        self.policy: k8s.admissionregistration.v1.ValidatingAdmissionPolicy | None = None
-        self.binding: k8s.admissionregistration.v1.ValidatingAdmissionPolicyBinding | None = None
+        self.policy: pulumi.CustomResource | None = None
+        self.binding: pulumi.CustomResource | None = None
         manifests = render_policy(model, network_policy)
         if manifests:
             policy, binding = manifests
-            self.policy = k8s.admissionregistration.v1.ValidatingAdmissionPolicy(
-                f"{name}-policy",
-                metadata=policy["metadata"],
-                spec=policy["spec"],
-                opts=pulumi.ResourceOptions(parent=self, provider=provider),
-            )
-            self.binding = k8s.admissionregistration.v1.ValidatingAdmissionPolicyBinding(
+            self.policy = kube_resource(f"{name}-policy", policy, pulumi.ResourceOptions(parent=self, provider=provider))
+            self.binding = kube_resource(
                 f"{name}-binding",
-                metadata=binding["metadata"],
-                spec=binding["spec"],
+                binding,
                 # A binding whose policy is missing binds nothing; create it only once the policy exists.
-                opts=pulumi.ResourceOptions(parent=self, provider=provider, depends_on=[self.policy]),
+                pulumi.ResourceOptions(parent=self, provider=provider, depends_on=[self.policy]),
             )
         self.policy_name = pulumi.Output.from_input(manifests[0]["metadata"]["name"] if manifests else "")
         self.validation_actions = pulumi.Output.from_input(list(manifests[1]["spec"]["validationActions"]) if manifests else [])

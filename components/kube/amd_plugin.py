@@ -27,7 +27,7 @@ from components.kube.node_daemonset import (
     resources,
     root_security_context,
 )
-from components.naming import COMMON_LABELS, NAME_LABEL
+from components.naming import NAME_LABEL
 from components.resolved.model import PlatformModel, ResolvedPool
 from components.resolved.targets import (
     AMD_LABELLER_NAME,
@@ -68,7 +68,7 @@ def plugin_daemonset(pools: tuple[ResolvedPool, ...], image: str) -> dict[str, A
 
 def labeller_rbac() -> list[dict[str, Any]]:
     """The labeller writes labels on its own node: read and update nodes, nothing else."""
-    labels = {**COMMON_LABELS, NAME_LABEL: AMD_LABELLER_NAME}
+    labels = {NAME_LABEL: AMD_LABELLER_NAME}
     return node_access_rbac(AMD_LABELLER_NAME, LABELLER_CLUSTER_ROLE, labels, ("get", "list", "watch", "update", "patch"))
 
 

@@ -18,7 +18,8 @@ from components.kube.amd_plugin import amd_manifests
 from components.kube.gpu_operator import NVIDIA_RELEASE, ReleaseSpec, operator_releases
 from components.kube.nvidia_plugin import nvidia_manifests
 from components.kube.plugin_pins import resolve_pins
-from components.naming import COMMON_LABELS, GPU_NAMESPACE
+from components.kube.resources import kube_resource
+from components.naming import GPU_NAMESPACE
 from components.resolved.model import PlatformModel
 from components.resolved.targets import PluginTarget, plugin_targets
 from components.specs import PlatformSpec
@@ -30,7 +31,7 @@ HookFactory = Callable[[Iterable[str]], pulumi.ResourceHookBinding | None]
 def namespace_manifest() -> dict[str, Any]:
     """The plugins' namespace. Pod Security ``privileged``: a device plugin mounts hostPath (the kubelet's
     device-plugins directory, /sys), which ``baseline`` refuses; nothing but GPU node agents runs here."""
-    labels = {**COMMON_LABELS, "pod-security.kubernetes.io/enforce": "privileged"}
+    labels = {"pod-security.kubernetes.io/enforce": "privileged"}
     return {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": GPU_NAMESPACE, "labels": labels}}
 
 
@@ -86,28 +87,6 @@ def target_output(target: PluginTarget) -> PluginTargetOutput:
     return output
 
 
-def _register(name: str, manifest: dict[str, Any], opts: pulumi.ResourceOptions) -> pulumi.CustomResource:
-    """One manifest as its typed Pulumi resource (inputs exactly as the manifest spells them)."""
-    kind, metadata = manifest["kind"], manifest["metadata"]
-    if kind == "Namespace":
-        return k8s.core.v1.Namespace(name, metadata=metadata, opts=opts)
-    if kind == "ConfigMap":
-        return k8s.core.v1.ConfigMap(name, metadata=metadata, data=manifest["data"], opts=opts)
-    if kind == "ServiceAccount":
-        return k8s.core.v1.ServiceAccount(
-            name, metadata=metadata, automount_service_account_token=manifest["automountServiceAccountToken"], opts=opts
-        )
-    if kind == "ClusterRole":
-        return k8s.rbac.v1.ClusterRole(name, metadata=metadata, rules=manifest["rules"], opts=opts)
-    if kind == "ClusterRoleBinding":
-        return k8s.rbac.v1.ClusterRoleBinding(
-            name, metadata=metadata, role_ref=manifest["roleRef"], subjects=manifest["subjects"], opts=opts
-        )
-    if kind == "DaemonSet":
-        return k8s.apps.v1.DaemonSet(name, metadata=metadata, spec=manifest["spec"], opts=opts)
-    raise ValueError(f"no Pulumi resource registered for kind {kind}")
-
-
 def _resources(depends_on: object) -> list[pulumi.Resource]:
     """The resources of a ``depends_on`` option (a resource or a list of them)."""
     if isinstance(depends_on, pulumi.Resource):
@@ -157,7 +136,7 @@ class GpuDevicePlugin(pulumi.ComponentResource):
             if kind == "DaemonSet":
                 depends += config_maps + accounts
                 binding = hooks(pools_validated_by(manifest, targets)) if hooks else None
-            resource = _register(
+            resource = kube_resource(
                 f"{name}-{kind.lower()}-{manifest['metadata']['name']}",
                 manifest,
                 pulumi.ResourceOptions(parent=self, provider=provider, depends_on=depends, hooks=binding),

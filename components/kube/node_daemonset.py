@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from components.naming import COMMON_LABELS, GPU_NAMESPACE
+from components.naming import GPU_NAMESPACE
 from components.resolved.model import ResolvedPool, node_affinity_for, tolerations_for
 
 # Where the kubelet serves its device plugin registration socket (and where plugins put theirs):
@@ -108,7 +108,7 @@ def node_daemonset(
     unless ``automount_token`` is False (the caller then mounts ``api_token_volume`` where it is needed).
     """
     pools = tuple(pools)
-    pod_metadata: dict[str, Any] = {"labels": {**COMMON_LABELS, **selector}}
+    pod_metadata: dict[str, Any] = {"labels": {**selector}}
     if pod_annotations:
         pod_metadata["annotations"] = dict(pod_annotations)
     pod_spec: dict[str, Any] = {
@@ -129,7 +129,7 @@ def node_daemonset(
     return {
         "apiVersion": "apps/v1",
         "kind": "DaemonSet",
-        "metadata": {"name": name, "namespace": GPU_NAMESPACE, "labels": {**COMMON_LABELS, **selector}},
+        "metadata": {"name": name, "namespace": GPU_NAMESPACE, "labels": {**selector}},
         "spec": {
             "selector": {"matchLabels": dict(selector)},
             # One node at a time: a node whose plugin restarts advertises no GPUs until it registers again.

@@ -40,7 +40,7 @@ from components.kube.node_daemonset import (
     resources,
     root_security_context,
 )
-from components.naming import COMMON_LABELS, DEVICE_PLUGIN_CONFIG_LABEL, GPU_NAMESPACE, NAME_LABEL, vendor_resource
+from components.naming import DEVICE_PLUGIN_CONFIG_LABEL, GPU_NAMESPACE, NAME_LABEL, vendor_resource
 from components.resolved.model import PlatformModel, ResolvedPool
 from components.resolved.node_labels import plugin_config_name
 from components.resolved.targets import NVIDIA_PLUGIN_CONTAINER, NVIDIA_PLUGIN_DAEMONSET, NVIDIA_PLUGIN_NAME, app_labels
@@ -121,7 +121,7 @@ def config_map(pools: tuple[ResolvedPool, ...], model: PlatformModel) -> dict[st
         "metadata": {
             "name": CONFIG_MAP_NAME,
             "namespace": GPU_NAMESPACE,
-            "labels": {**COMMON_LABELS, NAME_LABEL: NVIDIA_PLUGIN_NAME},
+            "labels": {NAME_LABEL: NVIDIA_PLUGIN_NAME},
         },
         "data": pool_configs(pools, model),
     }
@@ -137,7 +137,7 @@ def uses_mig(pools: tuple[ResolvedPool, ...]) -> bool:
 
 def plugin_rbac() -> list[dict[str, Any]]:
     """The config-manager reads its own node's labels (an informer: list and watch, on one node by name)."""
-    labels = {**COMMON_LABELS, NAME_LABEL: NVIDIA_PLUGIN_NAME}
+    labels = {NAME_LABEL: NVIDIA_PLUGIN_NAME}
     return node_access_rbac(SERVICE_ACCOUNT, CLUSTER_ROLE, labels, ("get", "list", "watch"))
 
 

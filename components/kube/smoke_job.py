@@ -22,10 +22,10 @@ from dataclasses import dataclass
 from typing import Any
 
 import pulumi
-import pulumi_kubernetes as k8s
 
 from components.args import platform_model
-from components.naming import COMMON_LABELS, GPU_NAMESPACE, NAME_LABEL, POOL_LABEL
+from components.kube.resources import kube_resource
+from components.naming import GPU_NAMESPACE, NAME_LABEL, POOL_LABEL
 from components.resolved.model import PlatformModel, ResolvedPool
 from components.specs import PlatformSpec
 
@@ -119,7 +119,7 @@ def smoke_security_context(pool: ResolvedPool) -> dict[str, Any]:
 def smoke_job_manifest(model: PlatformModel, pool: ResolvedPool, namespace: str = GPU_NAMESPACE) -> dict[str, Any]:
     """The Job for one pool: one pod, one GPU unit, tolerating exactly the pool's taints, on the pool's nodes."""
     settings = model.config.validation.smoke_job
-    labels = {**COMMON_LABELS, NAME_LABEL: SMOKE_APP, POOL_LABEL: pool.name}
+    labels = {NAME_LABEL: SMOKE_APP, POOL_LABEL: pool.name}
     container = {
         "name": CONTAINER_NAME,
         "image": settings.image if pool.vendor == "nvidia" else settings.amd_image,
@@ -196,11 +196,10 @@ class GpuValidation(pulumi.ComponentResource):
         decisions = smoke_plan(model)
         manifests = smoke_job_manifests(model, GPU_NAMESPACE)
         for pool, manifest in manifests.items():
-            k8s.batch.v1.Job(
+            kube_resource(
                 f"{name}-{pool}",
-                metadata=manifest["metadata"],
-                spec=manifest["spec"],
-                opts=pulumi.ResourceOptions(
+                manifest,
+                pulumi.ResourceOptions(
                     parent=self,
                     provider=provider,
                     depends_on=depends_on,

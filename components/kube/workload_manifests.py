@@ -17,7 +17,7 @@ from typing import Any, NotRequired, TypedDict
 
 from components.admission.pod_security import rdma_policy_manifests
 from components.config.models import EgressRule, IngressFrom, WorkloadConfig
-from components.naming import COMMON_LABELS, WORKLOAD_LABEL
+from components.naming import WORKLOAD_LABEL
 
 Manifest = dict[str, Any]
 
@@ -87,7 +87,7 @@ class PodPlacement(TypedDict):
 
 def object_metadata(config: WorkloadConfig, name: str, namespaced: bool = True) -> dict[str, Any]:
     """Explicit name and the common labels; inside the workload's namespace unless ``namespaced`` is off."""
-    meta: dict[str, Any] = {"name": name, "labels": {**COMMON_LABELS, WORKLOAD_LABEL: config.type}}
+    meta: dict[str, Any] = {"name": name, "labels": {WORKLOAD_LABEL: config.type}}
     if namespaced:
         meta["namespace"] = config.name
     return meta

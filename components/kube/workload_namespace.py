@@ -34,6 +34,7 @@ from components.config.loader import key_path, problems_from
 from components.config.models import PlatformConfig, WorkloadConfig
 from components.config.problems import Problem
 from components.config.rules import cidr_problems
+from components.kube.resources import kube_resource
 from components.kube.workload_manifests import (
     QUOTA_NAME,
     Manifest,
@@ -42,10 +43,10 @@ from components.kube.workload_manifests import (
     config_manifests,
     gpu_quota_key,
     namespace_manifest,
-    object_metadata,
     pod_placement,
     quota_hard,
     rdma_manifests,
+    resource_quota_manifest,
 )
 from components.resolved.model import ResolvedWorkload
 from components.specs import WorkloadSpec
@@ -145,25 +146,11 @@ def workload_config(spec: Any, component: str) -> tuple[WorkloadConfig, pulumi.O
     return shape, pulumi.Output.all(**deferred).apply(complete)
 
 
-Register = Callable[[str, Manifest, pulumi.ResourceOptions], pulumi.CustomResource]
-
-# The namespaced kinds ``config_manifests`` builds, each registered as its typed resource.
-_REGISTER: dict[str, Register] = {
-    "LimitRange": lambda name, m, opts: k8s.core.v1.LimitRange(name, metadata=m["metadata"], spec=m["spec"], opts=opts),
-    "NetworkPolicy": lambda name, m, opts: k8s.networking.v1.NetworkPolicy(
-        name, metadata=m["metadata"], spec=m["spec"], opts=opts
-    ),
-    "RoleBinding": lambda name, m, opts: k8s.rbac.v1.RoleBinding(
-        name, metadata=m["metadata"], role_ref=m["roleRef"], subjects=m["subjects"], opts=opts
-    ),
-}
-
-
 _TYPE_KEYS = ("apiVersion", "kind")
 
 
-def _manifest_part(index: int, key: str) -> Callable[[WorkloadConfig], Any]:
-    return lambda config: config_manifests(config)[index][key]
+def _nth_config_manifest(index: int) -> Callable[[WorkloadConfig], Manifest]:
+    return lambda config: config_manifests(config)[index]
 
 
 def _child_name(component: str, kind: str, object_name: str) -> str:
@@ -201,30 +188,38 @@ class GpuWorkloadNamespace(pulumi.ComponentResource):
             # A value from the workload: plain when the workload is, else when its outputs are known.
             return build(shape) if pending is None else pending.apply(build)
 
+        def manifest_of(build: Callable[[WorkloadConfig], Manifest]) -> Manifest:
+            # A manifest of the workload: plain when the workload is; else each field an output of the known values
+            # (which objects exist and their names never depend on the deferred fields, see DEFERRED_FIELDS).
+            plain = build(shape)
+            if pending is None:
+                return plain
+            def field(key: str) -> Callable[[WorkloadConfig], Any]:
+                return lambda config: build(config)[key]
+
+            return {key: value if key in _TYPE_KEYS else pending.apply(field(key)) for key, value in plain.items()}
+
         # An RDMA namespace's Pod Security comes from its own policy: bound before the namespace relaxes PSA.
         # Whether there is one is plain (rdma is never an output); its name follows the namespace's.
         rdma: list[pulumi.Resource] = []
         if rdma_manifests(shape):
             cluster = pulumi.ResourceOptions(parent=self, provider=provider)
-            rdma_policy = k8s.admissionregistration.v1.ValidatingAdmissionPolicy(
-                f"{name}-rdma-policy",
-                metadata=of(lambda config: rdma_manifests(config)[0]["metadata"]),
-                spec=of(lambda config: rdma_manifests(config)[0]["spec"]),
-                opts=cluster,
-            )
+            rdma_policy = kube_resource(f"{name}-rdma-policy", manifest_of(lambda config: rdma_manifests(config)[0]), cluster)
             rdma.append(rdma_policy)
             rdma.append(
-                k8s.admissionregistration.v1.ValidatingAdmissionPolicyBinding(
+                kube_resource(
                     f"{name}-rdma-binding",
-                    metadata=of(lambda config: rdma_manifests(config)[1]["metadata"]),
-                    spec=of(lambda config: rdma_manifests(config)[1]["spec"]),
-                    opts=pulumi.ResourceOptions(parent=self, provider=provider, depends_on=[rdma_policy]),
+                    manifest_of(lambda config: rdma_manifests(config)[1]),
+                    pulumi.ResourceOptions(parent=self, provider=provider, depends_on=[rdma_policy]),
                 )
             )
-        self.namespace = k8s.core.v1.Namespace(
-            f"{name}-namespace",
-            metadata=of(lambda config: namespace_manifest(config)["metadata"]),
-            opts=pulumi.ResourceOptions(parent=self, provider=provider, depends_on=rdma or None),
+        self.namespace = cast(
+            k8s.core.v1.Namespace,
+            kube_resource(
+                f"{name}-namespace",
+                manifest_of(namespace_manifest),
+                pulumi.ResourceOptions(parent=self, provider=provider, depends_on=rdma or None),
+            ),
         )
         # The provider does not order objects by the namespace they name; the namespace must exist first.
         inside = pulumi.ResourceOptions(parent=self, provider=provider, depends_on=[self.namespace])
@@ -233,16 +228,11 @@ class GpuWorkloadNamespace(pulumi.ComponentResource):
             hard = pulumi.Output.all(resource, others).apply(lambda v: quota_hard(shape, v[0] or None, v[1]))
         else:
             hard = pulumi.Output.all(resource, others, pending).apply(lambda v: quota_hard(v[2], v[0] or None, v[1]))
-        quota: Manifest = {"metadata": of(lambda config: object_metadata(config, QUOTA_NAME)), "spec": {"hard": hard}}
-        k8s.core.v1.ResourceQuota(
-            _child_name(name, "ResourceQuota", QUOTA_NAME), metadata=quota["metadata"], spec=quota["spec"], opts=inside
-        )
-        # Which objects exist, and their names, never depend on the deferred fields (see DEFERRED_FIELDS).
+        quota = {**manifest_of(lambda config: resource_quota_manifest(config, None)), "spec": {"hard": hard}}
+        kube_resource(_child_name(name, "ResourceQuota", QUOTA_NAME), quota, inside)
         for index, manifest in enumerate(config_manifests(shape)):
             kind, object_name = manifest["kind"], manifest["metadata"]["name"]
-            if pending is not None:
-                manifest = {key: pending.apply(_manifest_part(index, key)) for key in manifest if key not in _TYPE_KEYS}
-            _REGISTER[kind](_child_name(name, kind, object_name), manifest, inside)
+            kube_resource(_child_name(name, kind, object_name), manifest_of(_nth_config_manifest(index)), inside)
 
         self.namespace_name = self.namespace.metadata.apply(lambda meta: str(meta.name))
         self.resource_name = resource

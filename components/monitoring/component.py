@@ -9,11 +9,10 @@ one PrometheusRule object instead, and nothing Azure-side is created.
 from typing import Any, NotRequired
 
 import pulumi
-import pulumi_kubernetes as k8s
 from pulumi_azure_native import alertsmanagement, monitor
 
 from components.args import platform_model
-from components.kube.device_plugin import _register
+from components.kube.resources import kube_resource
 from components.monitoring import azure
 from components.monitoring.exporters import exporter_manifests, monitoring_on
 from components.monitoring.rules import RuleGroup, prometheus_rule_manifest, rule_groups
@@ -101,7 +100,7 @@ class GpuMonitoring(pulumi.ComponentResource):
                 self._custom(resource_name, manifest, provider, [*after, *crd_after])
                 continue
             depends = [*after, *(previous if kind == "DaemonSet" else [])]
-            resource = _register(
+            resource = kube_resource(
                 resource_name, manifest, pulumi.ResourceOptions(parent=self, provider=provider, depends_on=depends)
             )
             if kind == "DaemonSet":
@@ -116,15 +115,8 @@ class GpuMonitoring(pulumi.ComponentResource):
         manifest: dict[str, Any],
         provider: pulumi.ProviderResource | None,
         depends: list[pulumi.Resource],
-    ) -> k8s.apiextensions.CustomResource:
-        return k8s.apiextensions.CustomResource(
-            resource_name,
-            api_version=manifest["apiVersion"],
-            kind=manifest["kind"],
-            metadata=manifest["metadata"],
-            spec=manifest["spec"],
-            opts=pulumi.ResourceOptions(parent=self, provider=provider, depends_on=depends),
-        )
+    ) -> pulumi.CustomResource:
+        return kube_resource(resource_name, manifest, pulumi.ResourceOptions(parent=self, provider=provider, depends_on=depends))
 
     def _azure(
         self,

@@ -32,7 +32,7 @@ from components.kube.node_daemonset import (
     root_security_context,
 )
 from components.monitoring.exporter_pins import ExporterPins, dcgm_counters_csv, resolve_exporter_pins
-from components.naming import COMMON_LABELS, GPU_NAMESPACE, NAME_LABEL, Vendor
+from components.naming import GPU_NAMESPACE, NAME_LABEL, Vendor
 from components.resolved.model import PlatformModel
 from components.resolved.targets import app_labels, vendor_mode
 
@@ -90,7 +90,7 @@ def dcgm_counters_config_map(pins: ExporterPins) -> dict[str, Any]:
         "metadata": {
             "name": DCGM_COUNTERS_CONFIG_MAP,
             "namespace": GPU_NAMESPACE,
-            "labels": {**COMMON_LABELS, NAME_LABEL: DCGM_EXPORTER_NAME},
+            "labels": {NAME_LABEL: DCGM_EXPORTER_NAME},
         },
         "data": {DCGM_COUNTERS_KEY: dcgm_counters_csv(pins.dcgm_counters)},
     }
@@ -178,7 +178,7 @@ def amd_exporter_config_map(pins: ExporterPins) -> dict[str, Any]:
         "metadata": {
             "name": AMD_EXPORTER_CONFIG_MAP,
             "namespace": GPU_NAMESPACE,
-            "labels": {**COMMON_LABELS, NAME_LABEL: AMD_EXPORTER_NAME},
+            "labels": {NAME_LABEL: AMD_EXPORTER_NAME},
         },
         "data": {"config.json": json.dumps(amd_exporter_config(pins), indent=2, sort_keys=True) + "\n"},
     }
@@ -187,7 +187,7 @@ def amd_exporter_config_map(pins: ExporterPins) -> dict[str, Any]:
 def amd_exporter_rbac() -> list[dict[str, Any]]:
     """Read access to nodes and pods: the exporter looks up the pods its GPUs are allocated to (their UID) through the
     API server. Upstream's chart also grants node update and event create, for the health service turned off here."""
-    labels = {**COMMON_LABELS, NAME_LABEL: AMD_EXPORTER_NAME}
+    labels = {NAME_LABEL: AMD_EXPORTER_NAME}
     objects = node_access_rbac(AMD_EXPORTER_NAME, AMD_EXPORTER_CLUSTER_ROLE, labels, ("get", "list", "watch"))
     role = next(o for o in objects if o["kind"] == "ClusterRole")
     role["rules"].append({"apiGroups": [""], "resources": ["pods"], "verbs": ["get", "list", "watch"]})
@@ -281,7 +281,7 @@ def pod_monitor(vendor: Vendor, model: PlatformModel) -> dict[str, Any]:
         "podMetricsEndpoints": [endpoint],
     }
     namespace = GPU_NAMESPACE if azure else monitoring.prometheus_operator.namespace
-    labels = {**COMMON_LABELS, NAME_LABEL: name, **({} if azure else monitoring.prometheus_operator.labels)}
+    labels = {NAME_LABEL: name, **({} if azure else monitoring.prometheus_operator.labels)}
     return {
         "apiVersion": AZURE_MONITOR_API if azure else PROMETHEUS_OPERATOR_API,
         "kind": "PodMonitor",

@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from components.kube.workload_manifests import QUOTA_NAME
-from components.naming import COMMON_LABELS, GPU_NAMESPACE, POOL_LABEL, Vendor, vendor_resource
+from components.naming import GPU_NAMESPACE, POOL_LABEL, Vendor, vendor_resource
 from components.resolved.model import PlatformModel, ResolvedPool
 from components.resolved.targets import AMD_PLUGIN_DAEMONSET, NVIDIA_PLUGIN_DAEMONSET, vendor_mode
 
@@ -530,7 +530,7 @@ def prometheus_rule_manifest(groups: Sequence[RuleGroup], model: PlatformModel) 
         "metadata": {
             "name": PROMETHEUS_RULE_NAME,
             "namespace": operator.namespace,
-            "labels": {**COMMON_LABELS, **operator.labels},
+            "labels": {**operator.labels},
         },
         "spec": {"groups": prometheus_groups(groups)},
     }

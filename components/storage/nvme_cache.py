@@ -5,7 +5,7 @@ StorageClass (v2) or StoragePool (v1) that makes the striped NVMe disks of the `
 from pods, plus ready-to-paste volume snippets for the workload namespaces that asked for one.
 """
 
-from typing import Any
+from typing import Any, cast
 
 import pulumi
 import pulumi_kubernetes as k8s
@@ -13,6 +13,7 @@ from pulumi_azure_native import kubernetesconfiguration
 
 from components.args import platform_model
 from components.config.models import StorageConfig
+from components.kube.resources import kube_resource
 from components.naming import POOL_LABEL
 from components.resolved.model import PlatformModel
 from components.specs import PlatformSpec
@@ -112,28 +113,11 @@ class NvmeCache(pulumi.ComponentResource):
         kube = pulumi.ResourceOptions(parent=self, provider=opts.provider if opts else None, depends_on=[extension])
         class_name = storage_class_name(storage.flavour, storage.storage_class_name)
         if storage.flavour == "v2":
-            manifest = storage_class(class_name, POOL_LABEL, pool_names)
-            created = k8s.storage.v1.StorageClass(
-                f"{name}-storage-class",
-                metadata=manifest["metadata"],
-                provisioner=manifest["provisioner"],
-                reclaim_policy=manifest["reclaimPolicy"],
-                volume_binding_mode=manifest["volumeBindingMode"],
-                allow_volume_expansion=manifest["allowVolumeExpansion"],
-                opts=kube,
-            )
+            created = kube_resource(f"{name}-storage-class", storage_class(class_name, POOL_LABEL, pool_names), kube)
             # Resolves once the class exists, so whoever consumes the name waits for it.
-            self.storage_class_name = created.metadata.apply(lambda _: class_name)
+            self.storage_class_name = cast(k8s.storage.v1.StorageClass, created).metadata.apply(lambda _: class_name)
         else:
-            pool = storage_pool(storage.storage_class_name)
-            created_pool = k8s.apiextensions.CustomResource(
-                f"{name}-storage-pool",
-                api_version=pool["apiVersion"],
-                kind=pool["kind"],
-                metadata=pool["metadata"],
-                spec=pool["spec"],
-                opts=kube,
-            )
+            created_pool = kube_resource(f"{name}-storage-pool", storage_pool(storage.storage_class_name), kube)
             # ACStor creates `acstor-<pool>` itself once the pool is ready.
             self.storage_class_name = created_pool.id.apply(lambda _: class_name)
 

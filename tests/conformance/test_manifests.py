@@ -160,3 +160,16 @@ def test_served_groups_know_the_builtin_groups() -> None:
     served = _served_groups(AKS_VERSIONS[-1])
     for builtin in ("v1", "apps/v1", "batch/v1", "networking.k8s.io/v1", "admissionregistration.k8s.io/v1", "storage.k8s.io/v1"):
         assert _schema_group(builtin) in served, builtin
+
+
+@pytest.mark.parametrize("stack", STACK_NAMES)
+def test_every_object_and_every_pod_carries_the_common_labels(stack: str) -> None:
+    """`kubectl get -l app.kubernetes.io/part-of=aks-gpu` lists everything the platform created, pods included."""
+    from components.naming import COMMON_LABELS
+
+    for file_name, manifest in planned(stack).manifests.items():
+        labels = (manifest.get("metadata") or {}).get("labels") or {}
+        assert COMMON_LABELS.items() <= labels.items(), file_name
+        template = (manifest.get("spec") or {}).get("template")
+        if isinstance(template, dict):
+            assert COMMON_LABELS.items() <= ((template.get("metadata") or {}).get("labels") or {}).items(), file_name

@@ -11,6 +11,7 @@ import pytest
 from components.admission.policy import render_policy
 from components.args import platform_sections
 from components.kube.admission_policy import GpuAdmissionPolicy, GpuAdmissionPolicyArgs
+from components.kube.objects import labelled
 from components.plan import PlanResult
 from components.resolved.model import PlatformModel
 from components.resolved.stack import validate_stack
@@ -47,7 +48,7 @@ def test_registers_the_policy_and_its_binding(harness: MockHarness, stack: str, 
     manifests = result.manifests()
     applied_policy = manifests["validatingadmissionpolicy-_-aks-gpu-gpu-placement.yaml"]
     applied_binding = manifests["validatingadmissionpolicybinding-_-aks-gpu-gpu-placement.yaml"]
-    assert [applied_policy, applied_binding] == render_policy(stack_model(stack))
+    assert [applied_policy, applied_binding] == [labelled(m) for m in render_policy(stack_model(stack))]
     assert applied_binding["spec"] == {"policyName": "aks-gpu-gpu-placement", "validationActions": actions}
     assert applied_policy["spec"]["failurePolicy"] == "Fail"
     rules = applied_policy["spec"]["matchConstraints"]["resourceRules"]

@@ -19,6 +19,7 @@ from components.config.problems import ConfigError
 from components.kube.device_plugin import GpuDevicePlugin, GpuDevicePluginArgs, plugin_manifests, target_output
 from components.kube.gpu_operator import operator_releases
 from components.kube.nvidia_plugin import plugin_config as nvidia_plugin_config
+from components.kube.objects import labelled
 from components.kube.plugin_pins import PINS_FILE, resolve_pins
 from components.naming import GPU_NAMESPACE, POOL_LABEL
 from components.plan import PlanResult
@@ -514,7 +515,7 @@ def test_component_registers_the_manifests_with_the_cluster_provider_and_exports
     model = stack_model("prod")
     result, component = run_component(harness, model)
     expected = {
-        f"{m['kind'].lower()}-{m['metadata'].get('namespace', '_')}-{m['metadata']['name']}.yaml": m
+        f"{m['kind'].lower()}-{m['metadata'].get('namespace', '_')}-{m['metadata']['name']}.yaml": labelled(m)
         for m in plugin_manifests(model)
     }
     assert {k: v for k, v in result.manifests().items() if k in expected} == expected

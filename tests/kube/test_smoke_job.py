@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 
 from components.args import platform_sections
+from components.kube.objects import labelled
 from components.kube.smoke_job import GpuValidation, smoke_job_manifest, smoke_job_manifests, smoke_plan
 from components.resolved.model import PlatformModel
 from components.resolved.stack import validate_stack
@@ -147,7 +148,8 @@ def test_the_component_registers_one_job_per_enabled_pool(harness: MockHarness) 
     jobs = result.by_type("kubernetes:batch/v1:Job")
     assert [job.name for job in jobs] == ["prod-smoke-infer"]
     manifests = result.manifests()
-    assert manifests["job-gpu-resources-gpu-smoke-infer.yaml"]["spec"] == smoke_job_manifest(model, model.pool("infer"))["spec"]
+    expected = labelled(smoke_job_manifest(model, model.pool("infer")))
+    assert manifests["job-gpu-resources-gpu-smoke-infer.yaml"]["spec"] == expected["spec"]
 
 
 @pytest.mark.parametrize("stack", ["prod", "dev", "amd"])

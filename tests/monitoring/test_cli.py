@@ -10,6 +10,7 @@ import pytest
 import yaml
 
 from components.cli import main
+from components.kube.objects import labelled
 from components.monitoring.rules import prometheus_rule_manifest, rule_file, rule_groups
 from components.validation.xid import critical_xid_codes
 from tests.conftest import PROJECT_DIR, raw_stack, stack_model
@@ -38,7 +39,7 @@ def test_prints_a_prometheus_rule_object(capsys: pytest.CaptureFixture[str]) -> 
     code, out, _ = run(capsys, "--stack", "amd", "--format", "prometheusrule")
     assert code == 0
     model = stack_model("amd")
-    assert yaml.safe_load(out) == prometheus_rule_manifest(rule_groups(model, critical_xid_codes()), model)
+    assert yaml.safe_load(out) == labelled(prometheus_rule_manifest(rule_groups(model, critical_xid_codes()), model))
 
 
 def test_writes_a_file(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:

@@ -14,6 +14,7 @@ from kubernetes import client as kube_client
 
 from components.args import platform_sections
 from components.config.problems import ConfigError
+from components.kube.objects import labelled
 from components.naming import POOL_LABEL
 from components.plan import PlanResult
 from components.resolved.model import PlatformModel
@@ -107,7 +108,7 @@ def test_prod_storage_class_keeps_the_driver_on_the_nvme_pool(harness: MockHarne
     assert manifest["volumeBindingMode"] == "WaitForFirstConsumer"
     affinity = yaml.safe_load(manifest["metadata"]["annotations"][NODE_AFFINITY_ANNOTATION])
     assert affinity_values(affinity) == ["train"]  # prod's only nvmeCache pool; not `infer`
-    assert manifest == storage_class("local-nvme", POOL_LABEL, ["train"])
+    assert manifest == labelled(storage_class("local-nvme", POOL_LABEL, ["train"]))
 
 
 def test_storage_class_goes_through_the_kubernetes_provider_after_the_extension(harness: MockHarness) -> None:
@@ -219,7 +220,7 @@ def test_v1_creates_a_storage_pool_and_uses_the_class_acstor_derives(harness: Mo
     assert only(result, EXTENSION).urn in pool.options["dependsOn"]
     manifest = result.manifests()["storagepool-acstor-local-nvme.yaml"]
     assert manifest["spec"] == {"poolType": {"ephemeralDisk": {"diskType": "nvme"}}}
-    assert manifest == storage_pool("local-nvme")
+    assert manifest == labelled(storage_pool("local-nvme"))
     assert result.outputs["storageClassName"] == "acstor-local-nvme"
     claim = result.outputs["volumeSnippets"]["gpu-training"]["persistentVolumeClaim"]
     assert claim["metadata"]["annotations"] == {"acstor.azure.com/accept-ephemeral-storage": "true"}
