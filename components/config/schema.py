@@ -25,15 +25,16 @@ def stack_file_schema() -> dict[str, Any]:
         "properties": {
             "config": {
                 "type": "object",
+                "description": "The stack's settings: aks-gpu keys, the Azure location and other providers' keys.",
                 "properties": properties,
                 "required": [f"{PROJECT}:cluster", LOCATION_KEY],
                 # Other providers' keys (azure-native:*, kubernetes:*) are theirs to check.
                 "patternProperties": {"^(azure-native|kubernetes|pulumi):": {}},
                 "additionalProperties": False,
             },
-            "secretsprovider": {"type": "string"},
-            "encryptedkey": {"type": "string"},
-            "encryptionsalt": {"type": "string"},
+            "secretsprovider": {"type": "string", "description": "Pulumi's secrets provider for this stack (set by pulumi)."},
+            "encryptedkey": {"type": "string", "description": "The stack's encrypted data key (set by pulumi)."},
+            "encryptionsalt": {"type": "string", "description": "The passphrase provider's salt (set by pulumi)."},
         },
         "$defs": definitions,
     }

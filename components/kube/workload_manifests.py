@@ -57,6 +57,7 @@ class TolerationSpec(TypedDict):
     """A pod toleration, as a pod spec carries it."""
 
     key: str
+    """The taint key tolerated."""
     operator: str
     """Equal or Exists."""
     effect: str

@@ -21,7 +21,7 @@ def literal_values(annotation: Any) -> set[str]:
     return values
 
 
-def field_values(model: type[models.Spec], field: str) -> set[str]:
+def field_values(model: type[models.ConfigModel], field: str) -> set[str]:
     return literal_values(model.model_fields[field].annotation)
 
 
@@ -43,7 +43,7 @@ def enum_values(enum: type[Enum]) -> set[str]:
         (models.MaintenanceWindow, "day_of_week", cs.WeekDay),
     ],
 )
-def test_config_values_are_provider_enum_values(model: type[models.Spec], field: str, enum: type[Enum]) -> None:
+def test_config_values_are_provider_enum_values(model: type[models.ConfigModel], field: str, enum: type[Enum]) -> None:
     ours = field_values(model, field)
     assert ours, f"{model.__name__}.{field} has no literal values"
     assert ours <= enum_values(enum), f"not in {enum.__name__}: {ours - enum_values(enum)}"
