@@ -33,6 +33,7 @@ th, td { text-align: left; vertical-align: top; padding: .35rem .5rem; border-bo
 th { background: #f9fafb; font-weight: 600; }
 td.num { text-align: right; font-variant-numeric: tabular-nums; }
 td.message { overflow-wrap: anywhere; }
+td.badge, td code { white-space: nowrap; }
 .badge { font-weight: 700; text-transform: uppercase; font-size: .75rem; }
 .chart { margin: .5rem 0 1rem; }
 .chart .row { display: grid; grid-template-columns: 10rem 1fr 9rem; gap: .75rem; align-items: center; margin: .35rem 0; }
@@ -152,11 +153,13 @@ def _practice(practice: str, title: str, article: str, findings: Sequence[AuditF
         if fail
         else (f'<span class="warn">{len(findings)} warning(s)</span>' if findings else '<span class="ok">no finding</span>')
     )
+    if gaps and not findings:
+        state += " in what was checked"
     parts = [
         f'<section class="practice" id="practice-{_e(practice)}">',
         f"<h2>{_e(title)}</h2>",
         f'<p class="muted">{_e(article)}</p>',
-        f'<p class="state">{state}{" (parts not checked, see below)" if gaps else ""}</p>',
+        f'<p class="state">{state}{" (parts not checked: see below)" if gaps else ""}</p>',
     ]
     for check in checks_of(practice):
         mine = [finding for finding in findings if finding.id in check.finding_ids]

@@ -201,5 +201,7 @@ def markdown_table() -> str:
         ids = ", ".join(f"`{finding}`" for finding in check.finding_ids)
         reads = ", ".join(f"`{name}`" for name in check.reads)
         practice = PRACTICE_BY_ID[check.practice].title
-        rows.append(f"| {ids} | {check.severity} | {practice} | {check.checks} | {reads} |")
+        # Outside code spans, Markdown would take <vendor> for an HTML tag.
+        checks = check.checks.replace("<", "&lt;").replace(">", "&gt;")
+        rows.append(f"| {ids} | {check.severity} | {practice} | {checks} | {reads} |")
     return "\n".join(rows)

@@ -95,7 +95,7 @@ def run(args: argparse.Namespace) -> int:
         _check_usage(args)
         model, expected = _stack(args)
         snapshot, source = _snapshot(args, model)
-        report = run_audit(snapshot, expected)
+        report = run_audit(snapshot, expected, shapes_checked=True)  # read_snapshot and the probe checked them
         if args.html is not None:
             _write_html(args.html, render_html(report, source=source))
     except ConfigError as error:

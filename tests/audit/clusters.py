@@ -202,3 +202,4 @@ def edited(snapshot: ClusterSnapshot) -> ClusterSnapshot:
 TRAIN_0 = "aks-train-31415926-vmss000000"
 TRAIN_1 = "aks-train-31415926-vmss000001"
 INFER_0 = "aks-infer-31415926-vmss000000"
+CLEAN_NODES = (TRAIN_0, TRAIN_1, INFER_0)
