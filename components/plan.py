@@ -16,6 +16,7 @@ import logging
 import os
 import runpy
 import shutil
+import stat
 import sys
 import tempfile
 import threading
@@ -452,16 +453,25 @@ def write_plan(result: PlanResult, out_dir: Path) -> list[Path]:
 
 
 def _check_out_dir(out_dir: Path) -> None:
-    if out_dir.exists() and not out_dir.is_dir():
+    # One stat, then one listing, each allowed to find the folder gone: another plan being swapped into the same
+    # folder moves it aside for an instant, which is not a file standing in the way.
+    try:
+        is_folder = stat.S_ISDIR(out_dir.stat().st_mode)
+    except FileNotFoundError:
+        return
+    if not is_folder:
         raise PlanWriteError(f"{out_dir} is a file, not a folder: give --out a folder (it is created if missing)")
-    if out_dir.is_dir():
-        foreign = sorted(entry.name for entry in out_dir.iterdir() if entry.name not in (PLAN_FILE, MANIFEST_DIR))
-        if foreign:
-            listed = ", ".join(foreign[:5]) + (f" and {len(foreign) - 5} more" if len(foreign) > 5 else "")
-            raise PlanWriteError(
-                f"{out_dir} holds files that are not part of a plan ({listed}); a plan replaces the whole folder,"
-                " so give --out an empty folder, a new one, or a previous plan's"
-            )
+    try:
+        entries = [entry.name for entry in out_dir.iterdir()]
+    except FileNotFoundError:
+        return
+    foreign = sorted(name for name in entries if name not in (PLAN_FILE, MANIFEST_DIR))
+    if foreign:
+        listed = ", ".join(foreign[:5]) + (f" and {len(foreign) - 5} more" if len(foreign) > 5 else "")
+        raise PlanWriteError(
+            f"{out_dir} holds files that are not part of a plan ({listed}); a plan replaces the whole folder,"
+            " so give --out an empty folder, a new one, or a previous plan's"
+        )
 
 
 def _swap_in(staging: Path, out_dir: Path) -> None:

@@ -138,15 +138,15 @@ def _read_pipe(path: Path) -> bytes:
     deadline = time.monotonic() + _PIPE_TIMEOUT_S
     try:
         while size < _MAX_BYTES:
-            left = deadline - time.monotonic()
-            if left <= 0:
-                raise OSError(0, f"the pipe did not end within {_PIPE_TIMEOUT_S} s")
-            readable, _, _ = select.select([fd], [], [], left)
-            if not readable:
-                continue
             try:
                 chunk = os.read(fd, min(1 << 20, _MAX_BYTES - size))
             except BlockingIOError:
+                # The writer is there but has nothing for us yet. (select alone cannot tell: Linux never reports
+                # a FIFO readable that no writer has opened, while read returns end of file for it at once.)
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise OSError(0, f"the pipe did not end within {_PIPE_TIMEOUT_S} s") from None
+                select.select([fd], [], [], min(left, 1.0))
                 continue
             if not chunk:
                 break
