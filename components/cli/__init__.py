@@ -1,5 +1,6 @@
 """``aksgpu``: plan a stack offline, print the config schema and GPU catalog, parse SMI output,
-validate a cluster and check pods against the admission policy."""
+validate a cluster, audit any AKS GPU cluster against the best practices and check pods against the admission
+policy."""
 
 from __future__ import annotations
 
