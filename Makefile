@@ -9,8 +9,11 @@ CHECKOV_STAMP := $(CHECKOV_VENV)/.installed
 # Prometheus's promtool checks and unit-tests the alert rules (tests/monitoring). Debian's `prometheus` package ships
 # it; a root user (CI) gets it installed, anyone else is told the command, and the promtool tests fail without it.
 PROMTOOL_STAMP := $(VENV)/.promtool
+# The audit's HTML report is opened in headless Chromium (tests/audit/test_html_browser.py): Debian's `chromium`
+# package, installed the same way; without it that test fails (it never skips unless AKSGPU_SKIP_BROWSER_TESTS=1).
+CHROMIUM_STAMP := $(VENV)/.chromium
 
-.PHONY: plan test lint typecheck unit up preview bench schema checkov-venv promtool clean
+.PHONY: plan test lint typecheck unit up preview bench schema checkov-venv promtool chromium clean
 
 # The venv is rebuilt whenever requirements.txt or pyproject.toml change.
 $(STAMP): requirements.txt pyproject.toml
@@ -43,6 +46,20 @@ $(PROMTOOL_STAMP): $(STAMP)
 
 promtool: $(PROMTOOL_STAMP)
 
+$(CHROMIUM_STAMP): $(STAMP)
+	@if command -v chromium >/dev/null 2>&1; then \
+		true; \
+	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+		export DEBIAN_FRONTEND=noninteractive; \
+		apt-get install -y --no-install-recommends chromium >/dev/null \
+			|| { apt-get update >/dev/null && apt-get install -y --no-install-recommends chromium >/dev/null; }; \
+	else \
+		echo "chromium is missing: sudo apt-get install --no-install-recommends chromium (the HTML report test fails without it)"; \
+	fi
+	@if command -v chromium >/dev/null 2>&1; then chromium --version; touch $(CHROMIUM_STAMP); fi
+
+chromium: $(CHROMIUM_STAMP)
+
 plan: $(STAMP)
 	$(BIN)/aksgpu plan --stack $(STACK)
 
@@ -54,7 +71,7 @@ lint: $(STAMP)
 typecheck: $(STAMP)
 	$(BIN)/mypy
 
-unit: $(STAMP) $(CHECKOV_STAMP) $(PROMTOOL_STAMP)
+unit: $(STAMP) $(CHECKOV_STAMP) $(PROMTOOL_STAMP) $(CHROMIUM_STAMP)
 	$(BIN)/python -m pytest
 
 # The config models are the one source: the component args (components/specs.py), the README's key table and both

@@ -49,6 +49,11 @@ BENCHMARKS: tuple[Benchmark, ...] = (
         "bench.admission_check",
     ),
     Benchmark(
+        "audit-snapshot",
+        "aksgpu audit over a snapshot of 100 and 1,000 GPU nodes, every practice and SMI health (target: 1,000 in under 2 s)",
+        "bench.audit_snapshot",
+    ),
+    Benchmark(
         "plan-cost",
         "aksgpu plan for dev, prod and 10/50/200-pool stacks vs bare Pulumi (target: at most +30% per resource, linear)",
         "bench.plan_cost",

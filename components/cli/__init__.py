@@ -1,5 +1,6 @@
 """``aksgpu``: plan a stack offline, print the config schema and GPU catalog, parse SMI output,
-validate a cluster and check pods against the admission policy."""
+validate a cluster, audit any AKS GPU cluster against the best practices and check pods against the admission
+policy."""
 
 from __future__ import annotations
 
@@ -9,13 +10,13 @@ import sys
 import traceback
 from collections.abc import Callable, Sequence
 
-from components.cli import admission, catalog, plan, rules, schema, smi, validate
+from components.cli import admission, audit, catalog, plan, rules, schema, smi, validate
 from components.cli.common import EXIT_INTERNAL, EXIT_USAGE, err, safe
 from components.config.problems import ConfigError
 from components.internal_error import DEBUG_ENV, debug_requested, internal_error_message
 
 Handler = Callable[[argparse.Namespace], int]
-COMMANDS = (plan, schema, catalog, smi, admission, validate, rules)
+COMMANDS = (plan, schema, catalog, smi, admission, validate, rules, audit)
 EXIT_INTERRUPTED = 130
 # What a shell reports for a program killed by SIGPIPE (128 + 13): `aksgpu ... | head` closed the pipe.
 EXIT_BROKEN_PIPE = 141

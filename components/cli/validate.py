@@ -53,7 +53,9 @@ Check every GPU pool of a deployed stack, per pool and per node:
 
   aksgpu validate --stack prod                          check the live cluster (current kubeconfig context)
   aksgpu validate collect --stack prod --out snap/      save what the checks read: nodes.json, daemonsets.json,
-                                                        pods.json, smi/<node>.txt (and smi/<node>.error)
+                                                        pods.json, smi/<node>.txt (and smi/<node>.error), and for
+                                                        `aksgpu audit` namespaces.json, resourcequotas.json,
+                                                        networkpolicies.json, meta.json
   aksgpu validate --stack prod --snapshot snap/         check a saved snapshot offline
 
 exit status: 0 no check failed (warnings allowed), 1 a check failed, 2 usage, config or snapshot error
@@ -153,7 +155,9 @@ def _check_usage(args: argparse.Namespace) -> None:
 
 
 def _collect(args: argparse.Namespace, model: PlatformModel, targets: dict[str, PluginTarget]) -> int:
-    snapshot = _probe(args, model, targets)
+    # Everything `aksgpu audit` reads too (all GPU nodes and the pods on them, namespaces, quotas, network
+    # policies, meta.json), so one snapshot serves both.
+    snapshot = _probe(args, model, targets, full=True)
     try:
         written = write_snapshot(snapshot, args.out)
     except OSError as error:
@@ -168,7 +172,9 @@ def _collect(args: argparse.Namespace, model: PlatformModel, targets: dict[str, 
     return EXIT_OK
 
 
-def _probe(args: argparse.Namespace, model: PlatformModel, targets: dict[str, PluginTarget]) -> ClusterSnapshot:
+def _probe(
+    args: argparse.Namespace, model: PlatformModel, targets: dict[str, PluginTarget], *, full: bool = False
+) -> ClusterSnapshot:
     """Read the live cluster with a progress bar on stderr (stdout stays clean for --json)."""
     try:
         # Imported here: the kubernetes client is only needed on the live path.
@@ -193,6 +199,7 @@ def _probe(args: argparse.Namespace, model: PlatformModel, targets: dict[str, Pl
                 timeout_s=args.timeout or float(settings.exec_timeout_seconds),
                 retries=settings.retries,
                 progress=advance,
+                full=full,
             )
         except ProbeError as error:
             # No cluster could be read at all (kubeconfig, network, RBAC): nothing was checked.

@@ -29,7 +29,8 @@ Cost and limits:
   retries (3 by default, which sleep a ``Retry-After`` of an hour) are switched off.
 - Nothing the probe reports carries the credentials it was given (``_Redactor``).
 - RBAC the caller needs: list nodes; list daemonsets (all namespaces); list pods and create pods/exec in
-  the device plugin namespaces.
+  the device plugin namespaces. ``full`` (``validate collect``, ``aksgpu audit``) also lists pods in every
+  namespace, and namespaces, resourcequotas and networkpolicies, each of the last three optional.
 """
 
 from __future__ import annotations
@@ -46,6 +47,7 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any, Protocol, TypeVar
 from urllib.parse import urlsplit, urlunsplit
 
@@ -59,11 +61,19 @@ from kubernetes.stream import stream, ws_client
 from kubernetes.stream.ws_client import ERROR_CHANNEL
 from websocket import WebSocket, WebSocketException
 
+from components.audit.inventory import asks_for_gpu, is_gpu_node
 from components.config import safe_yaml
 from components.config.problems import clipped
 from components.naming import POOL_LABEL
 from components.resolved.model import PlatformModel
-from components.validation.snapshot import ClusterSnapshot, shape_problem
+from components.validation.snapshot import (
+    NAMESPACES_FILE,
+    NETWORK_POLICIES_FILE,
+    RESOURCE_QUOTAS_FILE,
+    ClusterSnapshot,
+    rfc3339,
+    shape_problem,
+)
 
 Progress = Callable[[int, int], None]
 T = TypeVar("T")
@@ -752,7 +762,7 @@ def run_execs(
 
 
 def collect_snapshot(
-    model: PlatformModel,
+    model: PlatformModel | None,
     targets: Mapping[str, ExecTarget],
     *,
     kubeconfig: str | None = None,
@@ -764,11 +774,16 @@ def collect_snapshot(
     backoff_s: float = 0.5,
     progress: Progress | None = None,
     margin_s: float = RUN_MARGIN_S,
+    full: bool = False,
 ) -> ClusterSnapshot:
     """Read the GPU nodes, DaemonSets and device plugin pods, and run the SMI command on every ready GPU
     node, at most ``concurrency`` at a time. ``progress(done, total)`` counts nodes (those that need no
     exec are done at once). Raises ``ProbeError`` only when the cluster cannot be read at all. The execs end
-    by ``exec_phase_budget_s`` (``margin_s`` over their worst case); a node not done by then is reported so."""
+    by ``exec_phase_budget_s`` (``margin_s`` over their worst case); a node not done by then is reported so.
+
+    ``full`` reads what ``aksgpu audit`` needs too (``_read_for_audit``): every GPU node, the pods on them or
+    asking for GPUs, namespaces, quotas, network policies and the time; ``model`` may then be None (no stack:
+    nothing is exec'd)."""
     if concurrency < 1:
         raise ValueError("concurrency must be at least 1")
     if not (math.isfinite(timeout_s) and timeout_s > 0):
@@ -776,12 +791,13 @@ def collect_snapshot(
     policy = RetryPolicy(timeout_s=timeout_s, retries=retries, backoff_s=backoff_s)
     configuration = load_client_configuration(kubeconfig, context, kubeconfig_text)
     redactor = _Redactor(configuration)
-    pools = [pool.name for pool in model.pools]
+    pools = [pool.name for pool in model.pools] if model is not None else []
+    optional: dict[str, Any] = {}
 
     with kube_client.ApiClient(configuration) as api:
         reader = _Reader(api, policy)
         try:
-            nodes = reader.nodes(pool_selector(pools)) if pools else []
+            nodes = reader.nodes(pool_selector(pools)) if pools and not full else []
             daemonsets = reader.daemonsets()
             groups = sorted({(t.namespace, labels_selector(t.pod_labels)) for t in targets.values()})
             seen: set[str | tuple[str, str]] = set()
@@ -794,15 +810,18 @@ def collect_snapshot(
                     if key not in seen:
                         seen.add(key)
                         pods.append(pod)
+            if full:
+                nodes, pods, optional = _read_for_audit(reader, set(pools), pods)
         except Exception as error:  # noqa: BLE001 - whatever the layer, one readable line
             notes = " ".join(getattr(error, "__notes__", []))
             reason = redactor.redact(describe(error) + (f" ({notes})" if notes else ""))
             raise ProbeError(f"cannot read the cluster at {display_host(configuration.host)}: {reason}") from None
 
-    jobs, skipped = plan_execs(nodes, pods, targets)
+    exec_nodes = [node for node in nodes if ((node.get("metadata") or {}).get("labels") or {}).get(POOL_LABEL) in pools]
+    jobs, skipped = plan_execs(exec_nodes, pods, targets)
     smi: dict[str, str] = {}
     exec_errors: dict[str, str] = dict(skipped)
-    total = len(nodes)
+    total = len(exec_nodes)
     done = len(skipped)
     if progress:
         progress(done, total)
@@ -836,4 +855,51 @@ def collect_snapshot(
             f"exec into {job.namespace}/{job.pod} had not finished when the probe's deadline passed ({budget:g} s for"
             f" {len(jobs)} node(s) at {concurrency} at once, {timeout_s:g} s per exec, {retries} retries)"
         )
-    return ClusterSnapshot(nodes=nodes, daemonsets=daemonsets, pods=pods, smi=smi, exec_errors=exec_errors)
+    return ClusterSnapshot(nodes=nodes, daemonsets=daemonsets, pods=pods, smi=smi, exec_errors=exec_errors, **optional)
+
+
+# Reading these is optional: a caller without the right to list them (401/403), or a server without the API (404),
+# leaves that file out of the snapshot, and the audit reports what depends on it as not checked.
+_OPTIONAL_REFUSALS = (401, 403, 404)
+
+
+def _read_for_audit(
+    reader: _Reader, pools: set[str], plugin_pods: list[dict[str, Any]]
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]], dict[str, Any]]:
+    """What ``aksgpu audit`` reads beyond the validation: the GPU nodes (``components.audit.inventory`` decides, plus
+    every node of the stack's pools), the pods on them or asking for GPUs (and the plugin pods already read), and
+    the namespaces, resource quotas and network policies of the whole cluster, with the time of collection.
+    RBAC: list nodes, pods, namespaces, resourcequotas and networkpolicies cluster-wide."""
+    collected_at = rfc3339(datetime.now(UTC))
+    nodes = [
+        node
+        for node in reader._all(reader.core.list_node, "Node", "the node list")
+        if ((node.get("metadata") or {}).get("labels") or {}).get(POOL_LABEL) in pools or is_gpu_node(node)
+    ]
+    names = {node_name(node) for node in nodes}
+
+    def key(pod: Mapping[str, Any]) -> str | tuple[str, str]:
+        metadata = pod.get("metadata") or {}
+        return str(metadata.get("uid") or "") or (str(metadata.get("namespace")), str(metadata.get("name")))
+
+    pods = list(plugin_pods)
+    seen = {key(pod) for pod in pods}
+    for pod in reader._all(reader.core.list_pod_for_all_namespaces, "Pod", "the pod list"):
+        if key(pod) not in seen and ((pod.get("spec") or {}).get("nodeName") in names or asks_for_gpu(pod)):
+            seen.add(key(pod))
+            pods.append(pod)
+
+    optional: dict[str, Any] = {"collected_at": collected_at, "not_collected": {}}
+    networking = kube_client.NetworkingV1Api(reader.core.api_client)
+    for field_name, file_name, kind, method in (
+        ("namespaces", NAMESPACES_FILE, "Namespace", reader.core.list_namespace),
+        ("resourcequotas", RESOURCE_QUOTAS_FILE, "ResourceQuota", reader.core.list_resource_quota_for_all_namespaces),
+        ("networkpolicies", NETWORK_POLICIES_FILE, "NetworkPolicy", networking.list_network_policy_for_all_namespaces),
+    ):
+        try:
+            optional[field_name] = reader._all(method, kind, f"the {kind} list")
+        except ApiException as error:
+            if int(error.status or 0) not in _OPTIONAL_REFUSALS:
+                raise
+            optional["not_collected"][file_name] = describe(error)
+    return nodes, pods, optional

@@ -11,6 +11,11 @@ offline, with the same checks the live path runs. The folder holds:
   API server refusing the exec), one line of text. A node with neither file was not reached at all.
   A node with both ran the command and the note says what else happened (a non-zero exit, output cut
   short by the timeout); the checks read its output and show the note beside it.
+- optional, for ``aksgpu audit``: ``namespaces.json``, ``resourcequotas.json``, ``networkpolicies.json`` (as
+  ``kubectl get namespaces -o json``, ``kubectl get resourcequotas -A -o json``, ``kubectl get networkpolicies -A
+  -o json``) and ``meta.json``: ``{"collectedAt": "<RFC 3339 time>"}``, plus ``notCollected`` (file name -> why the
+  collector could not read it, e.g. RBAC). A file that is absent is None in the snapshot: what depends on it is
+  "not checked", never "passed".
 
 A snapshot is easy to build by hand from kubectl, so a cluster this tool cannot reach can still be
 checked: save the three lists, then ``kubectl exec`` the SMI command into ``smi/<node>.txt`` per node.
@@ -24,7 +29,8 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +39,16 @@ from components.input_files import InputFileError, read_bounded
 NODES_FILE = "nodes.json"
 DAEMONSETS_FILE = "daemonsets.json"
 PODS_FILE = "pods.json"
+NAMESPACES_FILE = "namespaces.json"
+RESOURCE_QUOTAS_FILE = "resourcequotas.json"
+NETWORK_POLICIES_FILE = "networkpolicies.json"
+META_FILE = "meta.json"
+# The optional lists and the kind of their items.
+_OPTIONAL_FILES = (
+    (NAMESPACES_FILE, "Namespace"),
+    (RESOURCE_QUOTAS_FILE, "ResourceQuota"),
+    (NETWORK_POLICIES_FILE, "NetworkPolicy"),
+)
 SMI_DIR = "smi"
 SMI_SUFFIX = ".txt"
 ERROR_SUFFIX = ".error"
@@ -48,6 +64,7 @@ _NODE_NAME = re.compile(r"^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$")
 # hundred KB (`nvidia-smi -q -x` on 8 GPUs); one past its limit fails that node's checks, not the run.
 MAX_LIST_FILE_BYTES = 512 << 20
 MAX_SMI_FILE_BYTES = 16 << 20
+MAX_META_FILE_BYTES = 1 << 20  # meta.json: a time and a few notes
 
 
 class SnapshotError(ValueError):
@@ -63,6 +80,19 @@ class ClusterSnapshot:
     pods: list[dict[str, Any]]
     smi: dict[str, str]
     exec_errors: dict[str, str]
+    # Optional (None: the file is absent, so what depends on it was not checked).
+    namespaces: list[dict[str, Any]] | None = None
+    resourcequotas: list[dict[str, Any]] | None = None
+    networkpolicies: list[dict[str, Any]] | None = None
+    collected_at: str | None = None  # meta.json's collectedAt, RFC 3339
+    not_collected: dict[str, str] = field(default_factory=dict)  # optional file -> why the collector has none
+
+    def optional_lists(self) -> tuple[tuple[str, list[dict[str, Any]] | None], ...]:
+        return (
+            (NAMESPACES_FILE, self.namespaces),
+            (RESOURCE_QUOTAS_FILE, self.resourcequotas),
+            (NETWORK_POLICIES_FILE, self.networkpolicies),
+        )
 
 
 def read_snapshot(directory: Path | str) -> ClusterSnapshot:
@@ -95,12 +125,19 @@ def read_snapshot(directory: Path | str) -> ClusterSnapshot:
                 exec_errors[node] = text.strip()
     for node, note in unreadable.items():
         exec_errors[node] = f"{exec_errors[node]}; {note}" if node in exec_errors else note
+    optional = {name: _read_list(folder / name, kind) if (folder / name).exists() else None for name, kind in _OPTIONAL_FILES}
+    collected_at, not_collected = _read_meta(folder / META_FILE)
     return ClusterSnapshot(
         nodes=_read_list(folder / NODES_FILE, "Node"),
         daemonsets=_read_list(folder / DAEMONSETS_FILE, "DaemonSet"),
         pods=_read_list(folder / PODS_FILE, "Pod"),
         smi=smi,
         exec_errors=exec_errors,
+        namespaces=optional[NAMESPACES_FILE],
+        resourcequotas=optional[RESOURCE_QUOTAS_FILE],
+        networkpolicies=optional[NETWORK_POLICIES_FILE],
+        collected_at=collected_at,
+        not_collected=not_collected,
     )
 
 
@@ -121,6 +158,7 @@ def write_snapshot(snapshot: ClusterSnapshot, directory: Path | str) -> list[Pat
     written: list[Path] = []
     for file_name, items in ((NODES_FILE, snapshot.nodes), (DAEMONSETS_FILE, snapshot.daemonsets), (PODS_FILE, snapshot.pods)):
         written.append(_write_bytes(folder / file_name, _list_json(items)))
+    written.extend(_write_optional(snapshot, folder))
 
     keep: set[Path] = set()
     for name in names:
@@ -135,6 +173,78 @@ def write_snapshot(snapshot: ClusterSnapshot, directory: Path | str) -> list[Pat
         if stale.is_file() and stale.name.endswith((SMI_SUFFIX, ERROR_SUFFIX)) and stale not in keep:
             stale.unlink()
     return written
+
+
+def _write_optional(snapshot: ClusterSnapshot, folder: Path) -> list[Path]:
+    """The optional lists and meta.json; one the snapshot lacks is removed, so an earlier collection's is not read."""
+    written: list[Path] = []
+    for file_name, items in snapshot.optional_lists():
+        if items is not None:
+            written.append(_write_bytes(folder / file_name, _list_json(items)))
+        elif (folder / file_name).is_file():
+            (folder / file_name).unlink()
+    meta: dict[str, Any] = {}
+    if snapshot.collected_at is not None:
+        meta["collectedAt"] = snapshot.collected_at
+    if snapshot.not_collected:
+        meta["notCollected"] = dict(snapshot.not_collected)
+    if meta:
+        written.append(_write_bytes(folder / META_FILE, (json.dumps(meta, indent=2, sort_keys=True) + "\n").encode("utf-8")))
+    elif (folder / META_FILE).is_file():
+        (folder / META_FILE).unlink()
+    return written
+
+
+# RFC 3339 date-time (https://www.rfc-editor.org/rfc/rfc3339#section-5.6): an offset is required.
+_RFC3339 = re.compile(
+    r"^(\d{4})-(\d{2})-(\d{2})[Tt ](\d{2}):(\d{2}):(\d{2})(?:\.(\d{1,9}))?(?:([Zz])|([+-])(\d{2}):(\d{2}))$"
+)
+
+
+def parse_rfc3339(text: str) -> datetime:
+    """An RFC 3339 time (``2025-03-01T09:30:00Z``, fractions up to nanoseconds as Go writes them, any offset) as
+    an aware datetime; raises ValueError for anything else (a time without an offset is not RFC 3339)."""
+    match = _RFC3339.match(text.strip()) if isinstance(text, str) else None
+    if match is None:
+        raise ValueError(f"not an RFC 3339 time such as 2025-03-01T09:30:00Z: {str(text)[:60]!r}")
+    year, month, day, hour, minute, second = (int(part) for part in match.groups()[:6])
+    micro = int((match.group(7) or "0").ljust(6, "0")[:6])
+    offset = timedelta(0)
+    if match.group(9):
+        offset = timedelta(hours=int(match.group(10)), minutes=int(match.group(11)))
+        offset = -offset if match.group(9) == "-" else offset
+    # datetime() refuses a month 13 or a second 60 (a leap second, which Kubernetes never writes) with ValueError.
+    return datetime(year, month, day, hour, minute, second, micro, tzinfo=timezone(offset))
+
+
+def rfc3339(moment: datetime) -> str:
+    """``moment`` in UTC as RFC 3339 with a Z, to the second (what meta.json's collectedAt holds)."""
+    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _read_meta(path: Path) -> tuple[str | None, dict[str, str]]:
+    if not path.exists():
+        return None, {}
+    if not path.is_file():
+        raise SnapshotError(f"{path}: not a regular file")
+    try:
+        document = json.loads(_read_text(path, MAX_META_FILE_BYTES))
+    except InputFileError as error:
+        raise SnapshotError(f"{path}: {error}") from None
+    except (ValueError, RecursionError) as error:
+        raise SnapshotError(f"{path}: not JSON ({str(error)[:120]})") from None
+    if not isinstance(document, dict):
+        raise SnapshotError(f"{path}: expected an object such as {{\"collectedAt\": \"2025-03-01T09:30:00Z\"}}")
+    collected = document.get("collectedAt")
+    if collected is not None:
+        try:
+            parse_rfc3339(collected)
+        except ValueError as error:
+            raise SnapshotError(f"{path}: collectedAt: {error}") from None
+    notes = document.get("notCollected") or {}
+    if not isinstance(notes, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in notes.items()):
+        raise SnapshotError(f"{path}: notCollected must be an object of file name -> reason (strings)")
+    return collected, dict(notes)
 
 
 def _list_json(items: Sequence[Mapping[str, Any]]) -> bytes:
@@ -188,8 +298,9 @@ def _read_list(path: Path, kind: str) -> list[dict[str, Any]]:
 
 # ---------------------------------------------------------------- the shape of what the checks read
 #
-# The checks and the probe read these fields, as the Kubernetes API defines them (core/v1 Node and Pod,
-# apps/v1 DaemonSet: https://kubernetes.io/docs/reference/kubernetes-api/). An object where one of them has
+# The checks, the audit and the probe read these fields, as the Kubernetes API defines them (core/v1 Node, Pod,
+# Namespace, ResourceQuota, apps/v1 DaemonSet, networking.k8s.io/v1 NetworkPolicy:
+# https://kubernetes.io/docs/reference/kubernetes-api/). An object where one of them has
 # another type (string metadata, list labels, "x" as a count) is not what an API server or kubectl writes:
 # the whole file is refused, naming the object and the field, rather than crashing a check or misreading it.
 # Fields not listed are not read, so they are not checked. Every field may be absent or null except
@@ -225,6 +336,10 @@ def _is_quantity_map(value: Any) -> bool:
     return isinstance(value, dict) and all(isinstance(v, str) and _QUANTITY.match(v) for v in value.values())
 
 
+def _is_str_list(value: Any) -> bool:
+    return isinstance(value, list) and all(isinstance(v, str) for v in value)
+
+
 _WHAT: dict[_Check, str] = {
     _is_str: "a string",
     _is_int: "a whole number",
@@ -232,6 +347,7 @@ _WHAT: dict[_Check, str] = {
     _is_map: "an object",
     _is_str_map: "an object of strings",
     _is_quantity_map: 'an object of quantity strings (such as "8" or "16Gi")',
+    _is_str_list: "a list of strings",
 }
 
 _METADATA: dict[str, _Check] = {
@@ -255,6 +371,14 @@ _CONTAINER_STATUS: dict[str, _Check] = {
     "state.terminated.reason": _is_str,
     "state.running": _is_map,
 }
+# What `aksgpu audit` reads of a container: what it requests (components/audit/inventory.py).
+_CONTAINER: dict[str, _Check] = {
+    "name": _is_str,
+    "restartPolicy": _is_str,
+    "resources": _is_map,
+    "resources.requests": _is_quantity_map,
+    "resources.limits": _is_quantity_map,
+}
 _FIELDS: dict[str, dict[str, _Check]] = {
     "Node": {
         **_METADATA,
@@ -262,7 +386,22 @@ _FIELDS: dict[str, dict[str, _Check]] = {
         "status.allocatable": _is_quantity_map,
         "status.capacity": _is_quantity_map,
     },
-    "Pod": {**_METADATA, "spec.nodeName": _is_str, "status.phase": _is_str},
+    "Pod": {
+        **_METADATA,
+        "metadata.annotations": _is_str_map,
+        "spec.nodeName": _is_str,
+        "spec.overhead": _is_quantity_map,
+        "status.phase": _is_str,
+    },
+    # The optional lists `aksgpu audit` reads (core/v1 Namespace and ResourceQuota, networking.k8s.io/v1 NetworkPolicy).
+    "Namespace": dict(_METADATA),
+    "ResourceQuota": {**_METADATA, "spec.hard": _is_quantity_map, "spec.scopes": _is_str_list, "spec.scopeSelector": _is_map},
+    "NetworkPolicy": {
+        **_METADATA,
+        "spec.podSelector": _is_map,
+        "spec.podSelector.matchLabels": _is_str_map,
+        "spec.policyTypes": _is_str_list,
+    },
     "DaemonSet": {
         **_METADATA,
         "spec.selector": _is_map,
@@ -286,19 +425,29 @@ _FIELDS: dict[str, dict[str, _Check]] = {
 }
 # Lists of objects inside an object, each item checked with its own fields.
 _LISTS: dict[str, dict[str, dict[str, _Check]]] = {
-    "Node": {"status.conditions": _CONDITION},
+    "Node": {"status.conditions": _CONDITION, "spec.taints": {"key": _is_str, "value": _is_str, "effect": _is_str}},
     "Pod": {
         "status.conditions": _CONDITION,
         "status.containerStatuses": _CONTAINER_STATUS,
         "status.initContainerStatuses": _CONTAINER_STATUS,
+        "metadata.ownerReferences": {"kind": _is_str, "name": _is_str},
+        "spec.containers": _CONTAINER,
+        "spec.initContainers": _CONTAINER,
     },
     "DaemonSet": {},
+    "Namespace": {},
+    "ResourceQuota": {"spec.scopeSelector.matchExpressions": {"scopeName": _is_str, "operator": _is_str}},
+    "NetworkPolicy": {
+        "spec.podSelector.matchExpressions": {"key": _is_str, "operator": _is_str},
+        "spec.ingress": {},
+        "spec.egress": {},
+    },
 }
 _REQUIRED = ("metadata", "metadata.name")
 
 
 def shape_problem(items: Sequence[Any], kind: str) -> str | None:
-    """What is wrong with the first object of ``items`` (``Node``, ``Pod`` or ``DaemonSet`` objects) that has a
+    """What is wrong with the first object of ``items`` (objects of a kind of ``_FIELDS``) that has a
     field of the wrong type, naming the object and the field; None when every object reads as the API has it."""
     for index, item in enumerate(items):
         if not isinstance(item, dict):

@@ -507,7 +507,7 @@ def test_targets_select_the_plugin_pods_on_each_pools_nodes(stack: str) -> None:
 
 
 def test_plugin_targets_import_without_pulumi() -> None:
-    code = "import sys, components.kube.plugin_targets; sys.exit('pulumi' in sys.modules)"
+    code = "import sys, components.resolved.targets; sys.exit('pulumi' in sys.modules)"
     assert subprocess.run([sys.executable, "-c", code], cwd=PROJECT_DIR, check=False).returncode == 0
 
 

@@ -87,6 +87,11 @@ class FakeCluster:
     daemonsets: list[dict[str, Any]] = field(default_factory=list)
     behaviours: dict[str, ExecBehaviour] = field(default_factory=dict)
     faults: Faults = field(default_factory=Faults)
+    # What `aksgpu audit` lists too; None: the server answers 404, as one without the API would.
+    namespaces: list[dict[str, Any]] | None = None
+    resourcequotas: list[dict[str, Any]] | None = None
+    networkpolicies: list[dict[str, Any]] | None = None
+    forbidden: set[str] = field(default_factory=set)  # paths answered 403 Forbidden, as RBAC refuses them
 
     @classmethod
     def from_snapshot(cls, snapshot: ClusterSnapshot) -> FakeCluster:
@@ -97,6 +102,9 @@ class FakeCluster:
             pods=copy.deepcopy(snapshot.pods),
             daemonsets=copy.deepcopy(snapshot.daemonsets),
             behaviours={node: ExecBehaviour(stdout=text) for node, text in snapshot.smi.items()},
+            namespaces=copy.deepcopy(snapshot.namespaces),
+            resourcequotas=copy.deepcopy(snapshot.resourcequotas),
+            networkpolicies=copy.deepcopy(snapshot.networkpolicies),
         )
 
     def behaviour(self, node: str) -> ExecBehaviour:
@@ -314,7 +322,27 @@ class _Handler(BaseHTTPRequestHandler):
         path = parts.path.rstrip("/")
         cluster = self.fake.cluster
         exec_match = re.fullmatch(r"/api/v1/namespaces/([^/]+)/pods/([^/]+)/exec", path)
-        if exec_match:
+        optional = {
+            "/api/v1/namespaces": ("NamespaceList", "v1", cluster.namespaces),
+            "/api/v1/resourcequotas": ("ResourceQuotaList", "v1", cluster.resourcequotas),
+            "/apis/networking.k8s.io/v1/networkpolicies": ("NetworkPolicyList", "networking.k8s.io/v1", cluster.networkpolicies),
+        }
+        if path in cluster.forbidden:
+            self._json(
+                403,
+                {
+                    "kind": "Status",
+                    "apiVersion": "v1",
+                    "status": "Failure",
+                    "reason": "Forbidden",
+                    "message": f'{path.rsplit("/", 1)[-1]} is forbidden: User "auditor" cannot list it at the cluster scope',
+                    "code": 403,
+                },
+            )
+        elif path in optional and optional[path][2] is not None:
+            kind, api_version, items = optional[path]
+            self._list(kind, api_version, items or [], query)
+        elif exec_match:
             self._exec(exec_match.group(1), exec_match.group(2), query)
         elif path == "/api/v1/nodes":
             self._list("NodeList", "v1", cluster.nodes, query)

@@ -120,22 +120,24 @@ def test_a_directory_or_a_device_is_refused_not_read(capsys: pytest.CaptureFixtu
         assert "not a regular file or a pipe" in capsys.readouterr().err
 
 
-def test_a_pipe_is_read_like_stdin(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
-    # `aksgpu smi parse <(kubectl exec ... -- nvidia-smi)`: the shell hands over a pipe, written while we read.
-    fifo = tmp_path / "pipe"
-    os.mkfifo(fifo)
+def test_a_pipe_is_read_like_stdin(capsys: pytest.CaptureFixture[str]) -> None:
+    # `aksgpu smi parse <(kubectl exec ... -- nvidia-smi)`: the shell hands over /dev/fd/N, the read end of a pipe
+    # whose write end it already holds, and the command writes while we read. The same here: the write end is
+    # open before the read starts, so an early read waits for the data instead of seeing end of file.
+    read_end, write_end = os.pipe()
     text = (SMI_FIXTURES_DIR / "06_nvidia-smi_table_h100pcie_525.125.06.txt").read_bytes()
 
     def write() -> None:
-        with fifo.open("wb") as writer:
+        with os.fdopen(write_end, "wb") as writer:
             writer.write(text)
 
     writer = threading.Thread(target=write)
     writer.start()
     try:
-        assert run(["smi", "parse", str(fifo)]) == 0
+        assert run(["smi", "parse", f"/dev/fd/{read_end}"]) == 0
     finally:
         writer.join(timeout=10)
+        os.close(read_end)
     assert json.loads(capsys.readouterr().out)["driver_version"] == "525.125.06"
 
 

@@ -1,0 +1,68 @@
+"""What a stack expects of its cluster, for ``aksgpu audit --stack``: per pool its vendor, the resource and count it
+exposes, the taints it sets; the namespaces its agents run in; its workload namespaces. Taken from the resolved
+model, the device plugin targets and the admission policy's exemptions, never re-derived here. Pure."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from components.admission.policy import policy_exempt_namespaces
+from components.naming import SPOT_TAINT_KEY, Vendor
+from components.resolved.model import PlatformModel
+from components.resolved.targets import plugin_targets
+
+
+@dataclass(frozen=True)
+class PoolExpectation:
+    name: str
+    vendor: Vendor
+    resource: str
+    count_per_node: int | None  # None when the catalog does not know the size
+    taints: tuple[tuple[str, str, str], ...]  # (key, value, effect) of the taints that fence the pool off
+
+
+@dataclass(frozen=True)
+class StackExpectations:
+    name: str
+    pools: Mapping[str, PoolExpectation]
+    gpu_namespaces: frozenset[str]  # where the stack (or AKS) runs agents on GPU nodes
+    workload_namespaces: Mapping[str, str]  # namespace -> the GPU resource its pods request (None: no pool serves it)
+    resource_group: str | None
+    cluster: str | None
+
+    @property
+    def resources(self) -> frozenset[str]:
+        return frozenset(pool.resource for pool in self.pools.values())
+
+    @property
+    def pool_vendors(self) -> dict[str, Vendor]:
+        return {name: pool.vendor for name, pool in self.pools.items()}
+
+
+def expectations(model: PlatformModel, stack: str) -> StackExpectations:
+    targets = plugin_targets(model)
+    pools = {
+        pool.name: PoolExpectation(
+            name=pool.name,
+            vendor=pool.vendor,
+            resource=targets[pool.name].resource_name,
+            count_per_node=targets[pool.name].count_per_node,
+            # AKS adds the spot taint itself; it keeps pods off but is no GPU fence, so it is not asked for.
+            taints=tuple(
+                (taint.key, taint.value, taint.effect)
+                for taint in pool.taints
+                if taint.key != SPOT_TAINT_KEY and taint.effect in ("NoSchedule", "NoExecute")
+            ),
+        )
+        for pool in model.pools
+    }
+    cluster = model.cluster
+    return StackExpectations(
+        name=stack,
+        pools=pools,
+        gpu_namespaces=frozenset(policy_exempt_namespaces(model)),
+        workload_namespaces={workload.name: workload.resource_name or "" for workload in model.workloads},
+        resource_group=cluster.resource_group if cluster else None,
+        cluster=cluster.name if cluster else None,
+    )

@@ -1,0 +1,264 @@
+"""``aksgpu audit``: hold any AKS GPU cluster against the GPU best-practices article, no stack needed.
+
+``aksgpu audit --snapshot DIR`` reads a saved snapshot (``aksgpu validate collect``, or kubectl by hand);
+``aksgpu audit [--kubeconfig F] [--context C]`` reads the live cluster, read-only (with ``--stack`` it also runs
+the SMI command in the stack's device plugin pods, as ``validate`` does). The findings are
+``components.audit.registry``'s; the judging is ``components.audit.engine``'s, the page ``components.audit.html``'s.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from components.audit import registry
+from components.audit.engine import AuditFinding, AuditReport, practices_of, run_audit
+from components.audit.html import render_html
+from components.audit.inventory import whole
+from components.audit.stack import StackExpectations, expectations
+from components.cli.common import (
+    EXIT_FAILED,
+    EXIT_OK,
+    EXIT_USAGE,
+    err,
+    load_stack,
+    out,
+    report_config_error,
+    report_warnings,
+    safe,
+)
+from components.config.problems import ConfigError
+from components.resolved.model import PlatformModel, resolve
+from components.resolved.targets import PluginTarget, plugin_targets
+from components.validation.snapshot import ClusterSnapshot, SnapshotError, read_snapshot
+
+_DESCRIPTION = f"""\
+Hold an AKS GPU cluster against Microsoft's GPU best practices for AKS
+(https://learn.microsoft.com/azure/aks/best-practices-gpu): no stack needed. GPU nodes are found by their
+capacity (nvidia.com/gpu, amd.com/gpu, nvidia.com/mig-*) or labels (accelerator, kubernetes.azure.com/accelerator,
+nvidia.com/gpu.present), pools by kubernetes.azure.com/agentpool. With --stack, what the stack sets is expected
+too (each pool's taints and GPU resource, the stack's namespaces).
+
+Findings (fail makes the exit status 1; warn does not):
+{registry.help_text()}
+
+What a snapshot lacks is reported as not checked, never as passed: namespaces.json, resourcequotas.json,
+networkpolicies.json (isolation), meta.json with collectedAt (node image age), smi/<node>.txt (SMI health).
+
+  aksgpu audit --snapshot snap/                   a saved snapshot (aksgpu validate collect --out snap/)
+  aksgpu audit                                    the live cluster of the current kubeconfig context
+  aksgpu audit --kubeconfig F --context C         another one
+  aksgpu audit --snapshot snap/ --json            {{"findings": [{{"id", "severity", "node", "namespace", "pod",
+                                                  "message"}}], "summary": {{...}}}}
+  aksgpu audit --snapshot snap/ --html audit.html one self-contained page for a ticket
+  aksgpu audit --stack prod                       expectations from stacks/Pulumi.prod.yaml too
+
+exit status: 0 nothing fails (warnings allowed), 1 a finding fails, 2 usage error or a snapshot that cannot be read
+"""
+
+_STYLE = {"fail": "bold red", "warn": "yellow"}
+# Rows per practice in the terminal; --json and --html carry every finding.
+MAX_ROWS_SHOWN = 50
+
+
+class _UsageError(Exception):
+    """A command line, snapshot or cluster-access problem: nothing was audited; stderr, exit status 2."""
+
+
+def register(subparsers: Any) -> None:
+    """Add ``audit`` to the ``aksgpu`` command line."""
+    parser = subparsers.add_parser(
+        "audit",
+        help="hold any AKS GPU cluster (live or a snapshot) against the GPU best practices; no stack needed",
+        description=_DESCRIPTION,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--snapshot", type=Path, metavar="DIR", help="audit this saved snapshot instead of a live cluster")
+    parser.add_argument("--kubeconfig", metavar="F", help="kubeconfig file (default: $KUBECONFIG or ~/.kube/config)")
+    parser.add_argument("--context", metavar="C", help="kubeconfig context (default: the current one)")
+    parser.add_argument("--json", action="store_true", help='print {"findings": [...], "summary": {...}} on stdout, nothing else')
+    parser.add_argument("--html", type=Path, metavar="FILE", help="also write the report as one self-contained HTML page")
+    parser.add_argument("--stack", metavar="NAME", help="also expect what this stack sets (stacks/Pulumi.<NAME>.yaml)")
+    parser.add_argument("--config-file", type=Path, help="with --stack: read this stack file instead")
+    parser.add_argument("--project-dir", type=Path, help="with --stack: the folder with Pulumi.yaml (default: found from here)")
+    parser.set_defaults(handler=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        _check_usage(args)
+        model, expected = _stack(args)
+        snapshot, source = _snapshot(args, model)
+        report = run_audit(snapshot, expected, shapes_checked=True)  # read_snapshot and the probe checked them
+        if args.html is not None:
+            _write_html(args.html, render_html(report, source=source))
+    except ConfigError as error:
+        return report_config_error(error)
+    except (_UsageError, SnapshotError) as error:
+        err.print(f"[bold red]aksgpu audit[/]: {safe(str(error))}")
+        return EXIT_USAGE
+    if args.json:
+        sys.stdout.write(json.dumps(report.to_dict(), indent=2) + "\n")
+    else:
+        print_report(report, source=source)
+    if args.html is not None:
+        (err if args.json else out).print(f"wrote {safe(str(args.html))}")
+    return EXIT_FAILED if report.failed else EXIT_OK
+
+
+def _check_usage(args: argparse.Namespace) -> None:
+    if args.snapshot is not None and (args.kubeconfig is not None or args.context is not None):
+        raise _UsageError("--kubeconfig and --context are for a live cluster; --snapshot audits saved files and reads none")
+    if args.stack is None and (args.config_file is not None or args.project_dir is not None):
+        raise _UsageError("--config-file and --project-dir go with --stack NAME")
+    if args.html is not None and args.html.is_dir():
+        raise _UsageError(f"--html {args.html}: is a folder; give the file to write")
+
+
+def _stack(args: argparse.Namespace) -> tuple[PlatformModel | None, StackExpectations | None]:
+    if args.stack is None:
+        return None, None
+    loaded = load_stack(args)
+    report_warnings(loaded)
+    model = resolve(loaded.validated.config)
+    return model, expectations(model, args.stack)
+
+
+def _snapshot(args: argparse.Namespace, model: PlatformModel | None) -> tuple[ClusterSnapshot, str]:
+    if args.snapshot is not None:
+        return read_snapshot(args.snapshot), f"snapshot {args.snapshot}"
+    context = f"context {args.context}" if args.context else "the current context"
+    kubeconfig = args.kubeconfig or "$KUBECONFIG / ~/.kube/config"
+    return _probe(args, model, plugin_targets(model) if model is not None else {}), f"live cluster ({context} of {kubeconfig})"
+
+
+def _probe(args: argparse.Namespace, model: PlatformModel | None, targets: dict[str, PluginTarget]) -> ClusterSnapshot:
+    """Read the live cluster with the probe's client, timeouts and retries, a progress bar on stderr (stdout stays
+    clean for --json). Without a stack nothing is exec'd: the audit only lists objects."""
+    try:
+        # Imported here: the kubernetes client is only needed on the live path.
+        from components.validation.probe import ProbeError, collect_snapshot
+    except ImportError as error:
+        raise _UsageError(f"the live probe is not available ({error}); audit a saved snapshot with --snapshot DIR") from None
+    settings: dict[str, Any] = {}
+    if model is not None:
+        validation = model.config.validation
+        settings = {
+            "concurrency": validation.concurrency,
+            "timeout_s": float(validation.exec_timeout_seconds),
+            "retries": validation.retries,
+        }
+    label = "reading the cluster and probing GPU nodes" if targets else "reading the cluster"
+    columns = (TextColumn(label), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
+    with Progress(*columns, console=err, transient=True) as progress:
+        task = progress.add_task("audit", total=None)
+
+        def advance(done: int, total: int) -> None:
+            progress.update(task, completed=done, total=total or None)
+
+        try:
+            return collect_snapshot(
+                model, targets, kubeconfig=args.kubeconfig, context=args.context, progress=advance, full=True, **settings
+            )
+        except ProbeError as error:
+            raise _UsageError(str(error)) from None
+
+
+def _write_html(path: Path, page: str) -> None:
+    try:
+        path.write_text(page, encoding="utf-8")
+    except OSError as error:
+        raise _UsageError(f"cannot write {path}: {error.strerror or error}") from None
+
+
+# ---------------------------------------------------------------- the terminal
+
+
+def print_report(report: AuditReport, *, source: str) -> None:
+    origin = f"{source}, collected {report.collected_at}" if report.collected_at else source
+    stack = f", stack {report.stack}" if report.stack else ""
+    out.print(
+        f"[bold]aksgpu audit[/] of {safe(origin)}{safe(stack)}: {report.gpu_nodes} GPU node(s) in {len(report.pools)} pool(s)"
+    )
+    if report.pools:
+        out.print(_pools_table(report))
+    grouped = practices_of(report.findings)
+    gaps = {practice.id: [gap for gap in report.not_checked if gap.practice == practice.id] for practice in registry.PRACTICES}
+    for practice in registry.PRACTICES:
+        findings = grouped[practice.id]
+        out.print()
+        if findings:
+            out.print(_findings_table(practice.title, findings))
+            if len(findings) > MAX_ROWS_SHOWN:
+                out.print(f"  +{len(findings) - MAX_ROWS_SHOWN} more (--json or --html has every finding)")
+            for check in registry.checks_of(practice.id):
+                if any(finding.id in check.finding_ids for finding in findings):
+                    label = check.id if not check.ids else "smi health findings"
+                    out.print(f"  [bold]what to do[/] ({label}): {safe(check.fix)}")
+        else:
+            note = " in what was checked" if gaps[practice.id] else ""
+            out.print(f"[bold]{safe(practice.title)}[/]: [green]no finding[/]{note}")
+        for gap in gaps[practice.id]:
+            what = ", ".join(gap.ids) if gap.ids else "summary"
+            count = f" ({gap.count})" if gap.count is not None else ""
+            out.print(f"  [dim]not checked[/] {safe(what)}{count}: {safe(gap.reason)}")
+    if report.namespaces:
+        out.print()
+        out.print(_namespaces_table(report))
+    out.print()
+    fail, warn = report.count("fail"), report.count("warn")
+    if fail:
+        out.print(f"[bold red]audit failed[/]: {fail} finding(s) fail, {warn} warn")
+    else:
+        out.print(f"[bold green]audit passed[/]: nothing fails, {warn} warning(s)")
+
+
+def _pools_table(report: AuditReport) -> Table:
+    table = Table(title="GPU pools")
+    for column in ("pool", "vendor", "GPU nodes", "GPUs allocatable", "GPUs requested", "idle nodes", "node images"):
+        table.add_column(column, justify="right" if column.startswith(("GPU", "idle")) else "left")
+    for pool in report.pools:
+        images = ", ".join(f"{image} ({count})" for image, count in pool.node_images.items()) or "-"
+        table.add_row(
+            safe(pool.pool),
+            safe(pool.vendor or "?"),
+            str(pool.gpu_nodes),
+            str(whole(pool.gpus_allocatable)),
+            str(whole(pool.gpus_requested)),
+            str(pool.idle_nodes),
+            safe(images),
+        )
+    return table
+
+
+def _findings_table(title: str, findings: list[AuditFinding]) -> Table:
+    table = Table(title=safe(title), title_justify="left", show_lines=False)
+    for column in ("severity", "id", "node", "namespace", "pod", "message"):
+        table.add_column(column, overflow="fold")
+    for finding in findings[:MAX_ROWS_SHOWN]:
+        table.add_row(
+            f"[{_STYLE[finding.severity]}]{finding.severity}[/]",
+            safe(finding.id),
+            safe(finding.node or ""),
+            safe(finding.namespace or ""),
+            safe(finding.pod or ""),
+            safe(finding.message),
+        )
+    return table
+
+
+def _namespaces_table(report: AuditReport) -> Table:
+    table = Table(title="Namespaces with GPU pods")
+    for column in ("namespace", "GPU pods", "GPUs requested", "GPU quota", "deny-all"):
+        table.add_column(column)
+    for namespace in report.namespaces:
+        quota = "not read" if namespace.quota is None else (", ".join(f"{k}: {v}" for k, v in namespace.quota.items()) or "none")
+        deny = "not read" if namespace.deny_all is None else ("yes" if namespace.deny_all else "no")
+        table.add_row(safe(namespace.namespace), str(namespace.gpu_pods), str(whole(namespace.gpus_requested)), safe(quota), deny)
+    return table

@@ -1,0 +1,620 @@
+"""The audit over cluster states in kubectl's shapes: a clean cluster, then each finding alone, what is not
+checked when a file is missing, and what --stack adds."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import replace
+from datetime import date
+from typing import Any
+
+import pytest
+import yaml
+
+from components.audit.engine import AuditReport, image_build_date, run_audit
+from components.audit.inventory import NODE_IMAGE_LABEL, read_pods
+from components.audit.registry import FINDING_IDS
+from components.audit.stack import expectations
+from components.resolved.stack import validate_stack
+from components.validation.snapshot import ClusterSnapshot, SnapshotError
+from tests.audit.clusters import (
+    COLLECTED_AT,
+    INFER_0,
+    PROD,
+    TRAIN_0,
+    TRAIN_1,
+    clean_snapshot,
+    edited,
+    find_node,
+    fixture,
+    gpu_nodes,
+    npd_condition,
+    workload_pod,
+)
+from tests.conftest import HEALTH_FIXTURES_DIR, raw_stack
+
+CLEAN = clean_snapshot()
+STACK = expectations(PROD, "prod")
+
+
+def audit(snapshot: ClusterSnapshot, stack: bool = False) -> AuditReport:
+    return run_audit(snapshot, STACK if stack else None)
+
+
+def ids(report: AuditReport) -> set[str]:
+    return {finding.id for finding in report.findings}
+
+
+def broken(edit: Callable[[ClusterSnapshot], Any]) -> ClusterSnapshot:
+    snapshot = edited(CLEAN)
+    edit(snapshot)
+    return snapshot
+
+
+def outside(items: list[dict[str, Any]] | None, namespace: str) -> list[dict[str, Any]]:
+    return [item for item in items or [] if item["metadata"]["namespace"] != namespace]
+
+
+def pods_of(snapshot: ClusterSnapshot, node: str) -> list[dict[str, Any]]:
+    return [pod for pod in snapshot.pods if pod["spec"].get("nodeName") == node]
+
+
+# ---------------------------------------------------------------- a clean cluster
+
+
+@pytest.mark.parametrize("stack", [False, True], ids=["no stack", "--stack prod"])
+def test_a_cluster_built_as_the_article_asks_has_no_finding_and_nothing_unchecked(stack: bool) -> None:
+    report = audit(CLEAN, stack)
+
+    assert report.findings == ()
+    assert not report.failed
+    assert report.not_checked == ()
+    assert report.gpu_nodes == 3
+    assert {pool.pool: (pool.gpu_nodes, int(pool.gpus_allocatable), int(pool.gpus_requested)) for pool in report.pools} == {
+        "infer": (1, 7, 7),
+        "train": (2, 16, 16),
+    }
+    assert {ns.namespace: (ns.quota, ns.deny_all) for ns in report.namespaces} == {
+        "gpu-inference": ({"nvidia.com/gpu": "14"}, True),
+        "gpu-training": ({"nvidia.com/gpu": "32"}, True),
+    }
+    assert "gpu-pod-unfenced" in report.checked and "node-image-stale" in report.checked and "gpu-condition" in report.checked
+
+
+def test_the_json_report_is_the_contract() -> None:
+    report = audit(broken(lambda s: find_node(s, TRAIN_0)["spec"].update(taints=[]))).to_dict()
+
+    assert set(report) == {"findings", "summary"}
+    (finding,) = report["findings"]
+    assert list(finding) == ["id", "severity", "node", "namespace", "pod", "message"]
+    assert finding["id"] == "gpu-node-untainted" and finding["severity"] == "fail"
+    assert finding["node"] == TRAIN_0 and finding["namespace"] is None and finding["pod"] is None
+    summary = report["summary"]
+    assert summary["collectedAt"] == COLLECTED_AT and summary["fail"] == 1 and summary["warn"] == 0
+    assert {pool["pool"]: pool["idleNodes"] for pool in summary["pools"]} == {"infer": 0, "train": 0}
+
+
+# ---------------------------------------------------------------- each finding alone
+
+
+def test_gpu_node_untainted_alone() -> None:
+    report = audit(broken(lambda s: find_node(s, TRAIN_1)["spec"].update(taints=[])))
+
+    (finding,) = report.findings
+    assert (finding.id, finding.severity, finding.node) == ("gpu-node-untainted", "fail", TRAIN_1)
+    assert "nvidia.com/gpu=present:NoSchedule" in finding.message and "--node-taints" in finding.message
+    assert report.failed
+
+
+def test_aks_walkthroughs_sku_gpu_taint_fences_a_node_too_but_prefer_no_schedule_does_not() -> None:
+    sku = audit(
+        broken(lambda s: find_node(s, TRAIN_0)["spec"].update(taints=[{"key": "sku", "value": "gpu", "effect": "NoSchedule"}]))
+    )
+    soft = audit(
+        broken(
+            lambda s: find_node(s, TRAIN_0)["spec"].update(
+                taints=[{"key": "nvidia.com/gpu", "value": "present", "effect": "PreferNoSchedule"}]
+            )
+        )
+    )
+
+    assert sku.findings == ()
+    (finding,) = soft.findings
+    assert finding.id == "gpu-node-untainted" and "PreferNoSchedule" in finding.message
+
+
+def test_with_the_stack_a_node_needs_its_pools_own_taint() -> None:
+    # sku=gpu fences a node in general, but the prod stack taints its pools nvidia.com/gpu=present:NoSchedule.
+    snapshot = broken(
+        lambda s: find_node(s, TRAIN_0)["spec"].update(taints=[{"key": "sku", "value": "gpu", "effect": "NoSchedule"}])
+    )
+
+    assert audit(snapshot).findings == ()
+    (finding,) = audit(snapshot, stack=True).findings
+    assert finding.id == "gpu-node-untainted" and "pool train of stack prod" in finding.message
+    assert "pulumi up --stack prod" in finding.message
+
+
+def test_gpu_squatter_alone() -> None:
+    def squat(snapshot: ClusterSnapshot) -> None:
+        pod = workload_pod("web", "frontend-7d9c8b6f5-q2w8r", TRAIN_0, {}, owner=("ReplicaSet", "frontend-7d9c8b6f5"))
+        pod["spec"]["containers"][0]["resources"] = {"requests": {"cpu": "2", "memory": "4Gi"}}
+        snapshot.pods.append(pod)
+
+    report = audit(broken(squat))
+
+    (finding,) = report.findings
+    assert (finding.id, finding.severity, finding.node, finding.namespace, finding.pod) == (
+        "gpu-squatter",
+        "fail",
+        TRAIN_0,
+        "web",
+        "frontend-7d9c8b6f5-q2w8r",
+    )
+    assert "tolerates the node's GPU taint" in finding.message
+
+
+@pytest.mark.parametrize(
+    ("namespace", "owner", "annotations", "phase"),
+    [
+        ("monitoring", ("DaemonSet", "node-exporter"), {}, "Running"),  # a DaemonSet pod runs on every node by design
+        ("kube-system", ("ReplicaSet", "metrics-server-5f8b"), {}, "Running"),
+        ("gpu-operator", ("ReplicaSet", "gpu-operator-6d7f"), {}, "Running"),
+        ("kube-amd-gpu", ("ReplicaSet", "amd-gpu-operator-controller-manager-7b9"), {}, "Running"),
+        ("default", ("Node", TRAIN_0), {"kubernetes.io/config.mirror": "3f1c9a"}, "Running"),  # a kubelet's static pod
+        ("web", ("ReplicaSet", "frontend-7d9c"), {}, "Succeeded"),  # finished: it holds nothing
+    ],
+)
+def test_pods_that_belong_on_a_gpu_node_are_no_squatters(
+    namespace: str, owner: tuple[str, str], annotations: dict[str, str], phase: str
+) -> None:
+    def add(snapshot: ClusterSnapshot) -> None:
+        pod = workload_pod(namespace, f"{owner[1]}-abcde", TRAIN_0, {}, owner=owner, phase=phase)
+        pod["metadata"]["annotations"] = annotations
+        snapshot.pods.append(pod)
+
+    assert audit(broken(add)).findings == ()
+
+
+def test_the_stacks_exempt_namespaces_hold_no_squatters_either() -> None:
+    raw = raw_stack("prod")
+    raw["aks-gpu:admission"]["exemptNamespaces"] = ["monitoring"]
+    model = validate_stack(raw, "prod").model
+    snapshot = broken(
+        lambda s: s.pods.append(
+            workload_pod("monitoring", "grafana-5d4c-abcde", TRAIN_0, {}, owner=("ReplicaSet", "grafana-5d4c"))
+        )
+    )
+
+    assert ids(audit(snapshot)) == {"gpu-squatter"}
+    assert run_audit(snapshot, expectations(model, "prod")).findings == ()
+
+
+def test_device_plugin_missing_alone() -> None:
+    def unplug(snapshot: ClusterSnapshot) -> None:
+        status = find_node(snapshot, TRAIN_1)["status"]
+        for key in ("capacity", "allocatable"):
+            del status[key]["nvidia.com/gpu"]
+        snapshot.pods[:] = [
+            pod
+            for pod in snapshot.pods
+            if not (pod["spec"].get("nodeName") == TRAIN_1 and pod["metadata"]["namespace"] == "gpu-training")
+        ]
+
+    report = audit(broken(unplug))
+
+    (finding,) = report.findings
+    assert (finding.id, finding.severity, finding.node) == ("device-plugin-missing", "fail", TRAIN_1)
+    # Found by its labels, so the message says why it counts as a GPU node.
+    assert "label accelerator=nvidia" in finding.message and "nothing in its capacity" in finding.message
+
+
+def test_a_capacity_of_zero_is_no_gpu_resource() -> None:
+    def zero(snapshot: ClusterSnapshot) -> None:
+        status = find_node(snapshot, INFER_0)["status"]
+        status["capacity"]["nvidia.com/gpu"] = status["allocatable"]["nvidia.com/gpu"] = "0"
+        snapshot.pods[:] = [pod for pod in snapshot.pods if pod["metadata"]["namespace"] != "gpu-inference"]
+
+    (finding,) = audit(broken(zero)).findings
+    assert finding.id == "device-plugin-missing" and "capacity nvidia.com/gpu is 0" in finding.message
+
+
+def test_with_the_stack_the_pools_own_resource_is_expected() -> None:
+    # The inference pool is MIG 1g with the single strategy: nvidia.com/gpu x 7. A plugin running the mixed
+    # strategy advertises nvidia.com/mig-1g.10gb instead: a GPU resource, but not the one the stack's pods ask for.
+    def mixed(snapshot: ClusterSnapshot) -> None:
+        status = find_node(snapshot, INFER_0)["status"]
+        for key in ("capacity", "allocatable"):
+            del status[key]["nvidia.com/gpu"]
+            status[key]["nvidia.com/mig-1g.10gb"] = "7"
+        pod = next(pod for pod in snapshot.pods if pod["metadata"]["namespace"] == "gpu-inference")
+        pod["spec"]["containers"][0]["resources"] = {"limits": {"nvidia.com/mig-1g.10gb": "7"}}
+
+    snapshot = broken(mixed)
+    assert ids(audit(snapshot)) == {"gpu-pod-unfenced"}  # the quota is on nvidia.com/gpu, not on the MIG resource
+    report = audit(snapshot, stack=True)
+    assert ids(report) == {"device-plugin-missing", "gpu-pod-unfenced"}
+    finding = next(f for f in report.findings if f.id == "device-plugin-missing")
+    assert "no nvidia.com/gpu, the resource pool infer of stack prod exposes" in finding.message
+    assert "nvidia.com/mig-1g.10gb x 7 instead" in finding.message
+
+
+def test_node_image_stale_alone() -> None:
+    def age(snapshot: ClusterSnapshot) -> None:
+        for node in gpu_nodes(snapshot):
+            node["metadata"]["labels"][NODE_IMAGE_LABEL] = "AKSUbuntu-2204gen2containerd-202508.20.0"  # 61 days before
+
+    report = audit(broken(age))
+
+    assert ids(report) == {"node-image-stale"}
+    assert len(report.findings) == 3 and all(finding.severity == "warn" for finding in report.findings)
+    assert "built on 2025-08-20, 61 days before the snapshot" in report.findings[0].message
+    assert not report.failed
+
+
+def test_sixty_days_is_not_stale_yet() -> None:
+    def age(snapshot: ClusterSnapshot) -> None:
+        for node in gpu_nodes(snapshot):
+            node["metadata"]["labels"][NODE_IMAGE_LABEL] = "AKSUbuntu-2204gen2containerd-202508.21.0"
+
+    assert audit(broken(age)).findings == ()
+
+
+def test_node_image_mixed_alone() -> None:
+    report = audit(
+        broken(
+            lambda s: find_node(s, TRAIN_1)["metadata"]["labels"].update(
+                {NODE_IMAGE_LABEL: "AKSUbuntu-2204gen2containerd-202510.13.0"}
+            )
+        )
+    )
+
+    (finding,) = report.findings
+    assert (finding.id, finding.severity, finding.node) == ("node-image-mixed", "warn", None)
+    assert "pool train runs 2 node images" in finding.message and "--node-image-only" in finding.message
+
+
+@pytest.mark.parametrize(
+    ("version", "built"),
+    [
+        ("AKSUbuntu-2204gen2containerd-202509.23.0", date(2025, 9, 23)),  # today's YYYYMM.DD.V
+        ("AKSCBLMariner-V2katagen2-202503.13.0", date(2025, 3, 13)),
+        ("AKSUbuntu-1804gen2containerd-2022.01.19", date(2022, 1, 19)),  # before 2023: YYYY.MM.DD
+        ("AKSUbuntu-1604-2020.10.08", date(2020, 10, 8)),
+        ("AKSUbuntu-2204gen2containerd", None),  # a base image carries no date
+        ("AKSWindows-23H2-gen2", None),
+        ("AKSUbuntu-2204gen2containerd-202513.40.0", None),  # no such day: not a guess
+    ],
+)
+def test_node_image_build_dates(version: str, built: date | None) -> None:
+    assert image_build_date(version) == built
+
+
+def test_gpu_pod_unfenced_alone_without_a_quota() -> None:
+    report = audit(replace(CLEAN, resourcequotas=outside(CLEAN.resourcequotas, "gpu-training")))
+
+    assert ids(report) == {"gpu-pod-unfenced"}
+    assert {(f.namespace, f.node) for f in report.findings} == {("gpu-training", TRAIN_0), ("gpu-training", TRAIN_1)}
+    assert "no ResourceQuota on requests.nvidia.com/gpu" in report.findings[0].message
+    assert next(ns for ns in report.namespaces if ns.namespace == "gpu-training").quota == {}
+
+
+def test_gpu_pod_unfenced_alone_without_a_deny_all_policy() -> None:
+    def open_up(snapshot: ClusterSnapshot) -> None:
+        policies = snapshot.networkpolicies or []
+        policies[:] = [
+            p
+            for p in policies
+            if not (p["metadata"]["namespace"] == "gpu-inference" and p["metadata"]["name"] == "deny-cross-namespace")
+        ]
+
+    report = audit(broken(open_up))
+
+    (finding,) = report.findings
+    assert (finding.id, finding.namespace) == ("gpu-pod-unfenced", "gpu-inference")
+    # allow-dns selects every pod for egress but allows DNS: it denies nothing.
+    assert "no NetworkPolicy that denies all ingress and egress" in finding.message
+
+
+def test_the_articles_and_the_kubernetes_docs_deny_all_policies_fence_a_namespace_but_deny_ingress_does_not() -> None:
+    def only(policy: dict[str, Any]) -> ClusterSnapshot:
+        return replace(CLEAN, networkpolicies=[*outside(CLEAN.networkpolicies, "gpu-training"), policy])
+
+    assert audit(only(fixture("networkpolicy_deny-cross-namespace_aks-gpu-article.json"))).findings == ()
+    assert audit(only(fixture("networkpolicy_default-deny-all_kubernetes-docs.json"))).findings == ()
+    report = audit(only(fixture("networkpolicy_default-deny-ingress_kubernetes-docs.json")))
+    assert ids(report) == {"gpu-pod-unfenced"}
+    assert "no NetworkPolicy that denies all egress" in report.findings[0].message
+
+
+def test_the_kubernetes_docs_gpu_quota_fences_a_namespace_and_a_scoped_one_does_not() -> None:
+    docs_quota = fixture("resourcequota_extended-resource-gpu_kubernetes-docs.json")
+
+    def quota(item: dict[str, Any]) -> ClusterSnapshot:
+        return replace(CLEAN, resourcequotas=[*outside(CLEAN.resourcequotas, "gpu-training"), item])
+
+    assert audit(quota(docs_quota)).findings == ()
+    scoped = {
+        **docs_quota,
+        "spec": {
+            **docs_quota["spec"],
+            "scopeSelector": {"matchExpressions": [{"scopeName": "PriorityClass", "operator": "In", "values": ["high"]}]},
+        },
+    }
+    report = audit(quota(scoped))
+    assert ids(report) == {"gpu-pod-unfenced"} and "has scopes" in report.findings[0].message
+
+
+def test_gpu_idle_alone() -> None:
+    report = audit(
+        broken(
+            lambda s: s.pods.__setitem__(
+                slice(None),
+                [
+                    p
+                    for p in s.pods
+                    if not (p["spec"].get("nodeName") == TRAIN_1 and p["metadata"]["namespace"] == "gpu-training")
+                ],
+            )
+        )
+    )
+
+    (finding,) = report.findings
+    assert (finding.id, finding.severity, finding.node) == ("gpu-idle", "warn", TRAIN_1)
+    assert "pool train: none of its 8 nvidia.com/gpu is requested (1 pod(s) run there, none asks for a GPU)" in finding.message
+    assert {pool.pool: pool.idle_nodes for pool in report.pools} == {"infer": 0, "train": 1}
+
+
+def test_a_finished_job_leaves_its_node_idle_and_a_pod_starting_there_does_not() -> None:
+    def phase(value: str) -> ClusterSnapshot:
+        def edit(snapshot: ClusterSnapshot) -> None:
+            for pod in pods_of(snapshot, TRAIN_1):
+                if pod["metadata"]["namespace"] == "gpu-training":
+                    pod["status"]["phase"] = value
+
+        return broken(edit)
+
+    assert ids(audit(phase("Succeeded"))) == {"gpu-idle"}
+    assert audit(phase("Pending")).findings == ()  # bound and starting: the scheduler counts its GPUs
+
+
+def test_a_node_whose_gpus_are_all_unhealthy_is_idle_with_the_reason() -> None:
+    # The real node status of NVIDIA/k8s-device-plugin#58: capacity 16 GPUs, allocatable 0.
+    text = (HEALTH_FIXTURES_DIR / "16_kubectl-get-node_gpu_allocatable_zero.yaml.txt").read_text(encoding="utf-8")
+    status = yaml.safe_load(text)["status"]
+
+    def replace_status(snapshot: ClusterSnapshot) -> None:
+        node = find_node(snapshot, TRAIN_1)
+        node["status"].update(allocatable=status["allocatable"], capacity=status["capacity"])
+        snapshot.pods[:] = [
+            p
+            for p in snapshot.pods
+            if not (p["spec"].get("nodeName") == TRAIN_1 and p["metadata"]["namespace"] == "gpu-training")
+        ]
+
+    (finding,) = audit(broken(replace_status)).findings
+    assert finding.id == "gpu-idle" and "none of its 16 nvidia.com/gpu is requested (only 0 allocatable" in finding.message
+
+
+def test_gpu_condition_alone() -> None:
+    def xid(snapshot: ClusterSnapshot) -> None:
+        conditions = find_node(snapshot, TRAIN_0)["status"]["conditions"]
+        conditions[:] = [c for c in conditions if c["type"] != "XIDErrors"]
+        conditions.append(npd_condition("XIDErrors", "True", "XIDErrors", "XID errors present in kernel log"))
+
+    (finding,) = audit(broken(xid)).findings
+    assert (finding.id, finding.severity, finding.node) == ("gpu-condition", "fail", TRAIN_0)
+    assert finding.message.startswith(
+        "Node Problem Detector condition XIDErrors=True (XIDErrors: XID errors present in kernel log)"
+    )
+
+
+def test_smi_health_findings_alone_from_a_real_output() -> None:
+    # gpud's real A10 nvidia-smi -q with a pending row remap (tests/fixtures/health/SOURCES.md, fixture 30).
+    text = (HEALTH_FIXTURES_DIR / "30_nvidia-smi-q_a10_535.129.03_row_remap_pending.txt").read_text(encoding="utf-8")
+    report = audit(broken(lambda s: s.smi.__setitem__(INFER_0, text)))
+
+    (finding,) = report.findings
+    assert (finding.id, finding.severity, finding.node) == ("row-remap-pending", "fail", INFER_0)
+    assert finding.message.startswith("GPU 00000000:07:00.0: ") and "reset" in finding.message
+
+
+def test_a_warning_from_smi_health_warns() -> None:
+    text = (HEALTH_FIXTURES_DIR / "31_nvidia-smi-q_8xh100_535.161.08_hw_slowdown_power_brake.txt").read_text(encoding="utf-8")
+    report = audit(broken(lambda s: s.smi.__setitem__(TRAIN_0, text)))
+
+    assert ids(report) == {"hw-slowdown"} and len(report.findings) == 8 and not report.failed
+
+
+def test_every_finding_id_comes_from_the_registry() -> None:
+    assert {
+        "gpu-node-untainted",
+        "gpu-squatter",
+        "gpu-pod-unfenced",
+        "node-image-stale",
+        "node-image-mixed",
+        "gpu-idle",
+        "device-plugin-missing",
+    } <= set(FINDING_IDS)
+    assert {"row-remap-pending", "xid", "gpu-condition"} <= set(FINDING_IDS)
+
+
+# ---------------------------------------------------------------- what is not checked
+
+
+@pytest.mark.parametrize(
+    ("field", "file", "ids_not_checked"),
+    [
+        ("resourcequotas", "resourcequotas.json", ("gpu-pod-unfenced",)),
+        ("networkpolicies", "networkpolicies.json", ("gpu-pod-unfenced",)),
+        ("namespaces", "namespaces.json", ()),
+    ],
+)
+def test_an_absent_file_is_not_checked_never_passed(field: str, file: str, ids_not_checked: tuple[str, ...]) -> None:
+    absent = {
+        "resourcequotas": replace(CLEAN, resourcequotas=None),
+        "networkpolicies": replace(CLEAN, networkpolicies=None),
+        "namespaces": replace(CLEAN, namespaces=None),
+    }[field]
+
+    # What the absent file would have shown cannot be judged: it is neither a finding nor a pass.
+    report = audit(absent)
+
+    (gap,) = report.not_checked
+    assert gap.ids == ids_not_checked and file in gap.reason and gap.practice == "isolation"
+    namespace = next(ns for ns in report.namespaces if ns.namespace == "gpu-training")
+    assert {"resourcequotas": namespace.quota, "networkpolicies": namespace.deny_all, "namespaces": namespace.labels}[
+        field
+    ] is None
+
+
+def test_without_quotas_and_policies_isolation_is_not_checked_at_all() -> None:
+    snapshot = replace(CLEAN, resourcequotas=None, networkpolicies=None)
+    report = audit(snapshot)
+
+    assert report.findings == () and "gpu-pod-unfenced" not in report.checked
+    assert [gap.reason.split(" ")[0] for gap in report.not_checked] == ["resourcequotas.json", "networkpolicies.json"]
+
+
+def test_a_file_the_collector_was_refused_says_why() -> None:
+    snapshot = ClusterSnapshot(
+        **{
+            **CLEAN.__dict__,
+            "networkpolicies": None,
+            "not_collected": {"networkpolicies.json": "HTTP 403: networkpolicies is forbidden"},
+        }
+    )
+
+    (gap,) = audit(snapshot).not_checked
+    assert "networkpolicies.json is not in the snapshot (HTTP 403: networkpolicies is forbidden)" in gap.reason
+
+
+def test_without_collected_at_node_image_age_is_not_checked() -> None:
+    def age(snapshot: ClusterSnapshot) -> None:
+        for node in gpu_nodes(snapshot):
+            node["metadata"]["labels"][NODE_IMAGE_LABEL] = "AKSUbuntu-2204gen2containerd-202401.09.0"
+
+    old = broken(age)
+    report = audit(replace(old, collected_at=None))
+
+    assert report.findings == () and "node-image-stale" not in report.checked
+    (gap,) = report.not_checked
+    assert gap.ids == ("node-image-stale",) and "meta.json" in gap.reason
+
+
+def test_nodes_without_smi_output_or_conditions_are_counted_as_not_checked() -> None:
+    def strip(snapshot: ClusterSnapshot) -> None:
+        snapshot.smi.clear()
+        snapshot.exec_errors[TRAIN_0] = "exec into gpu-resources/nvidia-device-plugin-daemonset-x: HTTP 403: forbidden"
+        for node in gpu_nodes(snapshot):
+            node["status"]["conditions"] = [c for c in node["status"]["conditions"] if c["type"] == "Ready"]
+
+    report = audit(broken(strip))
+
+    assert report.findings == ()
+    assert [(gap.ids[0], gap.count) for gap in report.not_checked] == [
+        ("ecc-uncorrectable", 2),
+        ("ecc-uncorrectable", 1),
+        ("gpu-condition", 3),
+    ]
+    assert "HTTP 403" in report.not_checked[1].reason
+    assert "gpu-condition" not in report.checked and "row-remap-pending" not in report.checked
+
+
+def test_no_gpu_node_at_all_is_an_empty_audit() -> None:
+    snapshot = ClusterSnapshot(
+        nodes=[n for n in CLEAN.nodes if n not in gpu_nodes(CLEAN)], daemonsets=[], pods=[], smi={}, exec_errors={}
+    )
+    report = audit(snapshot)
+
+    assert report.gpu_nodes == 0 and report.findings == () and report.pools == ()
+
+
+# ---------------------------------------------------------------- what a pod requests
+
+
+@pytest.mark.parametrize(
+    ("containers", "init", "overhead", "expected"),
+    [
+        ([{"limits": {"nvidia.com/gpu": "2"}}], [], None, {"nvidia.com/gpu": 2}),  # a limit alone is the request
+        (
+            [{"requests": {"nvidia.com/gpu": "1"}}, {"limits": {"nvidia.com/mig-1g.10gb": "2"}}],
+            [],
+            None,
+            {"nvidia.com/gpu": 1, "nvidia.com/mig-1g.10gb": 2},
+        ),
+        (
+            [{"limits": {"nvidia.com/gpu": "1"}}],
+            [{"limits": {"nvidia.com/gpu": "4"}}],
+            None,
+            {"nvidia.com/gpu": 4},
+        ),  # an init container's peak
+        (
+            [{"limits": {"nvidia.com/gpu": "1"}}],
+            [{"limits": {"nvidia.com/gpu": "1"}, "restartPolicy": "Always"}],
+            None,
+            {"nvidia.com/gpu": 2},
+        ),  # a sidecar adds up
+        ([{"limits": {"nvidia.com/gpu": "0"}}], [], None, {}),  # zero is no GPU request
+        ([{"limits": {"cpu": "2", "nvidia.com/mlnxnics": "1"}}], [], None, {}),  # an RDMA NIC is no GPU
+        ([{"limits": {"amd.com/gpu": "8"}}], [], {"amd.com/gpu": "0"}, {"amd.com/gpu": 8}),
+    ],
+)
+def test_effective_gpu_requests(
+    containers: list[dict[str, Any]], init: list[dict[str, Any]], overhead: dict[str, str] | None, expected: dict[str, int]
+) -> None:
+    pod = workload_pod("ml", "job-0", TRAIN_0, {})
+    pod["spec"]["containers"] = [{"name": f"c{i}", "resources": resources} for i, resources in enumerate(containers)]
+    pod["spec"]["initContainers"] = [
+        {
+            "name": f"i{i}",
+            "resources": {k: v for k, v in spec.items() if k != "restartPolicy"},
+            **({"restartPolicy": spec["restartPolicy"]} if "restartPolicy" in spec else {}),
+        }
+        for i, spec in enumerate(init)
+    ]
+    if overhead:
+        pod["spec"]["overhead"] = overhead
+
+    (info,) = read_pods([pod])
+    assert {name: int(value) for name, value in info.gpu_requests.items()} == expected
+
+
+# ---------------------------------------------------------------- input it cannot read
+
+
+@pytest.mark.parametrize(
+    ("edit", "names"),
+    [
+        (
+            lambda s: find_node(s, TRAIN_0)["spec"].update(taints="nvidia.com/gpu=present:NoSchedule"),
+            ["nodes.json", "Node aks-train", "spec.taints"],
+        ),
+        (
+            lambda s: s.pods[-1]["spec"]["containers"][0]["resources"].update(limits={"nvidia.com/gpu": 8}),
+            ["pods.json", "Pod", "resources.limits"],
+        ),
+        (
+            lambda s: s.pods[-1]["spec"]["containers"][0]["resources"].update(
+                limits={"nvidia.com/gpu": "9" * 80}, requests={"nvidia.com/gpu": "9" * 80}
+            ),
+            ["pods.json", "gpu-inference/", "not a Kubernetes quantity"],
+        ),
+        (
+            lambda s: (s.networkpolicies or [])[0]["spec"].update(policyTypes="Ingress"),
+            ["networkpolicies.json", "NetworkPolicy", "spec.policyTypes"],
+        ),
+        (
+            lambda s: (s.resourcequotas or [])[0]["spec"].update(hard={"requests.nvidia.com/gpu": "lots"}),
+            ["resourcequotas.json", "ResourceQuota gpu-quota", "spec.hard"],
+        ),
+    ],
+    ids=["taints a string", "a number as a quantity", "an 80-digit quantity", "policyTypes a string", "a quota of words"],
+)
+def test_an_object_of_the_wrong_shape_is_an_input_error_naming_file_and_object(
+    edit: Callable[[ClusterSnapshot], Any], names: list[str]
+) -> None:
+    with pytest.raises(SnapshotError) as error:
+        audit(broken(edit))
+    for name in names:
+        assert name in str(error.value)
