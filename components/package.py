@@ -16,18 +16,17 @@ from pulumi.provider.provider import ConstructResult
 from pulumi.provider.server import ComponentInitError
 
 from components import __version__
+from components.admission.component import GpuAdmissionPolicy
 from components.args import for_the_engine, serve_as_provider
 from components.azure.cluster import GpuCluster
 from components.azure.node_pool import GpuNodePool
-from components.kube.admission_policy import GpuAdmissionPolicy
-from components.kube.device_plugin import GpuDevicePlugin
-from components.kube.smoke_job import GpuValidation
 from components.kube.workload_namespace import GpuWorkloadNamespace
 from components.monitoring.component import GpuMonitoring
-from components.platform import GpuPlatform
+from components.naming import PACKAGE_NAME
+from components.platform import GpuDevicePlugin, GpuPlatform
 from components.storage.nvme_cache import NvmeCache
+from components.validation.smoke import GpuValidation
 
-PACKAGE_NAME = "aks-gpu"
 SCHEMA_FILE = Path(__file__).parent / "schema.json"
 
 PUBLIC_COMPONENTS: list[type[pulumi.ComponentResource]] = [

@@ -13,11 +13,12 @@ import pulumi
 import pulumi_kubernetes as k8s
 import pytest
 
+from components.admission.component import GpuAdmissionPolicy
 from components.args import ArgsError, plain_numbers, property_path
 from components.config.models import PlatformConfig, StackConfig
-from components.kube.admission_policy import GpuAdmissionPolicy
 from components.kube.workload_namespace import GpuWorkloadNamespace
-from components.package import PACKAGE_NAME, PUBLIC_COMPONENTS, PackageProvider
+from components.naming import PACKAGE_NAME
+from components.package import PUBLIC_COMPONENTS, PackageProvider
 from components.plan import PlanResult
 from tests.conftest import PROJECT_DIR, MockHarness, raw_stack
 

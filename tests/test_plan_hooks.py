@@ -119,9 +119,9 @@ def test_on_deploy_fail_fails_the_plan_end_to_end(fake_cluster: FakeApiServer, k
     with pytest.raises(HookFailedError) as caught:
         plan_dev(fake_cluster, "fail")
     [run] = caught.value.runs
-    assert run.kind == "after_create" and run.urn.endswith(f"{DAEMONSET}::dev-gpu-daemonset-nvidia-device-plugin-daemonset")
+    assert run.kind == "after_create" and run.urn.endswith(f"{DAEMONSET}::platform-gpu-daemonset-nvidia-device-plugin-daemonset")
     message = str(caught.value)
-    assert message.startswith(f"after hook {run.hook!r} failed: [dev-gpu-daemonset-nvidia-device-plugin-daemonset] ")
+    assert message.startswith(f"after hook {run.hook!r} failed: [platform-gpu-daemonset-nvidia-device-plugin-daemonset] ")
     assert "aks-gpu post-deploy validation FAILED" in message
     assert f"FAIL smi-error dev/{node_name('dev', 1)}: driver_not_loaded" in message
     # The hook read the cluster: both nodes' plugin pods were exec'd into, with a token from kubelogin in the

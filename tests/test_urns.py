@@ -114,3 +114,13 @@ def test_the_mock_engine_records_the_aliases_a_program_sends(harness: MockHarnes
         "urn:pulumi:dev::aks-gpu::azure-native:containerservice:AgentPool::train",
     }
     assert set(previous_urns(result.resources, old).values()) == old
+
+
+def test_renaming_a_stack_renames_no_resource() -> None:
+    """`pulumi stack rename` rewrites the stack part of every URN in the state; no resource name may follow the stack
+    name, or the renamed stack's next update would replace everything."""
+    from tests.conftest import raw_stack
+
+    renamed = MockHarness().run_stack("dev-renamed", raw_stack("dev"))
+    as_dev = {record.urn.replace("urn:pulumi:dev-renamed::", "urn:pulumi:dev::") for record in renamed.resources}
+    assert as_dev == {record.urn for record in planned_result("dev").resources}

@@ -3,6 +3,7 @@
 import base64
 import os
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any, Literal, NotRequired, TypedDict, cast
 
 import pulumi
@@ -16,6 +17,7 @@ from components.azure.maintenance import (
     NODE_OS_CONFIG_NAME,
     maintenance_window_args,
 )
+from components.component import GpuComponent
 from components.config.models import ClusterConfig
 from components.monitoring.azure import metrics_profile
 from components.specs import ClusterSpec
@@ -71,7 +73,14 @@ def decode_kubeconfig(result: Any) -> str:
     return base64.b64decode(value).decode("utf-8")
 
 
-class GpuCluster(pulumi.ComponentResource):
+@dataclass(frozen=True)
+class ClusterInputs:
+    cluster: ClusterConfig
+    location: str
+    azure_monitor_metrics: bool = False
+
+
+class GpuCluster(GpuComponent[ClusterInputs]):
     """An AKS cluster for GPU work: system pool only (GPU pools are separate ``GpuNodePool`` resources),
     Azure CNI overlay with a network policy engine, Entra ID RBAC, OIDC issuer and workload identity,
     auto-upgrade and node-OS channels with maintenance windows, and a Kubernetes provider for the rest.
@@ -88,10 +97,15 @@ class GpuCluster(pulumi.ComponentResource):
     """The deploying identity's "Azure Kubernetes Service RBAC Cluster Admin" assignment, when it is made."""
 
     def __init__(self, name: str, args: GpuClusterArgs, opts: pulumi.ResourceOptions | None = None) -> None:
-        spec = validated(ClusterConfig, args["cluster"], f"GpuCluster {name}", at="cluster")
-        super().__init__("aks-gpu:index:GpuCluster", name, None, opts)
-        child = pulumi.ResourceOptions(parent=self)
+        super().__init__(name, args, opts)
 
+    @classmethod
+    def resolve_args(cls, name: str, args: Any) -> ClusterInputs:
+        spec = validated(ClusterConfig, args["cluster"], f"GpuCluster {name}", at="cluster")
+        return ClusterInputs(spec, args["location"], args.get("azure_monitor_metrics", False))
+
+    def build(self, name: str, inputs: ClusterInputs) -> dict[str, Any]:
+        spec = inputs.cluster
         if spec.existing:
             found = containerservice.get_managed_cluster_output(
                 resource_group_name=spec.resource_group, resource_name=spec.name, opts=pulumi.InvokeOutputOptions(parent=self)
@@ -101,9 +115,8 @@ class GpuCluster(pulumi.ComponentResource):
         else:
             cluster = containerservice.ManagedCluster(
                 f"{name}-aks",
-                **self._cluster_inputs(spec, args["location"], args.get("azure_monitor_metrics", False)),
-                opts=pulumi.ResourceOptions(
-                    parent=self,
+                **self._cluster_inputs(spec, inputs.location, inputs.azure_monitor_metrics),
+                opts=self.child(
                     protect=spec.protect,
                     # GPU pools are separate AgentPool resources; the inline profile only seeds the system
                     # pool, so later drift there (autoscaler counts, upgrades) must not fight Pulumi.
@@ -125,7 +138,7 @@ class GpuCluster(pulumi.ComponentResource):
                     resource_name_=cluster.name,
                     config_name=config_name,
                     maintenance_window=cast(Any, maintenance_window_args(window)),
-                    opts=child,
+                    opts=self.child(),
                 )
         self.resource_group_name = pulumi.Output.from_input(spec.resource_group)
         self.deployer_access = None
@@ -152,16 +165,14 @@ class GpuCluster(pulumi.ComponentResource):
             # Every Kubernetes object comes after the deployer's role assignment. Azure RBAC "can take up to five
             # minutes to propagate" (https://learn.microsoft.com/azure/aks/entra-id-authorization): a first up that
             # still gets 403 Forbidden succeeds when run again.
-            opts=pulumi.ResourceOptions(parent=self, depends_on=[self.deployer_access] if self.deployer_access else None),
+            opts=self.child(after=[self.deployer_access] if self.deployer_access else ()),
         )
-        self.register_outputs(
-            {
-                "clusterName": self.cluster_name,
-                "resourceGroupName": self.resource_group_name,
-                "clusterId": self.cluster_id,
-                "kubeconfig": self.kubeconfig,
-            }
-        )
+        return {
+            "clusterName": self.cluster_name,
+            "resourceGroupName": self.resource_group_name,
+            "clusterId": self.cluster_id,
+            "kubeconfig": self.kubeconfig,
+        }
 
     def _grant_deployer(self, name: str, spec: ClusterConfig) -> authorization.RoleAssignment:
         """ "Azure Kubernetes Service RBAC Cluster Admin" on the cluster for the identity running the deployment (the
@@ -180,7 +191,7 @@ class GpuCluster(pulumi.ComponentResource):
         inputs["principal_type"] = deployer_principal_type(
             spec.deployer_access.principal_type, {key: provider.get(key) for key in SERVICE_PRINCIPAL_CONFIG}, os.environ
         )
-        return authorization.RoleAssignment(f"{name}-deployer-admin", **inputs, opts=pulumi.ResourceOptions(parent=self))
+        return authorization.RoleAssignment(f"{name}-deployer-admin", **inputs, opts=self.child())
 
     @staticmethod
     def _cluster_inputs(spec: ClusterConfig, location: str, azure_monitor_metrics: bool = False) -> dict[str, Any]:

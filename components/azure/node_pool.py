@@ -1,11 +1,14 @@
 """``GpuNodePool``: one AKS agent pool of GPU VMs, tainted and labelled so only GPU work lands on it."""
 
+from dataclasses import dataclass
 from typing import Any, NotRequired, TypedDict
 
 import pulumi
 from pulumi_azure_native import containerservice
 
 from components.args import platform_model
+from components.component import GpuComponent
+from components.naming import POOL_LABEL
 from components.resolved.model import ResolvedPool
 from components.specs import DevicePluginSpec, GpuPoolSpec, StorageSpec
 
@@ -71,11 +74,22 @@ def agent_pool_inputs(pool: ResolvedPool) -> dict[str, Any]:
     return inputs
 
 
-class GpuNodePool(pulumi.ComponentResource):
+@dataclass(frozen=True)
+class NodePoolInputs:
+    """A pool resolved against the stack (its driver mode, MIG resource and node labels depend on the device plugin and
+    storage settings), and the cluster it joins."""
+
+    pool: ResolvedPool
+    resource_group_name: pulumi.Input[str]
+    cluster_name: pulumi.Input[str]
+
+
+class GpuNodePool(GpuComponent[NodePoolInputs]):
     """A GPU agent pool: vendor taint ``<vendor>.com/gpu=present:NoSchedule``, pool/workload labels,
     autoscaling that Pulumi never fights, spot, MIG and the AKS GPU driver mode.
 
-    Outputs carry what a workload needs to land here: node selector, tolerations, resource name and count.
+    Outputs carry what a workload needs to land here: node selector, tolerations, resource name and count, each known
+    once the agent pool is (read from what it was created with).
     """
 
     agent_pool: containerservice.AgentPool
@@ -87,23 +101,28 @@ class GpuNodePool(pulumi.ComponentResource):
     resource_count_per_node: pulumi.Output[int | None]
 
     def __init__(self, name: str, args: GpuNodePoolArgs, opts: pulumi.ResourceOptions | None = None) -> None:
+        super().__init__(name, args, opts)
+
+    @classmethod
+    def resolve_args(cls, name: str, args: Any) -> NodePoolInputs:
         sections = {
             "gpu_pools": [args["pool"]],
             "device_plugin": args.get("device_plugin", {}),
             "storage": args.get("storage", {}),
         }
         [pool] = platform_model(sections, f"GpuNodePool {name}", renames={"gpuPools[0]": "pool"}).pools
-        super().__init__("aks-gpu:index:GpuNodePool", name, None, opts)
+        return NodePoolInputs(pool, args["resource_group_name"], args["cluster_name"])
+
+    def build(self, name: str, inputs: NodePoolInputs) -> dict[str, Any]:
+        pool = inputs.pool
         self.agent_pool = containerservice.AgentPool(
             f"{name}-pool",
-            resource_group_name=args["resource_group_name"],
-            resource_name_=args["cluster_name"],
+            resource_group_name=inputs.resource_group_name,
+            resource_name_=inputs.cluster_name,
             **agent_pool_inputs(pool),
-            opts=pulumi.ResourceOptions(
-                parent=self,
-                # Children do not inherit a component's depends_on: the agent pool carries it (GpuPlatform chains the
-                # pools this way, since AKS runs one agent pool operation per cluster at a time).
-                depends_on=opts.depends_on if opts else None,
+            # GpuPlatform chains the pools through the component's depends_on: AKS runs one agent pool operation per
+            # cluster at a time.
+            opts=self.child(
                 protect=pool.config.protect,
                 # Pool names are fixed, so create-before-delete always collides with the old pool.
                 delete_before_replace=True,
@@ -111,17 +130,17 @@ class GpuNodePool(pulumi.ComponentResource):
                 ignore_changes=["count"] if pool.config.autoscaling else None,
             ),
         )
-        self.pool_name = pulumi.Output.from_input(pool.name)
-        self.node_selector = pulumi.Output.from_input(pool.node_selector)
-        self.tolerations = pulumi.Output.from_input([t.to_kube() for t in pool.tolerations])
-        self.resource_name = pulumi.Output.from_input(pool.resource.name)
-        self.resource_count_per_node = pulumi.Output.from_input(pool.resource.count_per_node)
-        self.register_outputs(
-            {
-                "poolName": self.pool_name,
-                "nodeSelector": self.node_selector,
-                "tolerations": self.tolerations,
-                "resourceName": self.resource_name,
-                "resourceCountPerNode": self.resource_count_per_node,
-            }
-        )
+        # Read from the agent pool, so whoever places pods by these waits for the pool to exist.
+        labels = self.agent_pool.node_labels.apply(lambda created: dict(created or pool.node_labels))
+        self.pool_name = labels.apply(lambda created: created[POOL_LABEL])
+        self.node_selector = labels.apply(lambda created: {POOL_LABEL: created[POOL_LABEL]})
+        self.tolerations = self.agent_pool.node_taints.apply(lambda _: [t.to_kube() for t in pool.tolerations])
+        self.resource_name = self.agent_pool.vm_size.apply(lambda _: pool.resource.name)
+        self.resource_count_per_node = self.agent_pool.vm_size.apply(lambda _: pool.resource.count_per_node)
+        return {
+            "poolName": self.pool_name,
+            "nodeSelector": self.node_selector,
+            "tolerations": self.tolerations,
+            "resourceName": self.resource_name,
+            "resourceCountPerNode": self.resource_count_per_node,
+        }

@@ -14,7 +14,6 @@ from rich.tree import Tree
 from components.cli.common import EXIT_OK, EXIT_USAGE, add_stack_arguments, err, load_stack, out, report_warnings, safe
 from components.config.problems import clipped, shown
 from components.input_files import InputFileError, decode_utf8, read_bounded
-from components.kube.smoke_job import smoke_plan
 from components.monitoring.summary import monitoring_lines
 from components.plan import (
     PLAN_FILE,
@@ -27,6 +26,7 @@ from components.plan import (
     write_plan,
 )
 from components.resolved.model import PlatformModel, resolve
+from components.validation.smoke import smoke_plan
 
 
 def register(subparsers: Any) -> None:

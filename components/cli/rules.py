@@ -10,7 +10,7 @@ from typing import Any
 import yaml
 
 from components.cli.common import EXIT_OK, EXIT_USAGE, add_stack_arguments, err, load_stack, report_warnings, safe
-from components.kube.objects import labelled
+from components.manifests import labelled
 from components.monitoring.rules import POOL_LABEL_METRIC, prometheus_rule_manifest, rule_file, rule_groups
 from components.naming import POOL_LABEL
 from components.resolved.model import resolve

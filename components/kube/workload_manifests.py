@@ -18,6 +18,7 @@ from typing import Any, NotRequired, TypedDict
 from components.admission.pod_security import rdma_policy_manifests
 from components.config.models import EgressRule, IngressFrom, WorkloadConfig
 from components.naming import WORKLOAD_LABEL
+from components.resolved.model import PlatformModel, ResolvedPool
 
 Manifest = dict[str, Any]
 
@@ -81,6 +82,40 @@ class PodPlacement(TypedDict):
     nodeSelector: dict[str, str]
     tolerations: list[TolerationSpec]
     resources: ContainerResources
+
+
+class PoolOutput(TypedDict):
+    """What a workload needs to land on one GPU pool. Kubernetes' and JSON's camelCase, as every language and the
+    stack's ``pools`` output spell it (a snake_case key would reach Python callers as written and every other
+    language camelCased)."""
+
+    nodeSelector: dict[str, str]
+    tolerations: list[TolerationSpec]
+    resourceName: str
+    """The extended resource one node advertises: nvidia.com/gpu, amd.com/gpu or nvidia.com/mig-<profile>."""
+    resourceCountPerNode: int
+    """How many of it one node advertises (0 when the pool's GPU count is unknown)."""
+    vmSize: str
+    workload: str
+    """The workload type the pool serves (a team namespace of this type may use it)."""
+    migProfile: NotRequired[str]
+    migStrategy: NotRequired[str]
+
+
+def pool_output(pool: ResolvedPool, model: PlatformModel) -> PoolOutput:
+    """One entry of the platform's ``pools`` output."""
+    output: PoolOutput = {
+        "nodeSelector": dict(pool.node_selector),
+        "tolerations": [toleration(t.to_kube()) for t in pool.tolerations],
+        "resourceName": pool.resource.name,
+        "resourceCountPerNode": pool.resource.count_per_node or 0,
+        "vmSize": pool.config.vm_size,
+        "workload": pool.workload,
+    }
+    if pool.mig_profile:
+        output["migProfile"] = pool.mig_profile
+        output["migStrategy"] = model.mig_strategy
+    return output
 
 
 # ---------------------------------------------------------------- namespace, quota, limit range

@@ -14,6 +14,7 @@ annotations at runtime and cannot see through string annotations (nor ``NotRequi
 """
 
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any, NotRequired, TypedDict, TypeVar, cast
 
 import pulumi
@@ -30,11 +31,11 @@ from components.args import (
     property_path,
     raised_later,
 )
+from components.component import GpuComponent, kube_resource
 from components.config.loader import key_path, problems_from
 from components.config.models import PlatformConfig, WorkloadConfig
 from components.config.problems import Problem
 from components.config.rules import cidr_problems
-from components.kube.resources import kube_resource
 from components.kube.workload_manifests import (
     QUOTA_NAME,
     Manifest,
@@ -51,7 +52,6 @@ from components.kube.workload_manifests import (
 from components.resolved.model import ResolvedWorkload
 from components.specs import WorkloadSpec
 
-COMPONENT_TYPE = "aks-gpu:index:GpuWorkloadNamespace"
 Value = TypeVar("Value")
 
 
@@ -73,18 +73,28 @@ class GpuWorkloadNamespaceArgs(TypedDict):
     resource_name too (it is skipped), so a platform can pass all of its resources."""
 
 
-def namespace_args(workload: ResolvedWorkload, other_gpu_resources: Sequence[str] = ()) -> GpuWorkloadNamespaceArgs:
-    """The args of a platform's own workload namespace, all plain values from its resolved model."""
-    args = GpuWorkloadNamespaceArgs(
-        # JSON mode: lists, not tuples, as the spec types say; no None, as a spec leaves a key out instead.
-        workload=cast(WorkloadSpec, workload.config.model_dump(mode="json", exclude_none=True)),
+@dataclass(frozen=True)
+class WorkloadNamespaceInputs:
+    """A workload checked by the stack file's rules (``shape``; with stand-ins for deferred values, which ``pending``
+    delivers once known), and where its GPU pods go."""
+
+    shape: WorkloadConfig
+    resource_name: pulumi.Input[str]
+    node_selector: pulumi.Input[Mapping[str, pulumi.Input[str]]]
+    tolerations: pulumi.Input[Sequence[pulumi.Input[TolerationSpec]]]
+    other_gpu_resources: pulumi.Input[Sequence[pulumi.Input[str]]] = ()
+    pending: pulumi.Output[WorkloadConfig] | None = None
+
+
+def platform_namespace(workload: ResolvedWorkload, other_gpu_resources: Sequence[str] = ()) -> WorkloadNamespaceInputs:
+    """The inputs of a platform's own workload namespace, all plain values from its resolved model."""
+    return WorkloadNamespaceInputs(
+        shape=workload.config,
+        resource_name=workload.resource_name or "",
         node_selector=dict(workload.node_selector),
         tolerations=[cast(TolerationSpec, t.to_kube()) for t in workload.tolerations],
         other_gpu_resources=list(other_gpu_resources),
     )
-    if workload.resource_name:
-        args["resource_name"] = workload.resource_name
-    return args
 
 
 # Of a workload, what another stack may pass as outputs (a StackReference value, a config of its own): they
@@ -158,7 +168,7 @@ def _child_name(component: str, kind: str, object_name: str) -> str:
     return f"{component}-{kind.lower()}-{object_name}"
 
 
-class GpuWorkloadNamespace(pulumi.ComponentResource):
+class GpuWorkloadNamespace(GpuComponent[WorkloadNamespaceInputs]):
     """A workload type's namespace with its GPU quota, default requests, deny-all network policy and opt-in
     allows, Pod Security labels and Entra ID group bindings. Its outputs tell jobs how to land on its GPUs."""
 
@@ -176,13 +186,24 @@ class GpuWorkloadNamespace(pulumi.ComponentResource):
     """The pod spec fragment for a GPU pod here: nodeSelector, tolerations and the container's resources."""
 
     def __init__(self, name: str, args: GpuWorkloadNamespaceArgs, opts: pulumi.ResourceOptions | None = None) -> None:
-        component = f"GpuWorkloadNamespace {name}"
-        # Before registering anything: a bad spec leaves nothing half-made behind.
-        shape, pending = workload_config(args["workload"], component)
-        super().__init__(COMPONENT_TYPE, name, None, opts)
-        provider = opts.provider if opts else None
-        resource = pulumi.Output.from_input(args.get("resource_name", ""))
-        others = pulumi.Output.from_input(args.get("other_gpu_resources", []))
+        super().__init__(name, args, opts)
+
+    @classmethod
+    def resolve_args(cls, name: str, args: Any) -> WorkloadNamespaceInputs:
+        shape, pending = workload_config(args["workload"], f"GpuWorkloadNamespace {name}")
+        return WorkloadNamespaceInputs(
+            shape=shape,
+            resource_name=args.get("resource_name", ""),
+            node_selector=args["node_selector"],
+            tolerations=args["tolerations"],
+            other_gpu_resources=args.get("other_gpu_resources", []),
+            pending=pending,
+        )
+
+    def build(self, name: str, inputs: WorkloadNamespaceInputs) -> dict[str, Any]:
+        shape, pending = inputs.shape, inputs.pending
+        resource = pulumi.Output.from_input(inputs.resource_name)
+        others = pulumi.Output.from_input(inputs.other_gpu_resources)
 
         def of(build: Callable[[WorkloadConfig], Value]) -> pulumi.Input[Value]:
             # A value from the workload: plain when the workload is, else when its outputs are known.
@@ -194,6 +215,7 @@ class GpuWorkloadNamespace(pulumi.ComponentResource):
             plain = build(shape)
             if pending is None:
                 return plain
+
             def field(key: str) -> Callable[[WorkloadConfig], Any]:
                 return lambda config: build(config)[key]
 
@@ -203,14 +225,13 @@ class GpuWorkloadNamespace(pulumi.ComponentResource):
         # Whether there is one is plain (rdma is never an output); its name follows the namespace's.
         rdma: list[pulumi.Resource] = []
         if rdma_manifests(shape):
-            cluster = pulumi.ResourceOptions(parent=self, provider=provider)
-            rdma_policy = kube_resource(f"{name}-rdma-policy", manifest_of(lambda config: rdma_manifests(config)[0]), cluster)
+            rdma_policy = kube_resource(
+                f"{name}-rdma-policy", manifest_of(lambda config: rdma_manifests(config)[0]), self.child()
+            )
             rdma.append(rdma_policy)
             rdma.append(
                 kube_resource(
-                    f"{name}-rdma-binding",
-                    manifest_of(lambda config: rdma_manifests(config)[1]),
-                    pulumi.ResourceOptions(parent=self, provider=provider, depends_on=[rdma_policy]),
+                    f"{name}-rdma-binding", manifest_of(lambda config: rdma_manifests(config)[1]), self.child(after=[rdma_policy])
                 )
             )
         self.namespace = cast(
@@ -218,11 +239,11 @@ class GpuWorkloadNamespace(pulumi.ComponentResource):
             kube_resource(
                 f"{name}-namespace",
                 manifest_of(namespace_manifest),
-                pulumi.ResourceOptions(parent=self, provider=provider, depends_on=rdma or None),
+                self.child(after=rdma),
             ),
         )
         # The provider does not order objects by the namespace they name; the namespace must exist first.
-        inside = pulumi.ResourceOptions(parent=self, provider=provider, depends_on=[self.namespace])
+        inside = self.child(after=[self.namespace])
         # Its keys are the GPU resource names, which another stack may only know as outputs: built in an apply.
         if pending is None:
             hard = pulumi.Output.all(resource, others).apply(lambda v: quota_hard(shape, v[0] or None, v[1]))
@@ -239,7 +260,7 @@ class GpuWorkloadNamespace(pulumi.ComponentResource):
         self.quota_key = resource.apply(lambda r: gpu_quota_key(r) if r else "")
         self.gpu_quota = pulumi.Output.from_input(of(lambda config: config.gpu_quota))
         self.pod_placement = pulumi.Output.all(
-            resource, pulumi.Output.from_input(args["node_selector"]), pulumi.Output.from_input(args["tolerations"])
+            resource, pulumi.Output.from_input(inputs.node_selector), pulumi.Output.from_input(inputs.tolerations)
         ).apply(lambda v: pod_placement(v[0] or None, v[1], v[2]))
         outputs: dict[str, Any] = {
             "namespaceName": self.namespace_name,
@@ -248,6 +269,4 @@ class GpuWorkloadNamespace(pulumi.ComponentResource):
             "gpuQuota": self.gpu_quota,
             "podPlacement": self.pod_placement,
         }
-        # Seam for per-workload extras (the NVMe volume snippet when `nvmeVolume: true`): set an attribute
-        # and add its output here; the manifests above do not change.
-        self.register_outputs(outputs)
+        return outputs

@@ -6,21 +6,26 @@ and association, and one PrometheusRuleGroup per rule group (``azure``). With ``
 one PrometheusRule object instead, and nothing Azure-side is created.
 """
 
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Any, NotRequired
 
 import pulumi
 from pulumi_azure_native import alertsmanagement, monitor
+from pydantic.alias_generators import to_camel
 
-from components.args import platform_model
-from components.kube.resources import kube_resource
+from components.args import ArgsError, platform_model
+from components.component import GpuComponent, kube_resource
 from components.monitoring import azure
 from components.monitoring.exporters import exporter_manifests, monitoring_on
 from components.monitoring.rules import RuleGroup, prometheus_rule_manifest, rule_groups
+from components.naming import PACKAGE_NAME
 from components.resolved.model import PlatformModel
 from components.specs import PlatformSpec
 from components.validation.xid import critical_xid_codes
 
 CLUSTER_KEYS = frozenset({"resource_group_name", "cluster_name", "cluster_id", "location", "cluster_existing", "tags"})
+REQUIRED_CLUSTER_KEYS = frozenset({"resource_group_name", "cluster_name", "cluster_id", "location"})
 
 
 class GpuMonitoringArgs(PlatformSpec):
@@ -40,7 +45,25 @@ class GpuMonitoringArgs(PlatformSpec):
     tags: NotRequired[dict[str, str]]
 
 
-class GpuMonitoring(pulumi.ComponentResource):
+@dataclass(frozen=True)
+class MonitoredCluster:
+    """The cluster the azure-monitor engine's workspace, data collection and rule groups are for."""
+
+    resource_group_name: str
+    cluster_name: str
+    cluster_id: pulumi.Input[str]
+    location: str
+    existing: bool = False
+    tags: Mapping[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class MonitoringInputs:
+    model: PlatformModel
+    cluster: MonitoredCluster | None = None
+
+
+class GpuMonitoring(GpuComponent[MonitoringInputs]):
     """Exporters on every GPU pool, their scrape configuration and the alert rules; nothing without GPU pools or
     with ``monitoring.enabled: false``.
 
@@ -54,38 +77,52 @@ class GpuMonitoring(pulumi.ComponentResource):
     """The alert rule groups: PrometheusRuleGroup names in Azure, or group names inside the PrometheusRule."""
 
     def __init__(self, name: str, args: GpuMonitoringArgs, opts: pulumi.ResourceOptions | None = None) -> None:
-        model = platform_model(args, f"GpuMonitoring {name}", CLUSTER_KEYS)
+        super().__init__(name, args, opts)
+
+    @classmethod
+    def resolve_args(cls, name: str, args: Any) -> MonitoringInputs:
+        component = f"GpuMonitoring {name}"
+        model = platform_model(args, component, CLUSTER_KEYS)
+        if not (monitoring_on(model) and model.config.monitoring.engine == "azure-monitor"):
+            return MonitoringInputs(model)
+        missing = sorted(REQUIRED_CLUSTER_KEYS - set(args))
+        if missing:
+            reason = "is required with the azure-monitor engine: the workspace, data collection and rule groups are the cluster's"
+            raise ArgsError(component, [(to_camel(key), reason) for key in missing])
+        cluster = MonitoredCluster(
+            args["resource_group_name"],
+            args["cluster_name"],
+            args["cluster_id"],
+            args["location"],
+            args.get("cluster_existing", False),
+            dict(args.get("tags", {})),
+        )
+        return MonitoringInputs(model, cluster)
+
+    def build(self, name: str, inputs: MonitoringInputs) -> dict[str, Any]:
+        model = inputs.model
         monitoring = model.config.monitoring
         azure_engine = monitoring.engine == "azure-monitor"
-        if monitoring_on(model) and azure_engine:
-            missing = sorted({"resource_group_name", "cluster_name", "cluster_id", "location"} - set(args))
-            if missing:
-                raise pulumi.RunError(
-                    f"invalid args for GpuMonitoring {name}:\n  the azure-monitor engine needs the cluster: {', '.join(missing)}"
-                )
-
-        super().__init__("aks-gpu:index:GpuMonitoring", name, None, opts)
-        provider = opts.provider if opts is not None else None
-        after = list(opts.depends_on) if opts is not None and isinstance(opts.depends_on, list) else []
         self.workspace_id = pulumi.Output.from_input("")
         self.rule_group_names = pulumi.Output.from_input([])
         # The exporters, for callers that wait for them (not outputs of the package).
         self.daemonsets: list[pulumi.Resource] = []
-
+        outputs = {"workspaceId": self.workspace_id, "ruleGroupNames": self.rule_group_names}
         if not monitoring_on(model):
-            self.register_outputs({"workspaceId": self.workspace_id, "ruleGroupNames": self.rule_group_names})
-            return
+            return outputs
 
         groups = rule_groups(model, critical_xid_codes())
         crd_after: list[pulumi.Resource] = []
         # An adopted cluster without the workspace its owner sends metrics to: exporters only (the config rules warn);
         # managed Prometheus's PodMonitor CRD may not even exist there.
-        scraped = not (azure_engine and args.get("cluster_existing") and monitoring.azure_monitor.workspace_resource_id is None)
-        if azure_engine and scraped:
-            crd_after = self._azure(name, args, model, groups, after)
+        cluster = inputs.cluster
+        adopted = cluster is not None and cluster.existing
+        scraped = not (azure_engine and adopted and monitoring.azure_monitor.workspace_resource_id is None)
+        if azure_engine and scraped and cluster is not None:
+            crd_after = self._azure(name, cluster, model, groups)
         else:
             rule = prometheus_rule_manifest(groups, model)
-            self._custom(f"{name}-prometheusrule", rule, provider, after)
+            kube_resource(f"{name}-prometheusrule", rule, self.child())
             self.rule_group_names = pulumi.Output.from_input([group.name for group in groups])
 
         previous: list[pulumi.Resource] = []
@@ -97,41 +134,25 @@ class GpuMonitoring(pulumi.ComponentResource):
             if kind == "PodMonitor":
                 # Managed Prometheus's PodMonitor CRD comes with the metrics add-on, which starts collecting once the
                 # data collection rule is associated with the cluster.
-                self._custom(resource_name, manifest, provider, [*after, *crd_after])
+                kube_resource(resource_name, manifest, self.child(after=crd_after))
                 continue
-            depends = [*after, *(previous if kind == "DaemonSet" else [])]
-            resource = kube_resource(
-                resource_name, manifest, pulumi.ResourceOptions(parent=self, provider=provider, depends_on=depends)
-            )
+            resource = kube_resource(resource_name, manifest, self.child(after=previous if kind == "DaemonSet" else ()))
             if kind == "DaemonSet":
                 self.daemonsets.append(resource)
             else:
                 previous.append(resource)
-        self.register_outputs({"workspaceId": self.workspace_id, "ruleGroupNames": self.rule_group_names})
-
-    def _custom(
-        self,
-        resource_name: str,
-        manifest: dict[str, Any],
-        provider: pulumi.ProviderResource | None,
-        depends: list[pulumi.Resource],
-    ) -> pulumi.CustomResource:
-        return kube_resource(resource_name, manifest, pulumi.ResourceOptions(parent=self, provider=provider, depends_on=depends))
+        return {"workspaceId": self.workspace_id, "ruleGroupNames": self.rule_group_names}
 
     def _azure(
-        self,
-        name: str,
-        args: GpuMonitoringArgs,
-        model: PlatformModel,
-        groups: tuple[RuleGroup, ...],
-        after: list[pulumi.Resource],
+        self, name: str, monitored: MonitoredCluster, model: PlatformModel, groups: tuple[RuleGroup, ...]
     ) -> list[pulumi.Resource]:
         """The workspace, data collection and rule groups; returns what the PodMonitors wait for."""
         settings = model.config.monitoring.azure_monitor
-        group, cluster, location = args["resource_group_name"], args["cluster_name"], args["location"]
-        cluster_id = args["cluster_id"]
-        tags = {"managed-by": "aks-gpu", **args.get("tags", {})}
-        child = pulumi.ResourceOptions(parent=self)
+        group, cluster, location = monitored.resource_group_name, monitored.cluster_name, monitored.location
+        cluster_id = monitored.cluster_id
+        tags = {"managed-by": PACKAGE_NAME, **monitored.tags}
+        # The Azure Monitor side needs the cluster, not its GPU pools: only the association waits for those.
+        child = self.child(waits=False)
         waits: list[pulumi.Resource] = []
         workspace_id: pulumi.Input[str]
         if settings.workspace_resource_id is not None:
@@ -143,7 +164,7 @@ class GpuMonitoring(pulumi.ComponentResource):
                 opts=child,
             )
             workspace_id = workspace.id
-        if not args.get("cluster_existing", False):
+        if not monitored.existing:
             endpoint_name, rule_name, association_name = azure.collection_names(cluster, location, location)
             endpoint = monitor.DataCollectionEndpoint(
                 f"{name}-dce", **azure.endpoint_inputs(group, endpoint_name, location, tags), opts=child
@@ -156,7 +177,7 @@ class GpuMonitoring(pulumi.ComponentResource):
             association = monitor.DataCollectionRuleAssociation(
                 f"{name}-dcra",
                 **azure.association_inputs(association_name, cluster_id, collection.id),
-                opts=pulumi.ResourceOptions(parent=self, depends_on=after),
+                opts=self.child(),
             )
             waits.append(association)
         names = []

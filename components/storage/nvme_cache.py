@@ -5,6 +5,7 @@ StorageClass (v2) or StoragePool (v1) that makes the striped NVMe disks of the `
 from pods, plus ready-to-paste volume snippets for the workload namespaces that asked for one.
 """
 
+from dataclasses import dataclass
 from typing import Any, cast
 
 import pulumi
@@ -12,8 +13,8 @@ import pulumi_kubernetes as k8s
 from pulumi_azure_native import kubernetesconfiguration
 
 from components.args import platform_model
+from components.component import GpuComponent, kube_resource
 from components.config.models import StorageConfig
-from components.kube.resources import kube_resource
 from components.naming import POOL_LABEL
 from components.resolved.model import PlatformModel
 from components.specs import PlatformSpec
@@ -77,7 +78,14 @@ def namespaces_wanting_volumes(model: PlatformModel) -> dict[str, list[str]]:
     }
 
 
-class NvmeCache(pulumi.ComponentResource):
+@dataclass(frozen=True)
+class NvmeCacheInputs:
+    model: PlatformModel
+    resource_group_name: pulumi.Input[str]
+    cluster_name: pulumi.Input[str]
+
+
+class NvmeCache(GpuComponent[NvmeCacheInputs]):
     """Azure Container Storage on the pools with ``nvmeCache: true``; registers nothing when there are none.
 
     ``opts.provider`` is the Kubernetes provider for the StorageClass/StoragePool; the extension is an Azure
@@ -88,29 +96,33 @@ class NvmeCache(pulumi.ComponentResource):
     """The StorageClass (or, for v1, the class Azure Container Storage creates); empty without NVMe pools."""
 
     def __init__(self, name: str, args: NvmeCacheArgs, opts: pulumi.ResourceOptions | None = None) -> None:
+        super().__init__(name, args, opts)
+
+    @classmethod
+    def resolve_args(cls, name: str, args: Any) -> NvmeCacheInputs:
         model = platform_model(args, f"NvmeCache {name}", frozenset({"resource_group_name", "cluster_name"}))
-        super().__init__("aks-gpu:index:NvmeCache", name, None, opts)
+        return NvmeCacheInputs(model, args["resource_group_name"], args["cluster_name"])
+
+    def build(self, name: str, inputs: NvmeCacheInputs) -> dict[str, Any]:
+        model = inputs.model
         # Per workload namespace with nvmeVolume: a ready volume snippet (Kubernetes field names, not typed
         # for other languages: use it from Python or as the stack's nvmeVolumes output).
         self.volume_snippets: pulumi.Output[dict[str, dict[str, Any]]]
         storage = model.config.storage
         pool_names = [pool.name for pool in model.nvme_pools]
-
         if not pool_names:
             self.storage_class_name = pulumi.Output.from_input("")
             self.volume_snippets = pulumi.Output.from_input({})
-            self.register_outputs({"storageClassName": self.storage_class_name, "volumeSnippets": self.volume_snippets})
-            return
+            return {"storageClassName": self.storage_class_name, "volumeSnippets": self.volume_snippets}
 
+        # After the GPU pools this component waits for, so v1's io-engine label is on them before the extension
+        # installs, as the v1 install guide orders.
         extension = kubernetesconfiguration.Extension(
-            f"{name}-acstor",
-            **extension_inputs(storage, args["resource_group_name"], args["cluster_name"]),
-            # Children do not inherit a component's depends_on; the extension carries it (the GPU pools, so
-            # v1's io-engine label is on them before the extension installs, as the v1 install guide orders).
-            opts=pulumi.ResourceOptions(parent=self, depends_on=opts.depends_on if opts else None),
+            f"{name}-acstor", **extension_inputs(storage, inputs.resource_group_name, inputs.cluster_name), opts=self.child()
         )
-        # The CRDs and the installer come with the extension: Kubernetes objects wait for it.
-        kube = pulumi.ResourceOptions(parent=self, provider=opts.provider if opts else None, depends_on=[extension])
+        # The CRDs and the installer come with the extension: Kubernetes objects wait for it (and, through it, for
+        # the pools).
+        kube = self.child(after=[extension], waits=False)
         class_name = storage_class_name(storage.flavour, storage.storage_class_name)
         if storage.flavour == "v2":
             created = kube_resource(f"{name}-storage-class", storage_class(class_name, POOL_LABEL, pool_names), kube)
@@ -120,8 +132,7 @@ class NvmeCache(pulumi.ComponentResource):
             created_pool = kube_resource(f"{name}-storage-pool", storage_pool(storage.storage_class_name), kube)
             # ACStor creates `acstor-<pool>` itself once the pool is ready.
             self.storage_class_name = created_pool.id.apply(lambda _: class_name)
-
         self.volume_snippets = pulumi.Output.from_input(
             volume_snippets(namespaces_wanting_volumes(model), class_name, storage.flavour, POOL_LABEL)
         )
-        self.register_outputs({"storageClassName": self.storage_class_name, "volumeSnippets": self.volume_snippets})
+        return {"storageClassName": self.storage_class_name, "volumeSnippets": self.volume_snippets}

@@ -19,12 +19,13 @@ traceback) and nothing is created: the settings of this stack are checked first,
 the platform's pools (the namespace and its objects, the Job) waits for the chosen pool to be checked.
 """
 
-from typing import NotRequired, TypedDict, cast
+from typing import cast
 
 import pulumi
 import pulumi_kubernetes as k8s
 
-from components.kube.workload_manifests import TolerationSpec
+# One entry of the platform stack's `pools` output, keys as every language reads them.
+from components.kube.workload_manifests import PoolOutput as PlatformPool
 from components.kube.workload_namespace import GpuWorkloadNamespace
 
 # NGC's PyTorch image (CUDA, NCCL, PyTorch); pin the month you validated.
@@ -35,19 +36,6 @@ JOB_NAME = "train"
 # longer, so `pulumi up` returns once the Job is created. https://github.com/pulumi/pulumi-kubernetes/pull/417
 # https://www.pulumi.com/registry/packages/kubernetes/api-docs/batch/v1/job/
 SKIP_AWAIT = {"pulumi.com/skipAwait": "true"}
-
-
-class PlatformPool(TypedDict):
-    """One entry of the platform stack's ``pools`` output."""
-
-    nodeSelector: dict[str, str]
-    tolerations: list[TolerationSpec]
-    resourceName: str
-    resourceCountPerNode: int
-    vmSize: str
-    workload: str
-    migProfile: NotRequired[str]
-    migStrategy: NotRequired[str]
 
 
 def checked_pool(pools: dict[str, PlatformPool], name: str, wanted: int | None, quota: int) -> tuple[PlatformPool, int]:

@@ -167,3 +167,14 @@ def test_gpu_pod_examples_are_admitted_by_the_platforms_policy() -> None:
         for (block, _), decision in zip(examples, decisions, strict=True):
             assert decision.actions, f"{block.where}: {decision.note}"
             assert decision.allowed, f"{block.where}: {decision.messages}"
+
+
+def test_the_composing_guides_pools_output_is_prods_as_planned() -> None:
+    """The guide shows `pools` of prod as the platform exports it, every key camelCase (the PoolOutput TypedDict)."""
+    import json
+
+    from tests.conftest import planned_result
+
+    guide = PROJECT_DIR / "docs" / "composing.md"
+    [shown] = [json.loads(block.text) for block in code_blocks(guide) if block.lang == "json" and '"train"' in block.text]
+    assert shown == planned_result("prod").outputs["pools"]

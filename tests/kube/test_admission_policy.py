@@ -8,10 +8,10 @@ import pulumi
 import pulumi_kubernetes as k8s
 import pytest
 
+from components.admission.component import GpuAdmissionPolicy, GpuAdmissionPolicyArgs
 from components.admission.policy import render_policy
 from components.args import platform_sections
-from components.kube.admission_policy import GpuAdmissionPolicy, GpuAdmissionPolicyArgs
-from components.kube.objects import labelled
+from components.manifests import labelled
 from components.plan import PlanResult
 from components.resolved.model import PlatformModel
 from components.resolved.stack import validate_stack

@@ -16,13 +16,14 @@ import yaml
 
 from components.args import platform_sections
 from components.config.problems import ConfigError
-from components.kube.device_plugin import GpuDevicePlugin, GpuDevicePluginArgs, plugin_manifests, target_output
+from components.kube.device_plugin import plugin_manifests, target_output
 from components.kube.gpu_operator import operator_releases
 from components.kube.nvidia_plugin import plugin_config as nvidia_plugin_config
-from components.kube.objects import labelled
 from components.kube.plugin_pins import PINS_FILE, resolve_pins
+from components.manifests import labelled
 from components.naming import GPU_NAMESPACE, POOL_LABEL
 from components.plan import PlanResult
+from components.platform.device_plugin import GpuDevicePlugin, GpuDevicePluginArgs
 from components.resolved.model import PlatformModel, ResolvedPool, Taint, resolve
 from components.resolved.node_labels import plugin_node_labels
 from components.resolved.stack import validate_stack
@@ -525,7 +526,7 @@ def test_component_registers_the_manifests_with_the_cluster_provider_and_exports
     assert kube and all(r.options["provider"] == "k8s-id" for r in kube)
     assert result.outputs["namespace"] == GPU_NAMESPACE and len(component.daemonsets) == 1 and component.releases == []
     assert result.outputs["targets"] == {pool: target_output(t) for pool, t in plugin_targets(model).items()}
-    assert result.outputs["targets"]["infer"]["count_per_node"] == 7
+    assert result.outputs["targets"]["infer"]["countPerNode"] == 7
     # The DaemonSet waits for its ConfigMap and its service account's RBAC.
     (ds,) = result.by_type("kubernetes:apps/v1:DaemonSet")
     waits_for = {r.type for r in result.resources if r.urn in ds.options["dependsOn"]}

@@ -8,10 +8,10 @@ from typing import Any
 import pytest
 
 from components.args import platform_sections
-from components.kube.objects import labelled
-from components.kube.smoke_job import GpuValidation, smoke_job_manifest, smoke_job_manifests, smoke_plan
+from components.manifests import labelled
 from components.resolved.model import PlatformModel
 from components.resolved.stack import validate_stack
+from components.validation.smoke import GpuValidation, smoke_job_manifest, smoke_job_manifests, smoke_plan
 from tests.conftest import MockHarness, minimal_raw, raw_stack, stack_model
 
 

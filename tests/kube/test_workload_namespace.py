@@ -7,7 +7,7 @@ import functools
 import json
 import subprocess
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any, cast
 
 import pulumi
@@ -18,16 +18,16 @@ from pulumi.provider.experimental.component import ComponentProvider
 from pulumi.provider.experimental.schema import generate_schema
 
 from components.config.models import WorkloadConfig
-from components.kube.workload_manifests import Manifest, PodPlacement, pod_placement, workload_manifests
+from components.kube.workload_manifests import Manifest, PodPlacement, TolerationSpec, pod_placement, workload_manifests
 from components.kube.workload_namespace import (
-    COMPONENT_TYPE,
     GpuWorkloadNamespace,
     GpuWorkloadNamespaceArgs,
-    namespace_args,
 )
+from components.naming import type_token
 from components.plan import PlanResult, ResourceRecord, kube_manifest
 from components.resolved.model import PlatformModel, ResolvedWorkload
 from components.resolved.stack import validate_stack
+from components.specs import WorkloadSpec
 from tests.conftest import PROJECT_DIR, MockHarness, minimal_raw, raw_stack, stack_model
 
 GROUP_A = "0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0"
@@ -68,6 +68,23 @@ def export_outputs(component: GpuWorkloadNamespace, key: str) -> None:
             "placement": component.pod_placement,
         },
     )
+
+
+COMPONENT_TYPE = type_token("GpuWorkloadNamespace")
+
+
+def namespace_args(workload: ResolvedWorkload, other_gpu_resources: Sequence[str] = ()) -> GpuWorkloadNamespaceArgs:
+    """A platform's workload as another stack would pass it to the public component: plain values, spec form."""
+    args = GpuWorkloadNamespaceArgs(
+        # JSON mode: lists, not tuples, as the spec types say; no None, as a spec leaves a key out instead.
+        workload=cast(WorkloadSpec, workload.config.model_dump(mode="json", exclude_none=True)),
+        node_selector=dict(workload.node_selector),
+        tolerations=[cast(TolerationSpec, t.to_kube()) for t in workload.tolerations],
+        other_gpu_resources=list(other_gpu_resources),
+    )
+    if workload.resource_name:
+        args["resource_name"] = workload.resource_name
+    return args
 
 
 def run(harness: MockHarness, *workloads: ResolvedWorkload, resources: tuple[str, ...] = ()) -> PlanResult:

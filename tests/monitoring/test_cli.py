@@ -10,7 +10,7 @@ import pytest
 import yaml
 
 from components.cli import main
-from components.kube.objects import labelled
+from components.manifests import labelled
 from components.monitoring.rules import prometheus_rule_manifest, rule_file, rule_groups
 from components.validation.xid import critical_xid_codes
 from tests.conftest import PROJECT_DIR, raw_stack, stack_model

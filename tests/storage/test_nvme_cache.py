@@ -14,7 +14,7 @@ from kubernetes import client as kube_client
 
 from components.args import platform_sections
 from components.config.problems import ConfigError
-from components.kube.objects import labelled
+from components.manifests import labelled
 from components.naming import POOL_LABEL
 from components.plan import PlanResult
 from components.resolved.model import PlatformModel

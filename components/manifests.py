@@ -2,7 +2,7 @@
 
 The builders (device plugins, exporters, namespaces, policies, storage, smoke Jobs) return manifests with the labels
 that mean something to them; ``labelled`` adds the platform's common labels (``components.naming.COMMON_LABELS``) to
-the object and to the pods of a workload template. ``components.kube.resources.kube_resource`` applies it to every
+the object and to the pods of a workload template. ``components.component.kube_resource`` applies it to every
 manifest it registers, so no object can be created without them, and the command line applies it to what it prints.
 """
 

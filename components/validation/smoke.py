@@ -1,4 +1,4 @@
-"""``GpuSmokeJobs``: per GPU pool, the article's one-shot ``nvidia-smi`` pod as a Kubernetes Job.
+"""``GpuValidation``: per GPU pool, the article's one-shot ``nvidia-smi`` pod as a Kubernetes Job.
 
 Where the live probe execs into the device plugin pod (is the driver there?), the smoke Job asks the question a
 workload asks: can a pod that requests one ``<resource>: 1`` be scheduled on the pool (taints tolerated, node
@@ -15,7 +15,7 @@ A Job on a pool with ``minCount: 0`` makes the autoscaler start a GPU node for i
 removes it again), so it is off there unless the pool sets ``smokeTest: true``; ``smoke_plan`` says per pool
 whether it runs and why, for the plan summary.
 
-Manifests are built by pure functions; the component only registers them.
+Manifests are built by pure functions (``smoke_job_manifests``); the component only registers them.
 """
 
 from dataclasses import dataclass
@@ -24,7 +24,7 @@ from typing import Any
 import pulumi
 
 from components.args import platform_model
-from components.kube.resources import kube_resource
+from components.component import GpuComponent, kube_resource
 from components.naming import GPU_NAMESPACE, NAME_LABEL, POOL_LABEL
 from components.resolved.model import PlatformModel, ResolvedPool
 from components.specs import PlatformSpec
@@ -172,7 +172,7 @@ class GpuValidationArgs(PlatformSpec):
     """The stack's GPU pools and validation settings (as a stack file's keys, snake_case here)."""
 
 
-class GpuValidation(pulumi.ComponentResource):
+class GpuValidation(GpuComponent[PlatformModel]):
     """The smoke half of post-deploy validation: one smoke Job per GPU pool that ``smoke_plan`` turns on,
     awaited by Pulumi. (The SMI checks on every node run as a hook on the device plugin, see GpuDevicePlugin.)
 
@@ -186,26 +186,18 @@ class GpuValidation(pulumi.ComponentResource):
     """Per pool: whether its smoke Job runs, and why."""
 
     def __init__(self, name: str, args: GpuValidationArgs, opts: pulumi.ResourceOptions | None = None) -> None:
-        model = platform_model(args, f"GpuValidation {name}")
-        super().__init__("aks-gpu:index:GpuValidation", name, None, opts)
-        provider = opts.provider if opts is not None else None
-        # A component's depends_on does not hold back its children: pass it on.
-        depends_on = opts.depends_on if opts is not None else None
+        super().__init__(name, args, opts)
+
+    @classmethod
+    def resolve_args(cls, name: str, args: Any) -> PlatformModel:
+        return platform_model(args, f"GpuValidation {name}")
+
+    def build(self, name: str, model: PlatformModel) -> dict[str, Any]:
         deadline = model.config.validation.smoke_job.deadline_seconds
         wait = f"{deadline + AWAIT_MARGIN_SECONDS}s"
-        decisions = smoke_plan(model)
-        manifests = smoke_job_manifests(model, GPU_NAMESPACE)
+        manifests = smoke_job_manifests(model)
         for pool, manifest in manifests.items():
-            kube_resource(
-                f"{name}-{pool}",
-                manifest,
-                pulumi.ResourceOptions(
-                    parent=self,
-                    provider=provider,
-                    depends_on=depends_on,
-                    custom_timeouts=pulumi.CustomTimeouts(create=wait, update=wait),
-                ),
-            )
+            kube_resource(f"{name}-{pool}", manifest, self.child(custom_timeouts=pulumi.CustomTimeouts(create=wait, update=wait)))
         self.smoke_jobs = pulumi.Output.from_input({pool: m["metadata"]["name"] for pool, m in manifests.items()})
-        self.smoke_decisions = pulumi.Output.from_input({d.pool: d.reason for d in decisions})
-        self.register_outputs({"smokeJobs": self.smoke_jobs, "smokeDecisions": self.smoke_decisions})
+        self.smoke_decisions = pulumi.Output.from_input({d.pool: d.reason for d in smoke_plan(model)})
+        return {"smokeJobs": self.smoke_jobs, "smokeDecisions": self.smoke_decisions}

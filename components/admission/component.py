@@ -5,13 +5,15 @@ component only registers them, the binding after the policy it names. With ``adm
 registers nothing.
 """
 
+from dataclasses import dataclass
 from typing import Any, NotRequired
 
 import pulumi
 
 from components.admission.policy import render_policy
 from components.args import platform_model
-from components.kube.resources import kube_resource
+from components.component import GpuComponent, kube_resource
+from components.resolved.model import PlatformModel
 from components.specs import PlatformSpec
 
 
@@ -22,7 +24,14 @@ class GpuAdmissionPolicyArgs(PlatformSpec):
     """The cluster's network policy engine (azure, calico, cilium): with calico, Calico's namespaces are exempt."""
 
 
-class GpuAdmissionPolicy(pulumi.ComponentResource):
+@dataclass(frozen=True)
+class AdmissionInputs:
+    model: PlatformModel
+    # The cluster's network policy engine; None when unknown (the component alone).
+    network_policy: str | None = None
+
+
+class GpuAdmissionPolicy(GpuComponent[AdmissionInputs]):
     """Denies (or warns about, per ``admission.validationActions``) what components/admission/policy.py lists: GPU
     pods without the GPU toleration, outside workload namespaces or on another type's pools, GPU requests that differ
     from their limits, pods that tolerate the GPU taint without a GPU request, client-set ``spec.nodeName``, and the
@@ -36,23 +45,22 @@ class GpuAdmissionPolicy(pulumi.ComponentResource):
     validation_actions: pulumi.Output[list[str]]
 
     def __init__(self, name: str, args: GpuAdmissionPolicyArgs, opts: pulumi.ResourceOptions | None = None) -> None:
+        super().__init__(name, args, opts)
+
+    @classmethod
+    def resolve_args(cls, name: str, args: Any) -> AdmissionInputs:
         model = platform_model(args, f"GpuAdmissionPolicy {name}", own_keys=frozenset({"network_policy"}))
-        network_policy = args.get("network_policy")
-        super().__init__("aks-gpu:index:GpuAdmissionPolicy", name, None, opts)
-        provider = opts.provider if opts else None
+        return AdmissionInputs(model, args.get("network_policy"))
+
+    def build(self, name: str, inputs: AdmissionInputs) -> dict[str, Any]:
         self.policy: pulumi.CustomResource | None = None
         self.binding: pulumi.CustomResource | None = None
-        manifests = render_policy(model, network_policy)
+        manifests = render_policy(inputs.model, inputs.network_policy)
         if manifests:
             policy, binding = manifests
-            self.policy = kube_resource(f"{name}-policy", policy, pulumi.ResourceOptions(parent=self, provider=provider))
-            self.binding = kube_resource(
-                f"{name}-binding",
-                binding,
-                # A binding whose policy is missing binds nothing; create it only once the policy exists.
-                pulumi.ResourceOptions(parent=self, provider=provider, depends_on=[self.policy]),
-            )
+            self.policy = kube_resource(f"{name}-policy", policy, self.child())
+            # A binding whose policy is missing binds nothing; create it only once the policy exists.
+            self.binding = kube_resource(f"{name}-binding", binding, self.child(after=[self.policy]))
         self.policy_name = pulumi.Output.from_input(manifests[0]["metadata"]["name"] if manifests else "")
         self.validation_actions = pulumi.Output.from_input(list(manifests[1]["spec"]["validationActions"]) if manifests else [])
-        outputs: dict[str, Any] = {"policyName": self.policy_name, "validationActions": self.validation_actions}
-        self.register_outputs(outputs)
+        return {"policyName": self.policy_name, "validationActions": self.validation_actions}

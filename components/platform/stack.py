@@ -1,0 +1,142 @@
+"""``GpuPlatform``: the whole GPU stack from one args object (a ``StackSpec``), as ``__main__.py`` and other stacks use
+it, and what the platform stack exports for the teams that build on it."""
+
+from typing import Any
+
+import pulumi
+
+from components.admission.component import AdmissionInputs, GpuAdmissionPolicy
+from components.args import stack_model
+from components.azure.cluster import ClusterInputs, GpuCluster
+from components.azure.node_pool import GpuNodePool, NodePoolInputs
+from components.component import GpuComponent
+from components.config.models import StackConfig
+from components.kube.workload_manifests import PoolOutput, pool_output
+from components.kube.workload_namespace import GpuWorkloadNamespace, platform_namespace
+from components.monitoring.component import GpuMonitoring, MonitoredCluster, MonitoringInputs
+from components.platform.device_plugin import DevicePluginInputs, GpuDevicePlugin
+from components.resolved.model import PlatformModel
+from components.specs import StackSpec
+from components.storage.nvme_cache import NvmeCache, NvmeCacheInputs
+from components.validation.smoke import GpuValidation
+
+
+class GpuPlatform(GpuComponent[PlatformModel]):
+    """Cluster, GPU pools and what runs inside the cluster for them, composed in dependency order: the GPU
+    device plugin, the NVMe cache, one namespace per workload type and the GPU admission policy."""
+
+    kubeconfig: pulumi.Output[str]
+    """Exec (kubelogin) kubeconfig of the cluster; a secret."""
+    cluster_name: pulumi.Output[str]
+    resource_group_name: pulumi.Output[str]
+    cluster_id: pulumi.Output[str]
+    """The cluster's ARM id: the clusterIdentifier of a Kubernetes provider built from the kubeconfig, so a
+    rotated kubeconfig updates that provider instead of replacing it and every object it manages."""
+    pools: pulumi.Output[dict[str, PoolOutput]]
+    """Per GPU pool: node selector, tolerations, resource name and count per node."""
+    namespaces: pulumi.Output[list[str]]
+    """The workload namespaces."""
+
+    def __init__(self, name: str, args: StackSpec, opts: pulumi.ResourceOptions | None = None) -> None:
+        super().__init__(name, args, opts)
+
+    @classmethod
+    def resolve_args(cls, name: str, args: Any) -> PlatformModel:
+        return stack_model(args, f"GpuPlatform {name}")
+
+    def build(self, name: str, model: PlatformModel) -> dict[str, Any]:
+        # The stack was validated and resolved once; every child is built from its part of the model.
+        stack = model.config
+        if not isinstance(stack, StackConfig):
+            raise TypeError("GpuPlatform is built from a whole stack's model, with its cluster")
+        cluster = stack.cluster
+        monitoring = model.config.monitoring
+        # Managed Prometheus is a cluster setting; an adopted cluster keeps whatever its owner set.
+        managed_prometheus = monitoring.enabled and monitoring.engine == "azure-monitor" and bool(model.pools)
+        location = cluster.location or stack.location
+        # The parts, for Python callers (not outputs of the package: other languages see the outputs below).
+        self.cluster: GpuCluster = GpuCluster.of(
+            f"{name}-cluster", ClusterInputs(cluster, stack.location, managed_prometheus), self.child()
+        )
+        # One pool after the other, in the stack file's order: AKS runs one agent pool operation per cluster at a
+        # time and answers a second concurrent PUT with 409 OperationNotAllowed ("Another agentpool operation
+        # (<pool> - Creating) is in progress", e.g. https://github.com/cilium/cilium/issues/25944;
+        # https://aka.ms/aks-pending-operation). dependsOn orders creates and updates alike; URNs do not change.
+        self.node_pools: dict[str, GpuNodePool] = {}
+        previous: GpuNodePool | None = None
+        for pool in model.pools:
+            previous = self.node_pools[pool.name] = GpuNodePool.of(
+                f"{name}-{pool.name}",
+                NodePoolInputs(pool, self.cluster.resource_group_name, self.cluster.cluster_name),
+                self.child(after=[previous.agent_pool] if previous else ()),
+            )
+        pools_ready: list[pulumi.Resource] = list(self.node_pools.values())
+        # In the cluster: the components' children inherit its Kubernetes provider.
+        in_cluster = pulumi.ResourceOptions(provider=self.cluster.provider)
+
+        def inside(after: list[pulumi.Resource] | None = None) -> pulumi.ResourceOptions:
+            return pulumi.ResourceOptions.merge(self.child(after=after or ()), in_cluster)
+
+        self.device_plugin: GpuDevicePlugin = GpuDevicePlugin.of(
+            f"{name}-gpu", DevicePluginInputs(model, self.cluster.kubeconfig), inside(pools_ready)
+        )
+        # The smoke Jobs need the plugin to advertise the GPU resource first.
+        self.validation: GpuValidation = GpuValidation.of(
+            f"{name}-smoke", model, inside([*self.device_plugin.daemonsets, *self.device_plugin.releases])
+        )
+        # After the pools: v1 wants its io-engine label on them before the extension installs.
+        self.nvme_cache: NvmeCache = NvmeCache.of(
+            f"{name}-nvme",
+            NvmeCacheInputs(model, self.cluster.resource_group_name, self.cluster.cluster_name),
+            inside(pools_ready),
+        )
+        gpu_resources = tuple(sorted({pool.resource.name for pool in model.pools}))
+        self.workloads: dict[str, GpuWorkloadNamespace] = {
+            workload.name: GpuWorkloadNamespace.of(
+                f"{name}-{workload.name}", platform_namespace(workload, gpu_resources), inside()
+            )
+            for workload in model.workloads
+        }
+        # The cluster's network policy tells the policy whether Calico's namespaces are AKS's own (exempt).
+        self.admission: GpuAdmissionPolicy = GpuAdmissionPolicy.of(
+            f"{name}-admission", AdmissionInputs(model, cluster.network_policy), inside()
+        )
+        monitored = MonitoredCluster(
+            cluster.resource_group, cluster.name, self.cluster.cluster_id, location, cluster.existing, dict(cluster.tags)
+        )
+        # The exporters go into the device plugin's namespace, on the GPU pools' nodes.
+        self.monitoring: GpuMonitoring = GpuMonitoring.of(
+            f"{name}-monitoring", MonitoringInputs(model, monitored), inside([*pools_ready, self.device_plugin])
+        )
+
+        self.kubeconfig = self.cluster.kubeconfig
+        self.cluster_name = self.cluster.cluster_name
+        self.resource_group_name = self.cluster.resource_group_name
+        self.cluster_id = self.cluster.cluster_id
+        self.pools = pulumi.Output.from_input({pool.name: pool_output(pool, model) for pool in model.pools})
+        self.namespaces = pulumi.Output.from_input([workload.name for workload in model.workloads])
+        return {
+            "kubeconfig": self.kubeconfig,
+            "clusterName": self.cluster_name,
+            "resourceGroupName": self.resource_group_name,
+            "clusterId": self.cluster_id,
+            "pools": self.pools,
+            "namespaces": self.namespaces,
+        }
+
+
+def stack_exports(platform: GpuPlatform) -> dict[str, Any]:
+    """What the platform stack exports for the teams that build on it (``StackReference`` consumers); every dict key in
+    camelCase, as in every other language."""
+    return {
+        "clusterName": platform.cluster_name,
+        "resourceGroupName": platform.resource_group_name,
+        # With the kubeconfig, what a team stack builds its Kubernetes provider from (clusterIdentifier).
+        "clusterId": platform.cluster_id,
+        "kubeconfig": platform.kubeconfig,
+        "pools": platform.pools,
+        "devicePlugin": platform.device_plugin.targets,
+        "namespaces": {name: ns.pod_placement for name, ns in platform.workloads.items()},
+        "nvmeStorageClass": platform.nvme_cache.storage_class_name,
+        "nvmeVolumes": platform.nvme_cache.volume_snippets,
+    }
