@@ -5,10 +5,10 @@ measurement in a fresh subprocess:
 
 - ``cli``: the whole ``python -m components.cli plan`` a user waits for (interpreter, imports, validation,
   the program under the mock engine, writing the files): wall time and that process's peak RSS.
-- ``toolkit``: the real ``__main__.py`` under ``components.plan.run_program``, our modules imported beforehand.
+- ``toolkit``: the real ``__main__.py`` under ``components.mock_engine.run_program``, our modules imported beforehand.
 - ``bare``: the same resources (the toolkit run's ResourceRecords: type, name, parent, inputs, provider,
   dependsOn, options) registered as bare ``pulumi.CustomResource`` / ``ComponentResource`` /
-  ``ProviderResource`` under the same mock engine (``components.plan.run_mocked``). This is the issue's baseline.
+  ``ProviderResource`` under the same mock engine (``components.mock_engine.run_mocked``). This is the issue's baseline.
 - ``bare+aliases``: ``bare`` plus the aliases the provider SDKs' typed classes declare for each resource (an
   azure-native ``AgentPool`` carries about 110, one per API version), captured from the toolkit run. This is
   what a hand-written program using ``pulumi_azure_native`` / ``pulumi_kubernetes`` pays anyway, so the gap
@@ -124,7 +124,7 @@ def _capture_aliases(into: dict[str, list[dict[str, str]]]) -> None:
     """Record, per URN, the aliases each registration carried. The SDKs' typed classes add them (one per older
     API version); the bare baseline needs them to reproduce what the SDKs cost. Bench-only instrumentation:
     the plan's monitor is wrapped in this worker process and nowhere else."""
-    from components import plan
+    from components import mock_engine as plan
 
     original = plan.RecordingMonitor.RegisterResource
 
@@ -139,7 +139,7 @@ def _capture_aliases(into: dict[str, list[dict[str, str]]]) -> None:
 def toolkit_worker(stack: str, config_file: Path, records_out: Path | None) -> Sample:
     """The real program, with our own modules imported before the clock starts (runpy re-runs only
     ``__main__.py``); the provider SDKs load their submodules lazily, inside the cold run, as in `aksgpu plan`."""
-    from components.plan import PlanResult, run_program
+    from components.mock_engine import PlanResult, run_program
 
     raw = _load_raw(config_file)
     aliases: dict[str, list[dict[str, str]]] = {}
@@ -210,7 +210,7 @@ def register_bare(records: Sequence[dict[str, Any]], with_aliases: bool = False)
 
 def baseline_worker(stack: str, records_file: Path, with_aliases: bool) -> Sample:
     """The toolkit run's resources, registered bare under the same mock engine."""
-    from components.plan import run_mocked
+    from components.mock_engine import run_mocked
 
     records = json.loads(records_file.read_text(encoding="utf-8"))
 

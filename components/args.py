@@ -11,9 +11,11 @@ structured errors to the engine, which prints each property with its value
 Numbers: other languages reach the component over gRPC, where every number is a protobuf double, so ``8``
 arrives as ``8.0``. Integral floats become ints before validation: messages and plans show ``8``.
 
-Warnings of the rules (not errors) are logged with ``pulumi.log.warn``, once per run: a component inside
-another aks-gpu component re-validates what its parent already did, and the program (``__main__.py``)
-logs the stack file's warnings before ``GpuPlatform`` sees them.
+Warnings of the rules (not errors) are logged with ``pulumi.log.warn``, once per run (by pool or workload name,
+whatever its index in the args of the component that found it).
+
+``GpuComponent.resolve_args`` (``components/component.py``) calls these; a parent that resolved the whole stack
+builds its children from the model instead (``GpuComponent.of``), so nothing here runs twice.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ import re
 import types
 import typing
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from typing import Any, TypeVar, cast
+from typing import Any, TypeVar
 
 import pulumi
 from pydantic import BaseModel, ValidationError
@@ -36,7 +38,6 @@ from components.config.problems import Problem
 from components.naming import LOCATION_KEY
 from components.resolved.model import PlatformModel
 from components.resolved.stack import checked_model
-from components.specs import PlatformSpec
 
 SpecModel = TypeVar("SpecModel", bound=BaseModel)
 
@@ -257,12 +258,6 @@ def stack_model(args: Mapping[str, Any], component: str) -> PlatformModel:
     return checked(config, component, StackConfig)
 
 
-def platform_sections(config: PlatformConfig) -> PlatformSpec:
-    """The in-cluster sections of a validated config in spec form, for the components that take them."""
-    dumped: dict[str, Any] = config.model_dump(include=set(PlatformConfig.model_fields), exclude_defaults=True)
-    return cast(PlatformSpec, dumped)
-
-
 def validated(model: type[SpecModel], value: Any, component: str, at: str = "") -> SpecModel:
     """One spec object (a cluster, a workload) validated by its pydantic model; ``at`` is the input that
     holds it (``cluster``), so problem paths start there."""
@@ -283,8 +278,3 @@ def _joined(at: str, path: str) -> str:
     if not at:
         return path
     return at + (path if path.startswith("[") or not path else "." + path)
-
-
-def spec_of(config: BaseModel) -> Any:
-    """A validated config object back in spec form (snake_case keys, defaults left out), to hand to a child."""
-    return config.model_dump(exclude_defaults=True)

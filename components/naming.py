@@ -65,20 +65,20 @@ NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"
 
 # ---------------------------------------------------------------- node labels the platform sets
 
-# Placement: every GPU pool's nodes carry these (components/model.py).
+# Placement: every GPU pool's nodes carry these (components/resolved/model.py).
 ACCELERATOR_LABEL = "accelerator"
 POOL_LABEL = f"{PACKAGE_NAME}/pool"
 WORKLOAD_LABEL = f"{PACKAGE_NAME}/workload"
 PLATFORM_LABEL_PREFIX = f"{PACKAGE_NAME}/"
-# The NVIDIA device plugin's config-manager picks the pool's config file by this label (kube/plugin_node_labels.py).
+# The NVIDIA device plugin's config-manager picks the pool's config file by this label (resolved/node_labels.py).
 DEVICE_PLUGIN_CONFIG_LABEL = "nvidia.com/device-plugin.config"
-# GPU Operator operand switches on pools where AKS installs the driver (kube/plugin_node_labels.py).
+# GPU Operator operand switches on pools where AKS installs the driver (resolved/node_labels.py).
 DEPLOY_DRIVER_LABEL = "nvidia.com/gpu.deploy.driver"
 DEPLOY_TOOLKIT_LABEL = "nvidia.com/gpu.deploy.container-toolkit"
-# The GPU Operator's MIG manager applies the mig-parted config named by this label (components/model.py).
+# The GPU Operator's MIG manager applies the mig-parted config named by this label (components/resolved/model.py).
 # https://github.com/NVIDIA/gpu-operator/blob/main/controllers/state_manager.go (migConfigLabelKey)
 MIG_CONFIG_LABEL = "nvidia.com/mig.config"
-# Azure Container Storage v1 runs its I/O engine only on nodes with this label (storage/manifests.py).
+# Azure Container Storage v1 runs its I/O engine only on nodes with this label (resolved/node_labels.py).
 V1_IO_ENGINE_LABEL = "acstor.azure.com/io-engine"
 
 PLATFORM_NODE_LABELS: frozenset[str] = frozenset(

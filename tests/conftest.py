@@ -6,17 +6,18 @@ import datetime
 import functools
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pytest
 
 from components.aks_facts import kubernetes_calendar
 from components.catalog import Catalog, load_catalog
 from components.config.loader import load_stack_file
-from components.config.models import StackConfig
-from components.plan import PlanResult, run_mocked, run_program
+from components.config.models import PlatformConfig, StackConfig
+from components.mock_engine import PlanResult, run_mocked, run_program
 from components.resolved.model import PlatformModel, resolve
 from components.resolved.stack import validate_stack
+from components.specs import PlatformSpec
 
 PROJECT_DIR = Path(__file__).resolve().parents[1]
 STACKS_DIR = PROJECT_DIR / "stacks"
@@ -73,6 +74,12 @@ def stack_config(stack: str) -> StackConfig:
 
 def stack_model(stack: str) -> PlatformModel:
     return resolve(stack_config(stack))
+
+
+def platform_sections(config: PlatformConfig) -> PlatformSpec:
+    """The in-cluster sections of a validated config in spec form (snake_case, defaults left out): the args another
+    program gives a component that takes them."""
+    return cast(PlatformSpec, config.model_dump(include=set(PlatformConfig.model_fields), exclude_defaults=True))
 
 
 def minimal_raw(**overrides: Any) -> dict[str, Any]:

@@ -17,9 +17,9 @@ from components.admission.component import GpuAdmissionPolicy
 from components.args import ArgsError, plain_numbers, property_path
 from components.config.models import PlatformConfig, StackConfig
 from components.kube.workload_namespace import GpuWorkloadNamespace
+from components.mock_engine import PlanResult
 from components.naming import PACKAGE_NAME
 from components.package import PUBLIC_COMPONENTS, PackageProvider
-from components.plan import PlanResult
 from tests.conftest import PROJECT_DIR, MockHarness, raw_stack
 
 A100 = {"name": "gpu", "vendor": "nvidia", "vmSize": "Standard_NC24ads_A100_v4", "workload": "training", "maxCount": 2.0}

@@ -19,7 +19,7 @@ from components.cli import common, main
 from components.cli import plan as plan_cli
 from components.cli import validate as validate_cli
 from components.cli.admission import print_report
-from components.plan import PlanResult, Replacement, ResourceRecord
+from components.mock_engine import PlanResult, Replacement, ResourceRecord
 from components.resolved.stack import validate_stack
 from components.validation.checks import CheckResult
 from tests.conftest import PROJECT_DIR, MockHarness, minimal_raw, raw_stack

@@ -34,9 +34,9 @@ from pulumi.runtime.proto import (
 )
 
 from components.cli import main
+from components.mock_engine import SECRET, arm_id
 from components.naming import PACKAGE_NAME
 from components.package import PUBLIC_COMPONENTS, SCHEMA_FILE, PackageProvider, component_schema, schema_text
-from components.plan import SECRET, arm_id
 from tests.conftest import PROJECT_DIR, MockHarness
 
 EXPECTED = {

@@ -12,7 +12,15 @@ import yaml
 
 from components.aks_facts import immutable_fields
 from components.cli import main
-from components.plan import FAKE_OBJECT_ID, UNKNOWN, DuplicateUrnError, PlanResult, ResourceRecord, replacements, run_program
+from components.mock_engine import (
+    FAKE_OBJECT_ID,
+    UNKNOWN,
+    DuplicateUrnError,
+    PlanResult,
+    ResourceRecord,
+    replacements,
+    run_program,
+)
 from tests.conftest import PROJECT_DIR, STACK_NAMES, MockHarness, raw_stack
 
 
@@ -233,7 +241,7 @@ def test_out_pointing_at_a_file_exits_2_and_leaves_it_alone(tmp_path: Path, caps
 
 
 def test_out_holding_other_files_is_refused_not_emptied(tmp_path: Path) -> None:
-    from components.plan import PlanWriteError, write_plan
+    from components.mock_engine import PlanWriteError, write_plan
 
     (tmp_path / "keep.txt").write_text("mine")
     with pytest.raises(PlanWriteError, match=r"holds files that are not part of a plan \(keep.txt\)"):
@@ -260,7 +268,7 @@ def tiny_plan(stack: str, manifests: int) -> PlanResult:
 def test_two_plans_written_into_one_folder_at_once_never_leave_a_broken_plan(tmp_path: Path) -> None:
     import threading
 
-    from components.plan import write_plan
+    from components.mock_engine import write_plan
 
     out = tmp_path / "out"
     failures: list[BaseException] = []

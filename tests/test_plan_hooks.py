@@ -17,7 +17,7 @@ import pytest
 import yaml
 from pulumi.runtime.mocks import MockCallArgs
 
-from components.plan import FAKE_TENANT, HookFailedError, PlanMocks, PlanResult, run_program
+from components.mock_engine import FAKE_TENANT, HookFailedError, PlanMocks, PlanResult, run_program
 from components.resolved.targets import plugin_targets
 from components.validation.snapshot import ClusterSnapshot
 from tests.conftest import PROJECT_DIR, raw_stack, stack_model

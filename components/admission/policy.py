@@ -64,7 +64,7 @@ VENDORS: tuple[Vendor, ...] = ("nvidia", "amd")
 # renamed shared resources (renameByDefault: nvidia.com/gpu.shared), AMD partitions.
 # https://github.com/NVIDIA/k8s-device-plugin#shared-access-to-gpus, https://github.com/ROCm/k8s-device-plugin
 GPU_DOMAINS = tuple(f"{vendor}.com/" for vendor in VENDORS)
-# The GPU pools' taint effect (components.model.resolve_pool).
+# The GPU pools' taint effect (components.resolved.model.resolve_pool).
 GPU_TAINT_EFFECT = "NoSchedule"
 OPERATIONS = ["CREATE", "UPDATE"]
 # The kinds whose pod spec the policy reads, and where it sits in each. pods/ephemeralcontainers is the

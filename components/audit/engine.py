@@ -19,7 +19,12 @@ from datetime import UTC, date, datetime
 from fractions import Fraction
 from typing import Any
 
-from components.audit.inventory import (
+from components.audit.registry import CHECK_BY_ID, CHECKS, PRACTICES, Severity
+from components.audit.stack import StackExpectations
+from components.kube.workload_manifests import ARTICLE_WORKLOAD_LABEL, DENY_ALL_POLICY, PSA_PREFIX, QUOTA_NAME
+from components.naming import WORKLOAD_LABEL, vendor_resource
+from components.validation.health import read_smi_and_health
+from components.validation.inventory import (
     FENCING_EFFECTS,
     NODE_IMAGE_LABEL,
     GpuNode,
@@ -35,11 +40,6 @@ from components.audit.inventory import (
     read_quotas,
     whole,
 )
-from components.audit.registry import CHECK_BY_ID, CHECKS, PRACTICES, Severity
-from components.audit.stack import StackExpectations
-from components.kube.workload_manifests import ARTICLE_WORKLOAD_LABEL, DENY_ALL_POLICY, PSA_PREFIX, QUOTA_NAME
-from components.naming import WORKLOAD_LABEL, vendor_resource
-from components.validation.health import read_smi_and_health
 from components.validation.snapshot import ClusterSnapshot, parse_rfc3339
 
 # Namespaces whose pods may run on GPU nodes without asking for a GPU: AKS's own, and where the GPU stacks AKS and

@@ -13,8 +13,8 @@ from fractions import Fraction
 from html import escape
 
 from components.audit.engine import AuditFinding, AuditReport, Gap, PoolSummary, practices_of
-from components.audit.inventory import whole
 from components.audit.registry import PRACTICES, checks_of
+from components.validation.inventory import whole
 
 _STYLE = """
 :root { color-scheme: light; --fail: #b42318; --warn: #b54708; --ok: #067647; --muted: #667085; --line: #eaecf0;

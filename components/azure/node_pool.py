@@ -62,7 +62,7 @@ def agent_pool_inputs(pool: ResolvedPool) -> dict[str, Any]:
         inputs["availability_zones"] = list(spec.zones)
     if spec.mig_profile is not None and pool.mig_partitioner == "aks":
         # With the GPU Operator owning the driver, its MIG manager partitions from the nvidia.com/mig.config label
-        # instead (components/model.py): AKS is not asked to partition too.
+        # instead (components/resolved/model.py): AKS is not asked to partition too.
         inputs["gpu_instance_profile"] = spec.mig_profile
     if spec.spot:
         # AKS adds the spot taint itself; sending it ourselves would be refused as a reserved key.

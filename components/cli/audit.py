@@ -20,7 +20,6 @@ from rich.table import Table
 from components.audit import registry
 from components.audit.engine import AuditFinding, AuditReport, practices_of, run_audit
 from components.audit.html import render_html
-from components.audit.inventory import whole
 from components.audit.stack import StackExpectations, expectations
 from components.cli.common import (
     EXIT_FAILED,
@@ -36,6 +35,7 @@ from components.cli.common import (
 from components.config.problems import ConfigError
 from components.resolved.model import PlatformModel, resolve
 from components.resolved.targets import PluginTarget, plugin_targets
+from components.validation.inventory import whole
 from components.validation.snapshot import ClusterSnapshot, SnapshotError, read_snapshot
 
 _DESCRIPTION = f"""\

@@ -14,8 +14,7 @@ from rich.tree import Tree
 from components.cli.common import EXIT_OK, EXIT_USAGE, add_stack_arguments, err, load_stack, out, report_warnings, safe
 from components.config.problems import clipped, shown
 from components.input_files import InputFileError, decode_utf8, read_bounded
-from components.monitoring.summary import monitoring_lines
-from components.plan import (
+from components.mock_engine import (
     PLAN_FILE,
     PlanResult,
     PlanWriteError,
@@ -25,6 +24,7 @@ from components.plan import (
     run_program,
     write_plan,
 )
+from components.monitoring.summary import monitoring_lines
 from components.resolved.model import PlatformModel, resolve
 from components.validation.smoke import smoke_plan
 

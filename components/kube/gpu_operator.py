@@ -116,7 +116,7 @@ def nvidia_operator_values(model: PlatformModel) -> dict[str, Any]:
         # the pool's gpuInstanceProfile instead of getting "all-disabled" (the CRD allows "" for this):
         # https://github.com/NVIDIA/gpu-operator/blob/main/api/nvidia/v1/clusterpolicy_types.go
         # Pools whose driver the operator owns are partitioned by the MIG manager from their nvidia.com/mig.config
-        # label (components/model.py), against the configs shipped here.
+        # label (components/resolved/model.py), against the configs shipped here.
         "migManager": {"enabled": True, "config": mig_manager_config(model)},
         # GPU metrics with the counters the alert rules read, scraped by GpuMonitoring (components/monitoring/).
         "dcgmExporter": dcgm_operator_values(model),
@@ -159,7 +159,7 @@ def amd_operator_values(model: PlatformModel, install_nfd: bool) -> dict[str, An
         "crds": {"defaultCR": {"install": True, "upgrade": True}},
         "deviceConfig": {
             "spec": {
-                # Every AMD pool carries accelerator=amd (components/model.py): exactly the nodes to manage.
+                # Every AMD pool carries accelerator=amd (components/resolved/model.py): exactly the nodes to manage.
                 "selector": {ACCELERATOR_LABEL: "amd"},
                 # The out-of-tree amdgpu driver needs the inbox module blacklisted; KMM pushes the image it builds to
                 # devicePlugin.amdDriverImage (the rules refuse the mode without it, and without cert-manager).

@@ -63,7 +63,7 @@ KSM_SOURCE = "kube-state-metrics (managed Prometheus's default kube-state-metric
 DCGM_SOURCE = "DCGM exporter, counters file components/data/gpu_exporters.yaml"
 AMD_SOURCE = "ROCm device metrics exporter, fields in components/data/gpu_exporters.yaml"
 XID_TABLE = "components/data/xid.yaml (NVIDIA's Xid catalog)"
-# The device plugin DaemonSet each vendor and mode runs in gpu-resources: ours (kube/plugin_targets.py), the NVIDIA GPU
+# The device plugin DaemonSet each vendor and mode runs in gpu-resources: ours (resolved/targets.py), the NVIDIA GPU
 # Operator's (assets/state-device-plugin/0500_daemonset.yaml: nvidia-device-plugin-daemonset) and the AMD GPU
 # Operator's for its default DeviceConfig "default" (`<config>-device-plugin`, internal/controllers/
 # device_config_reconciler.go in ROCm/gpu-operator v1.5.1).

@@ -38,14 +38,15 @@ SMI report and its health findings, so the work grows linearly with the number o
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Literal, get_args
 
 from components.naming import POOL_LABEL
 from components.resolved.model import PlatformModel, ResolvedPool
 from components.resolved.targets import PluginTarget, smi_command
-from components.validation.health import GpuCondition, HealthReport, read_gpu_conditions, read_smi_and_health
+from components.validation.cluster import NodeStatus, PluginPods, pod_name, pod_problem
+from components.validation.health import GpuCondition, HealthReport, read_smi_and_health
 from components.validation.smi import SmiError, SmiReport
 from components.validation.smi.model import empty_report
 from components.validation.snapshot import ClusterSnapshot
@@ -82,13 +83,13 @@ def run_checks(model: PlatformModel, targets: Mapping[str, PluginTarget], snapsh
     Nodes are found by the ``aks-gpu/pool`` label; nodes of pools the stack does not have are ignored.
     """
     pool_names = {pool.name for pool in model.pools}
-    nodes_by_pool: dict[str, list[_Node]] = {name: [] for name in pool_names}
+    nodes_by_pool: dict[str, list[NodeStatus]] = {name: [] for name in pool_names}
     for item in snapshot.nodes:
         labels = (item.get("metadata") or {}).get("labels") or {}
         pool_name = labels.get(POOL_LABEL)
         if pool_name in nodes_by_pool:
-            nodes_by_pool[pool_name].append(_Node.read(item))
-    pods = _PodIndex(snapshot.pods, targets.values())
+            nodes_by_pool[pool_name].append(NodeStatus.read(item))
+    pods = PluginPods(snapshot.pods, targets.values())
 
     results: list[CheckResult] = []
     for pool in model.pools:
@@ -97,7 +98,7 @@ def run_checks(model: PlatformModel, targets: Mapping[str, PluginTarget], snapsh
         nodes = sorted(nodes_by_pool[pool.name], key=lambda node: node.name)
         states = [
             _node_state(
-                node, pods.best_pod(target, node.name), snapshot.smi.get(node.name), snapshot.exec_errors.get(node.name), pool
+                node, _best_pod(pods, target, node.name), snapshot.smi.get(node.name), snapshot.exec_errors.get(node.name), pool
             )
             for node in nodes
         ]
@@ -120,37 +121,9 @@ def run_checks(model: PlatformModel, targets: Mapping[str, PluginTarget], snapsh
 # ---------------------------------------------------------------- what the checks read
 
 
-@dataclass(frozen=True)
-class _Node:
-    name: str
-    ready: bool
-    not_ready: str  # why the node is not Ready; "" when it is
-    cordoned: bool
-    allocatable: Mapping[str, Any]
-    gpu_conditions: tuple[GpuCondition, ...] = ()
-
-    @classmethod
-    def read(cls, item: Mapping[str, Any]) -> _Node:
-        status = item.get("status") or {}
-        conditions = status.get("conditions") or []
-        ready = next((c for c in conditions if isinstance(c, dict) and c.get("type") == "Ready"), None)
-        if ready is None:
-            is_ready, why = False, "the node reports no Ready condition"
-        elif ready.get("status") == "True":
-            is_ready, why = True, ""
-        else:
-            detail = ready.get("message") or ""
-            why = f"Ready is {ready.get('status', 'Unknown')} ({ready.get('reason') or 'no reason given'}"
-            why += f": {detail})" if detail else ")"
-            is_ready = False
-        return cls(
-            name=str((item.get("metadata") or {}).get("name") or ""),
-            ready=is_ready,
-            not_ready=why,
-            cordoned=bool((item.get("spec") or {}).get("unschedulable")),
-            allocatable=status.get("allocatable") or {},
-            gpu_conditions=read_gpu_conditions(item),
-        )
+def _best_pod(pods: PluginPods, target: PluginTarget | None, node: str) -> _Pod | None:
+    found = pods.best(target, node)
+    return _Pod.read(found) if found is not None else None
 
 
 @dataclass(frozen=True)
@@ -162,72 +135,12 @@ class _Pod:
     @classmethod
     def read(cls, item: Mapping[str, Any]) -> _Pod:
         metadata = item.get("metadata") or {}
-        return cls(
-            namespace=str(metadata.get("namespace") or ""), name=str(metadata.get("name") or ""), problem=_pod_problem(item)
-        )
-
-
-def _pod_problem(item: Mapping[str, Any]) -> str | None:
-    status = item.get("status") or {}
-    reasons: list[str] = []
-    for container in (status.get("initContainerStatuses") or []) + (status.get("containerStatuses") or []):
-        state = container.get("state") or {}
-        for kind in ("waiting", "terminated"):
-            reason = (state.get(kind) or {}).get("reason")
-            if reason and reason != "Completed":
-                reasons.append(f"{container.get('name', '?')}: {reason}")
-    detail = f" ({', '.join(reasons)})" if reasons else ""
-    if (item.get("metadata") or {}).get("deletionTimestamp"):
-        return f"terminating{detail}"
-    phase = status.get("phase") or "Unknown"
-    if phase != "Running":
-        return f"{phase}{detail}"
-    conditions = status.get("conditions") or []
-    if not any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions if isinstance(c, dict)):
-        return f"Running but not ready{detail or ' (its readiness probe fails)'}"
-    return None
-
-
-class _PodIndex:
-    """The device plugin pods of each target, by node name: built in one pass over all pods."""
-
-    def __init__(self, pods: Iterable[Mapping[str, Any]], targets: Iterable[PluginTarget]) -> None:
-        self._by_target: dict[_TargetKey, dict[str, list[_Pod]]] = {}
-        keys_by_namespace: dict[str, list[_TargetKey]] = {}
-        for target in targets:
-            key = _target_key(target)
-            if key not in self._by_target:
-                self._by_target[key] = {}
-                keys_by_namespace.setdefault(target.namespace, []).append(key)
-        for item in pods:
-            metadata = item.get("metadata") or {}
-            keys = keys_by_namespace.get(metadata.get("namespace") or "")
-            node_name = (item.get("spec") or {}).get("nodeName")
-            if not keys or not node_name:
-                continue
-            labels = metadata.get("labels") or {}
-            for key in keys:
-                if all(labels.get(name) == value for name, value in key[1]):
-                    self._by_target[key].setdefault(node_name, []).append(_Pod.read(item))
-
-    def best_pod(self, target: PluginTarget | None, node_name: str) -> _Pod | None:
-        """The node's plugin pod: a ready one when there is one (a rollout may leave an old one beside it)."""
-        if target is None:
-            return None
-        found = sorted(self._by_target[_target_key(target)].get(node_name, []), key=lambda pod: pod.name)
-        return next((pod for pod in found if pod.problem is None), found[0] if found else None)
-
-
-_TargetKey = tuple[str, tuple[tuple[str, str], ...]]
-
-
-def _target_key(target: PluginTarget) -> _TargetKey:
-    return target.namespace, tuple(sorted(target.pod_labels.items()))
+        return cls(namespace=str(metadata.get("namespace") or ""), name=pod_name(item), problem=pod_problem(item))
 
 
 @dataclass(frozen=True)
 class _NodeState:
-    node: _Node
+    node: NodeStatus
     pod: _Pod | None
     report: SmiReport | None  # None: no SMI output was collected
     exec_note: str | None
@@ -276,7 +189,7 @@ class _PoolContext:
         return f"AKS installs the driver with the node image: upgrade it with {self.node_image_upgrade()}"
 
 
-def _node_state(node: _Node, pod: _Pod | None, text: str | None, note: str | None, pool: ResolvedPool) -> _NodeState:
+def _node_state(node: NodeStatus, pod: _Pod | None, text: str | None, note: str | None, pool: ResolvedPool) -> _NodeState:
     """The node's SMI report and health findings, read in one pass; a parser failure stays with this node."""
     if text is None:
         return _NodeState(node=node, pod=pod, report=None, exec_note=note)

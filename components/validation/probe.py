@@ -61,11 +61,12 @@ from kubernetes.stream import stream, ws_client
 from kubernetes.stream.ws_client import ERROR_CHANNEL
 from websocket import WebSocket, WebSocketException
 
-from components.audit.inventory import asks_for_gpu, is_gpu_node
 from components.config import safe_yaml
 from components.config.problems import clipped
 from components.naming import POOL_LABEL
 from components.resolved.model import PlatformModel
+from components.validation.cluster import NodeStatus, PluginPods, exec_problem, node_name, pod_name
+from components.validation.inventory import asks_for_gpu, is_gpu_node
 from components.validation.snapshot import (
     NAMESPACES_FILE,
     NETWORK_POLICIES_FILE,
@@ -100,7 +101,7 @@ _HANDSHAKE_STATUS = re.compile(r"Handshake status (\d{3})")
 
 
 class ExecTarget(Protocol):
-    """Where a pool's SMI command runs: ``components.kube.plugin_targets.PluginTarget`` satisfies this."""
+    """Where a pool's SMI command runs: ``components.resolved.targets.PluginTarget`` satisfies this."""
 
     @property
     def namespace(self) -> str: ...
@@ -298,90 +299,38 @@ def labels_selector(labels: Mapping[str, str]) -> str:
     return ",".join(f"{key}={value}" for key, value in sorted(labels.items()))
 
 
-def node_name(node: Mapping[str, Any]) -> str:
-    return str((node.get("metadata") or {}).get("name", ""))
-
-
-def node_not_ready_reason(node: Mapping[str, Any]) -> str | None:
-    """None when the node's Ready condition is True; else what the kubelet says (or that it says nothing)."""
-    conditions = (node.get("status") or {}).get("conditions") or []
-    ready = next((c for c in conditions if c.get("type") == "Ready"), None)
-    if ready is None:
-        return "node NotReady: it reports no Ready condition"
-    if ready.get("status") == "True":
-        return None
-    detail = ": ".join(str(part) for part in (ready.get("reason"), ready.get("message")) if part)
-    return f"node NotReady ({detail})" if detail else "node NotReady"
-
-
-def _labels_match(pod: Mapping[str, Any], wanted: Mapping[str, str]) -> bool:
-    labels = (pod.get("metadata") or {}).get("labels") or {}
-    return all(labels.get(key) == value for key, value in wanted.items())
-
-
-def _exec_problem(pod: Mapping[str, Any]) -> str | None:
-    """Why an exec into this pod cannot work; None when its containers run (ready or not)."""
-    metadata = pod.get("metadata") or {}
-    status = pod.get("status") or {}
-    name = f"{metadata.get('namespace')}/{metadata.get('name')}"
-    if metadata.get("deletionTimestamp"):
-        return f"device plugin pod {name} is terminating"
-    phase = status.get("phase") or "Unknown"
-    if phase == "Running":
-        return None
-    waiting = [
-        str(s["state"]["waiting"].get("reason"))
-        for s in status.get("containerStatuses") or []
-        if (s.get("state") or {}).get("waiting")
-    ]
-    return f"device plugin pod {name} is {phase}" + (f" ({', '.join(waiting)})" if waiting else "")
-
-
-def _is_ready(pod: Mapping[str, Any]) -> bool:
-    conditions = (pod.get("status") or {}).get("conditions") or []
-    return any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions)
-
-
 def plan_execs(
     nodes: Sequence[Mapping[str, Any]],
     pods: Sequence[Mapping[str, Any]],
     targets: Mapping[str, ExecTarget],
 ) -> tuple[list[ExecJob], dict[str, str]]:
-    """Which node gets which exec, and why the others get none (NotReady, no target, no usable plugin pod)."""
-    by_node: dict[str, list[Mapping[str, Any]]] = {}
-    for pod in pods:
-        by_node.setdefault(str((pod.get("spec") or {}).get("nodeName", "")), []).append(pod)
+    """Which node gets which exec, and why the others get none (NotReady, no target, no usable plugin pod). The pod is
+    the one the checks judge (``PluginPods``: a Running and ready one first), unless no exec could work there."""
+    plugin_pods = PluginPods(pods, targets.values())
     jobs: list[ExecJob] = []
     skipped: dict[str, str] = {}
     for node in nodes:
-        name = node_name(node)
+        status = NodeStatus.read(node)
+        name = status.name
         pool = ((node.get("metadata") or {}).get("labels") or {}).get(POOL_LABEL)
-        not_ready = node_not_ready_reason(node)
         target = targets.get(str(pool))
-        if not_ready:
-            skipped[name] = not_ready
+        if not status.ready:
+            skipped[name] = f"node NotReady: {status.not_ready}"
             continue
         if target is None:
             skipped[name] = f"no device plugin is known for pool {pool!r}: nothing to run the SMI command in"
             continue
-        candidates = [
-            p
-            for p in by_node.get(name, [])
-            if (p.get("metadata") or {}).get("namespace") == target.namespace and _labels_match(p, target.pod_labels)
-        ]
+        candidates = plugin_pods.on(target, name)
         if not candidates:
             skipped[name] = (
                 f"no device plugin pod on this node (namespace {target.namespace}, labels {labels_selector(target.pod_labels)})"
             )
             continue
-        # The pod the checks judge (a ready one, by name) first; during a rollout an old one may sit beside it.
-        candidates.sort(key=lambda p: (not _is_ready(p), str(p["metadata"].get("name"))))
-        usable = [p for p in candidates if _exec_problem(p) is None]
+        usable = [pod for pod in candidates if exec_problem(pod) is None]
         if not usable:
-            skipped[name] = str(_exec_problem(candidates[0]))
+            skipped[name] = str(exec_problem(candidates[0]))
             continue
-        pod_name = str(usable[0]["metadata"]["name"])
-        jobs.append(ExecJob(name, target.namespace, pod_name, target.container, tuple(target.smi_command)))
+        jobs.append(ExecJob(name, target.namespace, pod_name(usable[0]), target.container, tuple(target.smi_command)))
     return jobs, skipped
 
 
@@ -866,7 +815,7 @@ _OPTIONAL_REFUSALS = (401, 403, 404)
 def _read_for_audit(
     reader: _Reader, pools: set[str], plugin_pods: list[dict[str, Any]]
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]], dict[str, Any]]:
-    """What ``aksgpu audit`` reads beyond the validation: the GPU nodes (``components.audit.inventory`` decides, plus
+    """What ``aksgpu audit`` reads beyond the validation: the GPU nodes (``components.validation.inventory`` decides, plus
     every node of the stack's pools), the pods on them or asking for GPUs (and the plugin pods already read), and
     the namespaces, resource quotas and network policies of the whole cluster, with the time of collection.
     RBAC: list nodes, pods, namespaces, resourcequotas and networkpolicies cluster-wide."""

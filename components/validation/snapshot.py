@@ -371,7 +371,7 @@ _CONTAINER_STATUS: dict[str, _Check] = {
     "state.terminated.reason": _is_str,
     "state.running": _is_map,
 }
-# What `aksgpu audit` reads of a container: what it requests (components/audit/inventory.py).
+# What `aksgpu audit` reads of a container: what it requests (components/validation/inventory.py).
 _CONTAINER: dict[str, _Check] = {
     "name": _is_str,
     "restartPolicy": _is_str,

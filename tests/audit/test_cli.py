@@ -11,9 +11,9 @@ from typing import Any
 
 import pytest
 
-from components.audit.inventory import NODE_IMAGE_LABEL
 from components.cli import main
 from components.cli.common import out
+from components.validation.inventory import NODE_IMAGE_LABEL
 from components.validation.snapshot import ClusterSnapshot, read_snapshot, write_snapshot
 from tests.audit.clusters import CLEAN_NODES, INFER_0, TRAIN_0, clean_snapshot, edited, find_node, gpu_nodes, workload_pod
 from tests.conftest import PROJECT_DIR

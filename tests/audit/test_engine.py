@@ -12,10 +12,10 @@ import pytest
 import yaml
 
 from components.audit.engine import AuditReport, image_build_date, run_audit
-from components.audit.inventory import NODE_IMAGE_LABEL, read_pods
 from components.audit.registry import FINDING_IDS
 from components.audit.stack import expectations
 from components.resolved.stack import validate_stack
+from components.validation.inventory import NODE_IMAGE_LABEL, read_pods
 from components.validation.snapshot import ClusterSnapshot, SnapshotError
 from tests.audit.clusters import (
     COLLECTED_AT,

@@ -9,7 +9,7 @@ from pulumi_azure_native import containerservice as cs
 
 from components.azure.node_pool import agent_pool_inputs
 from components.config.models import PlatformConfig
-from components.plan import PlanResult
+from components.mock_engine import PlanResult
 from components.resolved.model import resolve
 from tests.conftest import MockHarness, minimal_raw
 

@@ -16,7 +16,7 @@ from components.cli import main
 from components.config.loader import MAX_STACK_FILE_BYTES, load_stack_file
 from components.config.problems import ConfigError
 from components.config.safe_yaml import MAX_DEPTH, MAX_NODES
-from components.plan import _config_values
+from components.mock_engine import _config_values
 from components.resolved.stack import validate_stack
 from tests.conftest import PROJECT_DIR, minimal_raw
 

@@ -10,7 +10,7 @@ from typing import Any
 import pulumi
 import pytest
 
-from components.plan import SECRET, PlanResult
+from components.mock_engine import SECRET, PlanResult
 from components.program import SecretConfig, secret_config
 from tests.conftest import MockHarness, raw_stack
 

@@ -15,7 +15,7 @@ import yaml
 
 from components.admission.evaluate import KNOWN_KINDS, evaluate
 from components.admission.policy import RESOURCE_RULES, render_policy, workload_namespaces
-from components.plan import PlanResult, run_mocked
+from components.mock_engine import PlanResult, run_mocked
 from components.resolved.stack import validate_stack
 from tests.conftest import PROJECT_DIR, raw_stack, stack_model
 from tests.examples.test_team_stack import PLATFORM_STACK, PlatformStackMocks, manifest, prod_outputs, restricted_prod

@@ -18,7 +18,7 @@ from pulumi.runtime.mocks import MockResourceArgs
 
 from components.admission.evaluate import Decision, evaluate
 from components.admission.policy import render_policy
-from components.plan import SECRET, PlanMocks, PlanResult, fake_kubeconfig, run_program
+from components.mock_engine import SECRET, PlanMocks, PlanResult, fake_kubeconfig, run_program
 from components.resolved.model import PlatformModel
 from components.resolved.stack import validate_stack
 from tests.conftest import PROJECT_DIR, MockHarness, raw_stack, stack_model
@@ -264,7 +264,7 @@ class RecordingPlatformMocks(PlatformStackMocks):
 FAILING_RUNS = """
 import json, sys
 from pulumi.runtime.settings import SETTINGS
-from components.plan import run_program
+from components.mock_engine import run_program
 from tests.examples.test_team_stack import PLATFORM_STACK, PROJECT, TEAM_DIR, RecordingPlatformMocks
 request = json.load(sys.stdin)
 found = {}

@@ -22,9 +22,9 @@ import yaml
 
 from components.admission.evaluate import evaluate
 from components.admission.policy import render_policy
+from components.mock_engine import PlanResult
 from components.naming import PACKAGE_NAME
 from components.package import PUBLIC_COMPONENTS, PackageProvider, component_schema
-from components.plan import PlanResult
 from tests.conftest import PROJECT_DIR, MockHarness, stack_model
 from tests.examples.test_team_stack import manifest, pod_spec, prod_outputs, restricted_prod, team_plan
 

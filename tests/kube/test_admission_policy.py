@@ -10,12 +10,11 @@ import pytest
 
 from components.admission.component import GpuAdmissionPolicy, GpuAdmissionPolicyArgs
 from components.admission.policy import render_policy
-from components.args import platform_sections
 from components.manifests import labelled
-from components.plan import PlanResult
+from components.mock_engine import PlanResult
 from components.resolved.model import PlatformModel
 from components.resolved.stack import validate_stack
-from tests.conftest import MockHarness, raw_stack, stack_model
+from tests.conftest import MockHarness, platform_sections, raw_stack, stack_model
 
 POLICY_TYPE = "kubernetes:admissionregistration.k8s.io/v1:ValidatingAdmissionPolicy"
 BINDING_TYPE = "kubernetes:admissionregistration.k8s.io/v1:ValidatingAdmissionPolicyBinding"

@@ -14,21 +14,30 @@ import pulumi_kubernetes as k8s
 import pytest
 import yaml
 
-from components.args import platform_sections
 from components.config.problems import ConfigError
 from components.kube.device_plugin import plugin_manifests, target_output
 from components.kube.gpu_operator import operator_releases
 from components.kube.nvidia_plugin import plugin_config as nvidia_plugin_config
 from components.kube.plugin_pins import PINS_FILE, resolve_pins
 from components.manifests import labelled
+from components.mock_engine import PlanResult
 from components.naming import GPU_NAMESPACE, POOL_LABEL
-from components.plan import PlanResult
 from components.platform.device_plugin import GpuDevicePlugin, GpuDevicePluginArgs
 from components.resolved.model import PlatformModel, ResolvedPool, Taint, resolve
 from components.resolved.node_labels import plugin_node_labels
 from components.resolved.stack import validate_stack
 from components.resolved.targets import plugin_targets
-from tests.conftest import AKS_VERSIONS, PROJECT_DIR, STACK_NAMES, MockHarness, minimal_raw, raw_stack, stack_config, stack_model
+from tests.conftest import (
+    AKS_VERSIONS,
+    PROJECT_DIR,
+    STACK_NAMES,
+    MockHarness,
+    minimal_raw,
+    platform_sections,
+    raw_stack,
+    stack_config,
+    stack_model,
+)
 
 PINS = yaml.safe_load(PINS_FILE.read_text(encoding="utf-8"))
 SYSTEM_NODE_LABELS = {"kubernetes.azure.com/mode": "system", "agentpool": "system", "kubernetes.io/os": "linux"}

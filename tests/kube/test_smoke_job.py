@@ -7,12 +7,11 @@ from typing import Any
 
 import pytest
 
-from components.args import platform_sections
 from components.manifests import labelled
 from components.resolved.model import PlatformModel
 from components.resolved.stack import validate_stack
 from components.validation.smoke import GpuValidation, smoke_job_manifest, smoke_job_manifests, smoke_plan
-from tests.conftest import MockHarness, minimal_raw, raw_stack, stack_model
+from tests.conftest import MockHarness, minimal_raw, platform_sections, raw_stack, stack_model
 
 
 def model_of(raw: dict[str, Any]) -> PlatformModel:

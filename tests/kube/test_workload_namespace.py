@@ -23,8 +23,8 @@ from components.kube.workload_namespace import (
     GpuWorkloadNamespace,
     GpuWorkloadNamespaceArgs,
 )
+from components.mock_engine import PlanResult, ResourceRecord, kube_manifest
 from components.naming import type_token
-from components.plan import PlanResult, ResourceRecord, kube_manifest
 from components.resolved.model import PlatformModel, ResolvedWorkload
 from components.resolved.stack import validate_stack
 from components.specs import WorkloadSpec

@@ -12,11 +12,10 @@ import pytest
 import yaml
 from kubernetes import client as kube_client
 
-from components.args import platform_sections
 from components.config.problems import ConfigError
 from components.manifests import labelled
+from components.mock_engine import PlanResult
 from components.naming import POOL_LABEL
-from components.plan import PlanResult
 from components.resolved.model import PlatformModel
 from components.resolved.node_labels import nvme_node_labels
 from components.resolved.stack import validate_stack
@@ -29,7 +28,7 @@ from components.storage.manifests import (
     volume_snippet,
 )
 from components.storage.nvme_cache import NvmeCache, NvmeCacheArgs
-from tests.conftest import MockHarness, minimal_raw, raw_stack, stack_model
+from tests.conftest import MockHarness, minimal_raw, platform_sections, raw_stack, stack_model
 
 SOURCE = "stacks/Pulumi.test.yaml"
 EXTENSION = "azure-native:kubernetesconfiguration:Extension"

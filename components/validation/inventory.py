@@ -1,4 +1,5 @@
-"""What the audit reads of a cluster: its GPU nodes, their pools, and what every pod asks of them. Pure.
+"""What a cluster snapshot says about GPUs: its GPU nodes, their pools, and what every pod asks of them. Pure: read by
+``aksgpu audit`` (``components/audit/``) and by the live probe, which collects these nodes and pods for it.
 
 Objects are read in the shapes ``kubectl get ... -o json`` prints them (core/v1 Node and Pod, v1 ResourceQuota,
 networking.k8s.io/v1 NetworkPolicy: https://kubernetes.io/docs/reference/kubernetes-api/). A field the audit reads
