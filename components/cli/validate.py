@@ -34,22 +34,14 @@ from components.config.problems import ConfigError
 from components.naming import POOL_LABEL
 from components.resolved.model import PlatformModel, resolve
 from components.resolved.targets import PluginTarget, plugin_targets
-from components.validation.checks import CHECK_IDS, CheckResult, run_checks
+from components.validation.checks import CheckResult, run_checks
+from components.validation.registry import CHECK_IDS, help_text
 from components.validation.report import counts_by_pool, passed, report_dict
 from components.validation.snapshot import ClusterSnapshot, SnapshotError, read_snapshot, write_snapshot
 
-_DESCRIPTION = """\
+_DESCRIPTION = f"""\
 Check every GPU pool of a deployed stack, per pool and per node:
-  device-plugin-ready  the device plugin DaemonSet is healthy and a plugin pod is ready on every GPU node
-  gpu-schedulable      each node's allocatable holds the pool's GPU resource with the expected count
-  smi-error            nvidia-smi / amd-smi runs in the node's plugin pod and reports no error
-  driver-version       the driver is at least the pool's minDriverVersion
-  driver-consistency   all nodes of a pool run the same driver
-  gpu-count            the SMI output lists as many GPUs as the VM size has
-  mig-mode             MIG is on exactly where the pool has a migProfile, with the expected slice count
-  gpu-health           no critical GPU health finding in nvidia-smi -q -x / amd-smi metric --ecc (ECC, row
-                       remapping, retired pages, Xid, lost GPU, NVLink, fabric) and no AKS Node Problem
-                       Detector GPU condition (GPUMissing, XIDErrors, NVLinkStatusInactive...) True
+{help_text()}
 
   aksgpu validate --stack prod                          check the live cluster (current kubeconfig context)
   aksgpu validate collect --stack prod --out snap/      save what the checks read: nodes.json, daemonsets.json,

@@ -5,25 +5,9 @@ they import neither ``pulumi`` nor ``kubernetes``. What a pool should look like 
 model and the device plugin targets, never re-derived here.
 
 Each check gives one result per GPU node of a pool (or one per pool for the pool-wide ones), with status
-``pass``, ``fail`` or ``warn`` and a message that says what was found and what to do about it:
-
-============================ ======== =============================================================
-check                        scope    passes when
-============================ ======== =============================================================
-``device-plugin-ready``      pool     the plugin DaemonSet has desired = ready = available (a warn when
-                                      the pods not ready are all on other pools' nodes)
-``device-plugin-ready``      node     a plugin pod is Running and ready on the node (the node Ready)
-``gpu-schedulable``          node     ``status.allocatable`` holds the pool's resource, expected count
-``gpu-schedulable``          pool     only for a pool with no nodes: scale-to-zero passes
-``smi-error``                node     the SMI command ran in the plugin pod and reports no error
-``driver-version``           node     the driver is at least the pool's ``minDriverVersion``
-``driver-consistency``       pool     every node of the pool runs the same driver
-``gpu-count``                node     the SMI output lists as many GPUs as the VM size has
-``mig-mode``                 node     MIG is on exactly where the pool has a profile, right slice count
-``gpu-health``               node     no critical health finding in the SMI output (ECC, row remapping,
-                                      retired pages, Xid, lost GPU, NVLink, fabric: ``health``) and no
-                                      AKS Node Problem Detector GPU condition True on the node
-============================ ======== =============================================================
+``pass``, ``fail`` or ``warn`` and a message that says what was found and what to do about it. Which checks there
+are, what each is judged per and when it passes: ``registry.CHECKS`` (a pool with no nodes yet passes
+``gpu-schedulable`` once: scale-to-zero).
 
 A check that cannot be evaluated because something it depends on already failed (no SMI output, an SMI
 error) is a ``warn`` that says "not checked" and points at the failing check, so one broken node shows
@@ -40,31 +24,21 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import Any, Literal, get_args
+from typing import Any, Literal
 
 from components.naming import POOL_LABEL
 from components.resolved.model import PlatformModel, ResolvedPool
 from components.resolved.targets import PluginTarget, smi_command
 from components.validation.cluster import NodeStatus, PluginPods, pod_name, pod_problem
 from components.validation.health import GpuCondition, HealthReport, read_smi_and_health
+from components.validation.registry import CHECK_IDS as CHECK_IDS
+from components.validation.registry import CheckId
 from components.validation.smi import SmiError, SmiReport
 from components.validation.smi.model import empty_report
 from components.validation.snapshot import ClusterSnapshot
 from components.validation.versions import parse_version, version_at_least
 
 Status = Literal["pass", "fail", "warn"]
-CheckId = Literal[
-    "device-plugin-ready",
-    "gpu-schedulable",
-    "smi-error",
-    "driver-version",
-    "driver-consistency",
-    "gpu-count",
-    "mig-mode",
-    "gpu-health",
-]
-# The order results are listed in for each node (CheckId's order): from "is the plugin there" to MIG details.
-CHECK_IDS: tuple[CheckId, ...] = get_args(CheckId)
 _NAMES_SHOWN = 3  # node names listed in a pool-wide message before "+N more"
 
 
