@@ -10,6 +10,7 @@ import yaml
 
 from components.config.models import PlatformConfig
 from components.kube.gpu_operator import MIG_PARTED_CONFIG_MAP, nvidia_operator_values
+from components.monitoring.exporters import dcgm_operator_values
 from components.resolved.model import PlatformModel, resolve
 
 INFER = {
@@ -28,7 +29,7 @@ def model(*pools: dict[str, Any], mode: str = "gpu-operator") -> PlatformModel:
 
 def test_the_mig_manager_gets_a_config_for_every_label_it_will_read() -> None:
     platform = model(INFER, TRAIN)
-    config = nvidia_operator_values(platform)["migManager"]["config"]
+    config = nvidia_operator_values(platform, dcgm_operator_values(platform))["migManager"]["config"]
     assert config["create"] is True and config["name"] == MIG_PARTED_CONFIG_MAP
     # Unlabelled nodes are left alone (an empty default is allowed by the ClusterPolicy CRD).
     assert config["default"] == ""
@@ -50,6 +51,7 @@ def test_the_schedulable_count_matches_what_the_mig_manager_makes() -> None:
 
 def test_pools_aks_partitions_ship_no_mig_config() -> None:
     aks_driver = {**INFER, "gpuDriver": "Install"}
-    assert nvidia_operator_values(model(aks_driver))["migManager"]["config"] == {"default": ""}
+    aks_managed = model(aks_driver)
+    assert nvidia_operator_values(aks_managed, dcgm_operator_values(aks_managed))["migManager"]["config"] == {"default": ""}
     [pool] = model(INFER, mode="daemonset").pools
     assert pool.mig_partitioner == "aks" and "nvidia.com/mig.config" not in pool.node_labels

@@ -1,6 +1,2 @@
-"""Azure resources: the AKS cluster (created or adopted), its maintenance windows and the GPU node pools."""
-
-from components.azure.cluster import GpuCluster, GpuClusterArgs
-from components.azure.node_pool import GpuNodePool, GpuNodePoolArgs
-
-__all__ = ["GpuCluster", "GpuClusterArgs", "GpuNodePool", "GpuNodePoolArgs"]
+"""Azure resources: the AKS cluster (created or adopted), its maintenance windows and kubeconfig login mode (pure
+builders), and the ``GpuCluster`` and ``GpuNodePool`` components."""

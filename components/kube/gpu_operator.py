@@ -11,6 +11,7 @@ AMD values:    https://github.com/ROCm/gpu-operator/blob/main/helm-charts-k8s/te
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -18,7 +19,6 @@ import yaml
 
 from components.kube.nvidia_plugin import config_text, pool_configs
 from components.kube.plugin_pins import ChartPin, PluginPins
-from components.monitoring.exporters import dcgm_operator_values
 from components.naming import ACCELERATOR_LABEL, GPU_NAMESPACE
 from components.resolved.model import MIG_CONFIG_PREFIX, PlatformModel, tolerations_for
 
@@ -83,7 +83,9 @@ def device_list_hardening(model: PlatformModel) -> bool:
     return bool(pools) and all(pool.gpu_driver == "None" for pool in pools)
 
 
-def nvidia_operator_values(model: PlatformModel) -> dict[str, Any]:
+def nvidia_operator_values(model: PlatformModel, dcgm_exporter: Mapping[str, Any]) -> dict[str, Any]:
+    """The NVIDIA GPU Operator's values; ``dcgm_exporter`` is its DCGM exporter's, which continuous validation
+    configures (``components.monitoring.exporters.dcgm_operator_values``)."""
     pools = model.pools_of("nvidia")
     # AKS-managed drivers and operator-managed drivers exclude each other on a node
     # (https://azure.github.io/aks-rdma-infiniband/configurations/gpu-drivers): the operator installs the driver
@@ -119,7 +121,7 @@ def nvidia_operator_values(model: PlatformModel) -> dict[str, Any]:
         # label (components/resolved/model.py), against the configs shipped here.
         "migManager": {"enabled": True, "config": mig_manager_config(model)},
         # GPU metrics with the counters the alert rules read, scraped by GpuMonitoring (components/monitoring/).
-        "dcgmExporter": dcgm_operator_values(model),
+        "dcgmExporter": dict(dcgm_exporter),
         # NFD labels the GPU nodes the operands select; its workers must reach every GPU pool (AMD pools too,
         # when this NFD also serves the AMD operator), its master and GC run on the system pool.
         "node-feature-discovery": {
@@ -184,13 +186,15 @@ def amd_operator_values(model: PlatformModel, install_nfd: bool) -> dict[str, An
     }
 
 
-def operator_releases(model: PlatformModel, pins: PluginPins) -> list[ReleaseSpec]:
-    """The operator releases the stack asks for (NVIDIA first: its NFD also serves the AMD operator)."""
+def operator_releases(model: PlatformModel, pins: PluginPins, dcgm_exporter: Mapping[str, Any]) -> list[ReleaseSpec]:
+    """The operator releases the stack asks for (NVIDIA first: its NFD also serves the AMD operator); ``dcgm_exporter``
+    is the NVIDIA operator's DCGM exporter values."""
     plugin = model.config.device_plugin
     releases = []
     nvidia = bool(model.pools_of("nvidia")) and plugin.mode == "gpu-operator"
     if nvidia:
-        releases.append(ReleaseSpec(NVIDIA_RELEASE, pins.nvidia_gpu_operator, GPU_NAMESPACE, nvidia_operator_values(model)))
+        values = nvidia_operator_values(model, dcgm_exporter)
+        releases.append(ReleaseSpec(NVIDIA_RELEASE, pins.nvidia_gpu_operator, GPU_NAMESPACE, values))
     if model.pools_of("amd") and plugin.amd_mode == "gpu-operator":
         # One NFD per cluster: two releases would both own NFD's CRDs and Helm refuses the second.
         values = amd_operator_values(model, install_nfd=not nvidia)

@@ -19,6 +19,7 @@ from components.component import GpuComponent, kube_resource
 from components.kube.device_plugin import PluginTargetOutput, plugin_manifests, target_output
 from components.kube.gpu_operator import NVIDIA_RELEASE, ReleaseSpec, operator_releases
 from components.kube.plugin_pins import resolve_pins
+from components.monitoring.exporters import dcgm_operator_values
 from components.naming import GPU_NAMESPACE
 from components.resolved.model import PlatformModel
 from components.resolved.targets import plugin_targets
@@ -98,7 +99,8 @@ class GpuDevicePlugin(GpuComponent[DevicePluginInputs]):
                 self.daemonsets.append(resource)
 
         previous: list[pulumi.Resource] = [namespace] if namespace is not None else []
-        for spec in operator_releases(model, resolve_pins(model.config.device_plugin)):
+        releases = operator_releases(model, resolve_pins(model.config.device_plugin), dcgm_operator_values(model))
+        for spec in releases:
             vendor = "nvidia" if spec.name == NVIDIA_RELEASE else "amd"
             binding = hooks(pools_validated_by_release(targets, vendor, daemonset_manifests)) if hooks else None
             release = self._release(name, spec, previous, binding)

@@ -11,8 +11,7 @@ import yaml
 from pulumi_azure_native import authorization
 from pulumi_azure_native import containerservice as cs
 
-from components.azure import GpuCluster, GpuClusterArgs
-from components.azure.cluster import deployer_principal_type
+from components.azure.cluster import GpuCluster, GpuClusterArgs, deployer_principal_type
 from components.mock_engine import FAKE_OBJECT_ID, FAKE_SUBSCRIPTION, PlanResult
 from components.specs import ClusterSpec
 from tests.conftest import MockHarness, minimal_raw, raw_stack

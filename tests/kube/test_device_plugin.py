@@ -21,6 +21,7 @@ from components.kube.nvidia_plugin import plugin_config as nvidia_plugin_config
 from components.kube.plugin_pins import PINS_FILE, resolve_pins
 from components.manifests import labelled
 from components.mock_engine import PlanResult
+from components.monitoring.exporters import dcgm_operator_values
 from components.naming import GPU_NAMESPACE, POOL_LABEL
 from components.platform.device_plugin import GpuDevicePlugin, GpuDevicePluginArgs
 from components.resolved.model import PlatformModel, ResolvedPool, Taint, resolve
@@ -577,13 +578,14 @@ def test_gpu_operator_leaves_an_aks_installed_driver_alone() -> None:
     raw["aks-gpu:devicePlugin"] = {"mode": "gpu-operator"}
     for pool in raw["aks-gpu:gpuPools"]:
         pool["gpuDriver"] = "Install"
-    (release,) = operator_releases(model_of(raw), resolve_pins(model_of(raw).config.device_plugin))
+    model = model_of(raw)
+    (release,) = operator_releases(model, resolve_pins(model.config.device_plugin), dcgm_operator_values(model))
     assert release.values["driver"]["enabled"] is False and release.values["toolkit"]["enabled"] is False
 
 
 def test_gpu_operator_time_slicing_default_is_the_pools_common_config() -> None:
     model = with_plugin("dev", mode="gpu-operator")
-    (release,) = operator_releases(model, resolve_pins(model.config.device_plugin))
+    (release,) = operator_releases(model, resolve_pins(model.config.device_plugin), dcgm_operator_values(model))
     config = release.values["devicePlugin"]["config"]
     assert config["create"] is True and config["default"] in config["data"]
     default = yaml.safe_load(config["data"][config["default"]])
@@ -593,7 +595,7 @@ def test_gpu_operator_time_slicing_default_is_the_pools_common_config() -> None:
 
 def test_stack_overrides_the_operator_chart_version() -> None:
     model = with_plugin("prod", mode="gpu-operator", gpuOperatorChartVersion="v26.3.3")
-    (release,) = operator_releases(model, resolve_pins(model.config.device_plugin))
+    (release,) = operator_releases(model, resolve_pins(model.config.device_plugin), dcgm_operator_values(model))
     assert release.chart.version == "v26.3.3"
 
 
@@ -749,7 +751,7 @@ def test_operator_mode_labels_point_each_pool_at_its_config_and_keep_aks_drivers
     raw["aks-gpu:gpuPools"][0]["gpuDriver"] = "Install"
     config = validate_stack(raw, "test").config
     model = resolve(config)
-    (release,) = operator_releases(model, resolve_pins(config.device_plugin))
+    (release,) = operator_releases(model, resolve_pins(config.device_plugin), dcgm_operator_values(model))
     data = release.values["devicePlugin"]["config"]["data"]
     train, infer = (plugin_node_labels(pool, config) for pool in config.gpu_pools)
     assert yaml.safe_load(data[train["nvidia.com/device-plugin.config"]]) == plugin_config_of(model, "train")
@@ -786,11 +788,11 @@ def test_volume_mounts_only_where_the_operator_owns_every_toolkit() -> None:
     from components.kube.gpu_operator import nvidia_operator_values
 
     owned = with_plugin("prod", mode="gpu-operator")  # every NVIDIA pool gets gpuDriver None from the operator mode
-    values = nvidia_operator_values(owned)
+    values = nvidia_operator_values(owned, dcgm_operator_values(owned))
     assert {"name": "DEVICE_LIST_STRATEGY", "value": "volume-mounts"} in values["devicePlugin"]["env"]
     assert {"name": "ACCEPT_NVIDIA_VISIBLE_DEVICES_ENVVAR_WHEN_UNPRIVILEGED", "value": "false"} in values["toolkit"]["env"]
     raw = raw_stack("prod")
     raw["aks-gpu:devicePlugin"] = {"mode": "gpu-operator"}
     raw["aks-gpu:gpuPools"][1]["gpuDriver"] = "Install"  # AKS keeps this pool's toolkit: volume mounts would starve it
-    mixed = nvidia_operator_values(model_of(raw))
+    mixed = nvidia_operator_values(model_of(raw), dcgm_operator_values(model_of(raw)))
     assert "env" not in mixed["devicePlugin"] and "env" not in mixed["toolkit"]

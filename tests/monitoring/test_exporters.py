@@ -110,7 +110,7 @@ def test_gpu_operator_mode_configures_the_operators_exporter() -> None:
     assert by_kind(manifests, "DaemonSet") == [], "the operator runs its own exporter"
     (monitor,) = by_kind(manifests, "PodMonitor")
     assert monitor["spec"]["selector"]["matchLabels"] == {"app": "nvidia-dcgm-exporter"}
-    (release,) = operator_releases(model, resolve_pins(model.config.device_plugin))
+    (release,) = operator_releases(model, resolve_pins(model.config.device_plugin), dcgm_operator_values(model))
     values = release.values["dcgmExporter"]
     assert values["enabled"] is True
     assert values["config"]["create"] is True and values["config"]["data"] == dcgm_counters_csv(
