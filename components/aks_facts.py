@@ -14,7 +14,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, Literal
 
-import yaml
+from components.data_files import load_yaml
 
 DATA_DIR = Path(__file__).parent / "data"
 VERSIONS_FILE = DATA_DIR / "aks_versions.yaml"
@@ -24,8 +24,7 @@ ARM64_FILE = DATA_DIR / "arm64_support.yaml"
 
 
 def _read(path: Path) -> Any:
-    with path.open(encoding="utf-8") as handle:
-        return yaml.safe_load(handle)
+    return load_yaml(path)
 
 
 # ---------------------------------------------------------------- the AKS Kubernetes release calendar

@@ -10,8 +10,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, Literal
 
-import yaml
-
+from components.data_files import load_yaml
 from components.naming import Vendor
 
 CpuArchitecture = Literal["x86_64", "arm64"]
@@ -124,5 +123,4 @@ def _build(raw: dict[str, Any]) -> Catalog:
 
 @lru_cache(maxsize=1)
 def load_catalog() -> Catalog:
-    with CATALOG_FILE.open(encoding="utf-8") as handle:
-        return _build(yaml.safe_load(handle))
+    return _build(load_yaml(CATALOG_FILE))

@@ -15,6 +15,7 @@ from rich.console import Console
 from components import cli
 from components.admission.evaluate import Decision
 from components.admission.reader import SourcedObject
+from components.cli import catalog as catalog_command
 from components.cli import common, main
 from components.cli import plan as plan_cli
 from components.cli import validate as validate_cli
@@ -49,7 +50,7 @@ def crashing_command(monkeypatch: pytest.MonkeyPatch) -> None:
     def crash(args: argparse.Namespace) -> int:
         raise RuntimeError(f"cannot use Authorization: Bearer {TOKEN}")
 
-    monkeypatch.setattr(cli.catalog, "run", crash)
+    monkeypatch.setattr(catalog_command, "run", crash)
 
 
 def test_an_uncaught_exception_is_an_internal_error_with_exit_3(crashing_command, capsys, monkeypatch) -> None:
@@ -77,7 +78,7 @@ def test_a_closed_output_pipe_is_not_an_internal_error(monkeypatch, capsys) -> N
     def closed(args: argparse.Namespace) -> int:
         raise BrokenPipeError
 
-    monkeypatch.setattr(cli.catalog, "run", closed)
+    monkeypatch.setattr(catalog_command, "run", closed)
     monkeypatch.setattr(cli, "_silence_stdout", lambda: None)
     assert main(["catalog"]) == 141
     assert "internal error" not in capsys.readouterr().err

@@ -5,18 +5,21 @@ policy."""
 from __future__ import annotations
 
 import argparse
+import importlib
 import os
 import sys
 import traceback
 from collections.abc import Callable, Sequence
 
-from components.cli import admission, audit, catalog, plan, rules, schema, smi, validate
-from components.cli.common import EXIT_INTERNAL, EXIT_USAGE, err, safe
+from components.cli import common
+from components.cli.common import EXIT_INTERNAL, EXIT_USAGE, safe
 from components.config.problems import ConfigError
 from components.internal_error import DEBUG_ENV, debug_requested, internal_error_message
 
 Handler = Callable[[argparse.Namespace], int]
-COMMANDS = (plan, schema, catalog, smi, admission, validate, rules, audit)
+# Each command's module, imported only when that command runs (or for `aksgpu --help`): a command pays for its own
+# imports only, so `smi parse`, `catalog` or `admission check` never load Pulumi or the Azure SDK.
+COMMANDS = ("plan", "schema", "catalog", "smi", "admission", "validate", "rules", "audit")
 EXIT_INTERRUPTED = 130
 # What a shell reports for a program killed by SIGPIPE (128 + 13): `aksgpu ... | head` closed the pipe.
 EXIT_BROKEN_PIPE = 141
@@ -27,20 +30,27 @@ exit status: 0 ok, 1 a check failed or an object was denied, 2 usage, config or 
 """
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(commands: Sequence[str] = COMMANDS) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="aksgpu", description=__doc__, epilog=_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--debug", action="store_true", help=f"on an internal error, print the traceback (or set {DEBUG_ENV}=1)")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for command in COMMANDS:
-        command.register(subparsers)
+    for command in commands:
+        importlib.import_module(f"components.cli.{command}").register(subparsers)
     return parser
 
 
+def _command_of(argv: Sequence[str]) -> tuple[str, ...]:
+    """The one command ``argv`` runs, when it names one; else all (``aksgpu --help``, a typo: every command listed)."""
+    first = next((arg for arg in argv if not arg.startswith("-")), None)
+    return (first,) if first in COMMANDS else COMMANDS
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
+    arguments = list(sys.argv[1:] if argv is None else argv)
+    parser = build_parser(_command_of(arguments))
+    args = parser.parse_args(arguments)
     handler: Handler | None = getattr(args, "handler", None)
     if handler is None:
         parser.print_help(sys.stderr)
@@ -52,7 +62,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         return report_config_error(exc)
     except KeyboardInterrupt:
-        err.print("interrupted")
+        common.err.print("interrupted")
         return EXIT_INTERRUPTED
     except BrokenPipeError:
         # Whoever read our output stopped reading; nothing more can be said on stdout.
@@ -61,7 +71,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except Exception as exc:  # noqa: BLE001 - the boundary: a traceback is a bug, reported as one
         if args.debug or debug_requested():
             traceback.print_exc()
-        err.print(f"[bold red]aksgpu[/]: {safe(internal_error_message(exc))}")
+        common.err.print(f"[bold red]aksgpu[/]: {safe(internal_error_message(exc))}")
         return EXIT_INTERNAL
 
 

@@ -7,14 +7,19 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from rich.markup import escape
-from rich.table import Table
-from rich.text import Text
-
 from components.admission.policy import POLICY_NAME, render_policy, workload_namespaces
 from components.admission.reader import InputError, SourcedObject, read_text
-from components.cli.common import EXIT_FAILED, EXIT_OK, EXIT_USAGE, add_stack_arguments, err, load_stack, out, report_warnings
-from components.resolved.model import resolve
+from components.cli.common import (
+    EXIT_FAILED,
+    EXIT_OK,
+    EXIT_USAGE,
+    add_stack_arguments,
+    err,
+    escape,
+    load_stack,
+    out,
+    report_warnings,
+)
 
 if TYPE_CHECKING:
     from components.admission.evaluate import Decision
@@ -75,7 +80,7 @@ def run_check(args: argparse.Namespace) -> int:
     except InputError as error:
         err.print(f"[bold red]error[/] {escape(str(error))}")
         return EXIT_USAGE
-    model = resolve(loaded.validated.config)
+    model = loaded.validated.model
     manifests = render_policy(model)
     namespaces = {**workload_namespaces(model), **namespaces_in(objects)}
     try:
@@ -124,6 +129,9 @@ def namespaces_in(objects: list[SourcedObject]) -> dict[str, dict[str, Any]]:
 
 
 def print_report(stack: str, actions: list[str], objects: list[SourcedObject], decisions: list[Decision]) -> None:
+    from rich.table import Table
+    from rich.text import Text
+
     denied = sum(not d.allowed for d in decisions)
     if actions:
         header = f"stack [bold]{escape(stack)}[/]: policy {POLICY_NAME}, validationActions {escape(str(actions))}"
@@ -166,6 +174,8 @@ def print_report(stack: str, actions: list[str], objects: list[SourcedObject], d
 
 def print_denied_list(objects: list[SourcedObject], decisions: list[Decision]) -> None:
     """The denied objects, one line each and a line per message (plain text: nothing in them is markup)."""
+    from rich.text import Text
+
     lines = []
     for item, decision in zip(objects, decisions, strict=True):
         if decision.allowed:

@@ -33,7 +33,7 @@ from components.cli.common import (
     safe,
 )
 from components.config.problems import ConfigError
-from components.resolved.model import PlatformModel, resolve
+from components.resolved.model import PlatformModel
 from components.resolved.targets import PluginTarget, plugin_targets
 from components.validation.inventory import whole
 from components.validation.snapshot import ClusterSnapshot, SnapshotError, read_snapshot
@@ -126,7 +126,7 @@ def _stack(args: argparse.Namespace) -> tuple[PlatformModel | None, StackExpecta
         return None, None
     loaded = load_stack(args)
     report_warnings(loaded)
-    model = resolve(loaded.validated.config)
+    model = loaded.validated.model
     return model, expectations(model, args.stack)
 
 

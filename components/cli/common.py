@@ -6,14 +6,14 @@ import argparse
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from rich.console import Console
-from rich.markup import escape
-
-from components.config.loader import load_stack_file, stack_file_path
 from components.config.problems import ConfigError, clipped
-from components.resolved.stack import ValidatedStack, validate_stack
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from components.resolved.stack import ValidatedStack
 
 EXIT_OK = 0
 EXIT_FAILED = 1
@@ -23,11 +23,24 @@ EXIT_INTERNAL = 3
 # A cell or line of user or cluster text is cut past this many characters.
 MAX_TEXT_SHOWN = 2000
 
-# Piped output (CI logs, files) gets a wide page instead of rich's 80-column fallback.
-_PIPED_WIDTH = None if sys.stdout.isatty() else 160
-# emoji=False: ":key:" in a stack key or a cluster message is text, not an emoji code.
-out = Console(highlight=False, emoji=False, width=_PIPED_WIDTH)
-err = Console(stderr=True, highlight=False, emoji=False, width=None if sys.stderr.isatty() else 160)
+
+def _console(stderr: bool) -> Console:
+    from rich.console import Console
+
+    stream = sys.stderr if stderr else sys.stdout
+    # Piped output (CI logs, files) gets a wide page instead of rich's 80-column fallback; emoji=False: ":key:" in a
+    # stack key or a cluster message is text, not an emoji code.
+    return Console(stderr=stderr, highlight=False, emoji=False, width=None if stream.isatty() else 160)
+
+
+def __getattr__(name: str) -> Any:
+    # ``out`` and ``err``, the rich consoles, made on first use: a command that prints plain text (``smi parse`` prints
+    # JSON) never loads rich.
+    if name in ("out", "err"):
+        console = _console(stderr=name == "err")
+        globals()[name] = console
+        return console
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def find_project_dir(start: Path | None = None) -> Path:
@@ -56,6 +69,10 @@ class LoadedStack:
 
 def load_stack(args: argparse.Namespace) -> LoadedStack:
     """Load and validate the stack named on the command line; raises ``ConfigError``."""
+    # Imported here: the config models are the one heavy import a stack command needs, and only those pay for it.
+    from components.config.loader import load_stack_file, stack_file_path
+    from components.resolved.stack import validate_stack
+
     project_dir = (args.project_dir or find_project_dir()).resolve()
     path: Path = args.config_file or stack_file_path(project_dir, args.stack)
     label = _display_path(path)
@@ -74,6 +91,13 @@ def _display_path(path: Path) -> str:
         return str(path)
 
 
+def escape(text: str) -> str:
+    """``text`` as a literal in rich markup."""
+    from rich.markup import escape as rich_escape
+
+    return rich_escape(text)
+
+
 def safe(text: object, limit: int = MAX_TEXT_SHOWN) -> str:
     """User or cluster text ready for a rich markup string: ``[bold red]DEV[/bold red]`` shows as written (and
     ``[/x]`` cannot break the line), control characters (newlines, terminal escapes) are shown escaped, and
@@ -84,13 +108,15 @@ def safe(text: object, limit: int = MAX_TEXT_SHOWN) -> str:
 def report_config_error(exc: ConfigError) -> int:
     """One line per problem (stack file, key path, value, what is allowed); exit code 2."""
     errors = exc.errors
-    err.print(f"[bold red]invalid stack config[/]: {len(errors)} error(s) in {safe(exc.source)}; nothing was planned or created")
+    __getattr__("err").print(
+        f"[bold red]invalid stack config[/]: {len(errors)} error(s) in {safe(exc.source)}; nothing was planned or created"
+    )
     for problem in exc.problems:
         style = "red" if problem.severity == "error" else "yellow"
-        err.print(f"  [{style}]{problem.severity}[/] {escape(problem.render(exc.source))}")
+        __getattr__("err").print(f"  [{style}]{problem.severity}[/] {escape(problem.render(exc.source))}")
     return EXIT_USAGE
 
 
 def report_warnings(loaded: LoadedStack) -> None:
     for warning in loaded.validated.warnings:
-        err.print(f"[yellow]warning[/] {escape(warning.render(loaded.validated.source))}")
+        __getattr__("err").print(f"[yellow]warning[/] {escape(warning.render(loaded.validated.source))}")

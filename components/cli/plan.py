@@ -25,7 +25,7 @@ from components.mock_engine import (
     write_plan,
 )
 from components.monitoring.summary import monitoring_lines
-from components.resolved.model import PlatformModel, resolve
+from components.resolved.model import PlatformModel
 from components.validation.smoke import smoke_plan
 
 
@@ -64,7 +64,7 @@ def run(args: argparse.Namespace) -> int:
         err.print(f"[bold red]aksgpu plan[/]: {safe(error)}")
         return EXIT_USAGE
 
-    model = resolve(loaded.validated.config)
+    model = loaded.validated.model
     out.print(resource_tree(result))
     out.print(pool_table(model))
     print_replacements(changes)

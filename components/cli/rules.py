@@ -13,7 +13,6 @@ from components.cli.common import EXIT_OK, EXIT_USAGE, add_stack_arguments, err,
 from components.manifests import labelled
 from components.monitoring.rules import POOL_LABEL_METRIC, prometheus_rule_manifest, rule_file, rule_groups
 from components.naming import POOL_LABEL
-from components.resolved.model import resolve
 from components.validation.xid import critical_xid_codes
 
 FORMATS = ("rule-file", "prometheusrule")
@@ -39,7 +38,7 @@ def register(subparsers: Any) -> None:
 def run(args: argparse.Namespace) -> int:
     loaded = load_stack(args)
     report_warnings(loaded)
-    model = resolve(loaded.validated.config)
+    model = loaded.validated.model
     groups = rule_groups(model, critical_xid_codes())
     document = rule_file(groups) if args.format == "rule-file" else labelled(prometheus_rule_manifest(groups, model))
     text = yaml.safe_dump(document, sort_keys=False, width=1000, allow_unicode=True)

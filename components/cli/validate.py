@@ -32,7 +32,7 @@ from components.cli.common import (
 )
 from components.config.problems import ConfigError
 from components.naming import POOL_LABEL
-from components.resolved.model import PlatformModel, resolve
+from components.resolved.model import PlatformModel
 from components.resolved.targets import PluginTarget, plugin_targets
 from components.validation.checks import CheckResult, run_checks
 from components.validation.registry import CHECK_IDS, help_text
@@ -111,7 +111,7 @@ def run(args: argparse.Namespace) -> int:
     except ConfigError as error:
         return report_config_error(error)
     report_warnings(loaded)
-    model = resolve(loaded.validated.config)
+    model = loaded.validated.model
     targets = plugin_targets(model)
     try:
         if args.action == "collect":

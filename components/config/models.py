@@ -78,7 +78,9 @@ class ConfigModel(BaseModel):
     """Base for every config object: camelCase keys, nothing unknown, frozen once validated."""
 
     # allow_inf_nan=False: NaN and infinity cannot be written in JSON, the form every value reaches Azure in.
-    model_config = ConfigDict(extra="forbid", alias_generator=to_camel, populate_by_name=True, frozen=True, allow_inf_nan=False)
+    model_config = ConfigDict(
+        extra="forbid", alias_generator=to_camel, populate_by_name=True, frozen=True, allow_inf_nan=False, defer_build=True
+    )
 
 
 # ---------------------------------------------------------------- cluster

@@ -10,9 +10,8 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from components.config.models import DevicePluginConfig
+from components.data_files import load_yaml
 
 PINS_FILE = Path(__file__).resolve().parents[1] / "data" / "device_plugins.yaml"
 
@@ -35,8 +34,7 @@ class PluginPins:
 
 @lru_cache(maxsize=1)
 def default_pins() -> PluginPins:
-    with PINS_FILE.open(encoding="utf-8") as handle:
-        raw: dict[str, Any] = yaml.safe_load(handle)
+    raw: dict[str, Any] = load_yaml(PINS_FILE)
     nvidia, amd = raw["nvidia"], raw["amd"]
     return PluginPins(
         nvidia_device_plugin_image=nvidia["device_plugin_image"],

@@ -7,9 +7,8 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, Literal
 
-import yaml
-
 from components.config.models import MonitoringConfig
+from components.data_files import load_yaml
 
 PINS_FILE = Path(__file__).resolve().parents[1] / "data" / "gpu_exporters.yaml"
 
@@ -60,8 +59,7 @@ class ExporterPins:
 
 @lru_cache(maxsize=1)
 def default_exporter_pins() -> ExporterPins:
-    with PINS_FILE.open(encoding="utf-8") as handle:
-        raw: dict[str, Any] = yaml.safe_load(handle)
+    raw: dict[str, Any] = load_yaml(PINS_FILE)
     dcgm, amd = raw["dcgm_exporter"], raw["amd_device_metrics_exporter"]
     counters = tuple(DcgmCounter(**entry) for entry in dcgm["counters"])
     for counter in counters:

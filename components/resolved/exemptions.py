@@ -13,9 +13,8 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from components.config.models import PlatformConfig
+from components.data_files import load_yaml
 
 DATA_FILE = Path(__file__).resolve().parents[1] / "data" / "admission_exemptions.yaml"
 USER_REASON = "listed in admission.exemptNamespaces"
@@ -30,8 +29,7 @@ class Exemption:
 
 @cache
 def _catalog() -> dict[str, dict[str, Any]]:
-    with DATA_FILE.open(encoding="utf-8") as handle:
-        raw: dict[str, Any] = yaml.safe_load(handle)
+    raw: dict[str, Any] = load_yaml(DATA_FILE)
     namespaces: dict[str, dict[str, Any]] = raw["namespaces"]
     return namespaces
 

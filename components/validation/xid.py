@@ -12,7 +12,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any, Literal, cast
 
-import yaml
+from components.data_files import load_yaml
 
 Severity = Literal["critical", "warning"]
 CATALOG_URL = "https://docs.nvidia.com/deploy/xid-errors/analyzing-xid-catalog.html"
@@ -38,7 +38,7 @@ class XidCatalogError(ValueError):
 @cache
 def load_xid_catalog() -> dict[int, XidEntry]:
     """Every Xid code the catalog documents, by code."""
-    return parse_xid_catalog(yaml.safe_load(XID_FILE.read_text(encoding="utf-8")))
+    return parse_xid_catalog(load_yaml(XID_FILE))
 
 
 def parse_xid_catalog(document: Any) -> dict[int, XidEntry]:
