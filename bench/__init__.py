@@ -54,6 +54,16 @@ BENCHMARKS: tuple[Benchmark, ...] = (
         "bench.audit_snapshot",
     ),
     Benchmark(
+        "plan-vs-hand",
+        "aksgpu plan vs the same resources registered by hand with the typed SDK classes, prod and 40 pools (target: 1.10x)",
+        "bench.plan_vs_hand",
+    ),
+    Benchmark(
+        "light-commands",
+        "wall time of smi parse, smi health, admission check, catalog and schema in a fresh process (target: 0.35 s each)",
+        "bench.light_commands",
+    ),
+    Benchmark(
         "plan-cost",
         "aksgpu plan for dev, prod and 10/50/200-pool stacks vs bare Pulumi (target: at most +30% per resource, linear)",
         "bench.plan_cost",

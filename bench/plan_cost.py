@@ -208,6 +208,123 @@ def register_bare(records: Sequence[dict[str, Any]], with_aliases: bool = False)
     return len(created)
 
 
+# The Python modules of the provider SDKs' Kubernetes API groups (the type token's group, as pulumi-kubernetes names it).
+_KUBE_GROUPS = {
+    "core": "core",
+    "apps": "apps",
+    "batch": "batch",
+    "helm.sh": "helm",
+    "rbac.authorization.k8s.io": "rbac",
+    "admissionregistration.k8s.io": "admissionregistration",
+    "networking.k8s.io": "networking",
+    "storage.k8s.io": "storage",
+}
+
+
+def sdk_class(token: str) -> Any | None:
+    """The provider SDK's typed class of a type token; None for a Kubernetes kind it has none for (a custom resource)."""
+    import importlib
+
+    package, module, name = token.split(":")
+    if token == "pulumi:providers:kubernetes":
+        return importlib.import_module("pulumi_kubernetes").Provider
+    if package == "azure-native":
+        return getattr(importlib.import_module(f"pulumi_azure_native.{module}"), name)
+    group, _, version = module.rpartition("/")
+    python_group = _KUBE_GROUPS.get(group)
+    if package != "kubernetes" or python_group is None:
+        return None
+    return getattr(importlib.import_module(f"pulumi_kubernetes.{python_group}.{version}"), name)
+
+
+def typed_arguments(cls: Any, inputs: dict[str, Any]) -> dict[str, Any]:
+    """A record's inputs (as the provider receives them) as the typed class's keyword arguments, through its Args
+    class's name table (``enableRBAC`` is ``enable_rbac``); nested values as recorded."""
+    import importlib
+
+    from pulumi._types import input_type_py_to_pulumi_names
+
+    module = importlib.import_module(cls.__module__)
+    args_class = getattr(module, f"{cls.__name__}Args", None) or getattr(module, f"{cls.__name__}InitArgs")
+    python_names = {pulumi: python for python, pulumi in input_type_py_to_pulumi_names(args_class).items()}
+    kubernetes = cls.__module__.startswith("pulumi_kubernetes")
+    arguments: dict[str, Any] = {}
+    for key, value in inputs.items():
+        if kubernetes and key in ("apiVersion", "kind"):
+            continue  # a typed Kubernetes class names its own
+        if kubernetes and value in ("true", "false"):
+            value = value == "true"  # provider inputs travel as JSON text; the class takes the boolean
+        python = python_names[key]
+        # azure-native's `resourceName` argument is `resource_name_` (the first one names the Pulumi resource).
+        arguments[python + "_" if python == "resource_name" else python] = value
+    return arguments
+
+
+def register_typed(records: Sequence[dict[str, Any]]) -> int:
+    """The same resources as a hand-written program registers them: each through its provider SDK's typed class (which
+    declares its output properties and its aliases itself), components as plain ``ComponentResource``s, with the
+    record's names, parents, providers, dependencies and options."""
+    import pulumi
+
+    by_urn = {record["urn"]: record for record in records}
+    provider_urns = {f"{r['name']}-id": r["urn"] for r in records if r["type"].startswith("pulumi:providers:")}
+    created: dict[str, pulumi.Resource] = {}
+
+    def create(urn: str) -> pulumi.Resource:
+        if urn in created:
+            return created[urn]
+        record = by_urn[urn]
+        options = record.get("options", {})
+        parent = create(record["parent"]) if record["parent"] in by_urn else None
+        provider_urn = provider_urns.get(options.get("provider") or "")
+        provider = create(provider_urn) if provider_urn else None
+        depends_on = [create(dep) for dep in options.get("dependsOn", []) if dep in by_urn]
+        opts = pulumi.ResourceOptions(
+            parent=parent,
+            provider=provider if isinstance(provider, pulumi.ProviderResource) else None,
+            depends_on=depends_on or None,
+            protect=options.get("protect") or None,
+            delete_before_replace=options.get("deleteBeforeReplace") or None,
+            ignore_changes=options.get("ignoreChanges") or None,
+        )
+        kind: str = record["type"]
+        made: pulumi.Resource
+        if not record["custom"]:
+            component = pulumi.ComponentResource(kind, record["name"], None, opts)
+            component.register_outputs({})
+            made = component
+        else:
+            cls = sdk_class(kind)
+            inputs = dict(record["inputs"])
+            if cls is None:
+                from pulumi_kubernetes.apiextensions import CustomResource
+
+                fields = {k: v for k, v in inputs.items() if k not in ("apiVersion", "kind")}
+                made = CustomResource(record["name"], inputs["apiVersion"], inputs["kind"], opts=opts, **fields)
+            else:
+                made = cls(record["name"], opts=opts, **typed_arguments(cls, inputs))
+        created[urn] = made
+        return made
+
+    for urn in by_urn:
+        create(urn)
+    return len(created)
+
+
+def typed_worker(stack: str, records_file: Path) -> Sample:
+    """The toolkit run's resources, registered through the typed SDK classes under the same mock engine."""
+    from components.mock_engine import run_mocked
+
+    records = json.loads(records_file.read_text(encoding="utf-8"))
+
+    def run() -> int:
+        result = run_mocked(lambda: register_typed(records), stack, {})
+        assert len(result.resources) == len(records), "the hand-written program must register exactly the toolkit's resources"
+        return len(result.resources)
+
+    return _measure(run, trace=False)
+
+
 def baseline_worker(stack: str, records_file: Path, with_aliases: bool) -> Sample:
     """The toolkit run's resources, registered bare under the same mock engine."""
     from components.mock_engine import run_mocked
@@ -514,7 +631,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--stacks", type=_csv, default=list(DEFAULT_STACKS), help="stacks of stacks/ to measure")
     parser.add_argument("--json", type=Path, help="also write the measurements here")
     # Internal: one worker process (cold, warm and traced runs); prints a Sample as JSON.
-    parser.add_argument("--worker", choices=("toolkit", "bare"), help=argparse.SUPPRESS)
+    parser.add_argument("--worker", choices=("toolkit", "bare", "typed"), help=argparse.SUPPRESS)
     parser.add_argument("--stack", help=argparse.SUPPRESS)
     parser.add_argument("--config-file", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--records-out", type=Path, help=argparse.SUPPRESS)
@@ -527,6 +644,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     if args.worker == "toolkit":
         print(json.dumps(asdict(toolkit_worker(args.stack, args.config_file, args.records_out))))
+        return 0
+    if args.worker == "typed":
+        print(json.dumps(asdict(typed_worker(args.stack, args.records))))
         return 0
     if args.worker == "bare":
         print(json.dumps(asdict(baseline_worker(args.stack, args.records, args.aliases))))

@@ -21,6 +21,7 @@ waits for (``depends_on``), which Pulumi does not pass on to a component's child
 
 from __future__ import annotations
 
+import asyncio
 import re
 from collections.abc import Callable, Iterable, Mapping
 from functools import cache
@@ -33,6 +34,20 @@ from components.manifests import Manifest, labelled
 from components.naming import type_token
 
 Inputs = TypeVar("Inputs")
+Value = TypeVar("Value")
+
+
+def plain_output(value: Value) -> pulumi.Output[Value]:
+    """``value``, a plain value (no output inside), as one known output. ``Output.from_input`` would make an output of
+    every dict, list and item inside it first (thousands for a 40-pool ``targets``), most of what a component's outputs
+    cost a plan."""
+
+    def known(item: Any) -> asyncio.Future[Any]:
+        future: asyncio.Future[Any] = asyncio.get_event_loop().create_future()
+        future.set_result(item)
+        return future
+
+    return pulumi.Output(set(), known(value), known(True), known(False))
 
 
 def resources_in(depends_on: object) -> list[pulumi.Resource]:

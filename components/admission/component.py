@@ -12,7 +12,7 @@ import pulumi
 
 from components.admission.policy import render_policy
 from components.args import platform_model
-from components.component import GpuComponent, kube_resource
+from components.component import GpuComponent, kube_resource, plain_output
 from components.resolved.model import PlatformModel
 from components.specs import PlatformSpec
 
@@ -61,6 +61,6 @@ class GpuAdmissionPolicy(GpuComponent[AdmissionInputs]):
             self.policy = kube_resource(f"{name}-policy", policy, self.child())
             # A binding whose policy is missing binds nothing; create it only once the policy exists.
             self.binding = kube_resource(f"{name}-binding", binding, self.child(after=[self.policy]))
-        self.policy_name = pulumi.Output.from_input(manifests[0]["metadata"]["name"] if manifests else "")
-        self.validation_actions = pulumi.Output.from_input(list(manifests[1]["spec"]["validationActions"]) if manifests else [])
+        self.policy_name = plain_output(manifests[0]["metadata"]["name"] if manifests else "")
+        self.validation_actions = plain_output(list(manifests[1]["spec"]["validationActions"]) if manifests else [])
         return {"policyName": self.policy_name, "validationActions": self.validation_actions}

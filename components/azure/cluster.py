@@ -17,7 +17,7 @@ from components.azure.maintenance import (
     NODE_OS_CONFIG_NAME,
     maintenance_window_args,
 )
-from components.component import GpuComponent
+from components.component import GpuComponent, plain_output
 from components.config.models import ClusterConfig
 from components.monitoring.azure import metrics_profile
 from components.specs import ClusterSpec
@@ -111,7 +111,7 @@ class GpuCluster(GpuComponent[ClusterInputs]):
                 resource_group_name=spec.resource_group, resource_name=spec.name, opts=pulumi.InvokeOutputOptions(parent=self)
             )
             self.cluster_id = found.id
-            self.cluster_name = pulumi.Output.from_input(spec.name)
+            self.cluster_name = plain_output(spec.name)
         else:
             cluster = containerservice.ManagedCluster(
                 f"{name}-aks",
@@ -140,7 +140,7 @@ class GpuCluster(GpuComponent[ClusterInputs]):
                     maintenance_window=cast(Any, maintenance_window_args(window)),
                     opts=self.child(),
                 )
-        self.resource_group_name = pulumi.Output.from_input(spec.resource_group)
+        self.resource_group_name = plain_output(spec.resource_group)
         self.deployer_access = None
         if not spec.existing and spec.deployer_access.enabled:
             self.deployer_access = self._grant_deployer(name, spec)

@@ -15,7 +15,7 @@ from pulumi_azure_native import alertsmanagement, monitor
 from pydantic.alias_generators import to_camel
 
 from components.args import ArgsError, platform_model
-from components.component import GpuComponent, kube_resource
+from components.component import GpuComponent, kube_resource, plain_output
 from components.monitoring import azure
 from components.monitoring.exporters import exporter_manifests, monitoring_on
 from components.monitoring.rules import RuleGroup, prometheus_rule_manifest, rule_groups
@@ -103,8 +103,8 @@ class GpuMonitoring(GpuComponent[MonitoringInputs]):
         model = inputs.model
         monitoring = model.config.monitoring
         azure_engine = monitoring.engine == "azure-monitor"
-        self.workspace_id = pulumi.Output.from_input("")
-        self.rule_group_names = pulumi.Output.from_input([])
+        self.workspace_id = plain_output("")
+        self.rule_group_names = plain_output([])
         # The exporters, for callers that wait for them (not outputs of the package).
         self.daemonsets: list[pulumi.Resource] = []
         outputs = {"workspaceId": self.workspace_id, "ruleGroupNames": self.rule_group_names}
@@ -123,7 +123,7 @@ class GpuMonitoring(GpuComponent[MonitoringInputs]):
         else:
             rule = prometheus_rule_manifest(groups, model)
             kube_resource(f"{name}-prometheusrule", rule, self.child())
-            self.rule_group_names = pulumi.Output.from_input([group.name for group in groups])
+            self.rule_group_names = plain_output([group.name for group in groups])
 
         previous: list[pulumi.Resource] = []
         for manifest in exporter_manifests(model):
@@ -195,5 +195,5 @@ class GpuMonitoring(GpuComponent[MonitoringInputs]):
             names.append(inputs["rule_group_name"])
             alertsmanagement.PrometheusRuleGroup(f"{name}-rules-{rule_group.name}", **inputs, opts=child)
         self.workspace_id = pulumi.Output.from_input(workspace_id)
-        self.rule_group_names = pulumi.Output.from_input(names)
+        self.rule_group_names = plain_output(names)
         return waits

@@ -15,7 +15,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from components.args import platform_model
-from components.component import GpuComponent, kube_resource
+from components.component import GpuComponent, kube_resource, plain_output
 from components.kube.device_plugin import PluginTargetOutput, plugin_manifests, target_output
 from components.kube.gpu_operator import NVIDIA_RELEASE, ReleaseSpec, operator_releases
 from components.kube.plugin_pins import resolve_pins
@@ -67,7 +67,7 @@ class GpuDevicePlugin(GpuComponent[DevicePluginInputs]):
         if inputs.kubeconfig is not None:
             kubeconfig = pulumi.Output.from_input(inputs.kubeconfig)
             hooks = validation_hooks(name, model, targets, kubeconfig, model.config.validation.on_deploy)
-        self.namespace = pulumi.Output.from_input(GPU_NAMESPACE)
+        self.namespace = plain_output(GPU_NAMESPACE)
         # What rolls the plugins out: smoke Jobs and the like wait for these. (Not outputs of the package.)
         self.daemonsets: list[pulumi.Resource] = []
         self.releases: list[pulumi.Resource] = []
@@ -108,7 +108,7 @@ class GpuDevicePlugin(GpuComponent[DevicePluginInputs]):
             # The AMD release reuses the NVIDIA release's NFD, so it waits for it.
             previous = [*previous, release]
 
-        self.targets = pulumi.Output.from_input({pool: target_output(t) for pool, t in targets.items()})
+        self.targets = plain_output({pool: target_output(t) for pool, t in targets.items()})
         return {"namespace": self.namespace, "targets": self.targets}
 
     def _release(

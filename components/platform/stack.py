@@ -9,7 +9,7 @@ from components.admission.component import AdmissionInputs, GpuAdmissionPolicy
 from components.args import stack_model
 from components.azure.cluster import ClusterInputs, GpuCluster
 from components.azure.node_pool import GpuNodePool, NodePoolInputs
-from components.component import GpuComponent
+from components.component import GpuComponent, plain_output
 from components.config.models import StackConfig
 from components.kube.workload_manifests import PoolOutput, pool_output
 from components.kube.workload_namespace import GpuWorkloadNamespace, platform_namespace
@@ -70,7 +70,8 @@ class GpuPlatform(GpuComponent[PlatformModel]):
                 NodePoolInputs(pool, self.cluster.resource_group_name, self.cluster.cluster_name),
                 self.child(after=[previous.agent_pool] if previous else ()),
             )
-        pools_ready: list[pulumi.Resource] = list(self.node_pools.values())
+        # The agent pools themselves: a component in depends_on costs every dependent a walk through its children.
+        pools_ready: list[pulumi.Resource] = [pool.agent_pool for pool in self.node_pools.values()]
         # In the cluster: the components' children inherit its Kubernetes provider.
         in_cluster = pulumi.ResourceOptions(provider=self.cluster.provider)
 
@@ -113,8 +114,8 @@ class GpuPlatform(GpuComponent[PlatformModel]):
         self.cluster_name = self.cluster.cluster_name
         self.resource_group_name = self.cluster.resource_group_name
         self.cluster_id = self.cluster.cluster_id
-        self.pools = pulumi.Output.from_input({pool.name: pool_output(pool, model) for pool in model.pools})
-        self.namespaces = pulumi.Output.from_input([workload.name for workload in model.workloads])
+        self.pools = plain_output({pool.name: pool_output(pool, model) for pool in model.pools})
+        self.namespaces = plain_output([workload.name for workload in model.workloads])
         return {
             "kubeconfig": self.kubeconfig,
             "clusterName": self.cluster_name,

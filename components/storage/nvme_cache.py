@@ -13,7 +13,7 @@ import pulumi_kubernetes as k8s
 from pulumi_azure_native import kubernetesconfiguration
 
 from components.args import platform_model
-from components.component import GpuComponent, kube_resource
+from components.component import GpuComponent, kube_resource, plain_output
 from components.config.models import StorageConfig
 from components.naming import POOL_LABEL
 from components.resolved.model import PlatformModel
@@ -111,8 +111,8 @@ class NvmeCache(GpuComponent[NvmeCacheInputs]):
         storage = model.config.storage
         pool_names = [pool.name for pool in model.nvme_pools]
         if not pool_names:
-            self.storage_class_name = pulumi.Output.from_input("")
-            self.volume_snippets = pulumi.Output.from_input({})
+            self.storage_class_name = plain_output("")
+            self.volume_snippets = plain_output({})
             return {"storageClassName": self.storage_class_name, "volumeSnippets": self.volume_snippets}
 
         # After the GPU pools this component waits for, so v1's io-engine label is on them before the extension
@@ -132,7 +132,7 @@ class NvmeCache(GpuComponent[NvmeCacheInputs]):
             created_pool = kube_resource(f"{name}-storage-pool", storage_pool(storage.storage_class_name), kube)
             # ACStor creates `acstor-<pool>` itself once the pool is ready.
             self.storage_class_name = created_pool.id.apply(lambda _: class_name)
-        self.volume_snippets = pulumi.Output.from_input(
+        self.volume_snippets = plain_output(
             volume_snippets(namespaces_wanting_volumes(model), class_name, storage.flavour, POOL_LABEL)
         )
         return {"storageClassName": self.storage_class_name, "volumeSnippets": self.volume_snippets}

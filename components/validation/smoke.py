@@ -24,7 +24,7 @@ from typing import Any
 import pulumi
 
 from components.args import platform_model
-from components.component import GpuComponent, kube_resource
+from components.component import GpuComponent, kube_resource, plain_output
 from components.naming import GPU_NAMESPACE, NAME_LABEL, POOL_LABEL
 from components.resolved.model import PlatformModel, ResolvedPool
 from components.specs import PlatformSpec
@@ -198,6 +198,6 @@ class GpuValidation(GpuComponent[PlatformModel]):
         manifests = smoke_job_manifests(model)
         for pool, manifest in manifests.items():
             kube_resource(f"{name}-{pool}", manifest, self.child(custom_timeouts=pulumi.CustomTimeouts(create=wait, update=wait)))
-        self.smoke_jobs = pulumi.Output.from_input({pool: m["metadata"]["name"] for pool, m in manifests.items()})
-        self.smoke_decisions = pulumi.Output.from_input({d.pool: d.reason for d in smoke_plan(model)})
+        self.smoke_jobs = plain_output({pool: m["metadata"]["name"] for pool, m in manifests.items()})
+        self.smoke_decisions = plain_output({d.pool: d.reason for d in smoke_plan(model)})
         return {"smokeJobs": self.smoke_jobs, "smokeDecisions": self.smoke_decisions}
