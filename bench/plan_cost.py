@@ -98,12 +98,17 @@ def _timed(run: Callable[[], int]) -> tuple[int, float, float]:
     return count, time.perf_counter() - wall, time.process_time() - cpu
 
 
-def _measure(run: Callable[[], int], trace: bool = True) -> Sample:
+def _measure(run: Callable[[], int], trace: bool = True, warm_runs: int = 1) -> Sample:
+    """A cold run, then ``warm_runs`` warm ones (their medians are the warm figures), then a traced one."""
     rss_before = _peak_rss_mib()
     count, cold_s, cold_cpu = _timed(run)
     rss_growth = _peak_rss_mib() - rss_before
-    again, warm_s, warm_cpu = _timed(run)
-    assert again == count, "the same plan registered a different number of resources"
+    warm: list[tuple[float, float]] = []
+    for _ in range(warm_runs):
+        again, wall, cpu = _timed(run)
+        assert again == count, "the same plan registered a different number of resources"
+        warm.append((wall, cpu))
+    warm_s, warm_cpu = statistics.median(w for w, _ in warm), statistics.median(c for _, c in warm)
     traced_peak: float | None = None
     if trace:
         gc.collect()
@@ -136,7 +141,7 @@ def _capture_aliases(into: dict[str, list[dict[str, str]]]) -> None:
     plan.RecordingMonitor.RegisterResource = register  # type: ignore[method-assign]
 
 
-def toolkit_worker(stack: str, config_file: Path, records_out: Path | None) -> Sample:
+def toolkit_worker(stack: str, config_file: Path, records_out: Path | None, warm_runs: int = 1) -> Sample:
     """The real program, with our own modules imported before the clock starts (runpy re-runs only
     ``__main__.py``); the provider SDKs load their submodules lazily, inside the cold run, as in `aksgpu plan`."""
     from components.mock_engine import PlanResult, run_program
@@ -150,7 +155,7 @@ def toolkit_worker(stack: str, config_file: Path, records_out: Path | None) -> S
         results.append(run_program(PROJECT_DIR, stack, raw))
         return len(results[-1].resources)
 
-    sample = _measure(run)
+    sample = _measure(run, trace=warm_runs == 1, warm_runs=warm_runs)
     if records_out is not None:
         records = [r.to_json() | {"aliases": aliases.get(r.urn, [])} for r in results[0].resources]
         records_out.write_text(json.dumps(records), encoding="utf-8")
@@ -311,7 +316,7 @@ def register_typed(records: Sequence[dict[str, Any]]) -> int:
     return len(created)
 
 
-def typed_worker(stack: str, records_file: Path) -> Sample:
+def typed_worker(stack: str, records_file: Path, warm_runs: int = 1) -> Sample:
     """The toolkit run's resources, registered through the typed SDK classes under the same mock engine."""
     from components.mock_engine import run_mocked
 
@@ -322,7 +327,7 @@ def typed_worker(stack: str, records_file: Path) -> Sample:
         assert len(result.resources) == len(records), "the hand-written program must register exactly the toolkit's resources"
         return len(result.resources)
 
-    return _measure(run, trace=False)
+    return _measure(run, trace=False, warm_runs=warm_runs)
 
 
 def baseline_worker(stack: str, records_file: Path, with_aliases: bool) -> Sample:
@@ -637,16 +642,17 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--records-out", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--records", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--aliases", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--warm-runs", type=int, default=1, help=argparse.SUPPRESS)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     if args.worker == "toolkit":
-        print(json.dumps(asdict(toolkit_worker(args.stack, args.config_file, args.records_out))))
+        print(json.dumps(asdict(toolkit_worker(args.stack, args.config_file, args.records_out, args.warm_runs))))
         return 0
     if args.worker == "typed":
-        print(json.dumps(asdict(typed_worker(args.stack, args.records))))
+        print(json.dumps(asdict(typed_worker(args.stack, args.records, args.warm_runs))))
         return 0
     if args.worker == "bare":
         print(json.dumps(asdict(baseline_worker(args.stack, args.records, args.aliases))))

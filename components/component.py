@@ -30,6 +30,7 @@ from typing import Any, Generic, Self, TypeVar
 import pulumi
 import pulumi_kubernetes as k8s
 
+from components.args import outputs_in
 from components.manifests import Manifest, labelled
 from components.naming import type_token
 
@@ -48,6 +49,14 @@ def plain_output(value: Value) -> pulumi.Output[Value]:
         return future
 
     return pulumi.Output(set(), known(value), known(True), known(False))
+
+
+def combined(function: Callable[..., Value], *values: Any) -> pulumi.Output[Value]:
+    """``function(*values)`` as an output: computed now, one known output, when every value is plain (what a parent that
+    resolved the stack passes); else once the outputs among them are known (what another stack may pass)."""
+    if any(next(outputs_in(value), None) is not None for value in values):
+        return pulumi.Output.all(*values).apply(lambda known: function(*known))
+    return plain_output(function(*values))
 
 
 def resources_in(depends_on: object) -> list[pulumi.Resource]:

@@ -31,7 +31,7 @@ from components.args import (
     property_path,
     raised_later,
 )
-from components.component import GpuComponent, kube_resource
+from components.component import GpuComponent, combined, kube_resource
 from components.config.loader import key_path, problems_from
 from components.config.models import PlatformConfig, WorkloadConfig
 from components.config.problems import Problem
@@ -202,12 +202,9 @@ class GpuWorkloadNamespace(GpuComponent[WorkloadNamespaceInputs]):
 
     def build(self, name: str, inputs: WorkloadNamespaceInputs) -> dict[str, Any]:
         shape, pending = inputs.shape, inputs.pending
-        resource = pulumi.Output.from_input(inputs.resource_name)
-        others = pulumi.Output.from_input(inputs.other_gpu_resources)
-
-        def of(build: Callable[[WorkloadConfig], Value]) -> pulumi.Input[Value]:
-            # A value from the workload: plain when the workload is, else when its outputs are known.
-            return build(shape) if pending is None else pending.apply(build)
+        resource, others = inputs.resource_name, inputs.other_gpu_resources
+        # The workload: plain, or (a deferred field being an output) once its outputs are known.
+        workload = shape if pending is None else pending
 
         def manifest_of(build: Callable[[WorkloadConfig], Manifest]) -> Manifest:
             # A manifest of the workload: plain when the workload is; else each field an output of the known values
@@ -244,11 +241,10 @@ class GpuWorkloadNamespace(GpuComponent[WorkloadNamespaceInputs]):
         )
         # The provider does not order objects by the namespace they name; the namespace must exist first.
         inside = self.child(after=[self.namespace])
-        # Its keys are the GPU resource names, which another stack may only know as outputs: built in an apply.
-        if pending is None:
-            hard = pulumi.Output.all(resource, others).apply(lambda v: quota_hard(shape, v[0] or None, v[1]))
-        else:
-            hard = pulumi.Output.all(resource, others, pending).apply(lambda v: quota_hard(v[2], v[0] or None, v[1]))
+        # Its keys are the GPU resource names, which another stack may only know as outputs: built once they are known.
+        hard = combined(
+            lambda r, o, config: quota_hard(config, r or None, o), resource, others, shape if pending is None else pending
+        )
         quota = {**manifest_of(lambda config: resource_quota_manifest(config, None)), "spec": {"hard": hard}}
         kube_resource(_child_name(name, "ResourceQuota", QUOTA_NAME), quota, inside)
         for index, manifest in enumerate(config_manifests(shape)):
@@ -256,12 +252,12 @@ class GpuWorkloadNamespace(GpuComponent[WorkloadNamespaceInputs]):
             kube_resource(_child_name(name, kind, object_name), manifest_of(_nth_config_manifest(index)), inside)
 
         self.namespace_name = self.namespace.metadata.apply(lambda meta: str(meta.name))
-        self.resource_name = resource
-        self.quota_key = resource.apply(lambda r: gpu_quota_key(r) if r else "")
-        self.gpu_quota = pulumi.Output.from_input(of(lambda config: config.gpu_quota))
-        self.pod_placement = pulumi.Output.all(
-            resource, pulumi.Output.from_input(inputs.node_selector), pulumi.Output.from_input(inputs.tolerations)
-        ).apply(lambda v: pod_placement(v[0] or None, v[1], v[2]))
+        self.resource_name = combined(str, resource)
+        self.quota_key = combined(lambda r: gpu_quota_key(r) if r else "", resource)
+        self.gpu_quota = combined(lambda config: config.gpu_quota, workload)
+        self.pod_placement = combined(
+            lambda r, s, t: pod_placement(r or None, s, t), resource, inputs.node_selector, inputs.tolerations
+        )
         outputs: dict[str, Any] = {
             "namespaceName": self.namespace_name,
             "resourceName": self.resource_name,
