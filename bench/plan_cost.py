@@ -152,8 +152,10 @@ def toolkit_worker(stack: str, config_file: Path, records_out: Path | None, warm
     results: list[PlanResult] = []
 
     def run() -> int:
-        results.append(run_program(PROJECT_DIR, stack, raw))
-        return len(results[-1].resources)
+        result = run_program(PROJECT_DIR, stack, raw)
+        if not results:
+            results.append(result)  # the records come from the first; later plans are dropped, as the typed worker's are
+        return len(result.resources)
 
     sample = _measure(run, trace=warm_runs == 1, warm_runs=warm_runs)
     if records_out is not None:
