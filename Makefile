@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed
 CHECKOV_VENV := .venv-checkov
 CHECKOV_STAMP := $(CHECKOV_VENV)/.installed
 # Prometheus's promtool checks and unit-tests the alert rules (tests/monitoring). Debian's `prometheus` package ships
-# it; a root user (CI) gets it installed, anyone else is told the command, and the promtool tests fail without it.
+# it (tools/ensure-debian-package); the promtool tests fail without it.
 PROMTOOL_STAMP := $(VENV)/.promtool
 # The audit's HTML report is opened in headless Chromium (tests/audit/test_html_browser.py): Debian's `chromium`
 # package, installed the same way; without it that test fails (it never skips unless AKSGPU_SKIP_BROWSER_TESTS=1).
@@ -32,30 +32,16 @@ $(CHECKOV_STAMP): requirements-checkov.txt
 
 checkov-venv: $(CHECKOV_STAMP)
 
+# Debian packages the tests run (tools/ensure-debian-package installs them as root or with passwordless sudo, or says
+# how); a stamp is written once the command is there, so a machine without it is asked again next time.
 $(PROMTOOL_STAMP): $(STAMP)
-	@if command -v promtool >/dev/null 2>&1; then \
-		true; \
-	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
-		export DEBIAN_FRONTEND=noninteractive; \
-		apt-get install -y --no-install-recommends prometheus >/dev/null \
-			|| { apt-get update >/dev/null && apt-get install -y --no-install-recommends prometheus >/dev/null; }; \
-	else \
-		echo "promtool is missing: sudo apt-get install --no-install-recommends prometheus (the promtool tests fail without it)"; \
-	fi
+	@tools/ensure-debian-package promtool prometheus "the promtool tests"
 	@if command -v promtool >/dev/null 2>&1; then promtool --version | head -1; touch $(PROMTOOL_STAMP); fi
 
 promtool: $(PROMTOOL_STAMP)
 
 $(CHROMIUM_STAMP): $(STAMP)
-	@if command -v chromium >/dev/null 2>&1; then \
-		true; \
-	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
-		export DEBIAN_FRONTEND=noninteractive; \
-		apt-get install -y --no-install-recommends chromium >/dev/null \
-			|| { apt-get update >/dev/null && apt-get install -y --no-install-recommends chromium >/dev/null; }; \
-	else \
-		echo "chromium is missing: sudo apt-get install --no-install-recommends chromium (the HTML report test fails without it)"; \
-	fi
+	@tools/ensure-debian-package chromium chromium "the HTML report test"
 	@if command -v chromium >/dev/null 2>&1; then chromium --version; touch $(CHROMIUM_STAMP); fi
 
 chromium: $(CHROMIUM_STAMP)
