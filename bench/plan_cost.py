@@ -164,10 +164,14 @@ def toolkit_worker(stack: str, config_file: Path, records_out: Path | None, warm
     return sample
 
 
-def register_bare(records: Sequence[dict[str, Any]], with_aliases: bool = False) -> int:
-    """Register every record as a bare Pulumi resource: same type, name, parent, inputs, provider, dependsOn
-    and options, no component code and no typed argument classes (and, ``with_aliases``, the aliases the
-    typed classes declared). Parents, providers and dependencies are registered before what names them."""
+def register_records(
+    records: Sequence[dict[str, Any]],
+    make: Callable[[dict[str, Any], Any], Any],
+    aliases_of: Callable[[dict[str, Any]], Any] | None = None,
+) -> int:
+    """Register every record through ``make(record, options)``: with the record's name, parent, provider, dependsOn and
+    options (and, with ``aliases_of``, the aliases it returns). Parents, providers and dependencies are registered
+    before what names them; components are plain ``ComponentResource``s. Returns how many were registered."""
     import pulumi
 
     by_urn = {record["urn"]: record for record in records}
@@ -183,11 +187,6 @@ def register_bare(records: Sequence[dict[str, Any]], with_aliases: bool = False)
         provider_urn = provider_urns.get(options.get("provider") or "")
         provider = create(provider_urn) if provider_urn else None
         depends_on = [create(dep) for dep in options.get("dependsOn", []) if dep in by_urn]
-        aliases: list[pulumi.Alias] | None = None
-        if with_aliases and record.get("aliases"):
-            # The SDKs' aliases name only an older type; an empty field means "same as the resource's".
-            fields = (("type_", "type"), ("name", "name"))
-            aliases = [pulumi.Alias(**{arg: a[key] for arg, key in fields if a[key]}) for a in record["aliases"]]
         opts = pulumi.ResourceOptions(
             parent=parent,
             provider=provider if isinstance(provider, pulumi.ProviderResource) else None,
@@ -195,16 +194,13 @@ def register_bare(records: Sequence[dict[str, Any]], with_aliases: bool = False)
             protect=options.get("protect") or None,
             delete_before_replace=options.get("deleteBeforeReplace") or None,
             ignore_changes=options.get("ignoreChanges") or None,
-            aliases=aliases,  # type: ignore[arg-type]
+            aliases=aliases_of(record) if aliases_of else None,
         )
-        kind: str = record["type"]
         made: pulumi.Resource
-        if kind.startswith("pulumi:providers:"):
-            made = pulumi.ProviderResource(kind.removeprefix("pulumi:providers:"), record["name"], dict(record["inputs"]), opts)
-        elif record["custom"]:
-            made = pulumi.CustomResource(kind, record["name"], dict(record["inputs"]), opts)
+        if record["custom"]:
+            made = make(record, opts)
         else:
-            component = pulumi.ComponentResource(kind, record["name"], None, opts)
+            component = pulumi.ComponentResource(record["type"], record["name"], None, opts)
             component.register_outputs({})
             made = component
         created[urn] = made
@@ -213,6 +209,28 @@ def register_bare(records: Sequence[dict[str, Any]], with_aliases: bool = False)
     for urn in by_urn:
         create(urn)
     return len(created)
+
+
+def register_bare(records: Sequence[dict[str, Any]], with_aliases: bool = False) -> int:
+    """Register every record as a bare Pulumi resource: same type, name, parent, inputs, provider, dependsOn
+    and options, no component code and no typed argument classes (and, ``with_aliases``, the aliases the
+    typed classes declared)."""
+    import pulumi
+
+    def sdk_aliases(record: dict[str, Any]) -> list[pulumi.Alias] | None:
+        if not record.get("aliases"):
+            return None
+        # The SDKs' aliases name only an older type; an empty field means "same as the resource's".
+        fields = (("type_", "type"), ("name", "name"))
+        return [pulumi.Alias(**{arg: a[key] for arg, key in fields if a[key]}) for a in record["aliases"]]
+
+    def bare(record: dict[str, Any], opts: pulumi.ResourceOptions) -> pulumi.Resource:
+        kind: str = record["type"]
+        if kind.startswith("pulumi:providers:"):
+            return pulumi.ProviderResource(kind.removeprefix("pulumi:providers:"), record["name"], dict(record["inputs"]), opts)
+        return pulumi.CustomResource(kind, record["name"], dict(record["inputs"]), opts)
+
+    return register_records(records, bare, sdk_aliases if with_aliases else None)
 
 
 # The Python modules of the provider SDKs' Kubernetes API groups (the type token's group, as pulumi-kubernetes names it).
@@ -269,53 +287,22 @@ def typed_arguments(cls: Any, inputs: dict[str, Any]) -> dict[str, Any]:
 
 def register_typed(records: Sequence[dict[str, Any]]) -> int:
     """The same resources as a hand-written program registers them: each through its provider SDK's typed class (which
-    declares its output properties and its aliases itself), components as plain ``ComponentResource``s, with the
-    record's names, parents, providers, dependencies and options."""
+    declares its output properties and its aliases itself), with the record's names, parents, providers, dependencies
+    and options."""
     import pulumi
 
-    by_urn = {record["urn"]: record for record in records}
-    provider_urns = {f"{r['name']}-id": r["urn"] for r in records if r["type"].startswith("pulumi:providers:")}
-    created: dict[str, pulumi.Resource] = {}
+    def typed(record: dict[str, Any], opts: pulumi.ResourceOptions) -> pulumi.Resource:
+        cls = sdk_class(record["type"])
+        inputs = dict(record["inputs"])
+        if cls is None:
+            from pulumi_kubernetes.apiextensions import CustomResource
 
-    def create(urn: str) -> pulumi.Resource:
-        if urn in created:
-            return created[urn]
-        record = by_urn[urn]
-        options = record.get("options", {})
-        parent = create(record["parent"]) if record["parent"] in by_urn else None
-        provider_urn = provider_urns.get(options.get("provider") or "")
-        provider = create(provider_urn) if provider_urn else None
-        depends_on = [create(dep) for dep in options.get("dependsOn", []) if dep in by_urn]
-        opts = pulumi.ResourceOptions(
-            parent=parent,
-            provider=provider if isinstance(provider, pulumi.ProviderResource) else None,
-            depends_on=depends_on or None,
-            protect=options.get("protect") or None,
-            delete_before_replace=options.get("deleteBeforeReplace") or None,
-            ignore_changes=options.get("ignoreChanges") or None,
-        )
-        kind: str = record["type"]
-        made: pulumi.Resource
-        if not record["custom"]:
-            component = pulumi.ComponentResource(kind, record["name"], None, opts)
-            component.register_outputs({})
-            made = component
-        else:
-            cls = sdk_class(kind)
-            inputs = dict(record["inputs"])
-            if cls is None:
-                from pulumi_kubernetes.apiextensions import CustomResource
-
-                fields = {k: v for k, v in inputs.items() if k not in ("apiVersion", "kind")}
-                made = CustomResource(record["name"], inputs["apiVersion"], inputs["kind"], opts=opts, **fields)
-            else:
-                made = cls(record["name"], opts=opts, **typed_arguments(cls, inputs))
-        created[urn] = made
+            fields = {k: v for k, v in inputs.items() if k not in ("apiVersion", "kind")}
+            return CustomResource(record["name"], inputs["apiVersion"], inputs["kind"], opts=opts, **fields)
+        made: pulumi.Resource = cls(record["name"], opts=opts, **typed_arguments(cls, inputs))
         return made
 
-    for urn in by_urn:
-        create(urn)
-    return len(created)
+    return register_records(records, typed)
 
 
 def typed_worker(stack: str, records_file: Path, warm_runs: int = 1) -> Sample:
