@@ -73,9 +73,9 @@ def load_stack(args: argparse.Namespace) -> LoadedStack:
     from components.config.loader import load_stack_file, stack_file_path
     from components.resolved.stack import validate_stack
 
-    project_dir = (args.project_dir or find_project_dir()).resolve()
+    project_dir = resolved(args.project_dir or find_project_dir())
     path: Path = args.config_file or stack_file_path(project_dir, args.stack)
-    label = _display_path(path)
+    label = display_path(path)
     raw = load_stack_file(path)
     try:
         validated = validate_stack(raw, label)
@@ -84,9 +84,19 @@ def load_stack(args: argparse.Namespace) -> LoadedStack:
     return LoadedStack(project_dir=project_dir, stack=args.stack, path=path, raw=raw, validated=validated)
 
 
-def _display_path(path: Path) -> str:
+def resolved(path: Path) -> Path:
+    """``path`` made absolute, symlinks followed where they can be: a symlink loop (which ``Path.resolve`` raises
+    on) stays as written, and reading it then fails with a message naming it."""
     try:
-        return str(path.resolve().relative_to(Path.cwd().resolve()))
+        return path.resolve()
+    except (OSError, RuntimeError):  # RuntimeError: Python before 3.13 reports a symlink loop so
+        return path.absolute()
+
+
+def display_path(path: Path) -> str:
+    """``path`` relative to the current folder where it is under it, else as given."""
+    try:
+        return str(resolved(path).relative_to(resolved(Path.cwd())))
     except ValueError:
         return str(path)
 
