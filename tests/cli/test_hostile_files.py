@@ -97,3 +97,11 @@ def test_plan_out_that_cannot_be_a_folder_is_exit_2(kind: str, tmp_path: Path, c
     assert main(["plan", "--stack", "dev", "--out", str(out)]) == 2
     stderr = capsys.readouterr().err
     assert "cannot write the plan" in stderr and "internal error" not in stderr
+
+
+def test_smi_health_of_one_over_long_line_says_so_not_that_the_file_is_empty(tmp_path: Path, capsys) -> None:
+    path = tmp_path / "log.txt"
+    path.write_bytes(b"x" * (300 << 10))
+    assert main(["smi", "health", str(path)]) == 2
+    stderr = " ".join(capsys.readouterr().err.split())
+    assert "longer than 64 KiB" in stderr and "it is empty" not in stderr

@@ -107,6 +107,12 @@ def test_an_smi_file_with_a_stray_byte_still_shows_its_driver(tmp_path: Path) ->
         (lambda folder: (folder / "pods.json").unlink(), "pods.json: missing from the snapshot"),
         (lambda folder: (folder / "nodes.json").write_text("{not json", encoding="utf-8"), "nodes.json: not JSON"),
         (lambda folder: (folder / "daemonsets.json").write_text('{"items": 3}', encoding="utf-8"), "expected a Kubernetes List"),
+        # Windows PowerShell 5.1's `kubectl get nodes -o json > nodes.json` writes UTF-16 with a byte order mark.
+        (
+            lambda folder: (folder / "nodes.json").write_bytes((folder / "nodes.json").read_text("utf-8").encode("utf-16")),
+            "nodes.json: is UTF-16 encoded",
+        ),
+        (lambda folder: (folder / "pods.json").write_bytes(b'{"x": ' + b"9" * 5000 + b"}"), "more than 4,300 digits"),
     ],
 )
 def test_a_broken_snapshot_names_the_file(tmp_path: Path, break_it: object, complaint: str) -> None:
