@@ -101,6 +101,24 @@ def display_path(path: Path) -> str:
         return str(path)
 
 
+def write_text_file(path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` (UTF-8), created or truncated; ``OSError`` saying why not. A named pipe is written
+    only when something reads it (``--out >(promtool ...)``): opened without blocking first, one nobody reads is
+    refused at once (ENXIO) instead of waiting for a reader for ever."""
+    import errno
+    import os
+
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0), 0o666)
+    except OSError as error:
+        if error.errno == errno.ENXIO:
+            raise OSError(error.errno, "a named pipe that nobody reads") from None
+        raise
+    os.set_blocking(fd, True)
+    with os.fdopen(fd, "w", encoding="utf-8") as handle:
+        handle.write(text)
+
+
 def escape(text: str) -> str:
     """``text`` as a literal in rich markup."""
     from rich.markup import escape as rich_escape

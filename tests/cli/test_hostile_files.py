@@ -105,3 +105,27 @@ def test_smi_health_of_one_over_long_line_says_so_not_that_the_file_is_empty(tmp
     assert main(["smi", "health", str(path)]) == 2
     stderr = " ".join(capsys.readouterr().err.split())
     assert "longer than 64 KiB" in stderr and "it is empty" not in stderr
+
+
+@pytest.mark.parametrize("command", ["rules", "audit"])
+def test_an_output_that_is_a_named_pipe_nobody_reads_is_refused_not_waited_on(command: str, tmp_path: Path) -> None:
+    fifo = tmp_path / "out.fifo"
+    os.mkfifo(fifo)
+    if command == "rules":
+        argv = ["rules", "--stack", "prod", "--out", str(fifo)]
+    else:
+        snapshot = tmp_path / "snap"
+        snapshot.mkdir()
+        for name in ("nodes.json", "daemonsets.json", "pods.json"):
+            (snapshot / name).write_text('{"items": []}', encoding="utf-8")
+        argv = ["audit", "--snapshot", str(snapshot), "--html", str(fifo)]
+    result = run_cli(*argv)  # before: blocked in open() for ever, waiting for a reader
+    assert result.returncode == 2, result.stderr.decode()[-400:]
+    assert "named pipe that nobody reads" in " ".join(result.stderr.decode().split())
+
+
+def test_an_output_encoding_without_the_characters_is_not_an_internal_error(tmp_path: Path) -> None:
+    env = {**os.environ, "PYTHONIOENCODING": "ascii"}
+    command = [sys.executable, "-m", "components.cli", "catalog"]
+    result = subprocess.run(command, cwd=PROJECT_DIR, env=env, capture_output=True, timeout=120, check=False)
+    assert result.returncode == 0, result.stderr.decode()[-400:]
