@@ -20,6 +20,11 @@ ReplicaSets, StatefulSets, DaemonSets, ReplicationControllers, Jobs and CronJobs
    runtime (``NVIDIA_VISIBLE_DEVICES``, ``NVIDIA_MIG_CONFIG_DEVICES``, ``NVIDIA_MIG_MONITOR_DEVICES``) to anything
    but empty, ``void`` or ``none``: on AKS-managed GPU nodes the toolkit honours them from unprivileged containers
    (see README, "Defence in depth"), and a container value overrides what the device plugin sets for its GPUs.
+   Nor does a container take variables with an ``envFrom`` prefix that begins such a name (``NVIDIA_``, ``N``...):
+   with the key ``VISIBLE_DEVICES`` in the ConfigMap or Secret it would set ``NVIDIA_VISIBLE_DEVICES``. An
+   ``envFrom`` without a prefix takes the keys as they are: the second policy, ``aks-gpu-device-env``, keeps
+   those variables out of every ConfigMap and Secret outside the exempt namespaces (``envFrom`` reads only its own
+   namespace's), so no prefix and no key can spell them.
 6. GPU requests only in workload namespaces (label ``aks-gpu/workload``), plus ``admission.gpuNamespaces``;
    ``admission.restrictToWorkloadNamespaces: false`` admits them anywhere.
 7. In a workload namespace, a GPU pod that selects pools (node selector or required node affinity on any label
@@ -41,6 +46,7 @@ library's ``join``, the Kubernetes quantity library), so the same manifests work
 
 from __future__ import annotations
 
+import base64
 from collections.abc import Iterable
 from typing import Any
 
@@ -79,6 +85,14 @@ RESOURCE_RULES: tuple[tuple[str, tuple[str, ...]], ...] = (
 # (https://docs.nvidia.com/datacenter/cloud-native/container-toolkit/latest/docker-specialized.html).
 DEVICE_ENV_VARS = ("NVIDIA_VISIBLE_DEVICES", "NVIDIA_MIG_CONFIG_DEVICES", "NVIDIA_MIG_MONITOR_DEVICES")
 HARMLESS_DEVICE_VALUES = ("", "void", "none")
+# envFrom turns every key of a ConfigMap or Secret into a variable, the entry's prefix in front; a ConfigMap's
+# binaryData and a Secret's data carry base64, a Secret's stringData is merged into data on write.
+# https://kubernetes.io/docs/tasks/configure-pod-container/configure-pod-configmap/#configure-all-key-value-pairs-in-a-configmap-as-container-environment-variables
+# https://kubernetes.io/docs/reference/kubernetes-api/config-and-storage-resources/secret-v1/ (data, stringData)
+# https://kubernetes.io/docs/reference/kubernetes-api/config-and-storage-resources/config-map-v1/ (data, binaryData)
+DEVICE_ENV_POLICY_NAME = "aks-gpu-device-env"
+DEVICE_ENV_RESOURCES = ("configmaps", "secrets")
+HARMLESS_DEVICE_VALUES_BASE64 = tuple(base64.b64encode(value.encode()).decode() for value in HARMLESS_DEVICE_VALUES)
 # The kubelet's mirror pods: annotated so, created by a member of system:nodes.
 # https://kubernetes.io/docs/reference/labels-annotations-taints/#kubernetes-io-config-mirror
 MIRROR_ANNOTATION = "kubernetes.io/config.mirror"
@@ -297,6 +311,15 @@ def _containers_word(containers: str) -> str:
 # ---------------------------------------------------------------- the rules
 
 
+def _spells_device_variable(source: str) -> str:
+    """An envFrom entry's prefix begins a device variable's name (and is not all of it): some key completes it."""
+    prefix = f"{source}.prefix"
+    return (
+        f"has({prefix}) && {prefix} != '' && "
+        f"{lit_list(DEVICE_ENV_VARS)}.exists(v, v.startsWith({prefix}) && v != {prefix})"
+    )
+
+
 def _pool_literal(pool: ResolvedPool) -> str:
     shared = "true" if pool.time_slicing_replicas else "false"
     return (
@@ -317,6 +340,7 @@ def _variables(model: PlatformModel) -> list[dict[str, str]]:
         f"has(c.env) && c.env.exists(e, e.name in {lit_list(DEVICE_ENV_VARS)} && "
         f"(has(e.valueFrom) || (has(e.value) && !(e.value in {harmless}))))"
     )
+    takes_device_prefix = f"has(c.envFrom) && c.envFrom.exists(s, {_spells_device_variable('s')})"
     variables = [
         _variable("podSpec", pod_spec_of("object")),
         _variable(
@@ -356,6 +380,7 @@ def _variables(model: PlatformModel) -> list[dict[str, str]]:
             f"has(object.metadata.annotations) && {lit(MIRROR_ANNOTATION)} in object.metadata.annotations",
         ),
         _variable("deviceEnvContainers", f"variables.allContainers.filter(c, {sets_device})"),
+        _variable("devicePrefixContainers", f"variables.allContainers.filter(c, {takes_device_prefix})"),
         _variable(
             "workloadType",
             # Every matched resource is namespaced, so namespaceObject is never null here.
@@ -467,6 +492,18 @@ def _validations(model: PlatformModel, exempt: tuple[str, ...]) -> list[dict[str
             "container is given)'",
             reason="Forbidden",
         ),
+        _validation(
+            "size(variables.devicePrefixContainers) == 0",
+            f"containers must not take variables with an envFrom prefix that begins {', '.join(DEVICE_ENV_VARS)}",
+            f"{_containers_word('variables.devicePrefixContainers')} + "
+            "(size(variables.devicePrefixContainers) == 1 ? ' takes' : ' take') + ' variables with envFrom prefix ' + "
+            "variables.devicePrefixContainers.map(c, c.envFrom.filter(s, "
+            f"{_spells_device_variable('s')}).map(s, s.prefix).join(', ')).join(', ') + "
+            f"': a ConfigMap or Secret key that completes it (VISIBLE_DEVICES after NVIDIA_) sets "
+            f"{' or '.join(DEVICE_ENV_VARS)}, and the NVIDIA container runtime hands a container the GPUs it names, "
+            "past the scheduler and the GPU quota. Use a prefix that does not begin these names (APP_, say), or none'",
+            reason="Forbidden",
+        ),
     ]
     namespaces = ", ".join(f"{w.name} ({w.type})" for w in model.workloads) or "none is configured"
     extra = admission.gpu_namespaces
@@ -507,17 +544,20 @@ def _validations(model: PlatformModel, exempt: tuple[str, ...]) -> list[dict[str
     return validations
 
 
+def _outside(exempt: tuple[str, ...]) -> Manifest:
+    """The namespaceSelector that leaves the exempt namespaces out."""
+    if not exempt:
+        return {}
+    return {"matchExpressions": [{"key": NAMESPACE_NAME_LABEL, "operator": "NotIn", "values": list(exempt)}]}
+
+
 def policy_manifest(model: PlatformModel, network_policy: str | None = None) -> Manifest:
     exempt = policy_exempt_namespaces(model, network_policy)
     spec: dict[str, Any] = {
         "failurePolicy": "Fail",
         "matchConstraints": {
             "matchPolicy": "Equivalent",
-            "namespaceSelector": (
-                {"matchExpressions": [{"key": NAMESPACE_NAME_LABEL, "operator": "NotIn", "values": list(exempt)}]}
-                if exempt
-                else {}
-            ),
+            "namespaceSelector": _outside(exempt),
             "objectSelector": {},
             "resourceRules": [
                 {
@@ -550,17 +590,78 @@ def policy_manifest(model: PlatformModel, network_policy: str | None = None) -> 
     }
 
 
-def binding_manifest(model: PlatformModel) -> Manifest:
+def binding_manifest(model: PlatformModel, policy_name: str = POLICY_NAME, binding_name: str = BINDING_NAME) -> Manifest:
     return {
         "apiVersion": API_VERSION,
         "kind": "ValidatingAdmissionPolicyBinding",
-        "metadata": {"name": BINDING_NAME},
-        "spec": {"policyName": POLICY_NAME, "validationActions": list(model.config.admission.validation_actions)},
+        "metadata": {"name": binding_name},
+        "spec": {"policyName": policy_name, "validationActions": list(model.config.admission.validation_actions)},
+    }
+
+
+def _held_device_keys(field: str, harmless: tuple[str, ...]) -> str:
+    """The device variables among the keys of ``object.<field>`` whose value would select a GPU."""
+    values = f"object.{field}"
+    selects = f"k in {lit_list(DEVICE_ENV_VARS)} && !({values}[k] in {lit_list(harmless)})"
+    return f"(has({values}) ? {values}.filter(k, {selects}) : [])"
+
+
+def device_env_policy_manifest(model: PlatformModel, network_policy: str | None = None) -> Manifest:
+    """ConfigMaps and Secrets outside the exempt namespaces hold no device variable, so that ``envFrom`` without a
+    prefix cannot set one (with a prefix: the placement policy's envFrom rule)."""
+    exempt = policy_exempt_namespaces(model, network_policy)
+    plain, base64_values = HARMLESS_DEVICE_VALUES, HARMLESS_DEVICE_VALUES_BASE64
+    secret = f"{_held_device_keys('data', base64_values)} + {_held_device_keys('stringData', plain)}"
+    config_map = f"{_held_device_keys('data', plain)} + {_held_device_keys('binaryData', base64_values)}"
+    held = f"request.kind.kind == 'Secret' ? {secret} : {config_map}"
+    metadata = "object.metadata"
+    name = f"(has({metadata}.name) ? {metadata}.name : (has({metadata}.generateName) ? {metadata}.generateName : ''))"
+    spec: dict[str, Any] = {
+        "failurePolicy": "Fail",
+        "matchConstraints": {
+            "matchPolicy": "Equivalent",
+            "namespaceSelector": _outside(exempt),
+            "objectSelector": {},
+            "resourceRules": [
+                {
+                    "apiGroups": [""],
+                    "apiVersions": ["v1"],
+                    "operations": list(OPERATIONS),
+                    "resources": list(DEVICE_ENV_RESOURCES),
+                    "scope": "Namespaced",
+                }
+            ],
+        },
+        "variables": [_variable("deviceKeys", held)],
+        "validations": [
+            _validation(
+                "size(variables.deviceKeys) == 0",
+                f"ConfigMaps and Secrets must not hold {', '.join(DEVICE_ENV_VARS)} (envFrom would set it); only these "
+                f"namespaces may: {', '.join(exempt) or 'none'}",
+                f"request.kind.kind + ' ' + {name} + ' holds ' + variables.deviceKeys.join(', ') + "
+                "': a container that takes it in with envFrom sets that variable, and the NVIDIA container runtime "
+                "hands a container the GPUs it names, past the scheduler and the GPU quota. Remove the key (ask for "
+                "GPUs in resources.limits; void or none as the value select no GPU)'",
+                reason="Forbidden",
+            )
+        ],
+    }
+    return {
+        "apiVersion": API_VERSION,
+        "kind": "ValidatingAdmissionPolicy",
+        "metadata": {"name": DEVICE_ENV_POLICY_NAME},
+        "spec": spec,
     }
 
 
 def render_policy(model: PlatformModel, network_policy: str | None = None) -> list[Manifest]:
-    """The policy and its binding, in that order; nothing when ``admission.enabled`` is false."""
+    """The placement policy and its binding, then the device-env policy and its binding; nothing when
+    ``admission.enabled`` is false."""
     if not model.config.admission.enabled:
         return []
-    return [policy_manifest(model, network_policy), binding_manifest(model)]
+    return [
+        policy_manifest(model, network_policy),
+        binding_manifest(model),
+        device_env_policy_manifest(model, network_policy),
+        binding_manifest(model, DEVICE_ENV_POLICY_NAME, DEVICE_ENV_POLICY_NAME),
+    ]

@@ -12,6 +12,7 @@ from kubernetes.client.models import V1ValidatingAdmissionPolicy, V1ValidatingAd
 from components.admission.evaluate import build_request, compile_bindings, evaluate, evaluate_request
 from components.admission.policy import (
     BINDING_NAME,
+    DEVICE_ENV_POLICY_NAME,
     POLICY_NAME,
     gpu_resource_names,
     pools_by_type,
@@ -41,7 +42,7 @@ def model_with(**admission: Any) -> PlatformModel:
 
 def expressions(policy: dict[str, Any]) -> list[str]:
     spec = policy["spec"]
-    found = [c["expression"] for c in spec["matchConditions"]] + [v["expression"] for v in spec["variables"]]
+    found = [c["expression"] for c in spec.get("matchConditions", [])] + [v["expression"] for v in spec["variables"]]
     for validation in spec["validations"]:
         found += [validation["expression"], validation["messageExpression"]]
     return found
@@ -49,12 +50,20 @@ def expressions(policy: dict[str, Any]) -> list[str]:
 
 @pytest.mark.parametrize("stack", STACK_NAMES)
 def test_every_stack_gets_the_named_policy_and_binding(stack: str) -> None:
-    policy, binding = render_policy(stack_model(stack))
+    policy, binding, env_policy, env_binding = render_policy(stack_model(stack))
     assert (policy["kind"], policy["metadata"]["name"]) == ("ValidatingAdmissionPolicy", POLICY_NAME)
     assert (binding["kind"], binding["metadata"]["name"]) == ("ValidatingAdmissionPolicyBinding", BINDING_NAME)
+    assert (env_policy["kind"], env_policy["metadata"]["name"]) == ("ValidatingAdmissionPolicy", DEVICE_ENV_POLICY_NAME)
+    assert (env_binding["kind"], env_binding["metadata"]["name"]) == ("ValidatingAdmissionPolicyBinding", "aks-gpu-device-env")
     assert policy["apiVersion"] == binding["apiVersion"] == "admissionregistration.k8s.io/v1"
     assert binding["spec"]["policyName"] == "aks-gpu-gpu-placement"
-    assert policy["spec"]["failurePolicy"] == "Fail"
+    assert env_binding["spec"]["policyName"] == "aks-gpu-device-env"
+    assert binding["spec"]["validationActions"] == env_binding["spec"]["validationActions"]
+    assert policy["spec"]["failurePolicy"] == env_policy["spec"]["failurePolicy"] == "Fail"
+    # The device-env policy judges ConfigMaps and Secrets, in the namespaces the placement policy judges.
+    [rule] = env_policy["spec"]["matchConstraints"]["resourceRules"]
+    assert (rule["apiGroups"], rule["resources"], rule["operations"]) == ([""], ["configmaps", "secrets"], ["CREATE", "UPDATE"])
+    assert env_policy["spec"]["matchConstraints"]["namespaceSelector"] == policy["spec"]["matchConstraints"]["namespaceSelector"]
 
 
 def test_prod_denies_and_dev_warns_and_audits() -> None:
@@ -65,7 +74,12 @@ def test_prod_denies_and_dev_warns_and_audits() -> None:
 @pytest.mark.parametrize("stack", STACK_NAMES)
 def test_manifests_fit_the_kubernetes_schema(stack: str) -> None:
     # The client's pydantic models forbid unknown fields and check types and required fields.
-    policy, binding = render_policy(stack_model(stack))
+    manifests = render_policy(stack_model(stack))
+    for policy, binding in zip(manifests[::2], manifests[1::2], strict=True):
+        check_policy_schema(policy, binding)
+
+
+def check_policy_schema(policy: dict[str, Any], binding: dict[str, Any]) -> None:
     parsed = V1ValidatingAdmissionPolicy.model_validate(policy)
     V1ValidatingAdmissionPolicyBinding.model_validate(binding)
     spec = parsed.spec
@@ -236,9 +250,9 @@ def test_disabled_admission_renders_nothing() -> None:
 
 @pytest.mark.parametrize("stack", STACK_NAMES)
 def test_expressions_stay_within_kubernetes_cel(stack: str) -> None:
-    policy = render_policy(model_with(restrictToWorkloadNamespaces=True) if stack == "prod" else stack_model(stack))[0]
+    manifests = render_policy(model_with(restrictToWorkloadNamespaces=True) if stack == "prod" else stack_model(stack))
     compile_bindings(render_policy(stack_model(stack)))  # every expression parses
-    for expression in expressions(policy):
+    for expression in expressions(manifests[0]) + expressions(manifests[2]):
         without_strings = re.sub(r"'(?:[^'\\]|\\.)*'", "''", expression)
         calls = set(re.findall(r"([A-Za-z_][A-Za-z0-9_]*)\s*\(", without_strings))
         assert calls <= KUBERNETES_CEL_CALLS, f"not a Kubernetes CEL function: {calls - KUBERNETES_CEL_CALLS}"
