@@ -3,9 +3,10 @@
 What it enforces on Pods (and their ``ephemeralcontainers`` subresource) and on the Pod templates of Deployments,
 ReplicaSets, StatefulSets, DaemonSets, ReplicationControllers, Jobs and CronJobs:
 
-1. A GPU request is a quantity above zero of a GPU resource: any resource of the vendors' domains
-   (``nvidia.com/gpu``, ``nvidia.com/mig-*``, ``nvidia.com/gpu.shared``, ``amd.com/gpu`` ...) and every resource a
-   pool of the stack exposes. ``nvidia.com/gpu: 0`` (or ``"0"``, ``0m``) is no GPU request.
+1. A GPU request is a quantity above zero of a GPU resource: ``nvidia.com/gpu``, ``nvidia.com/gpu.shared``,
+   ``nvidia.com/mig-*``, ``amd.com/gpu``, AMD partitions (``amd.com/cpx_nps4``...) and every resource a pool of the
+   stack exposes; not the rest of the vendors' domains (NICs live there too). ``nvidia.com/gpu: 0`` (or ``"0"``,
+   ``0m``) is no GPU request.
 2. A container with a GPU request asks for exactly its limit (a limit alone is fine: Kubernetes copies it into the
    request), and the pod tolerates that vendor's node taint ``<vendor>.com/gpu=present:NoSchedule``.
 3. A pod without a GPU request does not tolerate a GPU taint, explicitly or by tolerating everything (it would
@@ -53,6 +54,7 @@ from typing import Any
 from components.naming import GPU_TAINT_VALUE, POOL_LABEL, WORKLOAD_LABEL, Vendor, vendor_resource
 from components.resolved.exemptions import exempt_namespaces
 from components.resolved.model import PlatformModel, ResolvedPool, Taint
+from components.validation.inventory import WHOLE_GPU_RESOURCES
 
 Manifest = dict[str, Any]
 
@@ -66,10 +68,17 @@ NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"
 # https://docs.nvidia.com/datacenter/cloud-native/gpu-operator/latest/gpu-operator-mig.html
 MIG_RESOURCE_PREFIX = "nvidia.com/mig-"
 VENDORS: tuple[Vendor, ...] = ("nvidia", "amd")
-# Every extended resource the vendors' device plugins advertise lives in their domain: whole GPUs, MIG slices,
-# renamed shared resources (renameByDefault: nvidia.com/gpu.shared), AMD partitions.
-# https://github.com/NVIDIA/k8s-device-plugin#shared-access-to-gpus, https://github.com/ROCm/k8s-device-plugin
-GPU_DOMAINS = tuple(f"{vendor}.com/" for vendor in VENDORS)
+# The GPU resources, named: whole GPUs and the device plugin's renamed shared resource (renameByDefault:
+# nvidia.com/gpu.shared, https://github.com/NVIDIA/k8s-device-plugin#shared-access-to-gpus), the same set the audit
+# counts (components/validation/inventory.py), plus whatever a pool of the stack exposes. Matched by pattern: MIG
+# slices (nvidia.com/mig-<profile>, shared ones with .shared after it) and AMD partitions under the ROCm device
+# plugin's mixed naming, <compute mode>_<memory mode> such as amd.com/cpx_nps4
+# (https://github.com/ROCm/k8s-device-plugin, "resource_naming_strategy").
+# Not the vendors' whole domains: NVIDIA's Network Operator advertises NICs there too (its SR-IOV and host-device
+# plugins' resourcePrefix defaults to nvidia.com: nvidia.com/hostdev), and a pod asking for one of those and
+# tolerating the GPU taint holds a GPU node without a GPU. A GPU resource missing here fails closed: no pod
+# reaches a GPU node without tolerating its taint, and a pod that tolerates it without a GPU request is denied.
+AMD_PARTITION_PATTERN = r"^amd\.com/[a-z]px_nps[0-9]+$"
 # The GPU pools' taint effect (components.resolved.model.resolve_pool).
 GPU_TAINT_EFFECT = "NoSchedule"
 OPERATIONS = ["CREATE", "UPDATE"]
@@ -120,9 +129,10 @@ def vendor_taint(vendor: Vendor) -> Taint:
 
 
 def gpu_resource_names(model: PlatformModel) -> tuple[str, ...]:
-    """The GPU resources matched by name: both vendors' whole-GPU resource and what every pool exposes (the
-    vendors' domains are matched by prefix besides)."""
-    names = {vendor_resource(vendor) for vendor in VENDORS} | {pool.resource.name for pool in model.pools}
+    """The GPU resources matched by name: the vendors' whole-GPU and shared resources and what every pool exposes
+    (MIG slices and AMD partitions are matched by pattern besides)."""
+    names = {vendor_resource(vendor) for vendor in VENDORS} | set(WHOLE_GPU_RESOURCES)
+    names |= {pool.resource.name for pool in model.pools}
     return tuple(sorted(names))
 
 
@@ -203,8 +213,11 @@ def pod_spec_of(obj: str) -> str:
 
 
 def is_gpu(resource: str) -> str:
-    domains = " || ".join(f"{resource}.startsWith({lit(domain)})" for domain in GPU_DOMAINS)
-    return f"({resource} in variables.gpuResourceNames || {domains})"
+    return (
+        f"({resource} in variables.gpuResourceNames || "
+        f"({resource}.startsWith({lit(MIG_RESOURCE_PREFIX)}) && size({resource}) > {len(MIG_RESOURCE_PREFIX)}) || "
+        f"{resource}.matches({lit(AMD_PARTITION_PATTERN)}))"
+    )
 
 
 def above(quantity: str, count: str) -> str:

@@ -28,9 +28,11 @@ from tests.conftest import STACK_NAMES, minimal_raw, raw_stack, stack_model
 # selection of one would not compile on a real API server. https://kubernetes.io/docs/reference/using-api/cel/#escaping
 CEL_RESERVED = ("as", "break", "const", "continue", "else", "for", "function", "if", "import", "let", "loop",
                 "package", "namespace", "return", "var", "void", "while")  # fmt: skip
-# Functions and macros of standard CEL, cel-go's string extension and the Kubernetes quantity library.
+# Functions and macros of standard CEL (matches: RE2, https://github.com/google/cel-spec/blob/master/doc/langdef.md),
+# cel-go's string extension and the Kubernetes quantity library.
 KUBERNETES_CEL_CALLS = {
-    "has", "size", "string", "all", "exists", "filter", "map", "startsWith", "join", "quantity", "compareTo", "isGreaterThan",
+    "has", "size", "string", "all", "exists", "filter", "map", "startsWith", "matches", "join", "quantity", "compareTo",
+    "isGreaterThan",
 }  # fmt: skip
 
 
@@ -163,9 +165,39 @@ def test_gpu_resource_names_come_from_the_pools() -> None:
     )  # fmt: skip
     model = validate_stack(raw, "test").model
     names = gpu_resource_names(model)
-    assert names == ("amd.com/gpu", "nvidia.com/gpu", "nvidia.com/mig-1g.10gb")
+    assert names == ("amd.com/gpu", "nvidia.com/gpu", "nvidia.com/gpu.shared", "nvidia.com/mig-1g.10gb")
     variables = {v["name"]: v["expression"] for v in render_policy(model)[0]["spec"]["variables"]}
-    assert variables["gpuResourceNames"] == "['amd.com/gpu', 'nvidia.com/gpu', 'nvidia.com/mig-1g.10gb']"
+    assert variables["gpuResourceNames"] == "['amd.com/gpu', 'nvidia.com/gpu', 'nvidia.com/gpu.shared', 'nvidia.com/mig-1g.10gb']"
+
+
+@pytest.mark.parametrize(
+    ("resource", "is_gpu"),
+    [
+        ("nvidia.com/gpu", True),
+        ("nvidia.com/gpu.shared", True),
+        ("nvidia.com/mig-3g.40gb", True),
+        ("nvidia.com/mig-1g.10gb.shared", True),
+        ("amd.com/gpu", True),
+        ("amd.com/cpx_nps4", True),
+        ("amd.com/spx_nps1", True),
+        # The vendors' NICs (NVIDIA Network Operator's SR-IOV / host-device / RDMA plugins) are no GPUs.
+        ("nvidia.com/hostdev", False),
+        ("nvidia.com/rdma_shared_device_a", False),
+        ("nvidia.com/mig-", False),
+        ("rdma/ib", False),
+        ("example.com/gpu", False),
+    ],
+)
+def test_what_counts_as_a_gpu_resource(resource: str, is_gpu: bool) -> None:
+    # In default, without a toleration: a GPU request is refused (not a workload namespace), anything else passes.
+    pod = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": "p", "namespace": "default"},
+        "spec": {"containers": [{"name": "main", "image": "x", "resources": {"limits": {resource: "1"}}}]},
+    }
+    [decision] = evaluate([pod], render_policy(stack_model("prod")))
+    assert decision.allowed is not is_gpu, decision.messages
 
 
 def test_pools_by_type_follow_the_model() -> None:
