@@ -67,10 +67,13 @@ NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"
 RDMA_LABEL = f"{PACKAGE_NAME}/rdma"
 
 
+PLATFORM_OBJECT_PREFIX = f"{PACKAGE_NAME}-"
+
+
 def platform_object_name(what: str) -> str:
     """``aks-gpu-<what>``: the name of a cluster-wide object the platform owns (a ClusterRole, a policy, a rule
     group), so ``kubectl get clusterroles | grep aks-gpu-`` finds them all."""
-    return f"{PACKAGE_NAME}-{what}"
+    return f"{PLATFORM_OBJECT_PREFIX}{what}"
 
 # ---------------------------------------------------------------- node labels the platform sets
 
