@@ -56,8 +56,8 @@ NAME_LABEL = "app.kubernetes.io/name"
 PART_OF_LABEL = "app.kubernetes.io/part-of"
 MANAGED_BY_LABEL = "app.kubernetes.io/managed-by"
 # Every Kubernetes object the toolkit creates (and every pod it runs) carries these, stamped by the one function that
-# turns a manifest into a resource (components/kube/objects.py), so `kubectl get -l app.kubernetes.io/part-of=aks-gpu`
-# lists them all.
+# turns a manifest into a resource (kube_resource in components/component.py), so
+# `kubectl get -l app.kubernetes.io/part-of=aks-gpu` lists them all.
 COMMON_LABELS: dict[str, str] = {PART_OF_LABEL: PACKAGE_NAME, MANAGED_BY_LABEL: "pulumi"}
 # Set by the API server on every namespace (GA since 1.22), so a policy can select a namespace by name and nobody can
 # change it. https://kubernetes.io/docs/reference/labels-annotations-taints/#kubernetes-io-metadata-name
