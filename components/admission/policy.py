@@ -106,7 +106,7 @@ HARMLESS_DEVICE_VALUES = ("", "void", "none")
 # https://kubernetes.io/docs/tasks/configure-pod-container/configure-pod-configmap/#configure-all-key-value-pairs-in-a-configmap-as-container-environment-variables
 # https://kubernetes.io/docs/reference/kubernetes-api/config-and-storage-resources/secret-v1/ (data, stringData)
 # https://kubernetes.io/docs/reference/kubernetes-api/config-and-storage-resources/config-map-v1/ (data, binaryData)
-DEVICE_ENV_POLICY_NAME = "aks-gpu-device-env"
+DEVICE_ENV_POLICY_NAME = platform_object_name("device-env")
 DEVICE_ENV_RESOURCES = ("configmaps", "secrets")
 HARMLESS_DEVICE_VALUES_BASE64 = tuple(base64.b64encode(value.encode()).decode() for value in HARMLESS_DEVICE_VALUES)
 # The kubelet's mirror pods: annotated so, created by a member of system:nodes.
