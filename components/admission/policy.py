@@ -62,7 +62,6 @@ from components.naming import (
 )
 from components.resolved.exemptions import exempt_namespaces
 from components.resolved.model import PlatformModel, ResolvedPool, Taint
-from components.validation.inventory import WHOLE_GPU_RESOURCES
 
 Manifest = dict[str, Any]
 
@@ -86,6 +85,9 @@ VENDORS: tuple[Vendor, ...] = ("nvidia", "amd")
 # tolerating the GPU taint holds a GPU node without a GPU. A GPU resource missing here fails closed: no pod
 # reaches a GPU node without tolerating its taint, and a pod that tolerates it without a GPU request is denied.
 AMD_PARTITION_PATTERN = r"^amd\.com/[a-z]px_nps[0-9]+$"
+# Written here, not imported: admission must not import validation (the audit reads admission's quantities);
+# tests/admission/test_policy.py holds it equal to the audit's WHOLE_GPU_RESOURCES.
+WHOLE_GPU_RESOURCES = ("amd.com/gpu", "nvidia.com/gpu", "nvidia.com/gpu.shared")
 # The GPU pools' taint effect (components.resolved.model.resolve_pool).
 GPU_TAINT_EFFECT = "NoSchedule"
 OPERATIONS = ["CREATE", "UPDATE"]

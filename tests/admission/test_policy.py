@@ -170,6 +170,14 @@ def test_gpu_resource_names_come_from_the_pools() -> None:
     assert variables["gpuResourceNames"] == "['amd.com/gpu', 'nvidia.com/gpu', 'nvidia.com/gpu.shared', 'nvidia.com/mig-1g.10gb']"
 
 
+def test_the_policy_and_the_audit_count_the_same_whole_gpu_resources() -> None:
+    from components.admission import policy
+    from components.validation import inventory
+
+    assert set(policy.WHOLE_GPU_RESOURCES) == set(inventory.WHOLE_GPU_RESOURCES)
+    assert policy.MIG_RESOURCE_PREFIX == inventory.MIG_RESOURCE_PREFIX
+
+
 @pytest.mark.parametrize(
     ("resource", "is_gpu"),
     [
