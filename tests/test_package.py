@@ -327,6 +327,10 @@ def test_both_projects_state_the_cli_that_fails_an_update_on_a_failed_hook() -> 
     for name in ("Pulumi.yaml", "components/PulumiPlugin.yaml"):
         project = yaml.safe_load((PROJECT_DIR / name).read_text(encoding="utf-8"))
         assert project["requiredPulumiVersion"] == ">=3.238.0", name
+    # Which CLIs read the key, per file (pulumi/pulumi CHANGELOG: 3.219.0 #21627 for Pulumi.yaml, 3.221.0 #21807 for
+    # PulumiPlugin.yaml, where 3.219 and 3.220 read pulumiVersionRange): the README says both.
+    readme = " ".join((PROJECT_DIR / "README.md").read_text(encoding="utf-8").split())
+    assert "from 3.219.0 in `Pulumi.yaml` (#21627) and from 3.221.0 in `PulumiPlugin.yaml` (#21807" in readme
 
 
 # ---------------------------------------------------------------- a Kubernetes provider in another language
