@@ -357,3 +357,14 @@ def test_another_language_builds_its_kubernetes_provider_from_kubeconfig_and_clu
     [own] = [r for r in result.by_type("pulumi:providers:kubernetes") if r.name == "own"]
     assert own.inputs["kubeconfig"] == SECRET
     assert own.inputs["clusterIdentifier"] == arm_id("rg-team", "Microsoft.ContainerService/managedClusters", "aks-team")
+
+
+def test_the_docs_name_the_npm_package_each_form_of_package_add_generates() -> None:
+    # No namespace in the schema: a local path gives @pulumi/aks-gpu, the git form @<owner>/aks-gpu, the owner taken
+    # from the URL (pulumi/pulumi pkg/codegen/nodejs/gen.go genNPMPackageMetadata, pkg/cmd/pulumi/packages/packages.go
+    # setSpecNamespace). Both guides install the git form, so they import the owner's package.
+    assert "namespace" not in component_schema()
+    for name in ("README.md", "docs/composing.md"):
+        text = (PROJECT_DIR / name).read_text(encoding="utf-8")
+        assert "aks-gpu.git/components@" in text, name
+        assert 'from "@<org>/aks-gpu"' in text and 'from "@pulumi/aks-gpu"' not in text, name
