@@ -179,3 +179,39 @@ def test_an_image_the_stack_chooses_cannot_be_checked_and_is_warned() -> None:
 def test_every_arm64_status_is_sourced() -> None:
     for entry in arm64_support().values():
         assert entry.source.startswith("https://") and entry.note, entry.name
+
+
+# ---------------------------------------------------------------- names ARM derives (data/arm_refusals.yaml)
+
+
+def with_cluster(**fields: Any) -> dict[str, Any]:
+    return minimal_raw(**{"aks-gpu:cluster": {"resourceGroup": "rg-test", "name": "aks-test", **fields}})
+
+
+@pytest.mark.parametrize(
+    ("fields", "refused"),
+    [
+        ({"name": "a" * 54}, False),  # 54 characters: the longest prefix AKS takes
+        ({"name": "a" * 55}, True),
+        ({"name": "aks_gpu"}, True),  # a valid cluster name, not a valid prefix
+        ({"name": "aks_gpu", "dnsPrefix": "aks-gpu"}, False),
+        ({"dnsPrefix": "aks.gpu"}, True),
+        ({"dnsPrefix": "-aks"}, True),
+        ({"dnsPrefix": "1aks"}, False),
+        ({"name": "aks_gpu", "existing": True}, False),  # adopted: the prefix is already Azure's
+    ],
+)
+def test_the_dns_prefix_is_one_aks_accepts(fields: dict[str, Any], refused: bool) -> None:
+    errors, _ = problems(with_cluster(**fields))
+    assert has(errors, "aks-gpu:cluster.dnsPrefix", "[refusal dns-prefix-format]") is refused, errors
+
+
+def test_the_node_resource_group_name_stays_within_80_characters() -> None:
+    # MC_ + group + _ + name + _ + swedencentral (13): 3 + 30 + 1 + 33 + 1 + 13 = 81, then 80.
+    too_long = with_cluster(resourceGroup="r" * 30, name="a" * 33)
+    errors, _ = problems(too_long)
+    assert has(errors, "aks-gpu:cluster.name", "81 characters", "[refusal node-resource-group-too-long]"), errors
+    assert problems(with_cluster(resourceGroup="r" * 30, name="a" * 32)) == ([], [])
+    # The cluster's own region counts, as its ARM name ("West Europe" is westeurope, 10 characters).
+    errors, _ = problems(with_cluster(resourceGroup="r" * 30, name="a" * 36, location="West Europe"))
+    assert has(errors, "81 characters"), errors
