@@ -30,7 +30,13 @@ DNS_LABEL_PATTERN = r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$"
 # https://learn.microsoft.com/azure/azure-resource-manager/management/resource-name-rules#microsoftcontainerservice
 CLUSTER_NAME_PATTERN = r"^[a-zA-Z0-9]([a-zA-Z0-9_-]{0,61}[a-zA-Z0-9])?$"
 RESOURCE_GROUP_PATTERN = r"^[-\w._()]{0,89}[-\w_()]$"
-TAINT_PATTERN = r"^[A-Za-z0-9][-A-Za-z0-9_./]*=[-A-Za-z0-9_.]*:(NoSchedule|PreferNoSchedule|NoExecute)$"
+# A taint's value is a label value (Kubernetes validates it with IsValidLabelValue): empty, or up to 63 letters, digits,
+# '-', '_' and '.', starting and ending with a letter or digit. kubectl taint --help: "If given, it must begin with a
+# letter or number, and may contain letters, numbers, hyphens, dots, and underscores, up to 63 characters."
+LABEL_VALUE_PATTERN = r"^([A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)?$"
+TAINT_PATTERN = (
+    r"^[A-Za-z0-9][-A-Za-z0-9_./]*=([A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)?:(NoSchedule|PreferNoSchedule|NoExecute)$"
+)
 KUBE_QUANTITY_PATTERN = r"^[0-9]+(\.[0-9]+)?(m|k|Ki|Mi|Gi|Ti|Pi|M|G|T|P)?$"
 # AgentPoolUpgradeSettings.maxSurge / maxUnavailable: "an integer (e.g. '5') or a percentage (e.g. '50%')"
 # (AKS API 2025-09-01, as pulumi_azure_native documents AgentPoolUpgradeSettingsArgs).
@@ -322,6 +328,17 @@ class GpuPoolConfig(ConfigModel):
         bad = [name for name in labels if not key.match(name)]
         if bad:
             raise ValueError(f"not a Kubernetes label key: {', '.join(bad)}")
+        # "Valid label value: must be 63 characters or less (can be empty), unless empty, must begin and end with an
+        # alphanumeric character ([a-z0-9A-Z]), could contain dashes (-), underscores (_), dots (.), and alphanumerics
+        # between." https://kubernetes.io/docs/concepts/overview/working-with-objects/labels/#syntax-and-character-set
+        # A node that would carry another value is never registered by the API server, so the pool never gets nodes.
+        value = re.compile(LABEL_VALUE_PATTERN)
+        bad = [f"{name}={text!r}" for name, text in labels.items() if not value.match(text)]
+        if bad:
+            raise ValueError(
+                f"not a Kubernetes label value (up to 63 letters, digits, '-', '_', '.', alphanumeric at both ends): "
+                f"{', '.join(bad)}"
+            )
         return labels
 
 

@@ -101,6 +101,20 @@ def test_other_label_keys_are_fine(key: str) -> None:
     assert problems(with_pool(labels={key: "x"}))[0] == []
 
 
+# Kubernetes label values (and taint values, validated the same way): up to 63 characters, alphanumeric at both ends.
+# https://kubernetes.io/docs/concepts/overview/working-with-objects/labels/#syntax-and-character-set
+@pytest.mark.parametrize("value", ["", "a", "gpu-team_1.x", "a" * 63, "true"])
+def test_label_and_taint_values_kubernetes_takes_are_fine(value: str) -> None:
+    assert problems(with_pool(labels={"team": value}, taints=[f"team={value}:NoSchedule"]))[0] == []
+
+
+@pytest.mark.parametrize("value", ["a b", "a" * 64, "-a", "a.", "ä", "a/b"])
+def test_label_and_taint_values_kubernetes_refuses_are_refused(value: str) -> None:
+    errors = problems(with_pool(labels={"team": value}, taints=[f"team={value}:NoSchedule"]))[0]
+    assert has(errors, "gpuPools[0].labels", "not a Kubernetes label value"), errors
+    assert has(errors, "gpuPools[0].taints[0]", "up to 63 letters"), errors
+
+
 @pytest.mark.parametrize(
     "label",
     [
