@@ -331,7 +331,8 @@ class GpuPoolConfig(ConfigModel):
         # "Valid label value: must be 63 characters or less (can be empty), unless empty, must begin and end with an
         # alphanumeric character ([a-z0-9A-Z]), could contain dashes (-), underscores (_), dots (.), and alphanumerics
         # between." https://kubernetes.io/docs/concepts/overview/working-with-objects/labels/#syntax-and-character-set
-        # A node that would carry another value is never registered by the API server, so the pool never gets nodes.
+        # The API server refuses a Node object carrying another value, so such a pool gets no usable nodes; whether ARM
+        # already refuses the agent pool's nodeLabels is not documented.
         value = re.compile(LABEL_VALUE_PATTERN)
         bad = [f"{name}={text!r}" for name, text in labels.items() if not value.match(text)]
         if bad:
