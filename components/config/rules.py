@@ -80,6 +80,25 @@ def _cluster_rules(config: StackConfig) -> list[Problem]:
                 + refusal_tag("lts-needs-premium"),
             )
         )
+    if cluster.support_plan == "AKSLongTermSupport" and cluster.upgrade_channel != "patch":
+        # "Enable the patch auto-upgrade channel to keep your cluster on the latest supported patches. LTS supports only
+        # the two most recent patch versions for each minor version" (https://learn.microsoft.com/azure/aks/
+        # long-term-support#enable-long-term-support); rapid and stable move the minor itself ("the latest supported
+        # patch release on minor version N-1", https://learn.microsoft.com/azure/aks/auto-upgrade-cluster).
+        moves_minor = cluster.upgrade_channel in ("rapid", "stable")
+        problems.append(
+            Problem(
+                f"{P}:cluster.upgradeChannel",
+                f"{cluster.upgrade_channel} with supportPlan AKSLongTermSupport "
+                + (
+                    "upgrades the cluster to a newer minor, leaving the one long-term support was chosen for"
+                    if moves_minor
+                    else "leaves the cluster's patch behind, and LTS supports only the two newest patches of a minor"
+                )
+                + "; use patch, as the AKS LTS guide does",
+                "warning",
+            )
+        )
     if cluster.upgrade_channel == "node-image":
         # "node-image (legacy) ... This channel is no longer recommended and is planned for deprecation"
         # https://learn.microsoft.com/azure/aks/auto-upgrade-cluster#cluster-auto-upgrade-channels

@@ -146,6 +146,19 @@ def test_the_legacy_node_image_channel_is_warned() -> None:
     assert has(problems(raw)[1], "cluster.upgradeChannel", "legacy")
 
 
+@pytest.mark.parametrize(
+    ("channel", "says"), [("stable", "newer minor"), ("rapid", "newer minor"), ("none", "two newest patches"), ("patch", None)]
+)
+def test_long_term_support_is_kept_by_the_patch_channel_only(channel: str, says: str | None) -> None:
+    lts = {"kubernetesVersion": "1.34", "skuTier": "Premium", "supportPlan": "AKSLongTermSupport", "upgradeChannel": channel}
+    raw = minimal_raw(**{"aks-gpu:cluster": {"resourceGroup": "rg", "name": "aks", **lts}})
+    errors, warnings = problems(raw)
+    assert errors == []
+    assert has(warnings, "cluster.upgradeChannel", "AKSLongTermSupport") is (says is not None), warnings
+    if says is not None:
+        assert has(warnings, "cluster.upgradeChannel", says)
+
+
 def test_security_patch_on_azure_linux_gpu_nodes_is_warned() -> None:
     raw = with_pool(osSku="AzureLinux")
     raw["aks-gpu:cluster"] = {**raw["aks-gpu:cluster"], "nodeOsUpgradeChannel": "SecurityPatch"}
