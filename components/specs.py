@@ -131,7 +131,7 @@ class ClusterSpec(TypedDict):
     system_pool: NotRequired[SystemPoolSpec]
     """The system node pool."""
     entra_admin_group_object_ids: NotRequired[list[str]]
-    """Entra ID groups that administer the cluster (Kubernetes cluster-admin)."""
+    """Entra ID groups that administer the cluster (Kubernetes cluster-admin), by object id."""
     deployer_access: NotRequired[DeployerAccessSpec]
     """Kubernetes access for the identity that runs pulumi up."""
     kubelogin_mode: NotRequired[str]

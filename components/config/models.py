@@ -206,8 +206,12 @@ class ClusterConfig(ConfigModel):
     )
     maintenance: Maintenance = Field(default=Maintenance(), description="When AKS may upgrade the cluster and the node images.")
     system_pool: SystemPool = Field(default=SystemPool(), description="The system node pool.")
-    entra_admin_group_object_ids: tuple[str, ...] = Field(
-        default=(), description="Entra ID groups that administer the cluster (Kubernetes cluster-admin)."
+    # Object ids, not display names (aadProfile.adminGroupObjectIDs; the AKS guide sets AAD_ADMIN_GROUP_OBJECT_IDS to
+    # "<group-object-id>", comma-separated: https://learn.microsoft.com/azure/aks/entra-id-control-plane-authentication).
+    # An Entra object id is a GUID: the same check as workloads[].roleBindings[].groupObjectId. A group name here
+    # would fail the cluster's PUT, or grant nobody; which of the two is not documented.
+    entra_admin_group_object_ids: tuple[Annotated[str, Field(pattern=r"^[0-9a-fA-F-]{36}$")], ...] = Field(
+        default=(), description="Entra ID groups that administer the cluster (Kubernetes cluster-admin), by object id."
     )
     deployer_access: DeployerAccess = Field(
         default=DeployerAccess(), description="Kubernetes access for the identity that runs pulumi up."

@@ -242,3 +242,9 @@ def test_the_node_resource_group_name_stays_within_80_characters() -> None:
     # The cluster's own region counts, as its ARM name ("West Europe" is westeurope, 10 characters).
     errors, _ = problems(with_cluster(resourceGroup="r" * 30, name="a" * 36, location="West Europe"))
     assert has(errors, "81 characters"), errors
+
+
+@pytest.mark.parametrize(("ids", "refused"), [(["platform-admins"], True), (["7304e4e7-b148-4ada-a135-6049c702d21e"], False)])
+def test_admin_groups_are_object_ids(ids: list[str], refused: bool) -> None:
+    raw = minimal_raw(**{"aks-gpu:cluster": {"resourceGroup": "rg", "name": "aks", "entraAdminGroupObjectIds": ids}})
+    assert has(problems(raw)[0], "cluster.entraAdminGroupObjectIds[0]") is refused
