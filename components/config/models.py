@@ -165,8 +165,9 @@ class DeployerAccess(ConfigModel):
     principal_type: Literal["auto", "User", "ServicePrincipal"] = Field(
         default="auto",
         description="The role assignment's principalType. auto: ServicePrincipal when the azure-native provider signs in "
-        "as an application (clientId, useOidc, useMsi, or ARM_CLIENT_ID / ARM_USE_OIDC / ARM_USE_MSI), else User; set it "
-        "when that guess is wrong, e.g. az login --service-principal.",
+        "as an application (clientId, useOidc, useMsi, or ARM_CLIENT_ID / ARM_USE_OIDC / ARM_USE_MSI) or the Azure CLI "
+        "login it falls back to is one (az login --service-principal or --identity, read from azureProfile.json), else "
+        "User; set it when that guess is wrong.",
     )
 
 
