@@ -21,6 +21,7 @@ from components.azure.maintenance import (
 )
 from components.component import GpuComponent, plain_output
 from components.config.models import ClusterConfig
+from components.input_files import read_bounded
 from components.monitoring.azure import metrics_profile
 from components.naming import PACKAGE_NAME
 from components.specs import ClusterSpec
@@ -68,6 +69,8 @@ def deployer_principal_type(
 # _USER_TYPE, _SERVICE_PRINCIPAL); the CLI writes the file with a UTF-8 byte order mark.
 AZURE_CLI_PROFILE = "azureProfile.json"
 AZURE_CLI_SERVICE_PRINCIPAL = "servicePrincipal"
+# A profile lists subscriptions, a few hundred bytes each; far above any real one.
+AZURE_CLI_PROFILE_LIMIT = 16 * 1024 * 1024
 
 
 def azure_cli_login_type(environment: Mapping[str, str], home: Path | None = None) -> str | None:
@@ -76,8 +79,10 @@ def azure_cli_login_type(environment: Mapping[str, str], home: Path | None = Non
     configured = environment.get("AZURE_CONFIG_DIR")
     config_dir = Path(configured) if configured else (home or Path.home()) / ".azure"
     try:
-        profile = json.loads((config_dir / AZURE_CLI_PROFILE).read_text(encoding="utf-8-sig"))
-    except (OSError, ValueError):
+        # Bounded and regular files only: a FIFO or a device in its place must not hang or fill a plan.
+        data = read_bounded(config_dir / AZURE_CLI_PROFILE, AZURE_CLI_PROFILE_LIMIT)
+        profile = json.loads(data.decode("utf-8-sig"))
+    except (OSError, ValueError):  # InputFileError and UnicodeDecodeError are ValueErrors
         return None
     subscriptions = profile.get("subscriptions") if isinstance(profile, dict) else None
     for subscription in subscriptions if isinstance(subscriptions, list) else []:

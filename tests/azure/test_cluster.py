@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -266,6 +267,12 @@ def test_an_unreadable_cli_profile_tells_nothing(tmp_path: Path, text: str) -> N
     (tmp_path / "azureProfile.json").write_text(text, encoding="utf-8")
     assert azure_cli_login_type({"AZURE_CONFIG_DIR": str(tmp_path)}) is None
     assert azure_cli_login_type({"AZURE_CONFIG_DIR": str(tmp_path / "absent")}) is None
+
+
+def test_a_cli_profile_that_is_a_fifo_is_not_waited_for(tmp_path: Path) -> None:
+    # A pipe in the profile's place would block read_text forever (no writer): the plan must go on without it.
+    os.mkfifo(tmp_path / "azureProfile.json")
+    assert azure_cli_login_type({"AZURE_CONFIG_DIR": str(tmp_path)}) is None
 
 
 def test_the_plan_sends_service_principal_for_a_cli_service_principal_login(
