@@ -22,7 +22,8 @@ id                         severity  when
 ``row-remap-pending``      critical  rows wait for remapping (the GPU needs a reset)
 ``retired-pages-pending``  critical  pages wait for retirement (the driver needs a reload, i.e. a reset)
 ``xid``                    per code  an Xid in the kernel log; severity from components/data/xid.yaml
-``gpu-lost``               critical  "GPU is lost", "Unable to determine the device handle", fallen off the bus
+``gpu-lost``               critical  "GPU is lost", "Unable to determine the device handle", fallen off the bus,
+                                     "RmInitAdapter failed" (the driver could not initialise the GPU)
 ``hw-slowdown``            warning   HW slowdown, HW thermal slowdown or HW power brake active
 ``pcie-degraded``          warning   PCIe link width below its maximum
 ``nvlink-inactive``        critical  inactive NVLinks (warning when all are and the size may have none)
@@ -404,25 +405,41 @@ def _kernel_log(t: Text, out: _Collector, *, any_kernel_log: bool) -> bool:
     if lost:
         out.checked.add("gpu-lost")
     for bus, line in lost.items():
-        out.add(
-            "gpu-lost",
-            "critical",
-            bus,
-            f"the GPU{f' at {bus}' if bus else ''} is lost ({line}): the driver cannot reach it and it stays lost until the "
-            "VM restarts; drain the node and reboot or reimage it; if it recurs, open an Azure support case for the hardware",
-        )
+        out.add("gpu-lost", "critical", bus, _lost_message(bus, line))
     return judged or bool(lost)
+
+
+# What the NVIDIA kernel module and nvidia-smi print for a GPU the driver cannot use. Beyond the issue's three, the
+# kernel module's "RmInitAdapter failed" / "rm_init_adapter failed": the driver could not initialise the GPU, and
+# nvidia-smi then reports "No devices were found" for it (tests/fixtures/health/18, from
+# https://github.com/NVIDIA/open-gpu-kernel-modules/issues/862; the same pair in issues 789 there and in
+# NVIDIA/gpu-operator#1146). The GPU is out of service as surely as one fallen off the bus.
+_LOST_MARKERS = ("fallen off the bus", "GPU is lost", "Unable to determine the device handle")
+_INIT_FAILED_MARKERS = ("RmInitAdapter failed", "rm_init_adapter failed")
 
 
 def _lost_gpus(lines: Sequence[str]) -> dict[str | None, str]:
     lost: dict[str | None, str] = {}
     for number, line in enumerate(lines):
-        if "fallen off the bus" in line or "GPU is lost" in line or "Unable to determine the device handle" in line:
+        if any(marker in line for marker in _LOST_MARKERS + _INIT_FAILED_MARKERS):
             bus = _pci_address(line) or next(
                 (found for earlier in reversed(lines[max(0, number - 3) : number]) if (found := _pci_address(earlier))), None
             )
             lost.setdefault(bus, shorten(line.strip(), 160))
     return lost
+
+
+def _lost_message(bus: str | None, line: str) -> str:
+    at = f" at {bus}" if bus else ""
+    if any(marker in line for marker in _INIT_FAILED_MARKERS):
+        return (
+            f"the driver could not initialise the GPU{at} ({line}): it is not usable (nvidia-smi shows no device for it); "
+            "drain the node and reboot or reimage it; if it recurs, open an Azure support case for the hardware"
+        )
+    return (
+        f"the GPU{at} is lost ({line}): the driver cannot reach it and it stays lost until the VM restarts; drain the "
+        "node and reboot or reimage it; if it recurs, open an Azure support case for the hardware"
+    )
 
 
 def _xid_findings(lines: Sequence[str], out: _Collector) -> None:

@@ -122,6 +122,31 @@ def test_nvidia_smi_saying_gpu_is_lost() -> None:
     assert report.checked == ("gpu-lost",)
 
 
+def test_a_gpu_the_driver_could_not_initialise_is_lost_not_healthy() -> None:
+    # nvidia-smi's "No devices were found" with the kernel's RmInitAdapter failure beside it: the GPU is unusable.
+    report = read_health(health_fixture("18_nvidia-smi_no_devices_found_rminitadapter_failed.txt"))
+    assert ids(report) == [("gpu-lost", "critical", "0000:01:00.0")]
+    assert "could not initialise" in report.findings[0].message and "rm_init_adapter failed" in report.findings[0].message
+    assert report.critical
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "13_cuda-bandwidthTest_error802_system_not_yet_initialized.txt",
+        "19_dcgmi-diag-r2_a100_pcie_fail_nvlink_down_warnings.txt",
+        "20_dcgmi-health-c_a100-pcie_nvlink_failure.txt",
+        "21_k8s-node-condition_nvsentinel_GpuNvlinkWatch_gb300.txt",
+        "22_kubectl-describe-node_labels_autopilot_dcgm_row_remap_evict.txt",
+    ],
+)
+def test_fault_reports_in_formats_it_does_not_read_are_unreadable_never_healthy(name: str) -> None:
+    # Real fault outputs of other tools (a CUDA error, dcgmi diag and health, node conditions and labels): the
+    # reader must say it cannot judge them (exit 2), not report them healthy (exit 0).
+    report = read_health(health_fixture(name))
+    assert report.unreadable is not None and report.checked == () and report.findings == ()
+
+
 def test_two_of_six_nvlinks_inactive_on_a_real_v100() -> None:
     report = read_health(health_fixture("33_nvidia-smi-nvlink-s_v100_links_inactive.txt"))
     assert ids(report) == [("nvlink-inactive", "critical", "3")]
