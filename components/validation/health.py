@@ -393,9 +393,10 @@ def _kernel_log(t: Text, out: _Collector, *, any_kernel_log: bool) -> bool:
     the caller named NVIDIA as the vendor: an AMD node's log without NVRM lines says nothing about Xids. A lost
     GPU is reported by the kernel module ("has fallen off the bus") and by nvidia-smi itself ("Unable to
     determine the device handle for GPU ...: GPU is lost"), so those lines count in any input. A line the output
-    was cut in is not read: "Xid (...): 7" may be the start of 79.
+    was cut in is read only as far as it is whole (``_whole_last_line``): "Xid (...): 7" may be the start of 79.
     """
-    lines = t.complete
+    last = _whole_last_line(t)
+    lines = t.complete + ((last,) if last is not None else ())
     kernel = any(marker in line for line in lines for marker in _KERNEL_MARKERS) or any(_dmesg_stamp(line) for line in lines)
     judged = kernel and (any_kernel_log or any("NVRM" in line for line in lines))
     lost = _lost_gpus(lines)
@@ -416,6 +417,28 @@ def _kernel_log(t: Text, out: _Collector, *, any_kernel_log: bool) -> bool:
 # NVIDIA/gpu-operator#1146). The GPU is out of service as surely as one fallen off the bus.
 _LOST_MARKERS = ("fallen off the bus", "GPU is lost", "Unable to determine the device handle")
 _INIT_FAILED_MARKERS = ("RmInitAdapter failed", "rm_init_adapter failed")
+
+
+def _whole_last_line(t: Text) -> str | None:
+    """The last line of an input that does not end with a line end, where what the checks read of it is whole.
+
+    Such a line may have been cut (an exec stopped by its timeout), or may be whole: a line pasted from a ticket,
+    ``echo -n``, an editor that adds no final line end. Dropping it would hide an Xid 79 on the last line and still
+    claim the log checked. What is read of it is whole when an Xid's code is followed by its comma ("Xid (PCI:...):
+    79," cannot be the start of another code), or when a lost-GPU marker stands after the GPU's address in full
+    (nvidia-smi's "...: GPU is lost", the kernel's "... has fallen off the bus", "RmInitAdapter failed"): the rest
+    of the line is only the message, shortened anyway.
+    """
+    if not t.partial or not t.lines:
+        return None
+    last = t.lines[-1]
+    at = last.find(_XID)
+    parsed = _xid_line(last[at + len(_XID) :]) if at >= 0 else None
+    if parsed is not None and last[at + len(_XID) :].partition("): ")[2].partition(",")[1]:
+        return last
+    if any(marker in last for marker in _LOST_MARKERS[:2] + _INIT_FAILED_MARKERS):
+        return last
+    return None
 
 
 def _lost_gpus(lines: Sequence[str]) -> dict[str | None, str]:

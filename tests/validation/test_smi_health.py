@@ -111,6 +111,32 @@ def test_xid_79_is_an_xid_and_a_lost_gpu() -> None:
     assert "restart the VM" in report.findings[0].message
 
 
+@pytest.mark.parametrize(
+    "name",
+    [
+        "37_kernel_xid79_fallen_off_the_bus.txt",
+        "32_dmesg_xid119_gsp_rpc_timeout.txt",
+        "35_nvidia-smi_gpu_is_lost.txt",
+        "18_nvidia-smi_no_devices_found_rminitadapter_failed.txt",
+    ],
+)
+def test_a_log_without_its_final_line_end_keeps_its_last_finding(name: str) -> None:
+    # A line pasted from a ticket or written with `echo -n` has no line end: the Xid or lost GPU on the last line
+    # must not vanish while the log is still called checked.
+    text = health_fixture(name)
+    whole = read_health(text)
+    assert whole.findings
+    assert whole.critical and read_health(text.rstrip("\n")) == whole
+
+
+def test_a_last_line_cut_inside_the_xid_code_is_not_read() -> None:
+    # "Xid (...): 7" may be the start of 79 (or 74): no code is read from it, and the input is not called checked.
+    report = read_health("[ 1843.308145] NVRM: Xid (PCI:0000:9b:00): 7")
+    assert report.findings == () and report.unreadable is not None
+    report = read_health("[ 1843.308145] NVRM: Xid (PCI:0000:9b:00): 79, pid=1")
+    assert ids(report) == [("xid", "critical", "0000:9b:00")]
+
+
 def test_a_gpu_fallen_off_the_bus_without_an_xid() -> None:
     report = read_health(health_fixture("36_dmesg_fallen_off_the_bus_without_xid.txt"))
     assert ids(report) == [("gpu-lost", "critical", "0000:b3:00.0")]  # the address is on the line before
