@@ -382,6 +382,9 @@ def test_a_broken_xid_table_is_refused() -> None:
     with pytest.raises(XidCatalogError, match="twice"):
         bucket = {"RESET_GPU": {"severity": "critical", "action": "a"}}
         parse_xid_catalog({"buckets": bucket, "xids": [{"code": 1, "immediate": "RESET_GPU"}] * 2})
+    with pytest.raises(XidCatalogError, match="severity 'fatal'"):
+        bucket = {"RESET_GPU": {"severity": "critical", "action": "a"}}
+        parse_xid_catalog({"buckets": bucket, "xids": [{"code": 1, "immediate": "RESET_GPU", "severity": "fatal"}]})
 
 
 # ---------------------------------------------------------------- Node Problem Detector conditions
