@@ -37,6 +37,7 @@ from pulumi.runtime.stack import run_pulumi_func
 from pulumi.runtime.sync_await import _sync_await
 
 from components.aks_facts import immutable_fields
+from components.naming import PACKAGE_NAME
 
 SECRET = "[secret]"
 # A value `pulumi preview` cannot know yet (an id, a name Azure assigns): how preview-mode plans record it.
@@ -452,7 +453,7 @@ def run_program(
     project_dir: Path,
     stack: str,
     raw_config: Mapping[str, Any],
-    project: str = "aks-gpu",
+    project: str = PACKAGE_NAME,
     mocks: Mocks | None = None,
     *,
     preview: bool = False,
@@ -478,7 +479,7 @@ def run_mocked(
     program: Callable[[], object],
     stack: str,
     raw_config: Mapping[str, Any] | None = None,
-    project: str = "aks-gpu",
+    project: str = PACKAGE_NAME,
     mocks: Mocks | None = None,
     *,
     preview: bool = False,
@@ -491,7 +492,7 @@ def run_mocked(
     answers = mocks or PlanMocks(preview=preview)
     monitor = HookRunningMonitor(answers) if run_hooks else RecordingMonitor(answers)
     warnings: list[str] = []
-    logger = logging.getLogger(f"aks-gpu.plan.{stack}")
+    logger = logging.getLogger(f"{PACKAGE_NAME}.plan.{stack}")
     logger.propagate = False
     logger.handlers = [_CollectingHandler(warnings)]
     thresholds = gc.get_threshold()

@@ -23,11 +23,11 @@ from datetime import date, datetime
 from typing import Any
 
 from components.admission.engine import CelError, Compiled, Engine, engine_named
+from components.naming import NAMESPACE_NAME_LABEL
 
 POLICY_KIND = "ValidatingAdmissionPolicy"
 BINDING_KIND = "ValidatingAdmissionPolicyBinding"
 DEFAULT_NAMESPACE = "default"
-NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"
 CHECK_USER = "aksgpu-admission-check"
 
 # kind -> (API group, plural resource) for the kinds one writes in manifests. Anything else is assumed

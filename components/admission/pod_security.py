@@ -18,11 +18,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from components.admission.policy import API_VERSION, NAMESPACE_NAME_LABEL, OPERATIONS, RESOURCE_RULES, lit, lit_list, pod_spec_of
+from components.admission.policy import API_VERSION, OPERATIONS, RESOURCE_RULES, lit, lit_list, pod_spec_of
+from components.naming import NAMESPACE_NAME_LABEL, platform_object_name
 
 Manifest = dict[str, Any]
 
-POLICY_PREFIX = "aks-gpu-rdma-baseline-"
+POLICY_PREFIX = platform_object_name("rdma-baseline-")
 # Baseline's allowed added capabilities, plus the one RDMA needs.
 BASELINE_CAPABILITIES = (
     "AUDIT_WRITE", "CHOWN", "DAC_OVERRIDE", "FOWNER", "FSETID", "KILL", "MKNOD", "NET_BIND_SERVICE", "SETFCAP",

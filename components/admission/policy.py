@@ -44,18 +44,25 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from components.naming import GPU_TAINT_VALUE, POOL_LABEL, WORKLOAD_LABEL, Vendor, vendor_resource
+from components.naming import (
+    GPU_TAINT_VALUE,
+    NAMESPACE_NAME_LABEL,
+    POOL_LABEL,
+    WORKLOAD_LABEL,
+    Vendor,
+    platform_object_name,
+    vendor_resource,
+)
 from components.resolved.exemptions import exempt_namespaces
 from components.resolved.model import PlatformModel, ResolvedPool, Taint
 
 Manifest = dict[str, Any]
 
 API_VERSION = "admissionregistration.k8s.io/v1"
-POLICY_NAME = "aks-gpu-gpu-placement"
-BINDING_NAME = "aks-gpu-gpu-placement"
+POLICY_NAME = platform_object_name("gpu-placement")
+BINDING_NAME = POLICY_NAME
 # Set by the API server on every namespace (GA since 1.22).
 # https://kubernetes.io/docs/reference/labels-annotations-taints/#kubernetes-io-metadata-name
-NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"
 # The NVIDIA device plugin's mixed MIG strategy advertises one resource per profile: nvidia.com/mig-1g.10gb ...
 # https://docs.nvidia.com/datacenter/cloud-native/gpu-operator/latest/gpu-operator-mig.html
 MIG_RESOURCE_PREFIX = "nvidia.com/mig-"

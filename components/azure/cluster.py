@@ -20,6 +20,7 @@ from components.azure.maintenance import (
 from components.component import GpuComponent, plain_output
 from components.config.models import ClusterConfig
 from components.monitoring.azure import metrics_profile
+from components.naming import PACKAGE_NAME
 from components.specs import ClusterSpec
 
 # The system pool runs CoreDNS, metrics-server and the like, and nothing else: AKS honours this taint
@@ -246,7 +247,7 @@ class GpuCluster(GpuComponent[ClusterInputs]):
                     "node_taints": [SYSTEM_POOL_TAINT],
                 }
             ],
-            "tags": {"managed-by": "aks-gpu", **spec.tags},
+            "tags": {"managed-by": PACKAGE_NAME, **spec.tags},
         }
         if spec.kaito:
             inputs["ai_toolchain_operator_profile"] = {"enabled": True}

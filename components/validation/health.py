@@ -45,10 +45,11 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, get_args
 
+from components.naming import Vendor
 from components.validation.smi import amd as amd_formats
 from components.validation.smi import nvidia as nvidia_formats
 from components.validation.smi import read_prepared
-from components.validation.smi.model import SmiReport, Vendor, VendorChoice
+from components.validation.smi.model import SmiReport, VendorChoice
 from components.validation.smi.text import PCI_ADDRESS, Text, box_table, integer, prepare, shorten, value
 from components.validation.xid import CATALOG_URL, load_xid_catalog
 

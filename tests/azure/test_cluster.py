@@ -14,7 +14,7 @@ from pulumi_azure_native import containerservice as cs
 from components.azure.cluster import GpuCluster, GpuClusterArgs, deployer_principal_type
 from components.mock_engine import FAKE_OBJECT_ID, FAKE_SUBSCRIPTION, PlanResult
 from components.specs import ClusterSpec
-from tests.conftest import MockHarness, minimal_raw, raw_stack
+from tests.conftest import MockHarness, minimal_raw, planned_result, raw_stack
 
 MANAGED_CLUSTER = "azure-native:containerservice:ManagedCluster"
 MAINTENANCE = "azure-native:containerservice:MaintenanceConfiguration"
@@ -26,8 +26,8 @@ def cluster_inputs(result: PlanResult) -> dict[str, Any]:
     return cluster.inputs
 
 
-def test_prod_cluster_inputs(harness: MockHarness) -> None:
-    result = harness.run_stack("prod")
+def test_prod_cluster_inputs() -> None:
+    result = planned_result("prod")
     inputs = cluster_inputs(result)
     assert inputs["resourceName"] == "aks-gpu-prod" and inputs["resourceGroupName"] == "rg-gpu-prod"
     assert inputs["location"] == "swedencentral" and inputs["kubernetesVersion"] == "1.36"
@@ -49,8 +49,8 @@ def test_prod_cluster_inputs(harness: MockHarness) -> None:
     assert system["enableAutoScaling"] is True and (system["minCount"], system["maxCount"]) == (2, 3)
 
 
-def test_enum_values_are_spelled_as_the_provider_defines_them(harness: MockHarness) -> None:
-    inputs = cluster_inputs(harness.run_stack("prod"))
+def test_enum_values_are_spelled_as_the_provider_defines_them() -> None:
+    inputs = cluster_inputs(planned_result("prod"))
     assert inputs["networkProfile"]["networkPolicy"] in {e.value for e in cs.NetworkPolicy}
     assert inputs["networkProfile"]["networkPluginMode"] in {e.value for e in cs.NetworkPluginMode}
     assert inputs["networkProfile"]["networkDataplane"] in {e.value for e in cs.NetworkDataplane}
@@ -61,16 +61,16 @@ def test_enum_values_are_spelled_as_the_provider_defines_them(harness: MockHarne
     assert inputs["agentPoolProfiles"][0]["mode"] in {e.value for e in cs.AgentPoolMode}
 
 
-def test_cluster_options_protect_prod_and_leave_inline_pools_alone(harness: MockHarness) -> None:
-    [cluster] = harness.run_stack("prod").by_type(MANAGED_CLUSTER)
+def test_cluster_options_protect_prod_and_leave_inline_pools_alone() -> None:
+    [cluster] = planned_result("prod").by_type(MANAGED_CLUSTER)
     assert cluster.options["protect"] is True
     assert cluster.options["ignoreChanges"] == ["agentPoolProfiles"]
-    [dev_cluster] = harness.run_stack("dev").by_type(MANAGED_CLUSTER)
+    [dev_cluster] = planned_result("dev").by_type(MANAGED_CLUSTER)
     assert dev_cluster.options["protect"] is False
 
 
-def test_maintenance_windows(harness: MockHarness) -> None:
-    windows = {r.inputs["configName"]: r.inputs for r in harness.run_stack("prod").by_type(MAINTENANCE)}
+def test_maintenance_windows() -> None:
+    windows = {r.inputs["configName"]: r.inputs for r in planned_result("prod").by_type(MAINTENANCE)}
     assert set(windows) == {"aksManagedNodeOSUpgradeSchedule", "aksManagedAutoUpgradeSchedule"}
     node_os = windows["aksManagedNodeOSUpgradeSchedule"]
     assert node_os["resourceName"] == "aks-gpu-prod"
@@ -112,8 +112,8 @@ def test_existing_cluster_creates_nothing_in_azure(harness: MockHarness) -> None
     assert {p.inputs["resourceName"] for p in pools} == {"aks-gpu-prod"}
 
 
-def test_kubeconfig_is_a_secret_and_feeds_the_provider(harness: MockHarness) -> None:
-    result = harness.run_stack("dev")
+def test_kubeconfig_is_a_secret_and_feeds_the_provider() -> None:
+    result = planned_result("dev")
     assert result.outputs["kubeconfig"] == "[secret]"
     [provider] = result.by_type("pulumi:providers:kubernetes")
     assert provider.inputs["kubeconfig"] == "[secret]"
@@ -155,8 +155,8 @@ def test_bad_cluster_args_fail_with_the_key_and_register_nothing(harness: MockHa
 # ---------------------------------------------------------------- the deploying identity's Kubernetes access
 
 
-def test_the_deployer_gets_aks_rbac_cluster_admin_on_the_cluster_before_any_kubernetes_object(harness: MockHarness) -> None:
-    result = harness.run_stack("prod")
+def test_the_deployer_gets_aks_rbac_cluster_admin_on_the_cluster_before_any_kubernetes_object() -> None:
+    result = planned_result("prod")
     [grant] = result.by_type(ROLE_ASSIGNMENT)
     [cluster] = result.by_type(MANAGED_CLUSTER)
     # The client config's object id, on the cluster's ARM id, with the built-in role's id (built-in-roles/containers).
