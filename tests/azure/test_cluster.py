@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import json
+import os
+from pathlib import Path
 from typing import Any
 
 import pulumi
@@ -11,7 +14,7 @@ import yaml
 from pulumi_azure_native import authorization
 from pulumi_azure_native import containerservice as cs
 
-from components.azure.cluster import GpuCluster, GpuClusterArgs, deployer_principal_type
+from components.azure.cluster import GpuCluster, GpuClusterArgs, azure_cli_login_type, deployer_principal_type
 from components.mock_engine import FAKE_OBJECT_ID, FAKE_SUBSCRIPTION, PlanResult
 from components.specs import ClusterSpec
 from tests.conftest import MockHarness, minimal_raw, planned_result, raw_stack
@@ -219,3 +222,63 @@ def test_the_kubeconfig_the_stack_uses_logs_in_without_a_person(harness: MockHar
     ]
     assert "devicecode" not in yaml.safe_dump(document)
     assert document["clusters"][0]["cluster"]["server"].startswith("https://aks-team")
+
+
+# ---------------------------------------------------------------- the Azure CLI's login (azureProfile.json)
+
+
+def cli_profile(folder: Path, *logins: tuple[bool, str]) -> Path:
+    """An azureProfile.json as the Azure CLI writes it (byte order mark first), one subscription per (isDefault, type)."""
+    subscriptions = [
+        {"id": f"sub-{i}", "isDefault": default, "user": {"name": "who", "type": kind}, "tenantId": "t"}
+        for i, (default, kind) in enumerate(logins)
+    ]
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "azureProfile.json").write_text("\ufeff" + json.dumps({"subscriptions": subscriptions}), encoding="utf-8")
+    return folder
+
+
+@pytest.mark.parametrize(
+    ("cli", "provider", "env", "expected"),
+    [
+        ("servicePrincipal", {}, {}, "ServicePrincipal"),  # az login --service-principal / --identity (azure/login in CI)
+        ("user", {}, {}, "User"),
+        (None, {}, {}, "User"),  # no CLI login readable: as before
+        ("user", {}, {"ARM_USE_OIDC": "true"}, "ServicePrincipal"),  # the provider's own credentials come first
+    ],
+)
+def test_an_azure_cli_service_principal_login_is_a_service_principal(
+    cli: str | None, provider: dict[str, str], env: dict[str, str], expected: str
+) -> None:
+    assert deployer_principal_type("auto", provider, env, cli) == expected
+    assert deployer_principal_type("User", provider, env, cli) == "User"  # the stack's word still wins
+
+
+def test_the_cli_login_is_read_from_the_default_subscription(tmp_path: Path) -> None:
+    folder = cli_profile(tmp_path / "cli", (False, "user"), (True, "servicePrincipal"))
+    assert azure_cli_login_type({"AZURE_CONFIG_DIR": str(folder)}) == "servicePrincipal"
+    # Without AZURE_CONFIG_DIR the CLI's folder is ~/.azure.
+    cli_profile(tmp_path / "home" / ".azure", (True, "user"))
+    assert azure_cli_login_type({}, home=tmp_path / "home") == "user"
+
+
+@pytest.mark.parametrize("text", ["", "{not json", "[]", '{"subscriptions": [{"isDefault": true}]}', '{"subscriptions": {}}'])
+def test_an_unreadable_cli_profile_tells_nothing(tmp_path: Path, text: str) -> None:
+    (tmp_path / "azureProfile.json").write_text(text, encoding="utf-8")
+    assert azure_cli_login_type({"AZURE_CONFIG_DIR": str(tmp_path)}) is None
+    assert azure_cli_login_type({"AZURE_CONFIG_DIR": str(tmp_path / "absent")}) is None
+
+
+def test_a_cli_profile_that_is_a_fifo_is_not_waited_for(tmp_path: Path) -> None:
+    # A pipe in the profile's place would block read_text forever (no writer): the plan must go on without it.
+    os.mkfifo(tmp_path / "azureProfile.json")
+    assert azure_cli_login_type({"AZURE_CONFIG_DIR": str(tmp_path)}) is None
+
+
+def test_the_plan_sends_service_principal_for_a_cli_service_principal_login(
+    harness: MockHarness, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("AZURE_CONFIG_DIR", str(cli_profile(tmp_path, (True, "servicePrincipal"))))
+    raw = minimal_raw(**{"aks-gpu:cluster": {"resourceGroup": "rg", "name": "aks"}})
+    [grant] = harness.run_stack("test", raw).by_type(ROLE_ASSIGNMENT)
+    assert grant.inputs["principalType"] == "ServicePrincipal"
