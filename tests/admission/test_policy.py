@@ -284,6 +284,21 @@ def test_an_ephemeral_container_added_later_is_judged() -> None:
     )
 
 
+def test_an_ephemeral_container_taking_a_device_prefix_is_judged() -> None:
+    # kubectl debug with envFrom: prefix NVIDIA_ over a ConfigMap key VISIBLE_DEVICES spells NVIDIA_VISIBLE_DEVICES.
+    bindings = compile_bindings(render_policy(stack_model("prod")))
+    running = gpu_pod("gpu-training")
+    running["spec"]["nodeName"] = "aks-train-12345678-vmss000000"
+    debugged = copy.deepcopy(running)
+    debugged["spec"]["ephemeralContainers"] = [
+        {"name": "debug", "image": "busybox", "envFrom": [{"prefix": "NVIDIA_", "configMapRef": {"name": "gpus"}}]}
+    ]
+    namespaces = workload_namespaces(stack_model("prod"))
+    request = build_request(debugged, namespaces, "UPDATE", running, subresource="ephemeralcontainers")
+    [message] = evaluate_request(request, bindings).messages
+    assert message.startswith("container debug takes variables with envFrom prefix NVIDIA_: ")
+
+
 def test_disabled_admission_renders_nothing() -> None:
     assert render_policy(model_with(enabled=False)) == []
 
