@@ -573,25 +573,32 @@ def _outside(exempt: tuple[str, ...]) -> Manifest:
     return {"matchExpressions": [{"key": NAMESPACE_NAME_LABEL, "operator": "NotIn", "values": list(exempt)}]}
 
 
+def match_constraints(namespace_selector: Manifest, rules: Iterable[tuple[str, Iterable[str]]] = RESOURCE_RULES) -> Manifest:
+    """A policy's matchConstraints: ``rules`` ((API group, resources) pairs, v1, every operation the policies judge) in
+    the namespaces ``namespace_selector`` selects; Equivalent, so a request through another API version of the same
+    object is judged too."""
+    return {
+        "matchPolicy": "Equivalent",
+        "namespaceSelector": namespace_selector,
+        "objectSelector": {},
+        "resourceRules": [
+            {
+                "apiGroups": [group],
+                "apiVersions": ["v1"],
+                "operations": list(OPERATIONS),
+                "resources": list(resources),
+                "scope": "Namespaced",
+            }
+            for group, resources in rules
+        ],
+    }
+
+
 def policy_manifest(model: PlatformModel, network_policy: str | None = None) -> Manifest:
     exempt = policy_exempt_namespaces(model, network_policy)
     spec: dict[str, Any] = {
         "failurePolicy": "Fail",
-        "matchConstraints": {
-            "matchPolicy": "Equivalent",
-            "namespaceSelector": _outside(exempt),
-            "objectSelector": {},
-            "resourceRules": [
-                {
-                    "apiGroups": [group],
-                    "apiVersions": ["v1"],
-                    "operations": list(OPERATIONS),
-                    "resources": list(resources),
-                    "scope": "Namespaced",
-                }
-                for group, resources in RESOURCE_RULES
-            ],
-        },
+        "matchConstraints": match_constraints(_outside(exempt)),
         "matchConditions": [
             {
                 # Pod specs are almost immutable, and controllers update their objects all the time (status
@@ -640,20 +647,7 @@ def device_env_policy_manifest(model: PlatformModel, network_policy: str | None 
     name = f"(has({metadata}.name) ? {metadata}.name : (has({metadata}.generateName) ? {metadata}.generateName : ''))"
     spec: dict[str, Any] = {
         "failurePolicy": "Fail",
-        "matchConstraints": {
-            "matchPolicy": "Equivalent",
-            "namespaceSelector": _outside(exempt),
-            "objectSelector": {},
-            "resourceRules": [
-                {
-                    "apiGroups": [""],
-                    "apiVersions": ["v1"],
-                    "operations": list(OPERATIONS),
-                    "resources": list(DEVICE_ENV_RESOURCES),
-                    "scope": "Namespaced",
-                }
-            ],
-        },
+        "matchConstraints": match_constraints(_outside(exempt), [("", DEVICE_ENV_RESOURCES)]),
         "variables": [_variable("deviceKeys", held)],
         "validations": [
             _validation(
