@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -13,6 +14,9 @@ from components.resolved.stack import validate_stack
 
 T = TypeVar("T")
 PROJECT_DIR = Path(__file__).resolve().parents[1]
+# Plans read the Azure CLI's login for the deployer's principalType (components/azure/cluster.py): a benchmark reads a
+# folder of the checkout with no login, never the machine's ~/.azure.
+os.environ["AZURE_CONFIG_DIR"] = str(PROJECT_DIR / "tests" / "fixtures" / "azure-cli-none")
 
 
 def prod_model() -> PlatformModel:

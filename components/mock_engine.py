@@ -37,6 +37,7 @@ from pulumi.runtime.stack import run_pulumi_func
 from pulumi.runtime.sync_await import _sync_await
 
 from components.aks_facts import immutable_fields
+from components.naming import PACKAGE_NAME
 
 SECRET = "[secret]"
 # A value `pulumi preview` cannot know yet (an id, a name Azure assigns): how preview-mode plans record it.
@@ -452,7 +453,7 @@ def run_program(
     project_dir: Path,
     stack: str,
     raw_config: Mapping[str, Any],
-    project: str = "aks-gpu",
+    project: str = PACKAGE_NAME,
     mocks: Mocks | None = None,
     *,
     preview: bool = False,
@@ -478,7 +479,7 @@ def run_mocked(
     program: Callable[[], object],
     stack: str,
     raw_config: Mapping[str, Any] | None = None,
-    project: str = "aks-gpu",
+    project: str = PACKAGE_NAME,
     mocks: Mocks | None = None,
     *,
     preview: bool = False,
@@ -491,7 +492,7 @@ def run_mocked(
     answers = mocks or PlanMocks(preview=preview)
     monitor = HookRunningMonitor(answers) if run_hooks else RecordingMonitor(answers)
     warnings: list[str] = []
-    logger = logging.getLogger(f"aks-gpu.plan.{stack}")
+    logger = logging.getLogger(f"{PACKAGE_NAME}.plan.{stack}")
     logger.propagate = False
     logger.handlers = [_CollectingHandler(warnings)]
     thresholds = gc.get_threshold()
@@ -678,7 +679,11 @@ def replacements(previous: Mapping[str, Any], current: PlanResult) -> list[Repla
 # The plan is a first deployment, so create is the only step; during a preview (dry run) a hook runs only if it
 # was registered with on_dry_run. A hook's error, unless it was registered with ignore_errors, fails the
 # deployment: a before hook fails that resource's step, an after hook fails the update once the resource exists
-# (the engine does so from CLI 3.238.0, "Fail the deployment when an after hook fails", #22935).
+# (the engine does so from CLI 3.238.0, "Fail the deployment when an after hook fails", #22935: the step's state is
+# kept, RecordPostStepError, and the update fails at its end). The engine runs a custom resource's after hooks when
+# its step completes, but a component's only at its RegisterResourceOutputs (step.go, "For component resources, we
+# instead run the after hooks when `RegisterResourceOutputs` is called", pulumi/pulumi 1b5949891b); this monitor
+# runs the first kind and refuses the second rather than run it at the wrong time.
 
 
 @dataclass(frozen=True)
@@ -732,6 +737,9 @@ class HookRunningMonitor(RecordingMonitor):
         urn = self.make_urn(request.parent, request.type, request.name)  # type: ignore[no-untyped-call]
         if bound is not None and not self._run("before_create", bound.before_create, request, urn, None):
             raise HookFailedError([self.runs[-1]])
+        if bound is not None and bound.after_create and not request.custom:
+            refused = "the offline plan runs after hooks of custom resources only"
+            raise HookFailedError([HookRun(bound.after_create[0], "after_create", urn, refused)])
         response = super().RegisterResource(request)
         if bound is not None:
             self._run("after_create", bound.after_create, request, response.urn, response)

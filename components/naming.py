@@ -56,12 +56,24 @@ NAME_LABEL = "app.kubernetes.io/name"
 PART_OF_LABEL = "app.kubernetes.io/part-of"
 MANAGED_BY_LABEL = "app.kubernetes.io/managed-by"
 # Every Kubernetes object the toolkit creates (and every pod it runs) carries these, stamped by the one function that
-# turns a manifest into a resource (components/kube/objects.py), so `kubectl get -l app.kubernetes.io/part-of=aks-gpu`
-# lists them all.
+# turns a manifest into a resource (kube_resource in components/component.py), so
+# `kubectl get -l app.kubernetes.io/part-of=aks-gpu` lists them all.
 COMMON_LABELS: dict[str, str] = {PART_OF_LABEL: PACKAGE_NAME, MANAGED_BY_LABEL: "pulumi"}
 # Set by the API server on every namespace (GA since 1.22), so a policy can select a namespace by name and nobody can
 # change it. https://kubernetes.io/docs/reference/labels-annotations-taints/#kubernetes-io-metadata-name
 NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"
+# Marks a namespace whose Pod Security baseline (plus IPC_LOCK) comes from the platform's own admission policy, not
+# from Pod Security Admission (components/admission/pod_security.py).
+RDMA_LABEL = f"{PACKAGE_NAME}/rdma"
+
+
+PLATFORM_OBJECT_PREFIX = f"{PACKAGE_NAME}-"
+
+
+def platform_object_name(what: str) -> str:
+    """``aks-gpu-<what>``: the name of a cluster-wide object the platform owns (a ClusterRole, a policy, a rule
+    group), so ``kubectl get clusterroles | grep aks-gpu-`` finds them all."""
+    return f"{PLATFORM_OBJECT_PREFIX}{what}"
 
 # ---------------------------------------------------------------- node labels the platform sets
 

@@ -14,6 +14,11 @@ the rule the engine itself uses to mask secret config in what it prints (plain-t
 secure value, ``pkg/engine/events.go`` ``AddGlobalSecretFilter``). Texts under 4 characters are matched only as
 a whole value, so a secret ``"a"`` does not turn every input secret. Numbers and booleans of a secret key are
 not tracked: they cannot be told apart from the same number elsewhere.
+
+Resource names cannot be secret: a resource's name is a plain string of the registration, the URN is made from
+it (pulumi/pulumi ``proto/pulumi/resource.proto``, ``RegisterResourceRequest.name``, "the name, for URN
+purposes"), and URNs are stored and printed in clear. A secret text that becomes part of a resource name (a
+pool's name makes its components' and AgentPool's names) is therefore warned about once, without the text.
 """
 
 from __future__ import annotations
@@ -22,6 +27,7 @@ import json
 import typing
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
+from dataclasses import field as dataclass_field
 from pathlib import Path
 from typing import Any
 
@@ -106,11 +112,19 @@ def _item_annotation(annotation: Any) -> Any:
     return None
 
 
+NAME_WARNING = (
+    "secret config: resource names hold a secret text of the stack's config (the first: a {type}), and Pulumi stores "
+    "and prints resource names and URNs in clear, never as secrets: keep names (pool names) out of secret keys"
+)
+
+
 @dataclass(frozen=True)
 class SecretConfig:
     """The secret texts of a stack's config, and what keeps them secret."""
 
     texts: frozenset[str] = frozenset()
+    # Types of the resources whose names hold a secret text, in registration order (see the module's docstring).
+    named: list[str] = dataclass_field(default_factory=list, compare=False, repr=False)
 
     def __bool__(self) -> bool:
         return bool(self.texts)
@@ -138,6 +152,10 @@ class SecretConfig:
 
     def transformation(self, args: pulumi.ResourceTransformationArgs) -> pulumi.ResourceTransformationResult | None:
         """A stack transformation: every input that holds a secret text becomes a secret input."""
+        if self.found_in(args.name):
+            self.named.append(args.type_)
+            if len(self.named) == 1:  # once; no text of the name is printed: it holds the secret
+                pulumi.log.warn(NAME_WARNING.format(type=args.type_))
         props = dict(args.props or {})
         changed = {key: self.protect(value) for key, value in props.items() if key not in _TYPE_PROPS and value is not None}
         if not changed:

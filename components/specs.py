@@ -96,7 +96,7 @@ class DeployerAccessSpec(TypedDict):
     enabled: NotRequired[bool]
     """Grant the deploying identity Azure Kubernetes Service RBAC Cluster Admin on the cluster; off: list an admin group in entraAdminGroupObjectIds instead. Default: true."""
     principal_type: NotRequired[str]
-    """The role assignment's principalType. auto: ServicePrincipal when the azure-native provider signs in as an application (clientId, useOidc, useMsi, or ARM_CLIENT_ID / ARM_USE_OIDC / ARM_USE_MSI), else User; set it when that guess is wrong, e.g. az login --service-principal. One of: auto, User, ServicePrincipal. Default: auto."""
+    """The role assignment's principalType. auto: ServicePrincipal when the azure-native provider signs in as an application (clientId, useOidc, useMsi, or ARM_CLIENT_ID / ARM_USE_OIDC / ARM_USE_MSI) or the Azure CLI login it falls back to is one (az login --service-principal or --identity, read from azureProfile.json), else User; set it when that guess is wrong. One of: auto, User, ServicePrincipal. Default: auto."""
 
 
 class ClusterSpec(TypedDict):
@@ -131,7 +131,7 @@ class ClusterSpec(TypedDict):
     system_pool: NotRequired[SystemPoolSpec]
     """The system node pool."""
     entra_admin_group_object_ids: NotRequired[list[str]]
-    """Entra ID groups that administer the cluster (Kubernetes cluster-admin)."""
+    """Entra ID groups that administer the cluster (Kubernetes cluster-admin), by object id."""
     deployer_access: NotRequired[DeployerAccessSpec]
     """Kubernetes access for the identity that runs pulumi up."""
     kubelogin_mode: NotRequired[str]

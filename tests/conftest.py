@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime
 import functools
+import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, cast
@@ -26,6 +27,10 @@ STACKS_DIR = PROJECT_DIR / "stacks"
 FIXTURES_DIR = PROJECT_DIR / "tests" / "fixtures"
 SMI_FIXTURES_DIR = FIXTURES_DIR / "smi"
 HEALTH_FIXTURES_DIR = FIXTURES_DIR / "health"
+# GpuCluster reads the Azure CLI's login (AZURE_CONFIG_DIR/azureProfile.json) to guess the deployer's principalType:
+# every test reads a folder of the checkout that holds no login instead of the machine's ~/.azure.
+AZURE_CLI_CONFIG_DIR = FIXTURES_DIR / "azure-cli-none"
+os.environ["AZURE_CONFIG_DIR"] = str(AZURE_CLI_CONFIG_DIR)
 # The Kubernetes minors AKS supports today (GA and not past end of life), from the AKS release calendar data
 # (components/data/aks_versions.yaml, with its source and reading date): every manifest test runs against this
 # window, so the matrix moves with the calendar.

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import ast
 import itertools
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -10,6 +12,7 @@ import pytest
 from components import naming
 from components.config.models import PlatformConfig
 from components.resolved.model import resolve
+from tests.conftest import PROJECT_DIR
 
 POOLS: list[dict[str, Any]] = [
     {"name": "plain", "vendor": "nvidia", "vmSize": "Standard_NC4as_T4_v3", "workload": "dev"},
@@ -62,3 +65,33 @@ def test_the_platform_value_wins_over_a_pool_label() -> None:
 )
 def test_reserved_domains(key: str, domain: str | None) -> None:
     assert naming.reserved_domain(key) == domain
+
+
+def _name_literals(path: Path) -> list[tuple[int, str]]:
+    """The string constants of a module that spell a platform name or key by hand (``aks-gpu-...``, ``aks-gpu/...``)
+    or the namespace-name label, f-string pieces included."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str):
+            text = node.value
+            if text.startswith((f"{naming.PACKAGE_NAME}-", f"{naming.PACKAGE_NAME}/")) or text == naming.NAMESPACE_NAME_LABEL:
+                found.append((node.lineno, text))
+    return sorted(found)
+
+
+def test_platform_names_are_spelled_only_in_the_naming_module() -> None:
+    # A hand-typed copy drifts (the label was written four times before); every module derives its names from naming.
+    components = PROJECT_DIR / "components"
+    spelled = {
+        f"{path.relative_to(PROJECT_DIR)}:{line}": text
+        for path in sorted(components.rglob("*.py"))
+        if path.name != "naming.py"
+        for line, text in _name_literals(path)
+    }
+    assert spelled == {}
+
+
+def test_the_name_scan_sees_a_hand_typed_name(tmp_path: Path) -> None:
+    module = tmp_path / "copy.py"
+    module.write_text('ROLE = "aks-gpu-role"\nLABEL = f"aks-gpu/{1}"\nNS = "kubernetes.io/metadata.name"\n', encoding="utf-8")
+    assert [text for _, text in _name_literals(module)] == ["aks-gpu-role", "aks-gpu/", "kubernetes.io/metadata.name"]

@@ -13,11 +13,13 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import pulumi
+import pulumi_kubernetes as k8s
 import pytest
 import yaml
 from pulumi.runtime.mocks import MockCallArgs
 
-from components.mock_engine import FAKE_TENANT, HookFailedError, PlanMocks, PlanResult, run_program
+from components.mock_engine import FAKE_TENANT, HookFailedError, PlanMocks, PlanResult, run_mocked, run_program
 from components.resolved.targets import plugin_targets
 from components.validation.snapshot import ClusterSnapshot
 from tests.conftest import PROJECT_DIR, raw_stack, stack_model
@@ -154,3 +156,37 @@ def test_hooks_do_not_run_in_a_preview(fake_cluster: FakeApiServer, kubelogin_ca
     result = plan_dev(fake_cluster, "fail", preview=True)
     assert result.hook_runs == [] and result.by_type(DAEMONSET)
     assert fake_cluster.stats.exec_attempts == {} and not kubelogin_calls.exists()
+
+
+# ---------------------------------------------------------------- which resources' after hooks run when
+
+
+def test_a_custom_resources_after_hook_runs_and_a_components_is_refused_not_run_early() -> None:
+    # The engine runs a custom resource's after hooks when its step completes, a component's only at its
+    # RegisterResourceOutputs (pulumi/pulumi pkg/resource/deploy/step.go): the offline plan runs the first and refuses
+    # the second, instead of calling it before the component's children exist.
+    called: list[str] = []
+
+    def record(args: pulumi.ResourceHookArgs) -> None:
+        called.append(args.urn)
+
+    def custom_program() -> None:
+        hook = pulumi.ResourceHook("record", record)
+        k8s.core.v1.ConfigMap(
+            "cm", data={"a": "b"}, opts=pulumi.ResourceOptions(hooks=pulumi.ResourceHookBinding(after_create=[hook]))
+        )
+
+    result = run_mocked(custom_program, "dev", run_hooks=True)
+    assert [(run.hook, run.kind, run.error) for run in result.hook_runs] == [("record", "after_create", "")]
+    assert len(called) == 1 and called[0].endswith("kubernetes:core/v1:ConfigMap::cm")
+
+    def component_program() -> None:
+        hook = pulumi.ResourceHook("record", record)
+        pulumi.ComponentResource(
+            "test:index:Thing", "thing", None, pulumi.ResourceOptions(hooks=pulumi.ResourceHookBinding(after_create=[hook]))
+        )
+
+    called.clear()
+    with pytest.raises(HookFailedError, match="after hooks of custom resources only"):
+        run_mocked(component_program, "dev", run_hooks=True)
+    assert called == []

@@ -16,6 +16,7 @@ Pure: dicts in, decisions out; no files, no cluster, no Pulumi.
 
 from __future__ import annotations
 
+import base64
 import copy
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -23,11 +24,11 @@ from datetime import date, datetime
 from typing import Any
 
 from components.admission.engine import CelError, Compiled, Engine, engine_named
+from components.naming import NAMESPACE_NAME_LABEL
 
 POLICY_KIND = "ValidatingAdmissionPolicy"
 BINDING_KIND = "ValidatingAdmissionPolicyBinding"
 DEFAULT_NAMESPACE = "default"
-NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"
 CHECK_USER = "aksgpu-admission-check"
 
 # kind -> (API group, plural resource) for the kinds one writes in manifests. Anything else is assumed
@@ -248,6 +249,13 @@ def prepare(obj: Mapping[str, Any]) -> dict[str, Any]:
     metadata = prepared.setdefault("metadata", {})
     if kind not in CLUSTER_SCOPED_KINDS and not metadata.get("namespace"):
         metadata["namespace"] = DEFAULT_NAMESPACE
+    if kind == "Secret" and isinstance(prepared.get("stringData"), dict):
+        # "stringData ... is merged into the data field on write, overwriting any existing values": admission
+        # sees data only (https://kubernetes.io/docs/reference/kubernetes-api/config-and-storage-resources/secret-v1/).
+        data = prepared["data"] if isinstance(prepared.get("data"), dict) else {}
+        for key, value in prepared.pop("stringData").items():
+            data[key] = base64.b64encode(str(value).encode()).decode()
+        prepared["data"] = data
     if kind == "Pod":
         spec = prepared.get("spec") or {}
         for container in [*(spec.get("containers") or ()), *(spec.get("initContainers") or ())]:

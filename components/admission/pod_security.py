@@ -18,11 +18,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from components.admission.policy import API_VERSION, NAMESPACE_NAME_LABEL, OPERATIONS, RESOURCE_RULES, lit, lit_list, pod_spec_of
+from components.admission.policy import API_VERSION, lit, lit_list, match_constraints, pod_spec_of
+from components.naming import NAMESPACE_NAME_LABEL, platform_object_name
 
 Manifest = dict[str, Any]
 
-POLICY_PREFIX = "aks-gpu-rdma-baseline-"
+POLICY_PREFIX = platform_object_name("rdma-baseline-")
 # Baseline's allowed added capabilities, plus the one RDMA needs.
 BASELINE_CAPABILITIES = (
     "AUDIT_WRITE", "CHOWN", "DAC_OVERRIDE", "FOWNER", "FSETID", "KILL", "MKNOD", "NET_BIND_SERVICE", "SETFCAP",
@@ -159,21 +160,9 @@ def rdma_policy_manifests(namespace: str) -> list[Manifest]:
     name = policy_name(namespace)
     spec: dict[str, Any] = {
         "failurePolicy": "Fail",
-        "matchConstraints": {
-            "matchPolicy": "Equivalent",
-            "namespaceSelector": {"matchExpressions": [{"key": NAMESPACE_NAME_LABEL, "operator": "In", "values": [namespace]}]},
-            "objectSelector": {},
-            "resourceRules": [
-                {
-                    "apiGroups": [group],
-                    "apiVersions": ["v1"],
-                    "operations": list(OPERATIONS),
-                    "resources": list(resources),
-                    "scope": "Namespaced",
-                }
-                for group, resources in RESOURCE_RULES
-            ],
-        },
+        "matchConstraints": match_constraints(
+            {"matchExpressions": [{"key": NAMESPACE_NAME_LABEL, "operator": "In", "values": [namespace]}]}
+        ),
         "variables": _variables(),
         "validations": _validations(),
     }

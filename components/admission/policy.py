@@ -3,9 +3,10 @@
 What it enforces on Pods (and their ``ephemeralcontainers`` subresource) and on the Pod templates of Deployments,
 ReplicaSets, StatefulSets, DaemonSets, ReplicationControllers, Jobs and CronJobs:
 
-1. A GPU request is a quantity above zero of a GPU resource: any resource of the vendors' domains
-   (``nvidia.com/gpu``, ``nvidia.com/mig-*``, ``nvidia.com/gpu.shared``, ``amd.com/gpu`` ...) and every resource a
-   pool of the stack exposes. ``nvidia.com/gpu: 0`` (or ``"0"``, ``0m``) is no GPU request.
+1. A GPU request is a quantity above zero of a GPU resource: ``nvidia.com/gpu``, ``nvidia.com/gpu.shared``,
+   ``nvidia.com/mig-*``, ``amd.com/gpu``, AMD partitions (``amd.com/cpx_nps4``...) and every resource a pool of the
+   stack exposes; not the rest of the vendors' domains (NICs live there too). ``nvidia.com/gpu: 0`` (or ``"0"``,
+   ``0m``) is no GPU request.
 2. A container with a GPU request asks for exactly its limit (a limit alone is fine: Kubernetes copies it into the
    request), and the pod tolerates that vendor's node taint ``<vendor>.com/gpu=present:NoSchedule``.
 3. A pod without a GPU request does not tolerate a GPU taint, explicitly or by tolerating everything (it would
@@ -20,6 +21,11 @@ ReplicaSets, StatefulSets, DaemonSets, ReplicationControllers, Jobs and CronJobs
    runtime (``NVIDIA_VISIBLE_DEVICES``, ``NVIDIA_MIG_CONFIG_DEVICES``, ``NVIDIA_MIG_MONITOR_DEVICES``) to anything
    but empty, ``void`` or ``none``: on AKS-managed GPU nodes the toolkit honours them from unprivileged containers
    (see README, "Defence in depth"), and a container value overrides what the device plugin sets for its GPUs.
+   Nor does a container take variables with an ``envFrom`` prefix that begins such a name (``NVIDIA_``, ``N``...):
+   with the key ``VISIBLE_DEVICES`` in the ConfigMap or Secret it would set ``NVIDIA_VISIBLE_DEVICES``. An
+   ``envFrom`` without a prefix takes the keys as they are: the second policy, ``aks-gpu-device-env``, keeps
+   those variables out of every ConfigMap and Secret outside the exempt namespaces (``envFrom`` reads only its own
+   namespace's), so no prefix and no key can spell them.
 6. GPU requests only in workload namespaces (label ``aks-gpu/workload``), plus ``admission.gpuNamespaces``;
    ``admission.restrictToWorkloadNamespaces: false`` admits them anywhere.
 7. In a workload namespace, a GPU pod that selects pools (node selector or required node affinity on any label
@@ -41,29 +47,47 @@ library's ``join``, the Kubernetes quantity library), so the same manifests work
 
 from __future__ import annotations
 
+import base64
 from collections.abc import Iterable
 from typing import Any
 
-from components.naming import GPU_TAINT_VALUE, POOL_LABEL, WORKLOAD_LABEL, Vendor, vendor_resource
+from components.naming import (
+    GPU_TAINT_VALUE,
+    NAMESPACE_NAME_LABEL,
+    POOL_LABEL,
+    WORKLOAD_LABEL,
+    Vendor,
+    platform_object_name,
+    vendor_resource,
+)
 from components.resolved.exemptions import exempt_namespaces
 from components.resolved.model import PlatformModel, ResolvedPool, Taint
 
 Manifest = dict[str, Any]
 
 API_VERSION = "admissionregistration.k8s.io/v1"
-POLICY_NAME = "aks-gpu-gpu-placement"
-BINDING_NAME = "aks-gpu-gpu-placement"
+POLICY_NAME = platform_object_name("gpu-placement")
+BINDING_NAME = POLICY_NAME
 # Set by the API server on every namespace (GA since 1.22).
 # https://kubernetes.io/docs/reference/labels-annotations-taints/#kubernetes-io-metadata-name
-NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"
 # The NVIDIA device plugin's mixed MIG strategy advertises one resource per profile: nvidia.com/mig-1g.10gb ...
 # https://docs.nvidia.com/datacenter/cloud-native/gpu-operator/latest/gpu-operator-mig.html
 MIG_RESOURCE_PREFIX = "nvidia.com/mig-"
 VENDORS: tuple[Vendor, ...] = ("nvidia", "amd")
-# Every extended resource the vendors' device plugins advertise lives in their domain: whole GPUs, MIG slices,
-# renamed shared resources (renameByDefault: nvidia.com/gpu.shared), AMD partitions.
-# https://github.com/NVIDIA/k8s-device-plugin#shared-access-to-gpus, https://github.com/ROCm/k8s-device-plugin
-GPU_DOMAINS = tuple(f"{vendor}.com/" for vendor in VENDORS)
+# The GPU resources, named: whole GPUs and the device plugin's renamed shared resource (renameByDefault:
+# nvidia.com/gpu.shared, https://github.com/NVIDIA/k8s-device-plugin#shared-access-to-gpus), the same set the audit
+# counts (components/validation/inventory.py), plus whatever a pool of the stack exposes. Matched by pattern: MIG
+# slices (nvidia.com/mig-<profile>, shared ones with .shared after it) and AMD partitions under the ROCm device
+# plugin's mixed naming, <compute mode>_<memory mode> such as amd.com/cpx_nps4
+# (https://github.com/ROCm/k8s-device-plugin, "resource_naming_strategy").
+# Not the vendors' whole domains: NVIDIA's Network Operator advertises NICs there too (its SR-IOV and host-device
+# plugins' resourcePrefix defaults to nvidia.com: nvidia.com/hostdev), and a pod asking for one of those and
+# tolerating the GPU taint holds a GPU node without a GPU. A GPU resource missing here fails closed: no pod
+# reaches a GPU node without tolerating its taint, and a pod that tolerates it without a GPU request is denied.
+AMD_PARTITION_PATTERN = r"^amd\.com/[a-z]px_nps[0-9]+$"
+# Written here, not imported: admission must not import validation (the audit reads admission's quantities);
+# tests/admission/test_policy.py holds it equal to the audit's WHOLE_GPU_RESOURCES.
+WHOLE_GPU_RESOURCES = ("amd.com/gpu", "nvidia.com/gpu", "nvidia.com/gpu.shared")
 # The GPU pools' taint effect (components.resolved.model.resolve_pool).
 GPU_TAINT_EFFECT = "NoSchedule"
 OPERATIONS = ["CREATE", "UPDATE"]
@@ -79,6 +103,14 @@ RESOURCE_RULES: tuple[tuple[str, tuple[str, ...]], ...] = (
 # (https://docs.nvidia.com/datacenter/cloud-native/container-toolkit/latest/docker-specialized.html).
 DEVICE_ENV_VARS = ("NVIDIA_VISIBLE_DEVICES", "NVIDIA_MIG_CONFIG_DEVICES", "NVIDIA_MIG_MONITOR_DEVICES")
 HARMLESS_DEVICE_VALUES = ("", "void", "none")
+# envFrom turns every key of a ConfigMap or Secret into a variable, the entry's prefix in front; a ConfigMap's
+# binaryData and a Secret's data carry base64, a Secret's stringData is merged into data on write.
+# https://kubernetes.io/docs/tasks/configure-pod-container/configure-pod-configmap/#configure-all-key-value-pairs-in-a-configmap-as-container-environment-variables
+# https://kubernetes.io/docs/reference/kubernetes-api/config-and-storage-resources/secret-v1/ (data, stringData)
+# https://kubernetes.io/docs/reference/kubernetes-api/config-and-storage-resources/config-map-v1/ (data, binaryData)
+DEVICE_ENV_POLICY_NAME = platform_object_name("device-env")
+DEVICE_ENV_RESOURCES = ("configmaps", "secrets")
+HARMLESS_DEVICE_VALUES_BASE64 = tuple(base64.b64encode(value.encode()).decode() for value in HARMLESS_DEVICE_VALUES)
 # The kubelet's mirror pods: annotated so, created by a member of system:nodes.
 # https://kubernetes.io/docs/reference/labels-annotations-taints/#kubernetes-io-config-mirror
 MIRROR_ANNOTATION = "kubernetes.io/config.mirror"
@@ -106,9 +138,10 @@ def vendor_taint(vendor: Vendor) -> Taint:
 
 
 def gpu_resource_names(model: PlatformModel) -> tuple[str, ...]:
-    """The GPU resources matched by name: both vendors' whole-GPU resource and what every pool exposes (the
-    vendors' domains are matched by prefix besides)."""
-    names = {vendor_resource(vendor) for vendor in VENDORS} | {pool.resource.name for pool in model.pools}
+    """The GPU resources matched by name: the vendors' whole-GPU and shared resources and what every pool exposes
+    (MIG slices and AMD partitions are matched by pattern besides)."""
+    names = {vendor_resource(vendor) for vendor in VENDORS} | set(WHOLE_GPU_RESOURCES)
+    names |= {pool.resource.name for pool in model.pools}
     return tuple(sorted(names))
 
 
@@ -189,8 +222,11 @@ def pod_spec_of(obj: str) -> str:
 
 
 def is_gpu(resource: str) -> str:
-    domains = " || ".join(f"{resource}.startsWith({lit(domain)})" for domain in GPU_DOMAINS)
-    return f"({resource} in variables.gpuResourceNames || {domains})"
+    return (
+        f"({resource} in variables.gpuResourceNames || "
+        f"({resource}.startsWith({lit(MIG_RESOURCE_PREFIX)}) && size({resource}) > {len(MIG_RESOURCE_PREFIX)}) || "
+        f"{resource}.matches({lit(AMD_PARTITION_PATTERN)}))"
+    )
 
 
 def above(quantity: str, count: str) -> str:
@@ -297,6 +333,15 @@ def _containers_word(containers: str) -> str:
 # ---------------------------------------------------------------- the rules
 
 
+def _spells_device_variable(source: str) -> str:
+    """An envFrom entry's prefix begins a device variable's name (and is not all of it): some key completes it."""
+    prefix = f"{source}.prefix"
+    return (
+        f"has({prefix}) && {prefix} != '' && "
+        f"{lit_list(DEVICE_ENV_VARS)}.exists(v, v.startsWith({prefix}) && v != {prefix})"
+    )
+
+
 def _pool_literal(pool: ResolvedPool) -> str:
     shared = "true" if pool.time_slicing_replicas else "false"
     return (
@@ -317,6 +362,7 @@ def _variables(model: PlatformModel) -> list[dict[str, str]]:
         f"has(c.env) && c.env.exists(e, e.name in {lit_list(DEVICE_ENV_VARS)} && "
         f"(has(e.valueFrom) || (has(e.value) && !(e.value in {harmless}))))"
     )
+    takes_device_prefix = f"has(c.envFrom) && c.envFrom.exists(s, {_spells_device_variable('s')})"
     variables = [
         _variable("podSpec", pod_spec_of("object")),
         _variable(
@@ -356,6 +402,7 @@ def _variables(model: PlatformModel) -> list[dict[str, str]]:
             f"has(object.metadata.annotations) && {lit(MIRROR_ANNOTATION)} in object.metadata.annotations",
         ),
         _variable("deviceEnvContainers", f"variables.allContainers.filter(c, {sets_device})"),
+        _variable("devicePrefixContainers", f"variables.allContainers.filter(c, {takes_device_prefix})"),
         _variable(
             "workloadType",
             # Every matched resource is namespaced, so namespaceObject is never null here.
@@ -467,6 +514,18 @@ def _validations(model: PlatformModel, exempt: tuple[str, ...]) -> list[dict[str
             "container is given)'",
             reason="Forbidden",
         ),
+        _validation(
+            "size(variables.devicePrefixContainers) == 0",
+            f"containers must not take variables with an envFrom prefix that begins {', '.join(DEVICE_ENV_VARS)}",
+            f"{_containers_word('variables.devicePrefixContainers')} + "
+            "(size(variables.devicePrefixContainers) == 1 ? ' takes' : ' take') + ' variables with envFrom prefix ' + "
+            "variables.devicePrefixContainers.map(c, c.envFrom.filter(s, "
+            f"{_spells_device_variable('s')}).map(s, s.prefix).join(', ')).join(', ') + "
+            f"': a ConfigMap or Secret key that completes it (VISIBLE_DEVICES after NVIDIA_) sets "
+            f"{' or '.join(DEVICE_ENV_VARS)}, and the NVIDIA container runtime hands a container the GPUs it names, "
+            "past the scheduler and the GPU quota. Use a prefix that does not begin these names (APP_, say), or none'",
+            reason="Forbidden",
+        ),
     ]
     namespaces = ", ".join(f"{w.name} ({w.type})" for w in model.workloads) or "none is configured"
     extra = admission.gpu_namespaces
@@ -507,29 +566,39 @@ def _validations(model: PlatformModel, exempt: tuple[str, ...]) -> list[dict[str
     return validations
 
 
+def _outside(exempt: tuple[str, ...]) -> Manifest:
+    """The namespaceSelector that leaves the exempt namespaces out."""
+    if not exempt:
+        return {}
+    return {"matchExpressions": [{"key": NAMESPACE_NAME_LABEL, "operator": "NotIn", "values": list(exempt)}]}
+
+
+def match_constraints(namespace_selector: Manifest, rules: Iterable[tuple[str, Iterable[str]]] = RESOURCE_RULES) -> Manifest:
+    """A policy's matchConstraints: ``rules`` ((API group, resources) pairs, v1, every operation the policies judge) in
+    the namespaces ``namespace_selector`` selects; Equivalent, so a request through another API version of the same
+    object is judged too."""
+    return {
+        "matchPolicy": "Equivalent",
+        "namespaceSelector": namespace_selector,
+        "objectSelector": {},
+        "resourceRules": [
+            {
+                "apiGroups": [group],
+                "apiVersions": ["v1"],
+                "operations": list(OPERATIONS),
+                "resources": list(resources),
+                "scope": "Namespaced",
+            }
+            for group, resources in rules
+        ],
+    }
+
+
 def policy_manifest(model: PlatformModel, network_policy: str | None = None) -> Manifest:
     exempt = policy_exempt_namespaces(model, network_policy)
     spec: dict[str, Any] = {
         "failurePolicy": "Fail",
-        "matchConstraints": {
-            "matchPolicy": "Equivalent",
-            "namespaceSelector": (
-                {"matchExpressions": [{"key": NAMESPACE_NAME_LABEL, "operator": "NotIn", "values": list(exempt)}]}
-                if exempt
-                else {}
-            ),
-            "objectSelector": {},
-            "resourceRules": [
-                {
-                    "apiGroups": [group],
-                    "apiVersions": ["v1"],
-                    "operations": list(OPERATIONS),
-                    "resources": list(resources),
-                    "scope": "Namespaced",
-                }
-                for group, resources in RESOURCE_RULES
-            ],
-        },
+        "matchConstraints": match_constraints(_outside(exempt)),
         "matchConditions": [
             {
                 # Pod specs are almost immutable, and controllers update their objects all the time (status
@@ -550,17 +619,65 @@ def policy_manifest(model: PlatformModel, network_policy: str | None = None) -> 
     }
 
 
-def binding_manifest(model: PlatformModel) -> Manifest:
+def binding_manifest(model: PlatformModel, policy_name: str = POLICY_NAME, binding_name: str = BINDING_NAME) -> Manifest:
     return {
         "apiVersion": API_VERSION,
         "kind": "ValidatingAdmissionPolicyBinding",
-        "metadata": {"name": BINDING_NAME},
-        "spec": {"policyName": POLICY_NAME, "validationActions": list(model.config.admission.validation_actions)},
+        "metadata": {"name": binding_name},
+        "spec": {"policyName": policy_name, "validationActions": list(model.config.admission.validation_actions)},
+    }
+
+
+def _held_device_keys(field: str, harmless: tuple[str, ...]) -> str:
+    """The device variables among the keys of ``object.<field>`` whose value would select a GPU."""
+    values = f"object.{field}"
+    selects = f"k in {lit_list(DEVICE_ENV_VARS)} && !({values}[k] in {lit_list(harmless)})"
+    return f"(has({values}) ? {values}.filter(k, {selects}) : [])"
+
+
+def device_env_policy_manifest(model: PlatformModel, network_policy: str | None = None) -> Manifest:
+    """ConfigMaps and Secrets outside the exempt namespaces hold no device variable, so that ``envFrom`` without a
+    prefix cannot set one (with a prefix: the placement policy's envFrom rule)."""
+    exempt = policy_exempt_namespaces(model, network_policy)
+    plain, base64_values = HARMLESS_DEVICE_VALUES, HARMLESS_DEVICE_VALUES_BASE64
+    secret = f"{_held_device_keys('data', base64_values)} + {_held_device_keys('stringData', plain)}"
+    config_map = f"{_held_device_keys('data', plain)} + {_held_device_keys('binaryData', base64_values)}"
+    held = f"request.kind.kind == 'Secret' ? {secret} : {config_map}"
+    metadata = "object.metadata"
+    name = f"(has({metadata}.name) ? {metadata}.name : (has({metadata}.generateName) ? {metadata}.generateName : ''))"
+    spec: dict[str, Any] = {
+        "failurePolicy": "Fail",
+        "matchConstraints": match_constraints(_outside(exempt), [("", DEVICE_ENV_RESOURCES)]),
+        "variables": [_variable("deviceKeys", held)],
+        "validations": [
+            _validation(
+                "size(variables.deviceKeys) == 0",
+                f"ConfigMaps and Secrets must not hold {', '.join(DEVICE_ENV_VARS)} (envFrom would set it); only these "
+                f"namespaces may: {', '.join(exempt) or 'none'}",
+                f"request.kind.kind + ' ' + {name} + ' holds ' + variables.deviceKeys.join(', ') + "
+                "': a container that takes it in with envFrom sets that variable, and the NVIDIA container runtime "
+                "hands a container the GPUs it names, past the scheduler and the GPU quota. Remove the key (ask for "
+                "GPUs in resources.limits; void or none as the value select no GPU)'",
+                reason="Forbidden",
+            )
+        ],
+    }
+    return {
+        "apiVersion": API_VERSION,
+        "kind": "ValidatingAdmissionPolicy",
+        "metadata": {"name": DEVICE_ENV_POLICY_NAME},
+        "spec": spec,
     }
 
 
 def render_policy(model: PlatformModel, network_policy: str | None = None) -> list[Manifest]:
-    """The policy and its binding, in that order; nothing when ``admission.enabled`` is false."""
+    """The placement policy and its binding, then the device-env policy and its binding; nothing when
+    ``admission.enabled`` is false."""
     if not model.config.admission.enabled:
         return []
-    return [policy_manifest(model, network_policy), binding_manifest(model)]
+    return [
+        policy_manifest(model, network_policy),
+        binding_manifest(model),
+        device_env_policy_manifest(model, network_policy),
+        binding_manifest(model, DEVICE_ENV_POLICY_NAME, DEVICE_ENV_POLICY_NAME),
+    ]

@@ -36,6 +36,10 @@ POD_SPEC_PATHS: dict[str, tuple[str, ...]] = {
     "CronJob": ("spec", "jobTemplate", "spec", "template", "spec"),
 }
 CONTAINER_LISTS = ("containers", "initContainers", "ephemeralContainers")
+# What the device-env policy reads: maps of strings (map[string]string, map[string][]byte as base64).
+# https://kubernetes.io/docs/reference/kubernetes-api/config-and-storage-resources/config-map-v1/,
+# https://kubernetes.io/docs/reference/kubernetes-api/config-and-storage-resources/secret-v1/
+DATA_FIELDS: dict[str, tuple[str, ...]] = {"ConfigMap": ("data", "binaryData"), "Secret": ("data", "stringData")}
 TOLERATION_STRINGS = ("key", "operator", "value", "effect")
 
 
@@ -198,6 +202,8 @@ def _check_object(obj: Mapping[str, Any], kind: str, label: str) -> None:
         _string(metadata.get(field), label, f"metadata.{field}")
     for field in ("labels", "annotations"):
         _string_map(metadata.get(field), label, f"metadata.{field}")
+    for field in DATA_FIELDS.get(kind, ()):
+        _string_map(obj.get(field), label, field)
     path = POD_SPEC_PATHS.get(kind)
     if path is None:
         return

@@ -60,6 +60,14 @@ GPU_STACK_NAMESPACES: dict[str, str] = {
 }
 STALE_AFTER_DAYS = 60
 _SHOWN = 3  # names listed in a message before "+N more"
+# SMI health ids that name another vendor's hardware, so a node's output not judging them is no gap. From the id
+# table of components/validation/health.py: uncorrectable RAS is AMD's reading (NVIDIA's is ecc-uncorrectable);
+# row remapping and dynamic page retirement (NVIDIA's memory error management docs), NVLink and the NVSwitch
+# fabric are NVIDIA's.
+_OTHER_VENDORS_IDS: dict[str, frozenset[str]] = {
+    "nvidia": frozenset({"ras-uncorrectable"}),
+    "amd": frozenset({"row-remap-failure", "row-remap-pending", "retired-pages-pending", "nvlink-inactive", "fabric-not-ready"}),
+}
 
 # The build date at the end of an AKS node image version. Today: <image>-YYYYMM.DD.V, as the AKS release notes name
 # them ("AKSUbuntu-2204-YYYYMM.DD.V", https://github.com/Azure/AKS/blob/master/.github/instructions/changelog.instructions.md)
@@ -682,6 +690,10 @@ def _health(run: _Run, nodes: Sequence[GpuNode], snapshot: ClusterSnapshot, stac
     exec_failed: list[str] = []
     unreadable: list[str] = []
     no_conditions: list[str] = []
+    # Nodes whose output was read but does not show what some health ids need (nvidia-smi -q -x carries no Xid
+    # event and no NVLink state): those ids are not checked there, not passed.
+    unjudged: dict[tuple[str, ...], list[str]] = defaultdict(list)
+    health_ids = CHECK_BY_ID["ecc-uncorrectable"].finding_ids
     first_note: str | None = None
     first_unreadable: str | None = None
     for node in nodes:
@@ -719,6 +731,11 @@ def _health(run: _Run, nodes: Sequence[GpuNode], snapshot: ClusterSnapshot, stac
             first_unreadable = first_unreadable or health.unreadable or "it shows no GPU health data"
             continue
         run.checked.update(health.checked)
+        vendor = health.vendor or node.vendor
+        skipped = _OTHER_VENDORS_IDS.get(vendor, frozenset()) if vendor else frozenset()
+        missing = tuple(id_ for id_ in health_ids if id_ not in health.checked and id_ not in skipped)
+        if missing:
+            unjudged[missing].append(node.name)
         for finding in health.findings:
             where = f"GPU {finding.gpu}: " if finding.gpu else ""
             run.add(
@@ -728,7 +745,6 @@ def _health(run: _Run, nodes: Sequence[GpuNode], snapshot: ClusterSnapshot, stac
                 node=node.name,
             )
 
-    health_ids = CHECK_BY_ID["ecc-uncorrectable"].finding_ids
     collect = (
         f"`aksgpu validate collect --stack {stack.name} --out DIR`"
         if stack
@@ -755,6 +771,19 @@ def _health(run: _Run, nodes: Sequence[GpuNode], snapshot: ClusterSnapshot, stac
             health_ids,
             f"the SMI output of {_names(unreadable)} gives no health data ({first_unreadable})",
             len(unreadable),
+        )
+    for missing, names in unjudged.items():
+        xid = (
+            " (Xid events are in the kernel log, dmesg or journalctl -k, not in nvidia-smi -q; save it beside the SMI "
+            "output in smi/<node>.txt, or read the Node Problem Detector's XIDErrors condition)"
+            if "xid" in missing
+            else ""
+        )
+        run.gap(
+            "health",
+            missing,
+            f"the SMI output of {_names(names)} does not show what these need{xid}",
+            len(names),
         )
     if no_conditions:
         run.gap(

@@ -1,9 +1,11 @@
 """``GpuCluster``: the AKS cluster GPU pools attach to, created with safe defaults or adopted as it is."""
 
 import base64
+import json
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Literal, NotRequired, TypedDict, cast
 
 import pulumi
@@ -19,7 +21,9 @@ from components.azure.maintenance import (
 )
 from components.component import GpuComponent, plain_output
 from components.config.models import ClusterConfig
+from components.input_files import read_bounded
 from components.monitoring.azure import metrics_profile
+from components.naming import PACKAGE_NAME
 from components.specs import ClusterSpec
 
 # The system pool runs CoreDNS, metrics-server and the like, and nothing else: AKS honours this taint
@@ -38,16 +42,55 @@ SERVICE_PRINCIPAL_ENV = ("ARM_CLIENT_ID", "ARM_USE_OIDC", "ARM_USE_MSI")
 
 
 def deployer_principal_type(
-    configured: str, provider_config: Mapping[str, str | None], environment: Mapping[str, str]
+    configured: str,
+    provider_config: Mapping[str, str | None],
+    environment: Mapping[str, str],
+    cli_login_type: str | None = None,
 ) -> Literal["User", "ServicePrincipal"]:
     """The principalType of the deploying identity's role assignment: the stack's choice, or the guess "auto" makes
-    from how the azure-native provider signs in. ARM refuses a mismatch, and the SDK's default is "User"."""
+    from how the azure-native provider signs in. ARM refuses a mismatch ("UnmatchedPrincipalType: The PrincipalId ...
+    has type 'ServicePrincipal', which is different from specified PrincipalType 'User'", as quoted in
+    Azure/modern-web-app-pattern-dotnet#129), and the SDK's default is "User".
+
+    Without application credentials the provider uses the Azure CLI's login; ``cli_login_type`` is that login's
+    kind (``azure_cli_login_type``): ``az login --service-principal`` (the azure/login action in CI) and
+    ``az login --identity`` both sign in as a service principal."""
     if configured in ("User", "ServicePrincipal"):
         return configured  # type: ignore[return-value]
     signs_in_as_app = any(provider_config.get(key) for key in SERVICE_PRINCIPAL_CONFIG) or any(
         environment.get(key) for key in SERVICE_PRINCIPAL_ENV
     )
-    return "ServicePrincipal" if signs_in_as_app else "User"
+    return "ServicePrincipal" if signs_in_as_app or cli_login_type == AZURE_CLI_SERVICE_PRINCIPAL else "User"
+
+
+# The Azure CLI keeps its logins in azureProfile.json under AZURE_CONFIG_DIR (default ~/.azure): each subscription
+# has "isDefault" and a "user" with "type" "user" or "servicePrincipal" (managed identities included). The key names
+# are azure-cli's (src/azure-cli-core/azure/cli/core/_profile.py: _IS_DEFAULT_SUBSCRIPTION, _USER_ENTITY,
+# _USER_TYPE, _SERVICE_PRINCIPAL); the CLI writes the file with a UTF-8 byte order mark.
+AZURE_CLI_PROFILE = "azureProfile.json"
+AZURE_CLI_SERVICE_PRINCIPAL = "servicePrincipal"
+# A profile lists subscriptions, a few hundred bytes each; far above any real one.
+AZURE_CLI_PROFILE_LIMIT = 16 * 1024 * 1024
+
+
+def azure_cli_login_type(environment: Mapping[str, str], home: Path | None = None) -> str | None:
+    """The kind of login ("user" or "servicePrincipal") of the Azure CLI's default subscription, or None when there is
+    no readable profile: then nothing is known and the guess stays as it was."""
+    configured = environment.get("AZURE_CONFIG_DIR")
+    config_dir = Path(configured) if configured else (home or Path.home()) / ".azure"
+    try:
+        # Bounded and regular files only: a FIFO or a device in its place must not hang or fill a plan.
+        data = read_bounded(config_dir / AZURE_CLI_PROFILE, AZURE_CLI_PROFILE_LIMIT)
+        profile = json.loads(data.decode("utf-8-sig"))
+    except (OSError, ValueError):  # InputFileError and UnicodeDecodeError are ValueErrors
+        return None
+    subscriptions = profile.get("subscriptions") if isinstance(profile, dict) else None
+    for subscription in subscriptions if isinstance(subscriptions, list) else []:
+        if isinstance(subscription, dict) and subscription.get("isDefault") is True:
+            user = subscription.get("user")
+            kind = user.get("type") if isinstance(user, dict) else None
+            return kind if isinstance(kind, str) else None
+    return None
 
 
 def role_definition_id(subscription_id: str, role_id: str) -> str:
@@ -188,8 +231,12 @@ class GpuCluster(GpuComponent[ClusterInputs]):
             "description": "aks-gpu: the deploying identity manages the cluster's Kubernetes objects",
         }
         provider = pulumi.Config("azure-native")
+        configured = spec.deployer_access.principal_type
         inputs["principal_type"] = deployer_principal_type(
-            spec.deployer_access.principal_type, {key: provider.get(key) for key in SERVICE_PRINCIPAL_CONFIG}, os.environ
+            configured,
+            {key: provider.get(key) for key in SERVICE_PRINCIPAL_CONFIG},
+            os.environ,
+            azure_cli_login_type(os.environ) if configured == "auto" else None,
         )
         return authorization.RoleAssignment(f"{name}-deployer-admin", **inputs, opts=self.child())
 
@@ -246,7 +293,7 @@ class GpuCluster(GpuComponent[ClusterInputs]):
                     "node_taints": [SYSTEM_POOL_TAINT],
                 }
             ],
-            "tags": {"managed-by": "aks-gpu", **spec.tags},
+            "tags": {"managed-by": PACKAGE_NAME, **spec.tags},
         }
         if spec.kaito:
             inputs["ai_toolchain_operator_profile"] = {"enabled": True}

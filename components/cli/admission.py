@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from components.admission.policy import POLICY_NAME, render_policy, workload_namespaces
+from components.admission.policy import DEVICE_ENV_POLICY_NAME, POLICY_NAME, render_policy, workload_namespaces
 from components.admission.reader import InputError, SourcedObject, read_text
 from components.cli.common import (
     EXIT_FAILED,
@@ -134,7 +134,8 @@ def print_report(stack: str, actions: list[str], objects: list[SourcedObject], d
 
     denied = sum(not d.allowed for d in decisions)
     if actions:
-        header = f"stack [bold]{escape(stack)}[/]: policy {POLICY_NAME}, validationActions {escape(str(actions))}"
+        policies = f"{POLICY_NAME}, {DEVICE_ENV_POLICY_NAME}"
+        header = f"stack [bold]{escape(stack)}[/]: policies {policies}, validationActions {escape(str(actions))}"
     else:
         header = f"stack [bold]{escape(stack)}[/]: admission is disabled (admission.enabled: false); nothing is checked"
     out.print(header)

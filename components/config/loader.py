@@ -44,7 +44,8 @@ _PATTERN_HINTS = {
     DNS_LABEL_PATTERN: "must be a DNS label: lowercase letters, digits and '-', at most 63, alphanumeric at both ends",
     CLUSTER_NAME_PATTERN: "AKS cluster names are 1-63 letters, digits, '-' or '_', alphanumeric at both ends",
     RESOURCE_GROUP_PATTERN: "resource group names are 1-90 letters, digits, '-', '_', '.', '(' or ')', not ending in '.'",
-    TAINT_PATTERN: "taints are written key=value:Effect with Effect NoSchedule, PreferNoSchedule or NoExecute",
+    TAINT_PATTERN: "taints are written key=value:Effect with Effect NoSchedule, PreferNoSchedule or NoExecute, and a "
+    "value of up to 63 letters, digits, '-', '_' and '.' that starts and ends with a letter or digit (or none)",
 }
 
 

@@ -30,7 +30,13 @@ DNS_LABEL_PATTERN = r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$"
 # https://learn.microsoft.com/azure/azure-resource-manager/management/resource-name-rules#microsoftcontainerservice
 CLUSTER_NAME_PATTERN = r"^[a-zA-Z0-9]([a-zA-Z0-9_-]{0,61}[a-zA-Z0-9])?$"
 RESOURCE_GROUP_PATTERN = r"^[-\w._()]{0,89}[-\w_()]$"
-TAINT_PATTERN = r"^[A-Za-z0-9][-A-Za-z0-9_./]*=[-A-Za-z0-9_.]*:(NoSchedule|PreferNoSchedule|NoExecute)$"
+# A taint's value is a label value (Kubernetes validates it with IsValidLabelValue): empty, or up to 63 letters, digits,
+# '-', '_' and '.', starting and ending with a letter or digit. kubectl taint --help: "If given, it must begin with a
+# letter or number, and may contain letters, numbers, hyphens, dots, and underscores, up to 63 characters."
+LABEL_VALUE_PATTERN = r"^([A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)?$"
+TAINT_PATTERN = (
+    r"^[A-Za-z0-9][-A-Za-z0-9_./]*=([A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)?:(NoSchedule|PreferNoSchedule|NoExecute)$"
+)
 KUBE_QUANTITY_PATTERN = r"^[0-9]+(\.[0-9]+)?(m|k|Ki|Mi|Gi|Ti|Pi|M|G|T|P)?$"
 # AgentPoolUpgradeSettings.maxSurge / maxUnavailable: "an integer (e.g. '5') or a percentage (e.g. '50%')"
 # (AKS API 2025-09-01, as pulumi_azure_native documents AgentPoolUpgradeSettingsArgs).
@@ -159,8 +165,9 @@ class DeployerAccess(ConfigModel):
     principal_type: Literal["auto", "User", "ServicePrincipal"] = Field(
         default="auto",
         description="The role assignment's principalType. auto: ServicePrincipal when the azure-native provider signs in "
-        "as an application (clientId, useOidc, useMsi, or ARM_CLIENT_ID / ARM_USE_OIDC / ARM_USE_MSI), else User; set it "
-        "when that guess is wrong, e.g. az login --service-principal.",
+        "as an application (clientId, useOidc, useMsi, or ARM_CLIENT_ID / ARM_USE_OIDC / ARM_USE_MSI) or the Azure CLI "
+        "login it falls back to is one (az login --service-principal or --identity, read from azureProfile.json), else "
+        "User; set it when that guess is wrong.",
     )
 
 
@@ -200,8 +207,12 @@ class ClusterConfig(ConfigModel):
     )
     maintenance: Maintenance = Field(default=Maintenance(), description="When AKS may upgrade the cluster and the node images.")
     system_pool: SystemPool = Field(default=SystemPool(), description="The system node pool.")
-    entra_admin_group_object_ids: tuple[str, ...] = Field(
-        default=(), description="Entra ID groups that administer the cluster (Kubernetes cluster-admin)."
+    # Object ids, not display names (aadProfile.adminGroupObjectIDs; the AKS guide sets AAD_ADMIN_GROUP_OBJECT_IDS to
+    # "<group-object-id>", comma-separated: https://learn.microsoft.com/azure/aks/entra-id-control-plane-authentication).
+    # An Entra object id is a GUID: the same check as workloads[].roleBindings[].groupObjectId. A group name here
+    # would fail the cluster's PUT, or grant nobody; which of the two is not documented.
+    entra_admin_group_object_ids: tuple[Annotated[str, Field(pattern=r"^[0-9a-fA-F-]{36}$")], ...] = Field(
+        default=(), description="Entra ID groups that administer the cluster (Kubernetes cluster-admin), by object id."
     )
     deployer_access: DeployerAccess = Field(
         default=DeployerAccess(), description="Kubernetes access for the identity that runs pulumi up."
@@ -322,6 +333,18 @@ class GpuPoolConfig(ConfigModel):
         bad = [name for name in labels if not key.match(name)]
         if bad:
             raise ValueError(f"not a Kubernetes label key: {', '.join(bad)}")
+        # "Valid label value: must be 63 characters or less (can be empty), unless empty, must begin and end with an
+        # alphanumeric character ([a-z0-9A-Z]), could contain dashes (-), underscores (_), dots (.), and alphanumerics
+        # between." https://kubernetes.io/docs/concepts/overview/working-with-objects/labels/#syntax-and-character-set
+        # The API server refuses a Node object carrying another value, so such a pool gets no usable nodes; whether ARM
+        # already refuses the agent pool's nodeLabels is not documented.
+        value = re.compile(LABEL_VALUE_PATTERN)
+        bad = [f"{name}={text!r}" for name, text in labels.items() if not value.match(text)]
+        if bad:
+            raise ValueError(
+                f"not a Kubernetes label value (up to 63 letters, digits, '-', '_', '.', alphanumeric at both ends): "
+                f"{', '.join(bad)}"
+            )
         return labels
 
 

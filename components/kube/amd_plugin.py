@@ -27,7 +27,7 @@ from components.kube.node_daemonset import (
     resources,
     root_security_context,
 )
-from components.naming import NAME_LABEL
+from components.naming import NAME_LABEL, platform_object_name
 from components.resolved.model import PlatformModel, ResolvedPool
 from components.resolved.targets import (
     AMD_LABELLER_NAME,
@@ -40,7 +40,7 @@ from components.resolved.targets import (
     probes_enabled,
 )
 
-LABELLER_CLUSTER_ROLE = "aks-gpu-amdgpu-node-labeller"
+LABELLER_CLUSTER_ROLE = platform_object_name("amdgpu-node-labeller")
 
 
 def plugin_daemonset(pools: tuple[ResolvedPool, ...], image: str) -> dict[str, Any]:

@@ -19,7 +19,7 @@ import yaml
 
 from components.kube.nvidia_plugin import config_text, pool_configs
 from components.kube.plugin_pins import ChartPin, PluginPins
-from components.naming import ACCELERATOR_LABEL, GPU_NAMESPACE
+from components.naming import ACCELERATOR_LABEL, GPU_NAMESPACE, platform_object_name
 from components.resolved.model import MIG_CONFIG_PREFIX, PlatformModel, tolerations_for
 
 
@@ -34,7 +34,7 @@ NVIDIA_PLUGIN_CONFIG_MAP = "nvidia-device-plugin-configs"
 DEFAULT_PLUGIN_CONFIG = "default"
 # The mig-parted configs for pools the operator partitions (model.mig_partitioner == "gpu-operator"); the chart
 # creates the ConfigMap from migManager.config.data (deployments/gpu-operator/templates/mig_config.yaml).
-MIG_PARTED_CONFIG_MAP = "aks-gpu-mig-parted-config"
+MIG_PARTED_CONFIG_MAP = platform_object_name("mig-parted-config")
 
 
 def mig_parted_config(model: PlatformModel) -> dict[str, Any] | None:

@@ -40,7 +40,14 @@ from components.kube.node_daemonset import (
     resources,
     root_security_context,
 )
-from components.naming import DEVICE_PLUGIN_CONFIG_LABEL, GPU_NAMESPACE, NAME_LABEL, vendor_resource
+from components.naming import (
+    DEVICE_PLUGIN_CONFIG_LABEL,
+    GPU_NAMESPACE,
+    NAME_LABEL,
+    PLATFORM_LABEL_PREFIX,
+    platform_object_name,
+    vendor_resource,
+)
 from components.resolved.model import PlatformModel, ResolvedPool
 from components.resolved.node_labels import plugin_config_name
 from components.resolved.targets import NVIDIA_PLUGIN_CONTAINER, NVIDIA_PLUGIN_DAEMONSET, NVIDIA_PLUGIN_NAME, app_labels
@@ -48,8 +55,8 @@ from components.resolved.targets import NVIDIA_PLUGIN_CONTAINER, NVIDIA_PLUGIN_D
 CONFIG_MAP_NAME = "nvidia-device-plugin-config"
 SERVICE_ACCOUNT = NVIDIA_PLUGIN_NAME
 # Cluster-scoped, so prefixed: it must not collide with a role another installation of the plugin creates.
-CLUSTER_ROLE = "aks-gpu-nvidia-device-plugin"
-CONFIG_CHECKSUM_ANNOTATION = "aks-gpu/plugin-config-sha256"
+CLUSTER_ROLE = platform_object_name("nvidia-device-plugin")
+CONFIG_CHECKSUM_ANNOTATION = f"{PLATFORM_LABEL_PREFIX}plugin-config-sha256"
 # `kubectl logs/exec ds/nvidia-device-plugin-daemonset` goes to the plugin, not to a config-manager:
 # https://kubernetes.io/docs/reference/labels-annotations-taints/#kubectl-kubernetes-io-default-container
 DEFAULT_CONTAINER_ANNOTATION = "kubectl.kubernetes.io/default-container"

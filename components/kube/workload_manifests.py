@@ -17,7 +17,7 @@ from typing import Any, NotRequired, TypedDict
 
 from components.admission.pod_security import rdma_policy_manifests
 from components.config.models import EgressRule, IngressFrom, WorkloadConfig
-from components.naming import WORKLOAD_LABEL
+from components.naming import KUBE_SYSTEM_NAMESPACE, NAMESPACE_NAME_LABEL, RDMA_LABEL, WORKLOAD_LABEL
 from components.resolved.model import PlatformModel, ResolvedPool
 
 Manifest = dict[str, Any]
@@ -30,15 +30,10 @@ PSA_PREFIX = "pod-security.kubernetes.io"
 # would refuse before anyone turns it on. Unpinned versions mean "latest" for the cluster's version.
 # https://kubernetes.io/docs/tasks/configure-pod-container/enforce-standards-namespace-labels/
 PSA_WARN_LEVEL = "restricted"
-# Marks a namespace whose Pod Security baseline (plus IPC_LOCK) comes from aks-gpu's own policy, not from PSA.
-RDMA_LABEL = "aks-gpu/rdma"
-# Set by the API server on every namespace (GA since 1.22), so a policy can select a namespace by name.
-# https://kubernetes.io/docs/reference/labels-annotations-taints/#kubernetes-io-metadata-name
-NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"
 # CoreDNS serves cluster DNS on AKS; its pods in kube-system keep the upstream `k8s-app: kube-dns` label.
 # https://learn.microsoft.com/azure/aks/coredns-custom
 # https://github.com/coredns/deployment/blob/master/kubernetes/coredns.yaml.sed
-DNS_NAMESPACE = "kube-system"
+DNS_NAMESPACE = KUBE_SYSTEM_NAMESPACE
 DNS_POD_LABELS = {"k8s-app": "kube-dns"}
 DNS_PORT = 53
 # https://kubernetes.io/docs/reference/access-authn-authz/rbac/#user-facing-roles

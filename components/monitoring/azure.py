@@ -23,7 +23,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from components.monitoring.rules import AlertRule, RuleGroup, iso_duration
-from components.naming import POOL_LABEL
+from components.naming import PLATFORM_OBJECT_PREFIX, POOL_LABEL
 
 PROMETHEUS_STREAM = "Microsoft-PrometheusMetrics"
 DESTINATION_NAME = "MonitoringAccount1"
@@ -151,7 +151,7 @@ def rule_group_inputs(
         "cluster_name": cluster_name,
         "interval": iso_duration(group.interval_minutes),
         "enabled": True,
-        "description": f"aks-gpu: GPU {group.name.removeprefix('aks-gpu-')} alerts for {cluster_name}",
+        "description": f"aks-gpu: GPU {group.name.removeprefix(PLATFORM_OBJECT_PREFIX)} alerts for {cluster_name}",
         "rules": [azure_rule(rule, action_group_ids) for rule in group.rules],
         "tags": tags,
     }

@@ -32,7 +32,7 @@ from components.kube.node_daemonset import (
     root_security_context,
 )
 from components.monitoring.exporter_pins import ExporterPins, dcgm_counters_csv, resolve_exporter_pins
-from components.naming import GPU_NAMESPACE, NAME_LABEL, Vendor
+from components.naming import GPU_NAMESPACE, NAME_LABEL, PLATFORM_LABEL_PREFIX, Vendor, platform_object_name
 from components.resolved.model import PlatformModel
 from components.resolved.targets import app_labels, vendor_mode
 
@@ -44,15 +44,15 @@ DCGM_COUNTERS_KEY = "dcgm-metrics.csv"
 DCGM_COUNTERS_DIR = "/etc/dcgm-exporter/aks-gpu"
 # The operator's exporter pods (assets/state-dcgm-exporter/0800_daemonset.yaml in NVIDIA/gpu-operator v26.7.0).
 OPERATOR_DCGM_LABELS = {"app": "nvidia-dcgm-exporter"}
-OPERATOR_DCGM_CONFIG_MAP = "aks-gpu-dcgm-exporter-metrics"
+OPERATOR_DCGM_CONFIG_MAP = platform_object_name("dcgm-exporter-metrics")
 # The DCGM exporter reads GPU-to-pod assignments from the kubelet's pod-resources socket (its k8s mode).
 # https://kubernetes.io/docs/concepts/extend-kubernetes/compute-storage-net/device-plugins/#monitoring-device-plugin-resources
 POD_RESOURCES_DIR = "/var/lib/kubelet/pod-resources"
-COUNTERS_CHECKSUM_ANNOTATION = "aks-gpu/exporter-config-sha256"
+COUNTERS_CHECKSUM_ANNOTATION = f"{PLATFORM_LABEL_PREFIX}exporter-config-sha256"
 
 AMD_EXPORTER_NAME = "amd-metrics-exporter"
 AMD_EXPORTER_CONFIG_MAP = "amd-metrics-exporter-config"
-AMD_EXPORTER_CLUSTER_ROLE = "aks-gpu-amd-metrics-exporter"
+AMD_EXPORTER_CLUSTER_ROLE = platform_object_name("amd-metrics-exporter")
 # Where the exporter reads config.json and writes its log, health socket and Slurm job files
 # (pkg/exporter/globals/constants.go, cmd/exporter/main.go --log-file-path in ROCm/device-metrics-exporter v1.5.1).
 AMD_CONFIG_DIR = "/etc/metrics"

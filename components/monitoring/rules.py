@@ -28,14 +28,14 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from components.kube.workload_manifests import QUOTA_NAME
-from components.naming import GPU_NAMESPACE, POOL_LABEL, Vendor, vendor_resource
+from components.naming import GPU_NAMESPACE, POOL_LABEL, Vendor, platform_object_name, vendor_resource
 from components.resolved.model import PlatformModel, ResolvedPool
 from components.resolved.targets import AMD_PLUGIN_DAEMONSET, NVIDIA_PLUGIN_DAEMONSET, vendor_mode
 
 Severity = Literal["critical", "warning", "info"]
 
-HEALTH_GROUP = "aks-gpu-health"
-WASTE_GROUP = "aks-gpu-waste"
+HEALTH_GROUP = platform_object_name("health")
+WASTE_GROUP = platform_object_name("waste")
 # Health is evaluated every minute; waste every 5 minutes (its windows are hours long, and every evaluation is a
 # query managed Prometheus bills by the samples it reads).
 HEALTH_INTERVAL_MINUTES = 1
@@ -518,7 +518,7 @@ def rule_file(groups: Sequence[RuleGroup]) -> dict[str, Any]:
     return {"groups": prometheus_groups(groups)}
 
 
-PROMETHEUS_RULE_NAME = "aks-gpu-alerts"
+PROMETHEUS_RULE_NAME = platform_object_name("alerts")
 
 
 def prometheus_rule_manifest(groups: Sequence[RuleGroup], model: PlatformModel) -> dict[str, Any]:

@@ -22,7 +22,8 @@ id                         severity  when
 ``row-remap-pending``      critical  rows wait for remapping (the GPU needs a reset)
 ``retired-pages-pending``  critical  pages wait for retirement (the driver needs a reload, i.e. a reset)
 ``xid``                    per code  an Xid in the kernel log; severity from components/data/xid.yaml
-``gpu-lost``               critical  "GPU is lost", "Unable to determine the device handle", fallen off the bus
+``gpu-lost``               critical  "GPU is lost", "Unable to determine the device handle", fallen off the bus,
+                                     "RmInitAdapter failed" (the driver could not initialise the GPU)
 ``hw-slowdown``            warning   HW slowdown, HW thermal slowdown or HW power brake active
 ``pcie-degraded``          warning   PCIe link width below its maximum
 ``nvlink-inactive``        critical  inactive NVLinks (warning when all are and the size may have none)
@@ -44,10 +45,11 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, get_args
 
+from components.naming import Vendor
 from components.validation.smi import amd as amd_formats
 from components.validation.smi import nvidia as nvidia_formats
 from components.validation.smi import read_prepared
-from components.validation.smi.model import SmiReport, Vendor, VendorChoice
+from components.validation.smi.model import SmiReport, VendorChoice
 from components.validation.smi.text import MAX_LINE_CHARS, PCI_ADDRESS, Text, box_table, integer, prepare, shorten, value
 from components.validation.xid import CATALOG_URL, load_xid_catalog
 
@@ -395,9 +397,10 @@ def _kernel_log(t: Text, out: _Collector, *, any_kernel_log: bool) -> bool:
     the caller named NVIDIA as the vendor: an AMD node's log without NVRM lines says nothing about Xids. A lost
     GPU is reported by the kernel module ("has fallen off the bus") and by nvidia-smi itself ("Unable to
     determine the device handle for GPU ...: GPU is lost"), so those lines count in any input. A line the output
-    was cut in is not read: "Xid (...): 7" may be the start of 79.
+    was cut in is read only as far as it is whole (``_whole_last_line``): "Xid (...): 7" may be the start of 79.
     """
-    lines = t.complete
+    last = _whole_last_line(t)
+    lines = t.complete + ((last,) if last is not None else ())
     kernel = any(marker in line for line in lines for marker in _KERNEL_MARKERS) or any(_dmesg_stamp(line) for line in lines)
     judged = kernel and (any_kernel_log or any("NVRM" in line for line in lines))
     lost = _lost_gpus(lines)
@@ -407,25 +410,63 @@ def _kernel_log(t: Text, out: _Collector, *, any_kernel_log: bool) -> bool:
     if lost:
         out.checked.add("gpu-lost")
     for bus, line in lost.items():
-        out.add(
-            "gpu-lost",
-            "critical",
-            bus,
-            f"the GPU{f' at {bus}' if bus else ''} is lost ({line}): the driver cannot reach it and it stays lost until the "
-            "VM restarts; drain the node and reboot or reimage it; if it recurs, open an Azure support case for the hardware",
-        )
+        out.add("gpu-lost", "critical", bus, _lost_message(bus, line))
     return judged or bool(lost)
+
+
+# What the NVIDIA kernel module and nvidia-smi print for a GPU the driver cannot use. Beyond the issue's three, the
+# kernel module's "RmInitAdapter failed" / "rm_init_adapter failed": the driver could not initialise the GPU, and
+# nvidia-smi then reports "No devices were found" for it (tests/fixtures/health/18, from
+# https://github.com/NVIDIA/open-gpu-kernel-modules/issues/862; the same pair in issues 789 there and in
+# NVIDIA/gpu-operator#1146). The GPU is out of service as surely as one fallen off the bus.
+_LOST_MARKERS = ("fallen off the bus", "GPU is lost", "Unable to determine the device handle")
+_INIT_FAILED_MARKERS = ("RmInitAdapter failed", "rm_init_adapter failed")
+
+
+def _whole_last_line(t: Text) -> str | None:
+    """The last line of an input that does not end with a line end, where what the checks read of it is whole.
+
+    Such a line may have been cut (an exec stopped by its timeout), or may be whole: a line pasted from a ticket,
+    ``echo -n``, an editor that adds no final line end. Dropping it would hide an Xid 79 on the last line and still
+    claim the log checked. What is read of it is whole when an Xid's code is followed by its comma ("Xid (PCI:...):
+    79," cannot be the start of another code), or when a lost-GPU marker stands after the GPU's address in full
+    (nvidia-smi's "...: GPU is lost", the kernel's "... has fallen off the bus", "RmInitAdapter failed"): the rest
+    of the line is only the message, shortened anyway.
+    """
+    if not t.partial or not t.lines:
+        return None
+    last = t.lines[-1]
+    at = last.find(_XID)
+    parsed = _xid_line(last[at + len(_XID) :]) if at >= 0 else None
+    if parsed is not None and last[at + len(_XID) :].partition("): ")[2].partition(",")[1]:
+        return last
+    if any(marker in last for marker in _LOST_MARKERS[:2] + _INIT_FAILED_MARKERS):
+        return last
+    return None
 
 
 def _lost_gpus(lines: Sequence[str]) -> dict[str | None, str]:
     lost: dict[str | None, str] = {}
     for number, line in enumerate(lines):
-        if "fallen off the bus" in line or "GPU is lost" in line or "Unable to determine the device handle" in line:
+        if any(marker in line for marker in _LOST_MARKERS + _INIT_FAILED_MARKERS):
             bus = _pci_address(line) or next(
                 (found for earlier in reversed(lines[max(0, number - 3) : number]) if (found := _pci_address(earlier))), None
             )
             lost.setdefault(bus, shorten(line.strip(), 160))
     return lost
+
+
+def _lost_message(bus: str | None, line: str) -> str:
+    at = f" at {bus}" if bus else ""
+    if any(marker in line for marker in _INIT_FAILED_MARKERS):
+        return (
+            f"the driver could not initialise the GPU{at} ({line}): it is not usable (nvidia-smi shows no device for it); "
+            "drain the node and reboot or reimage it; if it recurs, open an Azure support case for the hardware"
+        )
+    return (
+        f"the GPU{at} is lost ({line}): the driver cannot reach it and it stays lost until the VM restarts; drain the "
+        "node and reboot or reimage it; if it recurs, open an Azure support case for the hardware"
+    )
 
 
 def _xid_findings(lines: Sequence[str], out: _Collector) -> None:

@@ -62,6 +62,10 @@ def parse_xid_catalog(document: Any) -> dict[int, XidEntry]:
             raise XidCatalogError(f"xid.yaml: Xid {row['code']} names the bucket {immediate!r}, which 'buckets' lacks")
         severity, action = buckets[immediate]
         code = int(row["code"])
+        # A row may override its bucket's severity, but only with one the readers know.
+        override = row.get("severity", severity)
+        if override not in ("critical", "warning"):
+            raise XidCatalogError(f"xid.yaml: Xid {code} has severity {override!r}; it must be critical or warning")
         if code in catalog:
             raise XidCatalogError(f"xid.yaml: Xid {code} is listed twice")
         catalog[code] = XidEntry(
@@ -70,7 +74,7 @@ def parse_xid_catalog(document: Any) -> dict[int, XidEntry]:
             description=str(row.get("description") or ""),
             immediate=immediate,
             investigatory=str(row.get("investigatory") or ""),
-            severity=cast(Severity, row.get("severity", severity)),
+            severity=cast(Severity, override),
             action=action,
             source=source,
         )

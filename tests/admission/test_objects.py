@@ -45,8 +45,14 @@ def cases() -> list[Any]:
     found = []
     for path in sorted(OBJECTS_DIR.glob("*.yaml")):
         for index, obj in enumerate(objects_of(path)):
-            found.append(pytest.param(path.name, index, obj, id=f"{path.stem}-{obj['metadata']['name']}"))
+            found.append(pytest.param(path.name, index, obj, id=f"{path.stem}-{name_of(obj)}"))
     return found
+
+
+def name_of(obj: dict[str, Any]) -> str:
+    """The object's name, or its generateName (the API server names it on create)."""
+    metadata = obj["metadata"]
+    return str(metadata.get("name") or metadata["generateName"])
 
 
 def stack_of(file: str) -> str:
@@ -92,7 +98,7 @@ def by_engine() -> dict[str, dict[str, list[Decision]]]:
 def test_decision_and_message(decisions: dict[str, list[dict[str, Any]]], file: str, index: int, obj: dict[str, Any]) -> None:
     expect = {key.removeprefix(EXPECT): value for key, value in obj["metadata"]["annotations"].items() if key.startswith(EXPECT)}
     decision = decisions[file][index]
-    assert (decision["kind"], decision["name"]) == (obj["kind"], obj["metadata"]["name"])
+    assert (decision["kind"], decision["name"]) == (obj["kind"], name_of(obj))
     assert decision["namespace"] == obj["metadata"].get("namespace", "" if obj["kind"] == "Namespace" else "default")
     assert decision["allowed"] is (expect["decision"] == "admitted"), decision["messages"]
     if expect["decision"] == "admitted":
@@ -122,6 +128,6 @@ def test_every_case_says_what_it_expects() -> None:
         assert annotations[f"{EXPECT}decision"] in {"admitted", "denied"}
         assert (annotations[f"{EXPECT}decision"] == "denied") == (f"{EXPECT}message" in annotations)
         if file in ATTACKER_FILES:
-            assert annotations[f"{EXPECT}threat"].strip(), obj["metadata"]["name"]
+            assert annotations[f"{EXPECT}threat"].strip(), name_of(obj)
             threats += 1
     assert threats >= 30

@@ -12,6 +12,7 @@ from kubernetes.client.models import V1ValidatingAdmissionPolicy, V1ValidatingAd
 from components.admission.evaluate import build_request, compile_bindings, evaluate, evaluate_request
 from components.admission.policy import (
     BINDING_NAME,
+    DEVICE_ENV_POLICY_NAME,
     POLICY_NAME,
     gpu_resource_names,
     pools_by_type,
@@ -27,9 +28,11 @@ from tests.conftest import STACK_NAMES, minimal_raw, raw_stack, stack_model
 # selection of one would not compile on a real API server. https://kubernetes.io/docs/reference/using-api/cel/#escaping
 CEL_RESERVED = ("as", "break", "const", "continue", "else", "for", "function", "if", "import", "let", "loop",
                 "package", "namespace", "return", "var", "void", "while")  # fmt: skip
-# Functions and macros of standard CEL, cel-go's string extension and the Kubernetes quantity library.
+# Functions and macros of standard CEL (matches: RE2, https://github.com/google/cel-spec/blob/master/doc/langdef.md),
+# cel-go's string extension and the Kubernetes quantity library.
 KUBERNETES_CEL_CALLS = {
-    "has", "size", "string", "all", "exists", "filter", "map", "startsWith", "join", "quantity", "compareTo", "isGreaterThan",
+    "has", "size", "string", "all", "exists", "filter", "map", "startsWith", "matches", "join", "quantity", "compareTo",
+    "isGreaterThan",
 }  # fmt: skip
 
 
@@ -41,7 +44,7 @@ def model_with(**admission: Any) -> PlatformModel:
 
 def expressions(policy: dict[str, Any]) -> list[str]:
     spec = policy["spec"]
-    found = [c["expression"] for c in spec["matchConditions"]] + [v["expression"] for v in spec["variables"]]
+    found = [c["expression"] for c in spec.get("matchConditions", [])] + [v["expression"] for v in spec["variables"]]
     for validation in spec["validations"]:
         found += [validation["expression"], validation["messageExpression"]]
     return found
@@ -49,12 +52,20 @@ def expressions(policy: dict[str, Any]) -> list[str]:
 
 @pytest.mark.parametrize("stack", STACK_NAMES)
 def test_every_stack_gets_the_named_policy_and_binding(stack: str) -> None:
-    policy, binding = render_policy(stack_model(stack))
+    policy, binding, env_policy, env_binding = render_policy(stack_model(stack))
     assert (policy["kind"], policy["metadata"]["name"]) == ("ValidatingAdmissionPolicy", POLICY_NAME)
     assert (binding["kind"], binding["metadata"]["name"]) == ("ValidatingAdmissionPolicyBinding", BINDING_NAME)
+    assert (env_policy["kind"], env_policy["metadata"]["name"]) == ("ValidatingAdmissionPolicy", DEVICE_ENV_POLICY_NAME)
+    assert (env_binding["kind"], env_binding["metadata"]["name"]) == ("ValidatingAdmissionPolicyBinding", "aks-gpu-device-env")
     assert policy["apiVersion"] == binding["apiVersion"] == "admissionregistration.k8s.io/v1"
     assert binding["spec"]["policyName"] == "aks-gpu-gpu-placement"
-    assert policy["spec"]["failurePolicy"] == "Fail"
+    assert env_binding["spec"]["policyName"] == "aks-gpu-device-env"
+    assert binding["spec"]["validationActions"] == env_binding["spec"]["validationActions"]
+    assert policy["spec"]["failurePolicy"] == env_policy["spec"]["failurePolicy"] == "Fail"
+    # The device-env policy judges ConfigMaps and Secrets, in the namespaces the placement policy judges.
+    [rule] = env_policy["spec"]["matchConstraints"]["resourceRules"]
+    assert (rule["apiGroups"], rule["resources"], rule["operations"]) == ([""], ["configmaps", "secrets"], ["CREATE", "UPDATE"])
+    assert env_policy["spec"]["matchConstraints"]["namespaceSelector"] == policy["spec"]["matchConstraints"]["namespaceSelector"]
 
 
 def test_prod_denies_and_dev_warns_and_audits() -> None:
@@ -65,7 +76,12 @@ def test_prod_denies_and_dev_warns_and_audits() -> None:
 @pytest.mark.parametrize("stack", STACK_NAMES)
 def test_manifests_fit_the_kubernetes_schema(stack: str) -> None:
     # The client's pydantic models forbid unknown fields and check types and required fields.
-    policy, binding = render_policy(stack_model(stack))
+    manifests = render_policy(stack_model(stack))
+    for policy, binding in zip(manifests[::2], manifests[1::2], strict=True):
+        check_policy_schema(policy, binding)
+
+
+def check_policy_schema(policy: dict[str, Any], binding: dict[str, Any]) -> None:
     parsed = V1ValidatingAdmissionPolicy.model_validate(policy)
     V1ValidatingAdmissionPolicyBinding.model_validate(binding)
     spec = parsed.spec
@@ -149,9 +165,47 @@ def test_gpu_resource_names_come_from_the_pools() -> None:
     )  # fmt: skip
     model = validate_stack(raw, "test").model
     names = gpu_resource_names(model)
-    assert names == ("amd.com/gpu", "nvidia.com/gpu", "nvidia.com/mig-1g.10gb")
+    assert names == ("amd.com/gpu", "nvidia.com/gpu", "nvidia.com/gpu.shared", "nvidia.com/mig-1g.10gb")
     variables = {v["name"]: v["expression"] for v in render_policy(model)[0]["spec"]["variables"]}
-    assert variables["gpuResourceNames"] == "['amd.com/gpu', 'nvidia.com/gpu', 'nvidia.com/mig-1g.10gb']"
+    assert variables["gpuResourceNames"] == "['amd.com/gpu', 'nvidia.com/gpu', 'nvidia.com/gpu.shared', 'nvidia.com/mig-1g.10gb']"
+
+
+def test_the_policy_and_the_audit_count_the_same_whole_gpu_resources() -> None:
+    from components.admission import policy
+    from components.validation import inventory
+
+    assert set(policy.WHOLE_GPU_RESOURCES) == set(inventory.WHOLE_GPU_RESOURCES)
+    assert policy.MIG_RESOURCE_PREFIX == inventory.MIG_RESOURCE_PREFIX
+
+
+@pytest.mark.parametrize(
+    ("resource", "is_gpu"),
+    [
+        ("nvidia.com/gpu", True),
+        ("nvidia.com/gpu.shared", True),
+        ("nvidia.com/mig-3g.40gb", True),
+        ("nvidia.com/mig-1g.10gb.shared", True),
+        ("amd.com/gpu", True),
+        ("amd.com/cpx_nps4", True),
+        ("amd.com/spx_nps1", True),
+        # The vendors' NICs (NVIDIA Network Operator's SR-IOV / host-device / RDMA plugins) are no GPUs.
+        ("nvidia.com/hostdev", False),
+        ("nvidia.com/rdma_shared_device_a", False),
+        ("nvidia.com/mig-", False),
+        ("rdma/ib", False),
+        ("example.com/gpu", False),
+    ],
+)
+def test_what_counts_as_a_gpu_resource(resource: str, is_gpu: bool) -> None:
+    # In default, without a toleration: a GPU request is refused (not a workload namespace), anything else passes.
+    pod = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": "p", "namespace": "default"},
+        "spec": {"containers": [{"name": "main", "image": "x", "resources": {"limits": {resource: "1"}}}]},
+    }
+    [decision] = evaluate([pod], render_policy(stack_model("prod")))
+    assert decision.allowed is not is_gpu, decision.messages
 
 
 def test_pools_by_type_follow_the_model() -> None:
@@ -230,15 +284,30 @@ def test_an_ephemeral_container_added_later_is_judged() -> None:
     )
 
 
+def test_an_ephemeral_container_taking_a_device_prefix_is_judged() -> None:
+    # kubectl debug with envFrom: prefix NVIDIA_ over a ConfigMap key VISIBLE_DEVICES spells NVIDIA_VISIBLE_DEVICES.
+    bindings = compile_bindings(render_policy(stack_model("prod")))
+    running = gpu_pod("gpu-training")
+    running["spec"]["nodeName"] = "aks-train-12345678-vmss000000"
+    debugged = copy.deepcopy(running)
+    debugged["spec"]["ephemeralContainers"] = [
+        {"name": "debug", "image": "busybox", "envFrom": [{"prefix": "NVIDIA_", "configMapRef": {"name": "gpus"}}]}
+    ]
+    namespaces = workload_namespaces(stack_model("prod"))
+    request = build_request(debugged, namespaces, "UPDATE", running, subresource="ephemeralcontainers")
+    [message] = evaluate_request(request, bindings).messages
+    assert message.startswith("container debug takes variables with envFrom prefix NVIDIA_: ")
+
+
 def test_disabled_admission_renders_nothing() -> None:
     assert render_policy(model_with(enabled=False)) == []
 
 
 @pytest.mark.parametrize("stack", STACK_NAMES)
 def test_expressions_stay_within_kubernetes_cel(stack: str) -> None:
-    policy = render_policy(model_with(restrictToWorkloadNamespaces=True) if stack == "prod" else stack_model(stack))[0]
+    manifests = render_policy(model_with(restrictToWorkloadNamespaces=True) if stack == "prod" else stack_model(stack))
     compile_bindings(render_policy(stack_model(stack)))  # every expression parses
-    for expression in expressions(policy):
+    for expression in expressions(manifests[0]) + expressions(manifests[2]):
         without_strings = re.sub(r"'(?:[^'\\]|\\.)*'", "''", expression)
         calls = set(re.findall(r"([A-Za-z_][A-Za-z0-9_]*)\s*\(", without_strings))
         assert calls <= KUBERNETES_CEL_CALLS, f"not a Kubernetes CEL function: {calls - KUBERNETES_CEL_CALLS}"

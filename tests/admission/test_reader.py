@@ -75,6 +75,13 @@ GPU_FIELD = "spec.containers[0].resources.limits['nvidia.com/gpu']"
         (doc(spec="{containers: [{name: c}], tolerations: {key: a}}"), "spec.tolerations: a list is required, not a mapping"),
         (doc(spec="{containers: [{name: c}], nodeName: 5}"), "spec.nodeName: a string is required"),
         (doc() + "metadata: {name: q}\n", "duplicate key 'metadata'"),
+        # ConfigMap and Secret data are maps of strings; a number there never reaches the device-env policy.
+        (
+            "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: m}\ndata: {NVIDIA_VISIBLE_DEVICES: 1}\n",
+            "ConfigMap/m: data.NVIDIA_VISIBLE_DEVICES: a string is required, not a number",
+        ),
+        (doc("{name: m}", None, "ConfigMap") + "binaryData: [a]\n", "ConfigMap/m: binaryData: a mapping is required"),
+        (doc("{name: s}", None, "Secret") + "stringData: {K: true}\n", "Secret/s: stringData.K: a string is required"),
         (
             doc(spec="{containers: [{name: c, env: [{name: X, value: 1}]}]}"),
             "spec.containers[0].env[0].value: a string is required",

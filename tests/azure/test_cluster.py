@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import json
+import os
+from pathlib import Path
 from typing import Any
 
 import pulumi
@@ -11,10 +14,10 @@ import yaml
 from pulumi_azure_native import authorization
 from pulumi_azure_native import containerservice as cs
 
-from components.azure.cluster import GpuCluster, GpuClusterArgs, deployer_principal_type
+from components.azure.cluster import GpuCluster, GpuClusterArgs, azure_cli_login_type, deployer_principal_type
 from components.mock_engine import FAKE_OBJECT_ID, FAKE_SUBSCRIPTION, PlanResult
 from components.specs import ClusterSpec
-from tests.conftest import MockHarness, minimal_raw, raw_stack
+from tests.conftest import MockHarness, minimal_raw, planned_result, raw_stack
 
 MANAGED_CLUSTER = "azure-native:containerservice:ManagedCluster"
 MAINTENANCE = "azure-native:containerservice:MaintenanceConfiguration"
@@ -26,8 +29,8 @@ def cluster_inputs(result: PlanResult) -> dict[str, Any]:
     return cluster.inputs
 
 
-def test_prod_cluster_inputs(harness: MockHarness) -> None:
-    result = harness.run_stack("prod")
+def test_prod_cluster_inputs() -> None:
+    result = planned_result("prod")
     inputs = cluster_inputs(result)
     assert inputs["resourceName"] == "aks-gpu-prod" and inputs["resourceGroupName"] == "rg-gpu-prod"
     assert inputs["location"] == "swedencentral" and inputs["kubernetesVersion"] == "1.36"
@@ -49,8 +52,8 @@ def test_prod_cluster_inputs(harness: MockHarness) -> None:
     assert system["enableAutoScaling"] is True and (system["minCount"], system["maxCount"]) == (2, 3)
 
 
-def test_enum_values_are_spelled_as_the_provider_defines_them(harness: MockHarness) -> None:
-    inputs = cluster_inputs(harness.run_stack("prod"))
+def test_enum_values_are_spelled_as_the_provider_defines_them() -> None:
+    inputs = cluster_inputs(planned_result("prod"))
     assert inputs["networkProfile"]["networkPolicy"] in {e.value for e in cs.NetworkPolicy}
     assert inputs["networkProfile"]["networkPluginMode"] in {e.value for e in cs.NetworkPluginMode}
     assert inputs["networkProfile"]["networkDataplane"] in {e.value for e in cs.NetworkDataplane}
@@ -61,16 +64,16 @@ def test_enum_values_are_spelled_as_the_provider_defines_them(harness: MockHarne
     assert inputs["agentPoolProfiles"][0]["mode"] in {e.value for e in cs.AgentPoolMode}
 
 
-def test_cluster_options_protect_prod_and_leave_inline_pools_alone(harness: MockHarness) -> None:
-    [cluster] = harness.run_stack("prod").by_type(MANAGED_CLUSTER)
+def test_cluster_options_protect_prod_and_leave_inline_pools_alone() -> None:
+    [cluster] = planned_result("prod").by_type(MANAGED_CLUSTER)
     assert cluster.options["protect"] is True
     assert cluster.options["ignoreChanges"] == ["agentPoolProfiles"]
-    [dev_cluster] = harness.run_stack("dev").by_type(MANAGED_CLUSTER)
+    [dev_cluster] = planned_result("dev").by_type(MANAGED_CLUSTER)
     assert dev_cluster.options["protect"] is False
 
 
-def test_maintenance_windows(harness: MockHarness) -> None:
-    windows = {r.inputs["configName"]: r.inputs for r in harness.run_stack("prod").by_type(MAINTENANCE)}
+def test_maintenance_windows() -> None:
+    windows = {r.inputs["configName"]: r.inputs for r in planned_result("prod").by_type(MAINTENANCE)}
     assert set(windows) == {"aksManagedNodeOSUpgradeSchedule", "aksManagedAutoUpgradeSchedule"}
     node_os = windows["aksManagedNodeOSUpgradeSchedule"]
     assert node_os["resourceName"] == "aks-gpu-prod"
@@ -112,8 +115,8 @@ def test_existing_cluster_creates_nothing_in_azure(harness: MockHarness) -> None
     assert {p.inputs["resourceName"] for p in pools} == {"aks-gpu-prod"}
 
 
-def test_kubeconfig_is_a_secret_and_feeds_the_provider(harness: MockHarness) -> None:
-    result = harness.run_stack("dev")
+def test_kubeconfig_is_a_secret_and_feeds_the_provider() -> None:
+    result = planned_result("dev")
     assert result.outputs["kubeconfig"] == "[secret]"
     [provider] = result.by_type("pulumi:providers:kubernetes")
     assert provider.inputs["kubeconfig"] == "[secret]"
@@ -155,8 +158,8 @@ def test_bad_cluster_args_fail_with_the_key_and_register_nothing(harness: MockHa
 # ---------------------------------------------------------------- the deploying identity's Kubernetes access
 
 
-def test_the_deployer_gets_aks_rbac_cluster_admin_on_the_cluster_before_any_kubernetes_object(harness: MockHarness) -> None:
-    result = harness.run_stack("prod")
+def test_the_deployer_gets_aks_rbac_cluster_admin_on_the_cluster_before_any_kubernetes_object() -> None:
+    result = planned_result("prod")
     [grant] = result.by_type(ROLE_ASSIGNMENT)
     [cluster] = result.by_type(MANAGED_CLUSTER)
     # The client config's object id, on the cluster's ARM id, with the built-in role's id (built-in-roles/containers).
@@ -219,3 +222,63 @@ def test_the_kubeconfig_the_stack_uses_logs_in_without_a_person(harness: MockHar
     ]
     assert "devicecode" not in yaml.safe_dump(document)
     assert document["clusters"][0]["cluster"]["server"].startswith("https://aks-team")
+
+
+# ---------------------------------------------------------------- the Azure CLI's login (azureProfile.json)
+
+
+def cli_profile(folder: Path, *logins: tuple[bool, str]) -> Path:
+    """An azureProfile.json as the Azure CLI writes it (byte order mark first), one subscription per (isDefault, type)."""
+    subscriptions = [
+        {"id": f"sub-{i}", "isDefault": default, "user": {"name": "who", "type": kind}, "tenantId": "t"}
+        for i, (default, kind) in enumerate(logins)
+    ]
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "azureProfile.json").write_text("\ufeff" + json.dumps({"subscriptions": subscriptions}), encoding="utf-8")
+    return folder
+
+
+@pytest.mark.parametrize(
+    ("cli", "provider", "env", "expected"),
+    [
+        ("servicePrincipal", {}, {}, "ServicePrincipal"),  # az login --service-principal / --identity (azure/login in CI)
+        ("user", {}, {}, "User"),
+        (None, {}, {}, "User"),  # no CLI login readable: as before
+        ("user", {}, {"ARM_USE_OIDC": "true"}, "ServicePrincipal"),  # the provider's own credentials come first
+    ],
+)
+def test_an_azure_cli_service_principal_login_is_a_service_principal(
+    cli: str | None, provider: dict[str, str], env: dict[str, str], expected: str
+) -> None:
+    assert deployer_principal_type("auto", provider, env, cli) == expected
+    assert deployer_principal_type("User", provider, env, cli) == "User"  # the stack's word still wins
+
+
+def test_the_cli_login_is_read_from_the_default_subscription(tmp_path: Path) -> None:
+    folder = cli_profile(tmp_path / "cli", (False, "user"), (True, "servicePrincipal"))
+    assert azure_cli_login_type({"AZURE_CONFIG_DIR": str(folder)}) == "servicePrincipal"
+    # Without AZURE_CONFIG_DIR the CLI's folder is ~/.azure.
+    cli_profile(tmp_path / "home" / ".azure", (True, "user"))
+    assert azure_cli_login_type({}, home=tmp_path / "home") == "user"
+
+
+@pytest.mark.parametrize("text", ["", "{not json", "[]", '{"subscriptions": [{"isDefault": true}]}', '{"subscriptions": {}}'])
+def test_an_unreadable_cli_profile_tells_nothing(tmp_path: Path, text: str) -> None:
+    (tmp_path / "azureProfile.json").write_text(text, encoding="utf-8")
+    assert azure_cli_login_type({"AZURE_CONFIG_DIR": str(tmp_path)}) is None
+    assert azure_cli_login_type({"AZURE_CONFIG_DIR": str(tmp_path / "absent")}) is None
+
+
+def test_a_cli_profile_that_is_a_fifo_is_not_waited_for(tmp_path: Path) -> None:
+    # A pipe in the profile's place would block read_text forever (no writer): the plan must go on without it.
+    os.mkfifo(tmp_path / "azureProfile.json")
+    assert azure_cli_login_type({"AZURE_CONFIG_DIR": str(tmp_path)}) is None
+
+
+def test_the_plan_sends_service_principal_for_a_cli_service_principal_login(
+    harness: MockHarness, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("AZURE_CONFIG_DIR", str(cli_profile(tmp_path, (True, "servicePrincipal"))))
+    raw = minimal_raw(**{"aks-gpu:cluster": {"resourceGroup": "rg", "name": "aks"}})
+    [grant] = harness.run_stack("test", raw).by_type(ROLE_ASSIGNMENT)
+    assert grant.inputs["principalType"] == "ServicePrincipal"

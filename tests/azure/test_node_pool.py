@@ -11,7 +11,7 @@ from components.azure.node_pool import agent_pool_inputs
 from components.config.models import PlatformConfig
 from components.mock_engine import PlanResult
 from components.resolved.model import resolve
-from tests.conftest import MockHarness, minimal_raw
+from tests.conftest import MockHarness, minimal_raw, planned_result
 
 AGENT_POOL = "azure-native:containerservice:AgentPool"
 
@@ -20,8 +20,8 @@ def pools(result: PlanResult) -> dict[str, Any]:
     return {r.inputs["agentPoolName"]: r for r in result.by_type(AGENT_POOL)}
 
 
-def test_prod_training_pool_inputs(harness: MockHarness) -> None:
-    train = pools(harness.run_stack("prod"))["train"].inputs
+def test_prod_training_pool_inputs() -> None:
+    train = pools(planned_result("prod"))["train"].inputs
     assert train == {
         "agentPoolName": "train",
         "resourceGroupName": "rg-gpu-prod",
@@ -49,23 +49,23 @@ def test_prod_training_pool_inputs(harness: MockHarness) -> None:
     }
 
 
-def test_prod_inference_pool_is_split_by_mig(harness: MockHarness) -> None:
-    infer = pools(harness.run_stack("prod"))["infer"].inputs
+def test_prod_inference_pool_is_split_by_mig() -> None:
+    infer = pools(planned_result("prod"))["infer"].inputs
     assert infer["gpuInstanceProfile"] == "MIG1g"
     assert infer["gpuInstanceProfile"] in {e.value for e in cs.GPUInstanceProfile}
     assert (infer["minCount"], infer["maxCount"]) == (1, 3)
 
 
-def test_pool_options_never_fight_the_autoscaler_and_replace_safely(harness: MockHarness) -> None:
-    for record in pools(harness.run_stack("prod")).values():
+def test_pool_options_never_fight_the_autoscaler_and_replace_safely() -> None:
+    for record in pools(planned_result("prod")).values():
         assert record.options["ignoreChanges"] == ["count"]
         assert record.options["deleteBeforeReplace"] is True
         assert record.options["protect"] is True
-    assert pools(harness.run_stack("dev"))["dev"].options["protect"] is False
+    assert pools(planned_result("dev"))["dev"].options["protect"] is False
 
 
-def test_dev_spot_pool(harness: MockHarness) -> None:
-    result = harness.run_stack("dev")
+def test_dev_spot_pool() -> None:
+    result = planned_result("dev")
     dev = pools(result)["dev"].inputs
     assert dev["scaleSetPriority"] == "Spot" and dev["scaleSetEvictionPolicy"] == "Delete" and dev["spotMaxPrice"] == -1
     # ARM refuses maxSurge on spot pools; the shipped dev stack sends no upgrade settings at all.
@@ -124,9 +124,8 @@ def test_fixed_size_pool_has_a_count_and_no_ignore(harness: MockHarness) -> None
     ("mode", "driver"),
     [("daemonset", "Install"), ("gpu-operator", "None")],
 )
-def test_driver_mode_follows_who_installs_the_driver(harness: MockHarness, mode: str, driver: str) -> None:
-    raw = minimal_raw(**{"aks-gpu:devicePlugin": {"mode": mode}})
-    assert pools(harness.run_stack("test", raw))["gpu"].inputs["gpuProfile"] == {"driver": driver}
+def test_driver_mode_follows_who_installs_the_driver(mode: str, driver: str) -> None:
+    assert pool_inputs(a100_pool(), devicePlugin={"mode": mode})["gpu_profile"] == {"driver": driver}
 
 
 def test_amd_pool_gets_no_aks_driver(harness: MockHarness) -> None:
@@ -139,8 +138,8 @@ def test_amd_pool_gets_no_aks_driver(harness: MockHarness) -> None:
     assert result.outputs["pools"]["mi300"]["resourceCountPerNode"] == 8
 
 
-def test_pool_outputs_name_the_schedulable_resource(harness: MockHarness) -> None:
-    outputs = harness.run_stack("prod").outputs["pools"]
+def test_pool_outputs_name_the_schedulable_resource() -> None:
+    outputs = planned_result("prod").outputs["pools"]
     assert outputs["train"]["resourceName"] == "nvidia.com/gpu" and outputs["train"]["resourceCountPerNode"] == 8
     assert outputs["infer"]["resourceName"] == "nvidia.com/gpu" and outputs["infer"]["resourceCountPerNode"] == 7
     assert outputs["infer"]["migStrategy"] == "single"

@@ -101,6 +101,20 @@ def test_other_label_keys_are_fine(key: str) -> None:
     assert problems(with_pool(labels={key: "x"}))[0] == []
 
 
+# Kubernetes label values (and taint values, validated the same way): up to 63 characters, alphanumeric at both ends.
+# https://kubernetes.io/docs/concepts/overview/working-with-objects/labels/#syntax-and-character-set
+@pytest.mark.parametrize("value", ["", "a", "gpu-team_1.x", "a" * 63, "true"])
+def test_label_and_taint_values_kubernetes_takes_are_fine(value: str) -> None:
+    assert problems(with_pool(labels={"team": value}, taints=[f"team={value}:NoSchedule"]))[0] == []
+
+
+@pytest.mark.parametrize("value", ["a b", "a" * 64, "-a", "a.", "ä", "a/b"])
+def test_label_and_taint_values_kubernetes_refuses_are_refused(value: str) -> None:
+    errors = problems(with_pool(labels={"team": value}, taints=[f"team={value}:NoSchedule"]))[0]
+    assert has(errors, "gpuPools[0].labels", "not a Kubernetes label value"), errors
+    assert has(errors, "gpuPools[0].taints[0]", "up to 63 letters"), errors
+
+
 @pytest.mark.parametrize(
     "label",
     [
@@ -130,6 +144,19 @@ def test_the_gpu_taint_is_the_platforms() -> None:
 def test_the_legacy_node_image_channel_is_warned() -> None:
     raw = minimal_raw(**{"aks-gpu:cluster": {"resourceGroup": "rg", "name": "aks", "upgradeChannel": "node-image"}})
     assert has(problems(raw)[1], "cluster.upgradeChannel", "legacy")
+
+
+@pytest.mark.parametrize(
+    ("channel", "says"), [("stable", "newer minor"), ("rapid", "newer minor"), ("none", "two newest patches"), ("patch", None)]
+)
+def test_long_term_support_is_kept_by_the_patch_channel_only(channel: str, says: str | None) -> None:
+    lts = {"kubernetesVersion": "1.34", "skuTier": "Premium", "supportPlan": "AKSLongTermSupport", "upgradeChannel": channel}
+    raw = minimal_raw(**{"aks-gpu:cluster": {"resourceGroup": "rg", "name": "aks", **lts}})
+    errors, warnings = problems(raw)
+    assert errors == []
+    assert has(warnings, "cluster.upgradeChannel", "AKSLongTermSupport") is (says is not None), warnings
+    if says is not None:
+        assert has(warnings, "cluster.upgradeChannel", says)
 
 
 def test_security_patch_on_azure_linux_gpu_nodes_is_warned() -> None:
@@ -179,3 +206,45 @@ def test_an_image_the_stack_chooses_cannot_be_checked_and_is_warned() -> None:
 def test_every_arm64_status_is_sourced() -> None:
     for entry in arm64_support().values():
         assert entry.source.startswith("https://") and entry.note, entry.name
+
+
+# ---------------------------------------------------------------- names ARM derives (data/arm_refusals.yaml)
+
+
+def with_cluster(**fields: Any) -> dict[str, Any]:
+    return minimal_raw(**{"aks-gpu:cluster": {"resourceGroup": "rg-test", "name": "aks-test", **fields}})
+
+
+@pytest.mark.parametrize(
+    ("fields", "refused"),
+    [
+        ({"name": "a" * 54}, False),  # 54 characters: the longest prefix AKS takes
+        ({"name": "a" * 55}, True),
+        ({"name": "aks_gpu"}, True),  # a valid cluster name, not a valid prefix
+        ({"name": "aks_gpu", "dnsPrefix": "aks-gpu"}, False),
+        ({"dnsPrefix": "aks.gpu"}, True),
+        ({"dnsPrefix": "-aks"}, True),
+        ({"dnsPrefix": "1aks"}, False),
+        ({"name": "aks_gpu", "existing": True}, False),  # adopted: the prefix is already Azure's
+    ],
+)
+def test_the_dns_prefix_is_one_aks_accepts(fields: dict[str, Any], refused: bool) -> None:
+    errors, _ = problems(with_cluster(**fields))
+    assert has(errors, "aks-gpu:cluster.dnsPrefix", "[refusal dns-prefix-format]") is refused, errors
+
+
+def test_the_node_resource_group_name_stays_within_80_characters() -> None:
+    # MC_ + group + _ + name + _ + swedencentral (13): 3 + 30 + 1 + 33 + 1 + 13 = 81, then 80.
+    too_long = with_cluster(resourceGroup="r" * 30, name="a" * 33)
+    errors, _ = problems(too_long)
+    assert has(errors, "aks-gpu:cluster.name", "81 characters", "[refusal node-resource-group-too-long]"), errors
+    assert problems(with_cluster(resourceGroup="r" * 30, name="a" * 32)) == ([], [])
+    # The cluster's own region counts, as its ARM name ("West Europe" is westeurope, 10 characters).
+    errors, _ = problems(with_cluster(resourceGroup="r" * 30, name="a" * 36, location="West Europe"))
+    assert has(errors, "81 characters"), errors
+
+
+@pytest.mark.parametrize(("ids", "refused"), [(["platform-admins"], True), (["7304e4e7-b148-4ada-a135-6049c702d21e"], False)])
+def test_admin_groups_are_object_ids(ids: list[str], refused: bool) -> None:
+    raw = minimal_raw(**{"aks-gpu:cluster": {"resourceGroup": "rg", "name": "aks", "entraAdminGroupObjectIds": ids}})
+    assert has(problems(raw)[0], "cluster.entraAdminGroupObjectIds[0]") is refused

@@ -79,3 +79,22 @@ def test_a_long_bad_secret_value_shown_cut_leaves_no_piece_of_it(secret_cluster_
     message = str(caught.value)
     assert "aks-gpu:cluster.name" in message
     assert not any(secret[start : start + 8] in message for start in range(len(secret) - 7))
+
+
+def test_a_secret_text_in_resource_names_is_warned_about_once_without_the_text(monkeypatch: pytest.MonkeyPatch) -> None:
+    # `pulumi config set --secret --path 'aks-gpu:gpuPools[0].name' hushpool`: the whole gpuPools key is secret, and
+    # the pool's name is part of its components' and AgentPool's names, which Pulumi keeps in clear (URNs).
+    monkeypatch.setenv("PULUMI_CONFIG_SECRET_KEYS", json.dumps(["aks-gpu:gpuPools"]))
+    raw = raw_stack("dev")
+    raw["aks-gpu:gpuPools"][0]["name"] = "hushpool"
+    result = MockHarness().run_stack("dev", raw)
+
+    assert any("hushpool" in record.urn for record in result.resources)  # what cannot be secret
+    [warning] = [w for w in result.warnings if w.startswith("secret config: resource names hold a secret text")]
+    assert "in clear" in warning and "hushpool" not in warning
+    assert record(result, "azure-native:containerservice:AgentPool")["agentPoolName"] == SECRET  # inputs stay secret
+
+
+def test_secret_texts_outside_names_give_no_name_warning(secret_cluster_key: None) -> None:
+    result = MockHarness().run_stack("dev", secret_cluster_raw())
+    assert not [w for w in result.warnings if w.startswith("secret config: resource names")]

@@ -37,18 +37,28 @@ def only(result: PlanResult, type_: str) -> Any:
 @pytest.mark.parametrize(("stack", "actions"), [("prod", ["Deny"]), ("dev", ["Warn", "Audit"])])
 def test_registers_the_policy_and_its_binding(harness: MockHarness, stack: str, actions: list[str]) -> None:
     result = plan(harness, stack_model(stack))
-    policy, binding = only(result, POLICY_TYPE), only(result, BINDING_TYPE)
+    policies = {record.name: record for record in result.by_type(POLICY_TYPE)}
+    bindings = {record.name: record for record in result.by_type(BINDING_TYPE)}
     component = only(result, "aks-gpu:index:GpuAdmissionPolicy")
-    assert (policy.name, binding.name) == ("admission-policy", "admission-binding")
-    assert policy.parent == binding.parent == component.urn
-    assert policy.options["provider"] == binding.options["provider"] == "cluster-id"
-    assert binding.options["dependsOn"] == [policy.urn]  # the binding waits for the policy it names
+    # The placement policy keeps its URN; the device-env policy (ConfigMaps and Secrets) comes beside it.
+    assert set(policies) == {"admission-policy", "admission-device-env-policy"}
+    assert set(bindings) == {"admission-binding", "admission-device-env-binding"}
+    for prefix in ("admission", "admission-device-env"):
+        policy, binding = policies[f"{prefix}-policy"], bindings[f"{prefix}-binding"]
+        assert policy.parent == binding.parent == component.urn
+        assert policy.options["provider"] == binding.options["provider"] == "cluster-id"
+        assert binding.options["dependsOn"] == [policy.urn]  # the binding waits for the policy it names
 
     manifests = result.manifests()
     applied_policy = manifests["validatingadmissionpolicy-_-aks-gpu-gpu-placement.yaml"]
     applied_binding = manifests["validatingadmissionpolicybinding-_-aks-gpu-gpu-placement.yaml"]
-    assert [applied_policy, applied_binding] == [labelled(m) for m in render_policy(stack_model(stack))]
+    applied_env = manifests["validatingadmissionpolicy-_-aks-gpu-device-env.yaml"]
+    applied_env_binding = manifests["validatingadmissionpolicybinding-_-aks-gpu-device-env.yaml"]
+    assert [applied_policy, applied_binding, applied_env, applied_env_binding] == [
+        labelled(m) for m in render_policy(stack_model(stack))
+    ]
     assert applied_binding["spec"] == {"policyName": "aks-gpu-gpu-placement", "validationActions": actions}
+    assert applied_env_binding["spec"] == {"policyName": "aks-gpu-device-env", "validationActions": actions}
     assert applied_policy["spec"]["failurePolicy"] == "Fail"
     rules = applied_policy["spec"]["matchConstraints"]["resourceRules"]
     assert {resource for rule in rules for resource in rule["resources"]} >= {"pods", "deployments", "cronjobs", "jobs"}
@@ -69,8 +79,10 @@ def test_plans_are_deterministic(harness: MockHarness) -> None:
 
 def test_the_component_exempts_calico_only_when_told_the_cluster_runs_it(harness: MockHarness) -> None:
     def exempt(result: PlanResult) -> list[str]:
-        selector = only(result, POLICY_TYPE).inputs["spec"]["matchConstraints"]["namespaceSelector"]
-        return list(selector["matchExpressions"][0]["values"])
+        # Both policies (placement, device-env) leave out the same namespaces.
+        selectors = [record.inputs["spec"]["matchConstraints"]["namespaceSelector"] for record in result.by_type(POLICY_TYPE)]
+        assert len(selectors) == 2 and selectors[0] == selectors[1]
+        return list(selectors[0]["matchExpressions"][0]["values"])
 
     model = stack_model("prod")
     assert exempt(plan(harness, model)) == ["kube-system", "gpu-resources"]

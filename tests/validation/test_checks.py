@@ -15,7 +15,7 @@ from components.resolved.targets import plugin_targets
 from components.validation.checks import CHECK_IDS, CheckResult, run_checks
 from components.validation.health import read_smi_and_health
 from components.validation.snapshot import ClusterSnapshot
-from tests.conftest import raw_stack, stack_model
+from tests.conftest import HEALTH_FIXTURES_DIR, raw_stack, stack_model
 from tests.validation.snapshots import (
     amd_smi_json,
     edited,
@@ -662,6 +662,19 @@ def test_uncorrectable_ecc_since_the_driver_loaded_fails() -> None:
     snapshot.smi[INFER_0] = text[:volatile] + text[volatile:].replace("<dram_uncorrectable>0<", "<dram_uncorrectable>1<", 1)
     failed = one(check(snapshot), "gpu-health", INFER_0)
     assert failed.status == "fail" and "ecc-uncorrectable: 1 uncorrectable ECC error(s) since the driver loaded" in failed.message
+
+
+def test_a_lost_gpu_beside_the_xml_fails_the_node() -> None:
+    # nvidia-smi -q -x on a node with a lost GPU prints the XML of the others and, beside it, the real line of
+    # tests/fixtures/health/35 (the exec keeps both): the node fails gpu-health with the address and the reboot.
+    snapshot = prod_snapshot()
+    lost = (HEALTH_FIXTURES_DIR / "35_nvidia-smi_gpu_is_lost.txt").read_text(encoding="utf-8")
+    snapshot.smi[TRAIN_0] = lost + snapshot.smi[TRAIN_0]
+    results = check(snapshot)
+    failed = one(results, "gpu-health", TRAIN_0)
+    assert failed.status == "fail" and failed.message.startswith("GPU 0000:02:00.0: gpu-lost: the GPU at 0000:02:00.0 is lost")
+    assert "reboot or reimage" in failed.message
+    assert one(results, "gpu-health", TRAIN_1).status == "pass"
 
 
 def test_a_true_npd_gpu_condition_fails_with_its_advice() -> None:

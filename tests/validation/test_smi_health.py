@@ -111,6 +111,32 @@ def test_xid_79_is_an_xid_and_a_lost_gpu() -> None:
     assert "restart the VM" in report.findings[0].message
 
 
+@pytest.mark.parametrize(
+    "name",
+    [
+        "37_kernel_xid79_fallen_off_the_bus.txt",
+        "32_dmesg_xid119_gsp_rpc_timeout.txt",
+        "35_nvidia-smi_gpu_is_lost.txt",
+        "18_nvidia-smi_no_devices_found_rminitadapter_failed.txt",
+    ],
+)
+def test_a_log_without_its_final_line_end_keeps_its_last_finding(name: str) -> None:
+    # A line pasted from a ticket or written with `echo -n` has no line end: the Xid or lost GPU on the last line
+    # must not vanish while the log is still called checked.
+    text = health_fixture(name)
+    whole = read_health(text)
+    assert whole.findings
+    assert whole.critical and read_health(text.rstrip("\n")) == whole
+
+
+def test_a_last_line_cut_inside_the_xid_code_is_not_read() -> None:
+    # "Xid (...): 7" may be the start of 79 (or 74): no code is read from it, and the input is not called checked.
+    report = read_health("[ 1843.308145] NVRM: Xid (PCI:0000:9b:00): 7")
+    assert report.findings == () and report.unreadable is not None
+    report = read_health("[ 1843.308145] NVRM: Xid (PCI:0000:9b:00): 79, pid=1")
+    assert ids(report) == [("xid", "critical", "0000:9b:00")]
+
+
 def test_a_gpu_fallen_off_the_bus_without_an_xid() -> None:
     report = read_health(health_fixture("36_dmesg_fallen_off_the_bus_without_xid.txt"))
     assert ids(report) == [("gpu-lost", "critical", "0000:b3:00.0")]  # the address is on the line before
@@ -120,6 +146,31 @@ def test_nvidia_smi_saying_gpu_is_lost() -> None:
     report = read_health(health_fixture("35_nvidia-smi_gpu_is_lost.txt"))
     assert ids(report) == [("gpu-lost", "critical", "0000:02:00.0")]
     assert report.checked == ("gpu-lost",)
+
+
+def test_a_gpu_the_driver_could_not_initialise_is_lost_not_healthy() -> None:
+    # nvidia-smi's "No devices were found" with the kernel's RmInitAdapter failure beside it: the GPU is unusable.
+    report = read_health(health_fixture("18_nvidia-smi_no_devices_found_rminitadapter_failed.txt"))
+    assert ids(report) == [("gpu-lost", "critical", "0000:01:00.0")]
+    assert "could not initialise" in report.findings[0].message and "rm_init_adapter failed" in report.findings[0].message
+    assert report.critical
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "13_cuda-bandwidthTest_error802_system_not_yet_initialized.txt",
+        "19_dcgmi-diag-r2_a100_pcie_fail_nvlink_down_warnings.txt",
+        "20_dcgmi-health-c_a100-pcie_nvlink_failure.txt",
+        "21_k8s-node-condition_nvsentinel_GpuNvlinkWatch_gb300.txt",
+        "22_kubectl-describe-node_labels_autopilot_dcgm_row_remap_evict.txt",
+    ],
+)
+def test_fault_reports_in_formats_it_does_not_read_are_unreadable_never_healthy(name: str) -> None:
+    # Real fault outputs of other tools (a CUDA error, dcgmi diag and health, node conditions and labels): the
+    # reader must say it cannot judge them (exit 2), not report them healthy (exit 0).
+    report = read_health(health_fixture(name))
+    assert report.unreadable is not None and report.checked == () and report.findings == ()
 
 
 def test_two_of_six_nvlinks_inactive_on_a_real_v100() -> None:
@@ -331,6 +382,9 @@ def test_a_broken_xid_table_is_refused() -> None:
     with pytest.raises(XidCatalogError, match="twice"):
         bucket = {"RESET_GPU": {"severity": "critical", "action": "a"}}
         parse_xid_catalog({"buckets": bucket, "xids": [{"code": 1, "immediate": "RESET_GPU"}] * 2})
+    with pytest.raises(XidCatalogError, match="severity 'fatal'"):
+        bucket = {"RESET_GPU": {"severity": "critical", "action": "a"}}
+        parse_xid_catalog({"buckets": bucket, "xids": [{"code": 1, "immediate": "RESET_GPU", "severity": "fatal"}]})
 
 
 # ---------------------------------------------------------------- Node Problem Detector conditions

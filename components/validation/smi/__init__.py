@@ -26,6 +26,7 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
+from components.naming import Vendor
 from components.validation.smi import amd, nvidia
 from components.validation.smi.errors import loaded_kernel_module, reported_error
 from components.validation.smi.model import (
@@ -41,7 +42,6 @@ from components.validation.smi.model import (
     SmiError,
     SmiReport,
     TopologyLink,
-    Vendor,
     VendorChoice,
     empty_report,
 )

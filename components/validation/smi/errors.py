@@ -5,7 +5,8 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from components.validation.smi.model import ErrorKind, SmiError, Vendor
+from components.naming import Vendor
+from components.validation.smi.model import ErrorKind, SmiError
 from components.validation.smi.text import NVIDIA_DRIVER, version
 
 # Plain substrings where a plain substring does it; each pattern is searched once per line.

@@ -5,7 +5,8 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Literal
 
-Vendor = Literal["nvidia", "amd"]
+from components.naming import Vendor
+
 VendorChoice = Literal["nvidia", "amd", "auto"]
 MigMode = Literal["Enabled", "Disabled"]
 ErrorKind = Literal["driver_not_loaded", "driver_library_mismatch", "no_devices", "unrecognized"]
