@@ -26,8 +26,11 @@ name, keys sorted, LF line ends), so two collections can be compared with ``diff
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
 import re
+import tempfile
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta, timezone
@@ -258,8 +261,27 @@ def _object_key(item: Mapping[str, Any]) -> tuple[str, str]:
     return str(metadata.get("namespace") or ""), str(metadata.get("name") or "")
 
 
+def _umask() -> int:
+    # Read by setting it: there is no other way. Written after the probe's threads are done.
+    current = os.umask(0o022)
+    os.umask(current)
+    return current
+
+
 def _write_bytes(path: Path, content: bytes) -> Path:
-    path.write_bytes(content)
+    """Write beside ``path``, then rename into place: whatever stood there (a named pipe, whose opening for writing
+    would wait for a reader for ever, or a symlink, which would be written through) is replaced, and a reader never
+    finds the file half-written."""
+    fd, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".new", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(content)
+        os.chmod(temporary, 0o666 & ~_umask())  # mkstemp makes it private; the mode open() would have given
+        os.replace(temporary, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(temporary)
+        raise
     return path
 
 

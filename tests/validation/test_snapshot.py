@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -158,3 +159,20 @@ def test_generated_nvidia_smi_reads_as_what_it_claims(gpus: int, mig: bool, devi
     assert len(report.mig_devices) == gpus * devices
     # The layout of the real 565 output (fixture 02): every box line 91 columns wide.
     assert {len(line) for line in text.splitlines() if line.startswith(("|", "+"))} == {91}
+
+
+def test_writing_replaces_a_fifo_or_a_symlink_in_the_folder_rather_than_writing_through_it(tmp_path: Path) -> None:
+    # Opening a named pipe for writing waits for a reader for ever; writing through a symlink would change the file
+    # it points at (in a shared folder, anyone's). Each file is written beside and renamed into place.
+    folder = tmp_path / "snap"
+    folder.mkdir()
+    os.mkfifo(folder / "nodes.json")
+    elsewhere = tmp_path / "precious.txt"
+    elsewhere.write_text("keep me", encoding="utf-8")
+    (folder / "pods.json").symlink_to(elsewhere)
+    write_snapshot(prod_snapshot(), folder)
+    assert elsewhere.read_text(encoding="utf-8") == "keep me"
+    assert (folder / "nodes.json").is_file() and not (folder / "pods.json").is_symlink()
+    names = sorted(node["metadata"]["name"] for node in prod_snapshot().nodes)
+    assert sorted(node["metadata"]["name"] for node in read_snapshot(folder).nodes) == names
+    assert not [path.name for path in folder.iterdir() if path.name.startswith(".")]
