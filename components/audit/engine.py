@@ -253,6 +253,21 @@ class _Run:
         self.gaps.append(Gap(practice, tuple(ids), reason, count))
 
 
+def _nothing_to_judge(run: _Run, node_count: int) -> None:
+    """No GPU node: nothing fails, but no node practice was judged either, and a kubeconfig pointed at the wrong
+    cluster looks exactly like this. Every finding read off the nodes is reported not checked, never passed."""
+    reason = (
+        f"no GPU node among the {node_count} node(s) (none has GPU capacity or a GPU label): nothing to judge; "
+        "is this the cluster you meant?"
+    )
+    for practice in PRACTICES:
+        checks = [check for check in CHECKS if check.practice == practice.id and "nodes.json" in check.reads]
+        ids = [finding for check in checks for finding in check.finding_ids]
+        if ids:
+            run.gap(practice.id, ids, reason)
+            run.checked.difference_update(ids)
+
+
 def run_audit(snapshot: ClusterSnapshot, stack: StackExpectations | None = None, *, shapes_checked: bool = False) -> AuditReport:
     """Every finding of ``registry`` over ``snapshot``. Raises ``SnapshotError`` for an object of the wrong shape.
 
@@ -290,6 +305,8 @@ def run_audit(snapshot: ClusterSnapshot, stack: StackExpectations | None = None,
     namespace_summaries = _isolation(run, pods, quotas, policies, namespaces, stack, snapshot)
     idle = _utilisation(run, nodes, on_node, commands)
     _health(run, nodes, snapshot, stack)
+    if not nodes:
+        _nothing_to_judge(run, len(snapshot.nodes))
 
     order = {check.id: number for number, check in enumerate(CHECKS)}
     practice_order = {practice.id: number for number, practice in enumerate(PRACTICES)}

@@ -216,6 +216,8 @@ def print_report(report: AuditReport, *, source: str) -> None:
     fail, warn = report.count("fail"), report.count("warn")
     if fail:
         out.print(f"[bold red]audit failed[/]: {fail} finding(s) fail, {warn} warn")
+    elif not report.gpu_nodes:
+        out.print(f"[bold yellow]nothing to audit[/]: no GPU node found, nothing fails, {warn} warning(s)")
     else:
         out.print(f"[bold green]audit passed[/]: nothing fails, {warn} warning(s)")
 

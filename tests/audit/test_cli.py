@@ -63,6 +63,26 @@ def test_a_clean_snapshot_passes_with_exit_0(tmp_path: Path, capsys: pytest.Capt
     ]
 
 
+def test_a_cluster_without_gpu_nodes_is_nothing_to_audit_not_a_pass(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # A kubeconfig pointed at the wrong cluster: nothing fails, but no node practice may read as passed.
+    snapshot = edited(clean_snapshot())
+    snapshot.nodes[:] = [node for node in snapshot.nodes if node not in gpu_nodes(snapshot)]
+    snapshot.pods[:] = [pod for pod in snapshot.pods if pod["spec"].get("nodeName") not in CLEAN_NODES]
+    folder = saved(snapshot, tmp_path)
+
+    assert main(["audit", "--snapshot", folder]) == 0
+    output = capsys.readouterr().out
+    assert "nothing to audit: no GPU node found" in output and "audit passed" not in output
+    assert "Enforce GPU workload placement: no finding in what was checked" in output
+
+    assert main(["audit", "--snapshot", folder, "--json"]) == 0
+    summary = json.loads(capsys.readouterr().out)["summary"]
+    unjudged = {finding for gap in summary["notChecked"] if "no GPU node" in gap["reason"] for finding in gap["ids"]}
+    node_findings = {"gpu-node-untainted", "gpu-squatter", "device-plugin-missing", "node-image-stale", "node-image-mixed"}
+    assert node_findings | {"gpu-idle", "gpu-condition"} <= unjudged
+    assert not unjudged & set(summary["checked"])
+
+
 def test_a_failing_finding_exits_1_with_a_table_per_practice(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     exit_code = main(["audit", "--snapshot", saved(untainted(), tmp_path)])
     output = capsys.readouterr().out
