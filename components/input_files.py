@@ -100,8 +100,11 @@ def decode_utf8(data: bytes) -> str:
         data = data[len(codecs.BOM_UTF8) :]
     nul = data.find(b"\x00")
     if nul >= 0:
+        # UTF-16 without a byte order mark: ASCII text has a zero in every other byte (one NUL in a short file
+        # is a binary file, not that).
         sample = data[:64]
-        if len(sample) >= 4 and (sample[1::2].count(0) >= len(sample) // 4 or sample[0::2].count(0) >= len(sample) // 4):
+        half = len(sample) // 2
+        if half >= 2 and max(sample[1::2].count(0), sample[0::2].count(0)) >= max(2, half * 3 // 4):
             raise InputFileError("looks UTF-16 encoded (every other byte is zero): save it as UTF-8")
         raise InputFileError(f"holds a NUL byte (offset {nul:,}): a binary file, not text")
     try:

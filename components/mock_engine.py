@@ -595,12 +595,16 @@ def _check_out_dir(out_dir: Path) -> None:
         is_folder = stat.S_ISDIR(out_dir.stat().st_mode)
     except FileNotFoundError:
         return
+    except OSError as error:  # a symlink loop, a path through a file (ENOTDIR), no permission
+        raise PlanWriteError(f"cannot write the plan to {out_dir}: {error.strerror or error}") from None
     if not is_folder:
         raise PlanWriteError(f"{out_dir} is a file, not a folder: give --out a folder (it is created if missing)")
     try:
         entries = [entry.name for entry in out_dir.iterdir()]
     except FileNotFoundError:
         return
+    except OSError as error:
+        raise PlanWriteError(f"cannot write the plan to {out_dir}: {error.strerror or error}") from None
     foreign = sorted(name for name in entries if name not in (PLAN_FILE, MANIFEST_DIR))
     if foreign:
         listed = ", ".join(foreign[:5]) + (f" and {len(foreign) - 5} more" if len(foreign) > 5 else "")

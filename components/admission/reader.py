@@ -76,11 +76,14 @@ _StrictLoader.add_constructor("tag:yaml.org,2002:map", _StrictLoader.construct_m
 def read_text(text: str, name: str) -> list[SourcedObject]:
     """Every Kubernetes object in ``text`` (the content of file ``name``), each checked; InputError otherwise."""
     try:
+        _check_nesting(text, name)
         documents = list(yaml.load_all(text, Loader=_StrictLoader))
     except yaml.YAMLError as error:
         raise InputError(f"{name}: not valid YAML: {error}") from None
     except RecursionError:
         raise InputError(f"{name}: nested too deeply to read (the limit is {MAX_DEPTH} levels)") from None
+    except ValueError as error:  # an integer of more than 4,300 digits: Python's int() refuses to read it
+        raise InputError(f"{name}: a number in it is too long to read ({str(error).split(':')[0]})") from None
     budget = _Budget(name)
     objects: list[SourcedObject] = []
     for number, document in enumerate(documents, start=1):
@@ -90,6 +93,21 @@ def read_text(text: str, name: str) -> list[SourcedObject]:
     if not objects:
         raise InputError(f"{name}: no objects found (the file holds no Kubernetes object)")
     return objects
+
+
+def _check_nesting(text: str, name: str) -> None:
+    """Refuse nesting past ``MAX_DEPTH`` before anything is composed: libyaml's composer recurses once per level
+    in C, and 100,000 levels (``[[[...]]]``, 200 KB) crash the interpreter with a segmentation fault instead of
+    raising RecursionError. The events come one at a time, without recursion."""
+    depth = 0
+    for event in yaml.parse(text, Loader=_StrictLoader):
+        if isinstance(event, yaml.CollectionStartEvent):
+            depth += 1
+            if depth > MAX_DEPTH:
+                line = event.start_mark.line + 1 if event.start_mark is not None else "?"
+                raise InputError(f"{name}: nested deeper than {MAX_DEPTH} levels (the limit) at line {line}")
+        elif isinstance(event, yaml.CollectionEndEvent):
+            depth -= 1
 
 
 class _Budget:

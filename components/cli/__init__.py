@@ -48,6 +48,7 @@ def _command_of(argv: Sequence[str]) -> tuple[str, ...]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    _tolerant_output()
     arguments = list(sys.argv[1:] if argv is None else argv)
     parser = build_parser(_command_of(arguments))
     args = parser.parse_args(arguments)
@@ -73,6 +74,18 @@ def main(argv: Sequence[str] | None = None) -> int:
             traceback.print_exc()
         common.err.print(f"[bold red]aksgpu[/]: {safe(internal_error_message(exc))}")
         return EXIT_INTERNAL
+
+
+def _tolerant_output() -> None:
+    """A character the output's encoding cannot carry (``PYTHONIOENCODING=ascii``, a Windows code page) is written
+    as a backslash escape instead of raising UnicodeEncodeError halfway through a report."""
+    for stream in (sys.stdout, sys.stderr):
+        reconfigure = getattr(stream, "reconfigure", None)
+        if reconfigure is not None:
+            try:
+                reconfigure(errors="backslashreplace")
+            except (ValueError, OSError, TypeError):  # a stream that cannot change now: left as it is
+                continue
 
 
 def _silence_stdout() -> None:

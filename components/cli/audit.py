@@ -31,6 +31,7 @@ from components.cli.common import (
     report_config_error,
     report_warnings,
     safe,
+    write_text_file,
 )
 from components.config.problems import ConfigError
 from components.resolved.model import PlatformModel
@@ -172,7 +173,7 @@ def _probe(args: argparse.Namespace, model: PlatformModel | None, targets: dict[
 
 def _write_html(path: Path, page: str) -> None:
     try:
-        path.write_text(page, encoding="utf-8")
+        write_text_file(path, page)
     except OSError as error:
         raise _UsageError(f"cannot write {path}: {error.strerror or error}") from None
 

@@ -73,9 +73,9 @@ def load_stack(args: argparse.Namespace) -> LoadedStack:
     from components.config.loader import load_stack_file, stack_file_path
     from components.resolved.stack import validate_stack
 
-    project_dir = (args.project_dir or find_project_dir()).resolve()
+    project_dir = resolved(args.project_dir or find_project_dir())
     path: Path = args.config_file or stack_file_path(project_dir, args.stack)
-    label = _display_path(path)
+    label = display_path(path)
     raw = load_stack_file(path)
     try:
         validated = validate_stack(raw, label)
@@ -84,11 +84,39 @@ def load_stack(args: argparse.Namespace) -> LoadedStack:
     return LoadedStack(project_dir=project_dir, stack=args.stack, path=path, raw=raw, validated=validated)
 
 
-def _display_path(path: Path) -> str:
+def resolved(path: Path) -> Path:
+    """``path`` made absolute, symlinks followed where they can be: a symlink loop (which ``Path.resolve`` raises
+    on) stays as written, and reading it then fails with a message naming it."""
     try:
-        return str(path.resolve().relative_to(Path.cwd().resolve()))
+        return path.resolve()
+    except (OSError, RuntimeError):  # RuntimeError: Python before 3.13 reports a symlink loop so
+        return path.absolute()
+
+
+def display_path(path: Path) -> str:
+    """``path`` relative to the current folder where it is under it, else as given."""
+    try:
+        return str(resolved(path).relative_to(resolved(Path.cwd())))
     except ValueError:
         return str(path)
+
+
+def write_text_file(path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` (UTF-8), created or truncated; ``OSError`` saying why not. A named pipe is written
+    only when something reads it (``--out >(promtool ...)``): opened without blocking first, one nobody reads is
+    refused at once (ENXIO) instead of waiting for a reader for ever."""
+    import errno
+    import os
+
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0), 0o666)
+    except OSError as error:
+        if error.errno == errno.ENXIO:
+            raise OSError(error.errno, "a named pipe that nobody reads") from None
+        raise
+    os.set_blocking(fd, True)
+    with os.fdopen(fd, "w", encoding="utf-8") as handle:
+        handle.write(text)
 
 
 def escape(text: str) -> str:

@@ -11,7 +11,17 @@ from typing import Any
 from rich.table import Table
 from rich.tree import Tree
 
-from components.cli.common import EXIT_OK, EXIT_USAGE, add_stack_arguments, err, load_stack, out, report_warnings, safe
+from components.cli.common import (
+    EXIT_OK,
+    EXIT_USAGE,
+    add_stack_arguments,
+    display_path,
+    err,
+    load_stack,
+    out,
+    report_warnings,
+    safe,
+)
 from components.config.problems import clipped, shown
 from components.input_files import InputFileError, decode_utf8, read_bounded
 from components.mock_engine import (
@@ -179,7 +189,4 @@ def print_replacements(changes: list[Replacement]) -> None:
 
 
 def _relative(path: Path) -> str:
-    try:
-        return str(path.resolve().relative_to(Path.cwd().resolve()))
-    except ValueError:
-        return str(path)
+    return display_path(path)

@@ -9,7 +9,16 @@ from typing import Any
 
 import yaml
 
-from components.cli.common import EXIT_OK, EXIT_USAGE, add_stack_arguments, err, load_stack, report_warnings, safe
+from components.cli.common import (
+    EXIT_OK,
+    EXIT_USAGE,
+    add_stack_arguments,
+    err,
+    load_stack,
+    report_warnings,
+    safe,
+    write_text_file,
+)
 from components.manifests import labelled
 from components.monitoring.rules import POOL_LABEL_METRIC, prometheus_rule_manifest, rule_file, rule_groups
 from components.naming import POOL_LABEL
@@ -44,7 +53,7 @@ def run(args: argparse.Namespace) -> int:
     text = yaml.safe_dump(document, sort_keys=False, width=1000, allow_unicode=True)
     if args.out is not None:
         try:
-            args.out.write_text(text, encoding="utf-8")
+            write_text_file(args.out, text)
         except OSError as exc:
             err.print(f"[bold red]cannot write[/] {safe(args.out)}: {safe(exc.strerror or exc)}")
             return EXIT_USAGE

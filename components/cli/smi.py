@@ -110,8 +110,7 @@ def _read_source(source: str) -> str:
     # Bytes, decoded leniently: the tools print "°C" and other non-ASCII text, and a saved log may not be
     # UTF-8; a stray byte must not hide the driver version from the parser.
     if source == "-":
-        stream = getattr(sys.stdin, "buffer", None)
-        raw = stream.read(_MAX_BYTES) if stream is not None else sys.stdin.read(_MAX_BYTES).encode()
+        raw = _read_stdin()
     else:
         path = Path(source)
         mode = path.stat().st_mode
@@ -124,6 +123,33 @@ def _read_source(source: str) -> str:
             # A directory, or a device (/dev/zero never ends).
             raise OSError(0, "not a regular file or a pipe")
     return bytes(raw).decode("utf-8", errors="replace")
+
+
+def _read_stdin() -> bytes:
+    """Standard input: a pipe or socket is read within ``_PIPE_TIMEOUT_S`` like a named pipe (``kubectl exec ... |
+    aksgpu smi parse -`` whose command never ends must not hold us for ever); a file or a terminal is read as is."""
+    try:
+        fd = sys.stdin.fileno()
+        mode = os.fstat(fd).st_mode
+    except (AttributeError, ValueError, OSError):  # not a real file (a test's StringIO, a closed stdin)
+        stream = getattr(sys.stdin, "buffer", None)
+        return bytes(stream.read(_MAX_BYTES) if stream is not None else sys.stdin.read(_MAX_BYTES).encode())
+    if not (stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode)):
+        return os.read(fd, _MAX_BYTES) if stat.S_ISREG(mode) else sys.stdin.buffer.read(_MAX_BYTES)
+    chunks: list[bytes] = []
+    size = 0
+    deadline = time.monotonic() + _PIPE_TIMEOUT_S
+    while size < _MAX_BYTES:
+        left = deadline - time.monotonic()
+        # Readable means data or the end: the read below does not block.
+        if left <= 0 or not select.select([fd], [], [], left)[0]:
+            raise OSError(0, f"standard input did not end within {_PIPE_TIMEOUT_S:g} s")
+        chunk = os.read(fd, min(1 << 20, _MAX_BYTES - size))
+        if not chunk:
+            break
+        chunks.append(chunk)
+        size += len(chunk)
+    return b"".join(chunks)
 
 
 def _read_pipe(path: Path) -> bytes:
@@ -145,7 +171,7 @@ def _read_pipe(path: Path) -> bytes:
                 # a FIFO readable that no writer has opened, while read returns end of file for it at once.)
                 left = deadline - time.monotonic()
                 if left <= 0:
-                    raise OSError(0, f"the pipe did not end within {_PIPE_TIMEOUT_S} s") from None
+                    raise OSError(0, f"the pipe did not end within {_PIPE_TIMEOUT_S:g} s") from None
                 select.select([fd], [], [], min(left, 1.0))
                 continue
             if not chunk:

@@ -137,11 +137,18 @@ class _Loader(yaml.SafeLoader):
     def __init__(self, stream: str) -> None:
         super().__init__(stream)
         self._depth = 0
+        self._composed = 0
 
     def compose_node(self, parent: Node | None, index: Any) -> Node | None:
         # The composer recurses once per level: stop before Python's stack does.
         self._depth += 1
+        # And it reads every value before the tree is checked: stop at the limit (an alias counts once here, as
+        # written; the tree check counts it expanded), not after composing a 1 MiB file's 500,000 values.
+        self._composed += 1
         try:
+            if self._composed > MAX_NODES:
+                mark = self.peek_event().start_mark  # type: ignore[no-untyped-call]
+                raise YamlInputError(f"holds more than {MAX_NODES:,} values (the limit)", mark.line + 1)
             if self._depth > MAX_DEPTH:
                 mark = self.peek_event().start_mark  # type: ignore[no-untyped-call]
                 raise YamlInputError(f"nested deeper than {MAX_DEPTH} levels (the limit)", mark.line + 1)

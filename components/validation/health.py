@@ -50,7 +50,7 @@ from components.validation.smi import amd as amd_formats
 from components.validation.smi import nvidia as nvidia_formats
 from components.validation.smi import read_prepared
 from components.validation.smi.model import SmiReport, VendorChoice
-from components.validation.smi.text import PCI_ADDRESS, Text, box_table, integer, prepare, shorten, value
+from components.validation.smi.text import MAX_LINE_CHARS, PCI_ADDRESS, Text, box_table, integer, prepare, shorten, value
 from components.validation.xid import CATALOG_URL, load_xid_catalog
 
 Severity = Literal["critical", "warning"]
@@ -158,6 +158,9 @@ def read_smi_and_health(
 
 def _first_words(prepared: Text) -> str:
     first = next((line.strip() for line in prepared.lines if line.strip()), None)
+    if first is None and prepared.long_lines:
+        # A file of one 70 MB line is not empty: its lines were too long to read.
+        return f"it holds only {prepared.long_lines} line(s) longer than {MAX_LINE_CHARS // 1024} KiB, which are not read"
     return "it is empty" if first is None else f"it starts with: {shorten(first, 80)}"
 
 

@@ -60,9 +60,11 @@ from kubernetes.config.config_exception import ConfigException
 from kubernetes.stream import stream, ws_client
 from kubernetes.stream.ws_client import ERROR_CHANNEL
 from websocket import WebSocket, WebSocketException
+from websocket._handshake import SUPPORTED_REDIRECT_STATUSES
 
 from components.config import safe_yaml
 from components.config.problems import clipped
+from components.input_files import InputFileError, decode_utf8, read_bounded
 from components.naming import POOL_LABEL
 from components.resolved.model import PlatformModel
 from components.validation.cluster import NodeStatus, PluginPods, exec_problem, node_name, pod_name
@@ -79,6 +81,8 @@ from components.validation.snapshot import (
 Progress = Callable[[int, int], None]
 T = TypeVar("T")
 
+# A kubeconfig file is a few KiB per cluster (certificates included): past this it is not one.
+MAX_KUBECONFIG_BYTES = 4 << 20
 # A page of a list call: big enough for few round trips, small enough that a 5,000-node cluster's pod
 # list does not come back as one response of hundreds of megabytes.
 LIST_PAGE_SIZE = 500
@@ -201,6 +205,7 @@ def load_client_configuration(
         else:
             # Read $KUBECONFIG now, not when the kubernetes module was imported (its default does that).
             path = kubeconfig or os.environ.get("KUBECONFIG") or "~/.kube/config"
+            _check_kubeconfig_files(path, named=kubeconfig is None)
             kube_config.load_kube_config(  # type: ignore[no-untyped-call]
                 config_file=path, context=context, client_configuration=configuration, persist_config=False
             )
@@ -221,6 +226,24 @@ def load_client_configuration(
     # One retry layer, ours: urllib3 would otherwise retry 3 times on its own and sleep any Retry-After.
     configuration.retries = False
     return configuration
+
+
+def _check_kubeconfig_files(paths: str, *, named: bool) -> None:
+    """Each file of a kubeconfig path list (``$KUBECONFIG`` may name several, ``os.pathsep`` apart) is a regular
+    UTF-8 file within ``MAX_KUBECONFIG_BYTES``: the kubernetes client opens and reads whatever it is given, so a
+    named pipe would hold it for ever and a file of hundreds of MiB for minutes. A path that is absent is left to
+    the client, which reports it."""
+    for part in paths.split(os.pathsep):
+        if not part:
+            continue
+        path = os.path.expanduser(part)
+        if not os.path.lexists(path):
+            continue
+        try:
+            decode_utf8(read_bounded(path, MAX_KUBECONFIG_BYTES))
+        except InputFileError as error:
+            origin = " (in $KUBECONFIG)" if named else ""
+            raise ProbeError(f"cannot load a kubeconfig from {part}{origin}: {error}") from None
 
 
 _SECRET_KEYS = ("token", "password", "secret", "key-data")
@@ -359,10 +382,14 @@ def is_transient(error: BaseException) -> bool:
     if isinstance(error, ApiException):
         status = int(error.status or 0)
         if status == 0:
+            if ExecRedirectError.MARK in str(error.reason or ""):
+                return False  # the kubernetes client wraps ExecRedirectError into an ApiException(status=0)
             match = _HANDSHAKE_STATUS.search(str(error.reason or ""))
             code = int(match.group(1)) if match else 0
             return code == 0 or code == 429 or code >= 500
         return status == 429 or status >= 500
+    if isinstance(error, ExecRedirectError):
+        return False
     return isinstance(error, ExecTimeoutError | DeadlineError | WebSocketException | urllib3.exceptions.HTTPError | OSError)
 
 
@@ -542,7 +569,31 @@ class _TimedWebSocket(WebSocket):  # type: ignore[misc]
         timeout = getattr(_HANDSHAKE, "timeout_s", None)
         if timeout is not None:
             options.setdefault("timeout", timeout)
-        super().connect(url, **options)  # type: ignore[no-untyped-call]
+        # websocket-client follows up to 3 redirects by default, sending the same headers (the bearer token) to
+        # whatever host the Location names; an API server never redirects an exec, but an aggregated API server
+        # can redirect clients, credentials and all (CVE-2022-3172, https://github.com/kubernetes/kubernetes/issues/112513).
+        # The urllib3 side follows none either (retries=False).
+        options["redirect_limit"] = 0
+        try:
+            super().connect(url, **options)  # type: ignore[no-untyped-call]
+        except WebSocketException:
+            response = getattr(self, "handshake_response", None)
+            status = getattr(response, "status", None)
+            if status in SUPPORTED_REDIRECT_STATUSES:
+                raise ExecRedirectError(int(status)) from None
+            raise
+
+
+class ExecRedirectError(Exception):
+    """The exec's upgrade was answered with a redirect: not followed, and not retried."""
+
+    MARK = "answered the exec with a redirect"
+
+    def __init__(self, status: int) -> None:
+        super().__init__(
+            f"the API server {self.MARK} (HTTP {status}) to another address: not followed, as it would carry the"
+            " credentials there"
+        )
 
 
 _HANDSHAKE = threading.local()

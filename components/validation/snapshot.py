@@ -26,15 +26,18 @@ name, keys sorted, LF line ends), so two collections can be compared with ``diff
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
 import re
+import tempfile
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
-from components.input_files import InputFileError, read_bounded
+from components.input_files import InputFileError, decode_utf8, read_bounded
 
 NODES_FILE = "nodes.json"
 DAEMONSETS_FILE = "daemonsets.json"
@@ -258,8 +261,27 @@ def _object_key(item: Mapping[str, Any]) -> tuple[str, str]:
     return str(metadata.get("namespace") or ""), str(metadata.get("name") or "")
 
 
+def _umask() -> int:
+    # Read by setting it: there is no other way. Written after the probe's threads are done.
+    current = os.umask(0o022)
+    os.umask(current)
+    return current
+
+
 def _write_bytes(path: Path, content: bytes) -> Path:
-    path.write_bytes(content)
+    """Write beside ``path``, then rename into place: whatever stood there (a named pipe, whose opening for writing
+    would wait for a reader for ever, or a symlink, which would be written through) is replaced, and a reader never
+    finds the file half-written."""
+    fd, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".new", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(content)
+        os.chmod(temporary, 0o666 & ~_umask())  # mkstemp makes it private; the mode open() would have given
+        os.replace(temporary, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(temporary)
+        raise
     return path
 
 
@@ -275,7 +297,9 @@ def _read_list(path: Path, kind: str) -> list[dict[str, Any]]:
             raise SnapshotError(f"{path}: not a regular file (save it with kubectl ... -o json)")
         raise SnapshotError(f"{path}: missing from the snapshot (save it with kubectl ... -o json)")
     try:
-        document = json.loads(_read_text(path, MAX_LIST_FILE_BYTES))
+        # JSON is UTF-8 (RFC 8259, section 8.1): a file in another encoding (PowerShell 5.1 redirects write UTF-16)
+        # is named as such, rather than read as replacement characters and reported as "not JSON".
+        document = json.loads(decode_utf8(read_bounded(path, MAX_LIST_FILE_BYTES)))
     except InputFileError as error:
         hint = (
             " (for pods, save only the device plugin namespaces: kubectl get pods -n <namespace> -o json)"
@@ -286,6 +310,8 @@ def _read_list(path: Path, kind: str) -> list[dict[str, Any]]:
     except RecursionError:
         raise SnapshotError(f"{path}: JSON nested too deeply to read (Kubernetes objects are a few dozen levels deep)") from None
     except ValueError as error:  # JSONDecodeError, or an integer past Python's 4,300-digit limit
+        if not isinstance(error, json.JSONDecodeError):
+            raise SnapshotError(f"{path}: holds a number of more than 4,300 digits (the limit)") from None
         raise SnapshotError(f"{path}: not JSON ({str(error)[:120]})") from None
     items = document.get("items") if isinstance(document, dict) else document
     if not isinstance(items, list):

@@ -76,6 +76,10 @@ class Faults:
     exec_silent_handshake: bool = False
     exec_status: int | None = None  # refuse every exec upgrade with this HTTP status (and ``retry_after``)
     exec_reset: bool = False  # reset the connection instead of answering the upgrade
+    # Answer lists / exec upgrades with 307 Temporary Redirect to this base URL plus the request's path, as an
+    # aggregated API server may (CVE-2022-3172: it can redirect clients, credentials and all, to any URL).
+    list_redirect_to: str | None = None
+    exec_redirect_to: str | None = None
 
 
 @dataclass
@@ -380,6 +384,9 @@ class _Handler(BaseHTTPRequestHandler):
     def _list(self, kind: str, api_version: str, items: list[dict[str, Any]], query: Mapping[str, list[str]]) -> None:
         faults = self.fake.cluster.faults
         number = self.fake._list_request()
+        if faults.list_redirect_to is not None:
+            self._redirect(faults.list_redirect_to)
+            return
         if faults.list_reset:
             self._reset()
             return
@@ -426,6 +433,13 @@ class _Handler(BaseHTTPRequestHandler):
         retry_after = self.fake.cluster.faults.retry_after
         self._send_body(code, json.dumps(body).encode(), headers={"Retry-After": retry_after} if retry_after else None)
 
+    def _redirect(self, base: str) -> None:
+        self.close_connection = True
+        self.send_response(307)
+        self.send_header("Location", base.rstrip("/") + self.path)
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+
     def _reset(self) -> None:
         """Close the connection with a TCP RST (SO_LINGER 0), as a crashed proxy or a dropped route does."""
         self.close_connection = True
@@ -454,6 +468,9 @@ class _Handler(BaseHTTPRequestHandler):
         behaviour = self.fake.cluster.behaviour(node)
         attempt = self.fake._attempt(node, query.get("command", []))
         faults = self.fake.cluster.faults
+        if faults.exec_redirect_to is not None:
+            self._redirect(faults.exec_redirect_to)
+            return
         if faults.exec_reset:
             self._reset()
             return

@@ -4,6 +4,7 @@ deploy hook would see from a cluster with healthy, hanging, failing and missing 
 from __future__ import annotations
 
 import json
+import os
 import socket
 import threading
 import time
@@ -477,3 +478,88 @@ def test_exec_failure_notes_never_carry_the_token(model, targets, cluster_state,
         live = collect_snapshot(model, targets, kubeconfig_text=json.dumps(kubeconfig_with(server.url)), retries=0, timeout_s=2)
     assert len(live.exec_errors) == 5
     assert all(TOKEN not in note and "[redacted]" in note for note in live.exec_errors.values())
+
+
+# ---------------------------------------------------------------- redirects and kubeconfig files that are not files
+
+
+@contextmanager
+def recording_server() -> Iterator[tuple[str, list[dict[str, str]]]]:
+    """Another host a hostile API server redirects to: it records every request's headers and answers 200."""
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    seen: list[dict[str, str]] = []
+
+    class Recorder(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            seen.append(dict(self.headers))
+            body = b'{"kind": "List", "apiVersion": "v1", "metadata": {}, "items": []}'
+            self.send_response(200)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, format: str, *args: Any) -> None:
+            return
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Recorder)
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_port}", seen
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def test_a_redirected_list_is_not_followed_and_the_token_stays_home(model, targets, cluster_state) -> None:
+    with recording_server() as (elsewhere, seen):
+        cluster = faulty(cluster_state, list_redirect_to=elsewhere)
+        with serving(cluster) as server, pytest.raises(ProbeError, match="HTTP 307") as error:
+            collect_snapshot(model, targets, kubeconfig_text=json.dumps(kubeconfig_with(server.url)), retries=2, timeout_s=2)
+    assert seen == []
+    assert TOKEN not in str(error.value)
+    assert server.stats.list_requests == 1  # a redirect is an answer, not a glitch: not retried
+
+
+def test_a_redirected_exec_is_not_followed_and_the_token_stays_home(model, targets, cluster_state) -> None:
+    # CVE-2022-3172: an aggregated API server can redirect a client, with its credentials, to any URL.
+    # websocket-client follows up to 3 redirects with the same headers, Authorization included.
+    with recording_server() as (elsewhere, seen):
+        # ws:// as a hostile server would write it (websocket-client refuses an http:// target by itself).
+        cluster = faulty(cluster_state, exec_redirect_to=elsewhere.replace("http://", "ws://"))
+        with serving(cluster) as server:
+            live = collect_snapshot(
+                model, targets, kubeconfig_text=json.dumps(kubeconfig_with(server.url)), retries=2, timeout_s=2, backoff_s=0.01
+            )
+    assert seen == [], f"the exec followed a redirect to another host and sent it {seen[0].get('authorization')!r}"
+    assert len(live.exec_errors) == 5 and not live.smi
+    assert all("redirect" in note and "not followed" in note and TOKEN not in note for note in live.exec_errors.values())
+    assert all(count == 1 for count in server.stats.exec_attempts.values())  # not retried
+
+
+@pytest.mark.parametrize("kind", ["fifo", "device", "folder", "huge", "utf16"])
+def test_a_kubeconfig_that_is_not_a_readable_file_is_refused_at_once(
+    kind: str, model, targets, tmp_path: Path, monkeypatch
+) -> None:
+    path = tmp_path / "config"
+    if kind == "fifo":
+        os.mkfifo(path)  # opened for reading by the kubernetes client, it would wait for a writer for ever
+    elif kind == "device":
+        path.symlink_to("/dev/zero")
+    elif kind == "folder":
+        path.mkdir()
+    elif kind == "huge":
+        path.write_bytes(b"users: [" + b"{}, " * (probe.MAX_KUBECONFIG_BYTES // 4) + b"]\n")
+    else:
+        path.write_bytes(json.dumps(kubeconfig_with("http://127.0.0.1:9")).encode("utf-16"))
+    started = time.monotonic()
+    with pytest.raises(ProbeError, match=f"cannot load a kubeconfig from {path}") as error:
+        collect_snapshot(model, targets, kubeconfig=str(path), retries=0, timeout_s=1)
+    assert time.monotonic() - started < 5
+    expected = {"fifo": "named pipe", "device": "character device", "folder": "folder", "huge": "limit", "utf16": "UTF-16"}
+    assert expected[kind] in str(error.value)
+    # The same from $KUBECONFIG, one of its paths.
+    monkeypatch.setenv("KUBECONFIG", os.pathsep.join([str(tmp_path / "absent"), str(path)]))
+    with pytest.raises(ProbeError, match=expected[kind]):
+        collect_snapshot(model, targets, retries=0, timeout_s=1)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -107,6 +108,12 @@ def test_an_smi_file_with_a_stray_byte_still_shows_its_driver(tmp_path: Path) ->
         (lambda folder: (folder / "pods.json").unlink(), "pods.json: missing from the snapshot"),
         (lambda folder: (folder / "nodes.json").write_text("{not json", encoding="utf-8"), "nodes.json: not JSON"),
         (lambda folder: (folder / "daemonsets.json").write_text('{"items": 3}', encoding="utf-8"), "expected a Kubernetes List"),
+        # Windows PowerShell 5.1's `kubectl get nodes -o json > nodes.json` writes UTF-16 with a byte order mark.
+        (
+            lambda folder: (folder / "nodes.json").write_bytes((folder / "nodes.json").read_text("utf-8").encode("utf-16")),
+            "nodes.json: is UTF-16 encoded",
+        ),
+        (lambda folder: (folder / "pods.json").write_bytes(b'{"x": ' + b"9" * 5000 + b"}"), "more than 4,300 digits"),
     ],
 )
 def test_a_broken_snapshot_names_the_file(tmp_path: Path, break_it: object, complaint: str) -> None:
@@ -152,3 +159,20 @@ def test_generated_nvidia_smi_reads_as_what_it_claims(gpus: int, mig: bool, devi
     assert len(report.mig_devices) == gpus * devices
     # The layout of the real 565 output (fixture 02): every box line 91 columns wide.
     assert {len(line) for line in text.splitlines() if line.startswith(("|", "+"))} == {91}
+
+
+def test_writing_replaces_a_fifo_or_a_symlink_in_the_folder_rather_than_writing_through_it(tmp_path: Path) -> None:
+    # Opening a named pipe for writing waits for a reader for ever; writing through a symlink would change the file
+    # it points at (in a shared folder, anyone's). Each file is written beside and renamed into place.
+    folder = tmp_path / "snap"
+    folder.mkdir()
+    os.mkfifo(folder / "nodes.json")
+    elsewhere = tmp_path / "precious.txt"
+    elsewhere.write_text("keep me", encoding="utf-8")
+    (folder / "pods.json").symlink_to(elsewhere)
+    write_snapshot(prod_snapshot(), folder)
+    assert elsewhere.read_text(encoding="utf-8") == "keep me"
+    assert (folder / "nodes.json").is_file() and not (folder / "pods.json").is_symlink()
+    names = sorted(node["metadata"]["name"] for node in prod_snapshot().nodes)
+    assert sorted(node["metadata"]["name"] for node in read_snapshot(folder).nodes) == names
+    assert not [path.name for path in folder.iterdir() if path.name.startswith(".")]
