@@ -22,7 +22,9 @@ Cost and limits:
   client library sets none: ``_TimedWebSocket``), then the command ``timeout_s``, enforced by a watchdog that
   closes the socket should a frame arrive a byte at a time. The run's exec phase as a whole ends by
   ``exec_phase_budget_s`` (nodes over concurrency times one node's worst case, plus a margin): nodes not
-  finished by then are reported as such, and the run returns.
+  finished by then are reported as such, and the run returns. The lists before it, every page of every list, end by
+  ``list_phase_budget_s`` (``LIST_PHASE_CALLS`` list calls' worst case, plus the margin), else the cluster cannot be
+  read (``ProbeError``): the whole run is bounded by the two.
 - Transient failures (connection errors, HTTP 429/5xx, timeouts) are retried ``retries`` times with
   exponential backoff and jitter, honouring a ``Retry-After`` up to ``MAX_RETRY_AFTER_S``; a refusal
   (401/403/404) and a command's own non-zero exit are not. This is the only retry layer: urllib3's own
@@ -97,6 +99,10 @@ MAX_RETRY_AFTER_S = 10.0
 WATCHDOG_GRACE_S = 0.5
 # The exec phase's own margin over its computed worst case (thread start-up, scheduling).
 RUN_MARGIN_S = 10.0
+# The list phase, all pages of all lists, may take this many times one list call's worst case (list_phase_budget_s):
+# at the defaults (30 s, 2 retries) 1,110 s, room for a 150,000-pod cluster's 300 pages at several seconds each.
+# Without it, MAX_LIST_PAGES pages each just within their timeout could hold a run for hours.
+LIST_PHASE_CALLS = 10
 # A reason or message the probe passes on (an API server's Status, an exec's error channel) is cut here.
 MAX_NOTE_CHARS = 500
 # websocket-client reports a refused upgrade as "Handshake status <code> <reason>"; the kubernetes
@@ -161,9 +167,25 @@ class RetryPolicy:
         return (self.retries + 1) * self.attempt_budget_s() + self.retries * max(MAX_BACKOFF_S, MAX_RETRY_AFTER_S)
 
 
+def list_phase_budget_s(policy: RetryPolicy, margin_s: float = RUN_MARGIN_S) -> float:
+    """How long all list calls of a run may take together: ``LIST_PHASE_CALLS`` times one call's worst case (every
+    attempt at ``timeout_s``, the waits between them included), plus a margin. Each page is bounded on its own; this
+    bounds their number too (a server may hand out ``continue`` tokens without end, each page on time)."""
+    call = (policy.retries + 1) * policy.timeout_s + policy.retries * max(MAX_BACKOFF_S, MAX_RETRY_AFTER_S)
+    return LIST_PHASE_CALLS * call + margin_s
+
+
 def exec_phase_budget_s(jobs: int, concurrency: int, policy: RetryPolicy, margin_s: float = RUN_MARGIN_S) -> float:
     """How long the execs of ``jobs`` nodes may take at ``concurrency`` at once, at worst, plus a margin."""
     return math.ceil(jobs / max(1, concurrency)) * policy.job_budget_s() + margin_s
+
+
+class ListPhaseDeadlineError(Exception):
+    """The run's lists were not done by the list phase's deadline (``list_phase_budget_s``); not retried."""
+
+    def __init__(self, what: str, items: int) -> None:
+        super().__init__(f"{what}: the lists had not ended when the list phase's deadline passed ({items} items read)")
+        self.what = what
 
 
 class DeadlineError(Exception):
@@ -482,16 +504,20 @@ class _Reader:
     read within ``policy.timeout_s`` and ``MAX_LIST_PAGE_BYTES``, each object checked for the shape the checks
     read (``snapshot.shape_problem``)."""
 
-    def __init__(self, api: kube_client.ApiClient, policy: RetryPolicy) -> None:
+    def __init__(self, api: kube_client.ApiClient, policy: RetryPolicy, deadline: float | None = None) -> None:
         self.core = kube_client.CoreV1Api(api)
         self.apps = kube_client.AppsV1Api(api)
         self.policy = policy
+        # When every list of the run must be done (``time.monotonic()``; ``list_phase_budget_s``); None: no bound.
+        self.deadline = deadline
 
     def _all(self, method: Callable[..., Any], kind: str, what: str, **kwargs: Any) -> list[dict[str, Any]]:
         items: list[dict[str, Any]] = []
         token: str | None = None
         timeout = self.policy.timeout_s
         for _ in range(MAX_LIST_PAGES):
+            if self.deadline is not None and time.monotonic() >= self.deadline:
+                raise ListPhaseDeadlineError(what, len(items))
             page_kwargs = dict(kwargs, limit=LIST_PAGE_SIZE, _preload_content=False, _request_timeout=(timeout, timeout))
             if token:
                 page_kwargs["_continue"] = token
@@ -499,7 +525,7 @@ class _Reader:
             def fetch(arguments: dict[str, Any] = page_kwargs) -> dict[str, Any]:
                 return call_within(timeout, lambda: _read_json(method(**arguments), time.monotonic() + timeout, what), what)
 
-            document = with_retries(fetch, self.policy)
+            document = with_retries(fetch, self.policy, deadline=self.deadline)
             page = document.get("items")
             if page is None:
                 page = []
@@ -794,8 +820,9 @@ def collect_snapshot(
     pools = [pool.name for pool in model.pools] if model is not None else []
     optional: dict[str, Any] = {}
 
+    list_budget = list_phase_budget_s(policy, margin_s)
     with kube_client.ApiClient(configuration) as api:
-        reader = _Reader(api, policy)
+        reader = _Reader(api, policy, time.monotonic() + list_budget)
         try:
             nodes = reader.nodes(pool_selector(pools)) if pools and not full else []
             daemonsets = reader.daemonsets()

@@ -80,6 +80,9 @@ class Faults:
     # aggregated API server may (CVE-2022-3172: it can redirect clients, credentials and all, to any URL).
     list_redirect_to: str | None = None
     exec_redirect_to: str | None = None
+    # Answer every list page, this many seconds late, with no items and another `continue` token: a list without end,
+    # each page well within any page timeout.
+    list_endless_s: float | None = None
 
 
 @dataclass
@@ -395,6 +398,11 @@ class _Handler(BaseHTTPRequestHandler):
             return
         if faults.list_body is not None:
             self._send_body(200, faults.list_body, faults.list_drip_s)
+            return
+        if faults.list_endless_s is not None:
+            time.sleep(faults.list_endless_s)
+            endless = {"kind": kind, "apiVersion": api_version, "metadata": {"continue": f"page-{number}"}, "items": []}
+            self._send_body(200, json.dumps(endless).encode())
             return
         selector = query.get("labelSelector", [""])[0]
         if selector:

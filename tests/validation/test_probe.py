@@ -20,7 +20,15 @@ from components.resolved.model import PlatformModel
 from components.resolved.targets import PluginTarget
 from components.validation import probe
 from components.validation.checks import run_checks
-from components.validation.probe import ProbeError, collect_snapshot, exit_note, is_transient, pool_selector
+from components.validation.probe import (
+    ProbeError,
+    RetryPolicy,
+    collect_snapshot,
+    exit_note,
+    is_transient,
+    list_phase_budget_s,
+    pool_selector,
+)
 from components.validation.snapshot import ClusterSnapshot
 from tests.validation.fake_apiserver import ExecBehaviour, FakeApiServer, FakeCluster, Faults
 from tests.validation.snapshots import edited, fixture_text, healthy_snapshot, node_name, pods_on, set_not_ready, without
@@ -349,6 +357,20 @@ def test_a_list_that_drips_a_byte_a_second_is_given_up_at_the_timeout(model, tar
         collect(model, targets, server, timeout_s=0.8, retries=1)
     assert time.monotonic() - started < 6  # two attempts of 0.8 s, not one byte a second for the whole list
     assert server.stats.list_requests == 2
+
+
+def test_a_list_without_end_is_given_up_at_the_list_phase_deadline(model, targets, cluster_state) -> None:
+    # Every page on time (0.05 s, a 0.5 s timeout), but always one more: without a bound on the phase, 1,000 pages.
+    started = time.monotonic()
+    with (
+        serving(faulty(cluster_state, list_endless_s=0.05)) as server,
+        pytest.raises(ProbeError, match=r"the node list: the lists had not ended when the list phase's deadline passed"),
+    ):
+        collect(model, targets, server, timeout_s=0.5, retries=0, margin_s=0.5)
+    budget = list_phase_budget_s(RetryPolicy(timeout_s=0.5, retries=0), margin_s=0.5)
+    assert budget == 5.5
+    assert time.monotonic() - started < budget + 3
+    assert 20 < server.stats.list_requests < 1000
 
 
 def test_a_reset_connection_is_retried_then_one_readable_error(model, targets, cluster_state) -> None:
