@@ -45,6 +45,8 @@ import queue
 import random
 import re
 import socket
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -58,6 +60,7 @@ import yaml
 from kubernetes import client as kube_client
 from kubernetes import config as kube_config
 from kubernetes.client.exceptions import ApiException
+from kubernetes.config import exec_provider
 from kubernetes.config.config_exception import ConfigException
 from kubernetes.stream import stream, ws_client
 from kubernetes.stream.ws_client import ERROR_CHANNEL
@@ -99,6 +102,9 @@ MAX_RETRY_AFTER_S = 10.0
 WATCHDOG_GRACE_S = 0.5
 # The exec phase's own margin over its computed worst case (thread start-up, scheduling).
 RUN_MARGIN_S = 10.0
+# A kubeconfig's credential plugin gets this long when no terminal can answer it (_BoundedPluginPopen): `az` and
+# kubelogin's non-interactive logins answer in seconds, the first call of a cold `az` in well under a minute.
+EXEC_PLUGIN_TIMEOUT_S = 60.0
 # The list phase, all pages of all lists, may take this many times one list call's worst case (list_phase_budget_s):
 # at the defaults (30 s, 2 retries) 1,110 s, room for a 150,000-pod cluster's 300 pages at several seconds each.
 # Without it, MAX_LIST_PAGES pages each just within their timeout could hold a run for hours.
@@ -201,6 +207,42 @@ class ExecTimeoutError(Exception):
 
 
 # ---------------------------------------------------------------- kubeconfig
+
+
+class _BoundedPluginPopen(subprocess.Popen):  # type: ignore[type-arg]
+    """The kubeconfig's credential plugin (``users[].user.exec``: kubelogin, ``az``), as the kubernetes client starts
+    it, but waited for at most ``EXEC_PLUGIN_TIMEOUT_S`` when no person is there to answer it: the client waits on
+    ``communicate()`` with no timeout, so a plugin that prompts (kubelogin's default devicecode login waits for a
+    person) or hangs would hold the run for ever. On a terminal (the client's ``spec.interactive``: stdout is a TTY)
+    a person can answer the prompt, and it is waited for as the client does."""
+
+    def communicate(self, input: Any = None, timeout: float | None = None) -> Any:
+        interactive = hasattr(sys.stdout, "isatty") and sys.stdout.isatty()
+        if timeout is not None or interactive:
+            return super().communicate(input, timeout)
+        try:
+            return super().communicate(input, EXEC_PLUGIN_TIMEOUT_S)
+        except subprocess.TimeoutExpired:
+            self.kill()
+            super().communicate()
+            command = self.args[0] if isinstance(self.args, list) else self.args
+            raise ConfigException(
+                f"exec: the credential plugin {os.path.basename(str(command))!r}"
+                f" had not answered after {EXEC_PLUGIN_TIMEOUT_S:g} s and was stopped (no terminal to answer a login"
+                " prompt: use a non-interactive login, e.g. kubelogin convert-kubeconfig -l azurecli)"
+            ) from None
+
+
+class _PluginSubprocess:
+    """``subprocess`` as the kubernetes client's exec_provider module sees it, with ``Popen`` bounded."""
+
+    Popen = _BoundedPluginPopen
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(subprocess, name)
+
+
+exec_provider.subprocess = _PluginSubprocess()  # type: ignore[attr-defined,assignment]
 
 
 def load_client_configuration(

@@ -4,8 +4,10 @@ deploy hook would see from a cluster with healthy, hanging, failing and missing 
 from __future__ import annotations
 
 import json
+import logging
 import os
 import socket
+import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -585,3 +587,39 @@ def test_a_kubeconfig_that_is_not_a_readable_file_is_refused_at_once(
     monkeypatch.setenv("KUBECONFIG", os.pathsep.join([str(tmp_path / "absent"), str(path)]))
     with pytest.raises(ProbeError, match=expected[kind]):
         collect_snapshot(model, targets, retries=0, timeout_s=1)
+
+
+# ---------------------------------------------------------------- the kubeconfig's credential plugin
+
+
+def test_a_credential_plugin_that_waits_for_a_person_is_stopped_when_no_one_is_there(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    # kubelogin's default (devicecode) login waits for a person; in CI nobody answers. The client itself would wait
+    # for ever on the plugin; stdout is not a terminal here, so the plugin gets EXEC_PLUGIN_TIMEOUT_S.
+    monkeypatch.setattr(probe, "EXEC_PLUGIN_TIMEOUT_S", 0.5)
+    kubeconfig = {
+        "apiVersion": "v1",
+        "kind": "Config",
+        "clusters": [{"name": "c", "cluster": {"server": "https://127.0.0.1:1"}}],
+        "contexts": [{"name": "c", "context": {"cluster": "c", "user": "u"}}],
+        "current-context": "c",
+        "users": [
+            {
+                "name": "u",
+                "user": {
+                    "exec": {
+                        "apiVersion": "client.authentication.k8s.io/v1beta1",
+                        "command": sys.executable,
+                        "args": ["-c", "import time; time.sleep(60)"],
+                        "interactiveMode": "IfAvailable",
+                    }
+                },
+            }
+        ],
+    }
+    started = time.monotonic()
+    with caplog.at_level(logging.ERROR):
+        probe.load_client_configuration(kubeconfig_text=json.dumps(kubeconfig))
+    assert time.monotonic() - started < 10
+    assert "had not answered after 0.5 s and was stopped" in caplog.text
