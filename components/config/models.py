@@ -84,6 +84,9 @@ class ConfigModel(BaseModel):
     """Base for every config object: camelCase keys, nothing unknown, frozen once validated."""
 
     # allow_inf_nan=False: NaN and infinity cannot be written in JSON, the form every value reaches Azure in.
+    # defer_build: a model's validator is built when it first validates, not at import (light commands never do).
+    # A section's default is therefore its ``model_construct()``, the same value, built without validating: calling
+    # the class would build that model's validator at import (16 of them: a third of the import's time).
     model_config = ConfigDict(
         extra="forbid", alias_generator=to_camel, populate_by_name=True, frozen=True, allow_inf_nan=False, defer_build=True
     )
@@ -205,8 +208,10 @@ class ClusterConfig(ConfigModel):
         default="NodeImage",
         description="How AKS upgrades node images; NodeImage brings the newest production GPU driver and CVE fixes.",
     )
-    maintenance: Maintenance = Field(default=Maintenance(), description="When AKS may upgrade the cluster and the node images.")
-    system_pool: SystemPool = Field(default=SystemPool(), description="The system node pool.")
+    maintenance: Maintenance = Field(
+        default=Maintenance.model_construct(), description="When AKS may upgrade the cluster and the node images."
+    )
+    system_pool: SystemPool = Field(default=SystemPool.model_construct(), description="The system node pool.")
     # Object ids, not display names (aadProfile.adminGroupObjectIDs; the AKS guide sets AAD_ADMIN_GROUP_OBJECT_IDS to
     # "<group-object-id>", comma-separated: https://learn.microsoft.com/azure/aks/entra-id-control-plane-authentication).
     # An Entra object id is a GUID: the same check as workloads[].roleBindings[].groupObjectId. A group name here
@@ -215,7 +220,7 @@ class ClusterConfig(ConfigModel):
         default=(), description="Entra ID groups that administer the cluster (Kubernetes cluster-admin), by object id."
     )
     deployer_access: DeployerAccess = Field(
-        default=DeployerAccess(), description="Kubernetes access for the identity that runs pulumi up."
+        default=DeployerAccess.model_construct(), description="Kubernetes access for the identity that runs pulumi up."
     )
     # AKS returns `--login devicecode`, which waits for a person at a browser; the platform rewrites it to this mode
     # (components/azure/kubeconfig.py).
@@ -299,7 +304,9 @@ class GpuPoolConfig(ConfigModel):
     labels: dict[str, ConfigText] = Field(
         default={}, description="Extra node labels (not on the keys the platform sets: components/naming.py)."
     )
-    upgrade: UpgradeSettings = Field(default=UpgradeSettings(), description="How AKS replaces the pool's nodes on upgrades.")
+    upgrade: UpgradeSettings = Field(
+        default=UpgradeSettings.model_construct(), description="How AKS replaces the pool's nodes on upgrades."
+    )
     # AKS installs the NVIDIA driver unless told not to; AMD pools and GPU-Operator-managed drivers use None.
     gpu_driver: Literal["Install", "None"] | None = Field(
         default=None,
@@ -421,11 +428,13 @@ class WorkloadConfig(ConfigModel):
     pod_security: Literal["baseline", "restricted"] = Field(
         default="baseline", description="The Pod Security level enforced (restricted is warned about and audited either way)."
     )
-    quota: QuotaLimits = Field(default=QuotaLimits(), description="The namespace's quota beyond its GPUs.")
+    quota: QuotaLimits = Field(default=QuotaLimits.model_construct(), description="The namespace's quota beyond its GPUs.")
     default_requests: DefaultRequests = Field(
-        default=DefaultRequests(), description="The requests a container gets when it states none."
+        default=DefaultRequests.model_construct(), description="The requests a container gets when it states none."
     )
-    network: NetworkAccess = Field(default=NetworkAccess(), description="What the deny-all NetworkPolicy lets through.")
+    network: NetworkAccess = Field(
+        default=NetworkAccess.model_construct(), description="What the deny-all NetworkPolicy lets through."
+    )
     role_bindings: tuple[RoleBinding, ...] = Field(default=(), description="Entra ID groups bound to edit or view.")
     nvme_volume: bool = Field(default=False, description="Export a ready NVMe cache volume snippet for this namespace.")
     # ND sizes need CAP_IPC_LOCK, which Pod Security baseline forbids: the namespace then enforces baseline plus
@@ -549,7 +558,7 @@ class ValidationConfig(ConfigModel):
     concurrency: int = Field(default=16, ge=1, le=256, description="SMI commands run at once.")
     exec_timeout_seconds: int = Field(default=30, ge=1, le=600, description="The time one SMI command may take.")
     retries: int = Field(default=2, ge=0, le=10, description="Retries of a failed command or list on temporary errors.")
-    smoke_job: SmokeJobConfig = Field(default=SmokeJobConfig(), description="The per-pool smoke Jobs.")
+    smoke_job: SmokeJobConfig = Field(default=SmokeJobConfig.model_construct(), description="The per-pool smoke Jobs.")
 
 
 # ---------------------------------------------------------------- continuous validation (components/monitoring/)
@@ -626,12 +635,14 @@ class MonitoringConfig(ConfigModel):
         "prometheus-operator: PodMonitors and a PrometheusRule for an operator the team runs.",
     )
     azure_monitor: AzureMonitorSettings = Field(
-        default=AzureMonitorSettings(), description="The azure-monitor engine's settings."
+        default=AzureMonitorSettings.model_construct(), description="The azure-monitor engine's settings."
     )
     prometheus_operator: PrometheusOperatorSettings = Field(
-        default=PrometheusOperatorSettings(), description="The prometheus-operator engine's settings."
+        default=PrometheusOperatorSettings.model_construct(), description="The prometheus-operator engine's settings."
     )
-    alerts: AlertThresholds = Field(default=AlertThresholds(), description="When the waste and slowdown alerts fire.")
+    alerts: AlertThresholds = Field(
+        default=AlertThresholds.model_construct(), description="When the waste and slowdown alerts fire."
+    )
     scrape_interval_seconds: int = Field(default=30, ge=10, le=300, description="How often the exporters are scraped.")
     dcgm_exporter_image: str | None = Field(
         default=None, description="The DCGM exporter image (default: the pin in components/data/gpu_exporters.yaml)."
@@ -645,11 +656,19 @@ class PlatformConfig(ConfigModel):
 
     gpu_pools: tuple[GpuPoolConfig, ...] = Field(default=(), description="The GPU node pools.")
     workloads: tuple[WorkloadConfig, ...] = Field(default=(), description="The workload namespaces.")
-    device_plugin: DevicePluginConfig = Field(default=DevicePluginConfig(), description="What makes the GPUs schedulable.")
-    admission: AdmissionConfig = Field(default=AdmissionConfig(), description="The GPU placement admission policy.")
-    storage: StorageConfig = Field(default=StorageConfig(), description="Azure Container Storage for the nvmeCache pools.")
-    validation: ValidationConfig = Field(default=ValidationConfig(), description="Post-deploy validation.")
-    monitoring: MonitoringConfig = Field(default=MonitoringConfig(), description="GPU exporters, scraping and alert rules.")
+    device_plugin: DevicePluginConfig = Field(
+        default=DevicePluginConfig.model_construct(), description="What makes the GPUs schedulable."
+    )
+    admission: AdmissionConfig = Field(
+        default=AdmissionConfig.model_construct(), description="The GPU placement admission policy."
+    )
+    storage: StorageConfig = Field(
+        default=StorageConfig.model_construct(), description="Azure Container Storage for the nvmeCache pools."
+    )
+    validation: ValidationConfig = Field(default=ValidationConfig.model_construct(), description="Post-deploy validation.")
+    monitoring: MonitoringConfig = Field(
+        default=MonitoringConfig.model_construct(), description="GPU exporters, scraping and alert rules."
+    )
 
 
 class StackConfig(PlatformConfig):
