@@ -19,7 +19,7 @@ from datetime import UTC, date, datetime
 from fractions import Fraction
 from typing import Any
 
-from components.audit.registry import CHECK_BY_ID, CHECKS, PRACTICES, Severity
+from components.audit.registry import CHECK_BY_ID, CHECKS, NODES, PRACTICES, Severity
 from components.audit.stack import StackExpectations
 from components.kube.workload_manifests import ARTICLE_WORKLOAD_LABEL, DENY_ALL_POLICY, PSA_PREFIX, QUOTA_NAME
 from components.naming import WORKLOAD_LABEL, vendor_resource
@@ -40,7 +40,15 @@ from components.validation.inventory import (
     read_quotas,
     whole,
 )
-from components.validation.snapshot import ClusterSnapshot, parse_rfc3339
+from components.validation.snapshot import (
+    NAMESPACES_FILE,
+    NETWORK_POLICIES_FILE,
+    NODES_FILE,
+    PODS_FILE,
+    RESOURCE_QUOTAS_FILE,
+    ClusterSnapshot,
+    parse_rfc3339,
+)
 
 # Namespaces whose pods may run on GPU nodes without asking for a GPU: AKS's own, and where the GPU stacks AKS and
 # the vendors document install their agents. A stack's own (--stack) come on top.
@@ -261,7 +269,7 @@ def _nothing_to_judge(run: _Run, node_count: int) -> None:
         "is this the cluster you meant?"
     )
     for practice in PRACTICES:
-        checks = [check for check in CHECKS if check.practice == practice.id and "nodes.json" in check.reads]
+        checks = [check for check in CHECKS if check.practice == practice.id and NODES in check.reads]
         ids = [finding for check in checks for finding in check.finding_ids]
         if ids:
             run.gap(practice.id, ids, reason)
@@ -276,11 +284,11 @@ def run_audit(snapshot: ClusterSnapshot, stack: StackExpectations | None = None,
     if not shapes_checked:
         check_shapes(
             (
-                ("nodes.json", "Node", snapshot.nodes),
-                ("pods.json", "Pod", snapshot.pods),
-                ("namespaces.json", "Namespace", snapshot.namespaces),
-                ("resourcequotas.json", "ResourceQuota", snapshot.resourcequotas),
-                ("networkpolicies.json", "NetworkPolicy", snapshot.networkpolicies),
+                (NODES_FILE, "Node", snapshot.nodes),
+                (PODS_FILE, "Pod", snapshot.pods),
+                (NAMESPACES_FILE, "Namespace", snapshot.namespaces),
+                (RESOURCE_QUOTAS_FILE, "ResourceQuota", snapshot.resourcequotas),
+                (NETWORK_POLICIES_FILE, "NetworkPolicy", snapshot.networkpolicies),
             )
         )
     extra = stack.resources if stack else frozenset()
@@ -569,20 +577,20 @@ def _isolation(
 
     missing_files = []
     if quotas is None:
-        missing_files.append("resourcequotas.json")
-        run.gap("isolation", ("gpu-pod-unfenced",), _absent(snapshot, "resourcequotas.json", "GPU quotas are not checked"))
+        missing_files.append(RESOURCE_QUOTAS_FILE)
+        run.gap("isolation", ("gpu-pod-unfenced",), _absent(snapshot, RESOURCE_QUOTAS_FILE, "GPU quotas are not checked"))
     if policies is None:
-        missing_files.append("networkpolicies.json")
+        missing_files.append(NETWORK_POLICIES_FILE)
         run.gap(
             "isolation",
             ("gpu-pod-unfenced",),
-            _absent(snapshot, "networkpolicies.json", "deny-all network policies are not checked"),
+            _absent(snapshot, NETWORK_POLICIES_FILE, "deny-all network policies are not checked"),
         )
     if namespaces is None:
         run.gap(
             "isolation",
             (),
-            _absent(snapshot, "namespaces.json", "the namespaces' workload and Pod Security labels are not shown"),
+            _absent(snapshot, NAMESPACES_FILE, "the namespaces' workload and Pod Security labels are not shown"),
         )
     if len(missing_files) < 2:
         run.checked.add("gpu-pod-unfenced")

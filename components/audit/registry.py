@@ -15,15 +15,17 @@ from dataclasses import dataclass
 from typing import Literal
 
 from components.validation.health import FINDING_IDS as HEALTH_FINDING_IDS
+from components.validation.snapshot import META_FILE, NETWORK_POLICIES_FILE, NODES_FILE, PODS_FILE, RESOURCE_QUOTAS_FILE, SMI_DIR
 
 Severity = Literal["fail", "warn"]
 
-NODES = "nodes.json"
-PODS = "pods.json"
-RESOURCE_QUOTAS = "resourcequotas.json"
-NETWORK_POLICIES = "networkpolicies.json"
-META = "meta.json"
-SMI = "smi/"
+# What each check reads, as the snapshot names its files (components/validation/snapshot.py).
+NODES = NODES_FILE
+PODS = PODS_FILE
+RESOURCE_QUOTAS = RESOURCE_QUOTAS_FILE
+NETWORK_POLICIES = NETWORK_POLICIES_FILE
+META = META_FILE
+SMI = f"{SMI_DIR}/"
 
 
 @dataclass(frozen=True)

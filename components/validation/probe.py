@@ -191,7 +191,6 @@ class ListPhaseDeadlineError(Exception):
 
     def __init__(self, what: str, items: int) -> None:
         super().__init__(f"{what}: the lists had not ended when the list phase's deadline passed ({items} items read)")
-        self.what = what
 
 
 class DeadlineError(Exception):
