@@ -168,16 +168,21 @@ class RetryPolicy:
         """The longest one exec attempt takes: the handshake, then the command, then the watchdog's grace."""
         return 2 * self.timeout_s + WATCHDOG_GRACE_S
 
+    def waits_s(self) -> float:
+        """The longest the waits between one call's attempts take together (backoff or Retry-After, whichever is
+        longer, at their caps)."""
+        return self.retries * max(MAX_BACKOFF_S, MAX_RETRY_AFTER_S)
+
     def job_budget_s(self) -> float:
         """The longest one node's exec takes, every retry and the waits between them included."""
-        return (self.retries + 1) * self.attempt_budget_s() + self.retries * max(MAX_BACKOFF_S, MAX_RETRY_AFTER_S)
+        return (self.retries + 1) * self.attempt_budget_s() + self.waits_s()
 
 
 def list_phase_budget_s(policy: RetryPolicy, margin_s: float = RUN_MARGIN_S) -> float:
     """How long all list calls of a run may take together: ``LIST_PHASE_CALLS`` times one call's worst case (every
     attempt at ``timeout_s``, the waits between them included), plus a margin. Each page is bounded on its own; this
     bounds their number too (a server may hand out ``continue`` tokens without end, each page on time)."""
-    call = (policy.retries + 1) * policy.timeout_s + policy.retries * max(MAX_BACKOFF_S, MAX_RETRY_AFTER_S)
+    call = (policy.retries + 1) * policy.timeout_s + policy.waits_s()
     return LIST_PHASE_CALLS * call + margin_s
 
 
