@@ -63,7 +63,7 @@ unit: $(STAMP) $(CHECKOV_STAMP) $(PROMTOOL_STAMP) $(CHROMIUM_STAMP)
 # The config models are the one source: the component args (components/specs.py), the README's key table and both
 # JSON schemas are written from them.
 schema: $(STAMP)
-	$(BIN)/python -m components.config.generate
+	$(BIN)/python -m aks_gpu.config.generate
 	$(BIN)/aksgpu schema > stacks/stack-config.schema.json
 	$(BIN)/aksgpu schema --components > components/schema.json
 

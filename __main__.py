@@ -2,9 +2,9 @@
 
 import pulumi
 
-from components.naming import PLATFORM_COMPONENT_NAME
-from components.platform import GpuPlatform, stack_exports
-from components.program import load_from_pulumi, stack_secrets
+from aks_gpu.naming import PLATFORM_COMPONENT_NAME
+from aks_gpu.platform import GpuPlatform, stack_exports
+from aks_gpu.program import load_from_pulumi, stack_secrets
 
 validated = load_from_pulumi()
 platform = GpuPlatform.of(

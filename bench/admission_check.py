@@ -2,7 +2,7 @@
 
 The objects are the corpus's kinds (Pods, Deployments, Jobs, CronJobs) in the prod stack's namespaces, every one
 different (names, counts, pools, tolerations, env vars), about half admitted and half denied, so nothing is
-judged once for many. Each run is the real command in a fresh process (``python -m components.cli admission
+judged once for many. Each run is the real command in a fresh process (``python -m aks_gpu.cli admission
 check``), so start-up, the stack config, YAML, the reader's checks, the policy and the output are all in it:
 ``--json`` and the table, with cel-cpp and with cel-python. Target: 5,000 objects in under 5 s (cel-cpp).
 """
@@ -80,7 +80,7 @@ def generated(count: int, seed: int = 7) -> list[dict[str, Any]]:
 
 def check(path: Path, *options: str) -> tuple[float, float, str]:
     """Wall and CPU seconds (user + system) of one run in a fresh process, and what it printed."""
-    command = [sys.executable, "-m", "components.cli", "admission", "check", "--stack", "prod", *options, str(path)]
+    command = [sys.executable, "-m", "aks_gpu.cli", "admission", "check", "--stack", "prod", *options, str(path)]
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.perf_counter()
     done = subprocess.run(command, cwd=PROJECT_DIR, capture_output=True, text=True, check=False)

@@ -19,11 +19,11 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
+from aks_gpu.audit.engine import AuditReport, run_audit
+from aks_gpu.audit.html import render_html
+from aks_gpu.naming import POOL_LABEL
+from aks_gpu.validation.snapshot import ClusterSnapshot, read_snapshot, write_snapshot
 from bench.common import timed
-from components.audit.engine import AuditReport, run_audit
-from components.audit.html import render_html
-from components.naming import POOL_LABEL
-from components.validation.snapshot import ClusterSnapshot, read_snapshot, write_snapshot
 from tests.audit.clusters import clean_snapshot, workload_pod
 
 NODE_COUNTS = (100, 1_000)

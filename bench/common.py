@@ -8,9 +8,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TypeVar
 
-from components.config.loader import load_stack_file
-from components.resolved.model import PlatformModel
-from components.resolved.stack import validate_stack
+from aks_gpu.config.loader import load_stack_file
+from aks_gpu.resolved.model import PlatformModel
+from aks_gpu.resolved.stack import validate_stack
 
 T = TypeVar("T")
 PROJECT_DIR = Path(__file__).resolve().parents[1]

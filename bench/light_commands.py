@@ -34,11 +34,11 @@ COMMANDS: dict[str, list[str]] = {
 
 
 def wall_times(argv: list[str], runs: int) -> list[float]:
-    """``python -m components.cli <argv>`` ``runs`` times (the installed ``aksgpu`` script does the same imports)."""
+    """``python -m aks_gpu.cli <argv>`` ``runs`` times (the installed ``aksgpu`` script does the same imports)."""
     times = []
     for _ in range(runs):
         started = time.perf_counter()
-        subprocess.run([sys.executable, "-m", "components.cli", *argv], cwd=PROJECT_DIR, capture_output=True, check=False)
+        subprocess.run([sys.executable, "-m", "aks_gpu.cli", *argv], cwd=PROJECT_DIR, capture_output=True, check=False)
         times.append(time.perf_counter() - started)
     return times
 

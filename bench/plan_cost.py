@@ -3,12 +3,12 @@
 For dev, prod and generated stacks of 10, 50 and 200 GPU pools (with as many workload namespaces), each
 measurement in a fresh subprocess:
 
-- ``cli``: the whole ``python -m components.cli plan`` a user waits for (interpreter, imports, validation,
+- ``cli``: the whole ``python -m aks_gpu.cli plan`` a user waits for (interpreter, imports, validation,
   the program under the mock engine, writing the files): wall time and that process's peak RSS.
-- ``toolkit``: the real ``__main__.py`` under ``components.mock_engine.run_program``, our modules imported beforehand.
+- ``toolkit``: the real ``__main__.py`` under ``aks_gpu.mock_engine.run_program``, our modules imported beforehand.
 - ``bare``: the same resources (the toolkit run's ResourceRecords: type, name, parent, inputs, provider,
   dependsOn, options) registered as bare ``pulumi.CustomResource`` / ``ComponentResource`` /
-  ``ProviderResource`` under the same mock engine (``components.mock_engine.run_mocked``). This is the issue's baseline.
+  ``ProviderResource`` under the same mock engine (``aks_gpu.mock_engine.run_mocked``). This is the issue's baseline.
 - ``bare+aliases``: ``bare`` plus the aliases the provider SDKs' typed classes declare for each resource (an
   azure-native ``AgentPool`` carries about 110, one per API version), captured from the toolkit run. This is
   what a hand-written program using ``pulumi_azure_native`` / ``pulumi_kubernetes`` pays anyway, so the gap
@@ -120,7 +120,7 @@ def _measure(run: Callable[[], int], trace: bool = True, warm_runs: int = 1) -> 
 
 
 def _load_raw(config_file: Path) -> dict[str, Any]:
-    from components.config.loader import load_stack_file
+    from aks_gpu.config.loader import load_stack_file
 
     return load_stack_file(config_file)
 
@@ -129,7 +129,7 @@ def _capture_aliases(into: dict[str, list[dict[str, str]]]) -> None:
     """Record, per URN, the aliases each registration carried. The SDKs' typed classes add them (one per older
     API version); the bare baseline needs them to reproduce what the SDKs cost. Bench-only instrumentation:
     the plan's monitor is wrapped in this worker process and nowhere else."""
-    from components import mock_engine as plan
+    from aks_gpu import mock_engine as plan
 
     original = plan.RecordingMonitor.RegisterResource
 
@@ -144,7 +144,7 @@ def _capture_aliases(into: dict[str, list[dict[str, str]]]) -> None:
 def toolkit_worker(stack: str, config_file: Path, records_out: Path | None, warm_runs: int = 1) -> Sample:
     """The real program, with our own modules imported before the clock starts (runpy re-runs only
     ``__main__.py``); the provider SDKs load their submodules lazily, inside the cold run, as in `aksgpu plan`."""
-    from components.mock_engine import PlanResult, run_program
+    from aks_gpu.mock_engine import PlanResult, run_program
 
     raw = _load_raw(config_file)
     aliases: dict[str, list[dict[str, str]]] = {}
@@ -307,7 +307,7 @@ def register_typed(records: Sequence[dict[str, Any]]) -> int:
 
 def typed_worker(stack: str, records_file: Path, warm_runs: int = 1) -> Sample:
     """The toolkit run's resources, registered through the typed SDK classes under the same mock engine."""
-    from components.mock_engine import run_mocked
+    from aks_gpu.mock_engine import run_mocked
 
     records = json.loads(records_file.read_text(encoding="utf-8"))
 
@@ -321,7 +321,7 @@ def typed_worker(stack: str, records_file: Path, warm_runs: int = 1) -> Sample:
 
 def baseline_worker(stack: str, records_file: Path, with_aliases: bool) -> Sample:
     """The toolkit run's resources, registered bare under the same mock engine."""
-    from components.mock_engine import run_mocked
+    from aks_gpu.mock_engine import run_mocked
 
     records = json.loads(records_file.read_text(encoding="utf-8"))
 
@@ -386,7 +386,7 @@ def _run_worker(command: list[str]) -> Sample:
 
 def _run_cli(scenario: Scenario, out_dir: Path) -> CliSample:
     """`aksgpu plan` end to end in its own process: wall time, and that process's CPU time and peak RSS (wait4)."""
-    command = [sys.executable, "-m", "components.cli", "plan", "--stack", scenario.stack, "--config-file"]
+    command = [sys.executable, "-m", "aks_gpu.cli", "plan", "--stack", scenario.stack, "--config-file"]
     command += [str(scenario.config_file), "--out", str(out_dir), "--project-dir", str(PROJECT_DIR)]
     started = time.perf_counter()
     with tempfile.TemporaryFile() as errors:

@@ -15,8 +15,8 @@ from functools import partial
 from rich.console import Console
 from rich.table import Table
 
+from aks_gpu.validation.health import read_smi_and_health
 from bench.common import timed
-from components.validation.health import read_smi_and_health
 from tests.validation.snapshots import nvidia_smi_xml
 
 REPEATS = 3

@@ -19,10 +19,10 @@ from functools import partial
 from rich.console import Console
 from rich.table import Table
 
+from aks_gpu.resolved.model import PlatformModel
+from aks_gpu.resolved.targets import PluginTarget, plugin_targets
+from aks_gpu.validation.checks import run_checks
 from bench.common import prod_model, timed
-from components.resolved.model import PlatformModel
-from components.resolved.targets import PluginTarget, plugin_targets
-from components.validation.checks import run_checks
 from tests.validation.fake_apiserver import FakeApiServer, FakeCluster
 from tests.validation.snapshots import healthy_snapshot
 
@@ -40,7 +40,7 @@ def cluster(model: PlatformModel, targets: dict[str, PluginTarget], count: int) 
 
 def run(console: Console) -> bool:
     # Imported here: the kubernetes client's import is part of the warm-up below, not of the bench's import.
-    from components.validation.probe import collect_snapshot
+    from aks_gpu.validation.probe import collect_snapshot
 
     model = prod_model()
     targets = plugin_targets(model)

@@ -18,11 +18,11 @@ from functools import partial
 from rich.console import Console
 from rich.table import Table
 
+from aks_gpu.resolved.model import ResolvedPool
+from aks_gpu.resolved.targets import plugin_targets
+from aks_gpu.validation.checks import run_checks
+from aks_gpu.validation.snapshot import read_snapshot, write_snapshot
 from bench.common import prod_model, timed
-from components.resolved.model import ResolvedPool
-from components.resolved.targets import plugin_targets
-from components.validation.checks import run_checks
-from components.validation.snapshot import read_snapshot, write_snapshot
 from tests.validation.snapshots import DEFAULT_DRIVER, healthy_snapshot, smi_for
 
 NODE_COUNTS = (100, 1_000, 5_000)

@@ -14,7 +14,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, Literal
 
-from components.data_files import load_yaml
+from aks_gpu.data_files import load_yaml
 
 DATA_DIR = Path(__file__).parent / "data"
 VERSIONS_FILE = DATA_DIR / "aks_versions.yaml"

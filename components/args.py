@@ -32,12 +32,12 @@ from typing import Any, TypeVar
 import pulumi
 from pydantic import BaseModel, ValidationError
 
-from components.config.loader import PROJECT, problems_from
-from components.config.models import PlatformConfig, StackConfig
-from components.config.problems import Problem
-from components.naming import LOCATION_KEY
-from components.resolved.model import PlatformModel
-from components.resolved.stack import checked_model
+from aks_gpu.config.loader import PROJECT, problems_from
+from aks_gpu.config.models import PlatformConfig, StackConfig
+from aks_gpu.config.problems import Problem
+from aks_gpu.naming import LOCATION_KEY
+from aks_gpu.resolved.model import PlatformModel
+from aks_gpu.resolved.stack import checked_model
 
 SpecModel = TypeVar("SpecModel", bound=BaseModel)
 

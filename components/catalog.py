@@ -10,8 +10,8 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, Literal
 
-from components.data_files import load_yaml
-from components.naming import Vendor
+from aks_gpu.data_files import load_yaml
+from aks_gpu.naming import Vendor
 
 CpuArchitecture = Literal["x86_64", "arm64"]
 MigProfileName = Literal["MIG1g", "MIG2g", "MIG3g", "MIG4g", "MIG7g"]

@@ -5,14 +5,14 @@ A component is built in two steps, so nothing is registered before its args are 
 
 1. ``resolve_args(name, args)``: the component's ``args`` (TypedDicts of ``components/specs.py``, as any Pulumi language
    passes them) validated by the config models and rules and resolved into the component's inputs (a resolved pool, a
-   platform model...). A bad arg raises ``components.args.ArgsError``, a ``pulumi.InputPropertiesError`` with each
+   platform model...). A bad arg raises ``aks_gpu.args.ArgsError``, a ``pulumi.InputPropertiesError`` with each
    property path; warnings are logged once per run.
 2. ``build(name, inputs)``: the children, registered from those inputs; it returns the outputs ``register_outputs``
    records.
 
 ``GpuComponent.of(name, inputs, opts)`` skips the first step: a parent that has resolved the whole stack once
 (``GpuPlatform``, from the program's validated stack) hands each child its part of the model, so nothing is validated
-twice. The type token is ``aks-gpu:index:<class name>`` (``components.naming.type_token``).
+twice. The type token is ``aks-gpu:index:<class name>`` (``aks_gpu.naming.type_token``).
 
 Children: ``child(...)`` gives every child the same options: this component as parent (so it inherits the providers the
 component was given: ``provider=`` or ``providers=`` for the cluster's Kubernetes provider), and what the component
@@ -30,9 +30,9 @@ from typing import Any, Generic, Self, TypeVar
 import pulumi
 import pulumi_kubernetes as k8s
 
-from components.args import outputs_in
-from components.manifests import Manifest, labelled
-from components.naming import type_token
+from aks_gpu.args import outputs_in
+from aks_gpu.manifests import Manifest, labelled
+from aks_gpu.naming import type_token
 
 Inputs = TypeVar("Inputs")
 Value = TypeVar("Value")

@@ -13,7 +13,8 @@ import traceback
 from pathlib import Path
 
 DEBUG_ENV = "AKSGPU_DEBUG"
-_PACKAGE_ROOT = Path(__file__).resolve().parent.parent
+# The package folder: components/ in the repository, aks_gpu/ where the wheel is installed.
+_PACKAGE_DIR = Path(__file__).resolve().parent
 
 
 def debug_requested() -> bool:
@@ -28,7 +29,7 @@ def where(error: BaseException) -> str:
         return "an unknown place"
     frame = ours[-1]
     try:
-        name = str(Path(frame.filename).resolve().relative_to(_PACKAGE_ROOT))
+        name = str(Path(frame.filename).resolve().relative_to(_PACKAGE_DIR.parent))
     except ValueError:
         name = Path(frame.filename).name
     return f"{name}:{frame.lineno} in {frame.name}"
@@ -44,7 +45,7 @@ def internal_error_message(error: BaseException, command: str = "aksgpu") -> str
 
 def _is_ours(filename: str) -> bool:
     try:
-        Path(filename).resolve().relative_to(_PACKAGE_ROOT / "components")
+        Path(filename).resolve().relative_to(_PACKAGE_DIR)
     except ValueError:
         return False
     return True

@@ -1,8 +1,8 @@
 """What every Kubernetes object of the platform has in common, applied in one place. Pure: no Pulumi.
 
 The builders (device plugins, exporters, namespaces, policies, storage, smoke Jobs) return manifests with the labels
-that mean something to them; ``labelled`` adds the platform's common labels (``components.naming.COMMON_LABELS``) to
-the object and to the pods of a workload template. ``components.component.kube_resource`` applies it to every
+that mean something to them; ``labelled`` adds the platform's common labels (``aks_gpu.naming.COMMON_LABELS``) to
+the object and to the pods of a workload template. ``aks_gpu.component.kube_resource`` applies it to every
 manifest it registers, so no object can be created without them, and the command line applies it to what it prints.
 """
 
@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from components.naming import COMMON_LABELS
+from aks_gpu.naming import COMMON_LABELS
 
 Manifest = dict[str, Any]
 

@@ -36,8 +36,8 @@ from pulumi.runtime.settings import get_project, get_stack
 from pulumi.runtime.stack import run_pulumi_func
 from pulumi.runtime.sync_await import _sync_await
 
-from components.aks_facts import immutable_fields
-from components.naming import PACKAGE_NAME
+from aks_gpu.aks_facts import immutable_fields
+from aks_gpu.naming import PACKAGE_NAME
 
 SECRET = "[secret]"
 # A value `pulumi preview` cannot know yet (an id, a name Azure assigns): how preview-mode plans record it.

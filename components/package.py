@@ -15,17 +15,17 @@ from pulumi.provider.experimental.schema import generate_schema
 from pulumi.provider.provider import ConstructResult
 from pulumi.provider.server import ComponentInitError
 
-from components import __version__
-from components.admission.component import GpuAdmissionPolicy
-from components.args import for_the_engine, serve_as_provider
-from components.azure.cluster import GpuCluster
-from components.azure.node_pool import GpuNodePool
-from components.kube.workload_namespace import GpuWorkloadNamespace
-from components.monitoring.component import GpuMonitoring
-from components.naming import PACKAGE_NAME
-from components.platform import GpuDevicePlugin, GpuPlatform
-from components.storage.nvme_cache import NvmeCache
-from components.validation.smoke import GpuValidation
+from aks_gpu import __version__
+from aks_gpu.admission.component import GpuAdmissionPolicy
+from aks_gpu.args import for_the_engine, serve_as_provider
+from aks_gpu.azure.cluster import GpuCluster
+from aks_gpu.azure.node_pool import GpuNodePool
+from aks_gpu.kube.workload_namespace import GpuWorkloadNamespace
+from aks_gpu.monitoring.component import GpuMonitoring
+from aks_gpu.naming import PACKAGE_NAME
+from aks_gpu.platform import GpuDevicePlugin, GpuPlatform
+from aks_gpu.storage.nvme_cache import NvmeCache
+from aks_gpu.validation.smoke import GpuValidation
 
 SCHEMA_FILE = Path(__file__).parent / "schema.json"
 

@@ -35,12 +35,12 @@ import pulumi
 from pulumi.runtime import config as runtime_config
 from pydantic import BaseModel
 
-from components.args import is_output, log_warnings
-from components.config.loader import PROJECT, stack_file_path
-from components.config.models import StackConfig
-from components.config.problems import ConfigError
-from components.internal_error import debug_requested, internal_error_message
-from components.resolved.stack import ValidatedStack, validate_stack
+from aks_gpu.args import is_output, log_warnings
+from aks_gpu.config.loader import PROJECT, stack_file_path
+from aks_gpu.config.models import StackConfig
+from aks_gpu.config.problems import ConfigError
+from aks_gpu.internal_error import debug_requested, internal_error_message
+from aks_gpu.resolved.stack import ValidatedStack, validate_stack
 
 SECRET = "[secret]"
 # Below this length a secret text is matched only as a whole value, not inside longer strings.

@@ -1,5 +1,5 @@
 """The stack config as ``TypedDict``s: the shape public components take as ``args``. GENERATED from the pydantic
-models in ``components/config/models.py`` by ``python -m components.config.generate`` (``make schema``): edit the
+models in ``components/config/models.py`` by ``python -m aks_gpu.config.generate`` (``make schema``): edit the
 models, never this file; ``tests/config/test_generated.py`` fails when it is stale.
 
 Pulumi's component schema inference reads these (snake_case here, camelCase in the schema and in every other

@@ -11,14 +11,14 @@ from typing import Any, cast
 
 import pytest
 
-from components.aks_facts import kubernetes_calendar
-from components.catalog import Catalog, load_catalog
-from components.config.loader import load_stack_file
-from components.config.models import PlatformConfig, StackConfig
-from components.mock_engine import PlanResult, run_mocked, run_program
-from components.resolved.model import PlatformModel, resolve
-from components.resolved.stack import validate_stack
-from components.specs import PlatformSpec
+from aks_gpu.aks_facts import kubernetes_calendar
+from aks_gpu.catalog import Catalog, load_catalog
+from aks_gpu.config.loader import load_stack_file
+from aks_gpu.config.models import PlatformConfig, StackConfig
+from aks_gpu.mock_engine import PlanResult, run_mocked, run_program
+from aks_gpu.resolved.model import PlatformModel, resolve
+from aks_gpu.resolved.stack import validate_stack
+from aks_gpu.specs import PlatformSpec
 
 PROJECT_DIR = Path(__file__).resolve().parents[1]
 STACKS_DIR = PROJECT_DIR / "stacks"

@@ -13,13 +13,13 @@ import pulumi
 import pulumi_kubernetes as k8s
 import pytest
 
-from components.admission.component import GpuAdmissionPolicy
-from components.args import ArgsError, plain_numbers, property_path
-from components.config.models import PlatformConfig, StackConfig
-from components.kube.workload_namespace import GpuWorkloadNamespace
-from components.mock_engine import PlanResult
-from components.naming import PACKAGE_NAME
-from components.package import PUBLIC_COMPONENTS, PackageProvider
+from aks_gpu.admission.component import GpuAdmissionPolicy
+from aks_gpu.args import ArgsError, plain_numbers, property_path
+from aks_gpu.config.models import PlatformConfig, StackConfig
+from aks_gpu.kube.workload_namespace import GpuWorkloadNamespace
+from aks_gpu.mock_engine import PlanResult
+from aks_gpu.naming import PACKAGE_NAME
+from aks_gpu.package import PUBLIC_COMPONENTS, PackageProvider
 from tests.conftest import PROJECT_DIR, MockHarness, raw_stack
 
 A100 = {"name": "gpu", "vendor": "nvidia", "vmSize": "Standard_NC24ads_A100_v4", "workload": "training", "maxCount": 2.0}
@@ -169,7 +169,7 @@ def test_a_namespace_takes_its_name_type_and_quota_as_outputs(harness: MockHarne
 LATE_FAILURE = """
 import json
 from pulumi import RunError
-from components.args import ArgsError
+from aks_gpu.args import ArgsError
 from tests.conftest import PROJECT_DIR, MockHarness, raw_stack
 from tests.test_args import TEAM, namespace_run
 try:

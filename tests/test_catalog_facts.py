@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import pytest
 
-from components.aks_facts import arm64_support, kubernetes_calendar
-from components.catalog import Catalog
-from components.config.models import SmokeJobConfig
-from components.config.problems import ConfigError
-from components.kube.plugin_pins import default_pins
-from components.monitoring.exporter_pins import default_exporter_pins
-from components.resolved.stack import validate_stack
+from aks_gpu.aks_facts import arm64_support, kubernetes_calendar
+from aks_gpu.catalog import Catalog
+from aks_gpu.config.models import SmokeJobConfig
+from aks_gpu.config.problems import ConfigError
+from aks_gpu.kube.plugin_pins import default_pins
+from aks_gpu.monitoring.exporter_pins import default_exporter_pins
+from aks_gpu.resolved.stack import validate_stack
 from tests.conftest import minimal_raw
 
 

@@ -12,17 +12,17 @@ import pulumi
 import pytest
 from rich.console import Console
 
-from components import cli
-from components.admission.evaluate import Decision
-from components.admission.reader import SourcedObject
-from components.cli import catalog as catalog_command
-from components.cli import common, main
-from components.cli import plan as plan_cli
-from components.cli import validate as validate_cli
-from components.cli.admission import print_report
-from components.mock_engine import PlanResult, Replacement, ResourceRecord
-from components.resolved.stack import validate_stack
-from components.validation.checks import CheckResult
+from aks_gpu import cli
+from aks_gpu.admission.evaluate import Decision
+from aks_gpu.admission.reader import SourcedObject
+from aks_gpu.cli import catalog as catalog_command
+from aks_gpu.cli import common, main
+from aks_gpu.cli import plan as plan_cli
+from aks_gpu.cli import validate as validate_cli
+from aks_gpu.cli.admission import print_report
+from aks_gpu.mock_engine import PlanResult, Replacement, ResourceRecord
+from aks_gpu.resolved.stack import validate_stack
+from aks_gpu.validation.checks import CheckResult
 from tests.conftest import PROJECT_DIR, MockHarness, minimal_raw, raw_stack
 
 MARKUP = "[bold red]DEV[/bold red]"
@@ -92,7 +92,7 @@ def test_the_help_documents_the_exit_codes(capsys) -> None:
 
 
 def test_under_pulumi_up_a_bug_in_config_loading_is_one_line_not_a_traceback(monkeypatch) -> None:
-    from components import program
+    from aks_gpu import program
 
     def crash(raw: Any, source: str) -> Any:
         raise KeyError(TOKEN)

@@ -58,17 +58,17 @@ def layer(module: str) -> str:
 
 
 def imports(path: Path) -> Iterator[str]:
-    """Every module ``path`` imports (``components.`` stripped; other packages as their top name)."""
+    """Every module ``path`` imports (``aks_gpu.`` stripped; other packages as their top name)."""
     for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
         names: list[str] = []
         if isinstance(node, ast.Import):
             names = [alias.name for alias in node.names]
         elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
             names = [node.module]
-            if node.module == "components":
-                names = [f"components.{alias.name}" for alias in node.names]
+            if node.module == "aks_gpu":
+                names = [f"aks_gpu.{alias.name}" for alias in node.names]
         for name in names:
-            yield name.removeprefix("components.") if name.startswith("components.") else name.split(".")[0]
+            yield name.removeprefix("aks_gpu.") if name.startswith("aks_gpu.") else name.split(".")[0]
 
 
 SOURCES = sorted(COMPONENTS.rglob("*.py"))

@@ -22,7 +22,7 @@ COMMANDS = {
 
 _PROBE = """
 import contextlib, io, json, sys
-from components.cli import main
+from aks_gpu.cli import main
 loaded = {}
 for name, argv in json.loads(sys.argv[1]).items():
     with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
@@ -49,7 +49,7 @@ def test_the_light_commands_import_no_pulumi_no_azure_sdk_no_kubernetes_client()
 
 def test_the_command_line_itself_imports_no_command_it_does_not_run() -> None:
     code = (
-        "import sys, components.cli;"
-        " sys.exit(any(m.startswith('components.cli.') and m != 'components.cli.common' for m in sys.modules))"
+        "import sys, aks_gpu.cli;"
+        " sys.exit(any(m.startswith('aks_gpu.cli.') and m != 'aks_gpu.cli.common' for m in sys.modules))"
     )
     assert subprocess.run([sys.executable, "-c", code], cwd=PROJECT_DIR, check=False).returncode == 0

@@ -8,10 +8,10 @@ from typing import Any
 
 import yaml
 
-from components.config.models import PlatformConfig
-from components.kube.gpu_operator import MIG_PARTED_CONFIG_MAP, nvidia_operator_values
-from components.monitoring.exporters import dcgm_operator_values
-from components.resolved.model import PlatformModel, resolve
+from aks_gpu.config.models import PlatformConfig
+from aks_gpu.kube.gpu_operator import MIG_PARTED_CONFIG_MAP, nvidia_operator_values
+from aks_gpu.monitoring.exporters import dcgm_operator_values
+from aks_gpu.resolved.model import PlatformModel, resolve
 
 INFER = {
     "name": "infer",

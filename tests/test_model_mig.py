@@ -12,10 +12,10 @@ from typing import Any
 
 import pytest
 
-from components.catalog import Catalog, load_catalog
-from components.config.models import GpuPoolConfig
-from components.naming import Vendor
-from components.resolved.model import effective_time_slicing, schedulable_resource
+from aks_gpu.catalog import Catalog, load_catalog
+from aks_gpu.config.models import GpuPoolConfig
+from aks_gpu.naming import Vendor
+from aks_gpu.resolved.model import effective_time_slicing, schedulable_resource
 
 # GPU instance profile per AKS gpuInstanceProfile (MIG<n>g -> the <n>g profile) and how many fit on one GPU.
 NVIDIA_MIG_TABLES: dict[str, dict[str, tuple[str, int]]] = {

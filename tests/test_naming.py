@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
-from components import naming
-from components.config.models import PlatformConfig
-from components.resolved.model import resolve
+from aks_gpu import naming
+from aks_gpu.config.models import PlatformConfig
+from aks_gpu.resolved.model import resolve
 from tests.conftest import PROJECT_DIR
 
 POOLS: list[dict[str, Any]] = [

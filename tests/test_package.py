@@ -33,10 +33,10 @@ from pulumi.runtime.proto import (
     status_pb2,
 )
 
-from components.cli import main
-from components.mock_engine import SECRET, arm_id
-from components.naming import PACKAGE_NAME
-from components.package import PUBLIC_COMPONENTS, SCHEMA_FILE, PackageProvider, component_schema, schema_text
+from aks_gpu.cli import main
+from aks_gpu.mock_engine import SECRET, arm_id
+from aks_gpu.naming import PACKAGE_NAME
+from aks_gpu.package import PUBLIC_COMPONENTS, SCHEMA_FILE, PackageProvider, component_schema, schema_text
 from tests.conftest import PROJECT_DIR, MockHarness
 
 EXPECTED = {
@@ -368,3 +368,15 @@ def test_the_docs_name_the_npm_package_each_form_of_package_add_generates() -> N
         text = (PROJECT_DIR / name).read_text(encoding="utf-8")
         assert "aks-gpu.git/components@" in text, name
         assert 'from "@<org>/aks-gpu"' in text and 'from "@pulumi/aks-gpu"' not in text, name
+
+
+def test_the_wheel_carries_every_package_folder_under_the_import_name() -> None:
+    # pyproject.toml maps the folder components/ to the import name aks_gpu package by package: a folder missing
+    # from that list would be missing from the wheel while every test in the checkout still passed.
+    setuptools = tomllib.loads((PROJECT_DIR / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["setuptools"]
+    assert setuptools["package-dir"] == {"aks_gpu": "components"}
+    folders = {
+        ".".join(("aks_gpu", *init.parent.relative_to(PROJECT_DIR / "components").parts))
+        for init in (PROJECT_DIR / "components").rglob("__init__.py")
+    }
+    assert set(setuptools["packages"]) == folders

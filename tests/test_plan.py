@@ -10,9 +10,9 @@ from typing import Any
 import pytest
 import yaml
 
-from components.aks_facts import immutable_fields
-from components.cli import main
-from components.mock_engine import (
+from aks_gpu.aks_facts import immutable_fields
+from aks_gpu.cli import main
+from aks_gpu.mock_engine import (
     FAKE_OBJECT_ID,
     UNKNOWN,
     DuplicateUrnError,
@@ -224,7 +224,7 @@ def test_a_truncated_previous_plan_is_reported_and_ignored(tmp_path: Path, capsy
 def test_a_previous_plan_of_the_wrong_shape_is_ignored_with_a_warning(
     content: bytes, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from components.cli.plan import read_previous_plan
+    from aks_gpu.cli.plan import read_previous_plan
 
     (tmp_path / "resources.json").write_bytes(content)
     assert read_previous_plan(tmp_path / "resources.json") is None
@@ -241,7 +241,7 @@ def test_out_pointing_at_a_file_exits_2_and_leaves_it_alone(tmp_path: Path, caps
 
 
 def test_out_holding_other_files_is_refused_not_emptied(tmp_path: Path) -> None:
-    from components.mock_engine import PlanWriteError, write_plan
+    from aks_gpu.mock_engine import PlanWriteError, write_plan
 
     (tmp_path / "keep.txt").write_text("mine")
     with pytest.raises(PlanWriteError, match=r"holds files that are not part of a plan \(keep.txt\)"):
@@ -268,7 +268,7 @@ def tiny_plan(stack: str, manifests: int) -> PlanResult:
 def test_two_plans_written_into_one_folder_at_once_never_leave_a_broken_plan(tmp_path: Path) -> None:
     import threading
 
-    from components.mock_engine import write_plan
+    from aks_gpu.mock_engine import write_plan
 
     out = tmp_path / "out"
     failures: list[BaseException] = []

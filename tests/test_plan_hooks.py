@@ -19,9 +19,9 @@ import pytest
 import yaml
 from pulumi.runtime.mocks import MockCallArgs
 
-from components.mock_engine import FAKE_TENANT, HookFailedError, PlanMocks, PlanResult, run_mocked, run_program
-from components.resolved.targets import plugin_targets
-from components.validation.snapshot import ClusterSnapshot
+from aks_gpu.mock_engine import FAKE_TENANT, HookFailedError, PlanMocks, PlanResult, run_mocked, run_program
+from aks_gpu.resolved.targets import plugin_targets
+from aks_gpu.validation.snapshot import ClusterSnapshot
 from tests.conftest import PROJECT_DIR, raw_stack, stack_model
 from tests.validation.fake_apiserver import FakeApiServer, FakeCluster
 from tests.validation.snapshots import edited, fixture_text, healthy_snapshot, node_name

@@ -9,8 +9,8 @@ import pulumi
 import pytest
 from pydantic import BaseModel
 
-from components import specs
-from components.config import models
+from aks_gpu import specs
+from aks_gpu.config import models
 
 PAIRS: list[tuple[type[Any], type[BaseModel]]] = [
     (specs.StackSpec, models.StackConfig),

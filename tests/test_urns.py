@@ -1,6 +1,6 @@
 """No refactor replaces a deployed resource: every shipped stack registers exactly the committed URNs, and every URN
 an earlier release deployed is taken over by one resource of today's through its aliases, as the engine resolves
-them (``components.mock_engine.previous_urns``). See ``tests/urns/__init__.py`` for how the lists are kept."""
+them (``aks_gpu.mock_engine.previous_urns``). See ``tests/urns/__init__.py`` for how the lists are kept."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from collections import Counter
 import pulumi
 import pytest
 
-from components.mock_engine import AliasSpec, ResourceRecord, engine_urn, previous_urns
+from aks_gpu.mock_engine import AliasSpec, ResourceRecord, engine_urn, previous_urns
 from tests.conftest import STACK_NAMES, MockHarness, planned_result
 from tests.urns import current_file, read_urns, retired_file
 

@@ -13,7 +13,7 @@ Kubernetes puts on top and the policy uses:
   missing. cel-python answers ``false`` there, which would let an expression pass here that errors on a real
   API server (and, with ``failurePolicy: Fail``, denies every request).
 
-Nothing here knows about policies; :mod:`components.admission.evaluate` drives it.
+Nothing here knows about policies; :mod:`aks_gpu.admission.evaluate` drives it.
 """
 
 from __future__ import annotations
@@ -32,8 +32,8 @@ from celpy.adapter import json_to_cel
 from celpy.celparser import CELParseError
 from celpy.evaluation import CELEvalError, Evaluator
 
-from components.admission.engine import CelError
-from components.admission.quantity import INT64, Quantity
+from aks_gpu.admission.engine import CelError
+from aks_gpu.admission.quantity import INT64, Quantity
 
 __all__ = ["CelError", "CelPythonEngine", "LazyVariables", "Program", "Quantity", "compile_expression", "to_python"]
 

@@ -1,6 +1,6 @@
 """CEL the way the Kubernetes API server evaluates it in admission policies, on Google's cel-cpp.
 
-The second, independent engine (:mod:`components.admission.engine`): ``cel-expr-python`` binds cel-cpp, Google's
+The second, independent engine (:mod:`aks_gpu.admission.engine`): ``cel-expr-python`` binds cel-cpp, Google's
 C++ implementation of CEL, which checks every expression against declared functions before it runs (an
 undeclared function is a compile error here, as in cel-go). On top of the standard library it gets what
 Kubernetes adds and the policy uses, in this one place:
@@ -30,8 +30,8 @@ from typing import Any
 from cel_expr_python import cel
 from cel_expr_python.ext import ext_strings
 
-from components.admission.engine import CelError
-from components.admission.quantity import INT64, Quantity
+from aks_gpu.admission.engine import CelError
+from aks_gpu.admission.quantity import INT64, Quantity
 
 QUANTITY_KEY = "kubernetes.io/quantity"
 ROOT_VARIABLES = ("object", "oldObject", "request", "namespaceObject", "params", "variables")

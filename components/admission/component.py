@@ -1,6 +1,6 @@
 """``GpuAdmissionPolicy``: the GPU placement ValidatingAdmissionPolicy and its binding, registered in the cluster.
 
-The manifests come from :func:`components.admission.policy.render_policy` (pure, tested without Pulumi); this
+The manifests come from :func:`aks_gpu.admission.policy.render_policy` (pure, tested without Pulumi); this
 component only registers them (the placement policy and the device-env policy), each binding after the policy it
 names. With ``admission.enabled: false`` it
 registers nothing.
@@ -11,11 +11,11 @@ from typing import Any, NotRequired
 
 import pulumi
 
-from components.admission.policy import render_policy
-from components.args import platform_model
-from components.component import GpuComponent, kube_resource, plain_output
-from components.resolved.model import PlatformModel
-from components.specs import PlatformSpec
+from aks_gpu.admission.policy import render_policy
+from aks_gpu.args import platform_model
+from aks_gpu.component import GpuComponent, kube_resource, plain_output
+from aks_gpu.resolved.model import PlatformModel
+from aks_gpu.specs import PlatformSpec
 
 
 class GpuAdmissionPolicyArgs(PlatformSpec):

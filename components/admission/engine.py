@@ -2,8 +2,8 @@
 
 Two independent implementations of CEL evaluate the same rendered expressions:
 
-- ``cel-python`` (:mod:`components.admission.cel`): pure Python, installs everywhere; about 14 ms per object.
-- ``cel-cpp`` (:mod:`components.admission.cel_cpp`): Google's C++ CEL through ``cel-expr-python``, the same
+- ``cel-python`` (:mod:`aks_gpu.admission.cel`): pure Python, installs everywhere; about 14 ms per object.
+- ``cel-cpp`` (:mod:`aks_gpu.admission.cel_cpp`): Google's C++ CEL through ``cel-expr-python``, the same
   lineage as cel-go, which the API server runs; well under 1 ms per object. Wheels exist for Linux x86_64,
   macOS arm64 and Windows x64.
 
@@ -71,11 +71,11 @@ def engine_named(name: str) -> Engine:
     if name == "auto":
         name = "cel-cpp" if cpp_available() else "cel-python"
     if name == "cel-cpp":
-        from components.admission.cel_cpp import CelCppEngine
+        from aks_gpu.admission.cel_cpp import CelCppEngine
 
         return CelCppEngine()
     if name == "cel-python":
-        from components.admission.cel import CelPythonEngine
+        from aks_gpu.admission.cel import CelPythonEngine
 
         return CelPythonEngine()
     raise ValueError(f"unknown CEL engine {name!r}; choose from auto, {', '.join(ENGINE_NAMES)}")

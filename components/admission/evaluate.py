@@ -23,8 +23,8 @@ from dataclasses import dataclass, field
 from datetime import date, datetime
 from typing import Any
 
-from components.admission.engine import CelError, Compiled, Engine, engine_named
-from components.naming import NAMESPACE_NAME_LABEL
+from aks_gpu.admission.engine import CelError, Compiled, Engine, engine_named
+from aks_gpu.naming import NAMESPACE_NAME_LABEL
 
 POLICY_KIND = "ValidatingAdmissionPolicy"
 BINDING_KIND = "ValidatingAdmissionPolicyBinding"
@@ -166,7 +166,7 @@ def compile_policy(manifest: Mapping[str, Any], engine: Engine | None = None) ->
 
 def compile_bindings(manifests: Iterable[Mapping[str, Any]], engine: Engine | None = None) -> list[CompiledBinding]:
     """The bindings among ``manifests``, each with its compiled policy (``engine``: see
-    :func:`components.admission.engine.engine_named`; cel-cpp where installed)."""
+    :func:`aks_gpu.admission.engine.engine_named`; cel-cpp where installed)."""
     manifests = list(manifests)
     engine = engine or engine_named("auto")
     policies = {str(m["metadata"]["name"]): compile_policy(m, engine) for m in manifests if m.get("kind") == POLICY_KIND}

@@ -18,8 +18,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from components.admission.policy import API_VERSION, lit, lit_list, match_constraints, pod_spec_of
-from components.naming import NAMESPACE_NAME_LABEL, platform_object_name
+from aks_gpu.admission.policy import API_VERSION, lit, lit_list, match_constraints, pod_spec_of
+from aks_gpu.naming import NAMESPACE_NAME_LABEL, platform_object_name
 
 Manifest = dict[str, Any]
 

@@ -36,7 +36,7 @@ ReplicaSets, StatefulSets, DaemonSets, ReplicationControllers, Jobs and CronJobs
 8. On pools that share GPUs by time-slicing, a container asks for at most one shared GPU (more buys no more
    GPU). The device plugin's ``failRequestsGreaterThanOne`` backs this up on the node.
 
-The namespaces of :mod:`components.resolved.exemptions` (what AKS and this stack run) and the user's
+The namespaces of :mod:`aks_gpu.resolved.exemptions` (what AKS and this stack run) and the user's
 ``admission.exemptNamespaces`` are outside the policy altogether: its ``namespaceSelector`` leaves them out on
 ``kubernetes.io/metadata.name``, which the API server sets on every namespace and nobody can change.
 
@@ -51,7 +51,7 @@ import base64
 from collections.abc import Iterable
 from typing import Any
 
-from components.naming import (
+from aks_gpu.naming import (
     GPU_TAINT_VALUE,
     NAMESPACE_NAME_LABEL,
     POOL_LABEL,
@@ -60,8 +60,8 @@ from components.naming import (
     platform_object_name,
     vendor_resource,
 )
-from components.resolved.exemptions import exempt_namespaces
-from components.resolved.model import PlatformModel, ResolvedPool, Taint
+from aks_gpu.resolved.exemptions import exempt_namespaces
+from aks_gpu.resolved.model import PlatformModel, ResolvedPool, Taint
 
 Manifest = dict[str, Any]
 
@@ -88,7 +88,7 @@ AMD_PARTITION_PATTERN = r"^amd\.com/[a-z]px_nps[0-9]+$"
 # Written here, not imported: admission must not import validation (the audit reads admission's quantities);
 # tests/admission/test_policy.py holds it equal to the audit's WHOLE_GPU_RESOURCES.
 WHOLE_GPU_RESOURCES = ("amd.com/gpu", "nvidia.com/gpu", "nvidia.com/gpu.shared")
-# The GPU pools' taint effect (components.resolved.model.resolve_pool).
+# The GPU pools' taint effect (aks_gpu.resolved.model.resolve_pool).
 GPU_TAINT_EFFECT = "NoSchedule"
 OPERATIONS = ["CREATE", "UPDATE"]
 # The kinds whose pod spec the policy reads, and where it sits in each. pods/ephemeralcontainers is the

@@ -19,7 +19,7 @@ from typing import Any
 
 import yaml
 
-from components.admission.quantity import Quantity
+from aks_gpu.admission.quantity import Quantity
 
 MAX_DEPTH = 64  # a CronJob's containers sit 9 levels down; Kubernetes' own JSON decoder stops at 10,000
 MAX_NODES = 2_000_000  # per file, counted as visited: shared (aliased) nodes count every time

@@ -19,12 +19,12 @@ from datetime import UTC, date, datetime
 from fractions import Fraction
 from typing import Any
 
-from components.audit.registry import CHECK_BY_ID, CHECKS, NODES, PRACTICES, Severity
-from components.audit.stack import StackExpectations
-from components.kube.workload_manifests import ARTICLE_WORKLOAD_LABEL, DENY_ALL_POLICY, PSA_PREFIX, QUOTA_NAME
-from components.naming import WORKLOAD_LABEL, vendor_resource
-from components.validation.health import read_smi_and_health
-from components.validation.inventory import (
+from aks_gpu.audit.registry import CHECK_BY_ID, CHECKS, NODES, PRACTICES, Severity
+from aks_gpu.audit.stack import StackExpectations
+from aks_gpu.kube.workload_manifests import ARTICLE_WORKLOAD_LABEL, DENY_ALL_POLICY, PSA_PREFIX, QUOTA_NAME
+from aks_gpu.naming import WORKLOAD_LABEL, vendor_resource
+from aks_gpu.validation.health import read_smi_and_health
+from aks_gpu.validation.inventory import (
     FENCING_EFFECTS,
     NODE_IMAGE_LABEL,
     GpuNode,
@@ -40,7 +40,7 @@ from components.validation.inventory import (
     read_quotas,
     whole,
 )
-from components.validation.snapshot import (
+from aks_gpu.validation.snapshot import (
     NAMESPACES_FILE,
     NETWORK_POLICIES_FILE,
     NODES_FILE,

@@ -12,9 +12,9 @@ from collections.abc import Sequence
 from fractions import Fraction
 from html import escape
 
-from components.audit.engine import AuditFinding, AuditReport, Gap, PoolSummary, practices_of
-from components.audit.registry import PRACTICES, checks_of
-from components.validation.inventory import whole
+from aks_gpu.audit.engine import AuditFinding, AuditReport, Gap, PoolSummary, practices_of
+from aks_gpu.audit.registry import PRACTICES, checks_of
+from aks_gpu.validation.inventory import whole
 
 _STYLE = """
 :root { color-scheme: light; --fail: #b42318; --warn: #b54708; --ok: #067647; --muted: #667085; --line: #eaecf0;

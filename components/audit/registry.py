@@ -14,8 +14,8 @@ import textwrap
 from dataclasses import dataclass
 from typing import Literal
 
-from components.validation.health import FINDING_IDS as HEALTH_FINDING_IDS
-from components.validation.snapshot import META_FILE, NETWORK_POLICIES_FILE, NODES_FILE, PODS_FILE, RESOURCE_QUOTAS_FILE, SMI_DIR
+from aks_gpu.validation.health import FINDING_IDS as HEALTH_FINDING_IDS
+from aks_gpu.validation.snapshot import META_FILE, NETWORK_POLICIES_FILE, NODES_FILE, PODS_FILE, RESOURCE_QUOTAS_FILE, SMI_DIR
 
 Severity = Literal["fail", "warn"]
 

@@ -7,10 +7,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from components.admission.policy import policy_exempt_namespaces
-from components.naming import SPOT_TAINT_KEY, Vendor
-from components.resolved.model import PlatformModel
-from components.resolved.targets import plugin_targets
+from aks_gpu.admission.policy import policy_exempt_namespaces
+from aks_gpu.naming import SPOT_TAINT_KEY, Vendor
+from aks_gpu.resolved.model import PlatformModel
+from aks_gpu.resolved.targets import plugin_targets
 
 
 @dataclass(frozen=True)

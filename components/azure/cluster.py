@@ -12,19 +12,19 @@ import pulumi
 import pulumi_kubernetes as k8s
 from pulumi_azure_native import authorization, containerservice
 
-from components.args import validated
-from components.azure.kubeconfig import use_login_mode
-from components.azure.maintenance import (
+from aks_gpu.args import validated
+from aks_gpu.azure.kubeconfig import use_login_mode
+from aks_gpu.azure.maintenance import (
     AUTO_UPGRADE_CONFIG_NAME,
     NODE_OS_CONFIG_NAME,
     maintenance_window_args,
 )
-from components.component import GpuComponent, plain_output
-from components.config.models import ClusterConfig
-from components.input_files import read_bounded
-from components.monitoring.azure import metrics_profile
-from components.naming import PACKAGE_NAME
-from components.specs import ClusterSpec
+from aks_gpu.component import GpuComponent, plain_output
+from aks_gpu.config.models import ClusterConfig
+from aks_gpu.input_files import read_bounded
+from aks_gpu.monitoring.azure import metrics_profile
+from aks_gpu.naming import PACKAGE_NAME
+from aks_gpu.specs import ClusterSpec
 
 # The system pool runs CoreDNS, metrics-server and the like, and nothing else: AKS honours this taint
 # on system pools ("CriticalAddonsOnly=true:NoSchedule") so user pods go to the GPU (or other user) pools.

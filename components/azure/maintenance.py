@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from components.config.models import MaintenanceWindow
+from aks_gpu.config.models import MaintenanceWindow
 
 # The AKS-managed configuration names: the only two that govern auto-upgrade and node OS upgrade.
 # https://learn.microsoft.com/azure/aks/planned-maintenance#schedule-configuration-types

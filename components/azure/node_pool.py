@@ -6,11 +6,11 @@ from typing import Any, NotRequired, TypedDict
 import pulumi
 from pulumi_azure_native import containerservice
 
-from components.args import platform_model
-from components.component import GpuComponent
-from components.naming import POOL_LABEL
-from components.resolved.model import ResolvedPool
-from components.specs import DevicePluginSpec, GpuPoolSpec, StorageSpec
+from aks_gpu.args import platform_model
+from aks_gpu.component import GpuComponent
+from aks_gpu.naming import POOL_LABEL
+from aks_gpu.resolved.model import ResolvedPool
+from aks_gpu.specs import DevicePluginSpec, GpuPoolSpec, StorageSpec
 
 
 class GpuNodePoolArgs(TypedDict):

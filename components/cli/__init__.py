@@ -11,10 +11,10 @@ import sys
 import traceback
 from collections.abc import Callable, Sequence
 
-from components.cli import common
-from components.cli.common import EXIT_INTERNAL, EXIT_USAGE, safe
-from components.config.problems import ConfigError
-from components.internal_error import DEBUG_ENV, debug_requested, internal_error_message
+from aks_gpu.cli import common
+from aks_gpu.cli.common import EXIT_INTERNAL, EXIT_USAGE, safe
+from aks_gpu.config.problems import ConfigError
+from aks_gpu.internal_error import DEBUG_ENV, debug_requested, internal_error_message
 
 Handler = Callable[[argparse.Namespace], int]
 # Each command's module, imported only when that command runs (or for `aksgpu --help`): a command pays for its own
@@ -37,7 +37,7 @@ def build_parser(commands: Sequence[str] = COMMANDS) -> argparse.ArgumentParser:
     parser.add_argument("--debug", action="store_true", help=f"on an internal error, print the traceback (or set {DEBUG_ENV}=1)")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
     for command in commands:
-        importlib.import_module(f"components.cli.{command}").register(subparsers)
+        importlib.import_module(f"aks_gpu.cli.{command}").register(subparsers)
     return parser
 
 
@@ -59,7 +59,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return handler(args)
     except ConfigError as exc:
-        from components.cli.common import report_config_error
+        from aks_gpu.cli.common import report_config_error
 
         return report_config_error(exc)
     except KeyboardInterrupt:

@@ -1,5 +1,5 @@
-"""``python -m components.cli``: the aksgpu command line without an installed entry point."""
+"""``python -m aks_gpu.cli``: the aksgpu command line without an installed entry point."""
 
-from components.cli import entrypoint
+from aks_gpu.cli import entrypoint
 
 entrypoint()

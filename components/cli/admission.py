@@ -7,9 +7,9 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from components.admission.policy import DEVICE_ENV_POLICY_NAME, POLICY_NAME, render_policy, workload_namespaces
-from components.admission.reader import InputError, SourcedObject, read_text
-from components.cli.common import (
+from aks_gpu.admission.policy import DEVICE_ENV_POLICY_NAME, POLICY_NAME, render_policy, workload_namespaces
+from aks_gpu.admission.reader import InputError, SourcedObject, read_text
+from aks_gpu.cli.common import (
     EXIT_FAILED,
     EXIT_OK,
     EXIT_USAGE,
@@ -22,7 +22,7 @@ from components.cli.common import (
 )
 
 if TYPE_CHECKING:
-    from components.admission.evaluate import Decision
+    from aks_gpu.admission.evaluate import Decision
 
 _DESCRIPTION = """\
 Evaluate the stack's ValidatingAdmissionPolicy (aks-gpu-gpu-placement) against Kubernetes objects in YAML
@@ -70,8 +70,8 @@ LIST_ALL_UP_TO = 500
 def run_check(args: argparse.Namespace) -> int:
     """Print a decision per object and return the exit status."""
     # The CEL engines load only for this command, not for every `aksgpu` invocation.
-    from components.admission.engine import CelError, engine_named
-    from components.admission.evaluate import PolicyError, evaluate
+    from aks_gpu.admission.engine import CelError, engine_named
+    from aks_gpu.admission.evaluate import PolicyError, evaluate
 
     loaded = load_stack(args)  # ConfigError: the command line turns it into exit status 2
     report_warnings(loaded)  # on stderr: stdout stays pure JSON with --json

@@ -3,7 +3,7 @@
 ``aksgpu audit --snapshot DIR`` reads a saved snapshot (``aksgpu validate collect``, or kubectl by hand);
 ``aksgpu audit [--kubeconfig F] [--context C]`` reads the live cluster, read-only (with ``--stack`` it also runs
 the SMI command in the stack's device plugin pods, as ``validate`` does). The findings are
-``components.audit.registry``'s; the judging is ``components.audit.engine``'s, the page ``components.audit.html``'s.
+``aks_gpu.audit.registry``'s; the judging is ``aks_gpu.audit.engine``'s, the page ``aks_gpu.audit.html``'s.
 """
 
 from __future__ import annotations
@@ -17,11 +17,11 @@ from typing import Any
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from components.audit import registry
-from components.audit.engine import AuditFinding, AuditReport, practices_of, run_audit
-from components.audit.html import render_html
-from components.audit.stack import StackExpectations, expectations
-from components.cli.common import (
+from aks_gpu.audit import registry
+from aks_gpu.audit.engine import AuditFinding, AuditReport, practices_of, run_audit
+from aks_gpu.audit.html import render_html
+from aks_gpu.audit.stack import StackExpectations, expectations
+from aks_gpu.cli.common import (
     EXIT_FAILED,
     EXIT_OK,
     EXIT_USAGE,
@@ -33,11 +33,11 @@ from components.cli.common import (
     safe,
     write_text_file,
 )
-from components.config.problems import ConfigError
-from components.resolved.model import PlatformModel
-from components.resolved.targets import PluginTarget, plugin_targets
-from components.validation.inventory import whole
-from components.validation.snapshot import ClusterSnapshot, SnapshotError, read_snapshot
+from aks_gpu.config.problems import ConfigError
+from aks_gpu.resolved.model import PlatformModel
+from aks_gpu.resolved.targets import PluginTarget, plugin_targets
+from aks_gpu.validation.inventory import whole
+from aks_gpu.validation.snapshot import ClusterSnapshot, SnapshotError, read_snapshot
 
 _DESCRIPTION = f"""\
 Hold an AKS GPU cluster against Microsoft's GPU best practices for AKS
@@ -144,7 +144,7 @@ def _probe(args: argparse.Namespace, model: PlatformModel | None, targets: dict[
     clean for --json). Without a stack nothing is exec'd: the audit only lists objects."""
     try:
         # Imported here: the kubernetes client is only needed on the live path.
-        from components.validation.probe import ProbeError, collect_snapshot
+        from aks_gpu.validation.probe import ProbeError, collect_snapshot
     except ImportError as error:
         raise _UsageError(f"the live probe is not available ({error}); audit a saved snapshot with --snapshot DIR") from None
     settings: dict[str, Any] = {}

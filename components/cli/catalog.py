@@ -9,8 +9,8 @@ from typing import Any
 from rich.markup import escape
 from rich.table import Table
 
-from components.catalog import load_catalog
-from components.cli.common import EXIT_OK, out
+from aks_gpu.catalog import load_catalog
+from aks_gpu.cli.common import EXIT_OK, out
 
 
 def register(subparsers: Any) -> None:

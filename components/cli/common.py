@@ -8,17 +8,17 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from components.config.problems import ConfigError, clipped
+from aks_gpu.config.problems import ConfigError, clipped
 
 if TYPE_CHECKING:
     from rich.console import Console
 
-    from components.resolved.stack import ValidatedStack
+    from aks_gpu.resolved.stack import ValidatedStack
 
 EXIT_OK = 0
 EXIT_FAILED = 1
 EXIT_USAGE = 2
-# An exception nobody caught: a bug, reported as one (components.internal_error), never a traceback.
+# An exception nobody caught: a bug, reported as one (aks_gpu.internal_error), never a traceback.
 EXIT_INTERNAL = 3
 # A cell or line of user or cluster text is cut past this many characters.
 MAX_TEXT_SHOWN = 2000
@@ -70,8 +70,8 @@ class LoadedStack:
 def load_stack(args: argparse.Namespace) -> LoadedStack:
     """Load and validate the stack named on the command line; raises ``ConfigError``."""
     # Imported here: the config models are the one heavy import a stack command needs, and only those pay for it.
-    from components.config.loader import load_stack_file, stack_file_path
-    from components.resolved.stack import validate_stack
+    from aks_gpu.config.loader import load_stack_file, stack_file_path
+    from aks_gpu.resolved.stack import validate_stack
 
     project_dir = resolved(args.project_dir or find_project_dir())
     path: Path = args.config_file or stack_file_path(project_dir, args.stack)

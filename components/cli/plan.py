@@ -11,7 +11,7 @@ from typing import Any
 from rich.table import Table
 from rich.tree import Tree
 
-from components.cli.common import (
+from aks_gpu.cli.common import (
     EXIT_OK,
     EXIT_USAGE,
     add_stack_arguments,
@@ -22,9 +22,9 @@ from components.cli.common import (
     report_warnings,
     safe,
 )
-from components.config.problems import clipped, shown
-from components.input_files import InputFileError, decode_utf8, read_bounded
-from components.mock_engine import (
+from aks_gpu.config.problems import clipped, shown
+from aks_gpu.input_files import InputFileError, decode_utf8, read_bounded
+from aks_gpu.mock_engine import (
     PLAN_FILE,
     PlanResult,
     PlanWriteError,
@@ -34,9 +34,9 @@ from components.mock_engine import (
     run_program,
     write_plan,
 )
-from components.monitoring.summary import monitoring_lines
-from components.resolved.model import PlatformModel
-from components.validation.smoke import smoke_plan
+from aks_gpu.monitoring.summary import monitoring_lines
+from aks_gpu.resolved.model import PlatformModel
+from aks_gpu.validation.smoke import smoke_plan
 
 
 def register(subparsers: Any) -> None:

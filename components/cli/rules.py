@@ -9,7 +9,7 @@ from typing import Any
 
 import yaml
 
-from components.cli.common import (
+from aks_gpu.cli.common import (
     EXIT_OK,
     EXIT_USAGE,
     add_stack_arguments,
@@ -19,10 +19,10 @@ from components.cli.common import (
     safe,
     write_text_file,
 )
-from components.manifests import labelled
-from components.monitoring.rules import POOL_LABEL_METRIC, prometheus_rule_manifest, rule_file, rule_groups
-from components.naming import POOL_LABEL
-from components.validation.xid import critical_xid_codes
+from aks_gpu.manifests import labelled
+from aks_gpu.monitoring.rules import POOL_LABEL_METRIC, prometheus_rule_manifest, rule_file, rule_groups
+from aks_gpu.naming import POOL_LABEL
+from aks_gpu.validation.xid import critical_xid_codes
 
 FORMATS = ("rule-file", "prometheusrule")
 

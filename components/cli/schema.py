@@ -6,7 +6,7 @@ import argparse
 import json
 from typing import Any
 
-from components.config.schema import stack_file_schema
+from aks_gpu.config.schema import stack_file_schema
 
 
 def register(subparsers: Any) -> None:
@@ -25,7 +25,7 @@ def register(subparsers: Any) -> None:
 def run(args: argparse.Namespace) -> int:
     if args.components:
         # Imported here: building the component schema loads every component module.
-        from components.package import schema_text
+        from aks_gpu.package import schema_text
 
         print(schema_text(), end="")
         return 0

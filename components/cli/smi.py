@@ -12,10 +12,10 @@ import sys
 import time
 from pathlib import Path
 
-from components.cli.common import EXIT_FAILED, EXIT_OK, EXIT_USAGE
-from components.validation.health import read_health
-from components.validation.smi import NVIDIA_CSV_QUERY_FIELDS, parse_smi
-from components.validation.smi.text import MAX_INPUT_CHARS
+from aks_gpu.cli.common import EXIT_FAILED, EXIT_OK, EXIT_USAGE
+from aks_gpu.validation.health import read_health
+from aks_gpu.validation.smi import NVIDIA_CSV_QUERY_FIELDS, parse_smi
+from aks_gpu.validation.smi.text import MAX_INPUT_CHARS
 
 # What is read of a file or a pipe: the parsers read MAX_INPUT_CHARS characters at most; one byte more tells them
 # the input was longer.

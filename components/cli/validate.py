@@ -1,7 +1,7 @@
 """``aksgpu validate``: check a deployed stack's GPU pools, live or from a saved snapshot.
 
 ``aksgpu validate --stack NAME`` reads the cluster (nodes, device plugin DaemonSets and pods, and the SMI
-command run in every GPU node's plugin pod) and runs the checks of ``components.validation.checks``.
+command run in every GPU node's plugin pod) and runs the checks of ``aks_gpu.validation.checks``.
 ``aksgpu validate collect --stack NAME --out DIR`` saves what the checks read instead, and
 ``aksgpu validate --stack NAME --snapshot DIR`` checks such a folder offline.
 """
@@ -18,7 +18,7 @@ from typing import Any
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from components.cli.common import (
+from aks_gpu.cli.common import (
     EXIT_FAILED,
     EXIT_OK,
     EXIT_USAGE,
@@ -30,14 +30,14 @@ from components.cli.common import (
     report_warnings,
     safe,
 )
-from components.config.problems import ConfigError
-from components.naming import POOL_LABEL
-from components.resolved.model import PlatformModel
-from components.resolved.targets import PluginTarget, plugin_targets
-from components.validation.checks import CheckResult, run_checks
-from components.validation.registry import CHECK_IDS, help_text
-from components.validation.report import counts_by_pool, passed, report_dict
-from components.validation.snapshot import ClusterSnapshot, SnapshotError, read_snapshot, write_snapshot
+from aks_gpu.config.problems import ConfigError
+from aks_gpu.naming import POOL_LABEL
+from aks_gpu.resolved.model import PlatformModel
+from aks_gpu.resolved.targets import PluginTarget, plugin_targets
+from aks_gpu.validation.checks import CheckResult, run_checks
+from aks_gpu.validation.registry import CHECK_IDS, help_text
+from aks_gpu.validation.report import counts_by_pool, passed, report_dict
+from aks_gpu.validation.snapshot import ClusterSnapshot, SnapshotError, read_snapshot, write_snapshot
 
 _DESCRIPTION = f"""\
 Check every GPU pool of a deployed stack, per pool and per node:
@@ -170,7 +170,7 @@ def _probe(
     """Read the live cluster with a progress bar on stderr (stdout stays clean for --json)."""
     try:
         # Imported here: the kubernetes client is only needed on the live path.
-        from components.validation.probe import ProbeError, collect_snapshot
+        from aks_gpu.validation.probe import ProbeError, collect_snapshot
     except ImportError as error:
         raise _UsageError(f"the live probe is not available ({error}); check a saved snapshot with --snapshot DIR") from None
     settings = model.config.validation

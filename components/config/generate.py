@@ -3,8 +3,8 @@ key table. The models (``models.py``) are the one source of each key's name, typ
 the stack file's JSON Schema is built from them at run time (``schema.py``), these two are files in the repository, so
 this module writes them and ``tests/config/test_generated.py`` fails when either is stale.
 
-    python -m components.config.generate          # rewrite both (make schema does too)
-    python -m components.config.generate --check  # exit 1 when one is stale
+    python -m aks_gpu.config.generate          # rewrite both (make schema does too)
+    python -m aks_gpu.config.generate --check  # exit 1 when one is stale
 """
 
 from __future__ import annotations
@@ -22,8 +22,8 @@ import annotated_types
 from pydantic import BaseModel
 from pydantic.fields import FieldInfo
 
-from components.config import models
-from components.naming import CONFIG_NAMESPACE, LOCATION_KEY
+from aks_gpu.config import models
+from aks_gpu.naming import CONFIG_NAMESPACE, LOCATION_KEY
 
 ROOT = Path(__file__).resolve().parents[2]
 SPECS_FILE = ROOT / "components" / "specs.py"
@@ -136,7 +136,7 @@ def bounds(field: FieldInfo) -> str:
 # ---------------------------------------------------------------- components/specs.py
 
 SPECS_HEADER = '''"""The stack config as ``TypedDict``s: the shape public components take as ``args``. GENERATED from the pydantic
-models in ``components/config/models.py`` by ``python -m components.config.generate`` (``make schema``): edit the
+models in ``components/config/models.py`` by ``python -m aks_gpu.config.generate`` (``make schema``): edit the
 models, never this file; ``tests/config/test_generated.py`` fails when it is stale.
 
 Pulumi's component schema inference reads these (snake_case here, camelCase in the schema and in every other
@@ -276,7 +276,7 @@ def outputs() -> dict[Path, str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m components.config.generate", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m aks_gpu.config.generate", description=__doc__.split("\n\n")[0])
     parser.add_argument("--check", action="store_true", help="exit 1 when a generated file is stale; write nothing")
     args = parser.parse_args(argv)
     stale = [path for path, text in outputs().items() if path.read_text(encoding="utf-8") != text]

@@ -17,9 +17,9 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, ValidationError
 
-from components.catalog import Catalog, load_catalog
-from components.config import safe_yaml
-from components.config.models import (
+from aks_gpu.catalog import Catalog, load_catalog
+from aks_gpu.config import safe_yaml
+from aks_gpu.config.models import (
     CLUSTER_NAME_PATTERN,
     DNS_LABEL_PATTERN,
     POOL_NAME_PATTERN,
@@ -28,10 +28,10 @@ from components.config.models import (
     PlatformConfig,
     StackConfig,
 )
-from components.config.problems import MAX_MESSAGE_SHOWN, ConfigError, Problem, clipped, shown
-from components.config.rules import check_rules
-from components.input_files import InputFileError, decode_utf8, read_bounded
-from components.naming import CONFIG_NAMESPACE, LOCATION_KEY
+from aks_gpu.config.problems import MAX_MESSAGE_SHOWN, ConfigError, Problem, clipped, shown
+from aks_gpu.config.rules import check_rules
+from aks_gpu.input_files import InputFileError, decode_utf8, read_bounded
+from aks_gpu.naming import CONFIG_NAMESPACE, LOCATION_KEY
 
 PROJECT = CONFIG_NAMESPACE
 # Namespaces whose keys belong to other providers; we pass them through untouched.
@@ -104,7 +104,7 @@ def read_config(
     """A stack's raw config map as a ``StackConfig`` (None when its shape is wrong), with every problem of its keys:
     the models' own and the rules across keys (``config/rules.py``). ``today`` is the day the Kubernetes version is
     checked against the AKS calendar: the real date unless a test fixes one. The rules that need the resolved model
-    come on top (``components.resolved.stack.validate_stack``, which everything loading a stack calls)."""
+    come on top (``aks_gpu.resolved.stack.validate_stack``, which everything loading a stack calls)."""
     catalog = catalog or load_catalog()
     problems: list[Problem] = []
     document: dict[str, Any] = {}
@@ -146,7 +146,7 @@ def read_config(
 
 def read_sections(values: Mapping[str, Any]) -> tuple[PlatformConfig | None, list[Problem]]:
     """The in-cluster sections a component was given (``gpu_pools``, ``workloads``, ...) as a ``PlatformConfig``, by
-    the same models as a stack file (the rules come with ``components.resolved.stack.checked_model``)."""
+    the same models as a stack file (the rules come with ``aks_gpu.resolved.stack.checked_model``)."""
     try:
         return PlatformConfig.model_validate(dict(values)), []
     except ValidationError as exc:

@@ -19,8 +19,8 @@ from typing import Annotated, Literal
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator
 from pydantic.alias_generators import to_camel
 
-from components.aks_facts import kubernetes_calendar
-from components.naming import GPU_NAMESPACE, Vendor
+from aks_gpu.aks_facts import kubernetes_calendar
+from aks_gpu.naming import GPU_NAMESPACE, Vendor
 
 # AKS: "agent pool names must start with a lowercase letter and contain only lowercase letters and numbers,
 # at most 12 characters (Linux)". https://learn.microsoft.com/azure/aks/create-node-pools#limitations

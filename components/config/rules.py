@@ -2,7 +2,7 @@
 halfway through a deployment. Pure: config and catalog in, problems (with key paths) out.
 
 Rules that need the resolved model (what each pool exposes, which namespaces the admission policy exempts) run on it,
-in ``components/resolved/rules.py``; ``components.resolved.stack`` runs both.
+in ``components/resolved/rules.py``; ``aks_gpu.resolved.stack`` runs both.
 """
 
 from __future__ import annotations
@@ -13,11 +13,11 @@ import re
 from collections import Counter
 from decimal import Decimal
 
-from components import naming
-from components.aks_facts import Arm64Entry, KubernetesCalendar, arm64_support, kubernetes_calendar, minor_of, refusal_tag
-from components.catalog import Catalog, VmSize
-from components.config.models import ClusterConfig, GpuPoolConfig, PlatformConfig, SmokeJobConfig, StackConfig
-from components.config.problems import Problem
+from aks_gpu import naming
+from aks_gpu.aks_facts import Arm64Entry, KubernetesCalendar, arm64_support, kubernetes_calendar, minor_of, refusal_tag
+from aks_gpu.catalog import Catalog, VmSize
+from aks_gpu.config.models import ClusterConfig, GpuPoolConfig, PlatformConfig, SmokeJobConfig, StackConfig
+from aks_gpu.config.problems import Problem
 
 P = naming.CONFIG_NAMESPACE
 

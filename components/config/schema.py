@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from components.config.loader import PROJECT
-from components.config.models import StackConfig
-from components.naming import LOCATION_KEY
+from aks_gpu.config.loader import PROJECT
+from aks_gpu.config.models import StackConfig
+from aks_gpu.naming import LOCATION_KEY
 
 SCHEMA_FILE_NAME = "stack-config.schema.json"
 

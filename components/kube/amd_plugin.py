@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from components.kube.node_daemonset import (
+from aks_gpu.kube.node_daemonset import (
     KUBELET_DEVICE_PLUGINS,
     empty_dir_volume,
     host_path_volume,
@@ -27,9 +27,9 @@ from components.kube.node_daemonset import (
     resources,
     root_security_context,
 )
-from components.naming import NAME_LABEL, platform_object_name
-from components.resolved.model import PlatformModel, ResolvedPool
-from components.resolved.targets import (
+from aks_gpu.naming import NAME_LABEL, platform_object_name
+from aks_gpu.resolved.model import PlatformModel, ResolvedPool
+from aks_gpu.resolved.targets import (
     AMD_LABELLER_NAME,
     AMD_PLUGIN_CONTAINER,
     AMD_PLUGIN_DAEMONSET,

@@ -9,12 +9,12 @@ what the pool then advertises.
 
 from typing import Any, NotRequired, TypedDict
 
-from components.kube.amd_plugin import amd_manifests
-from components.kube.nvidia_plugin import nvidia_manifests
-from components.kube.plugin_pins import resolve_pins
-from components.naming import GPU_NAMESPACE
-from components.resolved.model import PlatformModel
-from components.resolved.targets import PluginTarget
+from aks_gpu.kube.amd_plugin import amd_manifests
+from aks_gpu.kube.nvidia_plugin import nvidia_manifests
+from aks_gpu.kube.plugin_pins import resolve_pins
+from aks_gpu.naming import GPU_NAMESPACE
+from aks_gpu.resolved.model import PlatformModel
+from aks_gpu.resolved.targets import PluginTarget
 
 
 def namespace_manifest() -> dict[str, Any]:

@@ -17,10 +17,10 @@ from typing import Any
 
 import yaml
 
-from components.kube.nvidia_plugin import config_text, pool_configs
-from components.kube.plugin_pins import ChartPin, PluginPins
-from components.naming import ACCELERATOR_LABEL, GPU_NAMESPACE, platform_object_name
-from components.resolved.model import MIG_CONFIG_PREFIX, PlatformModel, tolerations_for
+from aks_gpu.kube.nvidia_plugin import config_text, pool_configs
+from aks_gpu.kube.plugin_pins import ChartPin, PluginPins
+from aks_gpu.naming import ACCELERATOR_LABEL, GPU_NAMESPACE, platform_object_name
+from aks_gpu.resolved.model import MIG_CONFIG_PREFIX, PlatformModel, tolerations_for
 
 
 def system_pool_tolerations() -> list[dict[str, str]]:
@@ -85,7 +85,7 @@ def device_list_hardening(model: PlatformModel) -> bool:
 
 def nvidia_operator_values(model: PlatformModel, dcgm_exporter: Mapping[str, Any]) -> dict[str, Any]:
     """The NVIDIA GPU Operator's values; ``dcgm_exporter`` is its DCGM exporter's, which continuous validation
-    configures (``components.monitoring.exporters.dcgm_operator_values``)."""
+    configures (``aks_gpu.monitoring.exporters.dcgm_operator_values``)."""
     pools = model.pools_of("nvidia")
     # AKS-managed drivers and operator-managed drivers exclude each other on a node
     # (https://azure.github.io/aks-rdma-infiniband/configurations/gpu-drivers): the operator installs the driver

@@ -10,8 +10,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from components.naming import GPU_NAMESPACE
-from components.resolved.model import ResolvedPool, node_affinity_for, tolerations_for
+from aks_gpu.naming import GPU_NAMESPACE
+from aks_gpu.resolved.model import ResolvedPool, node_affinity_for, tolerations_for
 
 # Where the kubelet serves its device plugin registration socket (and where plugins put theirs):
 # https://kubernetes.io/docs/concepts/extend-kubernetes/compute-storage-net/device-plugins/#device-plugin-registration

@@ -29,7 +29,7 @@ from typing import Any
 
 import yaml
 
-from components.kube.node_daemonset import (
+from aks_gpu.kube.node_daemonset import (
     KUBELET_DEVICE_PLUGINS,
     SERVICE_ACCOUNT_DIR,
     api_token_volume,
@@ -40,7 +40,7 @@ from components.kube.node_daemonset import (
     resources,
     root_security_context,
 )
-from components.naming import (
+from aks_gpu.naming import (
     DEVICE_PLUGIN_CONFIG_LABEL,
     GPU_NAMESPACE,
     NAME_LABEL,
@@ -48,9 +48,9 @@ from components.naming import (
     platform_object_name,
     vendor_resource,
 )
-from components.resolved.model import PlatformModel, ResolvedPool
-from components.resolved.node_labels import plugin_config_name
-from components.resolved.targets import NVIDIA_PLUGIN_CONTAINER, NVIDIA_PLUGIN_DAEMONSET, NVIDIA_PLUGIN_NAME, app_labels
+from aks_gpu.resolved.model import PlatformModel, ResolvedPool
+from aks_gpu.resolved.node_labels import plugin_config_name
+from aks_gpu.resolved.targets import NVIDIA_PLUGIN_CONTAINER, NVIDIA_PLUGIN_DAEMONSET, NVIDIA_PLUGIN_NAME, app_labels
 
 CONFIG_MAP_NAME = "nvidia-device-plugin-config"
 SERVICE_ACCOUNT = NVIDIA_PLUGIN_NAME

@@ -10,8 +10,8 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from components.config.models import DevicePluginConfig
-from components.data_files import load_yaml
+from aks_gpu.config.models import DevicePluginConfig
+from aks_gpu.data_files import load_yaml
 
 PINS_FILE = Path(__file__).resolve().parents[1] / "data" / "device_plugins.yaml"
 

@@ -15,10 +15,10 @@ at runtime and cannot see through string annotations.
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, NotRequired, TypedDict
 
-from components.admission.pod_security import rdma_policy_manifests
-from components.config.models import EgressRule, IngressFrom, WorkloadConfig
-from components.naming import KUBE_SYSTEM_NAMESPACE, NAMESPACE_NAME_LABEL, RDMA_LABEL, WORKLOAD_LABEL
-from components.resolved.model import PlatformModel, ResolvedPool
+from aks_gpu.admission.pod_security import rdma_policy_manifests
+from aks_gpu.config.models import EgressRule, IngressFrom, WorkloadConfig
+from aks_gpu.naming import KUBE_SYSTEM_NAMESPACE, NAMESPACE_NAME_LABEL, RDMA_LABEL, WORKLOAD_LABEL
+from aks_gpu.resolved.model import PlatformModel, ResolvedPool
 
 Manifest = dict[str, Any]
 

@@ -21,7 +21,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 from pydantic import ValidationError
 
-from components.args import (
+from aks_gpu.args import (
     ArgsError,
     args_error,
     is_output,
@@ -31,12 +31,12 @@ from components.args import (
     property_path,
     raised_later,
 )
-from components.component import GpuComponent, combined, kube_resource
-from components.config.loader import key_path, problems_from
-from components.config.models import PlatformConfig, WorkloadConfig
-from components.config.problems import Problem
-from components.config.rules import cidr_problems
-from components.kube.workload_manifests import (
+from aks_gpu.component import GpuComponent, combined, kube_resource
+from aks_gpu.config.loader import key_path, problems_from
+from aks_gpu.config.models import PlatformConfig, WorkloadConfig
+from aks_gpu.config.problems import Problem
+from aks_gpu.config.rules import cidr_problems
+from aks_gpu.kube.workload_manifests import (
     QUOTA_NAME,
     Manifest,
     PodPlacement,
@@ -49,8 +49,8 @@ from components.kube.workload_manifests import (
     rdma_manifests,
     resource_quota_manifest,
 )
-from components.resolved.model import ResolvedWorkload
-from components.specs import WorkloadSpec
+from aks_gpu.resolved.model import ResolvedWorkload
+from aks_gpu.specs import WorkloadSpec
 
 Value = TypeVar("Value")
 

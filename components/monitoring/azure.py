@@ -22,8 +22,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from components.monitoring.rules import AlertRule, RuleGroup, iso_duration
-from components.naming import PLATFORM_OBJECT_PREFIX, POOL_LABEL
+from aks_gpu.monitoring.rules import AlertRule, RuleGroup, iso_duration
+from aks_gpu.naming import PLATFORM_OBJECT_PREFIX, POOL_LABEL
 
 PROMETHEUS_STREAM = "Microsoft-PrometheusMetrics"
 DESTINATION_NAME = "MonitoringAccount1"

@@ -14,15 +14,15 @@ import pulumi
 from pulumi_azure_native import alertsmanagement, monitor
 from pydantic.alias_generators import to_camel
 
-from components.args import ArgsError, platform_model
-from components.component import GpuComponent, kube_resource, plain_output
-from components.monitoring import azure
-from components.monitoring.exporters import exporter_manifests, monitoring_on
-from components.monitoring.rules import RuleGroup, prometheus_rule_manifest, rule_groups
-from components.naming import PACKAGE_NAME
-from components.resolved.model import PlatformModel
-from components.specs import PlatformSpec
-from components.validation.xid import critical_xid_codes
+from aks_gpu.args import ArgsError, platform_model
+from aks_gpu.component import GpuComponent, kube_resource, plain_output
+from aks_gpu.monitoring import azure
+from aks_gpu.monitoring.exporters import exporter_manifests, monitoring_on
+from aks_gpu.monitoring.rules import RuleGroup, prometheus_rule_manifest, rule_groups
+from aks_gpu.naming import PACKAGE_NAME
+from aks_gpu.resolved.model import PlatformModel
+from aks_gpu.specs import PlatformSpec
+from aks_gpu.validation.xid import critical_xid_codes
 
 CLUSTER_KEYS = frozenset({"resource_group_name", "cluster_name", "cluster_id", "location", "cluster_existing", "tags"})
 REQUIRED_CLUSTER_KEYS = frozenset({"resource_group_name", "cluster_name", "cluster_id", "location"})

@@ -7,8 +7,8 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, Literal
 
-from components.config.models import MonitoringConfig
-from components.data_files import load_yaml
+from aks_gpu.config.models import MonitoringConfig
+from aks_gpu.data_files import load_yaml
 
 PINS_FILE = Path(__file__).resolve().parents[1] / "data" / "gpu_exporters.yaml"
 

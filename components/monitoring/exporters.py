@@ -21,8 +21,8 @@ import hashlib
 import json
 from typing import Any
 
-from components.config.models import MonitoringConfig
-from components.kube.node_daemonset import (
+from aks_gpu.config.models import MonitoringConfig
+from aks_gpu.kube.node_daemonset import (
     empty_dir_volume,
     host_path_volume,
     node_access_rbac,
@@ -31,10 +31,10 @@ from components.kube.node_daemonset import (
     resources,
     root_security_context,
 )
-from components.monitoring.exporter_pins import ExporterPins, dcgm_counters_csv, resolve_exporter_pins
-from components.naming import GPU_NAMESPACE, NAME_LABEL, PLATFORM_LABEL_PREFIX, Vendor, platform_object_name
-from components.resolved.model import PlatformModel
-from components.resolved.targets import app_labels, vendor_mode
+from aks_gpu.monitoring.exporter_pins import ExporterPins, dcgm_counters_csv, resolve_exporter_pins
+from aks_gpu.naming import GPU_NAMESPACE, NAME_LABEL, PLATFORM_LABEL_PREFIX, Vendor, platform_object_name
+from aks_gpu.resolved.model import PlatformModel
+from aks_gpu.resolved.targets import app_labels, vendor_mode
 
 DCGM_EXPORTER_NAME = "dcgm-exporter"
 DCGM_COUNTERS_CONFIG_MAP = "dcgm-exporter-metrics"

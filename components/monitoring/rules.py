@@ -27,10 +27,10 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from components.kube.workload_manifests import QUOTA_NAME
-from components.naming import GPU_NAMESPACE, POOL_LABEL, Vendor, platform_object_name, vendor_resource
-from components.resolved.model import PlatformModel, ResolvedPool
-from components.resolved.targets import AMD_PLUGIN_DAEMONSET, NVIDIA_PLUGIN_DAEMONSET, vendor_mode
+from aks_gpu.kube.workload_manifests import QUOTA_NAME
+from aks_gpu.naming import GPU_NAMESPACE, POOL_LABEL, Vendor, platform_object_name, vendor_resource
+from aks_gpu.resolved.model import PlatformModel, ResolvedPool
+from aks_gpu.resolved.targets import AMD_PLUGIN_DAEMONSET, NVIDIA_PLUGIN_DAEMONSET, vendor_mode
 
 Severity = Literal["critical", "warning", "info"]
 
@@ -473,7 +473,7 @@ def quota_rule(model: PlatformModel) -> AlertRule | None:
 
 def rule_groups(model: PlatformModel, critical_xid_codes: Sequence[int]) -> tuple[RuleGroup, ...]:
     """The stack's alert rules; empty without GPU pools. ``critical_xid_codes`` come from the Xid table
-    (``components.validation.xid.critical_xid_codes()``), the same one the SMI health reader grades with."""
+    (``aks_gpu.validation.xid.critical_xid_codes()``), the same one the SMI health reader grades with."""
     if not model.pools:
         return ()
     health: list[AlertRule] = []

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from components.monitoring.exporters import monitoring_summary
-from components.monitoring.rules import rule_groups
-from components.resolved.model import PlatformModel
-from components.validation.xid import critical_xid_codes
+from aks_gpu.monitoring.exporters import monitoring_summary
+from aks_gpu.monitoring.rules import rule_groups
+from aks_gpu.resolved.model import PlatformModel
+from aks_gpu.validation.xid import critical_xid_codes
 
 
 def monitoring_lines(model: PlatformModel) -> list[str]:

@@ -14,17 +14,17 @@ from typing import Any, NotRequired
 import pulumi
 import pulumi_kubernetes as k8s
 
-from components.args import platform_model
-from components.component import GpuComponent, kube_resource, plain_output
-from components.kube.device_plugin import PluginTargetOutput, plugin_manifests, target_output
-from components.kube.gpu_operator import NVIDIA_RELEASE, ReleaseSpec, operator_releases
-from components.kube.plugin_pins import resolve_pins
-from components.monitoring.exporters import dcgm_operator_values
-from components.naming import GPU_NAMESPACE
-from components.resolved.model import PlatformModel
-from components.resolved.targets import plugin_targets
-from components.specs import PlatformSpec
-from components.validation.hooks import HookFactory, pools_validated_by, pools_validated_by_release, validation_hooks
+from aks_gpu.args import platform_model
+from aks_gpu.component import GpuComponent, kube_resource, plain_output
+from aks_gpu.kube.device_plugin import PluginTargetOutput, plugin_manifests, target_output
+from aks_gpu.kube.gpu_operator import NVIDIA_RELEASE, ReleaseSpec, operator_releases
+from aks_gpu.kube.plugin_pins import resolve_pins
+from aks_gpu.monitoring.exporters import dcgm_operator_values
+from aks_gpu.naming import GPU_NAMESPACE
+from aks_gpu.resolved.model import PlatformModel
+from aks_gpu.resolved.targets import plugin_targets
+from aks_gpu.specs import PlatformSpec
+from aks_gpu.validation.hooks import HookFactory, pools_validated_by, pools_validated_by_release, validation_hooks
 
 
 class GpuDevicePluginArgs(PlatformSpec):

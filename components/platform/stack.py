@@ -5,20 +5,20 @@ from typing import Any
 
 import pulumi
 
-from components.admission.component import AdmissionInputs, GpuAdmissionPolicy
-from components.args import stack_model
-from components.azure.cluster import ClusterInputs, GpuCluster
-from components.azure.node_pool import GpuNodePool, NodePoolInputs
-from components.component import GpuComponent, plain_output
-from components.config.models import StackConfig
-from components.kube.workload_manifests import PoolOutput, pool_output
-from components.kube.workload_namespace import GpuWorkloadNamespace, platform_namespace
-from components.monitoring.component import GpuMonitoring, MonitoredCluster, MonitoringInputs
-from components.platform.device_plugin import DevicePluginInputs, GpuDevicePlugin
-from components.resolved.model import PlatformModel
-from components.specs import StackSpec
-from components.storage.nvme_cache import NvmeCache, NvmeCacheInputs
-from components.validation.smoke import GpuValidation
+from aks_gpu.admission.component import AdmissionInputs, GpuAdmissionPolicy
+from aks_gpu.args import stack_model
+from aks_gpu.azure.cluster import ClusterInputs, GpuCluster
+from aks_gpu.azure.node_pool import GpuNodePool, NodePoolInputs
+from aks_gpu.component import GpuComponent, plain_output
+from aks_gpu.config.models import StackConfig
+from aks_gpu.kube.workload_manifests import PoolOutput, pool_output
+from aks_gpu.kube.workload_namespace import GpuWorkloadNamespace, platform_namespace
+from aks_gpu.monitoring.component import GpuMonitoring, MonitoredCluster, MonitoringInputs
+from aks_gpu.platform.device_plugin import DevicePluginInputs, GpuDevicePlugin
+from aks_gpu.resolved.model import PlatformModel
+from aks_gpu.specs import StackSpec
+from aks_gpu.storage.nvme_cache import NvmeCache, NvmeCacheInputs
+from aks_gpu.validation.smoke import GpuValidation
 
 
 class GpuPlatform(GpuComponent[PlatformModel]):

@@ -6,7 +6,7 @@ time-slicing, taints and tolerations, node labels); ``targets`` says where each 
 ``stack`` loads a stack file into a validated, resolved ``ValidatedStack``, with the rules that need the model.
 """
 
-from components.resolved.model import (
+from aks_gpu.resolved.model import (
     MIG_CONFIG_PREFIX,
     MigPartitioner,
     MigStrategy,
@@ -26,7 +26,7 @@ from components.resolved.model import (
     tolerations_for,
     workload_pools,
 )
-from components.resolved.targets import PluginTarget, plugin_targets, smi_command
+from aks_gpu.resolved.targets import PluginTarget, plugin_targets, smi_command
 
 __all__ = [
     "MIG_CONFIG_PREFIX",

@@ -13,8 +13,8 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from components.config.models import PlatformConfig
-from components.data_files import load_yaml
+from aks_gpu.config.models import PlatformConfig
+from aks_gpu.data_files import load_yaml
 
 DATA_FILE = Path(__file__).resolve().parents[1] / "data" / "admission_exemptions.yaml"
 USER_REASON = "listed in admission.exemptNamespaces"

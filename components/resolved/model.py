@@ -11,9 +11,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from components.catalog import Catalog, GpuModel, VmSize, load_catalog
-from components.config.models import ClusterConfig, GpuPoolConfig, PlatformConfig, StackConfig, WorkloadConfig
-from components.naming import (
+from aks_gpu.catalog import Catalog, GpuModel, VmSize, load_catalog
+from aks_gpu.config.models import ClusterConfig, GpuPoolConfig, PlatformConfig, StackConfig, WorkloadConfig
+from aks_gpu.naming import (
     ACCELERATOR_LABEL,
     GPU_TAINT_VALUE,
     MIG_CONFIG_LABEL,
@@ -25,7 +25,7 @@ from components.naming import (
     Vendor,
     vendor_resource,
 )
-from components.resolved.node_labels import nvme_node_labels, plugin_node_labels
+from aks_gpu.resolved.node_labels import nvme_node_labels, plugin_node_labels
 
 MigStrategy = Literal["single", "mixed"]
 # Who cuts a MIG pool's GPUs into instances: AKS from the agent pool's gpuInstanceProfile (with the driver it

@@ -22,8 +22,8 @@ from __future__ import annotations
 
 from typing import Literal
 
-from components.config.models import GpuPoolConfig, PlatformConfig
-from components.naming import DEPLOY_DRIVER_LABEL, DEPLOY_TOOLKIT_LABEL, DEVICE_PLUGIN_CONFIG_LABEL, V1_IO_ENGINE_LABEL
+from aks_gpu.config.models import GpuPoolConfig, PlatformConfig
+from aks_gpu.naming import DEPLOY_DRIVER_LABEL, DEPLOY_TOOLKIT_LABEL, DEVICE_PLUGIN_CONFIG_LABEL, V1_IO_ENGINE_LABEL
 
 V1_IO_ENGINE_VALUE = "acstor"
 

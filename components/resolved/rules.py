@@ -1,15 +1,15 @@
 """The rules that need the resolved model: which pools serve a workload and what they expose, and which namespaces the
 admission policy exempts. Pure: model in, problems (with the key paths a user edits) out. The rules over the config's
-keys alone are in ``components/config/rules.py``; ``components.resolved.stack`` runs both.
+keys alone are in ``components/config/rules.py``; ``aks_gpu.resolved.stack`` runs both.
 """
 
 from __future__ import annotations
 
-from components.config.models import StackConfig
-from components.config.problems import Problem
-from components.naming import CONFIG_NAMESPACE as P
-from components.resolved.exemptions import derived_exemptions
-from components.resolved.model import PlatformModel
+from aks_gpu.config.models import StackConfig
+from aks_gpu.config.problems import Problem
+from aks_gpu.naming import CONFIG_NAMESPACE as P
+from aks_gpu.resolved.exemptions import derived_exemptions
+from aks_gpu.resolved.model import PlatformModel
 
 
 def model_rules(model: PlatformModel) -> list[Problem]:

@@ -1,7 +1,7 @@
 """A stack's config, validated and resolved once: what the program, the command line and the components build from.
 
 ``validate_stack`` reads a raw config map (a stack file's ``config:``, or Pulumi's runtime config) with the models and
-the rules over its keys (``components.config``), resolves it against the catalog, and runs the rules that need the
+the rules over its keys (``aks_gpu.config``), resolves it against the catalog, and runs the rules that need the
 model (``rules``). Every problem of all three comes back at once, in one ``ConfigError`` naming the file and the keys.
 """
 
@@ -12,13 +12,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from components.catalog import Catalog, load_catalog
-from components.config.loader import read_config, read_sections
-from components.config.models import PlatformConfig, StackConfig
-from components.config.problems import ConfigError, Problem
-from components.config.rules import check_rules
-from components.resolved.model import PlatformModel, resolve
-from components.resolved.rules import model_rules
+from aks_gpu.catalog import Catalog, load_catalog
+from aks_gpu.config.loader import read_config, read_sections
+from aks_gpu.config.models import PlatformConfig, StackConfig
+from aks_gpu.config.problems import ConfigError, Problem
+from aks_gpu.config.rules import check_rules
+from aks_gpu.resolved.model import PlatformModel, resolve
+from aks_gpu.resolved.rules import model_rules
 
 
 @dataclass(frozen=True)

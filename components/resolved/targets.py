@@ -14,8 +14,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from components.naming import GPU_NAMESPACE, NAME_LABEL, Vendor
-from components.resolved.model import MigStrategy, PlatformModel, ResolvedPool
+from aks_gpu.naming import GPU_NAMESPACE, NAME_LABEL, Vendor
+from aks_gpu.resolved.model import MigStrategy, PlatformModel, ResolvedPool
 
 Mode = Literal["daemonset", "gpu-operator"]
 

@@ -12,13 +12,13 @@ import pulumi
 import pulumi_kubernetes as k8s
 from pulumi_azure_native import kubernetesconfiguration
 
-from components.args import platform_model
-from components.component import GpuComponent, kube_resource, plain_output
-from components.config.models import StorageConfig
-from components.naming import POOL_LABEL
-from components.resolved.model import PlatformModel
-from components.specs import PlatformSpec
-from components.storage.manifests import (
+from aks_gpu.args import platform_model
+from aks_gpu.component import GpuComponent, kube_resource, plain_output
+from aks_gpu.config.models import StorageConfig
+from aks_gpu.naming import POOL_LABEL
+from aks_gpu.resolved.model import PlatformModel
+from aks_gpu.specs import PlatformSpec
+from aks_gpu.storage.manifests import (
     EXTENSION_NAME,
     EXTENSION_TYPES,
     V1_NAMESPACE,

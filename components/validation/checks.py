@@ -26,17 +26,17 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Literal
 
-from components.naming import POOL_LABEL
-from components.resolved.model import PlatformModel, ResolvedPool
-from components.resolved.targets import PluginTarget, smi_command
-from components.validation.cluster import NodeStatus, PluginPods, pod_name, pod_problem
-from components.validation.health import GpuCondition, HealthReport, read_smi_and_health
-from components.validation.registry import CHECK_IDS as CHECK_IDS
-from components.validation.registry import CheckId
-from components.validation.smi import SmiError, SmiReport
-from components.validation.smi.model import empty_report
-from components.validation.snapshot import ClusterSnapshot
-from components.validation.versions import parse_version, version_at_least
+from aks_gpu.naming import POOL_LABEL
+from aks_gpu.resolved.model import PlatformModel, ResolvedPool
+from aks_gpu.resolved.targets import PluginTarget, smi_command
+from aks_gpu.validation.cluster import NodeStatus, PluginPods, pod_name, pod_problem
+from aks_gpu.validation.health import GpuCondition, HealthReport, read_smi_and_health
+from aks_gpu.validation.registry import CHECK_IDS as CHECK_IDS
+from aks_gpu.validation.registry import CheckId
+from aks_gpu.validation.smi import SmiError, SmiReport
+from aks_gpu.validation.smi.model import empty_report
+from aks_gpu.validation.snapshot import ClusterSnapshot
+from aks_gpu.validation.versions import parse_version, version_at_least
 
 Status = Literal["pass", "fail", "warn"]
 _NAMES_SHOWN = 3  # node names listed in a pool-wide message before "+N more"

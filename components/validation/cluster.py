@@ -15,7 +15,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from components.validation.health import GpuCondition, read_gpu_conditions
+from aks_gpu.validation.health import GpuCondition, read_gpu_conditions
 
 
 def node_name(item: Mapping[str, Any]) -> str:

@@ -45,13 +45,13 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, get_args
 
-from components.naming import Vendor
-from components.validation.smi import amd as amd_formats
-from components.validation.smi import nvidia as nvidia_formats
-from components.validation.smi import read_prepared
-from components.validation.smi.model import SmiReport, VendorChoice
-from components.validation.smi.text import MAX_LINE_CHARS, PCI_ADDRESS, Text, box_table, integer, prepare, shorten, value
-from components.validation.xid import CATALOG_URL, load_xid_catalog
+from aks_gpu.naming import Vendor
+from aks_gpu.validation.smi import amd as amd_formats
+from aks_gpu.validation.smi import nvidia as nvidia_formats
+from aks_gpu.validation.smi import read_prepared
+from aks_gpu.validation.smi.model import SmiReport, VendorChoice
+from aks_gpu.validation.smi.text import MAX_LINE_CHARS, PCI_ADDRESS, Text, box_table, integer, prepare, shorten, value
+from aks_gpu.validation.xid import CATALOG_URL, load_xid_catalog
 
 Severity = Literal["critical", "warning"]
 FindingId = Literal[

@@ -33,12 +33,12 @@ from typing import Any, Literal, Protocol
 
 import pulumi
 
-from components.internal_error import internal_error_message
-from components.resolved.model import PlatformModel
-from components.resolved.targets import PluginTarget
-from components.validation.checks import CheckResult, run_checks
-from components.validation.report import passed
-from components.validation.snapshot import ClusterSnapshot
+from aks_gpu.internal_error import internal_error_message
+from aks_gpu.resolved.model import PlatformModel
+from aks_gpu.resolved.targets import PluginTarget
+from aks_gpu.validation.checks import CheckResult, run_checks
+from aks_gpu.validation.report import passed
+from aks_gpu.validation.snapshot import ClusterSnapshot
 
 DeployMode = Literal["fail", "warn", "off"]
 
@@ -150,7 +150,7 @@ def run_deploy_validation(
         )
     # Imported when a validation runs, not when the program loads this module: the kubernetes client's
     # import costs about a second that `pulumi preview` and `aksgpu plan` should not pay.
-    from components.validation.probe import ProbeError, collect_snapshot
+    from aks_gpu.validation.probe import ProbeError, collect_snapshot
 
     settings = model.config.validation
     try:

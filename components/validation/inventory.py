@@ -27,10 +27,10 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
 
-from components.admission.quantity import Quantity
-from components.naming import ACCELERATOR_LABEL, POOL_LABEL, Vendor
-from components.validation.health import GpuCondition, read_gpu_conditions
-from components.validation.snapshot import SnapshotError, shape_problem
+from aks_gpu.admission.quantity import Quantity
+from aks_gpu.naming import ACCELERATOR_LABEL, POOL_LABEL, Vendor
+from aks_gpu.validation.health import GpuCondition, read_gpu_conditions
+from aks_gpu.validation.snapshot import SnapshotError, shape_problem
 
 AKS_POOL_LABEL = "kubernetes.azure.com/agentpool"
 AKS_LEGACY_POOL_LABEL = "agentpool"

@@ -67,14 +67,14 @@ from kubernetes.stream.ws_client import ERROR_CHANNEL
 from websocket import WebSocket, WebSocketException
 from websocket._handshake import SUPPORTED_REDIRECT_STATUSES
 
-from components.config import safe_yaml
-from components.config.problems import clipped
-from components.input_files import InputFileError, decode_utf8, read_bounded
-from components.naming import POOL_LABEL
-from components.resolved.model import PlatformModel
-from components.validation.cluster import NodeStatus, PluginPods, exec_problem, node_name, pod_name
-from components.validation.inventory import asks_for_gpu, is_gpu_node
-from components.validation.snapshot import (
+from aks_gpu.config import safe_yaml
+from aks_gpu.config.problems import clipped
+from aks_gpu.input_files import InputFileError, decode_utf8, read_bounded
+from aks_gpu.naming import POOL_LABEL
+from aks_gpu.resolved.model import PlatformModel
+from aks_gpu.validation.cluster import NodeStatus, PluginPods, exec_problem, node_name, pod_name
+from aks_gpu.validation.inventory import asks_for_gpu, is_gpu_node
+from aks_gpu.validation.snapshot import (
     NAMESPACES_FILE,
     NETWORK_POLICIES_FILE,
     RESOURCE_QUOTAS_FILE,
@@ -117,7 +117,7 @@ _HANDSHAKE_STATUS = re.compile(r"Handshake status (\d{3})")
 
 
 class ExecTarget(Protocol):
-    """Where a pool's SMI command runs: ``components.resolved.targets.PluginTarget`` satisfies this."""
+    """Where a pool's SMI command runs: ``aks_gpu.resolved.targets.PluginTarget`` satisfies this."""
 
     @property
     def namespace(self) -> str: ...
@@ -939,7 +939,7 @@ _OPTIONAL_REFUSALS = (401, 403, 404)
 def _read_for_audit(
     reader: _Reader, pools: set[str], plugin_pods: list[dict[str, Any]]
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]], dict[str, Any]]:
-    """What ``aksgpu audit`` reads beyond the validation: the GPU nodes (``components.validation.inventory`` decides, plus
+    """What ``aksgpu audit`` reads beyond the validation: the GPU nodes (``aks_gpu.validation.inventory`` decides, plus
     every node of the stack's pools), the pods on them or asking for GPUs (and the plugin pods already read), and
     the namespaces, resource quotas and network policies of the whole cluster, with the time of collection.
     RBAC: list nodes, pods, namespaces, resourcequotas and networkpolicies cluster-wide."""

@@ -6,7 +6,7 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
-from components.validation.checks import CheckResult, Status
+from aks_gpu.validation.checks import CheckResult, Status
 
 STATUSES: tuple[Status, ...] = ("pass", "fail", "warn")
 

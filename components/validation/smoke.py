@@ -23,11 +23,11 @@ from typing import Any
 
 import pulumi
 
-from components.args import platform_model
-from components.component import GpuComponent, kube_resource, plain_output
-from components.naming import GPU_NAMESPACE, NAME_LABEL, POOL_LABEL
-from components.resolved.model import PlatformModel, ResolvedPool
-from components.specs import PlatformSpec
+from aks_gpu.args import platform_model
+from aks_gpu.component import GpuComponent, kube_resource, plain_output
+from aks_gpu.naming import GPU_NAMESPACE, NAME_LABEL, POOL_LABEL
+from aks_gpu.resolved.model import PlatformModel, ResolvedPool
+from aks_gpu.specs import PlatformSpec
 
 SMOKE_APP = "gpu-smoke"
 CONTAINER_NAME = "smi"

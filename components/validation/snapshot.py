@@ -37,7 +37,7 @@ from datetime import UTC, datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
-from components.input_files import InputFileError, decode_utf8, read_bounded
+from aks_gpu.input_files import InputFileError, decode_utf8, read_bounded
 
 NODES_FILE = "nodes.json"
 DAEMONSETS_FILE = "daemonsets.json"

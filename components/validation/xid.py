@@ -12,7 +12,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any, Literal, cast
 
-from components.data_files import load_yaml
+from aks_gpu.data_files import load_yaml
 
 Severity = Literal["critical", "warning"]
 CATALOG_URL = "https://docs.nvidia.com/deploy/xid-errors/analyzing-xid-catalog.html"

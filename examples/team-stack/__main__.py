@@ -25,8 +25,8 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 # One entry of the platform stack's `pools` output, keys as every language reads them.
-from components.kube.workload_manifests import PoolOutput as PlatformPool
-from components.kube.workload_namespace import GpuWorkloadNamespace
+from aks_gpu.kube.workload_manifests import PoolOutput as PlatformPool
+from aks_gpu.kube.workload_namespace import GpuWorkloadNamespace
 
 # NGC's PyTorch image (CUDA, NCCL, PyTorch); pin the month you validated.
 # https://docs.nvidia.com/deeplearning/frameworks/pytorch-release-notes/rel-25-04.html

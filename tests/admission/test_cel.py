@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from components.admission.cel import CelError, LazyVariables, Quantity, compile_expression, to_python
+from aks_gpu.admission.cel import CelError, LazyVariables, Quantity, compile_expression, to_python
 
 
 def run(expression: str, **activation: Any) -> Any:

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from components.cli import admission
-from components.cli.common import report_config_error
-from components.config.problems import ConfigError
+from aks_gpu.cli import admission
+from aks_gpu.cli.common import report_config_error
+from aks_gpu.config.problems import ConfigError
 
 OBJECTS = Path(__file__).parent / "objects"
 GOOD = str(OBJECTS / "pods-good.yaml")
@@ -32,7 +32,7 @@ def run(argv: list[str]) -> int:
     args = parser.parse_args(argv)
     try:
         exit_code: int = args.handler(args)
-    except ConfigError as exc:  # what components.cli.main does with it
+    except ConfigError as exc:  # what aks_gpu.cli.main does with it
         return report_config_error(exc)
     return exit_code
 

@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from components.admission.evaluate import PolicyError, build_request, compile_bindings, evaluate, evaluate_request, prepare
-from components.admission.policy import render_policy
+from aks_gpu.admission.evaluate import PolicyError, build_request, compile_bindings, evaluate, evaluate_request, prepare
+from aks_gpu.admission.policy import render_policy
 from tests.conftest import stack_model
 
 

@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from components.naming import GPU_NAMESPACE
-from components.resolved.targets import AMD_SMI_NAME
+from aks_gpu.naming import GPU_NAMESPACE
+from aks_gpu.resolved.targets import AMD_SMI_NAME
 from tests.conformance import STACK_NAMES, planned
 
 # Subresources that give a shell or a new container in a running pod.

@@ -21,10 +21,10 @@ from typing import Any
 import pytest
 import yaml
 
-from components.admission.engine import ENGINE_NAMES, engine_named
-from components.admission.evaluate import Decision, evaluate
-from components.admission.policy import render_policy, workload_namespaces
-from components.cli import admission
+from aks_gpu.admission.engine import ENGINE_NAMES, engine_named
+from aks_gpu.admission.evaluate import Decision, evaluate
+from aks_gpu.admission.policy import render_policy, workload_namespaces
+from aks_gpu.cli import admission
 from tests.conftest import stack_model
 
 OBJECTS_DIR = Path(__file__).parent / "objects"

@@ -9,12 +9,12 @@ from typing import Any
 
 import pytest
 
-from components.admission.engine import ENGINE_NAMES, engine_named
-from components.admission.evaluate import evaluate
-from components.admission.pod_security import policy_name, rdma_policy_manifests
-from components.config.problems import ConfigError
-from components.kube.workload_manifests import namespace_manifest, workload_manifests
-from components.resolved.stack import validate_stack
+from aks_gpu.admission.engine import ENGINE_NAMES, engine_named
+from aks_gpu.admission.evaluate import evaluate
+from aks_gpu.admission.pod_security import policy_name, rdma_policy_manifests
+from aks_gpu.config.problems import ConfigError
+from aks_gpu.kube.workload_manifests import namespace_manifest, workload_manifests
+from aks_gpu.resolved.stack import validate_stack
 from tests.conftest import raw_stack
 
 NS = "gpu-training"

@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 from kubernetes.client.models import V1ValidatingAdmissionPolicy, V1ValidatingAdmissionPolicyBinding
 
-from components.admission.evaluate import build_request, compile_bindings, evaluate, evaluate_request
-from components.admission.policy import (
+from aks_gpu.admission.evaluate import build_request, compile_bindings, evaluate, evaluate_request
+from aks_gpu.admission.policy import (
     BINDING_NAME,
     DEVICE_ENV_POLICY_NAME,
     POLICY_NAME,
@@ -19,9 +19,9 @@ from components.admission.policy import (
     render_policy,
     workload_namespaces,
 )
-from components.config.problems import ConfigError
-from components.resolved.model import PlatformModel
-from components.resolved.stack import validate_stack
+from aks_gpu.config.problems import ConfigError
+from aks_gpu.resolved.model import PlatformModel
+from aks_gpu.resolved.stack import validate_stack
 from tests.conftest import STACK_NAMES, minimal_raw, raw_stack, stack_model
 
 # CEL words Kubernetes reserves: a field with one of these names must be written __name__, so a plain `.name`
@@ -171,8 +171,8 @@ def test_gpu_resource_names_come_from_the_pools() -> None:
 
 
 def test_the_policy_and_the_audit_count_the_same_whole_gpu_resources() -> None:
-    from components.admission import policy
-    from components.validation import inventory
+    from aks_gpu.admission import policy
+    from aks_gpu.validation import inventory
 
     assert set(policy.WHOLE_GPU_RESOURCES) == set(inventory.WHOLE_GPU_RESOURCES)
     assert policy.MIG_RESOURCE_PREFIX == inventory.MIG_RESOURCE_PREFIX

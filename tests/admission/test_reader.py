@@ -11,11 +11,11 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from components.admission.cel import compile_expression
-from components.admission.engine import engine_named
-from components.admission.evaluate import evaluate
-from components.admission.policy import render_policy, workload_namespaces
-from components.admission.reader import MAX_DEPTH, InputError, read_text
+from aks_gpu.admission.cel import compile_expression
+from aks_gpu.admission.engine import engine_named
+from aks_gpu.admission.evaluate import evaluate
+from aks_gpu.admission.policy import render_policy, workload_namespaces
+from aks_gpu.admission.reader import MAX_DEPTH, InputError, read_text
 from tests.conftest import stack_model
 
 POD = """\

@@ -15,12 +15,12 @@ import zlib
 from dataclasses import replace
 from typing import Any
 
-from components.kube.workload_manifests import workload_manifests
-from components.naming import POOL_LABEL
-from components.resolved.model import PlatformModel
-from components.resolved.targets import plugin_targets
-from components.validation.inventory import AKS_ACCELERATOR_LABEL, NODE_IMAGE_LABEL
-from components.validation.snapshot import ClusterSnapshot
+from aks_gpu.kube.workload_manifests import workload_manifests
+from aks_gpu.naming import POOL_LABEL
+from aks_gpu.resolved.model import PlatformModel
+from aks_gpu.resolved.targets import plugin_targets
+from aks_gpu.validation.inventory import AKS_ACCELERATOR_LABEL, NODE_IMAGE_LABEL
+from aks_gpu.validation.snapshot import ClusterSnapshot
 from tests.conftest import FIXTURES_DIR, stack_model
 from tests.validation.snapshots import healthy_snapshot
 

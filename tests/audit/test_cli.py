@@ -11,10 +11,10 @@ from typing import Any
 
 import pytest
 
-from components.cli import main
-from components.cli.common import out
-from components.validation.inventory import NODE_IMAGE_LABEL
-from components.validation.snapshot import ClusterSnapshot, read_snapshot, write_snapshot
+from aks_gpu.cli import main
+from aks_gpu.cli.common import out
+from aks_gpu.validation.inventory import NODE_IMAGE_LABEL
+from aks_gpu.validation.snapshot import ClusterSnapshot, read_snapshot, write_snapshot
 from tests.audit.clusters import CLEAN_NODES, INFER_0, TRAIN_0, clean_snapshot, edited, find_node, gpu_nodes, workload_pod
 from tests.conftest import PROJECT_DIR
 from tests.validation.fake_apiserver import FakeApiServer, FakeCluster

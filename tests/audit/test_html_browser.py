@@ -18,8 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from components.audit.engine import run_audit
-from components.audit.html import render_html
+from aks_gpu.audit.engine import run_audit
+from aks_gpu.audit.html import render_html
 from tests.audit.clusters import TRAIN_0, clean_snapshot, edited, find_node, workload_pod
 
 SKIP_ENV = "AKSGPU_SKIP_BROWSER_TESTS"

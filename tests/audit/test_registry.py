@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from components.audit.registry import CHECKS, FINDING_IDS, PRACTICES, help_text, markdown_table
-from components.cli import main
-from components.validation.health import FINDING_IDS as HEALTH_FINDING_IDS
+from aks_gpu.audit.registry import CHECKS, FINDING_IDS, PRACTICES, help_text, markdown_table
+from aks_gpu.cli import main
+from aks_gpu.validation.health import FINDING_IDS as HEALTH_FINDING_IDS
 from tests.conftest import PROJECT_DIR
 
 # The contract of issue 15: these ids, these severities.
@@ -35,7 +35,7 @@ def test_every_practice_has_checks_and_every_check_a_practice() -> None:
 
 def test_the_readme_table_is_the_registry() -> None:
     readme = (PROJECT_DIR / "README.md").read_text(encoding="utf-8")
-    assert markdown_table() in readme, "README.md's audit table is out of date: paste components.audit.registry.markdown_table()"
+    assert markdown_table() in readme, "README.md's audit table is out of date: paste aks_gpu.audit.registry.markdown_table()"
 
 
 def test_the_cli_help_lists_every_finding(capsys: pytest.CaptureFixture[str]) -> None:

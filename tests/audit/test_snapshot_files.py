@@ -15,8 +15,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from components.audit.engine import run_audit
-from components.validation.snapshot import SnapshotError, parse_rfc3339, read_snapshot, write_snapshot
+from aks_gpu.audit.engine import run_audit
+from aks_gpu.validation.snapshot import SnapshotError, parse_rfc3339, read_snapshot, write_snapshot
 from tests.audit.clusters import COLLECTED_AT, clean_snapshot
 from tests.validation.test_snapshot_shapes import BUDGET, JSON_VALUES, set_field
 

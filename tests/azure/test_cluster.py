@@ -14,9 +14,9 @@ import yaml
 from pulumi_azure_native import authorization
 from pulumi_azure_native import containerservice as cs
 
-from components.azure.cluster import GpuCluster, GpuClusterArgs, azure_cli_login_type, deployer_principal_type
-from components.mock_engine import FAKE_OBJECT_ID, FAKE_SUBSCRIPTION, PlanResult
-from components.specs import ClusterSpec
+from aks_gpu.azure.cluster import GpuCluster, GpuClusterArgs, azure_cli_login_type, deployer_principal_type
+from aks_gpu.mock_engine import FAKE_OBJECT_ID, FAKE_SUBSCRIPTION, PlanResult
+from aks_gpu.specs import ClusterSpec
 from tests.conftest import MockHarness, minimal_raw, planned_result, raw_stack
 
 MANAGED_CLUSTER = "azure-native:containerservice:ManagedCluster"

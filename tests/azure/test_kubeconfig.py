@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 import yaml
 
-from components.azure.kubeconfig import LOGIN_MODES, KubeconfigError, LoginMode, use_login_mode
-from components.mock_engine import AKS_CLIENT_APP_ID, AKS_SERVER_APP_ID, fake_kubeconfig
+from aks_gpu.azure.kubeconfig import LOGIN_MODES, KubeconfigError, LoginMode, use_login_mode
+from aks_gpu.mock_engine import AKS_CLIENT_APP_ID, AKS_SERVER_APP_ID, fake_kubeconfig
 from tests.conftest import FIXTURES_DIR
 
 AKS_KUBECONFIG = (FIXTURES_DIR / "aks" / "kubeconfig_exec_devicecode.yaml").read_text(encoding="utf-8")

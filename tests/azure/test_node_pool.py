@@ -7,10 +7,10 @@ from typing import Any
 import pytest
 from pulumi_azure_native import containerservice as cs
 
-from components.azure.node_pool import agent_pool_inputs
-from components.config.models import PlatformConfig
-from components.mock_engine import PlanResult
-from components.resolved.model import resolve
+from aks_gpu.azure.node_pool import agent_pool_inputs
+from aks_gpu.config.models import PlatformConfig
+from aks_gpu.mock_engine import PlanResult
+from aks_gpu.resolved.model import resolve
 from tests.conftest import MockHarness, minimal_raw, planned_result
 
 AGENT_POOL = "azure-native:containerservice:AgentPool"

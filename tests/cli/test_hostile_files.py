@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from components.cli import main
-from components.input_files import InputFileError, decode_utf8
+from aks_gpu.cli import main
+from aks_gpu.input_files import InputFileError, decode_utf8
 from tests.conftest import PROJECT_DIR
 
 DEEP = 100_000  # far past Python's recursion limit and libyaml's composer stack
@@ -20,7 +20,7 @@ DEEP = 100_000  # far past Python's recursion limit and libyaml's composer stack
 def run_cli(*argv: str, stdin: bytes = b"") -> subprocess.CompletedProcess[bytes]:
     """``aksgpu`` in a fresh interpreter: a segmentation fault must show as what it is, not kill the suite."""
     return subprocess.run(
-        [sys.executable, "-m", "components.cli", *argv],
+        [sys.executable, "-m", "aks_gpu.cli", *argv],
         cwd=PROJECT_DIR,
         input=stdin,
         capture_output=True,
@@ -73,7 +73,7 @@ def test_a_nul_byte_in_a_short_file_is_binary_not_utf16() -> None:
 
 
 def test_smi_parse_of_a_stdin_that_never_ends_is_given_up_not_waited_on(monkeypatch: pytest.MonkeyPatch, capsys) -> None:
-    from components.cli import smi as smi_cli
+    from aks_gpu.cli import smi as smi_cli
 
     read_end, write_end = os.pipe()  # the write end stays open: a writer that never finishes
     monkeypatch.setattr(smi_cli, "_PIPE_TIMEOUT_S", 0.5)
@@ -126,6 +126,6 @@ def test_an_output_that_is_a_named_pipe_nobody_reads_is_refused_not_waited_on(co
 
 def test_an_output_encoding_without_the_characters_is_not_an_internal_error(tmp_path: Path) -> None:
     env = {**os.environ, "PYTHONIOENCODING": "ascii"}
-    command = [sys.executable, "-m", "components.cli", "catalog"]
+    command = [sys.executable, "-m", "aks_gpu.cli", "catalog"]
     result = subprocess.run(command, cwd=PROJECT_DIR, env=env, capture_output=True, timeout=120, check=False)
     assert result.returncode == 0, result.stderr.decode()[-400:]

@@ -7,9 +7,9 @@ from typing import Any
 
 import pytest
 
-from components.aks_facts import arm64_support, kubernetes_calendar
-from components.config.problems import ConfigError
-from components.resolved.stack import validate_stack
+from aks_gpu.aks_facts import arm64_support, kubernetes_calendar
+from aks_gpu.config.problems import ConfigError
+from aks_gpu.resolved.stack import validate_stack
 from tests.conftest import minimal_raw
 
 SOURCE = "stacks/Pulumi.test.yaml"

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from pulumi_azure_native import containerservice as cs
 
-from components.config import models
+from aks_gpu.config import models
 
 
 def literal_values(annotation: Any) -> set[str]:

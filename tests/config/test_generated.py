@@ -10,8 +10,8 @@ from typing import Any
 import pulumi
 import pytest
 
-from components.config import generate, models
-from components.config.schema import stack_file_schema
+from aks_gpu.config import generate, models
+from aks_gpu.config.schema import stack_file_schema
 from tests.conftest import PROJECT_DIR
 
 
@@ -83,7 +83,7 @@ def test_the_readme_lists_every_key_once() -> None:
 
 
 def test_a_field_that_takes_an_output_is_an_input_in_the_args() -> None:
-    from components import specs
+    from aks_gpu import specs
 
     hints = specs.WorkloadSpec.__annotations__
     assert hints["name"] == pulumi.Input[str] and hints["gpu_quota"] == pulumi.Input[int]  # type: ignore[misc]

@@ -7,10 +7,10 @@ from typing import Any
 
 import pytest
 
-from components.aks_facts import kubernetes_calendar, minor_key
-from components.config.models import ClusterConfig
-from components.config.problems import ConfigError
-from components.resolved.stack import validate_stack
+from aks_gpu.aks_facts import kubernetes_calendar, minor_key
+from aks_gpu.config.models import ClusterConfig
+from aks_gpu.config.problems import ConfigError
+from aks_gpu.resolved.stack import validate_stack
 from tests.conftest import STACK_NAMES, minimal_raw, raw_stack
 
 SOURCE = "stacks/Pulumi.test.yaml"

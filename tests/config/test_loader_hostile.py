@@ -12,12 +12,12 @@ from typing import Any
 
 import pytest
 
-from components.cli import main
-from components.config.loader import MAX_STACK_FILE_BYTES, load_stack_file
-from components.config.problems import ConfigError
-from components.config.safe_yaml import MAX_DEPTH, MAX_NODES
-from components.mock_engine import _config_values
-from components.resolved.stack import validate_stack
+from aks_gpu.cli import main
+from aks_gpu.config.loader import MAX_STACK_FILE_BYTES, load_stack_file
+from aks_gpu.config.problems import ConfigError
+from aks_gpu.config.safe_yaml import MAX_DEPTH, MAX_NODES
+from aks_gpu.mock_engine import _config_values
+from aks_gpu.resolved.stack import validate_stack
 from tests.conftest import PROJECT_DIR, minimal_raw
 
 PROD_TEXT = (PROJECT_DIR / "stacks" / "Pulumi.prod.yaml").read_text(encoding="utf-8")
@@ -181,7 +181,7 @@ def test_spot_max_price_refuses_nan_from_pulumi_json_and_from_python() -> None:
         validate_stack(raw, "stacks/Pulumi.x.yaml")
     assert "aks-gpu:gpuPools[0].spotMaxPrice" in str(error.value) and "finite" in str(error.value)
     pools = [dict(minimal_raw()["aks-gpu:gpuPools"][0], spot=True, spotMaxPrice=float("inf"))]
-    from components.resolved.stack import validate_sections
+    from aks_gpu.resolved.stack import validate_sections
 
     with pytest.raises(ConfigError, match=r"spotMaxPrice|spot_max_price"):
         validate_sections({"gpu_pools": pools}, "component args")

@@ -12,9 +12,9 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from components.config.loader import load_stack_file
-from components.config.problems import MAX_MESSAGE_SHOWN, MAX_PATH_SHOWN, ConfigError
-from components.resolved.stack import validate_stack
+from aks_gpu.config.loader import load_stack_file
+from aks_gpu.config.problems import MAX_MESSAGE_SHOWN, MAX_PATH_SHOWN, ConfigError
+from aks_gpu.resolved.stack import validate_stack
 from tests.conftest import PROJECT_DIR, minimal_raw
 
 BUDGET = settings(max_examples=150, deadline=None, database=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])

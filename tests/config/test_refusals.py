@@ -11,11 +11,11 @@ from typing import Any
 import pytest
 import yaml
 
-from components.aks_facts import Refusal, kubernetes_calendar, refusal_tag, refusals
-from components.cli import main
-from components.config import rules as rules_module
-from components.config.problems import ConfigError
-from components.resolved.stack import validate_stack
+from aks_gpu.aks_facts import Refusal, kubernetes_calendar, refusal_tag, refusals
+from aks_gpu.cli import main
+from aks_gpu.config import rules as rules_module
+from aks_gpu.config.problems import ConfigError
+from aks_gpu.resolved.stack import validate_stack
 from tests.conftest import PROJECT_DIR, minimal_raw
 
 SOURCE = "stacks/Pulumi.test.yaml"

@@ -10,8 +10,8 @@ from typing import Any
 import pulumi
 import pytest
 
-from components.mock_engine import SECRET, PlanResult
-from components.program import SecretConfig, secret_config
+from aks_gpu.mock_engine import SECRET, PlanResult
+from aks_gpu.program import SecretConfig, secret_config
 from tests.conftest import MockHarness, raw_stack
 
 TAG = "cc-4711-hush"

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from components.config.schema import SCHEMA_FILE_NAME, stack_file_schema
+from aks_gpu.config.schema import SCHEMA_FILE_NAME, stack_file_schema
 from tests.conftest import STACK_NAMES, STACKS_DIR, stack_config
 
 

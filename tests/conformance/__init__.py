@@ -21,10 +21,10 @@ from typing import Any
 
 import yaml
 
-from components.cli import main
-from components.config.loader import load_stack_file
-from components.config.models import StackConfig
-from components.resolved.stack import validate_stack
+from aks_gpu.cli import main
+from aks_gpu.config.loader import load_stack_file
+from aks_gpu.config.models import StackConfig
+from aks_gpu.resolved.stack import validate_stack
 from tests.conftest import PROJECT_DIR, STACK_NAMES, STACKS_DIR
 
 __all__ = ["PROJECT_DIR", "STACK_NAMES", "PlannedStack", "plan_with_cli", "planned"]

@@ -30,7 +30,7 @@ import pulumi
 import pytest
 from pulumi._types import input_type_types, is_input_type
 
-from components.mock_engine import SECRET
+from aks_gpu.mock_engine import SECRET
 from tests.conformance import STACK_NAMES, planned
 
 PROVIDER_PREFIX = "azure-native:"

@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
+from aks_gpu.resolved.stack import validate_stack
 from bench.stacks import generated_stack, write_stack_file
-from components.resolved.stack import validate_stack
 from tests.conformance import PROJECT_DIR, STACK_NAMES
 
 HASH_SEEDS = ("1", "2")
@@ -25,11 +25,11 @@ GENERATED_POOLS = 12
 
 
 def plan_in_subprocesses(stack: str, out_root: Path, config_file: Path | None = None) -> list[Path]:
-    """`python -m components.cli plan` once per hash seed, concurrently; returns the output folders."""
+    """`python -m aks_gpu.cli plan` once per hash seed, concurrently; returns the output folders."""
     runs = []
     for seed in HASH_SEEDS:
         out_dir = out_root / f"seed-{seed}"
-        command = [sys.executable, "-m", "components.cli", "plan", "--stack", stack, "--out", str(out_dir)]
+        command = [sys.executable, "-m", "aks_gpu.cli", "plan", "--stack", stack, "--out", str(out_dir)]
         command += ["--project-dir", str(PROJECT_DIR)]
         if config_file is not None:
             command += ["--config-file", str(config_file)]

@@ -165,7 +165,7 @@ def test_served_groups_know_the_builtin_groups() -> None:
 @pytest.mark.parametrize("stack", STACK_NAMES)
 def test_every_object_and_every_pod_carries_the_common_labels(stack: str) -> None:
     """`kubectl get -l app.kubernetes.io/part-of=aks-gpu` lists everything the platform created, pods included."""
-    from components.naming import COMMON_LABELS
+    from aks_gpu.naming import COMMON_LABELS
 
     for file_name, manifest in planned(stack).manifests.items():
         labels = (manifest.get("metadata") or {}).get("labels") or {}

@@ -28,12 +28,12 @@ from typing import Any
 import pytest
 import yaml
 
-from components.kube.node_daemonset import KUBELET_DEVICE_PLUGINS
-from components.mock_engine import SECRET, fake_kubeconfig
-from components.monitoring.exporters import AMD_EXPORTER_NAME, DCGM_EXPORTER_NAME, POD_RESOURCES_DIR
-from components.naming import GPU_NAMESPACE
-from components.resolved.model import resolve
-from components.resolved.targets import AMD_LABELLER_NAME, AMD_PLUGIN_CONTAINER, AMD_SMI_CONTAINER, NVIDIA_PLUGIN_CONTAINER
+from aks_gpu.kube.node_daemonset import KUBELET_DEVICE_PLUGINS
+from aks_gpu.mock_engine import SECRET, fake_kubeconfig
+from aks_gpu.monitoring.exporters import AMD_EXPORTER_NAME, DCGM_EXPORTER_NAME, POD_RESOURCES_DIR
+from aks_gpu.naming import GPU_NAMESPACE
+from aks_gpu.resolved.model import resolve
+from aks_gpu.resolved.targets import AMD_LABELLER_NAME, AMD_PLUGIN_CONTAINER, AMD_SMI_CONTAINER, NVIDIA_PLUGIN_CONTAINER
 from tests.conformance import PROJECT_DIR, STACK_NAMES, Manifest, PlannedStack, planned
 from tests.conftest import MockHarness, minimal_raw
 
@@ -117,7 +117,7 @@ def test_no_plan_file_holds_a_credential(stack: str) -> None:
 
 @pytest.mark.parametrize("stack", STACK_NAMES)
 def test_the_kubeconfig_the_cluster_returns_appears_nowhere(stack: str) -> None:
-    """The mock engine hands the program a real-shaped kubeconfig (components.mock_engine.fake_kubeconfig): neither it,
+    """The mock engine hands the program a real-shaped kubeconfig (aks_gpu.mock_engine.fake_kubeconfig): neither it,
     nor its base64 form, nor any of its distinctive lines may reach a plan file."""
     plan = planned(stack)
     kubeconfig = fake_kubeconfig(plan.config.cluster.name)

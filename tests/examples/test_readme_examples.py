@@ -13,10 +13,10 @@ from typing import Any
 import pytest
 import yaml
 
-from components.admission.evaluate import KNOWN_KINDS, evaluate
-from components.admission.policy import RESOURCE_RULES, render_policy, workload_namespaces
-from components.mock_engine import PlanResult, run_mocked
-from components.resolved.stack import validate_stack
+from aks_gpu.admission.evaluate import KNOWN_KINDS, evaluate
+from aks_gpu.admission.policy import RESOURCE_RULES, render_policy, workload_namespaces
+from aks_gpu.mock_engine import PlanResult, run_mocked
+from aks_gpu.resolved.stack import validate_stack
 from tests.conftest import PROJECT_DIR, raw_stack, stack_model
 from tests.examples.test_team_stack import PLATFORM_STACK, PlatformStackMocks, manifest, prod_outputs, restricted_prod
 

@@ -16,11 +16,11 @@ from typing import Any
 import pytest
 from pulumi.runtime.mocks import MockResourceArgs
 
-from components.admission.evaluate import Decision, evaluate
-from components.admission.policy import render_policy
-from components.mock_engine import SECRET, PlanMocks, PlanResult, fake_kubeconfig, run_program
-from components.resolved.model import PlatformModel
-from components.resolved.stack import validate_stack
+from aks_gpu.admission.evaluate import Decision, evaluate
+from aks_gpu.admission.policy import render_policy
+from aks_gpu.mock_engine import SECRET, PlanMocks, PlanResult, fake_kubeconfig, run_program
+from aks_gpu.resolved.model import PlatformModel
+from aks_gpu.resolved.stack import validate_stack
 from tests.conftest import PROJECT_DIR, MockHarness, raw_stack, stack_model
 
 TEAM_DIR = PROJECT_DIR / "examples" / "team-stack"
@@ -264,7 +264,7 @@ class RecordingPlatformMocks(PlatformStackMocks):
 FAILING_RUNS = """
 import json, sys
 from pulumi.runtime.settings import SETTINGS
-from components.mock_engine import run_program
+from aks_gpu.mock_engine import run_program
 from tests.examples.test_team_stack import PLATFORM_STACK, PROJECT, TEAM_DIR, RecordingPlatformMocks
 request = json.load(sys.stdin)
 found = {}

@@ -20,11 +20,11 @@ import pulumi_kubernetes as k8s
 import pytest
 import yaml
 
-from components.admission.evaluate import evaluate
-from components.admission.policy import render_policy
-from components.mock_engine import PlanResult
-from components.naming import PACKAGE_NAME
-from components.package import PUBLIC_COMPONENTS, PackageProvider, component_schema
+from aks_gpu.admission.evaluate import evaluate
+from aks_gpu.admission.policy import render_policy
+from aks_gpu.mock_engine import PlanResult
+from aks_gpu.naming import PACKAGE_NAME
+from aks_gpu.package import PUBLIC_COMPONENTS, PackageProvider, component_schema
 from tests.conftest import PROJECT_DIR, MockHarness, stack_model
 from tests.examples.test_team_stack import manifest, pod_spec, prod_outputs, restricted_prod, team_plan
 

@@ -8,12 +8,12 @@ import pulumi
 import pulumi_kubernetes as k8s
 import pytest
 
-from components.admission.component import GpuAdmissionPolicy, GpuAdmissionPolicyArgs
-from components.admission.policy import render_policy
-from components.manifests import labelled
-from components.mock_engine import PlanResult
-from components.resolved.model import PlatformModel
-from components.resolved.stack import validate_stack
+from aks_gpu.admission.component import GpuAdmissionPolicy, GpuAdmissionPolicyArgs
+from aks_gpu.admission.policy import render_policy
+from aks_gpu.manifests import labelled
+from aks_gpu.mock_engine import PlanResult
+from aks_gpu.resolved.model import PlatformModel
+from aks_gpu.resolved.stack import validate_stack
 from tests.conftest import MockHarness, platform_sections, raw_stack, stack_model
 
 POLICY_TYPE = "kubernetes:admissionregistration.k8s.io/v1:ValidatingAdmissionPolicy"

@@ -14,20 +14,20 @@ import pulumi_kubernetes as k8s
 import pytest
 import yaml
 
-from components.config.problems import ConfigError
-from components.kube.device_plugin import plugin_manifests, target_output
-from components.kube.gpu_operator import operator_releases
-from components.kube.nvidia_plugin import plugin_config as nvidia_plugin_config
-from components.kube.plugin_pins import PINS_FILE, resolve_pins
-from components.manifests import labelled
-from components.mock_engine import PlanResult
-from components.monitoring.exporters import dcgm_operator_values
-from components.naming import GPU_NAMESPACE, POOL_LABEL
-from components.platform.device_plugin import GpuDevicePlugin, GpuDevicePluginArgs
-from components.resolved.model import PlatformModel, ResolvedPool, Taint, resolve
-from components.resolved.node_labels import plugin_node_labels
-from components.resolved.stack import validate_stack
-from components.resolved.targets import plugin_targets
+from aks_gpu.config.problems import ConfigError
+from aks_gpu.kube.device_plugin import plugin_manifests, target_output
+from aks_gpu.kube.gpu_operator import operator_releases
+from aks_gpu.kube.nvidia_plugin import plugin_config as nvidia_plugin_config
+from aks_gpu.kube.plugin_pins import PINS_FILE, resolve_pins
+from aks_gpu.manifests import labelled
+from aks_gpu.mock_engine import PlanResult
+from aks_gpu.monitoring.exporters import dcgm_operator_values
+from aks_gpu.naming import GPU_NAMESPACE, POOL_LABEL
+from aks_gpu.platform.device_plugin import GpuDevicePlugin, GpuDevicePluginArgs
+from aks_gpu.resolved.model import PlatformModel, ResolvedPool, Taint, resolve
+from aks_gpu.resolved.node_labels import plugin_node_labels
+from aks_gpu.resolved.stack import validate_stack
+from aks_gpu.resolved.targets import plugin_targets
 from tests.conftest import (
     AKS_VERSIONS,
     PROJECT_DIR,
@@ -518,7 +518,7 @@ def test_targets_select_the_plugin_pods_on_each_pools_nodes(stack: str) -> None:
 
 
 def test_plugin_targets_import_without_pulumi() -> None:
-    code = "import sys, components.resolved.targets; sys.exit('pulumi' in sys.modules)"
+    code = "import sys, aks_gpu.resolved.targets; sys.exit('pulumi' in sys.modules)"
     assert subprocess.run([sys.executable, "-c", code], cwd=PROJECT_DIR, check=False).returncode == 0
 
 
@@ -785,7 +785,7 @@ def test_time_sliced_pools_fail_requests_above_one_on_the_node() -> None:
 
 
 def test_volume_mounts_only_where_the_operator_owns_every_toolkit() -> None:
-    from components.kube.gpu_operator import nvidia_operator_values
+    from aks_gpu.kube.gpu_operator import nvidia_operator_values
 
     owned = with_plugin("prod", mode="gpu-operator")  # every NVIDIA pool gets gpuDriver None from the operator mode
     values = nvidia_operator_values(owned, dcgm_operator_values(owned))

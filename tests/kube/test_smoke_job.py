@@ -7,10 +7,10 @@ from typing import Any
 
 import pytest
 
-from components.manifests import labelled
-from components.resolved.model import PlatformModel
-from components.resolved.stack import validate_stack
-from components.validation.smoke import GpuValidation, smoke_job_manifest, smoke_job_manifests, smoke_plan
+from aks_gpu.manifests import labelled
+from aks_gpu.resolved.model import PlatformModel
+from aks_gpu.resolved.stack import validate_stack
+from aks_gpu.validation.smoke import GpuValidation, smoke_job_manifest, smoke_job_manifests, smoke_plan
 from tests.conftest import MockHarness, minimal_raw, platform_sections, raw_stack, stack_model
 
 

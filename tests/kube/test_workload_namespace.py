@@ -17,17 +17,17 @@ from pulumi.provider.experimental.analyzer import Analyzer
 from pulumi.provider.experimental.component import ComponentProvider
 from pulumi.provider.experimental.schema import generate_schema
 
-from components.config.models import WorkloadConfig
-from components.kube.workload_manifests import Manifest, PodPlacement, TolerationSpec, pod_placement, workload_manifests
-from components.kube.workload_namespace import (
+from aks_gpu.config.models import WorkloadConfig
+from aks_gpu.kube.workload_manifests import Manifest, PodPlacement, TolerationSpec, pod_placement, workload_manifests
+from aks_gpu.kube.workload_namespace import (
     GpuWorkloadNamespace,
     GpuWorkloadNamespaceArgs,
 )
-from components.mock_engine import PlanResult, ResourceRecord, kube_manifest
-from components.naming import type_token
-from components.resolved.model import PlatformModel, ResolvedWorkload
-from components.resolved.stack import validate_stack
-from components.specs import WorkloadSpec
+from aks_gpu.mock_engine import PlanResult, ResourceRecord, kube_manifest
+from aks_gpu.naming import type_token
+from aks_gpu.resolved.model import PlatformModel, ResolvedWorkload
+from aks_gpu.resolved.stack import validate_stack
+from aks_gpu.specs import WorkloadSpec
 from tests.conftest import PROJECT_DIR, MockHarness, minimal_raw, raw_stack, stack_model
 
 GROUP_A = "0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0"
@@ -656,7 +656,7 @@ def test_pulumi_schema_inference_accepts_the_component() -> None:
 
 
 def test_the_manifest_module_needs_no_pulumi() -> None:
-    code = "import sys, components.kube.workload_manifests; print(sorted(m for m in sys.modules if m.split('.')[0] == 'pulumi'))"
+    code = "import sys, aks_gpu.kube.workload_manifests; print(sorted(m for m in sys.modules if m.split('.')[0] == 'pulumi'))"
     found = subprocess.run([sys.executable, "-c", code], cwd=PROJECT_DIR, capture_output=True, text=True, check=True)
     assert found.stdout.strip() == "[]"
 

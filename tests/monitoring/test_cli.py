@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 import yaml
 
-from components.cli import main
-from components.manifests import labelled
-from components.monitoring.rules import prometheus_rule_manifest, rule_file, rule_groups
-from components.validation.xid import critical_xid_codes
+from aks_gpu.cli import main
+from aks_gpu.manifests import labelled
+from aks_gpu.monitoring.rules import prometheus_rule_manifest, rule_file, rule_groups
+from aks_gpu.validation.xid import critical_xid_codes
 from tests.conftest import PROJECT_DIR, raw_stack, stack_model
 from tests.monitoring import promtool
 
@@ -75,7 +75,7 @@ def test_the_rule_builders_import_no_pulumi() -> None:
     """The rules and exporter builders are pure: neither the Pulumi SDK nor the Azure one is loaded by them (the
     command line's package imports every command, which issue 17's light-command work deals with)."""
     probe = (
-        "import sys; import components.monitoring.rules, components.monitoring.exporters, components.monitoring.azure; "
+        "import sys; import aks_gpu.monitoring.rules, aks_gpu.monitoring.exporters, aks_gpu.monitoring.azure; "
         "print(sorted(m for m in sys.modules if m == 'pulumi' or m.startswith(('pulumi.', 'pulumi_'))))"
     )
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, cwd=PROJECT_DIR, check=True)

@@ -9,19 +9,19 @@ from typing import Any
 
 import pytest
 
-from components.kube.device_plugin import plugin_manifests
-from components.kube.gpu_operator import operator_releases
-from components.kube.plugin_pins import resolve_pins
-from components.monitoring.exporter_pins import dcgm_counters_csv, default_exporter_pins
-from components.monitoring.exporters import (
+from aks_gpu.kube.device_plugin import plugin_manifests
+from aks_gpu.kube.gpu_operator import operator_releases
+from aks_gpu.kube.plugin_pins import resolve_pins
+from aks_gpu.monitoring.exporter_pins import dcgm_counters_csv, default_exporter_pins
+from aks_gpu.monitoring.exporters import (
     COUNTERS_CHECKSUM_ANNOTATION,
     DCGM_COUNTERS_DIR,
     DCGM_COUNTERS_KEY,
     dcgm_operator_values,
     exporter_manifests,
 )
-from components.resolved.model import PlatformModel
-from components.resolved.stack import validate_stack
+from aks_gpu.resolved.model import PlatformModel
+from aks_gpu.resolved.stack import validate_stack
 from tests.conftest import minimal_raw, stack_model
 
 # The Prometheus types the exporter accepts in the counters file's second column (promMetricType in

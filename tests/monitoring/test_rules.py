@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
-from components.config.models import MonitoringConfig
-from components.monitoring.exporter_pins import default_exporter_pins
-from components.monitoring.rules import (
+from aks_gpu.config.models import MonitoringConfig
+from aks_gpu.monitoring.exporter_pins import default_exporter_pins
+from aks_gpu.monitoring.rules import (
     KUBE_STATE_METRICS,
     POOL_LABEL_METRIC,
     AlertRule,
@@ -22,7 +22,7 @@ from components.monitoring.rules import (
     rule_groups,
     sanitized_resource,
 )
-from components.validation.xid import critical_xid_codes, load_xid_catalog
+from aks_gpu.validation.xid import critical_xid_codes, load_xid_catalog
 from tests.conftest import STACK_NAMES, minimal_raw, stack_config, stack_model
 
 FIXED_CODES = (48, 79)
@@ -144,7 +144,7 @@ def test_mixed_mig_strategy_watches_the_mig_resource() -> None:
             "aks-gpu:devicePlugin": {"migStrategy": "mixed"},
         }
     )
-    from components.resolved.stack import validate_stack
+    from aks_gpu.resolved.stack import validate_stack
 
     model = validate_stack(raw, "test").model
     rules = {r.alert: r for g in rule_groups(model, FIXED_CODES) for r in g.rules}
@@ -160,7 +160,7 @@ def test_empty_node_rule_follows_min_count_and_autoscaling() -> None:
     assert by_pool["train"].expr.endswith("> 0") and by_pool["infer"].expr.endswith("> 1")
     raw = minimal_raw()
     raw["aks-gpu:gpuPools"][0] |= {"autoscaling": False, "count": 2, "minCount": 0}
-    from components.resolved.stack import validate_stack
+    from aks_gpu.resolved.stack import validate_stack
 
     model = validate_stack(raw, "test").model
     assert [r for g in rule_groups(model, FIXED_CODES) for r in g.rules if r.alert == "GpuNodeEmpty"] == []
@@ -170,7 +170,7 @@ def test_thresholds_come_from_the_stack() -> None:
     raw = minimal_raw(
         **{"aks-gpu:monitoring": {"alerts": {"idleUtilizationPercent": 10, "idleMinutes": 90, "emptyNodeMinutes": 45}}}
     )
-    from components.resolved.stack import validate_stack
+    from aks_gpu.resolved.stack import validate_stack
 
     model = validate_stack(raw, "test").model
     rules = {r.alert: r for g in rule_groups(model, FIXED_CODES) for r in g.rules}
@@ -180,7 +180,7 @@ def test_thresholds_come_from_the_stack() -> None:
 
 def test_no_pools_no_rules() -> None:
     raw = minimal_raw(**{"aks-gpu:gpuPools": [], "aks-gpu:workloads": []})
-    from components.resolved.stack import validate_stack
+    from aks_gpu.resolved.stack import validate_stack
 
     assert rule_groups(validate_stack(raw, "test").model, FIXED_CODES) == ()
 
@@ -188,7 +188,7 @@ def test_no_pools_no_rules() -> None:
 def test_device_plugin_rule_names_the_daemonset_each_mode_runs() -> None:
     def plugin_rule(mode: dict[str, Any]) -> str:
         raw = minimal_raw(**{"aks-gpu:devicePlugin": mode})
-        from components.resolved.stack import validate_stack
+        from aks_gpu.resolved.stack import validate_stack
 
         model = validate_stack(raw, "test").model
         return next(r.expr for g in rule_groups(model, FIXED_CODES) for r in g.rules if r.alert == "GpuDevicePluginNotReady")

@@ -12,14 +12,14 @@ import pytest
 import yaml
 from kubernetes import client as kube_client
 
-from components.config.problems import ConfigError
-from components.manifests import labelled
-from components.mock_engine import PlanResult
-from components.naming import POOL_LABEL
-from components.resolved.model import PlatformModel
-from components.resolved.node_labels import nvme_node_labels
-from components.resolved.stack import validate_stack
-from components.storage.manifests import (
+from aks_gpu.config.problems import ConfigError
+from aks_gpu.manifests import labelled
+from aks_gpu.mock_engine import PlanResult
+from aks_gpu.naming import POOL_LABEL
+from aks_gpu.resolved.model import PlatformModel
+from aks_gpu.resolved.node_labels import nvme_node_labels
+from aks_gpu.resolved.stack import validate_stack
+from aks_gpu.storage.manifests import (
     ACCEPT_EPHEMERAL_ANNOTATIONS,
     NODE_AFFINITY_ANNOTATION,
     persistent_claim,
@@ -27,7 +27,7 @@ from components.storage.manifests import (
     storage_pool,
     volume_snippet,
 )
-from components.storage.nvme_cache import NvmeCache, NvmeCacheArgs
+from aks_gpu.storage.nvme_cache import NvmeCache, NvmeCacheArgs
 from tests.conftest import MockHarness, minimal_raw, platform_sections, raw_stack, stack_model
 
 SOURCE = "stacks/Pulumi.test.yaml"

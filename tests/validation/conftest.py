@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from components.resolved.model import PlatformModel
-from components.resolved.targets import PluginTarget, plugin_targets
+from aks_gpu.resolved.model import PlatformModel
+from aks_gpu.resolved.targets import PluginTarget, plugin_targets
 from tests.conftest import stack_model
 
 

@@ -1,6 +1,6 @@
 """A fake Kubernetes API server on 127.0.0.1 for the live-probe tests and benchmark.
 
-It implements just what ``components.validation.probe`` calls, as the official ``kubernetes`` client sends it:
+It implements just what ``aks_gpu.validation.probe`` calls, as the official ``kubernetes`` client sends it:
 
 - ``GET /api/v1/nodes``, ``GET /api/v1/pods``, ``GET /api/v1/namespaces/<ns>/pods`` and
   ``GET /apis/apps/v1/daemonsets`` (``labelSelector`` with ``k=v``, ``k!=v`` and ``k in (a,b)`` terms;
@@ -39,7 +39,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
-from components.validation.snapshot import ClusterSnapshot
+from aks_gpu.validation.snapshot import ClusterSnapshot
 
 WEBSOCKET_GUID = "258EAFA5-E914-47DA-95CA-C5AB0DC85B11"  # RFC 6455 section 1.3
 CHANNEL_PROTOCOL = "v4.channel.k8s.io"

@@ -21,9 +21,9 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import replace
 from typing import Any
 
-from components.resolved.model import PlatformModel, ResolvedPool
-from components.resolved.targets import PluginTarget
-from components.validation.snapshot import ClusterSnapshot
+from aks_gpu.resolved.model import PlatformModel, ResolvedPool
+from aks_gpu.resolved.targets import PluginTarget
+from aks_gpu.validation.snapshot import ClusterSnapshot
 from tests.conftest import SMI_FIXTURES_DIR
 
 # The real -q -x output whose layout the generated ones copy: telegraf's A100 SXM4 (tests/fixtures/smi/SOURCES.md).

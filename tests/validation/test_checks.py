@@ -8,13 +8,13 @@ from typing import Any
 
 import pytest
 
-from components.naming import POOL_LABEL
-from components.resolved.model import PlatformModel
-from components.resolved.stack import validate_stack
-from components.resolved.targets import plugin_targets
-from components.validation.checks import CHECK_IDS, CheckResult, run_checks
-from components.validation.health import read_smi_and_health
-from components.validation.snapshot import ClusterSnapshot
+from aks_gpu.naming import POOL_LABEL
+from aks_gpu.resolved.model import PlatformModel
+from aks_gpu.resolved.stack import validate_stack
+from aks_gpu.resolved.targets import plugin_targets
+from aks_gpu.validation.checks import CHECK_IDS, CheckResult, run_checks
+from aks_gpu.validation.health import read_smi_and_health
+from aks_gpu.validation.snapshot import ClusterSnapshot
 from tests.conftest import HEALTH_FIXTURES_DIR, raw_stack, stack_model
 from tests.validation.snapshots import (
     amd_smi_json,
@@ -108,7 +108,7 @@ def test_each_node_output_is_read_once(monkeypatch: pytest.MonkeyPatch) -> None:
         calls.append(text)
         return read_smi_and_health(text, vendor)
 
-    monkeypatch.setattr("components.validation.checks.read_smi_and_health", counting)
+    monkeypatch.setattr("aks_gpu.validation.checks.read_smi_and_health", counting)
     check(prod_snapshot(train=3, infer=2))
     assert len(calls) == 5
 
@@ -772,7 +772,7 @@ def test_a_parser_that_raises_is_contained_to_its_node(monkeypatch: pytest.Monke
             raise IndexError("tuple index out of range")
         return real(text, vendor)
 
-    monkeypatch.setattr("components.validation.checks.read_smi_and_health", failing)
+    monkeypatch.setattr("aks_gpu.validation.checks.read_smi_and_health", failing)
     results = check(snapshot)
     error = one(results, "smi-error", TRAIN_1)
     assert error.status == "fail"

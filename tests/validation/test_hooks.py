@@ -10,10 +10,10 @@ import pulumi
 import pulumi_kubernetes as k8s
 import pytest
 
-from components.resolved.model import PlatformModel
-from components.resolved.stack import validate_stack
-from components.resolved.targets import PluginTarget, plugin_targets
-from components.validation.hooks import (
+from aks_gpu.resolved.model import PlatformModel
+from aks_gpu.resolved.stack import validate_stack
+from aks_gpu.resolved.targets import PluginTarget, plugin_targets
+from aks_gpu.validation.hooks import (
     DeployValidationError,
     hook_binding,
     pools_validated_by,
@@ -23,8 +23,8 @@ from components.validation.hooks import (
     validation_hook,
     validation_hooks,
 )
-from components.validation.probe import ProbeError
-from components.validation.snapshot import ClusterSnapshot
+from aks_gpu.validation.probe import ProbeError
+from aks_gpu.validation.snapshot import ClusterSnapshot
 from tests.conftest import MockHarness, raw_stack, stack_model
 from tests.validation.fake_apiserver import ExecBehaviour, FakeApiServer, FakeCluster
 from tests.validation.snapshots import edited, fixture_text, healthy_snapshot, node_name
@@ -265,7 +265,7 @@ def operator_prod() -> PlatformModel:
 def test_every_pool_is_validated_by_exactly_one_plugin_resource(stack: str) -> None:
     """Each pool's validation hangs on the resource that creates the pods it execs into: our DaemonSet whose
     selector is the pool's target labels, else the GPU Operator release that creates them."""
-    from components.kube.device_plugin import plugin_manifests
+    from aks_gpu.kube.device_plugin import plugin_manifests
 
     model = operator_prod() if stack == "prod-operator" else stack_model(stack)
     targets = plugin_targets(model)
@@ -282,7 +282,7 @@ def test_every_pool_is_validated_by_exactly_one_plugin_resource(stack: str) -> N
 
 
 def test_only_operator_pools_hang_on_the_release() -> None:
-    from components.kube.device_plugin import plugin_manifests
+    from aks_gpu.kube.device_plugin import plugin_manifests
 
     model = operator_prod()
     daemonsets = [m for m in plugin_manifests(model) if m["kind"] == "DaemonSet"]

@@ -18,11 +18,11 @@ from typing import Any
 
 import pytest
 
-from components.resolved.model import PlatformModel
-from components.resolved.targets import PluginTarget
-from components.validation import probe
-from components.validation.checks import run_checks
-from components.validation.probe import (
+from aks_gpu.resolved.model import PlatformModel
+from aks_gpu.resolved.targets import PluginTarget
+from aks_gpu.validation import probe
+from aks_gpu.validation.checks import run_checks
+from aks_gpu.validation.probe import (
     ProbeError,
     RetryPolicy,
     collect_snapshot,
@@ -31,7 +31,7 @@ from components.validation.probe import (
     list_phase_budget_s,
     pool_selector,
 )
-from components.validation.snapshot import ClusterSnapshot
+from aks_gpu.validation.snapshot import ClusterSnapshot
 from tests.validation.fake_apiserver import ExecBehaviour, FakeApiServer, FakeCluster, Faults
 from tests.validation.snapshots import edited, fixture_text, healthy_snapshot, node_name, pods_on, set_not_ready, without
 

@@ -6,8 +6,8 @@ import typing
 
 import pytest
 
-from components.cli import main
-from components.validation.registry import CHECK_IDS, CHECKS, CheckId, help_text, markdown_table
+from aks_gpu.cli import main
+from aks_gpu.validation.registry import CHECK_IDS, CHECKS, CheckId, help_text, markdown_table
 from tests.conftest import PROJECT_DIR
 
 
@@ -18,7 +18,7 @@ def test_every_check_id_has_one_entry_in_order() -> None:
 
 def test_the_readme_table_is_the_registry() -> None:
     readme = (PROJECT_DIR / "README.md").read_text(encoding="utf-8")
-    assert markdown_table() in readme, "README.md's check table is stale: paste components.validation.registry.markdown_table()"
+    assert markdown_table() in readme, "README.md's check table is stale: paste aks_gpu.validation.registry.markdown_table()"
 
 
 def test_the_cli_help_lists_every_check(capsys: pytest.CaptureFixture[str]) -> None:

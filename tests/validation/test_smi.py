@@ -1,4 +1,4 @@
-"""``components.validation.smi``: the real outputs in tests/fixtures/smi, then the edge cases around them."""
+"""``aks_gpu.validation.smi``: the real outputs in tests/fixtures/smi, then the edge cases around them."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from typing import Literal
 
 import pytest
 
-from components.validation.smi import (
+from aks_gpu.validation.smi import (
     NVIDIA_CSV_QUERY_FIELDS,
     GpuInfo,
     MigDevice,

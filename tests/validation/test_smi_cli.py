@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from components.cli import smi
+from aks_gpu.cli import smi
 from tests.conftest import HEALTH_FIXTURES_DIR, SMI_FIXTURES_DIR
 
 

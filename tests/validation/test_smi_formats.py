@@ -7,8 +7,8 @@ import json
 
 import pytest
 
-from components.validation.smi import GpuProcess, NvLink, TopologyLink, parse_mig_profiles, parse_smi
-from components.validation.smi.text import MAX_LINE_CHARS
+from aks_gpu.validation.smi import GpuProcess, NvLink, TopologyLink, parse_mig_profiles, parse_smi
+from aks_gpu.validation.smi.text import MAX_LINE_CHARS
 from tests.conftest import HEALTH_FIXTURES_DIR, SMI_FIXTURES_DIR
 
 

@@ -1,4 +1,4 @@
-"""``components.validation.health``: every finding id on a real output where one is published (tests/fixtures/health,
+"""``aks_gpu.validation.health``: every finding id on a real output where one is published (tests/fixtures/health,
 tests/fixtures/smi), else on a real output with the one value changed that the finding reads; the Xid table; the
 AKS Node Problem Detector conditions."""
 
@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from components.validation.health import (
+from aks_gpu.validation.health import (
     FINDING_IDS,
     GPU_CONDITIONS,
     Finding,
@@ -18,7 +18,7 @@ from components.validation.health import (
     read_health,
     read_smi_and_health,
 )
-from components.validation.xid import CATALOG_URL, XidCatalogError, critical_xid_codes, load_xid_catalog, parse_xid_catalog
+from aks_gpu.validation.xid import CATALOG_URL, XidCatalogError, critical_xid_codes, load_xid_catalog, parse_xid_catalog
 from tests.conftest import HEALTH_FIXTURES_DIR, SMI_FIXTURES_DIR
 
 

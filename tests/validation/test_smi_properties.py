@@ -14,9 +14,9 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from components.validation.health import FINDING_IDS, read_gpu_conditions, read_health, read_smi_and_health
-from components.validation.smi import parse_mig_profiles, parse_smi
-from components.validation.smi.text import decimal, integer, memory_mib, total_memory_mib
+from aks_gpu.validation.health import FINDING_IDS, read_gpu_conditions, read_health, read_smi_and_health
+from aks_gpu.validation.smi import parse_mig_profiles, parse_smi
+from aks_gpu.validation.smi.text import decimal, integer, memory_mib, total_memory_mib
 from tests.conftest import HEALTH_FIXTURES_DIR, SMI_FIXTURES_DIR
 
 # Deterministic (the same examples on every run and machine) and bounded: the suite stays fast on 2 cores.

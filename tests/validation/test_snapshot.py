@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from components.resolved.targets import plugin_targets
-from components.validation.smi import parse_smi
-from components.validation.snapshot import ClusterSnapshot, SnapshotError, read_snapshot, write_snapshot
+from aks_gpu.resolved.targets import plugin_targets
+from aks_gpu.validation.smi import parse_smi
+from aks_gpu.validation.snapshot import ClusterSnapshot, SnapshotError, read_snapshot, write_snapshot
 from tests.conftest import stack_model
 from tests.validation.snapshots import as_list_json, healthy_snapshot, node_name, nvidia_smi_table
 

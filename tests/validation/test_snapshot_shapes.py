@@ -15,11 +15,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from components.cli import main
-from components.resolved.targets import plugin_targets
-from components.validation import snapshot as snapshot_module
-from components.validation.checks import run_checks
-from components.validation.snapshot import ClusterSnapshot, SnapshotError, read_snapshot, write_snapshot
+from aks_gpu.cli import main
+from aks_gpu.resolved.targets import plugin_targets
+from aks_gpu.validation import snapshot as snapshot_module
+from aks_gpu.validation.checks import run_checks
+from aks_gpu.validation.snapshot import ClusterSnapshot, SnapshotError, read_snapshot, write_snapshot
 from tests.conftest import PROJECT_DIR, stack_model
 from tests.validation.snapshots import healthy_snapshot, node_name
 

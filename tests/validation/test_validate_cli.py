@@ -10,10 +10,10 @@ from typing import Any
 
 import pytest
 
-from components.cli import validate
-from components.resolved.targets import plugin_targets
-from components.validation import probe
-from components.validation.snapshot import ClusterSnapshot, write_snapshot
+from aks_gpu.cli import validate
+from aks_gpu.resolved.targets import plugin_targets
+from aks_gpu.validation import probe
+from aks_gpu.validation.snapshot import ClusterSnapshot, write_snapshot
 from tests.conftest import PROJECT_DIR, stack_model
 from tests.validation.snapshots import edited, find_node, healthy_snapshot, node_name
 

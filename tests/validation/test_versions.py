@@ -1,10 +1,10 @@
-"""``components.validation.versions``: driver versions compared as versions, not as text."""
+"""``aks_gpu.validation.versions``: driver versions compared as versions, not as text."""
 
 from __future__ import annotations
 
 import pytest
 
-from components.validation.versions import parse_version, version_at_least
+from aks_gpu.validation.versions import parse_version, version_at_least
 
 
 @pytest.mark.parametrize(

@@ -26,10 +26,10 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
-from components.naming import Vendor
-from components.validation.smi import amd, nvidia
-from components.validation.smi.errors import loaded_kernel_module, reported_error
-from components.validation.smi.model import (
+from aks_gpu.naming import Vendor
+from aks_gpu.validation.smi import amd, nvidia
+from aks_gpu.validation.smi.errors import loaded_kernel_module, reported_error
+from aks_gpu.validation.smi.model import (
     ErrorKind,
     Format,
     GpuInfo,
@@ -45,8 +45,8 @@ from components.validation.smi.model import (
     VendorChoice,
     empty_report,
 )
-from components.validation.smi.nvidia import NVIDIA_CSV_QUERY_FIELDS
-from components.validation.smi.text import MAX_LINE_CHARS, Text, prepare, shorten
+from aks_gpu.validation.smi.nvidia import NVIDIA_CSV_QUERY_FIELDS
+from aks_gpu.validation.smi.text import MAX_LINE_CHARS, Text, prepare, shorten
 
 __all__ = [
     "NVIDIA_CSV_QUERY_FIELDS",
@@ -74,7 +74,7 @@ def __getattr__(name: str) -> Any:
     # Where a pool's SMI command runs is the resolved model's (components/resolved/targets.py); the name stays here
     # for callers of this package, loaded on first use so that parsing SMI output never loads the config models.
     if name == "smi_command":
-        from components.resolved.targets import smi_command
+        from aks_gpu.resolved.targets import smi_command
 
         return smi_command
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -17,8 +17,8 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import replace
 from typing import cast
 
-from components.validation.smi.model import GpuInfo, SmiReport, empty_report
-from components.validation.smi.text import (
+from aks_gpu.validation.smi.model import GpuInfo, SmiReport, empty_report
+from aks_gpu.validation.smi.text import (
     AMD_MODULE,
     KERNEL_RELEASE,
     MAX_DIGITS,

@@ -5,9 +5,9 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from components.naming import Vendor
-from components.validation.smi.model import ErrorKind, SmiError
-from components.validation.smi.text import NVIDIA_DRIVER, version
+from aks_gpu.naming import Vendor
+from aks_gpu.validation.smi.model import ErrorKind, SmiError
+from aks_gpu.validation.smi.text import NVIDIA_DRIVER, version
 
 # Plain substrings where a plain substring does it; each pattern is searched once per line.
 _SIGNATURES: tuple[tuple[Vendor, ErrorKind, re.Pattern[str]], ...] = (

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Literal
 
-from components.naming import Vendor
+from aks_gpu.naming import Vendor
 
 VendorChoice = Literal["nvidia", "amd", "auto"]
 MigMode = Literal["Enabled", "Disabled"]

@@ -13,7 +13,7 @@ from dataclasses import dataclass, replace
 from typing import Literal, cast
 from xml.etree import ElementTree
 
-from components.validation.smi.model import (
+from aks_gpu.validation.smi.model import (
     GpuInfo,
     GpuProcess,
     MigDevice,
@@ -24,7 +24,7 @@ from components.validation.smi.model import (
     TopologyLink,
     empty_report,
 )
-from components.validation.smi.text import (
+from aks_gpu.validation.smi.text import (
     CUDA,
     NVIDIA_DRIVER,
     PCI_ADDRESS,
