@@ -328,9 +328,9 @@ def test_both_projects_state_the_cli_that_fails_an_update_on_a_failed_hook() -> 
         project = yaml.safe_load((PROJECT_DIR / name).read_text(encoding="utf-8"))
         assert project["requiredPulumiVersion"] == ">=3.238.0", name
     # Which CLIs read the key, per file (pulumi/pulumi CHANGELOG: 3.219.0 #21627 for Pulumi.yaml, 3.221.0 #21807 for
-    # PulumiPlugin.yaml, where 3.219 and 3.220 read pulumiVersionRange): the README says both.
-    readme = " ".join((PROJECT_DIR / "README.md").read_text(encoding="utf-8").split())
-    assert "from 3.219.0 in `Pulumi.yaml` (#21627) and from 3.221.0 in `PulumiPlugin.yaml` (#21807" in readme
+    # PulumiPlugin.yaml, where 3.219 and 3.220 read pulumiVersionRange): the deployment guide says both.
+    guide = " ".join((PROJECT_DIR / "docs" / "deploying.md").read_text(encoding="utf-8").split())
+    assert "from 3.219.0 in `Pulumi.yaml` (#21627) and from 3.221.0 in `PulumiPlugin.yaml` (#21807" in guide
 
 
 # ---------------------------------------------------------------- a Kubernetes provider in another language
@@ -364,8 +364,8 @@ def test_the_docs_name_the_npm_package_each_form_of_package_add_generates() -> N
     # from the URL (pulumi/pulumi pkg/codegen/nodejs/gen.go genNPMPackageMetadata, pkg/cmd/pulumi/packages/packages.go
     # setSpecNamespace). Both guides install the git form, so they import the owner's package.
     assert "namespace" not in component_schema()
-    for name in ("README.md", "docs/composing.md"):
-        text = (PROJECT_DIR / name).read_text(encoding="utf-8")
+    text = (PROJECT_DIR / "docs" / "composing.md").read_text(encoding="utf-8")
+    for name in ("docs/composing.md",):
         assert "aks-gpu.git/components@" in text, name
         assert 'from "@<org>/aks-gpu"' in text and 'from "@pulumi/aks-gpu"' not in text, name
 

@@ -1,6 +1,6 @@
 """Every finding ``aksgpu audit`` reports, said once: id, severity, the practice it belongs to, what it checks, what
-to do, and which snapshot files it reads. The CLI help, the HTML report and the README table are rendered from here
-(``tests/audit/test_registry.py`` holds the README to it).
+to do, and which snapshot files it reads. The CLI help, the HTML report and the table of docs/audit.md are rendered from here
+(``tests/audit/test_registry.py`` holds the docs to it).
 
 The practices are the sections of Microsoft's *GPU best practices for AKS*
 (https://learn.microsoft.com/azure/aks/best-practices-gpu), plus GPU health from the AKS Node Problem Detector
@@ -197,7 +197,7 @@ def help_text(width: int = 114) -> str:
 
 
 def markdown_table() -> str:
-    """The README's table of findings."""
+    """The table of findings in docs/audit.md."""
     rows = ["| id | severity | practice | passes when | reads |", "| --- | --- | --- | --- | --- |"]
     for check in CHECKS:
         ids = ", ".join(f"`{finding}`" for finding in check.finding_ids)

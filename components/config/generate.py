@@ -1,4 +1,4 @@
-"""Everything written from the config models: the component args TypedDicts (``components/specs.py``) and the README's
+"""Everything written from the config models: the component args TypedDicts (``components/specs.py``) and the key
 key table. The models (``models.py``) are the one source of each key's name, type, bounds, default and description;
 the stack file's JSON Schema is built from them at run time (``schema.py``), these two are files in the repository, so
 this module writes them and ``tests/config/test_generated.py`` fails when either is stale.
@@ -27,7 +27,7 @@ from aks_gpu.naming import CONFIG_NAMESPACE, LOCATION_KEY
 
 ROOT = Path(__file__).resolve().parents[2]
 SPECS_FILE = ROOT / "components" / "specs.py"
-README_FILE = ROOT / "README.md"
+CONFIG_DOCS_FILE = ROOT / "docs" / "config.md"
 TABLE_START = "<!-- key table: generated from components/config/models.py by `make schema`; do not edit -->"
 TABLE_END = "<!-- end of the generated key table -->"
 
@@ -216,7 +216,7 @@ def specs_source() -> str:
     return "".join(parts)
 
 
-# ---------------------------------------------------------------- the README's key table
+# ---------------------------------------------------------------- the key table of docs/config.md
 
 
 def _key(path: str) -> str:
@@ -263,16 +263,16 @@ def key_table() -> str:
     return "\n".join(lines)
 
 
-def readme_with_table(readme: str) -> str:
-    start, end = readme.index(TABLE_START), readme.index(TABLE_END) + len(TABLE_END)
-    return readme[:start] + key_table() + readme[end:]
+def docs_with_table(docs: str) -> str:
+    start, end = docs.index(TABLE_START), docs.index(TABLE_END) + len(TABLE_END)
+    return docs[:start] + key_table() + docs[end:]
 
 
 # ---------------------------------------------------------------- the command
 
 
 def outputs() -> dict[Path, str]:
-    return {SPECS_FILE: specs_source(), README_FILE: readme_with_table(README_FILE.read_text(encoding="utf-8"))}
+    return {SPECS_FILE: specs_source(), CONFIG_DOCS_FILE: docs_with_table(CONFIG_DOCS_FILE.read_text(encoding="utf-8"))}
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -3,7 +3,7 @@
 The one source of the config's shape: each field's type, bounds, default and ``description`` are written here once,
 and everything else is generated from them (``components/config/generate.py``): the editor JSON Schema of a stack
 file, the component args TypedDicts (``components/specs.py``, hence the component package schema other languages'
-SDKs are built from) and the README's key table. A field marked ``TAKES_OUTPUT`` is a ``pulumi.Input`` in the
+SDKs are built from) and the key table of docs/config.md. A field marked ``TAKES_OUTPUT`` is a ``pulumi.Input`` in the
 component args; every other field is a plain value there (see ``components/specs.py`` for why).
 
 Every model forbids unknown keys, so a typo in a stack file is an error with its key path, not a silently

@@ -1,5 +1,5 @@
 """Every check ``aksgpu validate`` (and the deploy-time hook) runs, said once: id, what it is judged per, and when it
-passes. ``checks.CheckId`` is its type, and the CLI help and the README table are rendered from here
+passes. ``checks.CheckId`` is its type, and the CLI help and the table of docs/validation.md are rendered from here
 (``tests/validation/test_registry.py`` holds them to it), as ``components/audit/registry.py`` does for the audit's
 findings. Check ids are a contract (issue 5): the JSON report, the deploy report and other tools name them.
 """
@@ -78,7 +78,7 @@ def help_text(width: int = 114) -> str:
 
 
 def markdown_table() -> str:
-    """The README's table of checks."""
+    """The table of checks in docs/validation.md."""
     rows = ["| check | per | passes when |", "| --- | --- | --- |"]
     rows += [f"| `{check.id}` | {check.scope} | {check.passes_when} |" for check in CHECKS]
     return "\n".join(rows)

@@ -1,4 +1,4 @@
-"""The findings registry is the one list: the README table, the CLI help and the HTML report are rendered from it."""
+"""The findings registry is the one list: the table of docs/audit.md, the CLI help and the HTML report are rendered from it."""
 
 from __future__ import annotations
 
@@ -33,9 +33,9 @@ def test_every_practice_has_checks_and_every_check_a_practice() -> None:
     assert {check.practice for check in CHECKS} == practices
 
 
-def test_the_readme_table_is_the_registry() -> None:
-    readme = (PROJECT_DIR / "README.md").read_text(encoding="utf-8")
-    assert markdown_table() in readme, "README.md's audit table is out of date: paste aks_gpu.audit.registry.markdown_table()"
+def test_the_docs_table_is_the_registry() -> None:
+    docs = (PROJECT_DIR / "docs" / "audit.md").read_text(encoding="utf-8")
+    assert markdown_table() in docs, "docs/audit.md's table is out of date: paste aks_gpu.audit.registry.markdown_table()"
 
 
 def test_the_cli_help_lists_every_finding(capsys: pytest.CaptureFixture[str]) -> None:

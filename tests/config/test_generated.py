@@ -1,4 +1,4 @@
-"""The config models are the one source: the component args TypedDicts, the README's key table and both JSON schemas
+"""The config models are the one source: the component args TypedDicts, the key table of docs/config.md and both JSON schemas
 are generated from them, stay in step with them, and carry each key's description."""
 
 from __future__ import annotations

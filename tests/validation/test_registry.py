@@ -1,4 +1,4 @@
-"""The check registry is the one list: the CheckId type, the CLI help and the README table are rendered from it."""
+"""The check registry is the one list: the CheckId type, the CLI help and the table of docs/validation.md are rendered from it."""
 
 from __future__ import annotations
 
@@ -16,9 +16,9 @@ def test_every_check_id_has_one_entry_in_order() -> None:
     assert all(check.scope in ("pool", "node", "pool, node") and check.passes_when for check in CHECKS)
 
 
-def test_the_readme_table_is_the_registry() -> None:
-    readme = (PROJECT_DIR / "README.md").read_text(encoding="utf-8")
-    assert markdown_table() in readme, "README.md's check table is stale: paste aks_gpu.validation.registry.markdown_table()"
+def test_the_docs_table_is_the_registry() -> None:
+    docs = (PROJECT_DIR / "docs" / "validation.md").read_text(encoding="utf-8")
+    assert markdown_table() in docs, "docs/validation.md's table is stale: paste aks_gpu.validation.registry.markdown_table()"
 
 
 def test_the_cli_help_lists_every_check(capsys: pytest.CaptureFixture[str]) -> None:
