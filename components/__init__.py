@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from aks_gpu.admission.component import GpuAdmissionPolicy, GpuAdmissionPolicyArgs
     from aks_gpu.azure.cluster import GpuCluster, GpuClusterArgs
     from aks_gpu.azure.node_pool import GpuNodePool, GpuNodePoolArgs
+    from aks_gpu.kube.workload_manifests import PoolOutput, TolerationSpec
     from aks_gpu.kube.workload_namespace import GpuWorkloadNamespace, GpuWorkloadNamespaceArgs
     from aks_gpu.monitoring.component import GpuMonitoring, GpuMonitoringArgs
     from aks_gpu.platform.device_plugin import GpuDevicePlugin, GpuDevicePluginArgs
@@ -59,6 +60,9 @@ _PUBLIC: dict[str, tuple[str, str]] = {
     "ClusterSpec": ("aks_gpu.specs", "ClusterSpec"),
     "GpuPoolSpec": ("aks_gpu.specs", "GpuPoolSpec"),
     "WorkloadSpec": ("aks_gpu.specs", "WorkloadSpec"),
+    # What the platform's `pools` output holds per pool, and a toleration as the pools and namespaces pass it.
+    "PoolOutput": ("aks_gpu.kube.workload_manifests", "PoolOutput"),
+    "TolerationSpec": ("aks_gpu.kube.workload_manifests", "TolerationSpec"),
 }
 
 # Spelled out for linters and type checkers; tests/test_library.py keeps it the same as _PUBLIC.
@@ -84,7 +88,9 @@ __all__ = [
     "NvmeCache",
     "NvmeCacheArgs",
     "PlatformSpec",
+    "PoolOutput",
     "StackSpec",
+    "TolerationSpec",
     "WorkloadSpec",
     "__version__",
 ]
