@@ -25,8 +25,6 @@ docs/composing.md#unit-tests says the same for consumers, and what mocks of thei
 
 from __future__ import annotations
 
-import pulumi
-
 from aks_gpu.azure.cluster import CALLS, UnansweredCallError
 from aks_gpu.mock_engine import FAKE_OBJECT_ID, FAKE_SUBSCRIPTION, FAKE_TENANT, PlanMocks, fake_kubeconfig
 
@@ -38,7 +36,6 @@ __all__ = [
     "AksGpuMocks",
     "UnansweredCallError",
     "fake_kubeconfig",
-    "set_mocks",
 ]
 
 
@@ -51,14 +48,6 @@ class AksGpuMocks(PlanMocks):
       the outputs Azure computes (``name``, ``fqdn``, ``oidcIssuerProfile``) and its ARM id.
 
     ``AksGpuMocks(preview=True)`` answers as ``pulumi preview`` does (ids and computed outputs unknown); pass the same
-    ``preview`` to ``pulumi.runtime.set_mocks``, or use ``set_mocks`` here.
+    ``preview`` to ``pulumi.runtime.set_mocks``.
     """
 
-
-def set_mocks(
-    mocks: AksGpuMocks | None = None, *, preview: bool = False, project: str = "project", stack: str = "stack"
-) -> AksGpuMocks:
-    """``pulumi.runtime.set_mocks`` with ``mocks`` (``AksGpuMocks(preview=preview)`` unless given), returned."""
-    chosen = mocks if mocks is not None else AksGpuMocks(preview=preview)
-    pulumi.runtime.set_mocks(chosen, project=project, stack=stack, preview=preview)
-    return chosen

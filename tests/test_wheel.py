@@ -51,18 +51,24 @@ class Built:
     scratch: Path
 
 
-def build_command(scratch: Path) -> list[str]:
+# The build backend, when this environment's is too old for pyproject.toml: installed once into the ignored build/
+# folder and kept, so later sessions build offline.
+BACKEND_DIR = PROJECT_DIR / "build" / "build-backend"
+
+
+def build_command() -> list[str]:
     """The command that builds with the backend pyproject.toml requires (the output folder follows): this environment's
-    setuptools when it is recent enough, else one pip installs into a folder of its own (from the package index or
-    pip's cache), run with -S so this environment's older one stays out of the way."""
+    setuptools when it is recent enough, else one pip installs into BACKEND_DIR (from the package index or pip's
+    cache), run with -S so this environment's older one stays out of the way."""
     [requirement] = [Requirement(text) for text in PYPROJECT["build-system"]["requires"]]
     if requirement.specifier.contains(importlib.metadata.version("setuptools")):
         return [sys.executable, "-c", _BUILD]
-    backend = scratch / "backend"
-    pip = [sys.executable, "-m", "pip", "install", "--quiet", "--disable-pip-version-check", "--target", str(backend)]
-    done = subprocess.run([*pip, str(requirement)], capture_output=True, text=True, check=False)
-    assert done.returncode == 0, f"could not install the build backend {requirement}: {done.stderr}"
-    return [sys.executable, "-S", "-c", f"import sys\nsys.path.insert(0, {str(backend)!r})\n{_BUILD}"]
+    installed = [importlib.metadata.PathDistribution(path) for path in BACKEND_DIR.glob("setuptools-*.dist-info")]
+    if not any(requirement.specifier.contains(found.version) for found in installed):
+        pip = [sys.executable, "-m", "pip", "install", "--quiet", "--disable-pip-version-check", "--upgrade"]
+        done = subprocess.run([*pip, "--target", str(BACKEND_DIR), str(requirement)], capture_output=True, text=True, check=False)
+        assert done.returncode == 0, f"could not install the build backend {requirement}: {done.stderr}"
+    return [sys.executable, "-S", "-c", f"import sys\nsys.path.insert(0, {str(BACKEND_DIR)!r})\n{_BUILD}"]
 
 
 @pytest.fixture(scope="module")
@@ -83,7 +89,7 @@ def build(scratch: Path) -> Built:
         PROJECT_DIR / "components", source / "components", ignore=shutil.ignore_patterns("__pycache__", "*.pyc", ".venv")
     )
     dist = scratch / "dist"
-    done = subprocess.run([*build_command(scratch), str(dist)], cwd=source, capture_output=True, text=True, check=False)
+    done = subprocess.run([*build_command(), str(dist)], cwd=source, capture_output=True, text=True, check=False)
     assert done.returncode == 0, done.stderr[-4000:]
     _, sdist_name, wheel_name = done.stdout.strip().splitlines()[-1].split()
     site = scratch / "site"
