@@ -37,6 +37,7 @@ from pulumi.runtime.stack import run_pulumi_func
 from pulumi.runtime.sync_await import _sync_await
 
 from aks_gpu.aks_facts import immutable_fields
+from aks_gpu.azure.cluster import CLIENT_CONFIG_CALL, CREDENTIALS_CALL, GET_CLUSTER_CALL
 from aks_gpu.naming import PACKAGE_NAME
 
 SECRET = "[secret]"
@@ -234,7 +235,9 @@ def arm_id(resource_group: str, provider_type: str, name: str) -> str:
 
 
 class PlanMocks(Mocks):
-    """Answers registrations and invokes with stable values: the same program gives the same plan.
+    """Answers registrations and invokes with stable values: the same program gives the same plan. Every call the
+    components make (``aks_gpu.azure.cluster.CALLS``) is answered as Azure answers it; other calls get ``{}``.
+    Consumers' unit tests use it as ``aks_gpu.testing.AksGpuMocks``.
 
     With ``preview=True`` it answers as ``pulumi preview`` does for resources that do not exist yet: outputs are the
     inputs, nothing the provider computes (ids, names, FQDNs) is known, so code that needs those values at program
@@ -264,11 +267,11 @@ class PlanMocks(Mocks):
     def call(self, args: MockCallArgs) -> tuple[dict[str, Any], list[tuple[str, str]]]:
         token = args.token
         arguments = revealed(args.args)  # a provider reads secret arguments in plain text
-        if token == "azure-native:containerservice:listManagedClusterUserCredentials":
+        if token == CREDENTIALS_CALL:
             group, cluster = str(arguments.get("resourceGroupName")), str(arguments.get("resourceName"))
             encoded = base64.b64encode(fake_kubeconfig(cluster, group).encode()).decode()
             return {"kubeconfigs": [{"name": "clusterUser", "value": encoded}]}, []
-        if token == "azure-native:containerservice:getManagedCluster":
+        if token == GET_CLUSTER_CALL:
             group, cluster = str(arguments.get("resourceGroupName")), str(arguments.get("resourceName"))
             return {
                 "id": arm_id(group, "Microsoft.ContainerService/managedClusters", cluster),
@@ -276,7 +279,7 @@ class PlanMocks(Mocks):
                 "location": "swedencentral",
                 "oidcIssuerProfile": {"enabled": True, "issuerURL": f"https://oidc.example.invalid/{cluster}/"},
             }, []
-        if token == "azure-native:authorization:getClientConfig":
+        if token == CLIENT_CONFIG_CALL:
             return {
                 "clientId": "plan-client",
                 "objectId": FAKE_OBJECT_ID,

@@ -232,7 +232,10 @@ def load_from_pulumi() -> ValidatedStack:
     """Validate the running stack's config; on failure raise ``pulumi.RunError`` (no traceback), so
     nothing is registered and the message names the stack file and every bad key. Secret config is kept
     secret from here on (see the module's docstring); ``stack_secrets`` protects the program's exports."""
-    source = str(stack_file_path(Path("."), pulumi.get_stack()))
+    try:
+        source = str(stack_file_path(Path("."), pulumi.get_stack()))
+    except ConfigError:  # only a label for the messages: Pulumi itself has read the project file
+        source = f"Pulumi.{pulumi.get_stack()}.yaml"
     raw = runtime_config_map()
     try:
         validated = validate_stack(raw, source)

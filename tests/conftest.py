@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any, cast
 
 import pytest
+from pulumi.runtime.mocks import Mocks
 
 from aks_gpu.aks_facts import kubernetes_calendar
 from aks_gpu.catalog import Catalog, load_catalog
@@ -43,13 +44,15 @@ class MockHarness:
     per run, ``preview=False`` (so outputs resolve), every registration recorded with its inputs and
     options, and a duplicate URN raised as an error."""
 
-    def run(self, program: Callable[[], object], stack: str = "test", config: dict[str, Any] | None = None) -> PlanResult:
-        return run_mocked(program, stack, config)
+    def run(
+        self, program: Callable[[], object], stack: str = "test", config: dict[str, Any] | None = None, mocks: Mocks | None = None
+    ) -> PlanResult:
+        return run_mocked(program, stack, config, mocks=mocks)
 
-    def run_stack(self, stack: str, config: dict[str, Any] | None = None) -> PlanResult:
+    def run_stack(self, stack: str, config: dict[str, Any] | None = None, mocks: Mocks | None = None) -> PlanResult:
         """The real ``__main__.py`` for a stack file of ``stacks/`` (or a given raw config)."""
         raw = config if config is not None else load_stack_file(STACKS_DIR / f"Pulumi.{stack}.yaml")
-        return run_program(PROJECT_DIR, stack, raw)
+        return run_program(PROJECT_DIR, stack, raw, mocks=mocks)
 
 
 @functools.cache

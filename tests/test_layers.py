@@ -30,7 +30,8 @@ COMPONENT_MODULES = {
     "validation.hooks",
     "validation.probe",
 }
-PROGRAM = {"program", "mock_engine", "package", "__main__"}
+# "" is the package itself (components/__init__.py): its public names are the components.
+PROGRAM = {"", "program", "mock_engine", "package", "testing", "__main__"}
 PULUMI = ("pulumi", "pulumi_azure_native", "pulumi_kubernetes")
 FEATURES = ("azure", "kube", "admission", "storage", "monitoring", "validation", "audit")
 

@@ -6,7 +6,7 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal, NotRequired, TypedDict, cast
+from typing import Any, Literal, NotRequired, TypedDict, TypeVar, cast
 
 import pulumi
 import pulumi_kubernetes as k8s
@@ -32,6 +32,7 @@ SYSTEM_POOL_TAINT = "CriticalAddonsOnly=true:NoSchedule"
 # The built-in role "Azure Kubernetes Service RBAC Cluster Admin": "Lets you manage all resources in the cluster."
 # https://learn.microsoft.com/azure/role-based-access-control/built-in-roles/containers#azure-kubernetes-service-rbac-cluster-admin
 AKS_RBAC_CLUSTER_ADMIN_ROLE_ID = "b1ff04bb-8a4e-4dc4-8eb5-8693973ce19b"
+Value = TypeVar("Value")
 
 
 # How the azure-native provider is told to sign in as an application rather than a person: its config keys and
@@ -108,10 +109,38 @@ class GpuClusterArgs(TypedDict):
     kube-state-metrics); GpuMonitoring adds the workspace and data collection. Default false."""
 
 
+# The provider functions the components call (invokes), by token. A unit test's mocks (``pulumi.runtime.set_mocks``) must
+# answer each, as ``aks_gpu.testing.AksGpuMocks`` does; docs/composing.md#unit-tests lists them for consumers.
+CREDENTIALS_CALL = "azure-native:containerservice:listManagedClusterUserCredentials"
+CLIENT_CONFIG_CALL = "azure-native:authorization:getClientConfig"
+GET_CLUSTER_CALL = "azure-native:containerservice:getManagedCluster"
+CALLS = (CREDENTIALS_CALL, CLIENT_CONFIG_CALL, GET_CLUSTER_CALL)
+
+
+class UnansweredCallError(RuntimeError):
+    """A provider call (or a resource's computed output) came back without a value the component needs. Azure always
+    returns it, so this is a unit test whose mocks did not answer: the message names the call and what to return."""
+
+    def __init__(self, call: str, field: str, needed_for: str) -> None:
+        super().__init__(
+            f"{call} returned no `{field}`, which {needed_for}. Under unit-test mocks (pulumi.runtime.set_mocks) your"
+            " Mocks must answer it: use aks_gpu.testing.AksGpuMocks, or subclass it and hand what you do not answer to"
+            " super() (docs/composing.md#unit-tests)"
+        )
+
+
+def answered(value: Value | None, call: str, field: str, needed_for: str) -> Value:
+    """``value``, or ``UnansweredCallError`` when a call's result lacks it (None, empty)."""
+    if value is None or value == "" or value == []:
+        raise UnansweredCallError(call, field, needed_for)
+    return value
+
+
 def decode_kubeconfig(result: Any) -> str:
     """The first kubeconfig of a listManagedClusterUserCredentials result, base64-decoded."""
-    kubeconfigs = result["kubeconfigs"] if isinstance(result, dict) else result.kubeconfigs
-    first = kubeconfigs[0]
+    kubeconfigs = result.get("kubeconfigs") if isinstance(result, dict) else result.kubeconfigs
+    needed_for = "GpuCluster needs for the cluster's kubeconfig (its Kubernetes provider)"
+    first = answered(kubeconfigs, CREDENTIALS_CALL, "kubeconfigs", needed_for)[0]
     value = first["value"] if isinstance(first, dict) else first.value
     return base64.b64decode(value).decode("utf-8")
 
@@ -153,7 +182,7 @@ class GpuCluster(GpuComponent[ClusterInputs]):
             found = containerservice.get_managed_cluster_output(
                 resource_group_name=spec.resource_group, resource_name=spec.name, opts=pulumi.InvokeOutputOptions(parent=self)
             )
-            self.cluster_id = found.id
+            self.cluster_id = found.id.apply(lambda found_id: answered(found_id, GET_CLUSTER_CALL, "id", "names the cluster"))
             self.cluster_name = plain_output(spec.name)
         else:
             cluster = containerservice.ManagedCluster(
@@ -167,7 +196,12 @@ class GpuCluster(GpuComponent[ClusterInputs]):
                 ),
             )
             self.cluster_id = cluster.id
-            self.cluster_name = cluster.name
+            # Azure names the cluster its resourceName; a unit test's new_resource that echoes the inputs returns none.
+            self.cluster_name = cluster.name.apply(
+                lambda cluster_name: answered(
+                    cluster_name, f"the ManagedCluster {name}-aks (new_resource)", "name", "the credentials and GPU pools use"
+                )
+            )
             windows = (
                 (NODE_OS_CONFIG_NAME, spec.maintenance.node_os),
                 (AUTO_UPGRADE_CONFIG_NAME, spec.maintenance.auto_upgrade),
@@ -224,9 +258,14 @@ class GpuCluster(GpuComponent[ClusterInputs]):
         client = authorization.get_client_config_output(opts=pulumi.InvokeOutputOptions(parent=self))
         inputs: dict[str, Any] = {
             "scope": self.cluster_id,
-            "principal_id": client.object_id,
+            "principal_id": client.object_id.apply(
+                lambda object_id: answered(object_id, CLIENT_CONFIG_CALL, "objectId", "the deployer's role assignment is for")
+            ),
             "role_definition_id": client.subscription_id.apply(
-                lambda subscription: role_definition_id(subscription, AKS_RBAC_CLUSTER_ADMIN_ROLE_ID)
+                lambda subscription: role_definition_id(
+                    answered(subscription, CLIENT_CONFIG_CALL, "subscriptionId", "the deployer's role is defined in"),
+                    AKS_RBAC_CLUSTER_ADMIN_ROLE_ID,
+                )
             ),
             "description": "aks-gpu: the deploying identity manages the cluster's Kubernetes objects",
         }

@@ -1,13 +1,14 @@
 """``GpuNodePool``: one AKS agent pool of GPU VMs, tainted and labelled so only GPU work lands on it."""
 
 from dataclasses import dataclass
-from typing import Any, NotRequired, TypedDict
+from typing import Any, NotRequired, TypedDict, cast
 
 import pulumi
 from pulumi_azure_native import containerservice
 
 from aks_gpu.args import platform_model
 from aks_gpu.component import GpuComponent
+from aks_gpu.kube.workload_manifests import TolerationSpec
 from aks_gpu.naming import POOL_LABEL
 from aks_gpu.resolved.model import ResolvedPool
 from aks_gpu.specs import DevicePluginSpec, GpuPoolSpec, StorageSpec
@@ -96,7 +97,8 @@ class GpuNodePool(GpuComponent[NodePoolInputs]):
     """The AKS agent pool; another pool that must wait for this one depends on it."""
     pool_name: pulumi.Output[str]
     node_selector: pulumi.Output[dict[str, str]]
-    tolerations: pulumi.Output[list[dict[str, str]]]
+    tolerations: pulumi.Output[list[TolerationSpec]]
+    """Every taint of the pool, tolerated: what a GpuWorkloadNamespace's `tolerations` takes."""
     resource_name: pulumi.Output[str]
     resource_count_per_node: pulumi.Output[int | None]
 
@@ -134,7 +136,8 @@ class GpuNodePool(GpuComponent[NodePoolInputs]):
         labels = self.agent_pool.node_labels.apply(lambda created: dict(created or pool.node_labels))
         self.pool_name = labels.apply(lambda created: created[POOL_LABEL])
         self.node_selector = labels.apply(lambda created: {POOL_LABEL: created[POOL_LABEL]})
-        self.tolerations = self.agent_pool.node_taints.apply(lambda _: [t.to_kube() for t in pool.tolerations])
+        tolerations = [cast(TolerationSpec, t.to_kube()) for t in pool.tolerations]
+        self.tolerations = self.agent_pool.node_taints.apply(lambda _: tolerations)
         self.resource_name = self.agent_pool.vm_size.apply(lambda _: pool.resource.name)
         self.resource_count_per_node = self.agent_pool.vm_size.apply(lambda _: pool.resource.count_per_node)
         return {

@@ -85,7 +85,7 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--context", metavar="C", help="kubeconfig context (default: the current one)")
     parser.add_argument("--json", action="store_true", help='print {"findings": [...], "summary": {...}} on stdout, nothing else')
     parser.add_argument("--html", type=Path, metavar="FILE", help="also write the report as one self-contained HTML page")
-    parser.add_argument("--stack", metavar="NAME", help="also expect what this stack sets (stacks/Pulumi.<NAME>.yaml)")
+    parser.add_argument("--stack", metavar="NAME", help="also expect what this stack sets (its Pulumi.<NAME>.yaml)")
     parser.add_argument("--config-file", type=Path, help="with --stack: read this stack file instead")
     parser.add_argument("--project-dir", type=Path, help="with --stack: the folder with Pulumi.yaml (default: found from here)")
     parser.set_defaults(handler=run)

@@ -53,8 +53,10 @@ def find_project_dir(start: Path | None = None) -> Path:
 
 
 def add_stack_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--stack", required=True, help="stack name: reads stacks/Pulumi.<NAME>.yaml")
-    parser.add_argument("--config-file", type=Path, help="read this stack file instead of stacks/Pulumi.<NAME>.yaml")
+    parser.add_argument(
+        "--stack", required=True, help="stack name: reads Pulumi.<NAME>.yaml from the project's stackConfigDir (stacks/ here)"
+    )
+    parser.add_argument("--config-file", type=Path, help="read this stack file instead of the stack's Pulumi.<NAME>.yaml")
     parser.add_argument("--project-dir", type=Path, help="the folder with Pulumi.yaml (default: found from here)")
 
 

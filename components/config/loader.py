@@ -49,8 +49,41 @@ _PATTERN_HINTS = {
 }
 
 
+# The project file, as the Pulumi CLI finds it: "Pulumi.yaml" or "Pulumi.yml" (https://www.pulumi.com/docs/iac/concepts/projects/,
+# read 2026-12-01).
+PROJECT_FILES = ("Pulumi.yaml", "Pulumi.yml")
+# "stackConfigDir: Config directory location relative to the location of Pulumi.yaml" (optional); without it the stack
+# files sit beside the project file (https://www.pulumi.com/docs/reference/pulumi-yaml/, read 2026-12-01).
+STACK_CONFIG_DIR_KEY = "stackConfigDir"
+
+
+def stack_config_dir(project_dir: Path) -> Path:
+    """The folder of a project's stack files: its project file's ``stackConfigDir`` (relative to the project), else the
+    project folder itself, as the Pulumi CLI reads them. A project file that cannot be read is a ``ConfigError``."""
+    project_file = next((project_dir / name for name in PROJECT_FILES if (project_dir / name).is_file()), None)
+    if project_file is None:
+        return project_dir
+    source = str(project_file)
+    try:
+        document = safe_yaml.load(decode_utf8(read_bounded(project_file, MAX_STACK_FILE_BYTES)))
+    except InputFileError as exc:
+        raise ConfigError(source, [Problem("(file)", str(exc))]) from None
+    except safe_yaml.YamlInputError as exc:
+        where = f" (line {exc.line})" if exc.line else ""
+        raise ConfigError(source, [Problem(_document_path(exc.path), exc.reason + where)]) from None
+    except yaml.YAMLError as exc:
+        raise ConfigError(source, [Problem("(file)", safe_yaml.describe_yaml_error(exc))]) from None
+    configured = document.get(STACK_CONFIG_DIR_KEY) if isinstance(document, dict) else None
+    if configured is None:
+        return project_dir
+    if not isinstance(configured, str) or not configured.strip():
+        raise ConfigError(source, [Problem(STACK_CONFIG_DIR_KEY, "must be a folder, relative to the project file")])
+    return project_dir / configured
+
+
 def stack_file_path(project_dir: Path, stack: str) -> Path:
-    return project_dir / "stacks" / f"Pulumi.{stack}.yaml"
+    """``Pulumi.<stack>.yaml`` in the project's stack config folder (``stack_config_dir``)."""
+    return stack_config_dir(project_dir) / f"Pulumi.{stack}.yaml"
 
 
 def load_stack_file(path: Path) -> dict[str, Any]:

@@ -24,9 +24,9 @@ from typing import cast
 import pulumi
 import pulumi_kubernetes as k8s
 
-# One entry of the platform stack's `pools` output, keys as every language reads them.
-from aks_gpu.kube.workload_manifests import PoolOutput as PlatformPool
-from aks_gpu.kube.workload_namespace import GpuWorkloadNamespace
+# PoolOutput: one entry of the platform stack's `pools` output, keys as every language reads them.
+from aks_gpu import GpuWorkloadNamespace
+from aks_gpu import PoolOutput as PlatformPool
 
 # NGC's PyTorch image (CUDA, NCCL, PyTorch); pin the month you validated.
 # https://docs.nvidia.com/deeplearning/frameworks/pytorch-release-notes/rel-25-04.html
