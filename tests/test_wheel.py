@@ -51,24 +51,13 @@ class Built:
     scratch: Path
 
 
-# The build backend, when this environment's is too old for pyproject.toml: installed once into the ignored build/
-# folder and kept, so later sessions build offline.
-BACKEND_DIR = PROJECT_DIR / "build" / "build-backend"
-
-
 def build_command() -> list[str]:
-    """The command that builds with the backend pyproject.toml requires (the output folder follows): this environment's
-    setuptools when it is recent enough, else one pip installs into BACKEND_DIR (from the package index or pip's
-    cache), run with -S so this environment's older one stays out of the way."""
+    """The command that builds with the backend pyproject.toml requires (the output folder follows): requirements.txt
+    pins it, so the project's environment has it and nothing is fetched while the tests run."""
     [requirement] = [Requirement(text) for text in PYPROJECT["build-system"]["requires"]]
-    if requirement.specifier.contains(importlib.metadata.version("setuptools")):
-        return [sys.executable, "-c", _BUILD]
-    installed = [importlib.metadata.PathDistribution(path) for path in BACKEND_DIR.glob("setuptools-*.dist-info")]
-    if not any(requirement.specifier.contains(found.version) for found in installed):
-        pip = [sys.executable, "-m", "pip", "install", "--quiet", "--disable-pip-version-check", "--upgrade"]
-        done = subprocess.run([*pip, "--target", str(BACKEND_DIR), str(requirement)], capture_output=True, text=True, check=False)
-        assert done.returncode == 0, f"could not install the build backend {requirement}: {done.stderr}"
-    return [sys.executable, "-S", "-c", f"import sys\nsys.path.insert(0, {str(BACKEND_DIR)!r})\n{_BUILD}"]
+    installed = importlib.metadata.version("setuptools")
+    assert requirement.specifier.contains(installed), f"setuptools {installed} does not meet {requirement}: run `make test`"
+    return [sys.executable, "-c", _BUILD]
 
 
 @pytest.fixture(scope="module")
@@ -156,8 +145,14 @@ def test_the_consumer_project_imports_the_wheel_and_its_own_components(built: Bu
     found = json.loads(done.stdout)
     assert Path(found["aks_gpu"]).is_relative_to(built.site), found["aks_gpu"]
     assert Path(found["components"]).resolve() == (consumer / "components" / "__init__.py").resolve()
-    repository = PROJECT_DIR.resolve()
-    assert not [entry for entry in found["path"] if entry and Path(entry).resolve().is_relative_to(repository)]
+    # Nothing of the repository is on the path but the environment the tests run in (in a clean clone, .venv sits
+    # inside the repository: its site-packages brings pulumi and the other dependencies, never aks_gpu first).
+    repository, environment = PROJECT_DIR.resolve(), Path(sys.prefix).resolve()
+    assert not [
+        entry
+        for entry in found["path"]
+        if entry and Path(entry).resolve().is_relative_to(repository) and not Path(entry).resolve().is_relative_to(environment)
+    ]
 
 
 def test_the_consumer_projects_tests_pass_with_the_shipped_mocks_against_the_wheel(built: Built) -> None:
