@@ -341,12 +341,7 @@ def _containers_word(containers: str) -> str:
 def _spells_device_variable(source: str) -> str:
     """An envFrom entry's prefix begins a device variable's name (and is not all of it): some key completes it."""
     prefix = f"{source}.prefix"
-    return (
-        f"has({prefix}) && {prefix} != '' && "
-        f"{lit_list(DEVICE_ENV_VARS)}.exists(v, v.startsWith({prefix}) && v != {prefix})"
-    )
-
-
+    return f"has({prefix}) && {prefix} != '' && {lit_list(DEVICE_ENV_VARS)}.exists(v, v.startsWith({prefix}) && v != {prefix})"
 
 
 def _variables(model: PlatformModel) -> list[dict[str, str]]:

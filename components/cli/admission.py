@@ -152,7 +152,7 @@ def print_report(stack: str, actions: list[str], objects: list[SourcedObject], d
         if decision.allowed and not list_admitted:
             continue
         # Text, not markup: names and messages are shown as written ("[/x]" included), and nothing is parsed.
-        details = Text("\n".join(f"- {m}" for m in decision.messages)) if decision.messages else Text(decision.note, style="dim")
+        details = Text(denial_text(decision)) if decision.messages else Text(decision.note, style="dim")
         table.add_row(
             Text(f"{decision.kind}/{decision.name}"),
             Text(decision.namespace or "-"),
@@ -173,6 +173,12 @@ def print_report(stack: str, actions: list[str], objects: list[SourcedObject], d
     out.print(Text(summary))
 
 
+def denial_text(decision: Decision) -> str:
+    """The API server's answer verbatim (its first failing rule), then the other failing rules."""
+    others = [f"- also: {message}" for message in decision.messages[1:]]
+    return "\n".join([decision.message or decision.messages[0], *others])
+
+
 def print_denied_list(objects: list[SourcedObject], decisions: list[Decision]) -> None:
     """The denied objects, one line each and a line per message (plain text: nothing in them is markup)."""
     from rich.text import Text
@@ -182,5 +188,5 @@ def print_denied_list(objects: list[SourcedObject], decisions: list[Decision]) -
         if decision.allowed:
             continue
         lines.append(f"denied {decision.kind}/{decision.name} in {decision.namespace or '-'} ({item.source})")
-        lines += [f"  - {message}" for message in decision.messages]
+        lines += [f"  {line}" for line in denial_text(decision).splitlines()]
     out.print(Text("\n".join(lines)), soft_wrap=True)
