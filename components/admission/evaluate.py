@@ -98,6 +98,8 @@ class Decision:
     # What the API server answers a denied request, verbatim: the first failing validation of the first binding
     # that denies (dispatcher.go, admission.NewForbidden). ``messages`` holds every failing rule.
     message: str = ""
+    # The admission steps a real cluster runs that this decision did not evaluate.
+    not_evaluated: tuple[str, ...] = ()
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -107,6 +109,7 @@ class Decision:
             "allowed": self.allowed,
             "message": self.message,
             "messages": list(self.messages),
+            "notEvaluated": list(self.not_evaluated),
         }
 
 

@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 
 from aks_gpu.admission.engine import cpp_available
+from aks_gpu.admission.pod_security import baseline_policy_manifests, rdma_policy_manifests
 from aks_gpu.admission.policy import render_policy
 from aks_gpu.data_files import load_yaml
 from tests.conftest import FIXTURES_DIR, STACK_NAMES, stack_model
@@ -49,6 +50,14 @@ def test_every_stack_policy_compiles_at_every_compat_version(stack: str) -> None
         for version in env.compat_versions():
             errors = env.check_policy(policy["spec"], version)
             assert not errors, f"{policy['metadata']['name']} at compat {version}:\n" + "\n".join(map(str, errors))
+
+
+def test_the_pod_security_policies_compile_at_every_compat_version() -> None:
+    """The RDMA namespaces' baseline policy (deployed) and plain baseline (evaluated offline) compile as well."""
+    env = _environment()
+    for manifests in (rdma_policy_manifests("team"), baseline_policy_manifests("team")):
+        for version in env.compat_versions():
+            assert not env.check_policy(manifests[0]["spec"], version), manifests[0]["metadata"]["name"]
 
 
 def test_the_compat_versions_are_the_ones_the_verdicts_were_recorded_at() -> None:
