@@ -154,3 +154,33 @@ def test_an_object_the_api_server_refuses_is_exit_2_with_its_refusal(capsys: pyt
     assert 'Pod "request-below-limit" is invalid: spec.containers[0].resources.requests' in " ".join(
         capsys.readouterr().err.split()
     )
+
+
+SERVER_DECISIONS = Path(__file__).parent.parent / "fixtures" / "kubernetes_cel" / "decisions"
+
+
+def server_cases() -> list[Any]:
+    found = []
+    for path in sorted(SERVER_DECISIONS.glob("*.json")):
+        recorded = json.loads(path.read_text())["decisions"]
+        objects = objects_of(OBJECTS_DIR / f"{path.stem}.yaml")
+        for name, decision in sorted(recorded.items()):
+            index = int(name.rsplit("#", 1)[1])
+            found.append(
+                pytest.param(path.stem + ".yaml", index, objects[index], decision, id=f"{path.stem}-{name_of(objects[index])}")
+            )
+    return found
+
+
+@pytest.mark.parametrize(("file", "index", "obj", "server"), server_cases())
+def test_the_policies_decide_as_the_real_environment_did(
+    by_engine: dict[str, dict[str, list[Decision]]], file: str, index: int, obj: dict[str, Any], server: dict[str, Any]
+) -> None:
+    """The real cel-go and k8s.io/apiserver evaluation of the same rendered policies (vaph, see
+    tests/fixtures/kubernetes_cel/SOURCES.md) decided every object: each engine decides the same, and its denial
+    line is the server's (after the `<resource> "<name>" is forbidden: ` that apierrors.NewForbidden puts first)."""
+    for engine in ENGINE_NAMES:
+        decision = by_engine[engine][file][index]
+        assert decision.allowed is server["allowed"], (engine, decision.messages, server["message"])
+        if not server["allowed"]:
+            assert decision.message.split(" is forbidden: ", 1)[1] == server["message"], engine
