@@ -32,7 +32,7 @@ from celpy.adapter import json_to_cel
 from celpy.celparser import CELParseError
 from celpy.evaluation import CELEvalError, Evaluator
 
-from aks_gpu.admission.engine import CelError
+from aks_gpu.admission.engine import CelError, composited_variable_error
 from aks_gpu.admission.quantity import INT64, Quantity
 
 __all__ = ["CelError", "CelPythonEngine", "LazyVariables", "Program", "Quantity", "compile_expression", "to_python"]
@@ -238,7 +238,7 @@ class LazyVariables(celtypes.MapType):
                 self._values[key] = self._programs[key].run(self._activation())
             except CelError as error:
                 # Passed along as a CEL error value: it fails only the expressions that read it.
-                self._values[key] = CELEvalError(f"variables.{key}: {error.reason}", RuntimeError, None)
+                self._values[key] = CELEvalError(composited_variable_error(key, error.reason), RuntimeError, None)
         return self._values[key]
 
     def __contains__(self, name: object) -> bool:

@@ -30,7 +30,7 @@ from typing import Any
 from cel_expr_python import cel
 from cel_expr_python.ext import ext_strings
 
-from aks_gpu.admission.engine import CelError
+from aks_gpu.admission.engine import CelError, composited_variable_error
 from aks_gpu.admission.quantity import INT64, Quantity
 
 QUANTITY_KEY = "kubernetes.io/quantity"
@@ -171,7 +171,7 @@ class _Bound:
             reason = str(value.plain_value())
             failed = next((name for name in _VARIABLE_READ.findall(program.source) if name in self._errors), None)
             if failed is not None and ("not found" in reason.lower() or "no value with name" in reason.lower()):
-                reason = f"variables.{failed}: {self._errors[failed]}"
+                reason = composited_variable_error(failed, self._errors[failed])
             raise CelError(program.source, reason)
         return value.plain_value()
 

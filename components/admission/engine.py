@@ -29,6 +29,12 @@ class CelError(Exception):
         self.reason = reason
 
 
+def composited_variable_error(name: str, reason: str) -> str:
+    """A variable that failed, as the API server words it to the expression that read it
+    (k8s.io/apiserver pkg/admission/plugin/cel/composition.go)."""
+    return f'composited variable "{name}" fails to evaluate: {reason}'
+
+
 class Compiled(Protocol):
     """One compiled expression; ``source`` is its text."""
 

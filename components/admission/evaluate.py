@@ -17,6 +17,7 @@ Pure: dicts in, decisions out; no files, no cluster, no Pulumi.
 from __future__ import annotations
 
 import base64
+import contextlib
 import copy
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -24,6 +25,7 @@ from datetime import date, datetime
 from typing import Any
 
 from aks_gpu.admission.engine import CelError, Compiled, Engine, engine_named
+from aks_gpu.admission.quantity import go_base64_canonical
 from aks_gpu.naming import NAMESPACE_NAME_LABEL
 
 POLICY_KIND = "ValidatingAdmissionPolicy"
@@ -93,6 +95,11 @@ class Decision:
     actions: tuple[str, ...] = ()
     # Why no policy applied, when none did.
     note: str = ""
+    # What the API server answers a denied request, verbatim: the first failing validation of the first binding
+    # that denies (dispatcher.go, admission.NewForbidden). ``messages`` holds every failing rule.
+    message: str = ""
+    # The admission steps a real cluster runs that this decision did not evaluate.
+    not_evaluated: tuple[str, ...] = ()
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -100,7 +107,9 @@ class Decision:
             "namespace": self.namespace,
             "name": self.name,
             "allowed": self.allowed,
+            "message": self.message,
             "messages": list(self.messages),
+            "notEvaluated": list(self.not_evaluated),
         }
 
 
@@ -249,6 +258,14 @@ def prepare(obj: Mapping[str, Any]) -> dict[str, Any]:
     metadata = prepared.setdefault("metadata", {})
     if kind not in CLUSTER_SCOPED_KINDS and not metadata.get("namespace"):
         metadata["namespace"] = DEFAULT_NAMESPACE
+    bytes_field = {"Secret": "data", "ConfigMap": "binaryData"}.get(kind)
+    if bytes_field and isinstance(prepared.get(bytes_field), dict):
+        # []byte: the server decoded the base64 (Go's encoding/base64, newlines skipped) and admission reads it
+        # encoded again, canonically: "dm9p\nZA==" arrives as "dm9pZA==" (void).
+        # Undecodable data is refused by the reader before admission; kept as written for callers without it.
+        for key, value in prepared[bytes_field].items():
+            with contextlib.suppress(ValueError):
+                prepared[bytes_field][key] = go_base64_canonical(str(value))
     if kind == "Secret" and isinstance(prepared.get("stringData"), dict):
         # "stringData ... is merged into the data field on write, overwriting any existing values": admission
         # sees data only (https://kubernetes.io/docs/reference/kubernetes-api/config-and-storage-resources/secret-v1/).
@@ -453,13 +470,15 @@ def _run_binding(binding: CompiledBinding, request: Request) -> _Outcome:
         try:
             result = run(condition)
         except CelError as error:
-            condition_errors.append(f"match condition {name!r} resulted in error: {error.reason}")
+            condition_errors.append(f"expression '{condition.source}' resulted in error: {error.reason}")
             continue
         if result is not True:
             # A false condition (or a non-bool) means the policy does not apply.
             return _Outcome(False, [], f"match condition {name!r} is false")
     if condition_errors:
-        return _Outcome(True, condition_errors if fail else [])
+        # matchconditions/matcher.go: one error as it is, several as a bracketed list.
+        joined = condition_errors[0] if len(condition_errors) == 1 else "[" + ", ".join(condition_errors) + "]"
+        return _Outcome(True, [joined] if fail else [])
 
     messages = []
     for validation in policy.validations:
@@ -478,19 +497,36 @@ def _run_binding(binding: CompiledBinding, request: Request) -> _Outcome:
     return _Outcome(True, messages)
 
 
+# celconfig.MaxEvaluatedMessageExpressionSizeBytes (k8s.io/apiserver pkg/apis/cel/config.go): a longer
+# messageExpression result is dropped for the static message.
+MAX_MESSAGE_EXPRESSION_BYTES = 5 * 1024
+
+
 def _failure_message(validation: _Validation, run: Callable[[Any], Any]) -> str:
-    # An error, a non-string, a blank or a multi-line messageExpression falls back to message, then to a
-    # default that names the expression, as the API server does.
+    # An error, a non-string, a blank, a multi-line or an over-long messageExpression result falls back to message,
+    # then to a default that names the expression, trimmed as the API server trims them (validator.go).
     if validation.message_expression is not None:
         try:
             text = run(validation.message_expression)
         except CelError:
             text = None
-        if isinstance(text, str) and text.strip() and "\n" not in text:
-            return text
-    if validation.message:
-        return validation.message
-    return f"failed expression: {validation.expression.source}"
+        if isinstance(text, str):
+            text = text.strip()
+            if text and "\n" not in text and len(text.encode()) <= MAX_MESSAGE_EXPRESSION_BYTES:
+                return text
+    if validation.message and validation.message.strip():
+        return validation.message.strip()
+    return f"failed expression: {validation.expression.source.strip()}"
+
+
+def server_message(request: Request, policy: str, binding: str, message: str) -> str:
+    """The line the API server answers a denied request with: admission.NewForbidden around the dispatcher's
+    error (k8s.io/apiserver pkg/admission/plugin/policy/validating/dispatcher.go; apierrors.NewForbidden names the
+    resource as resource.group and quotes the object's name)."""
+    resource = request.resource + (f".{request.group}" if request.group else "")  # a subresource is not named
+    denial = f"ValidatingAdmissionPolicy '{policy}' with binding '{binding}' denied request: {message}"
+    name = str((request.object.get("metadata") or {}).get("name") or "")
+    return f'{resource} "{name}" is forbidden: {denial}' if name else f"{resource} is forbidden: {denial}"
 
 
 def evaluate_request(request: Request, bindings: Sequence[CompiledBinding]) -> Decision:
@@ -498,12 +534,15 @@ def evaluate_request(request: Request, bindings: Sequence[CompiledBinding]) -> D
     actions: list[str] = []
     skipped: list[str] = []
     applied = False
+    first = ""
     for binding in bindings:
         outcome = _run_binding(binding, request)
         if outcome.applied:
             applied = True
             actions += [a for a in binding.actions if a not in actions]
             messages += outcome.messages
+            if outcome.messages and not first:
+                first = server_message(request, binding.policy.name, binding.name, outcome.messages[0])
         else:
             skipped.append(f"{binding.policy.name}: {outcome.skipped_because}")
     note = ""
@@ -517,6 +556,7 @@ def evaluate_request(request: Request, bindings: Sequence[CompiledBinding]) -> D
         messages=tuple(messages),
         actions=tuple(actions),
         note=note,
+        message=first,
     )
 
 

@@ -76,20 +76,21 @@ def _variables() -> list[dict[str, str]]:
     ]
 
 
-def _check(expression: str, message: str, offenders: str) -> dict[str, str]:
+def _check(expression: str, message: str, offenders: str, title: str) -> dict[str, str]:
     """A baseline control: ``expression`` holds; otherwise the message names what broke it (``offenders``: a CEL
     list of strings)."""
     return {
         "expression": expression,
-        "message": f"Pod Security baseline (with IPC_LOCK for RDMA): {message}",
-        "messageExpression": f"{lit(f'Pod Security baseline (with IPC_LOCK for RDMA): {message}: ')} + ({offenders}).join(', ')",
+        "message": f"{title}: {message}",
+        "messageExpression": f"{lit(f'{title}: {message}: ')} + ({offenders}).join(', ')",
         "reason": "Forbidden",
     }
 
 
-def _validations() -> list[dict[str, str]]:
+def _validations(extra_capabilities: tuple[str, ...] = (RDMA_CAPABILITY,)) -> list[dict[str, str]]:
     spec = "variables.podSpec"
-    allowed_caps = lit_list((*BASELINE_CAPABILITIES, RDMA_CAPABILITY))
+    allowed_caps = lit_list((*BASELINE_CAPABILITIES, *extra_capabilities))
+    also = "".join(f" and {capability}" for capability in extra_capabilities)
     host_ns = [field for field in ("hostNetwork", "hostPID", "hostIPC")]
     host_ns_list = " + ".join(f"(has({spec}.{f}) && {spec}.{f} ? [{lit(f)}] : [])" for f in host_ns)
     extra_caps = (
@@ -143,7 +144,7 @@ def _validations() -> list[dict[str, str]]:
         (host_process, "Windows HostProcess pods are not allowed"),
         (host_ns_list, "host namespaces are not allowed"),
         (privileged, "privileged containers are not allowed"),
-        (extra_caps, f"only baseline's capabilities and {RDMA_CAPABILITY} may be added"),
+        (extra_caps, f"only baseline's capabilities{also} may be added"),
         (host_paths, "hostPath volumes are not allowed"),
         (host_ports, "host ports are not allowed"),
         (apparmor, "AppArmor may not be set to unconfined"),
@@ -152,19 +153,29 @@ def _validations() -> list[dict[str, str]]:
         (seccomp, "seccomp may not be Unconfined"),
         (sysctls, "only safe sysctls are allowed"),
     ]
-    return [_check(f"size({offenders}) == 0", message, offenders) for offenders, message in checks]
+    title = "Pod Security baseline" + (f" (with {', '.join(extra_capabilities)} for RDMA)" if extra_capabilities else "")
+    return [_check(f"size({offenders}) == 0", message, offenders, title) for offenders, message in checks]
 
 
 def rdma_policy_manifests(namespace: str) -> list[Manifest]:
     """The policy and its binding for one RDMA workload namespace (selected by its immutable name label)."""
-    name = policy_name(namespace)
+    return _policy_manifests(namespace, policy_name(namespace), (RDMA_CAPABILITY,))
+
+
+def baseline_policy_manifests(namespace: str) -> list[Manifest]:
+    """Pod Security baseline itself as a policy, for ``aksgpu admission check`` to evaluate offline what a
+    namespace enforcing baseline refuses (never deployed: Pod Security admission does that on the cluster)."""
+    return _policy_manifests(namespace, f"pod-security-baseline-{namespace}", ())
+
+
+def _policy_manifests(namespace: str, name: str, extra_capabilities: tuple[str, ...]) -> list[Manifest]:
     spec: dict[str, Any] = {
         "failurePolicy": "Fail",
         "matchConstraints": match_constraints(
             {"matchExpressions": [{"key": NAMESPACE_NAME_LABEL, "operator": "In", "values": [namespace]}]}
         ),
         "variables": _variables(),
-        "validations": _validations(),
+        "validations": _validations(extra_capabilities),
     }
     return [
         {

@@ -275,21 +275,26 @@ def tolerates(toleration: str, taint: Taint) -> str:
 
 
 def _node_name_in_pool(name: str, pool: str) -> str:
-    return f"{name}.startsWith('aks-' + {pool}.name + '-')"
+    return f"{name}.startsWith('aks-' + {pool} + '-')"
+
+
+def _labels(pool: str) -> str:
+    """The node labels of the pool named ``pool``."""
+    return f"variables.poolLabels[{pool}]"
 
 
 def _expression_allows(e: str, p: str) -> str:
     """A nodeSelectorRequirement ``e`` allows the nodes of pool ``p``: exact on the labels the model knows,
     permissive on any other key (it can only narrow within what the known keys allow); Gt/Lt are permissive."""
-    has_value = f"({e}.key in {p}.labels && has({e}.values) && {p}.labels[{e}.key] in {e}.values)"
+    has_value = f"({e}.key in {_labels(p)} && has({e}.values) && {_labels(p)}[{e}.key] in {e}.values)"
     return (
         f"({e}.key == {lit(HOSTNAME_LABEL)} ? "
         f"({e}.operator != 'In' || (has({e}.values) && {e}.values.exists(v, {_node_name_in_pool('v', p)}))) : "
         f"(!({e}.key in variables.poolKeys) ? true : "
         f"({e}.operator == 'In' ? {has_value} : "
         f"({e}.operator == 'NotIn' ? !{has_value} : "
-        f"({e}.operator == 'Exists' ? {e}.key in {p}.labels : "
-        f"({e}.operator == 'DoesNotExist' ? !({e}.key in {p}.labels) : true))))))"
+        f"({e}.operator == 'Exists' ? {e}.key in {_labels(p)} : "
+        f"({e}.operator == 'DoesNotExist' ? !({e}.key in {_labels(p)}) : true))))))"
     )
 
 
@@ -314,7 +319,7 @@ def _selector_allows(p: str) -> str:
     selector = "variables.nodeSelector"
     return (
         f"{selector}.all(k, k == {lit(HOSTNAME_LABEL)} ? {_node_name_in_pool(f'{selector}[k]', p)} : "
-        f"(!(k in variables.poolKeys) || (k in {p}.labels && {p}.labels[k] == {selector}[k])))"
+        f"(!(k in variables.poolKeys) || (k in {_labels(p)} && {_labels(p)}[k] == {selector}[k])))"
     )
 
 
@@ -336,18 +341,7 @@ def _containers_word(containers: str) -> str:
 def _spells_device_variable(source: str) -> str:
     """An envFrom entry's prefix begins a device variable's name (and is not all of it): some key completes it."""
     prefix = f"{source}.prefix"
-    return (
-        f"has({prefix}) && {prefix} != '' && "
-        f"{lit_list(DEVICE_ENV_VARS)}.exists(v, v.startsWith({prefix}) && v != {prefix})"
-    )
-
-
-def _pool_literal(pool: ResolvedPool) -> str:
-    shared = "true" if pool.time_slicing_replicas else "false"
-    return (
-        f"{{'name': {lit(pool.name)}, 'workload': {lit(pool.workload)}, 'shared': {shared}, "
-        f"'labels': {lit_map(pool_node_labels(pool))}}}"
-    )
+    return f"has({prefix}) && {prefix} != '' && {lit_list(DEVICE_ENV_VARS)}.exists(v, v.startsWith({prefix}) && v != {prefix})"
 
 
 def _variables(model: PlatformModel) -> list[dict[str, str]]:
@@ -414,7 +408,14 @@ def _variables(model: PlatformModel) -> list[dict[str, str]]:
             "allowedPools",
             "variables.workloadType in variables.poolsByType ? variables.poolsByType[variables.workloadType] : []",
         ),
-        _variable("pools", "[" + ", ".join(_pool_literal(pool) for pool in model.pools) + "]"),
+        # The pools as literals of one type each: the API server refuses an aggregate literal whose elements
+        # differ in type (cel.HomogeneousAggregateLiterals, k8s.io/apiserver pkg/cel/environment/base.go), so a
+        # pool is its name, and its labels and sharing are looked up by name. A list, not a map's keys: CEL
+        # iterates a map literal in no fixed order on cel-go, and the names end up in messages.
+        _variable("pools", lit_list(pool.name for pool in model.pools)),
+        _variable(
+            "poolLabels", "{" + ", ".join(f"{lit(pool.name)}: {lit_map(pool_node_labels(pool))}" for pool in model.pools) + "}"
+        ),
         _variable("poolKeys", lit_list(pool_selector_keys(model))),
         _variable("nodeSelector", f"has({spec}.nodeSelector) ? {spec}.nodeSelector : {{}}"),
         _variable(
@@ -432,15 +433,15 @@ def _variables(model: PlatformModel) -> list[dict[str, str]]:
         _variable(
             "reachablePools",
             f"variables.pools.filter(p, {_selector_allows('p')} && (size(variables.requiredTerms) == 0 || "
-            f"variables.requiredTerms.exists(t, {_term_allows('t', 'p')}))).map(p, p.name)",
+            f"variables.requiredTerms.exists(t, {_term_allows('t', 'p')})))",
         ),
         _variable("wrongPools", "variables.reachablePools.filter(n, !(n in variables.allowedPools))"),
         _variable(
             "targetPools",
             "variables.selectsPool ? variables.reachablePools : "
-            "(variables.workloadType != '' ? variables.allowedPools : variables.pools.map(p, p.name))",
+            "(variables.workloadType != '' ? variables.allowedPools : variables.pools)",
         ),
-        _variable("sharedPools", "variables.pools.filter(p, p.shared).map(p, p.name)"),
+        _variable("sharedPools", lit_list(pool.name for pool in model.pools if pool.time_slicing_replicas)),
         _variable(
             "overSharedContainers",
             "size(variables.targetPools) > 0 && variables.targetPools.all(n, n in variables.sharedPools) ? "

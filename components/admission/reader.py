@@ -19,7 +19,7 @@ from typing import Any
 
 import yaml
 
-from aks_gpu.admission.quantity import Quantity
+from aks_gpu.admission.quantity import Quantity, go_base64_decode
 
 MAX_DEPTH = 64  # a CronJob's containers sit 9 levels down; Kubernetes' own JSON decoder stops at 10,000
 MAX_NODES = 2_000_000  # per file, counted as visited: shared (aliased) nodes count every time
@@ -40,6 +40,8 @@ CONTAINER_LISTS = ("containers", "initContainers", "ephemeralContainers")
 # https://kubernetes.io/docs/reference/kubernetes-api/config-and-storage-resources/config-map-v1/,
 # https://kubernetes.io/docs/reference/kubernetes-api/config-and-storage-resources/secret-v1/
 DATA_FIELDS: dict[str, tuple[str, ...]] = {"ConfigMap": ("data", "binaryData"), "Secret": ("data", "stringData")}
+# The []byte maps among them: base64 in JSON, decoded by the server (Go's encoding/base64) before admission.
+BYTES_FIELDS: dict[str, str] = {"ConfigMap": "binaryData", "Secret": "data"}
 TOLERATION_STRINGS = ("key", "operator", "value", "effect")
 
 
@@ -204,6 +206,16 @@ def _check_object(obj: Mapping[str, Any], kind: str, label: str) -> None:
         _string_map(metadata.get(field), label, f"metadata.{field}")
     for field in DATA_FIELDS.get(kind, ()):
         _string_map(obj.get(field), label, field)
+    bytes_field = BYTES_FIELDS.get(kind)
+    if bytes_field is not None and isinstance(obj.get(bytes_field), dict):
+        for key, value in obj[bytes_field].items():
+            try:
+                go_base64_decode(value)
+            except ValueError:
+                raise InputError(
+                    f"{label}: {_join(bytes_field, key)}: illegal base64 data (the API server refuses it: "
+                    f'{kind} in version "v1" cannot be handled as a {kind})'
+                ) from None
     path = POD_SPEC_PATHS.get(kind)
     if path is None:
         return
@@ -216,6 +228,11 @@ def _check_object(obj: Mapping[str, Any], kind: str, label: str) -> None:
             raise InputError(f"{label}: {where}: required for a {kind} (the API server refuses it without)")
         _mapping(spec, label, where)
     _check_pod_spec(spec, label, where)
+    problems = pod_spec_problems(spec, where, pod=kind == "Pod")
+    if problems:
+        name = str((metadata or {}).get("name") or (metadata or {}).get("generateName") or "")
+        listed = problems[0] if len(problems) == 1 else "[" + ", ".join(problems) + "]"
+        raise InputError(f'{label}: the API server refuses it before admission (422): {kind} "{name}" is invalid: {listed}')
 
 
 def _check_pod_spec(spec: Mapping[str, Any], label: str, where: str) -> None:
@@ -343,3 +360,93 @@ def _string_map(value: Any, label: str, at: str) -> None:
 def _type_name(value: Any) -> str:
     names = {dict: "a mapping", list: "a list", str: "a string", bool: "a boolean", int: "a number", float: "a number"}
     return names.get(type(value), "null" if value is None else f"a {type(value).__name__}")
+
+
+# ---------------------------------------------------------------- the API server's own validation of a pod spec
+
+# What pkg/apis/core/validation/validation.go refuses in a pod spec that a GPU pod or template can trip, worded as
+# its field errors are (field.Invalid: `<path>: Invalid value: "<value>": <detail>`, field.Required,
+# field.NotSupported), in the order the server checks them. The server answers them all at once, before any
+# admission webhook or policy runs (422 Unprocessable Entity, apierrors.NewInvalid).
+TOLERATION_OPERATORS = ("Equal", "Exists")
+TAINT_EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
+NATIVE_DOMAIN = "kubernetes.io"
+
+
+def is_extended_resource(name: str) -> bool:
+    """helper.IsExtendedResourceName: a resource outside the kubernetes.io domain (nvidia.com/gpu), not a quota
+    ``requests.`` name. Extended resources are integers and cannot be overcommitted (request equals limit)."""
+    if "/" not in name or name.startswith("requests."):
+        return False
+    domain = name.split("/", 1)[0]
+    return not (domain == NATIVE_DOMAIN or domain.endswith("." + NATIVE_DOMAIN))
+
+
+def _invalid(path: str, value: Any, detail: str) -> str:
+    return f'{path}: Invalid value: "{value}": {detail}'
+
+
+def pod_spec_problems(spec: Mapping[str, Any], where: str, pod: bool = False) -> list[str]:
+    """The field errors the API server answers for this (already well-typed) pod spec; empty when it passes. A
+    Pod's requests are first defaulted from its limits (SetDefaults_Pod), as the server does before validating."""
+    problems: list[str] = []
+    for field in CONTAINER_LISTS:
+        for index, container in enumerate(spec.get(field) or ()):
+            resources = dict(container.get("resources") or {})
+            if pod and resources.get("limits"):
+                resources["requests"] = {**resources["limits"], **(resources.get("requests") or {})}
+            problems += _resource_problems(resources, f"{where}.{field}[{index}].resources")
+    for index, toleration in enumerate(spec.get("tolerations") or ()):
+        problems += _toleration_problems(toleration, f"{where}.tolerations[{index}]")
+    return problems
+
+
+def _resource_problems(resources: Mapping[str, Any], at: str) -> list[str]:
+    """ValidateResourceRequirements: each quantity non-negative, extended ones integers; a request of a resource
+    that cannot be overcommitted needs a limit, and equals it."""
+    problems: list[str] = []
+    parsed: dict[str, dict[str, Quantity]] = {}
+    for part in ("limits", "requests"):
+        for name, amount in (resources.get(part) or {}).items():
+            text = amount if isinstance(amount, str) else str(amount)
+            quantity = Quantity.parse(text)
+            parsed.setdefault(part, {})[name] = quantity
+            path = f"{at}.{part}[{name}]"
+            if quantity.value < 0:
+                problems.append(_invalid(path, text, "must be greater than or equal to 0"))
+            elif is_extended_resource(name) and quantity.value.denominator != 1:
+                problems.append(_invalid(path, text, "must be an integer"))
+    limits = parsed.get("limits", {})
+    for name, request in parsed.get("requests", {}).items():
+        if not is_extended_resource(name):
+            continue
+        if name not in limits:
+            problems.append(f"{at}.limits: Required value: Limit must be set for non overcommitable resources")
+        elif request.value != limits[name].value:
+            detail = f"must be equal to {name} limit of {limits[name].text}"
+            problems.append(_invalid(f"{at}.requests", request.text, detail))
+    return problems
+
+
+def _toleration_problems(toleration: Mapping[str, Any], at: str) -> list[str]:
+    """validateTolerations."""
+    problems: list[str] = []
+    key, operator = toleration.get("key") or "", toleration.get("operator") or ""
+    value, effect = toleration.get("value") or "", toleration.get("effect") or ""
+    if not key and operator != "Exists":
+        detail = 'operator must be Exists when `key` is empty, which means "match all values and all keys"'
+        problems.append(_invalid(f"{at}.operator", operator, detail))
+    if toleration.get("tolerationSeconds") is not None and effect != "NoExecute":
+        problems.append(_invalid(f"{at}.effect", effect, "effect must be 'NoExecute' when `tolerationSeconds` is set"))
+    if operator in ("", "Equal"):
+        pass  # the value is a label value; not checked here
+    elif operator == "Exists":
+        if value:
+            problems.append(_invalid(f"{at}.operator", value, "value must be empty when `operator` is 'Exists'"))
+    else:
+        supported = ", ".join(f'"{o}"' for o in TOLERATION_OPERATORS)
+        problems.append(f'{at}.operator: Unsupported value: "{operator}": supported values: {supported}')
+    if effect and effect not in TAINT_EFFECTS:
+        supported = ", ".join(f'"{e}"' for e in TAINT_EFFECTS)
+        problems.append(f'{at}.effect: Unsupported value: "{effect}": supported values: {supported}')
+    return problems

@@ -72,6 +72,9 @@ def run_check(args: argparse.Namespace) -> int:
     # The CEL engines load only for this command, not for every `aksgpu` invocation.
     from aks_gpu.admission.engine import CelError, engine_named
     from aks_gpu.admission.evaluate import PolicyError, evaluate
+    from aks_gpu.admission.namespace_admission import complete
+    from aks_gpu.admission.pod_security import baseline_policy_manifests
+    from aks_gpu.kube.workload_manifests import namespace_facts
 
     loaded = load_stack(args)  # ConfigError: the command line turns it into exit status 2
     report_warnings(loaded)  # on stderr: stdout stays pure JSON with --json
@@ -83,9 +86,27 @@ def run_check(args: argparse.Namespace) -> int:
     model = loaded.validated.model
     manifests = render_policy(model)
     namespaces = {**workload_namespaces(model), **namespaces_in(objects)}
+    facts = namespace_facts(model) if manifests else {}
+    baseline = [m for ns in facts.values() if ns.pod_security == "baseline" for m in baseline_policy_manifests(ns.name)]
     try:
         engine = engine_named(args.engine)
         decisions = evaluate((item.obj for item in objects), manifests, namespaces, engine=engine)
+        # Then what the cluster runs after the policies: Pod Security baseline and the GPU quota of the stack's
+        # workload namespaces (aks_gpu.admission.namespace_admission).
+        baseline_decisions = evaluate((item.obj for item in objects), baseline, namespaces, engine=engine) if baseline else None
+        decisions = (
+            [
+                complete(
+                    decision,
+                    item.obj,
+                    facts.get(decision.namespace),
+                    baseline_decisions[index] if baseline_decisions is not None else None,
+                )
+                for index, (item, decision) in enumerate(zip(objects, decisions, strict=True))
+            ]
+            if manifests
+            else decisions
+        )
     except (CelError, PolicyError, ImportError) as error:
         err.print(f"[bold red]error[/] the stack's admission policy cannot be evaluated: {escape(str(error))}")
         return EXIT_USAGE
@@ -152,7 +173,7 @@ def print_report(stack: str, actions: list[str], objects: list[SourcedObject], d
         if decision.allowed and not list_admitted:
             continue
         # Text, not markup: names and messages are shown as written ("[/x]" included), and nothing is parsed.
-        details = Text("\n".join(f"- {m}" for m in decision.messages)) if decision.messages else Text(decision.note, style="dim")
+        details = Text(denial_text(decision)) if decision.messages else Text(decision.note, style="dim")
         table.add_row(
             Text(f"{decision.kind}/{decision.name}"),
             Text(decision.namespace or "-"),
@@ -173,6 +194,12 @@ def print_report(stack: str, actions: list[str], objects: list[SourcedObject], d
     out.print(Text(summary))
 
 
+def denial_text(decision: Decision) -> str:
+    """The API server's answer verbatim (its first failing rule), then the other failing rules."""
+    others = [f"- also: {message}" for message in decision.messages[1:]]
+    return "\n".join([decision.message or decision.messages[0], *others])
+
+
 def print_denied_list(objects: list[SourcedObject], decisions: list[Decision]) -> None:
     """The denied objects, one line each and a line per message (plain text: nothing in them is markup)."""
     from rich.text import Text
@@ -182,5 +209,5 @@ def print_denied_list(objects: list[SourcedObject], decisions: list[Decision]) -
         if decision.allowed:
             continue
         lines.append(f"denied {decision.kind}/{decision.name} in {decision.namespace or '-'} ({item.source})")
-        lines += [f"  - {message}" for message in decision.messages]
+        lines += [f"  {line}" for line in denial_text(decision).splitlines()]
     out.print(Text("\n".join(lines)), soft_wrap=True)

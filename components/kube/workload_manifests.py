@@ -15,6 +15,7 @@ at runtime and cannot see through string annotations.
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, NotRequired, TypedDict
 
+from aks_gpu.admission.namespace_admission import QUOTA_PREFIX, NamespaceFacts
 from aks_gpu.admission.pod_security import rdma_policy_manifests
 from aks_gpu.config.models import EgressRule, IngressFrom, WorkloadConfig
 from aks_gpu.naming import KUBE_SYSTEM_NAMESPACE, NAMESPACE_NAME_LABEL, RDMA_LABEL, WORKLOAD_LABEL
@@ -42,7 +43,7 @@ RBAC_API_GROUP = "rbac.authorization.k8s.io"
 DENY_ALL_POLICY = "deny-cross-namespace"
 DNS_POLICY = "allow-dns"
 SAME_NAMESPACE_POLICY = "allow-same-namespace"
-QUOTA_NAME = "gpu-quota"
+QUOTA_NAME = "gpu-quota"  # admission.namespace_admission names it in its refusals (a test holds them equal)
 LIMIT_RANGE_NAME = "default-requests"
 
 
@@ -370,3 +371,24 @@ def pod_placement(
         "tolerations": list(unique.values()),
         "resources": {"limits": {resource_name: 1} if resource_name else {}},
     }
+
+
+# ---------------------------------------------------------------- what admission reads of them
+
+
+def namespace_facts(model: PlatformModel) -> dict[str, NamespaceFacts]:
+    """Per workload namespace of the stack, its Pod Security level and GPU quota."""
+    gpu_resources = sorted({pool.resource.name for pool in model.pools})
+    facts = {}
+    for workload in model.workloads:
+        hard = quota_hard(workload.config, workload.resource_name, gpu_resources)
+        gpu_keys = {f"{QUOTA_PREFIX}{name}" for name in gpu_resources}
+        if workload.resource_name:
+            gpu_keys.add(f"{QUOTA_PREFIX}{workload.resource_name}")
+        facts[workload.name] = NamespaceFacts(
+            name=workload.name,
+            pod_security="privileged" if workload.config.rdma else workload.config.pod_security,
+            gpu_quota={key: value for key, value in hard.items() if key in gpu_keys},
+            exposes=workload.resource_name or "",
+        )
+    return facts

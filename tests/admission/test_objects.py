@@ -24,13 +24,16 @@ import yaml
 from aks_gpu.admission.engine import ENGINE_NAMES, engine_named
 from aks_gpu.admission.evaluate import Decision, evaluate
 from aks_gpu.admission.policy import render_policy, workload_namespaces
+from aks_gpu.admission.reader import InputError, read_text
 from aks_gpu.cli import admission
 from tests.conftest import stack_model
 
 OBJECTS_DIR = Path(__file__).parent / "objects"
 EXPECT = "expect.aks-gpu.test/"
 FILE_STACKS = {"timesliced.yaml": "dev"}
-ATTACKER_FILES = {"adversarial.yaml", "timesliced.yaml"}
+# Objects the API server refuses before admission: the check exits 2 with the server's refusal.
+REFUSED_FILE = "refused-before-admission.yaml"
+ATTACKER_FILES = {"adversarial.yaml", "timesliced.yaml", REFUSED_FILE}
 
 
 def expanded(document: dict[str, Any]) -> list[dict[str, Any]]:
@@ -64,6 +67,8 @@ def decisions() -> dict[str, list[dict[str, Any]]]:
     """The --json output of one check per file, by file name."""
     results = {}
     for path in sorted(OBJECTS_DIR.glob("*.yaml")):
+        if path.name == REFUSED_FILE:
+            continue
         argv = ["admission", "check", "--stack", stack_of(path.name), "--json", str(path)]
         parser = argparse.ArgumentParser(prog="aksgpu")
         admission.register(parser.add_subparsers(dest="command"))
@@ -97,6 +102,11 @@ def by_engine() -> dict[str, dict[str, list[Decision]]]:
 @pytest.mark.parametrize(("file", "index", "obj"), cases())
 def test_decision_and_message(decisions: dict[str, list[dict[str, Any]]], file: str, index: int, obj: dict[str, Any]) -> None:
     expect = {key.removeprefix(EXPECT): value for key, value in obj["metadata"]["annotations"].items() if key.startswith(EXPECT)}
+    if expect["decision"] == "refused":
+        with pytest.raises(InputError) as refused:
+            read_text(yaml.safe_dump(obj), file)
+        assert str(refused.value).endswith("the API server refuses it before admission (422): " + expect["message"])
+        return
     decision = decisions[file][index]
     assert (decision["kind"], decision["name"]) == (obj["kind"], name_of(obj))
     assert decision["namespace"] == obj["metadata"].get("namespace", "" if obj["kind"] == "Namespace" else "default")
@@ -125,9 +135,52 @@ def test_every_case_says_what_it_expects() -> None:
     for param in cases():
         file, _, obj = param.values
         annotations = obj["metadata"]["annotations"]
-        assert annotations[f"{EXPECT}decision"] in {"admitted", "denied"}
-        assert (annotations[f"{EXPECT}decision"] == "denied") == (f"{EXPECT}message" in annotations)
+        assert annotations[f"{EXPECT}decision"] in {"admitted", "denied", "refused"}
+        assert (annotations[f"{EXPECT}decision"] != "admitted") == (f"{EXPECT}message" in annotations)
+        assert (file == REFUSED_FILE) == (annotations[f"{EXPECT}decision"] == "refused")
         if file in ATTACKER_FILES:
             assert annotations[f"{EXPECT}threat"].strip(), name_of(obj)
             threats += 1
     assert threats >= 30
+
+
+def test_an_object_the_api_server_refuses_is_exit_2_with_its_refusal(capsys: pytest.CaptureFixture[str]) -> None:
+    """Refused before admission is not "admitted" and not "denied": the server answers 422 with its field errors
+    (pkg/apis/core/validation/validation.go), and the check exits 2 saying so."""
+    parser = argparse.ArgumentParser(prog="aksgpu")
+    admission.register(parser.add_subparsers(dest="command"))
+    args = parser.parse_args(["admission", "check", "--stack", "prod", str(OBJECTS_DIR / REFUSED_FILE)])
+    assert args.handler(args) == 2
+    assert 'Pod "request-below-limit" is invalid: spec.containers[0].resources.requests' in " ".join(
+        capsys.readouterr().err.split()
+    )
+
+
+SERVER_DECISIONS = Path(__file__).parent.parent / "fixtures" / "kubernetes_cel" / "decisions"
+
+
+def server_cases() -> list[Any]:
+    found = []
+    for path in sorted(SERVER_DECISIONS.glob("*.json")):
+        recorded = json.loads(path.read_text())["decisions"]
+        objects = objects_of(OBJECTS_DIR / f"{path.stem}.yaml")
+        for name, decision in sorted(recorded.items()):
+            index = int(name.rsplit("#", 1)[1])
+            found.append(
+                pytest.param(path.stem + ".yaml", index, objects[index], decision, id=f"{path.stem}-{name_of(objects[index])}")
+            )
+    return found
+
+
+@pytest.mark.parametrize(("file", "index", "obj", "server"), server_cases())
+def test_the_policies_decide_as_the_real_environment_did(
+    by_engine: dict[str, dict[str, list[Decision]]], file: str, index: int, obj: dict[str, Any], server: dict[str, Any]
+) -> None:
+    """The real cel-go and k8s.io/apiserver evaluation of the same rendered policies (vaph, see
+    tests/fixtures/kubernetes_cel/SOURCES.md) decided every object: each engine decides the same, and its denial
+    line is the server's (after the `<resource> "<name>" is forbidden: ` that apierrors.NewForbidden puts first)."""
+    for engine in ENGINE_NAMES:
+        decision = by_engine[engine][file][index]
+        assert decision.allowed is server["allowed"], (engine, decision.messages, server["message"])
+        if not server["allowed"]:
+            assert decision.message.split(" is forbidden: ", 1)[1] == server["message"], engine
