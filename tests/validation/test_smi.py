@@ -148,6 +148,17 @@ FIXTURES = {
     # The pasted /proc/driver/nvidia/version names the kernel module that is loaded.
     "64_error_nvml_mismatch_with_proc_version.txt": expected("nvidia", "520.56.06", error="driver_library_mismatch"),
     "70_error_amd-smi_no_amdgpu_wsl.txt": expected("amd", error="driver_not_loaded"),
+    # topo -m of an NC80adis_H100_v5 whose two GPUs lost their NVLink (SYS between them, Azure/azhpc-images#443).
+    "38_nvidia-smi_topo-m_nc80adis_h100_no_nvlink.txt": expected("nvidia", gpus=[(0, None, None, None), (1, None, None, None)]),
+    # A container that lost its device nodes: NVML's own error, with a kind, not "unrecognized".
+    "65_error_nvml_unknown_error_after_daemon_reload.txt": expected("nvidia", error="nvml_init_failed"),
+    # rocm-smi --json: one object per card, the name from "Card Series", VRAM in bytes.
+    "66_rocm-smi_json_rx7900xt_productname_meminfo.txt": expected("amd", gpus=[(0, "Radeon RX 7900 XT", 20464, None)]),
+    "67_rocm-smi_json_mi250x_productname.txt": expected(
+        "amd", gpus=[(0, "AMD INSTINCT MI200 (MCM) OAM LC MBA HPE C2", None, None)]
+    ),
+    # rocm-smi --csv of the same card: a "device," header and a "card0," row.
+    "68_rocm-smi_csv_rx7900xt_productname_meminfo.txt": expected("amd", gpus=[(0, "Radeon RX 7900 XT", 20464, None)]),
 }
 
 
@@ -163,6 +174,7 @@ FORMATS = {
     "50": "amd-smi", "59": "amd-smi", "51": "amd-smi static/list", "52": "amd-smi static/list", "56": "amd-smi static/list",
     "53": "amd-smi version", "54": "rocm-smi", "55": "rocm-smi", "57": "rocm-smi", "58": "rocm-smi",
     "60": None, "61": None, "63": None, "64": None, "70": None,
+    "38": "nvidia-smi topo -m", "65": None, "66": "rocm-smi --json", "67": "rocm-smi --json", "68": "rocm-smi",
 }  # fmt: skip
 
 

@@ -131,7 +131,9 @@ def test_a_cut_output_never_adds_a_health_finding_the_whole_does_not_have(path: 
     text = _TEXTS[path]
     whole = {(f.id, f.gpu) for f in read_health(text).findings}
     cut = {(f.id, f.gpu) for f in read_health(text[: int(len(text) * where)]).findings}
-    assert cut <= whole, (path.name, cut - whole)
+    # A cut may lose the line that named the GPU (the event stays, its GPU unnamed), never add a GPU or an id.
+    unnamed = {(id_, None) for id_, _ in whole}
+    assert cut <= whole | unnamed, (path.name, cut - whole)
 
 
 @SMALL

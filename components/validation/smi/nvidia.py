@@ -102,7 +102,9 @@ def parse_table(t: Text) -> SmiReport | None:
     mig_devices: list[MigDevice] = []
     header_line = next((n for n in range(banner_line, len(lines)) if "Bus-Id" in lines[n] and "Name" in lines[n]), None)
     table = box_table(lines, header_line) if header_line is not None else None
-    complete = table is None or table.complete
+    # nvidia-smi prints its header and at least one GPU whenever it prints the banner (no GPU: "No devices were
+    # found", and no table): a banner without the header, or a header without its rule, was cut (`nvidia-smi | head`).
+    complete = table is not None and table.complete
     if table is not None:
         gpus = _table_gpus(table)
         mig_title = first_line(lines, "MIG devices:", table.end)
@@ -268,6 +270,8 @@ QUERY_FIELDS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
         ("PCI/GPU Link Info/Link Width/Current",),
         ("pci/pci_gpu_link_info/link_widths/current_link_width",),
     ),
+    # R570 on: what the GPU needs before it can be used again (None, Reset, Reboot, Drain P2P, Drain and Reset).
+    "recovery_action": (("GPU Recovery Action",), ("gpu_recovery_action",)),
     "fabric_state": (("Fabric/State",), ("fabric/state",)),
     "fabric_status": (("Fabric/Status",), ("fabric/status",)),
 }
