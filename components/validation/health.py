@@ -237,6 +237,9 @@ def _not_read_whole(report: SmiReport, prepared: Text) -> str | None:
     if report.truncated or prepared.capped:
         what = report.format or "the output"
         return f"{what} was cut short: only its complete part was read, so what follows the cut was not checked"
+    if report.format is None and prepared.partial and prepared.lines and _whole_last_line(prepared) is None:
+        # A log whose last line has no line end may have been cut inside it ("Xid (PCI:...): 7" of a 79).
+        return "its last line has no line end and may have been cut: that line was not read"
     return None
 
 

@@ -90,9 +90,10 @@ FIXTURES = {
     # Processes, not GPUs: the GPUs they run on are in `processes`.
     "14_query-compute-apps_csv_vgpu.txt": expected("nvidia"),
     "20_nvidia-smi-q_titanv_560.35.03.txt": expected("nvidia", "560.35.03", "12.6", gpus=[(0, "NVIDIA TITAN V", 12288, None)]),
-    # gpud renamed some keys to make it invalid: what is left is read, nothing is guessed for the rest.
+    # gpud renamed some keys to make it invalid: what is left is read, nothing is guessed for the rest. It holds 1 of
+    # the 8 GPUs "Attached GPUs" names: cut short.
     "21_nvidia-smi-q_h100_535.183.01_keys_renamed.txt": expected(
-        "nvidia", "535.183.01", "12.2", gpus=[(0, "NVIDIA H100 80GB HBM3", None, "Disabled")]
+        "nvidia", "535.183.01", "12.2", gpus=[(0, "NVIDIA H100 80GB HBM3", None, "Disabled")], truncated=True
     ),
     # telegraf kept one of the four GPUs; -q -x lists MIG devices without their profile.
     "25_nvidia-smi-q-x_a100-sxm4_mig_535.54.03.xml.txt": expected(
@@ -134,7 +135,8 @@ FIXTURES = {
     "54_rocm-smi_showdriverversion_radeon680m.txt": expected("amd", kernel="6.14.0-28-generic"),
     "55_rocm-smi_showdriverversion_csv_kernel_el8.txt": expected("amd", kernel="4.18.0-348.12.2.el8_5.x86_64"),
     "53_amd-smi_version_rocm7.2.3_amdgpu_6.16.13.txt": expected("amd", "6.16.13", rocm="7.2.3"),
-    "57_rocm-smi_a_driver_5.6.19_excerpt.txt": expected("amd", "5.6.19", gpus=[(0, None, None, None)]),
+    # An excerpt that ends after the clock section: no "End of ROCm SMI Log", so it reads as cut short.
+    "57_rocm-smi_a_driver_5.6.19_excerpt.txt": expected("amd", "5.6.19", gpus=[(0, None, None, None)], truncated=True),
     # Partitioned MI355X (DPX): rocm-smi lists each partition as a device, the table's rows are what it counts.
     "58_rocm-smi_concise_mi355x_dpx_excerpt.txt": expected("amd", gpus=[(i, None, None, None) for i in range(8)]),
     # The later banner, one row per item; "amdgpu Version: N/A" is no version; amd-smi cut the name itself.

@@ -8,12 +8,18 @@ about (a prefix before each line, a cut after the header, a record replaced by t
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
+from aks_gpu.audit.engine import run_audit
 from aks_gpu.cli import main
+from aks_gpu.naming import INSTANCE_TYPE_LABEL
+from aks_gpu.resolved.targets import plugin_targets
+from aks_gpu.validation.checks import run_checks
 from aks_gpu.validation.health import Finding, HealthReport, nvlink_expected_for, read_health, read_smi_and_health
 from aks_gpu.validation.smi import parse_smi
+from tests.audit.clusters import PROD, TRAIN_0, clean_snapshot, edited, find_node
 from tests.conftest import HEALTH_FIXTURES_DIR, SMI_FIXTURES_DIR
 
 
@@ -261,3 +267,31 @@ def test_an_aca_bank_without_an_uncorrected_bit_is_no_finding() -> None:
 def test_rocm_smi_saying_it_has_no_data_is_never_healthy() -> None:
     report = read_health(health_fixture("46_rocm-smi_json_showrasinfo_no_data_mi300a.txt"))
     assert report.unreadable is not None and not report.healthy
+
+
+# ---------------------------------------------------------------- validate, audit and smi health agree
+
+
+@pytest.mark.parametrize(
+    ("size", "verdict"),
+    [("Standard_ND96isr_H100_v5", "critical"), ("Standard_NC4as_T4_v3", "warning")],
+    ids=["nvlink-size", "size-without-a-source"],
+)
+def test_validate_audit_and_smi_health_agree_on_the_same_node(
+    size: str, verdict: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # One train node whose saved output is the real dcgmi all-links-down of fixture 06, its instance-type label set.
+    text = health_fixture(DCGMI_ALL_DOWN)
+    snapshot = edited(clean_snapshot())
+    snapshot.smi[TRAIN_0] = text
+    find_node(snapshot, TRAIN_0)["metadata"]["labels"][INSTANCE_TYPE_LABEL] = size
+
+    [validated] = [r for r in run_checks(PROD, plugin_targets(PROD), snapshot) if r.id == "gpu-health" and r.node == TRAIN_0]
+    audited = [f for f in run_audit(snapshot, None).findings if f.node == TRAIN_0 and f.id == "nvlink-inactive"]
+    (tmp_path / "out.txt").write_text(text, encoding="utf-8")
+    exit_code = main(["smi", "health", "--vm-size", size, str(tmp_path / "out.txt")])
+    severities = {f["severity"] for f in json.loads(capsys.readouterr().out)["findings"]}
+
+    expected = {"critical": ("fail", 1), "warning": ("warn", 0)}[verdict]
+    assert (validated.status, exit_code) == expected and severities == {verdict}
+    assert audited and {finding.severity for finding in audited} == {expected[0]}

@@ -348,6 +348,7 @@ def _rocm_smi_json(document: object, cut: bool) -> SmiReport | None:
 # --- rocm-smi ------------------------------------------------------------------------------------------
 
 _ROCM_SMI_BANNER = "ROCm System Management Interface"
+_ROCM_SMI_END = "End of ROCm SMI Log"
 
 
 def parse_rocm_smi(t: Text) -> SmiReport | None:
@@ -398,7 +399,11 @@ def parse_rocm_smi(t: Text) -> SmiReport | None:
     driver, kernel = driver_or_kernel(printed)
     chosen = concise or indices
     gpus = tuple(GpuInfo(index, None, None, memory.get(index), None) for index in chosen)
-    report = replace(empty_report("amd", "rocm-smi"), driver_version=driver, kernel_driver=kernel, gpus=gpus, truncated=t.cut)
+    # rocm-smi closes every run with "End of ROCm SMI Log" after its banner: a banner without it was cut (at a line
+    # end, where nothing else marks the cut).
+    ended = any(_ROCM_SMI_END in line for line in lines)
+    cut = t.cut or (any(_ROCM_SMI_BANNER in line for line in lines) and not ended)
+    report = replace(empty_report("amd", "rocm-smi"), driver_version=driver, kernel_driver=kernel, gpus=gpus, truncated=cut)
     if not gpus and (in_concise or any(_GPU_MENTION in line for line in lines)):
         # A concise table or per-GPU lines are there and none was read (a prefix before each line, a layout this
         # does not know): an error that says so, never "0 GPUs".

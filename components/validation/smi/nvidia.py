@@ -371,13 +371,15 @@ def query_text(t: Text) -> QueryLog | None:
             fields[path] = rest
         stack.append((indentation, key))
     close_gpu()
+    attached = integer(top.get("Attached GPUs"))
     return QueryLog(
         format="nvidia-smi -q",
         driver_version=top.get("Driver Version"),
         cuda_version=top.get("CUDA Version"),
         attached_gpus=integer(top.get("Attached GPUs")),
         gpus=tuple(gpus),
-        truncated=t.cut,
+        # Cut at a line end, the text form has no mark of its own: fewer GPU sections than "Attached GPUs" says is.
+        truncated=t.cut or (attached is not None and len(gpus) < attached),
     )
 
 

@@ -40,13 +40,14 @@ _NOISE_LINE = re.compile(
 # What log collectors put before each line of a command's output, stripped so the output reads as the tool printed it:
 # kubectl logs --timestamps ("2024-05-01T12:34:56.123456789Z ", RFC 3339 with nanoseconds and one space,
 # https://kubernetes.io/docs/reference/kubectl/generated/kubectl_logs/), journalctl's default short format
-# ("Mar 05 23:33:35 host ident[pid]: ") and its short-iso form ("2024-05-01T12:34:56+0000 host ident[pid]: "),
+# ("Mar 05 23:33:35 host ident[pid]: ") and its short-iso form ("2024-05-01T12:34:56+0000 host ident[pid]: ", an
+# offset without a colon, which tells it from kubectl's "Z"),
 # https://www.freedesktop.org/software/systemd/man/latest/journalctl.html (--output). One space after the prefix is
 # the separator; what follows keeps its own indentation (amd-smi's nesting is read from it).
 _JOURNAL_PREFIX = re.compile(
     r"^(?:[A-Z][a-z]{2} [ 0-3][0-9] [0-2][0-9]:[0-5][0-9]:[0-6][0-9]"
-    r"|[0-9]{4}-[0-1][0-9]-[0-3][0-9]T[0-2][0-9]:[0-5][0-9]:[0-6][0-9](?:\.[0-9]{1,9})?(?:Z|[+-][0-9]{2}:?[0-9]{2}))"
-    r" (?P<host>[^ ]{1,128}) (?P<ident>[^ :\[]{1,128})(?:\[[0-9]{1,10}\])?: ",
+    r"|[0-9]{4}-[0-1][0-9]-[0-3][0-9]T[0-2][0-9]:[0-5][0-9]:[0-6][0-9](?:\.[0-9]{1,6})?[+-][0-9]{4})"
+    r" (?P<host>[^ :]{1,128}) (?P<ident>[^ :\[]{1,128})(?:\[[0-9]{1,10}\])?: ",
     re.ASCII,
 )
 _KUBECTL_PREFIX = re.compile(
@@ -126,9 +127,19 @@ class Text:
 
 
 def table_cut(t: Text) -> bool:
-    """For box tables, whose rows end with "|" and rules with "+": cut when the last line is neither."""
+    """For box tables, which always end with a rule ("+----+"): cut when the output stops without a line end after
+    anything else. A row is no proof the line is whole: "|   4  NVIDIA H100 ...  On  |  " cut inside its record reads,
+    trailing blanks stripped, as a one-cell row."""
     last = t.lines[-1] if t.lines else ""
-    return t.capped or (t.partial and bool(t.lines) and not is_rule(last) and cells(last) is None)
+    if t.capped:
+        return True
+    if not t.partial or not t.lines:
+        return False
+    if not is_rule(last):
+        return True
+    # A rule cut inside ("+------+" of a "+------+------+" rule) is shorter than the table's lines before it.
+    before = next((line for line in reversed(t.lines[:-1]) if is_rule(line) or cells(line) is not None), None)
+    return before is not None and len(last.strip()) < len(before.strip())
 
 
 _XML_ROOT_START = "<nvidia_smi_log"
@@ -199,6 +210,11 @@ def strip_line_prefixes(text: str) -> tuple[str, str | None]:
             kernel = kernel or (pattern is _JOURNAL_PREFIX and match["ident"] == "kernel")
     name = ("journal-kernel" if kernel else "journal") if pattern is _JOURNAL_PREFIX else "kubectl"
     return "\n".join(lines), name
+
+
+def noise_line(line: str) -> bool:
+    """A line that comes with a captured output and is not part of it (a prompt, a kubectl notice)."""
+    return bool(_NOISE_LINE.match(line.rstrip()))
 
 
 def value(raw: object) -> str | None:
