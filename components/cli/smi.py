@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 
 from aks_gpu.cli.common import EXIT_FAILED, EXIT_OK, EXIT_USAGE
-from aks_gpu.validation.health import read_health
+from aks_gpu.validation.health import nvlink_expected_for, read_health
 from aks_gpu.validation.smi import NVIDIA_CSV_QUERY_FIELDS, parse_smi
 from aks_gpu.validation.smi.text import MAX_INPUT_CHARS
 
@@ -104,6 +104,12 @@ def run_health(args: argparse.Namespace) -> int:
     text = _read_or_report(args.source, "health")
     if text is None:
         return EXIT_USAGE
+    if args.vm_size and nvlink_expected_for(args.vm_size) is None:
+        print(
+            f"aksgpu smi health: {args.vm_size}: the catalog does not say whether this size's GPUs are NVLink-connected "
+            "(components/data/gpu_catalog.yaml): every NVLink of a GPU inactive stays a warning",
+            file=sys.stderr,
+        )
     health = read_health(text, args.vendor, vm_size=args.vm_size)
     if health.unreadable is not None:
         print(f"aksgpu smi health: {args.source}: {health.unreadable}", file=sys.stderr)

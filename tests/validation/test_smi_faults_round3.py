@@ -295,3 +295,22 @@ def test_validate_audit_and_smi_health_agree_on_the_same_node(
     expected = {"critical": ("fail", 1), "warning": ("warn", 0)}[verdict]
     assert (validated.status, exit_code) == expected and severities == {verdict}
     assert audited and {finding.severity for finding in audited} == {expected[0]}
+
+
+def test_fabric_completed_with_insufficient_resources_is_not_ready() -> None:
+    # The Fabric block Azure/azhpc-images#506 quotes (State Completed, Status Insufficient Resources, a node Azure's
+    # image validation now fails), in place of the first H100's own block in gpud's real 8x H100 -q.
+    h100 = health_fixture("31_nvidia-smi-q_8xh100_535.161.08_hw_slowdown_power_brake.txt")
+    block = (
+        "    Fabric\n        State                             : Completed\n"
+        "        Status                            : Success\n"
+    )
+    excerpt = health_fixture("47_nvidia-smi-q_fabric_completed_insufficient_resources_excerpt.txt")
+    report = read_health(h100.replace(block, excerpt, 1))
+    assert [(f.id, f.gpu) for f in critical(report, "fabric-not-ready")] == [("fabric-not-ready", "00000000:19:00.0")]
+    assert "'Insufficient Resources'" in critical(report, "fabric-not-ready")[0].message
+
+
+def test_a_vm_size_the_catalog_does_not_know_is_said(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["smi", "health", "--vm-size", "Standard_Made_Up_v9", str(HEALTH_FIXTURES_DIR / DCGMI_ALL_DOWN)]) == 0
+    assert "does not say whether this size's GPUs are NVLink-connected" in capsys.readouterr().err
