@@ -727,9 +727,15 @@ def _xid_findings(lines: Sequence[str], out: _Collector) -> None:
                 f"GPU{said}",
             )
             continue
+        severity = entry.severity
+        if entry.immediate == _NVLINK5_WORKFLOW and detail.split()[1:2] == ["Fatal"]:
+            # The driver names the NVLink5 error's severity itself ("NETIR_LINK_EVT Fatal XC0 ..." against
+            # "SAW_MVB Nonfatal ..."): a Fatal one takes the link down until the GPUs are reset (gpud grades the same
+            # lines so, leptonai/gpud#1160 and #1174; fixtures 48, 49).
+            severity = "critical"
         out.add(
             "xid",
-            entry.severity,
+            severity,
             bus,
             f"Xid {code} ({entry.mnemonic}: {entry.description}){where}{times}: {entry.action} (NVIDIA's immediate action: "
             f"{entry.immediate or 'none given'}; {entry.source}){said}",
@@ -739,6 +745,9 @@ def _xid_findings(lines: Sequence[str], out: _Collector) -> None:
 # nvidia-smi -q's "GPU Recovery Action" (R570 on): None, Reset, Reboot, Drain P2P, Drain and Reset (nvidia-smi's manual,
 # https://docs.nvidia.com/deploy/nvidia-smi/index.html); the same actions Xid 154 announces.
 _RECOVERY_CRITICAL = frozenset({"Reset", "Reboot", "Drain and Reset", "GPU Reset Required", "Node Reboot Required"})
+
+
+_NVLINK5_WORKFLOW = "WORKFLOW_NVLINK5_ERR"
 
 
 def _dmesg_stamp(line: str) -> bool:

@@ -161,6 +161,26 @@ FIXTURES = {
     ),
     # rocm-smi --csv of the same card: a "device," header and a "card0," row.
     "68_rocm-smi_csv_rx7900xt_productname_meminfo.txt": expected("amd", gpus=[(0, "Radeon RX 7900 XT", 20464, None)]),
+    # A GPU that stopped answering: rocm-smi's errors around its concise row, which still counts it.
+    "69_rocm-smi_concise_errors_unresponsive_gpu.txt": expected("amd", gpus=[(0, None, None, None)]),
+    # ROCm 3.3's concise header began with "GPU" (not "Device"); its one row is GPU 1.
+    "71_rocm-smi_concise_vega10_rocm3.3.txt": expected("amd", gpus=[(1, None, None, None)]),
+    "72_rocm-smi_csv_rx6800_raphael_two_cards.txt": expected(
+        "amd", gpus=[(0, "Navi 21 [Radeon RX 6800/6800 XT / 6900 XT]", 16368, None), (1, "Raphael", 64, None)]
+    ),
+    # R570 on an H20-3e; the excerpt stops inside GPU 1's record: the whole record is read, and it says cut.
+    "73_nvidia-smi_table_h20-3e_570.124.06_excerpt.txt": expected(
+        "nvidia", "570.124.06", "12.8", gpus=[(0, "NVIDIA H20-3e", 143771, "Disabled")], truncated=True
+    ),
+    # The excerpt stops before GPU 0's closing rule: cut, and no record read whole.
+    "74_nvidia-smi_table_v100s_450.51.05_excerpt.txt": expected("nvidia", "450.51.05", "11.0", truncated=True),
+    # A field NVML could not read prints "[Unknown Error]": no value; the command line before the CSV is no row.
+    "75_query-gpu_csv_unknown_error_field_rtx2080ti_442.19.txt": expected(
+        "nvidia", gpus=[(None, "GeForce RTX 2080 Ti", None, None)]
+    ),
+    # Eight B200 on NVLink 5 (NV18 between each pair); the excerpt has the first four rows.
+    "76_nvidia-smi_topo-m_8xb200_nv18_excerpt.txt": expected("nvidia", gpus=[(i, None, None, None) for i in range(4)]),
+    "77_amd-smi_metric_usage_power_radeon_excerpt.txt": expected("amd", gpus=[(0, None, None, None)]),
 }
 
 
@@ -176,7 +196,9 @@ FORMATS = {
     "50": "amd-smi", "59": "amd-smi", "51": "amd-smi static/list", "52": "amd-smi static/list", "56": "amd-smi static/list",
     "53": "amd-smi version", "54": "rocm-smi", "55": "rocm-smi", "57": "rocm-smi", "58": "rocm-smi",
     "60": None, "61": None, "63": None, "64": None, "70": None,
-    "38": "nvidia-smi topo -m", "65": None, "66": "rocm-smi --json", "67": "rocm-smi --json", "68": "rocm-smi",
+    "38": "nvidia-smi topo -m", "65": None, "66": "rocm-smi --json", "67": "rocm-smi --json", "68": "rocm-smi", "69": "rocm-smi",
+    "71": "rocm-smi", "72": "rocm-smi", "73": "nvidia-smi", "74": "nvidia-smi", "75": "nvidia-smi --query-gpu",
+    "76": "nvidia-smi topo -m", "77": "amd-smi static/list",
 }  # fmt: skip
 
 

@@ -314,3 +314,42 @@ def test_fabric_completed_with_insufficient_resources_is_not_ready() -> None:
 def test_a_vm_size_the_catalog_does_not_know_is_said(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["smi", "health", "--vm-size", "Standard_Made_Up_v9", str(HEALTH_FIXTURES_DIR / DCGMI_ALL_DOWN)]) == 0
     assert "does not say whether this size's GPUs are NVLink-connected" in capsys.readouterr().err
+
+
+# ---------------------------------------------------------------- the wider corpus
+
+
+@pytest.mark.parametrize(
+    ("name", "expected"),
+    [
+        # NVLink5: the driver names Fatal or Nonfatal in the line; Fatal is critical, Nonfatal stays a warning.
+        (
+            "48_kmsg_xid149_xid145_xid94_nvlink5_netir.txt",
+            [
+                ("xid", "critical", "0000:00:00"),
+                ("xid", "critical", "0019:01:00"),
+                ("xid", "warning", "0000:9b:00"),
+                ("xid", "warning", "0018:01:00"),
+            ],
+        ),
+        (
+            "49_kmsg_xid144_saw_nonfatal_xid149_netir_fatal.txt",
+            [("xid", "critical", "0000:00:00"), ("xid", "warning", "0000:01:00")],
+        ),
+        (
+            "50_dmesg_pcie_aer_surprise_down_xid79_tesla.txt",
+            [("xid", "critical", "0000:02:00"), ("gpu-lost", "critical", "0000:02:00")],
+        ),
+        # journald's "Apr 19 13:16:41 Kyrios kernel: " before each line.
+        ("51_journalctl_xid120_gsp_task_exception_575.51.02.txt", [("xid", "critical", "0000:02:00")]),
+        ("52_dmesg_xid32_xid31_laptop.txt", [("xid", "warning", "0000:01:00"), ("xid", "warning", "0000:01:00")]),
+        ("53_nvidia-smi-a_device_handle_unknown_error.txt", [("gpu-lost", "critical", "0000:09:00.0")]),
+    ],
+)
+def test_real_kernel_logs_and_smi_errors_are_graded(name: str, expected: list[tuple[str, str, str | None]]) -> None:
+    assert ids(read_health(health_fixture(name))) == expected
+
+
+def test_eight_b200_on_nvlink_are_checked_and_healthy_on_an_nvlink_size() -> None:
+    report = read_health(smi_fixture("76_nvidia-smi_topo-m_8xb200_nv18_excerpt.txt"), vm_size="Standard_ND128isr_NDR_GB200_v6")
+    assert report.findings == () and report.checked == ("nvlink-inactive",) and report.healthy

@@ -444,7 +444,8 @@ def _rocm_smi_csv_gpus(lines: Sequence[str]) -> tuple[GpuInfo, ...]:
 def _concise_header(line: str) -> bool:
     """The concise table's header: "Device  Node  IDs ... VRAM%  GPU%" (ROCm 6), "Device [Model : Revision] ..." (5)."""
     words = line.split()
-    return words[:1] == ["Device"] and "VRAM%" in words and "GPU%" in words
+    # ROCm 3 and 4 began the header with "GPU" ("GPU  Temp  AvgPwr ... VRAM%  GPU%", fixtures smi/69 and 71).
+    return words[:1] in (["Device"], ["GPU"]) and "VRAM%" in words and "GPU%" in words
 
 
 def _rocm_smi_gpu(stripped: str) -> tuple[int, str, str] | None:
