@@ -181,6 +181,9 @@ FIXTURES = {
     # Eight B200 on NVLink 5 (NV18 between each pair); the excerpt has the first four rows.
     "76_nvidia-smi_topo-m_8xb200_nv18_excerpt.txt": expected("nvidia", gpus=[(i, None, None, None) for i in range(4)]),
     "77_amd-smi_metric_usage_power_radeon_excerpt.txt": expected("amd", gpus=[(0, None, None, None)]),
+    "78_nvidia-smi_topo-m_b300_nv18_excerpt.txt": expected("nvidia", gpus=[(0, None, None, None)]),
+    # Sixteen NIC columns (NIC10 to NIC15 are wider words than the header spacing suggests).
+    "79_nvidia-smi_topo-m_8xb200_16_nics_excerpt.txt": expected("nvidia", gpus=[(0, None, None, None), (1, None, None, None)]),
 }
 
 
@@ -198,7 +201,7 @@ FORMATS = {
     "60": None, "61": None, "63": None, "64": None, "70": None,
     "38": "nvidia-smi topo -m", "65": None, "66": "rocm-smi --json", "67": "rocm-smi --json", "68": "rocm-smi", "69": "rocm-smi",
     "71": "rocm-smi", "72": "rocm-smi", "73": "nvidia-smi", "74": "nvidia-smi", "75": "nvidia-smi --query-gpu",
-    "76": "nvidia-smi topo -m", "77": "amd-smi static/list",
+    "76": "nvidia-smi topo -m", "77": "amd-smi static/list", "78": "nvidia-smi topo -m", "79": "nvidia-smi topo -m",
 }  # fmt: skip
 
 
