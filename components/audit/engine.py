@@ -74,7 +74,17 @@ _SHOWN = 3  # names listed in a message before "+N more"
 # fabric are NVIDIA's.
 _OTHER_VENDORS_IDS: dict[str, frozenset[str]] = {
     "nvidia": frozenset({"ras-uncorrectable"}),
-    "amd": frozenset({"row-remap-failure", "row-remap-pending", "retired-pages-pending", "nvlink-inactive", "fabric-not-ready"}),
+    # gpu-reset-required reads NVIDIA's driver, NVML and nvidia-smi (components/validation/health.py).
+    "amd": frozenset(
+        {
+            "row-remap-failure",
+            "row-remap-pending",
+            "retired-pages-pending",
+            "gpu-reset-required",
+            "nvlink-inactive",
+            "fabric-not-ready",
+        }
+    ),
 }
 
 # The build date at the end of an AKS node image version. Today: <image>-YYYYMM.DD.V, as the AKS release notes name

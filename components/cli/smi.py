@@ -40,10 +40,10 @@ exit status: 0 parsed, 1 the output reports an error or is no known format, 2 us
 _HEALTH_DESCRIPTION = """\
 Read one output and print the GPU health findings in it as JSON:
   {"findings": [{"id", "severity", "gpu", "message"}], "checked": [ids]}
-Inputs: nvidia-smi -q (text or -x), the default nvidia-smi table, nvidia-smi nvlink -s, dcgmi nvlink
---link-status, kernel log lines (dmesg, journalctl -k), amd-smi metric --ecc / --ecc-blocks (text or --json),
-rocm-smi --showrasinfo. "checked" names what the input allowed to judge: an id that is not there was not
-checked, whatever the findings say.
+Inputs: nvidia-smi -q (text or -x), the default nvidia-smi table, --query-gpu / --query-remapped-rows CSV with
+its header, nvidia-smi nvlink -s, topo -m (with --vm-size), dcgmi nvlink --link-status, kernel log lines (dmesg,
+journalctl -k), amd-smi metric --ecc / --ecc-blocks (text or --json), rocm-smi --showrasinfo. "checked" names
+what the input allowed to judge: an id that is not there was not checked, whatever the findings say.
 
 "not_checked" names what a GPU the input shows did not allow to judge ({"id", "gpu", "reason"}); "incomplete"
 says why the input was not read whole (cut short, or rows that could not be read): such an input is never called

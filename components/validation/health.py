@@ -3,7 +3,8 @@
 Two readers, both text or dicts in, frozen results out, no I/O and no Pulumi:
 
 - ``read_health(text, vendor)`` reads ``nvidia-smi -q`` (text or ``-x``), the default ``nvidia-smi`` table,
-  ``nvidia-smi nvlink -s``, ``dcgmi nvlink --link-status``, kernel log lines (``dmesg``, ``journalctl -k``),
+  ``--query-gpu`` / ``--query-remapped-rows`` CSV with its header, ``nvidia-smi nvlink -s``, ``topo -m`` (on an NVLink
+  size), ``dcgmi nvlink --link-status``, kernel log lines (``dmesg``, ``journalctl -k``, the amdgpu driver's RAS lines),
   ``amd-smi metric --ecc`` / ``--ecc-blocks`` (text or ``--json``) and ``rocm-smi --showrasinfo``, and returns
   ``HealthReport(findings, checked)``: ``checked`` names what the input allowed to judge, so "no finding" is
   never claimed for what was not read. ``read_smi_and_health`` returns the SMI report of the same text too, from
@@ -275,6 +276,8 @@ def _read_nvidia(
             inactive = [link.link for link in entry.links if link.state != "active"]
             label = str(entry.gpu.index) if entry.gpu.index is not None else None
             _nvlink_finding(out, label, inactive, len(entry.links), entry.all_inactive_notice, nvlink_expected)
+    if log is None and "," in t.raw:
+        recognized = _csv_health(t, out) or recognized
     recognized = _dcgmi_link_status(t, out, nvlink_expected) or recognized
     return _kernel_log(t, out, any_kernel_log=vendors_named) or recognized
 
@@ -413,6 +416,84 @@ def _query_gpu_health(gpu: nvidia_formats.QueryGpu, xml: bool, out: _Collector) 
                 "fails on this GPU ('system not yet initialized'); check nvidia-fabricmanager on the node, then drain it "
                 "and reset the GPUs (reboot); if the fabric does not come up, open an Azure support case",
             )
+
+
+# The --query-gpu and --query-remapped-rows fields the health ids read, as nvidia-smi's --help-query-gpu names them
+# (quoted in netdata/netdata#10362 and #15755) and as Azure's HPC health checks query them (Azure/azurehpc-health-
+# checks customTests/azure_gpu_ecc.nhc: ecc.errors.uncorrected.volatile.sram/.dram, remapped_rows.pending/.failure).
+_CSV_VOLATILE = ("ecc.errors.uncorrected.volatile.total", "ecc.errors.uncorrected.volatile.dram",
+                 "ecc.errors.uncorrected.volatile.sram", "ecc.errors.uncorrected.volatile.device_memory")  # fmt: skip
+_CSV_AGGREGATE = ("ecc.errors.uncorrected.aggregate.total", "ecc.errors.uncorrected.aggregate.dram",
+                  "ecc.errors.uncorrected.aggregate.sram", "ecc.errors.uncorrected.aggregate.device_memory")  # fmt: skip
+_CSV_SLOWDOWN = ("clocks_event_reasons.hw_slowdown", "clocks_throttle_reasons.hw_slowdown",
+                 "clocks_event_reasons.hw_thermal_slowdown", "clocks_throttle_reasons.hw_thermal_slowdown",
+                 "clocks_event_reasons.hw_power_brake_slowdown", "clocks_throttle_reasons.hw_power_brake_slowdown")  # fmt: skip
+
+
+def _flag(raw: str | None) -> bool | None:
+    """Yes/No, Active/Not Active, or a count (Azure's checks read remapped_rows.pending as a number)."""
+    text = value(raw)
+    if text is None:
+        return None
+    if text in ("Yes", "Active"):
+        return True
+    if text in ("No", "Not Active"):
+        return False
+    number = integer(text)
+    return None if number is None else number > 0
+
+
+def _csv_health(t: Text, out: _Collector) -> bool:
+    """``nvidia-smi --query-gpu=...`` / ``--query-remapped-rows=...`` CSV with its header: each row one GPU."""
+    records = nvidia_formats.query_csv_records(t)
+    read = False
+    for number, record in enumerate(records or ()):
+        bus = value(record.get("pci.bus_id"))
+        label = bus if bus and PCI_ADDRESS.fullmatch(bus) else value(record.get("index")) or str(number)
+        volatile = [(name, count) for name in _CSV_VOLATILE if (count := integer(record.get(name))) is not None]
+        aggregate = [(name, count) for name in _CSV_AGGREGATE if (count := integer(record.get(name))) is not None]
+        if volatile or aggregate:
+            read = True
+            out.checked.add("ecc-uncorrectable")
+        if sum(count for _, count in volatile):
+            detail = ", ".join(f"{name} {count}" for name, count in volatile if count)
+            out.add(
+                "ecc-uncorrectable",
+                "critical",
+                label,
+                f"uncorrectable ECC errors since the driver loaded ({detail}): drain the node and reset the GPU (reboot "
+                "the node); if errors return, open an Azure support case",
+            )
+        elif sum(count for _, count in aggregate):
+            detail = ", ".join(f"{name} {count}" for name, count in aggregate if count)
+            out.add("ecc-uncorrectable", "warning", label, f"uncorrectable ECC errors in this GPU's life ({detail}), none "
+                    "since the driver loaded: watch for new ones and for pending row remaps")  # fmt: skip
+        pending, failure = _flag(record.get("remapped_rows.pending")), _flag(record.get("remapped_rows.failure"))
+        if pending is not None or failure is not None:
+            read = True
+            out.checked.update(("row-remap-failure", "row-remap-pending"))
+        if failure:
+            out.add("row-remap-failure", "critical", label, "row remapping failed: a memory bank has no spare row left; "
+                    "drain the node and open an Azure support case (the GPU needs replacing)")  # fmt: skip
+        if pending:
+            out.add("row-remap-pending", "critical", label, "a row remap is pending: it takes effect only after a GPU "
+                    "reset; drain the node and reboot it")  # fmt: skip
+        retired = _flag(record.get("retired_pages.pending"))
+        if retired is not None:
+            read = True
+            out.checked.add("retired-pages-pending")
+            if retired:
+                out.add("retired-pages-pending", "critical", label, "memory pages are pending retirement: they are "
+                        "retired when the driver reloads; drain the node and reboot it")  # fmt: skip
+        slowdown = [name for name in _CSV_SLOWDOWN if record.get(name) is not None]
+        if slowdown:
+            read = True
+            out.checked.add("hw-slowdown")
+            active = [name for name in slowdown if _flag(record.get(name))]
+            if active:
+                out.add("hw-slowdown", "warning", label, f"{', '.join(active)} active: the GPU runs below its clocks; "
+                        "if it lasts under load, check the node's cooling and power and open an Azure support case")  # fmt: skip
+    return read
 
 
 def _table_health(t: Text, out: _Collector) -> bool:

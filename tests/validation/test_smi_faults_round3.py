@@ -353,3 +353,46 @@ def test_real_kernel_logs_and_smi_errors_are_graded(name: str, expected: list[tu
 def test_eight_b200_on_nvlink_are_checked_and_healthy_on_an_nvlink_size() -> None:
     report = read_health(smi_fixture("76_nvidia-smi_topo-m_8xb200_nv18_excerpt.txt"), vm_size="Standard_ND128isr_NDR_GB200_v6")
     assert report.findings == () and report.checked == ("nvlink-inactive",) and report.healthy
+
+
+# ---------------------------------------------------------------- --query-gpu / --query-remapped-rows CSV
+# No published output of these queries with a header was found: the rows below are written in the layout of the
+# queries Azure's HPC health checks run (Azure/azurehpc-health-checks customTests/azure_gpu_ecc.nhc @0e0a1ac2), with
+# the field names nvidia-smi's --help-query-gpu lists, and say so.
+
+REMAPPED_ROWS = (
+    "gpu_bus_id, remapped_rows.pending, remapped_rows.failure, remapped_rows.uncorrectable\n"
+    "00000000:07:00.0, 0, 0, 0\n"
+    "00000000:0B:00.0, 1, 0, 4\n"
+)
+ECC = (
+    "index, pci.bus_id, ecc.errors.uncorrected.volatile.sram, ecc.errors.uncorrected.aggregate.sram, "
+    "ecc.errors.uncorrected.volatile.dram, ecc.errors.uncorrected.aggregate.dram\n"
+    "0, 00000000:07:00.0, 0, 0, 0, 0\n"
+    "1, 00000000:0B:00.0, 0, 0, 0, 2\n"
+    "2, 00000000:48:00.0, 0, 0, 3, 3\n"
+)
+
+
+def test_query_remapped_rows_csv_is_read_for_health() -> None:
+    report, health = read_smi_and_health(REMAPPED_ROWS)
+    assert [gpu.bus_id for gpu in report.gpus] == ["00000000:07:00.0", "00000000:0B:00.0"]
+    assert ids(health) == [("row-remap-pending", "critical", "00000000:0B:00.0")]
+    assert {"row-remap-failure", "row-remap-pending"} <= set(health.checked)
+
+
+def test_query_gpu_ecc_csv_volatile_is_critical_aggregate_a_warning() -> None:
+    health = read_health(ECC)
+    assert ids(health) == [
+        ("ecc-uncorrectable", "critical", "00000000:48:00.0"),
+        ("ecc-uncorrectable", "warning", "00000000:0B:00.0"),
+    ]
+    assert health.checked == ("ecc-uncorrectable",)
+
+
+def test_a_query_of_every_field_on_a_consumer_gpu_checks_what_it_shows() -> None:
+    # The real all-fields query of an RTX 2080 SUPER: its throttle reasons are read, its ECC fields are [N/A] and
+    # so not claimed as checked.
+    health = read_health(smi_fixture("10_query-gpu_csv_rtx2080super_465.27.txt"))
+    assert health.checked == ("hw-slowdown",) and health.findings == ()
+    assert read_health(smi_fixture("13_query-gpu_csv_win10_466.63_timestamp_first.txt")).checked == ("hw-slowdown",)

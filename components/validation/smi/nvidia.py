@@ -829,6 +829,23 @@ def _query_header(row: Sequence[str]) -> Header | None:
     return fields
 
 
+def query_csv_records(t: Text) -> list[dict[str, str]] | None:
+    """The rows of a --query-gpu / --query-remapped-rows CSV with a header, as {field: cell} (field names as the header
+    prints them, units dropped, ``gpu_bus_id`` as ``pci.bus_id``); None when the text holds no such header."""
+    rows = [row for row in _csv_rows([line for line in t.complete if line.strip()]) if row]
+    found = next(((n, header) for n, row in enumerate(rows) if (header := _query_header(row))), None)
+    if found is None:
+        return None
+    number, header = found
+    names = [_FIELD_ALIASES.get(name, name) for name, _ in header]
+    records: list[dict[str, str]] = []
+    for row in rows[number + 1 :]:
+        if len(row) != len(names):
+            break
+        records.append(dict(zip(names, row, strict=True)))
+    return records
+
+
 def parse_csv(t: Text) -> SmiReport | None:
     rows = [row for row in _csv_rows([line for line in t.complete if line.strip()]) if row]
     header_number, header = next(((n, found) for n, row in enumerate(rows) if (found := _query_header(row))), (-1, None))

@@ -205,7 +205,8 @@ def strip_line_prefixes(text: str) -> tuple[str, str | None]:
     lines = text.split("\n")
     for number, line in enumerate(lines):
         match = pattern.match(line) if len(line) <= MAX_LINE_CHARS else None
-        if match is not None:
+        # A last line that is the prefix alone (an output cut right after it) stays: stripped, the cut would vanish.
+        if match is not None and (match.end() < len(line) or number < len(lines) - 1):
             lines[number] = line[match.end() :]
             kernel = kernel or (pattern is _JOURNAL_PREFIX and match["ident"] == "kernel")
     name = ("journal-kernel" if kernel else "journal") if pattern is _JOURNAL_PREFIX else "kubectl"
