@@ -58,6 +58,9 @@ class VmSize:
     caveats: tuple[str, ...] = field(default_factory=tuple)
     # The host CPU: arm64 for the Grace (GB200/GB300) sizes, where every image the pool runs must be arm64-capable.
     cpu_architecture: CpuArchitecture = "x86_64"
+    # Whether the size's GPUs are connected by NVLink (every link inactive is then a fault, not a PCIe card without a
+    # bridge); None where no source says (gpu_catalog.yaml, "nvlink").
+    nvlink: bool | None = None
 
     @property
     def vendor(self) -> Vendor:
@@ -115,6 +118,7 @@ def _build(raw: dict[str, Any]) -> Catalog:
             source=sources[entry["source"]],
             caveats=tuple(entry.get("caveats") or ()),
             cpu_architecture=entry.get("cpu_architecture", "x86_64"),
+            nvlink=entry.get("nvlink"),
         )
         for name, entry in raw["vm_sizes"].items()
     }

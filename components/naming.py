@@ -62,6 +62,9 @@ COMMON_LABELS: dict[str, str] = {PART_OF_LABEL: PACKAGE_NAME, MANAGED_BY_LABEL: 
 # Set by the API server on every namespace (GA since 1.22), so a policy can select a namespace by name and nobody can
 # change it. https://kubernetes.io/docs/reference/labels-annotations-taints/#kubernetes-io-metadata-name
 NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"
+# The node's VM size, set by the kubelet from the cloud provider (AKS: "Standard_ND96isr_H100_v5").
+# https://kubernetes.io/docs/reference/labels-annotations-taints/#nodekubernetesioinstance-type
+INSTANCE_TYPE_LABEL = "node.kubernetes.io/instance-type"
 # Marks a namespace whose Pod Security baseline (plus IPC_LOCK) comes from the platform's own admission policy, not
 # from Pod Security Admission (components/admission/pod_security.py).
 RDMA_LABEL = f"{PACKAGE_NAME}/rdma"

@@ -22,7 +22,7 @@ from typing import Any
 from aks_gpu.audit.registry import CHECK_BY_ID, CHECKS, NODES, PRACTICES, Severity
 from aks_gpu.audit.stack import StackExpectations
 from aks_gpu.kube.workload_manifests import ARTICLE_WORKLOAD_LABEL, DENY_ALL_POLICY, PSA_PREFIX, QUOTA_NAME
-from aks_gpu.naming import WORKLOAD_LABEL, vendor_resource
+from aks_gpu.naming import INSTANCE_TYPE_LABEL, WORKLOAD_LABEL, vendor_resource
 from aks_gpu.validation.health import read_smi_and_health
 from aks_gpu.validation.inventory import (
     FENCING_EFFECTS,
@@ -74,7 +74,17 @@ _SHOWN = 3  # names listed in a message before "+N more"
 # fabric are NVIDIA's.
 _OTHER_VENDORS_IDS: dict[str, frozenset[str]] = {
     "nvidia": frozenset({"ras-uncorrectable"}),
-    "amd": frozenset({"row-remap-failure", "row-remap-pending", "retired-pages-pending", "nvlink-inactive", "fabric-not-ready"}),
+    # gpu-reset-required reads NVIDIA's driver, NVML and nvidia-smi (components/validation/health.py).
+    "amd": frozenset(
+        {
+            "row-remap-failure",
+            "row-remap-pending",
+            "retired-pages-pending",
+            "gpu-reset-required",
+            "nvlink-inactive",
+            "fabric-not-ready",
+        }
+    ),
 }
 
 # The build date at the end of an AKS node image version. Today: <image>-YYYYMM.DD.V, as the AKS release notes name
@@ -714,6 +724,8 @@ def _health(run: _Run, nodes: Sequence[GpuNode], snapshot: ClusterSnapshot, stac
     no_output: list[str] = []
     exec_failed: list[str] = []
     unreadable: list[str] = []
+    incomplete: list[str] = []
+    first_incomplete: str | None = None
     no_conditions: list[str] = []
     # Nodes whose output was read but does not show what some health ids need (nvidia-smi -q -x carries no Xid
     # event and no NVLink state): those ids are not checked there, not passed.
@@ -746,7 +758,7 @@ def _health(run: _Run, nodes: Sequence[GpuNode], snapshot: ClusterSnapshot, stac
                 no_output.append(node.name)
             continue
         try:
-            _, health = read_smi_and_health(text, node.vendor or "auto")
+            _, health = read_smi_and_health(text, node.vendor or "auto", vm_size=node.labels.get(INSTANCE_TYPE_LABEL))
         except Exception as error:  # noqa: BLE001 - one node's output must not stop the audit of every other node
             unreadable.append(node.name)
             first_unreadable = first_unreadable or f"the parser failed ({type(error).__name__}: {str(error)[:200]})"
@@ -756,6 +768,12 @@ def _health(run: _Run, nodes: Sequence[GpuNode], snapshot: ClusterSnapshot, stac
             first_unreadable = first_unreadable or health.unreadable or "it shows no GPU health data"
             continue
         run.checked.update(health.checked)
+        if health.incomplete is not None or health.not_checked:
+            # Read in part (cut short, rows or fields it could not read): what was not read is a gap, never a pass.
+            incomplete.append(node.name)
+            first_incomplete = first_incomplete or health.incomplete or "; ".join(
+                f"{entry.id} on GPU {entry.gpu or '?'}: {entry.reason}" for entry in health.not_checked[:2]
+            )
         vendor = health.vendor or node.vendor
         skipped = _OTHER_VENDORS_IDS.get(vendor, frozenset()) if vendor else frozenset()
         missing = tuple(id_ for id_ in health_ids if id_ not in health.checked and id_ not in skipped)
@@ -796,6 +814,13 @@ def _health(run: _Run, nodes: Sequence[GpuNode], snapshot: ClusterSnapshot, stac
             health_ids,
             f"the SMI output of {_names(unreadable)} gives no health data ({first_unreadable})",
             len(unreadable),
+        )
+    if incomplete:
+        run.gap(
+            "health",
+            health_ids,
+            f"the SMI output of {_names(incomplete)} was not read whole ({first_incomplete})",
+            len(incomplete),
         )
     for missing, names in unjudged.items():
         xid = (

@@ -191,7 +191,12 @@ def help_text(width: int = 114) -> str:
         lines.append(f"  {practice.title}:")
         for check in checks_of(practice.id):
             ids = ", ".join(check.finding_ids)
-            lines.extend(textwrap.wrap(f"{ids} ({check.severity})", width, initial_indent="    ", subsequent_indent="    "))
+            # Finding ids hold hyphens: never break one across lines (a reader greps the help for an id).
+            lines.extend(
+                textwrap.wrap(
+                    f"{ids} ({check.severity})", width, initial_indent="    ", subsequent_indent="    ", break_on_hyphens=False
+                )
+            )
             lines.extend(textwrap.wrap(check.checks, width, initial_indent="        ", subsequent_indent="        "))
     return "\n".join(lines)
 

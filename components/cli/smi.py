@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 
 from aks_gpu.cli.common import EXIT_FAILED, EXIT_OK, EXIT_USAGE
-from aks_gpu.validation.health import read_health
+from aks_gpu.validation.health import nvlink_expected_for, read_health
 from aks_gpu.validation.smi import NVIDIA_CSV_QUERY_FIELDS, parse_smi
 from aks_gpu.validation.smi.text import MAX_INPUT_CHARS
 
@@ -40,16 +40,24 @@ exit status: 0 parsed, 1 the output reports an error or is no known format, 2 us
 _HEALTH_DESCRIPTION = """\
 Read one output and print the GPU health findings in it as JSON:
   {"findings": [{"id", "severity", "gpu", "message"}], "checked": [ids]}
-Inputs: nvidia-smi -q (text or -x), the default nvidia-smi table, nvidia-smi nvlink -s, dcgmi nvlink
---link-status, kernel log lines (dmesg, journalctl -k), amd-smi metric --ecc / --ecc-blocks (text or --json),
-rocm-smi --showrasinfo. "checked" names what the input allowed to judge: an id that is not there was not
-checked, whatever the findings say.
+Inputs: nvidia-smi -q (text or -x), the default nvidia-smi table, --query-gpu / --query-remapped-rows CSV with
+its header, nvidia-smi nvlink -s, topo -m (with --vm-size), dcgmi nvlink --link-status, kernel log lines (dmesg,
+journalctl -k), amd-smi metric --ecc / --ecc-blocks (text or --json), rocm-smi --showrasinfo. "checked" names
+what the input allowed to judge: an id that is not there was not checked, whatever the findings say.
+
+"not_checked" names what a GPU the input shows did not allow to judge ({"id", "gpu", "reason"}); "incomplete"
+says why the input was not read whole (cut short, or rows that could not be read): such an input is never called
+healthy.
+
+--vm-size names the node's size (its node.kubernetes.io/instance-type): on a size whose GPUs are NVLink-connected
+(components/data/gpu_catalog.yaml) a GPU with every NVLink inactive is critical, as Azure's health checks fail it.
 
 Finding ids: ecc-uncorrectable, row-remap-failure, row-remap-pending, retired-pages-pending, xid, gpu-lost,
-hw-slowdown, pcie-degraded, nvlink-inactive, fabric-not-ready, ras-uncorrectable. Xid severities come from
-NVIDIA's Xid catalog (components/data/xid.yaml).
+gpu-reset-required, hw-slowdown, pcie-degraded, nvlink-inactive, fabric-not-ready, ras-uncorrectable. Xid
+severities come from NVIDIA's Xid catalog (components/data/xid.yaml).
 
-exit status: 0 no finding is critical, 1 a finding is critical, 2 usage error or an input it cannot read
+exit status: 0 no finding is critical and the input was read whole, 1 a finding is critical, 2 usage error, an
+input it cannot read, or one it could not read whole (and nothing critical in what it read)
 """
 
 
@@ -70,6 +78,13 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
             default="auto",
             help="only try this vendor's formats (default: auto, tell by content)",
         )
+        if name == "health":
+            command.add_argument(
+                "--vm-size",
+                metavar="SIZE",
+                help="the node's VM size (node.kubernetes.io/instance-type, e.g. Standard_ND96isr_H100_v5): every NVLink "
+                "of a GPU inactive is critical on a size whose GPUs are NVLink-connected",
+            )
         command.add_argument("source", metavar="FILE|-", help="the saved output, or - to read standard input")
         command.set_defaults(handler=handler)
 
@@ -89,13 +104,24 @@ def run_health(args: argparse.Namespace) -> int:
     text = _read_or_report(args.source, "health")
     if text is None:
         return EXIT_USAGE
-    health = read_health(text, args.vendor)
+    if args.vm_size and nvlink_expected_for(args.vm_size) is None:
+        print(
+            f"aksgpu smi health: {args.vm_size}: the catalog does not say whether this size's GPUs are NVLink-connected "
+            "(components/data/gpu_catalog.yaml): every NVLink of a GPU inactive stays a warning",
+            file=sys.stderr,
+        )
+    health = read_health(text, args.vendor, vm_size=args.vm_size)
     if health.unreadable is not None:
         print(f"aksgpu smi health: {args.source}: {health.unreadable}", file=sys.stderr)
         print(json.dumps(health.to_dict(), indent=2))
         return EXIT_USAGE
     print(json.dumps(health.to_dict(), indent=2))
-    return EXIT_FAILED if health.critical else EXIT_OK
+    if health.critical:
+        return EXIT_FAILED
+    if health.incomplete is not None:
+        print(f"aksgpu smi health: {args.source}: not read whole: {health.incomplete}", file=sys.stderr)
+        return EXIT_USAGE
+    return EXIT_OK
 
 
 def _read_or_report(source: str, command: str) -> str | None:

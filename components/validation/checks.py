@@ -168,7 +168,10 @@ def _node_state(node: NodeStatus, pod: _Pod | None, text: str | None, note: str 
     if text is None:
         return _NodeState(node=node, pod=pod, report=None, exec_note=note)
     try:
-        report, health = read_smi_and_health(text, pool.vendor)
+        # The node's own size (its instance-type label) says whether its GPUs are NVLink-connected; the pool's
+        # declared size where the node carries none.
+        size = node.instance_type or (pool.vm_size.name if pool.vm_size else pool.config.vm_size)
+        report, health = read_smi_and_health(text, pool.vendor, vm_size=size)
     except Exception as error:  # noqa: BLE001 - one node's output must not stop the checks of every other node
         reason = f"the {pool.vendor} output parser failed on this node's output ({type(error).__name__}: {error})"[:300]
         failed = replace(empty_report(pool.vendor), error=SmiError("unrecognized", reason))
@@ -438,8 +441,17 @@ def _smi_error(context: _PoolContext, state: _NodeState) -> CheckResult:
             "the loaded kernel module and the driver's user-space library are different versions (a driver update "
             "without a reboot): drain the node and restart it"
         ),
+        "nvml_init_failed": (
+            "NVML could not start in the container: with 'Unknown Error' the container lost access to the GPU device "
+            "nodes (a systemd reload of the node's cgroups, or a container toolkit change); restart the pod, and if it "
+            "recurs check the NVIDIA container toolkit's configuration on the node or reimage it"
+        ),
         "no_devices": (
             "the driver sees no GPU: a GPU failed or is detached from the VM; drain the node and redeploy or reimage the VM"
+        ),
+        "unreadable": (
+            f"the output is a format this tool reads but its GPU rows could not be read: save it and run `aksgpu smi "
+            f"parse FILE`; something may print before each line of `{context.tool}`"
         ),
         "unrecognized": (
             f"the output is no format this tool reads: save it and run `aksgpu smi parse FILE`; the container may lack "
@@ -680,6 +692,10 @@ def _gpu_health(context: _PoolContext, state: _NodeState) -> CheckResult:
     notes = [f"{where(f.gpu)}: {f.id}: {f.message}" for f in findings if f.severity == "warning"] + [
         f"Node Problem Detector condition {c.type}=True: {c.advice}" for c in active if c.severity != "critical"
     ]
+    if health is not None:
+        # What was not read is never passed: an output cut short, a GPU field the tool printed as ERR!.
+        notes += [f"{where(n.gpu)}: {n.id} not checked: {n.reason}" for n in health.not_checked]
+        notes += [f"`{context.command}` not read whole: {health.incomplete}"] if health.incomplete else []
     read = _health_read(context, report, health, conditions)
     if notes:
         return context.result("gpu-health", node, "warn", f"{_listed(notes)} ({read})")

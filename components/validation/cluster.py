@@ -15,6 +15,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from aks_gpu.naming import INSTANCE_TYPE_LABEL
 from aks_gpu.validation.health import GpuCondition, read_gpu_conditions
 
 
@@ -34,6 +35,7 @@ class NodeStatus:
     cordoned: bool
     allocatable: Mapping[str, Any]
     gpu_conditions: tuple[GpuCondition, ...] = ()
+    instance_type: str | None = None  # the node's node.kubernetes.io/instance-type label: its VM size
 
     @classmethod
     def read(cls, item: Mapping[str, Any]) -> NodeStatus:
@@ -56,7 +58,14 @@ class NodeStatus:
             cordoned=bool((item.get("spec") or {}).get("unschedulable")),
             allocatable=status.get("allocatable") or {},
             gpu_conditions=read_gpu_conditions(item),
+            instance_type=_instance_type(item),
         )
+
+
+def _instance_type(item: Mapping[str, Any]) -> str | None:
+    labels = (item.get("metadata") or {}).get("labels")
+    size = labels.get(INSTANCE_TYPE_LABEL) if isinstance(labels, Mapping) else None
+    return size if isinstance(size, str) and size.strip() else None
 
 
 def is_ready(item: Mapping[str, Any]) -> bool:

@@ -58,8 +58,9 @@ def test_a_clean_snapshot_passes_with_exit_0(tmp_path: Path, capsys: pytest.Capt
     # Only what nvidia-smi -q -x cannot show is not checked (an Xid is in the kernel log): said, not passed.
     assert "GPU health: no finding in what was checked" in output
     assert [line.split(":")[0].strip() for line in output.splitlines() if "not checked" in line] == [
-        "not checked row-remap-failure, row-remap-pending, retired-pages-pending, xid, nvlink-inactive, fabric-not-ready (1)",
-        "not checked retired-pages-pending, xid, nvlink-inactive (2)",
+        "not checked row-remap-failure, row-remap-pending, retired-pages-pending, xid, gpu-reset-required, nvlink-inactive, "
+        "fabric-not-ready (1)",
+        "not checked retired-pages-pending, xid, gpu-reset-required, nvlink-inactive (2)",
     ]
 
 

@@ -81,8 +81,19 @@ def test_a_cluster_built_as_the_article_asks_has_no_finding_and_nothing_unchecke
     # nvidia-smi -q -x shows no Xid event, no NVLink state, and (on these GPUs) no retired pages: those health ids
     # are not checked on the nodes, never passed; ras-uncorrectable is AMD's and not asked of NVIDIA nodes.
     assert {(gap.ids, gap.count) for gap in report.not_checked} == {
-        (("retired-pages-pending", "xid", "nvlink-inactive"), 2),
-        (("row-remap-failure", "row-remap-pending", "retired-pages-pending", "xid", "nvlink-inactive", "fabric-not-ready"), 1),
+        (("retired-pages-pending", "xid", "gpu-reset-required", "nvlink-inactive"), 2),
+        (
+            (
+                "row-remap-failure",
+                "row-remap-pending",
+                "retired-pages-pending",
+                "xid",
+                "gpu-reset-required",
+                "nvlink-inactive",
+                "fabric-not-ready",
+            ),
+            1,
+        ),
     }
     assert all(gap.practice == "health" and "kernel log" in gap.reason for gap in report.not_checked)
     assert "xid" not in report.checked and "ras-uncorrectable" not in report.checked
@@ -648,4 +659,5 @@ def test_health_ids_a_nodes_output_cannot_show_are_not_checked_there_never_passe
     assert kernel_log.count == 1 and "ecc-uncorrectable" in kernel_log.ids and "xid" not in kernel_log.ids
     assert "ras-uncorrectable" not in kernel_log.ids  # AMD's reading, not asked of an NVIDIA node
     [others] = [gap for gap in report.not_checked if TRAIN_1 in gap.reason]
-    assert others.ids == ("retired-pages-pending", "xid", "nvlink-inactive") and "kernel log" in others.reason
+    assert others.ids == ("retired-pages-pending", "xid", "gpu-reset-required", "nvlink-inactive")
+    assert "kernel log" in others.reason

@@ -104,9 +104,9 @@ def test_results_come_in_pool_order_pool_wide_first_then_nodes_by_name() -> None
 def test_each_node_output_is_read_once(monkeypatch: pytest.MonkeyPatch) -> None:
     calls: list[str] = []
 
-    def counting(text: str, vendor: Any = "auto") -> Any:
+    def counting(text: str, vendor: Any = "auto", **options: Any) -> Any:
         calls.append(text)
-        return read_smi_and_health(text, vendor)
+        return read_smi_and_health(text, vendor, **options)
 
     monkeypatch.setattr("aks_gpu.validation.checks.read_smi_and_health", counting)
     check(prod_snapshot(train=3, infer=2))
@@ -767,10 +767,10 @@ def test_a_parser_that_raises_is_contained_to_its_node(monkeypatch: pytest.Monke
     snapshot.smi[TRAIN_1] = "a text no test foresaw"
     real = read_smi_and_health
 
-    def failing(text: str, vendor: Any = "auto") -> Any:
+    def failing(text: str, vendor: Any = "auto", **options: Any) -> Any:
         if text == "a text no test foresaw":
             raise IndexError("tuple index out of range")
-        return real(text, vendor)
+        return real(text, vendor, **options)
 
     monkeypatch.setattr("aks_gpu.validation.checks.read_smi_and_health", failing)
     results = check(snapshot)

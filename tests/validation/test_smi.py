@@ -90,9 +90,10 @@ FIXTURES = {
     # Processes, not GPUs: the GPUs they run on are in `processes`.
     "14_query-compute-apps_csv_vgpu.txt": expected("nvidia"),
     "20_nvidia-smi-q_titanv_560.35.03.txt": expected("nvidia", "560.35.03", "12.6", gpus=[(0, "NVIDIA TITAN V", 12288, None)]),
-    # gpud renamed some keys to make it invalid: what is left is read, nothing is guessed for the rest.
+    # gpud renamed some keys to make it invalid: what is left is read, nothing is guessed for the rest. It holds 1 of
+    # the 8 GPUs "Attached GPUs" names: cut short.
     "21_nvidia-smi-q_h100_535.183.01_keys_renamed.txt": expected(
-        "nvidia", "535.183.01", "12.2", gpus=[(0, "NVIDIA H100 80GB HBM3", None, "Disabled")]
+        "nvidia", "535.183.01", "12.2", gpus=[(0, "NVIDIA H100 80GB HBM3", None, "Disabled")], truncated=True
     ),
     # telegraf kept one of the four GPUs; -q -x lists MIG devices without their profile.
     "25_nvidia-smi-q-x_a100-sxm4_mig_535.54.03.xml.txt": expected(
@@ -134,7 +135,8 @@ FIXTURES = {
     "54_rocm-smi_showdriverversion_radeon680m.txt": expected("amd", kernel="6.14.0-28-generic"),
     "55_rocm-smi_showdriverversion_csv_kernel_el8.txt": expected("amd", kernel="4.18.0-348.12.2.el8_5.x86_64"),
     "53_amd-smi_version_rocm7.2.3_amdgpu_6.16.13.txt": expected("amd", "6.16.13", rocm="7.2.3"),
-    "57_rocm-smi_a_driver_5.6.19_excerpt.txt": expected("amd", "5.6.19", gpus=[(0, None, None, None)]),
+    # An excerpt that ends after the clock section: no "End of ROCm SMI Log", so it reads as cut short.
+    "57_rocm-smi_a_driver_5.6.19_excerpt.txt": expected("amd", "5.6.19", gpus=[(0, None, None, None)], truncated=True),
     # Partitioned MI355X (DPX): rocm-smi lists each partition as a device, the table's rows are what it counts.
     "58_rocm-smi_concise_mi355x_dpx_excerpt.txt": expected("amd", gpus=[(i, None, None, None) for i in range(8)]),
     # The later banner, one row per item; "amdgpu Version: N/A" is no version; amd-smi cut the name itself.
@@ -148,6 +150,40 @@ FIXTURES = {
     # The pasted /proc/driver/nvidia/version names the kernel module that is loaded.
     "64_error_nvml_mismatch_with_proc_version.txt": expected("nvidia", "520.56.06", error="driver_library_mismatch"),
     "70_error_amd-smi_no_amdgpu_wsl.txt": expected("amd", error="driver_not_loaded"),
+    # topo -m of an NC80adis_H100_v5 whose two GPUs lost their NVLink (SYS between them, Azure/azhpc-images#443).
+    "38_nvidia-smi_topo-m_nc80adis_h100_no_nvlink.txt": expected("nvidia", gpus=[(0, None, None, None), (1, None, None, None)]),
+    # A container that lost its device nodes: NVML's own error, with a kind, not "unrecognized".
+    "65_error_nvml_unknown_error_after_daemon_reload.txt": expected("nvidia", error="nvml_init_failed"),
+    # rocm-smi --json: one object per card, the name from "Card Series", VRAM in bytes.
+    "66_rocm-smi_json_rx7900xt_productname_meminfo.txt": expected("amd", gpus=[(0, "Radeon RX 7900 XT", 20464, None)]),
+    "67_rocm-smi_json_mi250x_productname.txt": expected(
+        "amd", gpus=[(0, "AMD INSTINCT MI200 (MCM) OAM LC MBA HPE C2", None, None)]
+    ),
+    # rocm-smi --csv of the same card: a "device," header and a "card0," row.
+    "68_rocm-smi_csv_rx7900xt_productname_meminfo.txt": expected("amd", gpus=[(0, "Radeon RX 7900 XT", 20464, None)]),
+    # A GPU that stopped answering: rocm-smi's errors around its concise row, which still counts it.
+    "69_rocm-smi_concise_errors_unresponsive_gpu.txt": expected("amd", gpus=[(0, None, None, None)]),
+    # ROCm 3.3's concise header began with "GPU" (not "Device"); its one row is GPU 1.
+    "71_rocm-smi_concise_vega10_rocm3.3.txt": expected("amd", gpus=[(1, None, None, None)]),
+    "72_rocm-smi_csv_rx6800_raphael_two_cards.txt": expected(
+        "amd", gpus=[(0, "Navi 21 [Radeon RX 6800/6800 XT / 6900 XT]", 16368, None), (1, "Raphael", 64, None)]
+    ),
+    # R570 on an H20-3e; the excerpt stops inside GPU 1's record: the whole record is read, and it says cut.
+    "73_nvidia-smi_table_h20-3e_570.124.06_excerpt.txt": expected(
+        "nvidia", "570.124.06", "12.8", gpus=[(0, "NVIDIA H20-3e", 143771, "Disabled")], truncated=True
+    ),
+    # The excerpt stops before GPU 0's closing rule: cut, and no record read whole.
+    "74_nvidia-smi_table_v100s_450.51.05_excerpt.txt": expected("nvidia", "450.51.05", "11.0", truncated=True),
+    # A field NVML could not read prints "[Unknown Error]": no value; the command line before the CSV is no row.
+    "75_query-gpu_csv_unknown_error_field_rtx2080ti_442.19.txt": expected(
+        "nvidia", gpus=[(None, "GeForce RTX 2080 Ti", None, None)]
+    ),
+    # Eight B200 on NVLink 5 (NV18 between each pair); the excerpt has the first four rows.
+    "76_nvidia-smi_topo-m_8xb200_nv18_excerpt.txt": expected("nvidia", gpus=[(i, None, None, None) for i in range(4)]),
+    "77_amd-smi_metric_usage_power_radeon_excerpt.txt": expected("amd", gpus=[(0, None, None, None)]),
+    "78_nvidia-smi_topo-m_b300_nv18_excerpt.txt": expected("nvidia", gpus=[(0, None, None, None)]),
+    # Sixteen NIC columns (NIC10 to NIC15 are wider words than the header spacing suggests).
+    "79_nvidia-smi_topo-m_8xb200_16_nics_excerpt.txt": expected("nvidia", gpus=[(0, None, None, None), (1, None, None, None)]),
 }
 
 
@@ -163,6 +199,9 @@ FORMATS = {
     "50": "amd-smi", "59": "amd-smi", "51": "amd-smi static/list", "52": "amd-smi static/list", "56": "amd-smi static/list",
     "53": "amd-smi version", "54": "rocm-smi", "55": "rocm-smi", "57": "rocm-smi", "58": "rocm-smi",
     "60": None, "61": None, "63": None, "64": None, "70": None,
+    "38": "nvidia-smi topo -m", "65": None, "66": "rocm-smi --json", "67": "rocm-smi --json", "68": "rocm-smi", "69": "rocm-smi",
+    "71": "rocm-smi", "72": "rocm-smi", "73": "nvidia-smi", "74": "nvidia-smi", "75": "nvidia-smi --query-gpu",
+    "76": "nvidia-smi topo -m", "77": "amd-smi static/list", "78": "nvidia-smi topo -m", "79": "nvidia-smi topo -m",
 }  # fmt: skip
 
 

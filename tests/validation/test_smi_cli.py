@@ -156,7 +156,7 @@ def test_health_with_a_critical_finding_exits_1(capsys: pytest.CaptureFixture[st
     exit_code = run(["smi", "health", str(path)])
     data = json.loads(capsys.readouterr().out)
     assert exit_code == 1
-    assert list(data) == ["findings", "checked"]
+    assert list(data) == ["findings", "checked", "not_checked", "incomplete"]
     assert [(f["id"], f["severity"], f["gpu"]) for f in data["findings"]] == [
         ("row-remap-pending", "critical", "00000000:07:00.0")
     ]
@@ -182,7 +182,7 @@ def test_health_of_an_input_it_cannot_judge_exits_2(capsys: pytest.CaptureFixtur
     exit_code = run(["smi", "health", str(fixture_path("30_nvidia-smi_L_8xh100_mig_7x1g.10gb.txt"))])
     captured = capsys.readouterr()
     assert exit_code == 2
-    assert json.loads(captured.out) == {"findings": [], "checked": []}
+    assert json.loads(captured.out) == {"findings": [], "checked": [], "not_checked": [], "incomplete": None}
     assert "shows no GPU health data" in captured.err and "nvidia-smi -q" in captured.err
 
 

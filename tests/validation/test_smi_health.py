@@ -90,7 +90,7 @@ def test_xid_severity_comes_from_the_catalog() -> None:
     assert critical.message.startswith("Xid 109 (ROBUST_CHANNEL_CTXSW_TIMEOUT_ERROR")
     assert "drain the node and reset the GPU" in critical.message and CATALOG_URL in critical.message
     assert warning.message.startswith("Xid 13 (") and ", 3 times" in warning.message  # three lines, one finding
-    assert report.checked == ("xid", "gpu-lost")
+    assert report.checked == ("xid", "gpu-lost", "gpu-reset-required")
 
 
 def test_xid_45_follows_the_nvlink_errors_before_it() -> None:
@@ -307,7 +307,8 @@ def test_a_consumer_gpu_without_ecc_does_not_claim_ecc() -> None:
     "name",
     [
         "30_nvidia-smi_L_8xh100_mig_7x1g.10gb.txt",
-        "10_query-gpu_csv_rtx2080super_465.27.txt",
+        # A --query-gpu CSV of the GPUs' identity only (its all-fields sibling 10 shows throttle reasons: read now).
+        "12_query-gpu_csv_h100pcie_mig_enabled.txt",
         "50_amd-smi_default_8xmi300x_rocm7.0.0.txt",
     ],
 )
@@ -324,7 +325,7 @@ def test_an_amd_kernel_log_says_nothing_about_xids() -> None:
 
 def test_a_kernel_log_named_nvidia_is_checked_for_xids_even_without_nvrm_lines() -> None:
     report = read_health("[Fri Aug 30 11:11:22 2024] nvidia-peermem nv_get_p2p_free_callback:127 ERROR\n", "nvidia")
-    assert report.findings == () and report.checked == ("xid", "gpu-lost")
+    assert report.findings == () and report.checked == ("xid", "gpu-lost", "gpu-reset-required")
 
 
 def test_unknown_xid_codes_are_warnings_with_the_catalog() -> None:
@@ -342,7 +343,7 @@ def test_one_pass_gives_the_report_and_the_health() -> None:
 def test_the_json_contract() -> None:
     report = read_health(health_fixture(A10_REMAP))
     data = report.to_dict()
-    assert list(data) == ["findings", "checked"]
+    assert list(data) == ["findings", "checked", "not_checked", "incomplete"]
     assert list(data["findings"][0]) == ["id", "severity", "gpu", "message"]  # type: ignore[index]
     assert set(FINDING_IDS) == {
         "ecc-uncorrectable",
@@ -351,6 +352,7 @@ def test_the_json_contract() -> None:
         "retired-pages-pending",
         "xid",
         "gpu-lost",
+        "gpu-reset-required",
         "hw-slowdown",
         "pcie-degraded",
         "nvlink-inactive",

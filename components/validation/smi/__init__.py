@@ -109,9 +109,21 @@ def read_prepared(prepared: Text, vendors: tuple[Vendor, ...], first: SmiReport 
         report = replace(report or empty_report(error_vendor), error=smi_error)
     if report is None:
         return replace(empty_report(None), error=SmiError("unrecognized", _unrecognized_message(prepared)))
+    if report.error is None and report.format in _LISTS_GPUS and not report.gpus and not report.truncated:
+        # These formats list every GPU the tool sees, and the tool says so in words when it sees none (an error
+        # above): read whole with no GPU, the rows were there and could not be read. Never "0 GPUs" silently.
+        report = replace(
+            report, error=SmiError("unreadable", f"the output is {report.format}, and none of its GPU rows could be read")
+        )
     if report.vendor == "nvidia" and report.driver_version is None:
         report = replace(report, driver_version=loaded_kernel_module(prepared.complete))
     return report
+
+
+# The formats that always list the GPUs (nvidia-smi -L, nvlink -s, topo -m and CSV are recognised by their GPU rows).
+_LISTS_GPUS: frozenset[str] = frozenset(
+    {"nvidia-smi", "nvidia-smi -q", "nvidia-smi -q -x", "amd-smi", "amd-smi static/list", "amd-smi --json", "rocm-smi --json"}
+)
 
 
 def parse_mig_profiles(text: str) -> tuple[MigProfile, ...]:

@@ -17,7 +17,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import replace
 from typing import cast
 
-from aks_gpu.validation.smi.model import GpuInfo, SmiReport, empty_report
+from aks_gpu.validation.smi.model import GpuInfo, SmiError, SmiReport, empty_report
 from aks_gpu.validation.smi.text import (
     AMD_MODULE,
     KERNEL_RELEASE,
@@ -297,13 +297,58 @@ def json_devices(document: object) -> list[tuple[int, Mapping[str, object]]]:
 def parse_json(t: Text) -> SmiReport | None:
     for document in json_documents(t.raw, limit=1):
         devices = json_devices(document)
-        return _amd_report(devices, "amd-smi --json", t.capped) if devices else None
+        if devices:
+            return _amd_report(devices, "amd-smi --json", t.capped)
+        return _rocm_smi_json(document, t.capped)
     return None
+
+
+# rocm-smi --json: {"card0": {"Card Series": ..., "VRAM Total Memory (B)": ...}, "system": {"Driver version": ...}},
+# the keys rocm-smi prints in its text form (rocm_smi_lib's python_smi_tools/rocm_smi.py; fixtures smi/66 and 67).
+_ROCM_SMI_NAME_KEYS = ("Card Series", "Device Name", "Card series")
+
+
+def _rocm_smi_json(document: object, cut: bool) -> SmiReport | None:
+    if not isinstance(document, dict):
+        return None
+    cards = {
+        index: fields
+        for key, fields in document.items()
+        if isinstance(key, str)
+        and key.startswith("card")
+        and (index := integer(key[4:])) is not None
+        and index < 1024
+        and isinstance(fields, dict)
+    }
+    if not cards:
+        return None
+    system = document.get("system")
+    printed = system.get("Driver version") if isinstance(system, dict) else None
+    driver, kernel = driver_or_kernel(printed)
+    gpus = []
+    for index, fields in sorted(cards.items()):
+        name = next((value(fields[key]) for key in _ROCM_SMI_NAME_KEYS if isinstance(fields.get(key), str)), None)
+        total = integer(fields.get("VRAM Total Memory (B)"))
+        bus = fields.get("PCI Bus")
+        gpus.append(
+            GpuInfo(
+                index=index,
+                name=name,
+                uuid=None,
+                memory_total_mib=mib(float(total), "B") if total is not None else None,
+                mig_mode=None,
+                bus_id=_bus(bus.lower() if isinstance(bus, str) else None),
+            )
+        )
+    return replace(
+        empty_report("amd", "rocm-smi --json"), driver_version=driver, kernel_driver=kernel, gpus=tuple(gpus), truncated=cut
+    )
 
 
 # --- rocm-smi ------------------------------------------------------------------------------------------
 
 _ROCM_SMI_BANNER = "ROCm System Management Interface"
+_ROCM_SMI_END = "End of ROCm SMI Log"
 
 
 def parse_rocm_smi(t: Text) -> SmiReport | None:
@@ -317,8 +362,11 @@ def parse_rocm_smi(t: Text) -> SmiReport | None:
     lines = t.complete
     banner = next((n for n, line in enumerate(lines) if _ROCM_SMI_BANNER in line or _concise_header(line)), None)
     csv_driver = _rocm_smi_csv_driver(lines)
-    if banner is None and csv_driver is None:
+    csv_gpus = _rocm_smi_csv_gpus(lines)
+    if banner is None and csv_driver is None and not csv_gpus:
         return None
+    if banner is None and csv_gpus:
+        return replace(empty_report("amd", "rocm-smi"), gpus=csv_gpus, truncated=t.cut)
     printed = csv_driver
     indices: dict[int, None] = {}
     memory: dict[int, int | None] = {}
@@ -351,13 +399,53 @@ def parse_rocm_smi(t: Text) -> SmiReport | None:
     driver, kernel = driver_or_kernel(printed)
     chosen = concise or indices
     gpus = tuple(GpuInfo(index, None, None, memory.get(index), None) for index in chosen)
-    return replace(empty_report("amd", "rocm-smi"), driver_version=driver, kernel_driver=kernel, gpus=gpus, truncated=t.cut)
+    # rocm-smi closes every run with "End of ROCm SMI Log" after its banner: a banner without it was cut (at a line
+    # end, where nothing else marks the cut).
+    ended = any(_ROCM_SMI_END in line for line in lines)
+    cut = t.cut or (any(_ROCM_SMI_BANNER in line for line in lines) and not ended)
+    report = replace(empty_report("amd", "rocm-smi"), driver_version=driver, kernel_driver=kernel, gpus=gpus, truncated=cut)
+    if not gpus and (in_concise or any(_GPU_MENTION in line for line in lines)):
+        # A concise table or per-GPU lines are there and none was read (a prefix before each line, a layout this
+        # does not know): an error that says so, never "0 GPUs".
+        return replace(report, error=SmiError("unreadable", "rocm-smi output whose GPU rows could not be read"))
+    return report
+
+
+_GPU_MENTION = "GPU["
+
+
+def _rocm_smi_csv_gpus(lines: Sequence[str]) -> tuple[GpuInfo, ...]:
+    """rocm-smi --csv: a header starting with "device," and one "cardN,..." row per GPU (fixture smi/68)."""
+    for number, line in enumerate(lines):
+        header = line.strip().split(",")
+        if header[:1] != ["device"] or len(header) < 2:
+            continue
+        gpus: list[GpuInfo] = []
+        for row_line in lines[number + 1 :]:
+            row = row_line.strip().split(",")
+            index = integer(row[0][4:]) if row[0].startswith("card") else None
+            if index is None or index >= 1024 or len(row) != len(header):
+                break
+            fields = dict(zip(header, row, strict=True))
+            total = integer(fields.get("VRAM Total Memory (B)"))
+            gpus.append(
+                GpuInfo(
+                    index,
+                    value(fields.get("Card Series") or fields.get("Device Name")),
+                    None,
+                    mib(float(total), "B") if total is not None else None,
+                    None,
+                )
+            )
+        return tuple(gpus)
+    return ()
 
 
 def _concise_header(line: str) -> bool:
     """The concise table's header: "Device  Node  IDs ... VRAM%  GPU%" (ROCm 6), "Device [Model : Revision] ..." (5)."""
     words = line.split()
-    return words[:1] == ["Device"] and "VRAM%" in words and "GPU%" in words
+    # ROCm 3 and 4 began the header with "GPU" ("GPU  Temp  AvgPwr ... VRAM%  GPU%", fixtures smi/69 and 71).
+    return words[:1] in (["Device"], ["GPU"]) and "VRAM%" in words and "GPU%" in words
 
 
 def _rocm_smi_gpu(stripped: str) -> tuple[int, str, str] | None:

@@ -15,6 +15,11 @@ _SIGNATURES: tuple[tuple[Vendor, ErrorKind, re.Pattern[str]], ...] = (
     # The driver's user-space library is not there at all (not installed, or not mounted into the pod).
     ("nvidia", "driver_not_loaded", re.compile(r"NVIDIA-SMI couldn't find libnvidia-ml")),
     ("nvidia", "driver_library_mismatch", re.compile(r"Driver/library version mismatch")),
+    # NVML did not start, for a reason other than the mismatch above (matched first). "Unknown Error" is what a
+    # container prints once it lost access to the /dev/nvidia* device nodes: after `systemctl daemon-reload` on the
+    # host (https://github.com/NVIDIA/nvidia-docker/issues/1671, fixture smi/65; also
+    # https://github.com/NVIDIA/nvidia-container-toolkit/issues/115).
+    ("nvidia", "nvml_init_failed", re.compile(r"^Failed to initialize NVML: ")),
     ("nvidia", "no_devices", re.compile(r"^No devices were found")),
     # amd-smi and rocm-smi, with or without Python logging's "ERROR:root:" prefix.
     (

@@ -9,7 +9,11 @@ from aks_gpu.naming import Vendor
 
 VendorChoice = Literal["nvidia", "amd", "auto"]
 MigMode = Literal["Enabled", "Disabled"]
-ErrorKind = Literal["driver_not_loaded", "driver_library_mismatch", "no_devices", "unrecognized"]
+# unreadable: the output is a format this reads, and the GPU rows it must hold could not be read (a prefix before
+# each line, a layout this does not know): never "0 GPUs" without an error.
+ErrorKind = Literal[
+    "driver_not_loaded", "driver_library_mismatch", "nvml_init_failed", "no_devices", "unreadable", "unrecognized"
+]
 LinkState = Literal["active", "inactive", "down", "disabled"]
 
 # The formats parse_smi tells apart, as the report's ``format`` names them (the command that prints each).
@@ -28,6 +32,7 @@ Format = Literal[
     "amd-smi static/list",
     "amd-smi --json",
     "rocm-smi",
+    "rocm-smi --json",
 ]
 
 

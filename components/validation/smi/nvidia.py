@@ -102,7 +102,9 @@ def parse_table(t: Text) -> SmiReport | None:
     mig_devices: list[MigDevice] = []
     header_line = next((n for n in range(banner_line, len(lines)) if "Bus-Id" in lines[n] and "Name" in lines[n]), None)
     table = box_table(lines, header_line) if header_line is not None else None
-    complete = table is None or table.complete
+    # nvidia-smi prints its header and at least one GPU whenever it prints the banner (no GPU: "No devices were
+    # found", and no table): a banner without the header, or a header without its rule, was cut (`nvidia-smi | head`).
+    complete = table is not None and table.complete
     if table is not None:
         gpus = _table_gpus(table)
         mig_title = first_line(lines, "MIG devices:", table.end)
@@ -268,6 +270,8 @@ QUERY_FIELDS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
         ("PCI/GPU Link Info/Link Width/Current",),
         ("pci/pci_gpu_link_info/link_widths/current_link_width",),
     ),
+    # R570 on: what the GPU needs before it can be used again (None, Reset, Reboot, Drain P2P, Drain and Reset).
+    "recovery_action": (("GPU Recovery Action",), ("gpu_recovery_action",)),
     "fabric_state": (("Fabric/State",), ("fabric/state",)),
     "fabric_status": (("Fabric/Status",), ("fabric/status",)),
 }
@@ -367,13 +371,15 @@ def query_text(t: Text) -> QueryLog | None:
             fields[path] = rest
         stack.append((indentation, key))
     close_gpu()
+    attached = integer(top.get("Attached GPUs"))
     return QueryLog(
         format="nvidia-smi -q",
         driver_version=top.get("Driver Version"),
         cuda_version=top.get("CUDA Version"),
         attached_gpus=integer(top.get("Attached GPUs")),
         gpus=tuple(gpus),
-        truncated=t.cut,
+        # Cut at a line end, the text form has no mark of its own: fewer GPU sections than "Attached GPUs" says is.
+        truncated=t.cut or (attached is not None and len(gpus) < attached),
     )
 
 
@@ -821,6 +827,23 @@ def _query_header(row: Sequence[str]) -> Header | None:
     if len(fields) == 1 and fields[0][0] not in _STRICT | {"gpu_uuid", "gpu_bus_id"}:
         return None
     return fields
+
+
+def query_csv_records(t: Text) -> list[dict[str, str]] | None:
+    """The rows of a --query-gpu / --query-remapped-rows CSV with a header, as {field: cell} (field names as the header
+    prints them, units dropped, ``gpu_bus_id`` as ``pci.bus_id``); None when the text holds no such header."""
+    rows = [row for row in _csv_rows([line for line in t.complete if line.strip()]) if row]
+    found = next(((n, header) for n, row in enumerate(rows) if (header := _query_header(row))), None)
+    if found is None:
+        return None
+    number, header = found
+    names = [_FIELD_ALIASES.get(name, name) for name, _ in header]
+    records: list[dict[str, str]] = []
+    for row in rows[number + 1 :]:
+        if len(row) != len(names):
+            break
+        records.append(dict(zip(names, row, strict=True)))
+    return records
 
 
 def parse_csv(t: Text) -> SmiReport | None:

@@ -32,16 +32,37 @@ _NOISE_LINE = re.compile(
       | command\ terminated\ with\ exit\ code\ [0-9]+
       | Unable\ to\ use\ a\ TTY\b.*
       | (?:[\w.-]+@[\w.-]+:[^ \t]*)?[$\#]\ .*
+      | \[[\w.-]+@[\w.-]+\ [^\]]{0,200}\][$\#]\ .*
       | (?:sudo\ +)?(?:nvidia-smi|amd-smi|rocm-smi|kubectl)(?:[ \t].*)?
     )$""",
     re.VERBOSE | re.ASCII,
 )
+# What log collectors put before each line of a command's output, stripped so the output reads as the tool printed it:
+# kubectl logs --timestamps ("2024-05-01T12:34:56.123456789Z ", RFC 3339 with nanoseconds and one space,
+# https://kubernetes.io/docs/reference/kubectl/generated/kubectl_logs/), journalctl's default short format
+# ("Mar 05 23:33:35 host ident[pid]: ") and its short-iso form ("2024-05-01T12:34:56+0000 host ident[pid]: ", an
+# offset without a colon, which tells it from kubectl's "Z"),
+# https://www.freedesktop.org/software/systemd/man/latest/journalctl.html (--output). One space after the prefix is
+# the separator; what follows keeps its own indentation (amd-smi's nesting is read from it).
+_JOURNAL_PREFIX = re.compile(
+    r"^(?:[A-Z][a-z]{2} [ 0-3][0-9] [0-2][0-9]:[0-5][0-9]:[0-6][0-9]"
+    r"|[0-9]{4}-[0-1][0-9]-[0-3][0-9]T[0-2][0-9]:[0-5][0-9]:[0-6][0-9](?:\.[0-9]{1,6})?[+-][0-9]{4})"
+    r" (?P<host>[^ :]{1,128}) (?P<ident>[^ :\[]{1,128})(?:\[[0-9]{1,10}\])?: ",
+    re.ASCII,
+)
+_KUBECTL_PREFIX = re.compile(
+    r"^[0-9]{4}-[0-1][0-9]-[0-3][0-9]T[0-2][0-9]:[0-5][0-9]:[0-6][0-9](?:\.[0-9]{1,9})?(?:Z|[+-][0-9]{2}:[0-9]{2}) ", re.ASCII
+)
+_PREFIX_PROBE_LINES = 64  # lines looked at to decide whether the output carries prefixes at all
+
 # Terminal colour and cursor codes (CSI ... final byte) and title strings (OSC ... BEL): rocm-smi and
 # amd-smi colour their warnings, and a captured terminal keeps the codes.
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[@-Z\\-_]", re.ASCII)
 
 # How the tools print "no value". Brackets are stripped before the lookup ("[N/A]" in CSV).
-_NO_VALUE = {"", "n/a", "na", "none", "unknown", "not supported", "unknown error", "insufficient permissions"}
+# nvidia-smi prints "ERR!" in a field it failed to read (the driver could not reach the GPU, or the query failed):
+# that is no value either; the health reader looks for it in the raw cells (health.py, ``_err_cells``).
+_NO_VALUE = {"", "n/a", "na", "none", "unknown", "not supported", "unknown error", "insufficient permissions", "err!"}
 
 # Memory units to MiB. amd-smi prints "MB" but means MiB: an MI300X's 192 GiB of HBM shows as
 # "196592 MB", which is 192 * 1024 = 196608 MiB less a reserve, where 192 GiB in decimal megabytes
@@ -90,6 +111,9 @@ class Text:
     partial: bool
     capped: bool
     long_lines: int
+    # Lines that came with a log collector's prefix (kubectl --timestamps, journald), stripped from every line
+    # above; "journal-kernel" when journald named the kernel as their source (journalctl -k).
+    prefix: str | None = None
 
     @property
     def complete(self) -> tuple[str, ...]:
@@ -103,9 +127,19 @@ class Text:
 
 
 def table_cut(t: Text) -> bool:
-    """For box tables, whose rows end with "|" and rules with "+": cut when the last line is neither."""
+    """For box tables, which always end with a rule ("+----+"): cut when the output stops without a line end after
+    anything else. A row is no proof the line is whole: "|   4  NVIDIA H100 ...  On  |  " cut inside its record reads,
+    trailing blanks stripped, as a one-cell row."""
     last = t.lines[-1] if t.lines else ""
-    return t.capped or (t.partial and bool(t.lines) and not is_rule(last) and cells(last) is None)
+    if t.capped:
+        return True
+    if not t.partial or not t.lines:
+        return False
+    if not is_rule(last):
+        return True
+    # A rule cut inside ("+------+" of a "+------+------+" rule) is shorter than the table's lines before it.
+    before = next((line for line in reversed(t.lines[:-1]) if is_rule(line) or cells(line) is not None), None)
+    return before is not None and len(last.strip()) < len(before.strip())
 
 
 _XML_ROOT_START = "<nvidia_smi_log"
@@ -126,6 +160,7 @@ def prepare(text: str) -> Text:
     text = text.lstrip("\ufeff").replace("\r\n", "\n").replace("\r", "\n")
     if "\x1b" in text:
         text = _ANSI.sub("", text)
+    text, prefix = strip_line_prefixes(text)
     outside = text
     root = text.find(_XML_ROOT_START)
     if root >= 0:
@@ -151,7 +186,36 @@ def prepare(text: str) -> Text:
                 partial = False  # the cut (if any) fell on a kubectl notice, not on the tool's output
             continue
         lines.append(line)
-    return Text(raw=text, lines=tuple(lines), partial=partial, capped=capped, long_lines=long_lines)
+    return Text(raw=text, lines=tuple(lines), partial=partial, capped=capped, long_lines=long_lines, prefix=prefix)
+
+
+def strip_line_prefixes(text: str) -> tuple[str, str | None]:
+    """The text without the prefix a log collector put before each line, and which prefix it was (None: none).
+
+    Decided on the first lines: an output whose first lines carry no prefix is returned as it is, in one check per
+    line of the probe. A line without the prefix (a wrapped line, a notice) is kept as it is.
+    """
+    probe = text[: 64 * 1024].split("\n", _PREFIX_PROBE_LINES)[:_PREFIX_PROBE_LINES]
+    journal = sum(1 for line in probe if _JOURNAL_PREFIX.match(line))
+    kubectl = sum(1 for line in probe if _KUBECTL_PREFIX.match(line))
+    if not journal and not kubectl:
+        return text, None
+    pattern = _JOURNAL_PREFIX if journal >= kubectl else _KUBECTL_PREFIX
+    kernel = False
+    lines = text.split("\n")
+    for number, line in enumerate(lines):
+        match = pattern.match(line) if len(line) <= MAX_LINE_CHARS else None
+        # A last line that is the prefix alone (an output cut right after it) stays: stripped, the cut would vanish.
+        if match is not None and (match.end() < len(line) or number < len(lines) - 1):
+            lines[number] = line[match.end() :]
+            kernel = kernel or (pattern is _JOURNAL_PREFIX and match["ident"] == "kernel")
+    name = ("journal-kernel" if kernel else "journal") if pattern is _JOURNAL_PREFIX else "kubectl"
+    return "\n".join(lines), name
+
+
+def noise_line(line: str) -> bool:
+    """A line that comes with a captured output and is not part of it (a prompt, a kubectl notice)."""
+    return bool(_NOISE_LINE.match(line.rstrip()))
 
 
 def value(raw: object) -> str | None:
