@@ -211,6 +211,7 @@ class AuditReport:
     gpu_nodes: int
     collected_at: str | None
     stack: str | None = None
+    cluster: Mapping[str, str] = field(default_factory=dict)  # the snapshot's "context" and "server", where known
 
     @property
     def failed(self) -> bool:
@@ -222,6 +223,7 @@ class AuditReport:
     def summary(self) -> dict[str, Any]:
         return {
             "stack": self.stack,
+            "cluster": dict(self.cluster),
             "collectedAt": self.collected_at,
             "gpuNodes": self.gpu_nodes,
             "fail": self.count("fail"),
@@ -340,6 +342,7 @@ def run_audit(snapshot: ClusterSnapshot, stack: StackExpectations | None = None,
         gpu_nodes=len(nodes),
         collected_at=snapshot.collected_at,
         stack=stack.name if stack else None,
+        cluster=dict(snapshot.cluster),
     )
 
 
@@ -761,14 +764,13 @@ def _health(run: _Run, nodes: Sequence[GpuNode], snapshot: ClusterSnapshot, stac
         missing = tuple(id_ for id_ in health_ids if id_ not in health.checked and id_ not in skipped)
         if missing:
             unjudged[missing].append(node.name)
+        # One line per node and finding, naming every GPU it was found on: eight GPUs in HW slowdown are one finding
+        # of the node, not eight rows that differ only in a bus address.
+        gpus_of: dict[tuple[str, str, str], list[str]] = {}
         for finding in health.findings:
-            where = f"GPU {finding.gpu}: " if finding.gpu else ""
-            run.add(
-                finding.id,
-                "fail" if finding.severity == "critical" else "warn",
-                f"{where}{finding.message}",
-                node=node.name,
-            )
+            gpus_of.setdefault((finding.id, finding.severity, finding.message), []).append(finding.gpu or "")
+        for (finding_id, severity, message), gpus in gpus_of.items():
+            run.add(finding_id, "fail" if severity == "critical" else "warn", f"{_gpus(gpus)}{message}", node=node.name)
 
     collect = (
         f"`aksgpu validate collect --stack {stack.name} --out DIR`"
@@ -818,6 +820,16 @@ def _health(run: _Run, nodes: Sequence[GpuNode], snapshot: ClusterSnapshot, stac
             "monitors, and not with --gpu-driver none)",
             len(no_conditions),
         )
+
+
+def _gpus(gpus: Sequence[str]) -> str:
+    """``GPU 3: `` or ``8 GPUs (00000000:19:00.0, ...): ``, every one named; empty when the input named none."""
+    named = list(dict.fromkeys(gpu for gpu in gpus if gpu))
+    if not named:
+        return ""
+    if len(named) == 1:
+        return f"GPU {named[0]}: "
+    return f"{len(named)} GPUs ({', '.join(named)}): "
 
 
 # ---------------------------------------------------------------- summary per pool

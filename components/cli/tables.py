@@ -1,0 +1,49 @@
+"""The terminal tables of every command: a value people copy (a VM size, a taint, a resource name, a node name, a
+column header) is never cut with an ellipsis. A column narrower than its text wraps it (folded at the column's edge
+where a word is longer than the column), and ``--wide`` lays every table out at its natural width, one line a row,
+however narrow the terminal, for copying or for ``less -S``."""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from rich.table import Table
+
+# Wide enough for any table's natural width: rich lays a table out no wider than it needs.
+WIDE_COLUMNS = 100_000
+WIDE_HELP = "lay tables out at their full width, one line a row, however narrow the terminal (nothing is ever cut)"
+
+
+def add_wide_argument(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--wide", action="store_true", help=WIDE_HELP)
+
+
+_NORMAL_WIDTH: dict[int, int | None] = {}
+
+
+def apply_wide(args: argparse.Namespace) -> None:
+    """With ``--wide``, the output console stops wrapping at the terminal's width; without, it has its usual width
+    (a command run in the same process after a ``--wide`` one, as the tests do, is not wide)."""
+    from aks_gpu.cli import common
+
+    console = common.out
+    normal = _NORMAL_WIDTH.setdefault(id(console), console._width)
+    console.width = WIDE_COLUMNS if getattr(args, "wide", False) else normal  # type: ignore[assignment]
+
+
+def table(title: str | None = None, columns: Iterable[str] = (), *, right: Iterable[str] = (), **options: Any) -> Table:
+    """A rich table whose every column folds rather than cuts: ``right`` names the columns aligned right (counts)."""
+    from rich.table import Table
+
+    made = Table(title=title, **options)
+    aligned = set(right)
+    for column in columns:
+        add_column(made, column, justify="right" if column in aligned else "left")
+    return made
+
+
+def add_column(made: Table, header: str, **options: Any) -> None:
+    made.add_column(header, overflow="fold", **options)
