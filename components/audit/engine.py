@@ -19,6 +19,7 @@ from datetime import UTC, date, datetime
 from fractions import Fraction
 from typing import Any
 
+from aks_gpu.audit.prices import INSTANCE_TYPE_LABELS, REGION_LABELS, first_label
 from aks_gpu.audit.registry import CHECK_BY_ID, CHECKS, NODES, PRACTICES, Severity
 from aks_gpu.audit.stack import StackExpectations
 from aks_gpu.kube.workload_manifests import ARTICLE_WORKLOAD_LABEL, DENY_ALL_POLICY, PSA_PREFIX, QUOTA_NAME
@@ -202,6 +203,20 @@ class NamespaceSummary:
 
 
 @dataclass(frozen=True)
+class IdleNode:
+    """A GPU node none of whose GPUs is requested, with what prices it: its VM size and region (node labels)."""
+
+    node: str
+    pool: str
+    vm_size: str | None
+    region: str | None
+    gpus: Fraction
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"node": self.node, "pool": self.pool, "vmSize": self.vm_size, "region": self.region, "gpus": whole(self.gpus)}
+
+
+@dataclass(frozen=True)
 class AuditReport:
     findings: tuple[AuditFinding, ...]
     pools: tuple[PoolSummary, ...]
@@ -212,6 +227,7 @@ class AuditReport:
     collected_at: str | None
     stack: str | None = None
     cluster: Mapping[str, str] = field(default_factory=dict)  # the snapshot's "context" and "server", where known
+    idle: tuple[IdleNode, ...] = ()  # the gpu-idle nodes
 
     @property
     def failed(self) -> bool:
@@ -232,6 +248,7 @@ class AuditReport:
             "namespaces": [namespace.to_dict() for namespace in self.namespaces],
             "checked": list(self.checked),
             "notChecked": [gap.to_dict() for gap in self.not_checked],
+            "idle": [node.to_dict() for node in self.idle],
         }
 
     def to_dict(self) -> dict[str, Any]:
@@ -314,6 +331,17 @@ def run_audit(snapshot: ClusterSnapshot, stack: StackExpectations | None = None,
     _node_images(run, nodes, collected, commands, snapshot)
     namespace_summaries = _isolation(run, pods, quotas, policies, namespaces, stack, snapshot)
     idle = _utilisation(run, nodes, on_node, commands)
+    idle_nodes = tuple(
+        IdleNode(
+            node.name,
+            node.pool,
+            first_label(node.labels, INSTANCE_TYPE_LABELS),
+            first_label(node.labels, REGION_LABELS),
+            node.gpus_capacity,
+        )
+        for node in nodes
+        if node.name in idle
+    )
     _health(run, nodes, snapshot, stack)
     if not nodes:
         _nothing_to_judge(run, len(snapshot.nodes))
@@ -343,6 +371,7 @@ def run_audit(snapshot: ClusterSnapshot, stack: StackExpectations | None = None,
         collected_at=snapshot.collected_at,
         stack=stack.name if stack else None,
         cluster=dict(snapshot.cluster),
+        idle=idle_nodes,
     )
 
 

@@ -170,7 +170,8 @@ def run(args: argparse.Namespace) -> int:
         snapshot, source = _snapshot(args, model)
         report = run_audit(snapshot, expected, shapes_checked=True)  # read_snapshot and the probe checked them
         if args.html is not None:
-            _write_html(args.html, render_html(report, source=source))
+            # The page names the cluster by the context and API server the snapshot recorded, never a local folder.
+            _write_html(args.html, render_html(report, source=None if args.snapshot is not None else source))
     except ConfigError as error:
         return report_config_error(error)
     except (_UsageError, SnapshotError) as error:
@@ -264,7 +265,9 @@ def _write_html(path: Path, page: str) -> None:
 
 
 def print_report(report: AuditReport, *, source: str) -> None:
-    origin = f"{source}, collected {report.collected_at}" if report.collected_at else source
+    cluster = ", ".join(f"{key} {value}" for key, value in sorted(report.cluster.items()))
+    origin = f"{source} ({cluster})" if cluster else source
+    origin = f"{origin}, collected {report.collected_at}" if report.collected_at else origin
     stack = f", stack {report.stack}" if report.stack else ""
     out.print(
         f"[bold]aksgpu audit[/] of {safe(origin)}{safe(stack)}: {report.gpu_nodes} GPU node(s) in {len(report.pools)} pool(s)"

@@ -21,17 +21,21 @@ def add_wide_argument(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--wide", action="store_true", help=WIDE_HELP)
 
 
-_NORMAL_WIDTH: dict[int, int | None] = {}
+# The width a --wide run replaced, given back to the next command run in the same process (the tests run many).
+_REPLACED_WIDTH: list[int | None] = []
 
 
 def apply_wide(args: argparse.Namespace) -> None:
-    """With ``--wide``, the output console stops wrapping at the terminal's width; without, it has its usual width
-    (a command run in the same process after a ``--wide`` one, as the tests do, is not wide)."""
+    """With ``--wide``, the output console stops wrapping at the terminal's width; a later command run in the same
+    process without it gets the width back."""
     from aks_gpu.cli import common
 
     console = common.out
-    normal = _NORMAL_WIDTH.setdefault(id(console), console._width)
-    console.width = WIDE_COLUMNS if getattr(args, "wide", False) else normal  # type: ignore[assignment]
+    if _REPLACED_WIDTH:
+        console.width = _REPLACED_WIDTH.pop()  # type: ignore[assignment]
+    if getattr(args, "wide", False):
+        _REPLACED_WIDTH.append(console._width)
+        console.width = WIDE_COLUMNS
 
 
 def table(title: str | None = None, columns: Iterable[str] = (), *, right: Iterable[str] = (), **options: Any) -> Table:

@@ -34,8 +34,8 @@ from tests.conftest import FIXTURES_DIR, PROJECT_DIR
 
 EXAMPLES_DIR = PROJECT_DIR / "examples" / "snapshots"
 TRAIN_2 = "aks-train-31415926-vmss000002"
-REGION = "swedencentral"
-CLUSTER = {"context": "contoso-gpu-prod", "server": "https://contoso-gpu-prod-4f7a2c1e.hcp.swedencentral.azmk8s.io:443"}
+REGION = "eastus"
+CLUSTER = {"context": "contoso-gpu-prod", "server": "https://contoso-gpu-prod-4f7a2c1e.hcp.eastus.azmk8s.io:443"}
 STALE_IMAGE = "AKSUbuntu-2204gen2containerd-202506.10.0"
 HW_SLOWDOWN_SMI = FIXTURES_DIR / "health" / "31_nvidia-smi-q_8xh100_535.161.08_hw_slowdown_power_brake.txt"
 

@@ -57,3 +57,37 @@ def test_the_examples_are_what_the_generator_writes(tmp_path: Path) -> None:
         assert written.keys() == shipped.keys(), name
         stale = [str(path) for path in written if written[path] != shipped[path]]
         assert stale == [], f"examples/snapshots/{name} is out of step: python -m tests.examples.example_snapshots"
+
+
+def test_the_html_report_names_the_cluster_opens_with_the_top_actions_and_prices_the_idle_node(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    page = tmp_path / "audit.html"
+    assert main(["audit", "--snapshot", FAULTY, "--html", str(page)]) == 1
+    html = page.read_text(encoding="utf-8")
+    # The cluster by its context and API server, not the folder it was read from.
+    assert "<title>aksgpu audit: contoso-gpu-prod</title>" in html
+    assert "https://contoso-gpu-prod-4f7a2c1e.hcp.eastus.azmk8s.io:443" in html
+    assert "examples/snapshots" not in html and str(EXAMPLES_DIR) not in html
+    # The top actions come first, failing ones before warnings, and the idle node's cost leads the warnings.
+    assert html.index('id="top-actions"') < html.index('id="pools"')
+    actions = html[html.index('id="top-actions"') : html.index("</section>", html.index('id="top-actions"'))]
+    ranked = [part.split('"')[0] for part in actions.split('data-id="')[1:]]
+    assert ranked[:4] == ["gpu-node-untainted", "gpu-squatter", "gpu-condition", "gpu-idle"]
+    # 730 hours of Standard_NC24ads_A100_v4 at the eastus list price of components/data/gpu_prices.yaml.
+    assert "about USD 2,681 a month at list price" in actions
+    cost = html[html.index('id="idle-cost"') :]
+    assert 'data-node="aks-infer-31415926-vmss000000"' in cost and "USD 2,681" in cost
+    assert "Prices: eastus pay-as-you-go Linux list prices (USD, 730 hours a month), read 2026-12-01" in cost
+
+
+def test_an_idle_node_no_price_table_knows_is_shown_unpriced(tmp_path: Path) -> None:
+    from aks_gpu.audit.engine import run_audit
+    from aks_gpu.audit.html import render_html
+    from aks_gpu.validation.snapshot import read_snapshot
+
+    snapshot = read_snapshot(EXAMPLES_DIR / "faulty")
+    for node in snapshot.nodes:
+        node["metadata"]["labels"]["topology.kubernetes.io/region"] = "antarctica"
+    html = render_html(run_audit(snapshot))
+    assert "not priced (no price for it)" in html and "a month at list price" not in html
