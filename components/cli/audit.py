@@ -132,6 +132,13 @@ def add_cluster_arguments(parser: argparse.ArgumentParser) -> None:
 def run_collect(args: argparse.Namespace) -> int:
     """Read the live cluster as ``audit`` does, run the SMI command in each GPU node's plugin or driver pod, and save it
     all as a snapshot folder."""
+    audit_only = [
+        flag for flag in ("snapshot", "json", "html", "stack", "config_file", "project_dir") if getattr(args, flag, None)
+    ]
+    if audit_only:
+        flags = ", ".join("--" + flag.replace("_", "-") for flag in audit_only)
+        err.print(f"[bold red]aksgpu audit collect[/]: {flags}: for `aksgpu audit`; collect saves a snapshot and judges nothing")
+        return EXIT_USAGE
     if args.out.exists() and not args.out.is_dir():
         err.print(f"[bold red]aksgpu audit collect[/]: --out {safe(str(args.out))} is a file, not a folder: nothing was read")
         return EXIT_USAGE
@@ -309,7 +316,8 @@ def print_report(report: AuditReport, *, source: str) -> None:
 
 def _pools_table(report: AuditReport) -> Table:
     columns = ("pool", "vendor", "GPU nodes", "GPUs allocatable", "GPUs requested", "idle nodes", "node images")
-    table = tables.table("GPU pools", columns, right=[column for column in columns if column.startswith(("GPU", "idle"))])
+    right = [column for column in columns if column.startswith(("GPU", "idle"))]
+    table = tables.table("GPU pools", columns, right=right, keep=("pool", "node images"))
     for pool in report.pools:
         images = ", ".join(f"{image} ({count})" for image, count in pool.node_images.items()) or "-"
         table.add_row(
@@ -325,7 +333,12 @@ def _pools_table(report: AuditReport) -> Table:
 
 
 def _findings_table(title: str, findings: list[AuditFinding]) -> Table:
-    table = tables.table(safe(title), ("severity", "id", "node", "namespace", "pod", "message"), title_justify="left")
+    table = tables.table(
+        safe(title),
+        ("severity", "id", "node", "namespace", "pod", "message"),
+        keep=("severity", "id", "node", "namespace", "pod"),
+        title_justify="left",
+    )
     for finding in findings[:MAX_ROWS_SHOWN]:
         table.add_row(
             f"[{_STYLE[finding.severity]}]{finding.severity}[/]",
@@ -339,7 +352,9 @@ def _findings_table(title: str, findings: list[AuditFinding]) -> Table:
 
 
 def _namespaces_table(report: AuditReport) -> Table:
-    table = tables.table("Namespaces with GPU pods", ("namespace", "GPU pods", "GPUs requested", "GPU quota", "deny-all"))
+    table = tables.table(
+        "Namespaces with GPU pods", ("namespace", "GPU pods", "GPUs requested", "GPU quota", "deny-all"), keep=("namespace",)
+    )
     for namespace in report.namespaces:
         quota = "not read" if namespace.quota is None else (", ".join(f"{k}: {v}" for k, v in namespace.quota.items()) or "none")
         deny = "not read" if namespace.deny_all is None else ("yes" if namespace.deny_all else "no")

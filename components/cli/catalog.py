@@ -49,7 +49,9 @@ def run(args: argparse.Namespace) -> int:
         out.print_json(json.dumps(rows))
         return EXIT_OK
     table = tables.table(
-        "AKS GPU VM sizes", ("vm size", "series", "cpu", "gpus", "memory/gpu", "MIG profiles", "local NVMe", "caveats")
+        "AKS GPU VM sizes",
+        ("vm size", "series", "cpu", "gpus", "memory/gpu", "MIG profiles", "local NVMe", "caveats"),
+        keep=("vm size",),
     )
     for size in catalog.vm_sizes.values():
         mig = ", ".join(f"{name}={m.profile}x{m.max_instances}" for name, m in size.gpu.mig.items()) or "-"

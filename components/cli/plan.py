@@ -161,6 +161,7 @@ def pool_table(model: PlatformModel) -> Table:
     table = tables.table(
         "GPU pools: what each node exposes to the scheduler",
         ("pool", "vm size", "gpus", "resource", "per node", "mig", "sharing", "nodes", "taints"),
+        keep=("pool", "vm size", "resource", "taints"),
     )
     for pool in model.pools:
         spec = pool.config

@@ -38,16 +38,25 @@ def apply_wide(args: argparse.Namespace) -> None:
         console.width = WIDE_COLUMNS
 
 
-def table(title: str | None = None, columns: Iterable[str] = (), *, right: Iterable[str] = (), **options: Any) -> Table:
-    """A rich table whose every column folds rather than cuts: ``right`` names the columns aligned right (counts)."""
+def table(
+    title: str | None = None,
+    columns: Iterable[str] = (),
+    *,
+    right: Iterable[str] = (),
+    keep: Iterable[str] = (),
+    **options: Any,
+) -> Table:
+    """A rich table whose every column folds rather than cuts: ``right`` names the columns aligned right (counts),
+    ``keep`` those whose values stay on one line while the others wrap (names people copy: a node, a VM size)."""
     from rich.table import Table
 
     made = Table(title=title, **options)
-    aligned = set(right)
+    aligned, whole = set(right), set(keep)
     for column in columns:
-        add_column(made, column, justify="right" if column in aligned else "left")
+        add_column(made, column, justify="right" if column in aligned else "left", no_wrap=column in whole)
     return made
 
 
 def add_column(made: Table, header: str, **options: Any) -> None:
+    """``no_wrap`` columns take their full width first; where even that cannot fit the terminal, they fold too."""
     made.add_column(header, overflow="fold", **options)

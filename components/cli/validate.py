@@ -249,8 +249,8 @@ def results_table(model: PlatformModel, results: Sequence[CheckResult]) -> Table
         rows.setdefault((result.pool, result.node), {})[result.id] = result
     title = f"GPU pools of {safe(model.cluster.name)}" if model.cluster else "GPU pools"
     table = Table(title=title, show_lines=False)
-    tables.add_column(table, "pool", style="bold")
-    tables.add_column(table, "node")
+    tables.add_column(table, "pool", style="bold", no_wrap=True)
+    tables.add_column(table, "node", no_wrap=True)
     for check in CHECK_IDS:
         tables.add_column(table, check, justify="center")
     previous_pool: str | None = None

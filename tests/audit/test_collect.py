@@ -98,6 +98,8 @@ def test_collect_has_its_own_help_and_needs_out(capsys: pytest.CaptureFixture[st
         main(["audit", "collect"])
     assert exit_info.value.code == 2
     assert "--out" in capsys.readouterr().err
+    assert main(["audit", "--json", "collect", "--out", "snap"]) == 2
+    assert "--json: for `aksgpu audit`; collect saves a snapshot and judges nothing" in capsys.readouterr().err
 
 
 def test_an_unreachable_cluster_is_exit_2_and_nothing_is_written(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
