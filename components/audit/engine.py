@@ -24,6 +24,7 @@ from aks_gpu.audit.registry import CHECK_BY_ID, CHECKS, NODES, PRACTICES, Severi
 from aks_gpu.audit.stack import StackExpectations
 from aks_gpu.kube.workload_manifests import ARTICLE_WORKLOAD_LABEL, DENY_ALL_POLICY, PSA_PREFIX, QUOTA_NAME
 from aks_gpu.naming import WORKLOAD_LABEL, vendor_resource
+from aks_gpu.validation.gpu_findings import by_node
 from aks_gpu.validation.health import read_smi_and_health
 from aks_gpu.validation.inventory import (
     FENCING_EFFECTS,
@@ -793,13 +794,9 @@ def _health(run: _Run, nodes: Sequence[GpuNode], snapshot: ClusterSnapshot, stac
         missing = tuple(id_ for id_ in health_ids if id_ not in health.checked and id_ not in skipped)
         if missing:
             unjudged[missing].append(node.name)
-        # One line per node and finding, naming every GPU it was found on: eight GPUs in HW slowdown are one finding
-        # of the node, not eight rows that differ only in a bus address.
-        gpus_of: dict[tuple[str, str, str], list[str]] = {}
-        for finding in health.findings:
-            gpus_of.setdefault((finding.id, finding.severity, finding.message), []).append(finding.gpu or "")
-        for (finding_id, severity, message), gpus in gpus_of.items():
-            run.add(finding_id, "fail" if severity == "critical" else "warn", f"{_gpus(gpus)}{message}", node=node.name)
+        # One line per node and finding, naming every GPU it was found on (aks_gpu.validation.gpu_findings).
+        for merged in by_node(health.findings):
+            run.add(merged.id, "fail" if merged.severity == "critical" else "warn", merged.text(), node=node.name)
 
     collect = (
         f"`aksgpu validate collect --stack {stack.name} --out DIR`"
@@ -849,16 +846,6 @@ def _health(run: _Run, nodes: Sequence[GpuNode], snapshot: ClusterSnapshot, stac
             "monitors, and not with --gpu-driver none)",
             len(no_conditions),
         )
-
-
-def _gpus(gpus: Sequence[str]) -> str:
-    """``GPU 3: `` or ``8 GPUs (00000000:19:00.0, ...): ``, every one named; empty when the input named none."""
-    named = list(dict.fromkeys(gpu for gpu in gpus if gpu))
-    if not named:
-        return ""
-    if len(named) == 1:
-        return f"GPU {named[0]}: "
-    return f"{len(named)} GPUs ({', '.join(named)}): "
 
 
 # ---------------------------------------------------------------- summary per pool
