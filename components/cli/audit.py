@@ -106,7 +106,7 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--json", action="store_true", help='print {"findings": [...], "summary": {...}} on stdout, nothing else')
     parser.add_argument("--html", type=Path, metavar="FILE", help="also write the report as one self-contained HTML page")
     tables.add_wide_argument(parser)
-    parser.add_argument("--stack", metavar="NAME", help="also expect what this stack sets (stacks/Pulumi.<NAME>.yaml)")
+    parser.add_argument("--stack", metavar="NAME", help="also expect what this stack sets (its Pulumi.<NAME>.yaml)")
     parser.add_argument("--config-file", type=Path, metavar="FILE", help="with --stack: read this stack file instead")
     parser.add_argument(
         "--project-dir", type=Path, metavar="DIR", help="with --stack: the folder with Pulumi.yaml (default: found from here)"
