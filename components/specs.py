@@ -181,7 +181,7 @@ class GpuPoolSpec(TypedDict):
     count: NotRequired[int]
     """The node count, with autoscaling false."""
     mig_profile: NotRequired[str]
-    """Partition every GPU into MIG instances of this size (NVIDIA A100, H100, H200). One of: MIG1g, MIG2g, MIG3g, MIG4g, MIG7g."""
+    """Partition every GPU into MIG instances of this size (NVIDIA A100, H100, H200): AKS's name (MIG3g) or NVIDIA's, as `aksgpu catalog` prints it (3g.40gb). One of: MIG1g, MIG2g, MIG3g, MIG4g, MIG7g."""
     time_slicing_replicas: NotRequired[int]
     """Share each GPU between this many pods (time-slicing); not with MIG."""
     nvme_cache: NotRequired[bool]

@@ -19,10 +19,12 @@ from datetime import UTC, date, datetime
 from fractions import Fraction
 from typing import Any
 
+from aks_gpu.audit.prices import INSTANCE_TYPE_LABELS, REGION_LABELS, first_label
 from aks_gpu.audit.registry import CHECK_BY_ID, CHECKS, NODES, PRACTICES, Severity
 from aks_gpu.audit.stack import StackExpectations
 from aks_gpu.kube.workload_manifests import ARTICLE_WORKLOAD_LABEL, DENY_ALL_POLICY, PSA_PREFIX, QUOTA_NAME
 from aks_gpu.naming import INSTANCE_TYPE_LABEL, WORKLOAD_LABEL, vendor_resource
+from aks_gpu.validation.gpu_findings import by_node
 from aks_gpu.validation.health import read_smi_and_health
 from aks_gpu.validation.inventory import (
     FENCING_EFFECTS,
@@ -212,6 +214,20 @@ class NamespaceSummary:
 
 
 @dataclass(frozen=True)
+class IdleNode:
+    """A GPU node none of whose GPUs is requested, with what prices it: its VM size and region (node labels)."""
+
+    node: str
+    pool: str
+    vm_size: str | None
+    region: str | None
+    gpus: Fraction
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"node": self.node, "pool": self.pool, "vmSize": self.vm_size, "region": self.region, "gpus": whole(self.gpus)}
+
+
+@dataclass(frozen=True)
 class AuditReport:
     findings: tuple[AuditFinding, ...]
     pools: tuple[PoolSummary, ...]
@@ -221,6 +237,8 @@ class AuditReport:
     gpu_nodes: int
     collected_at: str | None
     stack: str | None = None
+    cluster: Mapping[str, str] = field(default_factory=dict)  # the snapshot's "context" and "server", where known
+    idle: tuple[IdleNode, ...] = ()  # the gpu-idle nodes
 
     @property
     def failed(self) -> bool:
@@ -232,6 +250,7 @@ class AuditReport:
     def summary(self) -> dict[str, Any]:
         return {
             "stack": self.stack,
+            "cluster": dict(self.cluster),
             "collectedAt": self.collected_at,
             "gpuNodes": self.gpu_nodes,
             "fail": self.count("fail"),
@@ -240,6 +259,7 @@ class AuditReport:
             "namespaces": [namespace.to_dict() for namespace in self.namespaces],
             "checked": list(self.checked),
             "notChecked": [gap.to_dict() for gap in self.not_checked],
+            "idle": [node.to_dict() for node in self.idle],
         }
 
     def to_dict(self) -> dict[str, Any]:
@@ -322,6 +342,17 @@ def run_audit(snapshot: ClusterSnapshot, stack: StackExpectations | None = None,
     _node_images(run, nodes, collected, commands, snapshot)
     namespace_summaries = _isolation(run, pods, quotas, policies, namespaces, stack, snapshot)
     idle = _utilisation(run, nodes, on_node, commands)
+    idle_nodes = tuple(
+        IdleNode(
+            node.name,
+            node.pool,
+            first_label(node.labels, INSTANCE_TYPE_LABELS),
+            first_label(node.labels, REGION_LABELS),
+            node.gpus_capacity,
+        )
+        for node in nodes
+        if node.name in idle
+    )
     _health(run, nodes, snapshot, stack)
     if not nodes:
         _nothing_to_judge(run, len(snapshot.nodes))
@@ -350,6 +381,8 @@ def run_audit(snapshot: ClusterSnapshot, stack: StackExpectations | None = None,
         gpu_nodes=len(nodes),
         collected_at=snapshot.collected_at,
         stack=stack.name if stack else None,
+        cluster=dict(snapshot.cluster),
+        idle=idle_nodes,
     )
 
 
@@ -779,14 +812,9 @@ def _health(run: _Run, nodes: Sequence[GpuNode], snapshot: ClusterSnapshot, stac
         missing = tuple(id_ for id_ in health_ids if id_ not in health.checked and id_ not in skipped)
         if missing:
             unjudged[missing].append(node.name)
-        for finding in health.findings:
-            where = f"GPU {finding.gpu}: " if finding.gpu else ""
-            run.add(
-                finding.id,
-                "fail" if finding.severity == "critical" else "warn",
-                f"{where}{finding.message}",
-                node=node.name,
-            )
+        # One line per node and finding, naming every GPU it was found on (aks_gpu.validation.gpu_findings).
+        for merged in by_node(health.findings):
+            run.add(merged.id, "fail" if merged.severity == "critical" else "warn", merged.text(), node=node.name)
 
     collect = (
         f"`aksgpu validate collect --stack {stack.name} --out DIR`"

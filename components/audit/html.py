@@ -12,8 +12,9 @@ from collections.abc import Sequence
 from fractions import Fraction
 from html import escape
 
-from aks_gpu.audit.engine import AuditFinding, AuditReport, Gap, PoolSummary, practices_of
-from aks_gpu.audit.registry import PRACTICES, checks_of
+from aks_gpu.audit.engine import AuditFinding, AuditReport, Gap, IdleNode, PoolSummary, practices_of
+from aks_gpu.audit.prices import PriceTable, load_prices
+from aks_gpu.audit.registry import CHECK_BY_ID, CHECKS, PRACTICES, checks_of
 from aks_gpu.validation.inventory import whole
 
 _STYLE = """
@@ -43,6 +44,7 @@ td.badge, td code { white-space: nowrap; }
 .chart .alloc { top: 0; bottom: 0; background: var(--alloc); }
 .chart .req { top: .3rem; bottom: .3rem; background: var(--req); }
 .legend span { display: inline-block; width: .9rem; height: .9rem; vertical-align: middle; margin: 0 .3rem 0 1rem; }
+#top-actions ol { padding-left: 1.4rem; } #top-actions li { margin: .35rem 0; }
 .todo { background: #f9fafb; border-left: 3px solid var(--req); padding: .4rem .7rem; margin: .3rem 0 .6rem; }
 code { font-family: ui-monospace, "SFMono-Regular", Menlo, Consolas, monospace; font-size: .85em; }
 """
@@ -57,12 +59,22 @@ def _n(value: Fraction | int) -> str:
     return _e(whole(value) if isinstance(value, Fraction) else value)
 
 
-def render_html(report: AuditReport, *, source: str) -> str:
-    """The whole page. ``source`` says what was audited (a snapshot folder, a kubeconfig context)."""
+def render_html(report: AuditReport, *, source: str | None = None) -> str:
+    """The whole page. It names the cluster by what the snapshot or the live read recorded (``report.cluster``: the
+    kubeconfig context and API server), never by a local folder; ``source`` describes a live read where the report
+    holds no cluster name."""
     fail, warn = report.count("fail"), report.count("warn")
     verdict = (
         f'<span class="fail">{fail} failing</span>' if fail else '<span class="ok">nothing fails</span>'
     ) + f'<span class="warn">{warn} warning(s)</span><span>{report.gpu_nodes} GPU node(s)</span>'
+    context, server = report.cluster.get("context"), report.cluster.get("server")
+    name = context or server or source or "an unnamed cluster"
+    where = [
+        f"context <strong>{_e(context)}</strong>" if context else "",
+        f"API server <code>{_e(server)}</code>" if server else "",
+    ]
+    if not context and not server:
+        where = [_e(source) if source else "the snapshot does not name its cluster (meta.json has no cluster)"]
     stack = f" &middot; stack <strong>{_e(report.stack)}</strong>" if report.stack else ""
     collected = f" &middot; collected {_e(report.collected_at)}" if report.collected_at else " &middot; collection time unknown"
     parts = [
@@ -73,16 +85,17 @@ def render_html(report: AuditReport, *, source: str) -> str:
         # No script, no network: styles inline only, images only as data: URLs (there are none).
         "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src 'unsafe-inline'; img-src data:\">",
         '<meta name="viewport" content="width=device-width, initial-scale=1">',
-        f"<title>aksgpu audit: {_e(source)}</title>",
+        f"<title>aksgpu audit: {_e(name)}</title>",
         f"<style>{_STYLE}</style>",
         "</head>",
         "<body>",
         "<header>",
-        "<h1>AKS GPU audit</h1>",
-        f'<p class="muted">{_e(source)}{stack}{collected} &middot; against Microsoft\'s '
-        "<em>GPU best practices for AKS</em> (learn.microsoft.com/azure/aks/best-practices-gpu)</p>",
+        f'<h1>AKS GPU audit: <span id="cluster">{_e(name)}</span></h1>',
+        f'<p class="muted">{" &middot; ".join(part for part in where if part)}{stack}{collected} &middot; against '
+        "Microsoft's <em>GPU best practices for AKS</em> (learn.microsoft.com/azure/aks/best-practices-gpu)</p>",
         f'<p class="counts" id="verdict">{verdict}</p>',
         "</header>",
+        _top_actions(report),
         _pools(report.pools),
     ]
     grouped = practices_of(report.findings)
@@ -91,6 +104,8 @@ def render_html(report: AuditReport, *, source: str) -> str:
         gaps[gap.practice].append(gap)
     for practice in PRACTICES:
         parts.append(_practice(practice.id, practice.title, practice.article, grouped[practice.id], gaps[practice.id]))
+        if practice.id == CHECK_BY_ID["gpu-idle"].practice and report.idle:
+            parts.append(_idle_cost(report.idle))
     parts.append(_namespaces(report))
     parts.append(
         '<footer><p class="muted">Written by <code>aksgpu audit --html</code>. Finding ids, what each checks '
@@ -98,6 +113,104 @@ def render_html(report: AuditReport, *, source: str) -> str:
     )
     parts += ["</body>", "</html>"]
     return "\n".join(parts) + "\n"
+
+
+# The top actions listed first: the checks with findings, failing ones first, then by how many findings each has.
+MAX_TOP_ACTIONS = 5
+
+
+def _top_actions(report: AuditReport) -> str:
+    by_check: dict[str, list[AuditFinding]] = {}
+    for finding in report.findings:
+        by_check.setdefault(CHECK_BY_ID[finding.id].id, []).append(finding)
+    if not by_check:
+        return '<section id="top-actions"><h2>Top actions</h2><p class="ok">Nothing to do in what was checked.</p></section>'
+    order = {check.id: number for number, check in enumerate(CHECKS)}
+    ranked = sorted(
+        by_check.items(),
+        # Failing first; then what costs money (idle nodes); then the most findings.
+        key=lambda item: (
+            not any(f.severity == "fail" for f in item[1]),
+            item[0] != "gpu-idle",
+            -len(item[1]),
+            order[item[0]],
+        ),
+    )
+    items = []
+    for check_id, findings in ranked[:MAX_TOP_ACTIONS]:
+        check = CHECK_BY_ID[check_id]
+        severity = "fail" if any(f.severity == "fail" for f in findings) else "warn"
+        label = check.id if not check.ids else "GPU health (" + ", ".join(sorted({f.id for f in findings})) + ")"
+        nodes = sorted({f.node for f in findings if f.node})
+        namespaces = sorted({f.namespace for f in findings if f.namespace and not f.node})
+        on = _listed(nodes, "node") if nodes else _listed(namespaces, "namespace")
+        cost = _idle_total(report.idle) if check.id == "gpu-idle" else ""
+        items.append(
+            f'<li data-id="{_e(check.id)}"><span class="badge {severity}">{severity}</span> '
+            f"<strong><code>{_e(label)}</code></strong>: {len(findings)} finding(s){on}{cost}. "
+            f'<a href="#check-{_e(check.id)}">{_e(check.fix)}</a></li>'
+        )
+    more = f'<p class="muted">+{len(ranked) - MAX_TOP_ACTIONS} more below.</p>' if len(ranked) > MAX_TOP_ACTIONS else ""
+    return f'<section id="top-actions"><h2>Top actions</h2><ol>{"".join(items)}</ol>{more}</section>'
+
+
+def _listed(names: Sequence[str], what: str) -> str:
+    if not names:
+        return ""
+    shown = ", ".join(_e(name) for name in names[:3])
+    extra = f" and {len(names) - 3} more" if len(names) > 3 else ""
+    return f" on {what}{'s' if len(names) > 1 else ''} {shown}{extra}"
+
+
+def _money(amount: float, currency: str) -> str:
+    return f"{currency} {amount:,.0f}"
+
+
+def _idle_total(idle: Sequence[IdleNode]) -> str:
+    prices = load_prices()
+    priced = [prices.monthly(node.region, node.vm_size) for node in idle]
+    known = [found for found in priced if found is not None]
+    if not known:
+        return ""
+    total = sum(amount for amount, _ in known)
+    unpriced = f", {len(priced) - len(known)} more not priced" if len(known) < len(priced) else ""
+    return f", about {_money(total, prices.currency)} a month at list price{unpriced}"
+
+
+def _idle_cost(idle: Sequence[IdleNode]) -> str:
+    """What the idle GPU nodes cost a month at the dated list prices of components/data/gpu_prices.yaml, each price
+    with its region, the date it was read and its source."""
+    prices = load_prices()
+    rows = []
+    used: dict[str, PriceTable] = {}
+    for node in idle:
+        found = prices.monthly(node.region, node.vm_size)
+        if found is None:
+            why = "no VM size label" if not node.vm_size else ("no region label" if not node.region else "no price for it")
+            cost = f'<span class="muted">not priced ({_e(why)})</span>'
+        else:
+            amount, table = found
+            used[table.region] = table
+            cost = _e(_money(amount, prices.currency))
+        rows.append(
+            f'<tr class="idle" data-node="{_e(node.node)}"><td>{_e(node.node)}</td><td>{_e(node.pool)}</td>'
+            f"<td><code>{_e(node.vm_size or '?')}</code></td><td>{_e(node.region or '?')}</td>"
+            f'<td class="num">{_n(node.gpus)}</td><td class="num cost">{cost}</td></tr>'
+        )
+    notes = "".join(
+        f'<p class="muted price-source">Prices: {_e(table.region)} pay-as-you-go Linux list prices '
+        f"({_e(prices.currency)}, {prices.hours_per_month} hours a month), read {_e(table.read.isoformat())}; source: "
+        f"{_e(table.source)} (components/data/gpu_prices.yaml). Reservations and savings plans cost less.</p>"
+        for table in used.values()
+    )
+    return (
+        '<section id="idle-cost"><h3>What the idle GPU nodes cost</h3><table><thead><tr><th>node</th><th>pool</th>'
+        "<th>VM size</th><th>region</th><th>GPU resources</th><th>a month</th></tr></thead><tbody>"
+        + "".join(rows)
+        + "</tbody></table>"
+        + notes
+        + "</section>"
+    )
 
 
 def _pools(pools: Sequence[PoolSummary]) -> str:

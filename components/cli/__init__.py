@@ -1,6 +1,4 @@
-"""``aksgpu``: plan a stack offline, print the config schema and GPU catalog, parse SMI output,
-validate a cluster, audit any AKS GPU cluster against the best practices and check pods against the admission
-policy."""
+"""``aksgpu``: the command line of aks-gpu (``build_parser`` lists the commands, ``main`` runs one)."""
 
 from __future__ import annotations
 
@@ -11,6 +9,7 @@ import sys
 import traceback
 from collections.abc import Callable, Sequence
 
+from aks_gpu import __version__
 from aks_gpu.cli import common
 from aks_gpu.cli.common import EXIT_INTERNAL, EXIT_USAGE, safe
 from aks_gpu.config.problems import ConfigError
@@ -19,10 +18,21 @@ from aks_gpu.internal_error import DEBUG_ENV, debug_requested, internal_error_me
 Handler = Callable[[argparse.Namespace], int]
 # Each command's module, imported only when that command runs (or for `aksgpu --help`): a command pays for its own
 # imports only, so `smi parse`, `catalog` or `admission check` never load Pulumi or the Azure SDK.
-COMMANDS = ("plan", "schema", "catalog", "smi", "admission", "validate", "rules", "audit")
+# In the order people reach for them: build and check a platform, audit any cluster, gate and watch the workloads, then
+# the tools (`aksgpu --help` lists them so).
+COMMANDS = ("plan", "validate", "audit", "admission", "rules", "smi", "catalog", "schema")
 EXIT_INTERRUPTED = 130
 # What a shell reports for a program killed by SIGPIPE (128 + 13): `aksgpu ... | head` closed the pipe.
 EXIT_BROKEN_PIPE = 141
+
+_DESCRIPTION = """\
+Build GPU platforms on AKS, check any AKS GPU cluster against Microsoft's GPU best practices, and gate GPU
+workloads. Every command but a live validate, audit or collect works offline. `aksgpu COMMAND --help` says
+more about each.
+
+  aksgpu audit --snapshot examples/snapshots/faulty    try the audit with no cluster
+  aksgpu plan --stack prod                             plan stacks/Pulumi.prod.yaml offline
+"""
 
 _EPILOG = f"""\
 exit status: 0 ok, 1 a check failed or an object was denied, 2 usage, config or input error,
@@ -32,8 +42,9 @@ exit status: 0 ok, 1 a check failed or an object was denied, 2 usage, config or 
 
 def build_parser(commands: Sequence[str] = COMMANDS) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="aksgpu", description=__doc__, epilog=_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter
+        prog="aksgpu", description=_DESCRIPTION, epilog=_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter
     )
+    parser.add_argument("--version", action="version", version=f"aksgpu {__version__}")
     parser.add_argument("--debug", action="store_true", help=f"on an internal error, print the traceback (or set {DEBUG_ENV}=1)")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
     for command in commands:

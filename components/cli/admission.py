@@ -43,7 +43,11 @@ exit status: 0 every object admitted, 1 any denied, 2 usage, file, YAML, object 
 
 def register(subparsers: Any) -> None:
     """Add ``admission check`` to the ``aksgpu`` command line."""
-    admission = subparsers.add_parser("admission", help="check objects against the GPU admission policy")
+    admission = subparsers.add_parser(
+        "admission",
+        help="check objects against the GPU admission policy",
+        description="Judge Kubernetes objects against the stack's GPU admission policy, offline.",
+    )
     commands = admission.add_subparsers(dest="admission_command", metavar="COMMAND", required=True)
     check = commands.add_parser(
         "check",

@@ -7,19 +7,27 @@ import json
 from typing import Any
 
 from rich.markup import escape
-from rich.table import Table
 
 from aks_gpu.catalog import load_catalog
+from aks_gpu.cli import tables
 from aks_gpu.cli.common import EXIT_OK, out
 
 
 def register(subparsers: Any) -> None:
-    parser = subparsers.add_parser("catalog", help="print the GPU VM catalog (sizes, GPUs, MIG, NVMe)")
-    parser.add_argument("--json", action="store_true", help="machine-readable output")
+    parser = subparsers.add_parser(
+        "catalog",
+        help="print the GPU VM catalog (sizes, GPUs, MIG, NVMe)",
+        description="Print the GPU VM sizes the config rules check a stack against: GPUs per VM, GPU memory, the MIG "
+        "profiles as AKS (MIG3g) and NVIDIA (3g.40gb) name them, local NVMe and caveats, each with its source "
+        "(components/data/gpu_catalog.yaml).",
+    )
+    parser.add_argument("--json", action="store_true", help="print a JSON list of sizes on stdout, nothing else")
+    tables.add_wide_argument(parser)
     parser.set_defaults(handler=run)
 
 
 def run(args: argparse.Namespace) -> int:
+    tables.apply_wide(args)
     catalog = load_catalog()
     if args.json:
         rows = [
@@ -40,9 +48,11 @@ def run(args: argparse.Namespace) -> int:
         ]
         out.print_json(json.dumps(rows))
         return EXIT_OK
-    table = Table(title="AKS GPU VM sizes")
-    for column in ("vm size", "series", "cpu", "gpus", "memory/gpu", "MIG profiles", "local NVMe", "caveats"):
-        table.add_column(column)
+    table = tables.table(
+        "AKS GPU VM sizes",
+        ("vm size", "series", "cpu", "gpus", "memory/gpu", "MIG profiles", "local NVMe", "caveats"),
+        keep=("vm size",),
+    )
     for size in catalog.vm_sizes.values():
         mig = ", ".join(f"{name}={m.profile}x{m.max_instances}" for name, m in size.gpu.mig.items()) or "-"
         nvme = f"{size.nvme.disks} disks, {size.nvme.capacity_gib} GiB" if size.nvme else "-"

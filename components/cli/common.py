@@ -52,12 +52,18 @@ def find_project_dir(start: Path | None = None) -> Path:
     return Path(__file__).resolve().parents[2]
 
 
-def add_stack_arguments(parser: argparse.ArgumentParser) -> None:
+def add_stack_arguments(parser: argparse.ArgumentParser, *, required: bool = True) -> None:
+    """``--stack NAME``, ``--config-file FILE``, ``--project-dir DIR``: the same names and metavars on every command."""
     parser.add_argument(
-        "--stack", required=True, help="stack name: reads Pulumi.<NAME>.yaml from the project's stackConfigDir (stacks/ here)"
+        "--stack",
+        metavar="NAME",
+        required=required,
+        help="stack name: reads Pulumi.<NAME>.yaml from the project's stackConfigDir (stacks/ here)",
     )
-    parser.add_argument("--config-file", type=Path, help="read this stack file instead of the stack's Pulumi.<NAME>.yaml")
-    parser.add_argument("--project-dir", type=Path, help="the folder with Pulumi.yaml (default: found from here)")
+    parser.add_argument(
+        "--config-file", type=Path, metavar="FILE", help="read this stack file instead of the stack's Pulumi.<NAME>.yaml"
+    )
+    parser.add_argument("--project-dir", type=Path, metavar="DIR", help="the folder with Pulumi.yaml (default: found from here)")
 
 
 @dataclass(frozen=True)

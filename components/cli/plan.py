@@ -11,6 +11,7 @@ from typing import Any
 from rich.table import Table
 from rich.tree import Tree
 
+from aks_gpu.cli import tables
 from aks_gpu.cli.common import (
     EXIT_OK,
     EXIT_USAGE,
@@ -43,10 +44,12 @@ def register(subparsers: Any) -> None:
     parser = subparsers.add_parser(
         "plan",
         help="plan a stack offline (no Azure account, no Pulumi CLI)",
-        description="Run __main__.py under Pulumi's mock engine and write build/<stack>/resources.json and manifests/.",
+        description="Run the Pulumi program under Pulumi's mock engine, offline, and write build/<stack>/resources.json "
+        "and manifests/: what `pulumi up` would create, with no Azure account and no Pulumi CLI.",
     )
     add_stack_arguments(parser)
-    parser.add_argument("--out", type=Path, help="output folder (default: build/<stack>)")
+    tables.add_wide_argument(parser)
+    parser.add_argument("--out", type=Path, metavar="DIR", help="output folder (default: build/<stack>)")
     parser.add_argument(
         "--preview",
         action="store_true",
@@ -56,6 +59,7 @@ def register(subparsers: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    tables.apply_wide(args)
     loaded = load_stack(args)
     report_warnings(loaded)
     out_dir: Path = args.out or loaded.project_dir / "build" / loaded.stack
@@ -154,9 +158,11 @@ def resource_tree(result: PlanResult) -> Tree:
 
 
 def pool_table(model: PlatformModel) -> Table:
-    table = Table(title="GPU pools: what each node exposes to the scheduler")
-    for column in ("pool", "vm size", "gpus", "resource", "per node", "mig", "sharing", "nodes", "taints"):
-        table.add_column(column)
+    table = tables.table(
+        "GPU pools: what each node exposes to the scheduler",
+        ("pool", "vm size", "gpus", "resource", "per node", "mig", "sharing", "nodes", "taints"),
+        keep=("pool", "vm size", "resource", "taints"),
+    )
     for pool in model.pools:
         spec = pool.config
         nodes = f"{spec.min_count}-{spec.max_count}" if spec.autoscaling else str(spec.count)

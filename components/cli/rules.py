@@ -24,6 +24,15 @@ from aks_gpu.monitoring.rules import POOL_LABEL_METRIC, prometheus_rule_manifest
 from aks_gpu.naming import POOL_LABEL
 from aks_gpu.validation.xid import critical_xid_codes
 
+_DESCRIPTION = """\
+Print the stack's GPU health and waste alert rules as a Prometheus rule file, for a Prometheus of your own (or,
+with --format prometheusrule, as the PrometheusRule object a Prometheus Operator reads): the same rules the
+stack's monitoring deploys. Each alert carries summary, description and runbook_url annotations.
+
+  aksgpu rules --stack prod --out gpu-rules.yaml && promtool check rules gpu-rules.yaml
+
+exit status: 0 written, 2 usage, config or output error
+"""
 FORMATS = ("rule-file", "prometheusrule")
 
 
@@ -31,7 +40,8 @@ def register(subparsers: Any) -> None:
     parser = subparsers.add_parser(
         "rules",
         help="print the stack's GPU alert rules as a Prometheus rule file (or a PrometheusRule object)",
-        description=__doc__,
+        description=_DESCRIPTION,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     add_stack_arguments(parser)
     parser.add_argument(
@@ -40,7 +50,7 @@ def register(subparsers: Any) -> None:
         default="rule-file",
         help="rule-file (default): `promtool check rules` / rule_files: input; prometheusrule: a monitoring.coreos.com/v1 object",
     )
-    parser.add_argument("--out", type=Path, help="write to this file instead of standard output")
+    parser.add_argument("--out", type=Path, metavar="FILE", help="write to this file instead of standard output")
     parser.set_defaults(handler=run)
 
 

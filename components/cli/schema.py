@@ -13,6 +13,9 @@ def register(subparsers: Any) -> None:
     parser = subparsers.add_parser(
         "schema",
         help="print the JSON Schema of the stack config (or, with --components, the component package schema)",
+        description="Print the JSON Schema of a stack file (Pulumi.<stack>.yaml) on stdout, for editor completion and "
+        "checks (stacks/stack-config.schema.json is this output); with --components, the package schema Pulumi infers "
+        "for the public components.",
     )
     parser.add_argument(
         "--components",

@@ -63,7 +63,12 @@ input it cannot read, or one it could not read whole (and nothing critical in wh
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Add ``smi parse`` and ``smi health`` to the ``aksgpu`` command line."""
-    smi = subparsers.add_parser("smi", help="read GPU management tool (SMI) output")
+    smi = subparsers.add_parser(
+        "smi",
+        help="read GPU management tool (SMI) output",
+        description="Read saved nvidia-smi, amd-smi or rocm-smi output (or a kernel log): parse it into JSON, or list "
+        "the GPU health findings in it.",
+    )
     smi_commands = smi.add_subparsers(dest="smi_command", metavar="COMMAND", required=True)
     for name, help_text, description, handler in (
         ("parse", "parse one nvidia-smi / amd-smi / rocm-smi output into JSON", _PARSE_DESCRIPTION, run_parse),

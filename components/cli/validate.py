@@ -18,6 +18,7 @@ from typing import Any
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from aks_gpu.cli import tables
 from aks_gpu.cli.common import (
     EXIT_FAILED,
     EXIT_OK,
@@ -53,6 +54,21 @@ Check every GPU pool of a deployed stack, per pool and per node:
 exit status: 0 no check failed (warnings allowed), 1 a check failed, 2 usage, config or snapshot error
 """
 
+_COLLECT_DESCRIPTION = """\
+Save what `aksgpu validate` reads of the live cluster into a snapshot folder instead of checking it: nodes.json,
+daemonsets.json, pods.json, smi/<node>.txt (the SMI command run in each GPU node's device plugin pod; why not in
+smi/<node>.error), and for `aksgpu audit` namespaces.json, resourcequotas.json, networkpolicies.json and meta.json
+(the time, the kubeconfig context, the API server). Files are written beside and renamed into place.
+
+  aksgpu validate collect --stack prod --out snap/
+  aksgpu validate --stack prod --snapshot snap/         then check it offline
+  aksgpu audit --snapshot snap/                         or audit it
+
+No stack? `aksgpu audit collect --out DIR` saves the same folder from any cluster.
+
+exit status: 0 written, 2 usage, config or cluster-access error
+"""
+
 # The bounds of validation.execTimeoutSeconds and validation.concurrency in the stack config.
 MAX_TIMEOUT_S = 600
 MAX_CONCURRENCY = 256
@@ -65,27 +81,50 @@ class _UsageError(Exception):
 
 
 def register(subparsers: Any) -> None:
-    """Add ``validate`` (and its ``collect`` action) to the ``aksgpu`` command line."""
+    """Add ``validate`` and ``validate collect`` to the ``aksgpu`` command line."""
     parser = subparsers.add_parser(
         "validate",
         help="check a deployed stack's GPU pools (live, or from a snapshot saved with `validate collect`)",
         description=_DESCRIPTION,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument(
-        "action",
-        nargs="?",
-        choices=("collect",),
-        metavar="collect",
-        help="save a snapshot of what the checks read into --out instead of checking",
-    )
-    add_stack_arguments(parser)
-    parser.add_argument("--kubeconfig", help="kubeconfig file (default: $KUBECONFIG or ~/.kube/config)")
-    parser.add_argument("--context", help="kubeconfig context (default: the current one)")
+    # Not required of argparse here: `validate collect --stack NAME` names it after the subcommand (run() asks for it).
+    add_stack_arguments(parser, required=False)
+    _add_live_arguments(parser)
     parser.add_argument("--snapshot", type=Path, metavar="DIR", help="check this saved snapshot instead of a live cluster")
-    parser.add_argument("--out", type=Path, metavar="DIR", help="with collect: the folder to write the snapshot to")
     parser.add_argument("--json", action="store_true", help='print {"passed": ..., "checks": [...]} on stdout, nothing else')
     parser.add_argument("--verbose", "-v", action="store_true", help="list every result's message, passes included")
+    tables.add_wide_argument(parser)
+    # Hidden: `validate --out DIR` gets told it is collect's, rather than "unrecognized arguments".
+    parser.add_argument("--out", type=Path, help=argparse.SUPPRESS)
+    parser.set_defaults(handler=run, action=None)
+    actions = parser.add_subparsers(dest="validate_action", metavar="collect", title="subcommand")
+    collect = actions.add_parser(
+        "collect",
+        help="save a snapshot of what the checks (and `aksgpu audit`) read, instead of checking",
+        description=_COLLECT_DESCRIPTION,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        usage="aksgpu validate collect [-h] --stack NAME --out DIR [--config-file FILE] [--project-dir DIR]\n"
+        "                               [--kubeconfig FILE] [--context NAME] [--concurrency N] [--timeout S]",
+    )
+    # Both required, checked by run() (`validate --stack prod collect --out d` names the stack before the subcommand).
+    add_stack_arguments(collect, required=False)
+    collect.add_argument("--out", type=Path, metavar="DIR", help="the folder to write the snapshot to (required)")
+    _add_live_arguments(collect)
+    # Hidden: what only checking takes, so that collect says why instead of "unrecognized arguments".
+    collect.add_argument("--snapshot", type=Path, help=argparse.SUPPRESS)
+    collect.add_argument("--json", action="store_true", help=argparse.SUPPRESS)
+    collect.add_argument("--verbose", "-v", action="store_true", help=argparse.SUPPRESS)
+    # A flag not given after `collect` keeps what was given before it.
+    for action in collect._actions:
+        if action.dest != "help":
+            action.default = argparse.SUPPRESS
+    collect.set_defaults(handler=run, action="collect")
+
+
+def _add_live_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--kubeconfig", metavar="FILE", help="kubeconfig file (default: $KUBECONFIG or ~/.kube/config)")
+    parser.add_argument("--context", metavar="NAME", help="kubeconfig context (default: the current one)")
     parser.add_argument(
         "--concurrency",
         type=_positive_int,
@@ -98,10 +137,10 @@ def register(subparsers: Any) -> None:
         metavar="S",
         help="seconds allowed per SMI exec (default: the stack's validation.execTimeoutSeconds)",
     )
-    parser.set_defaults(handler=run)
 
 
 def run(args: argparse.Namespace) -> int:
+    tables.apply_wide(args)
     try:
         _check_usage(args)
         loaded = load_stack(args)
@@ -129,6 +168,8 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _check_usage(args: argparse.Namespace) -> None:
+    if args.stack is None:
+        raise _UsageError("--stack NAME is required: the stack whose GPU pools to check (stacks/Pulumi.<NAME>.yaml)")
     if args.action == "collect":
         if args.out is None:
             raise _UsageError("collect needs --out DIR, the folder to write the snapshot to")
@@ -208,10 +249,10 @@ def results_table(model: PlatformModel, results: Sequence[CheckResult]) -> Table
         rows.setdefault((result.pool, result.node), {})[result.id] = result
     title = f"GPU pools of {safe(model.cluster.name)}" if model.cluster else "GPU pools"
     table = Table(title=title, show_lines=False)
-    table.add_column("pool", style="bold")
-    table.add_column("node", no_wrap=True)
+    tables.add_column(table, "pool", style="bold", no_wrap=True)
+    tables.add_column(table, "node", no_wrap=True)
     for check in CHECK_IDS:
-        table.add_column(check, justify="center")
+        tables.add_column(table, check, justify="center")
     previous_pool: str | None = None
     for (pool, node), cells in rows.items():
         if previous_pool is not None and pool != previous_pool:

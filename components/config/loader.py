@@ -28,7 +28,7 @@ from aks_gpu.config.models import (
     PlatformConfig,
     StackConfig,
 )
-from aks_gpu.config.problems import MAX_MESSAGE_SHOWN, ConfigError, Problem, clipped, shown
+from aks_gpu.config.problems import MAX_MESSAGE_SHOWN, ConfigError, Problem, clipped, did_you_mean, shown
 from aks_gpu.config.rules import check_rules
 from aks_gpu.input_files import InputFileError, decode_utf8, read_bounded
 from aks_gpu.naming import CONFIG_NAMESPACE, LOCATION_KEY
@@ -157,7 +157,8 @@ def read_config(
             document["location"] = value
         elif namespace == PROJECT:
             if name not in known:
-                problems.append(Problem(key, f"unknown key; {PROJECT} keys are: {', '.join(sorted(known))}"))
+                nearest = did_you_mean(name, known)
+                problems.append(Problem(key, "unknown key" + (nearest or f"; {PROJECT} keys are: {', '.join(sorted(known))}")))
                 continue
             document[name] = value
         elif namespace not in FOREIGN_NAMESPACES and name:
@@ -226,11 +227,16 @@ def problems_from(exc: ValidationError) -> list[Problem]:
             message = "is required"
         elif kind == "extra_forbidden":
             allowed = _allowed_keys(loc[:-1])
-            message = "unknown key" + (f"; allowed here: {', '.join(allowed)}" if allowed else "")
+            # The nearest key, as a compiler suggests one, rather than a list of every key allowed here.
+            nearest = did_you_mean(str(loc[-1]), allowed) if loc else ""
+            message = "unknown key" + (nearest or (f"; allowed here: {', '.join(allowed)}" if allowed else ""))
         elif kind == "string_pattern_mismatch":
             pattern = (error.get("ctx") or {}).get("pattern", "")
             hint = _PATTERN_HINTS.get(pattern, f"must match {pattern}")
             message = f"{shown(given)} is not allowed: {hint}"
+        elif kind == "value_error":
+            # A validator's own sentence, without pydantic's "Value error, " in front of it.
+            message = f"{shown(given)} is not allowed: {error['msg'].removeprefix('Value error, ')}"
         else:
             message = f"{shown(given)} is not allowed: {error['msg']}"
         problems.append(Problem(key_path(loc), clipped(message, MAX_MESSAGE_SHOWN)))

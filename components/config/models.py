@@ -16,7 +16,7 @@ from __future__ import annotations
 import re
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationInfo, field_validator
 from pydantic.alias_generators import to_camel
 
 from aks_gpu.aks_facts import kubernetes_calendar
@@ -61,6 +61,19 @@ ConfigText = Annotated[str, BeforeValidator(_typed_back_to_text)]
 CountOrPercent = Annotated[str, Field(pattern=NODE_COUNT_OR_PERCENT_PATTERN), BeforeValidator(_typed_back_to_text)]
 
 MigProfile = Literal["MIG1g", "MIG2g", "MIG3g", "MIG4g", "MIG7g"]
+# NVIDIA's own names for a GPU-instance profile, as nvidia-smi mig -lgip and `aksgpu catalog` print them: 3g.40gb
+# (https://docs.nvidia.com/datacenter/tesla/mig-user-guide/supported-mig-profiles.html). The slice count is what AKS's
+# gpuInstanceProfile names (MIG3g); the memory part must be that GPU's.
+NVIDIA_MIG_PROFILE_PATTERN = r"^([1-7])g\.([0-9]+)gb$"
+_NVIDIA_MIG_PROFILE = re.compile(NVIDIA_MIG_PROFILE_PATTERN, re.IGNORECASE)
+# What a stack file may write for migProfile, in the JSON Schema editors read: AKS's name or NVIDIA's.
+_MIG_PROFILE_SCHEMA = {
+    "anyOf": [
+        {"enum": ["MIG1g", "MIG2g", "MIG3g", "MIG4g", "MIG7g"], "type": "string"},
+        {"pattern": NVIDIA_MIG_PROFILE_PATTERN, "type": "string"},
+        {"type": "null"},
+    ]
+}
 DayOfWeek = Literal["Sunday", "Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday"]
 PoolName = Annotated[str, Field(pattern=POOL_NAME_PATTERN)]
 DnsLabel = Annotated[str, Field(pattern=DNS_LABEL_PATTERN)]
@@ -277,7 +290,10 @@ class GpuPoolConfig(ConfigModel):
     max_count: int = Field(default=1, ge=0, le=1000, description="The most nodes.")
     count: int | None = Field(default=None, ge=0, le=1000, description="The node count, with autoscaling false.")
     mig_profile: MigProfile | None = Field(
-        default=None, description="Partition every GPU into MIG instances of this size (NVIDIA A100, H100, H200)."
+        default=None,
+        description="Partition every GPU into MIG instances of this size (NVIDIA A100, H100, H200): AKS's name (MIG3g) or "
+        "NVIDIA's, as `aksgpu catalog` prints it (3g.40gb).",
+        json_schema_extra=_MIG_PROFILE_SCHEMA,  # type: ignore[arg-type]
     )
     time_slicing_replicas: int | None = Field(
         default=None, ge=2, le=64, description="Share each GPU between this many pods (time-slicing); not with MIG."
@@ -332,6 +348,27 @@ class GpuPoolConfig(ConfigModel):
             return self.gpu_driver
         operator_manages = self.vendor == "nvidia" and device_plugin_mode == "gpu-operator"
         return "None" if self.vendor == "amd" or operator_manages else "Install"
+
+    @field_validator("mig_profile", mode="before")
+    @classmethod
+    def _nvidia_mig_profile_name(cls, value: object, info: ValidationInfo) -> object:
+        """NVIDIA's profile name (``3g.40gb``) as AKS's (``MIG3g``); its memory must be the pool's GPU's, where the
+        catalog knows the size (a ``3g.20gb`` on an H100 80GB is a profile of another GPU)."""
+        if not isinstance(value, str):
+            return value
+        match = _NVIDIA_MIG_PROFILE.match(value.strip())
+        if match is None:
+            return value
+        aks_name = f"MIG{match.group(1)}g"
+        from aks_gpu.catalog import load_catalog  # a fact, read only when a stack names a profile NVIDIA's way
+
+        size = load_catalog().vm_size(str(info.data.get("vm_size") or ""))
+        if size is not None and size.gpu.mig:
+            profile = size.gpu.mig.get(aks_name)
+            known = ", ".join(instance.profile for instance in size.gpu.mig.values())
+            if profile is None or profile.profile.lower() != value.strip().lower():
+                raise ValueError(f"{size.gpu.product} ({size.name}) has no MIG profile {value.strip()}; its profiles: {known}")
+        return aks_name
 
     @field_validator("labels")
     @classmethod

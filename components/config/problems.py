@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import difflib
 import re
 import reprlib
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Literal
 
@@ -39,6 +41,19 @@ def clipped(text: str, limit: int) -> str:
     """``text`` on one line (control characters escaped), at most ``limit`` characters."""
     text = _CONTROL.sub(lambda match: match.group().encode("unicode_escape").decode("ascii"), text)
     return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def did_you_mean(given: str, names: Iterable[str], count: int = 1) -> str:
+    """``"; did you mean `gpuQuota`?"`` (``"; did you mean `a` (or `b`, `c`)?"``): the ``count`` names closest to
+    ``given``, compared case-insensitively, as a compiler suggests them; empty when none is close."""
+    by_lower: dict[str, str] = {}
+    for name in names:
+        by_lower.setdefault(name.lower(), name)
+    close = difflib.get_close_matches(given.lower(), list(by_lower), n=count, cutoff=0.6)
+    if not close:
+        return ""
+    first, *others = (f"`{by_lower[name]}`" for name in close)
+    return f"; did you mean {first}" + (f" (or {', '.join(others)})" if others else "") + "?"
 
 
 @dataclass(frozen=True)

@@ -17,7 +17,7 @@ from aks_gpu import naming
 from aks_gpu.aks_facts import Arm64Entry, KubernetesCalendar, arm64_support, kubernetes_calendar, minor_of, refusal_tag
 from aks_gpu.catalog import Catalog, VmSize
 from aks_gpu.config.models import ClusterConfig, GpuPoolConfig, PlatformConfig, SmokeJobConfig, StackConfig
-from aks_gpu.config.problems import Problem
+from aks_gpu.config.problems import Problem, did_you_mean
 
 P = naming.CONFIG_NAMESPACE
 
@@ -192,12 +192,17 @@ def _pool_rules(pool: GpuPoolConfig, path: str, config: PlatformConfig, catalog:
 
     if size is None:
         if pool.gpu_count is None or pool.gpu_model is None:
+            # A typo plans a pool of "? x ?" GPUs that ARM then refuses: an error, as a compiler would, with the
+            # nearest names; a size the catalog lacks is described by gpuCount and gpuModel instead.
+            missing = " and ".join(
+                key for key, value in (("gpuCount", pool.gpu_count), ("gpuModel", pool.gpu_model)) if value is None
+            )
+            nearest = did_you_mean(pool.vm_size, catalog.vm_sizes, count=3)
             problems.append(
                 Problem(
                     f"{path}.vmSize",
-                    f"{pool.vm_size!r} is not in the GPU catalog (`aksgpu catalog` lists it); state gpuCount and "
-                    "gpuModel on the pool so the GPU count and MIG math can be checked",
-                    "warning",
+                    f"{pool.vm_size!r} is not in the GPU catalog{nearest} (`aksgpu catalog` lists the sizes it knows; for "
+                    f"a size it does not know, state {missing} on the pool so the GPU count and MIG math can be checked)",
                 )
             )
     elif size.vendor != pool.vendor:
@@ -210,7 +215,8 @@ def _pool_rules(pool: GpuPoolConfig, path: str, config: PlatformConfig, catalog:
         problems.append(
             Problem(
                 f"{path}.gpuModel",
-                f"{pool.gpu_model!r} is unknown; known models: {', '.join(sorted(catalog.gpu_models))}",
+                f"{pool.gpu_model!r} is unknown{did_you_mean(pool.gpu_model, catalog.gpu_models)}; known models: "
+                f"{', '.join(sorted(catalog.gpu_models))}",
                 "warning",
             )
         )

@@ -76,6 +76,11 @@ DEVICE_PLUGIN_DAEMONSETS: dict[tuple[Vendor, str], str] = {
 # DCGM_EXP_CLOCK_EVENTS_COUNT's clock_event values for HW slowdown, HW thermal slowdown, HW power brake and SW thermal
 # slowdown (clock_events_collector.go in NVIDIA/dcgm-exporter 4.5.3-4.8.2).
 THROTTLE_EVENTS = ("hw_slowdown", "hw_thermal", "hw_power_brake", "sw_thermal")
+# Alert annotations follow the conventions of Prometheus's alerting rules docs (summary, description:
+# https://prometheus.io/docs/prometheus/latest/configuration/alerting_rules/#templating) and of the Prometheus Operator's
+# runbooks (runbook_url: https://runbooks.prometheus-operator.dev/), read 2026-12-01. Each alert's runbook is a section
+# of docs/runbooks.md, where the project's documentation is published.
+RUNBOOK_BASE_URL = "https://github.com/aks-gpu/aks-gpu/blob/main/docs/runbooks.md"
 
 
 @dataclass(frozen=True)
@@ -100,8 +105,19 @@ class AlertRule:
         return {"severity": self.severity, **self.labels}
 
     @property
+    def runbook_url(self) -> str:
+        """This alert's section of docs/runbooks.md (GitHub's anchor for a heading is its text in lower case)."""
+        return f"{RUNBOOK_BASE_URL}#{self.alert.lower()}"
+
+    @property
     def annotations(self) -> dict[str, str]:
-        return {"summary": self.summary, "runbook": self.runbook, "source": self.source}
+        """Prometheus's conventional annotations, which Alertmanager templates and Grafana show: ``summary`` (one
+        line), ``description`` (what to do, and what the expression reads) and ``runbook_url``."""
+        return {
+            "summary": self.summary,
+            "description": f"{self.runbook.rstrip('.')}. Reads: {self.source}.",
+            "runbook_url": self.runbook_url,
+        }
 
 
 @dataclass(frozen=True)

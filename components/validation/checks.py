@@ -30,6 +30,7 @@ from aks_gpu.naming import POOL_LABEL
 from aks_gpu.resolved.model import PlatformModel, ResolvedPool
 from aks_gpu.resolved.targets import PluginTarget, smi_command
 from aks_gpu.validation.cluster import NodeStatus, PluginPods, pod_name, pod_problem
+from aks_gpu.validation.gpu_findings import NodeFinding, by_node, gpus_named
 from aks_gpu.validation.health import GpuCondition, HealthReport, read_smi_and_health
 from aks_gpu.validation.registry import CHECK_IDS as CHECK_IDS
 from aks_gpu.validation.registry import CheckId
@@ -676,12 +677,18 @@ def _gpu_health(context: _PoolContext, state: _NodeState) -> CheckResult:
     active = [condition for condition in conditions if condition.active]
     gpu_names = {gpu.bus_id: gpu.index for gpu in report.gpus if gpu.bus_id} if report is not None else {}
 
-    def where(gpu: str | None) -> str:
-        index = gpu_names.get(gpu) if gpu is not None else None
-        return f"GPU {index} ({gpu})" if index is not None else (f"GPU {gpu}" if gpu else "the node")
+    def named(gpu: str) -> str:
+        index = gpu_names.get(gpu)
+        return f"{index} ({gpu})" if index is not None else gpu
 
-    findings = health.findings if health is not None else ()
-    problems = [f"{where(f.gpu)}: {f.id}: {f.message}" for f in findings if f.severity == "critical"] + [
+    def where(finding: NodeFinding) -> str:
+        # One GPU by its index and bus address; several by their indexes ("8 GPUs (0, 1, ...)").
+        short = (lambda gpu: str(gpu_names.get(gpu, gpu))) if len(finding.gpus) > 1 else named
+        return gpus_named(finding.gpus, short).removesuffix(": ") or "the node"
+
+    # One entry per finding of the node, naming every GPU it was found on (eight GPUs slowed down are one entry).
+    findings = by_node(health.findings) if health is not None else []
+    problems = [f"{where(f)}: {f.id}: {f.message}" for f in findings if f.severity == "critical"] + [
         f"Node Problem Detector condition {c.type}=True ({c.reason or 'no reason given'}"
         f"{f': {c.message}' if c.message else ''}): {c.advice}"
         for c in active
@@ -689,7 +696,7 @@ def _gpu_health(context: _PoolContext, state: _NodeState) -> CheckResult:
     ]
     if problems:
         return context.result("gpu-health", node, "fail", _listed(problems))
-    notes = [f"{where(f.gpu)}: {f.id}: {f.message}" for f in findings if f.severity == "warning"] + [
+    notes = [f"{where(f)}: {f.id}: {f.message}" for f in findings if f.severity == "warning"] + [
         f"Node Problem Detector condition {c.type}=True: {c.advice}" for c in active if c.severity != "critical"
     ]
     if health is not None:

@@ -74,6 +74,7 @@ from aks_gpu.naming import POOL_LABEL
 from aks_gpu.resolved.model import PlatformModel
 from aks_gpu.validation.cluster import NodeStatus, PluginPods, exec_problem, node_name, pod_name
 from aks_gpu.validation.inventory import asks_for_gpu, is_gpu_node
+from aks_gpu.validation.smi_pods import plan_known_execs
 from aks_gpu.validation.snapshot import (
     NAMESPACES_FILE,
     NETWORK_POLICIES_FILE,
@@ -847,6 +848,7 @@ def collect_snapshot(
     progress: Progress | None = None,
     margin_s: float = RUN_MARGIN_S,
     full: bool = False,
+    known_smi_pods: bool = False,
 ) -> ClusterSnapshot:
     """Read the GPU nodes, DaemonSets and device plugin pods, and run the SMI command on every ready GPU
     node, at most ``concurrency`` at a time. ``progress(done, total)`` counts nodes (those that need no
@@ -855,7 +857,9 @@ def collect_snapshot(
 
     ``full`` reads what ``aksgpu audit`` needs too (``_read_for_audit``): every GPU node, the pods on them or
     asking for GPUs, namespaces, quotas, network policies and the time; ``model`` may then be None (no stack:
-    nothing is exec'd)."""
+    nothing is exec'd). ``known_smi_pods`` (``aksgpu audit collect``) runs the SMI command on every GPU node outside
+    the stack's pools too, in the plugin or driver pod the vendors' manifests label (``aks_gpu.validation.smi_pods``).
+    The snapshot names the cluster it was read from (``cluster``: the kubeconfig context and the API server)."""
     if concurrency < 1:
         raise ValueError("concurrency must be at least 1")
     if not (math.isfinite(timeout_s) and timeout_s > 0):
@@ -892,6 +896,13 @@ def collect_snapshot(
 
     exec_nodes = [node for node in nodes if ((node.get("metadata") or {}).get("labels") or {}).get(POOL_LABEL) in pools]
     jobs, skipped = plan_execs(exec_nodes, pods, targets)
+    if known_smi_pods:
+        planned = {id(node) for node in exec_nodes}
+        others = [node for node in nodes if id(node) not in planned]
+        known_jobs, known_skipped = plan_known_execs(others, pods)
+        jobs += [ExecJob(job.node, job.namespace, job.pod, job.container, job.command) for job in known_jobs]
+        skipped.update(known_skipped)
+        exec_nodes += others
     smi: dict[str, str] = {}
     exec_errors: dict[str, str] = dict(skipped)
     total = len(exec_nodes)
@@ -928,7 +939,30 @@ def collect_snapshot(
             f"exec into {job.namespace}/{job.pod} had not finished when the probe's deadline passed ({budget:g} s for"
             f" {len(jobs)} node(s) at {concurrency} at once, {timeout_s:g} s per exec, {retries} retries)"
         )
-    return ClusterSnapshot(nodes=nodes, daemonsets=daemonsets, pods=pods, smi=smi, exec_errors=exec_errors, **optional)
+    cluster = {"server": display_host(configuration.host)}
+    name = context_name(kubeconfig, context, kubeconfig_text)
+    if name:
+        cluster["context"] = name
+    return ClusterSnapshot(
+        nodes=nodes, daemonsets=daemonsets, pods=pods, smi=smi, exec_errors=exec_errors, cluster=cluster, **optional
+    )
+
+
+def context_name(kubeconfig: str | None, context: str | None, kubeconfig_text: str | None = None) -> str | None:
+    """The kubeconfig context a run reads: ``context``, else the kubeconfig's current one (None when it cannot be
+    told; the kubeconfig itself was loaded already, so a failure here only leaves the name out)."""
+    if context:
+        return context
+    try:
+        if kubeconfig_text is not None:
+            document = safe_yaml.load(kubeconfig_text)
+            current = document.get("current-context") if isinstance(document, dict) else None
+            return str(current) if current else None
+        path = kubeconfig or os.environ.get("KUBECONFIG") or "~/.kube/config"
+        _, active = kube_config.list_kube_config_contexts(config_file=path)  # type: ignore[no-untyped-call]
+        return str(active["name"]) if isinstance(active, dict) and active.get("name") else None
+    except Exception:  # noqa: BLE001 - the name is a label on the report, never a reason to fail
+        return None
 
 
 # Reading these is optional: a caller without the right to list them (401/403), or a server without the API (404),

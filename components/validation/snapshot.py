@@ -14,8 +14,9 @@ offline, with the same checks the live path runs. The folder holds:
 - optional, for ``aksgpu audit``: ``namespaces.json``, ``resourcequotas.json``, ``networkpolicies.json`` (as
   ``kubectl get namespaces -o json``, ``kubectl get resourcequotas -A -o json``, ``kubectl get networkpolicies -A
   -o json``) and ``meta.json``: ``{"collectedAt": "<RFC 3339 time>"}``, plus ``notCollected`` (file name -> why the
-  collector could not read it, e.g. RBAC). A file that is absent is None in the snapshot: what depends on it is
-  "not checked", never "passed".
+  collector could not read it, e.g. RBAC), and ``cluster``: ``{"context": ..., "server": ...}``, the kubeconfig
+  context and API server it was read from (what the audit's report names). A file that is absent is None in the
+  snapshot: what depends on it is "not checked", never "passed".
 
 A snapshot is easy to build by hand from kubectl, so a cluster this tool cannot reach can still be
 checked: save the three lists, then ``kubectl exec`` the SMI command into ``smi/<node>.txt`` per node.
@@ -89,6 +90,7 @@ class ClusterSnapshot:
     networkpolicies: list[dict[str, Any]] | None = None
     collected_at: str | None = None  # meta.json's collectedAt, RFC 3339
     not_collected: dict[str, str] = field(default_factory=dict)  # optional file -> why the collector has none
+    cluster: dict[str, str] = field(default_factory=dict)  # meta.json's cluster: "context" and "server", where known
 
     def optional_lists(self) -> tuple[tuple[str, list[dict[str, Any]] | None], ...]:
         return (
@@ -129,7 +131,7 @@ def read_snapshot(directory: Path | str) -> ClusterSnapshot:
     for node, note in unreadable.items():
         exec_errors[node] = f"{exec_errors[node]}; {note}" if node in exec_errors else note
     optional = {name: _read_list(folder / name, kind) if (folder / name).exists() else None for name, kind in _OPTIONAL_FILES}
-    collected_at, not_collected = _read_meta(folder / META_FILE)
+    collected_at, not_collected, cluster = _read_meta(folder / META_FILE)
     return ClusterSnapshot(
         nodes=_read_list(folder / NODES_FILE, "Node"),
         daemonsets=_read_list(folder / DAEMONSETS_FILE, "DaemonSet"),
@@ -141,6 +143,7 @@ def read_snapshot(directory: Path | str) -> ClusterSnapshot:
         networkpolicies=optional[NETWORK_POLICIES_FILE],
         collected_at=collected_at,
         not_collected=not_collected,
+        cluster=cluster,
     )
 
 
@@ -191,6 +194,8 @@ def _write_optional(snapshot: ClusterSnapshot, folder: Path) -> list[Path]:
         meta["collectedAt"] = snapshot.collected_at
     if snapshot.not_collected:
         meta["notCollected"] = dict(snapshot.not_collected)
+    if snapshot.cluster:
+        meta["cluster"] = dict(snapshot.cluster)
     if meta:
         written.append(_write_bytes(folder / META_FILE, (json.dumps(meta, indent=2, sort_keys=True) + "\n").encode("utf-8")))
     elif (folder / META_FILE).is_file():
@@ -225,9 +230,9 @@ def rfc3339(moment: datetime) -> str:
     return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def _read_meta(path: Path) -> tuple[str | None, dict[str, str]]:
+def _read_meta(path: Path) -> tuple[str | None, dict[str, str], dict[str, str]]:
     if not path.exists():
-        return None, {}
+        return None, {}, {}
     if not path.is_file():
         raise SnapshotError(f"{path}: not a regular file")
     try:
@@ -247,7 +252,12 @@ def _read_meta(path: Path) -> tuple[str | None, dict[str, str]]:
     notes = document.get("notCollected") or {}
     if not isinstance(notes, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in notes.items()):
         raise SnapshotError(f"{path}: notCollected must be an object of file name -> reason (strings)")
-    return collected, dict(notes)
+    cluster = document.get("cluster") or {}
+    if not isinstance(cluster, dict) or not all(
+        key in ("context", "server") and isinstance(value, str) for key, value in cluster.items()
+    ):
+        raise SnapshotError(f'{path}: cluster must be an object such as {{"context": "prod", "server": "https://..."}}')
+    return collected, dict(notes), dict(cluster)
 
 
 def _list_json(items: Sequence[Mapping[str, Any]]) -> bytes:

@@ -364,8 +364,9 @@ def test_two_collections_of_one_cluster_differ_only_in_the_time(tmp_path: Path, 
     a, b = tree(tmp_path / "a"), tree(tmp_path / "b")
     assert set(a) == set(b)
     assert [name for name in a if a[name] != b[name]] in ([], ["meta.json"])
-    # meta.json holds nothing but the time
-    assert list(json.loads(a["meta.json"])) == ["collectedAt"]
+    # meta.json holds nothing but the time and the cluster it was read from
+    assert sorted(json.loads(a["meta.json"])) == ["cluster", "collectedAt"]
+    assert json.loads(a["meta.json"])["cluster"] == json.loads(b["meta.json"])["cluster"]
 
 
 def test_a_snapshot_without_the_optional_files_still_audits(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -50,15 +50,21 @@ def test_namespace_names_must_be_dns_labels(name: str) -> None:
     assert any("aks-gpu:workloads[0].name" in m and "DNS label" in m for m in messages)
 
 
-def test_unknown_key_lists_the_allowed_ones() -> None:
+def test_a_misspelt_key_is_answered_with_the_nearest_one_not_every_allowed_name() -> None:
     [message] = errors_of(minimal_raw(**{"aks-gpu:gpuPools": [pool(migProfle="MIG1g")]}))
-    assert "aks-gpu:gpuPools[0].migProfle: unknown key" in message
-    assert "migProfile" in message
+    assert message.endswith("aks-gpu:gpuPools[0].migProfle: unknown key; did you mean `migProfile`?")
+    messages = errors_of(minimal_raw(**{"aks-gpu:workloads": [{"name": "team-a", "type": "training", "gpuQuta": 4}]}))
+    assert f"{SOURCE}: aks-gpu:workloads[0].gpuQuta: unknown key; did you mean `gpuQuota`?" in messages
+
+
+def test_a_key_near_no_allowed_one_lists_the_allowed_ones() -> None:
+    [message] = errors_of(minimal_raw(**{"aks-gpu:gpuPools": [pool(colour="blue")]}))
+    assert "aks-gpu:gpuPools[0].colour: unknown key; allowed here: " in message and "migProfile" in message
 
 
 def test_unknown_top_level_key_is_refused() -> None:
     [message] = errors_of(minimal_raw(**{"aks-gpu:gpuPool": []}))
-    assert "aks-gpu:gpuPool: unknown key" in message and "gpuPools" in message
+    assert message.endswith("aks-gpu:gpuPool: unknown key; did you mean `gpuPools`?")
 
 
 def test_missing_cluster_is_required() -> None:
@@ -122,11 +128,41 @@ def test_time_slicing_together_with_mig_is_refused() -> None:
     assert "aks-gpu:gpuPools[0].timeSlicingReplicas" in message
 
 
-def test_unknown_size_is_a_warning_unless_the_pool_states_its_gpus() -> None:
-    warnings = warnings_of(minimal_raw(**{"aks-gpu:gpuPools": [pool(vmSize="Standard_NC6s_v3")]}))
-    assert any("aks-gpu:gpuPools[0].vmSize: 'Standard_NC6s_v3' is not in the GPU catalog" in w for w in warnings)
+def test_a_vm_size_typo_is_an_error_naming_the_nearest_catalog_sizes() -> None:
+    [message] = errors_of(minimal_raw(**{"aks-gpu:gpuPools": [pool(vmSize="Standard_ND96is_H100_v5")]}))
+    assert message.startswith(
+        f"{SOURCE}: aks-gpu:gpuPools[0].vmSize: 'Standard_ND96is_H100_v5' is not in the GPU catalog; "
+        "did you mean `Standard_ND96isr_H100_v5` (or "
+    )
+    assert "state gpuCount and gpuModel on the pool" in message
+
+
+def test_a_size_the_catalog_lacks_plans_when_the_pool_describes_its_gpus() -> None:
+    [message] = errors_of(minimal_raw(**{"aks-gpu:gpuPools": [pool(vmSize="Standard_NC6s_v3", gpuCount=1)]}))
+    assert "'Standard_NC6s_v3' is not in the GPU catalog" in message and "state gpuModel on the pool" in message
     stated = pool(vmSize="Standard_NC6s_v3", gpuCount=1, gpuModel="T4")
     assert not any("vmSize" in w for w in warnings_of(minimal_raw(**{"aks-gpu:gpuPools": [stated]})))
+
+
+def test_an_unknown_gpu_model_suggests_the_nearest() -> None:
+    stated = pool(vmSize="Standard_NC6s_v3", gpuCount=1, gpuModel="H100-80G")
+    warnings = warnings_of(minimal_raw(**{"aks-gpu:gpuPools": [stated]}))
+    assert any("gpuModel: 'H100-80G' is unknown; did you mean `H100-80GB`" in w for w in warnings), warnings
+
+
+@pytest.mark.parametrize(("nvidia", "aks"), [("3g.40gb", "MIG3g"), ("1g.10gb", "MIG1g"), ("7G.80GB", "MIG7g")])
+def test_nvidia_mig_profile_names_map_to_aks_names(nvidia: str, aks: str) -> None:
+    stack = validate_stack(minimal_raw(**{"aks-gpu:gpuPools": [pool(migProfile=nvidia)]}), SOURCE)
+    assert stack.config.gpu_pools[0].mig_profile == aks
+
+
+def test_an_nvidia_mig_profile_of_another_gpu_is_refused_with_this_gpus_profiles() -> None:
+    # 3g.20gb is an A100 40GB's profile; the pool's NC24ads_A100_v4 carries the 80 GB A100.
+    [message] = errors_of(minimal_raw(**{"aks-gpu:gpuPools": [pool(migProfile="3g.20gb")]}))
+    assert message == (
+        f"{SOURCE}: aks-gpu:gpuPools[0].migProfile: '3g.20gb' is not allowed: NVIDIA A100 80GB (Standard_NC24ads_A100_v4) "
+        "has no MIG profile 3g.20gb; its profiles: 1g.10gb, 2g.20gb, 3g.40gb, 4g.40gb, 7g.80gb"
+    )
 
 
 def test_quota_on_a_workload_type_with_no_pool() -> None:

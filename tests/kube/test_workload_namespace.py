@@ -563,7 +563,7 @@ def test_a_bad_workload_spec_is_refused_naming_each_key_and_nothing_is_registere
         "workload.quota.cpus",
     ]
     assert any("'Team_A' is not allowed: must be a DNS label" in line for line in shape)
-    assert any("unknown key; allowed here: cpu, memory, persistentVolumeClaims, pods, requestsStorage" in line for line in shape)
+    assert any("workload.quota.cpus: unknown key; did you mean `cpu`?" in line for line in shape)
     assert cidr[1].strip().startswith("workload.network.allowEgress[0].cidr: '10.300.0.0/16' is not an IPv4 or IPv6 network")
 
 

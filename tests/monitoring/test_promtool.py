@@ -3,7 +3,7 @@ alert is unit-tested with `promtool test rules` on input series shaped as the ex
 them: it fires when it should (with the labels and the summary a person reads) and stays quiet on a healthy series.
 
 The expected labels and summaries below are written by hand, not derived from the rule objects: promtool's template
-expansion is what is checked. Only the static annotations (runbook, source) are taken from the rules.
+expansion is what is checked. Only the static annotations (description, runbook_url) are taken from the rules.
 """
 
 from __future__ import annotations

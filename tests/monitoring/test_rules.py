@@ -24,6 +24,7 @@ from aks_gpu.monitoring.rules import (
 )
 from aks_gpu.validation.xid import critical_xid_codes, load_xid_catalog
 from tests.conftest import STACK_NAMES, minimal_raw, stack_config, stack_model
+from tests.monitoring.runbooks import RUNBOOKS, runbooks_markdown
 
 FIXED_CODES = (48, 79)
 
@@ -94,6 +95,22 @@ def test_every_rule_has_a_severity_a_runbook_and_a_source(stack: str) -> None:
         assert rule.runbook.strip() and rule.source.strip() and rule.summary.strip(), rule.alert
         assert rule.all_labels["severity"] == rule.severity
         assert "{{" not in rule.runbook and "{{" not in rule.source, f"{rule.alert}: only the summary is templated"
+
+
+@pytest.mark.parametrize("stack", STACK_NAMES)
+def test_annotations_follow_prometheus_conventions_and_each_runbook_url_has_its_section(stack: str) -> None:
+    headings = {line[3:].strip().lower() for line in RUNBOOKS.read_text(encoding="utf-8").splitlines() if line.startswith("## ")}
+    for rule in all_rules(stack):
+        annotations = rule.annotations
+        assert list(annotations) == ["summary", "description", "runbook_url"], rule.alert
+        assert "{{" not in annotations["description"] and rule.runbook.rstrip(".") in annotations["description"]
+        base, _, anchor = annotations["runbook_url"].partition("#")
+        assert base == "https://github.com/aks-gpu/aks-gpu/blob/main/docs/runbooks.md"
+        assert anchor in headings, f"{rule.alert}: no section in docs/runbooks.md"
+
+
+def test_the_runbooks_page_is_what_the_rules_generate() -> None:
+    assert RUNBOOKS.read_text(encoding="utf-8") == runbooks_markdown(), "regenerate: python -m tests.monitoring.runbooks"
 
 
 def test_the_critical_xid_alert_uses_the_codes_it_is_given() -> None:

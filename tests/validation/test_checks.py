@@ -652,7 +652,9 @@ def test_a_fabric_still_in_progress_fails() -> None:
     snapshot = prod_snapshot()
     xml_with(snapshot, TRAIN_0, "<state>Completed</state>", "<state>In Progress</state>", count=8)
     failed = one(check(snapshot), "gpu-health", TRAIN_0)
-    assert failed.status == "fail" and failed.message.count("fabric-not-ready") == 4 and failed.message.endswith("+4 more")
+    # One entry for the eight GPUs, not four spelled out and "+4 more".
+    assert failed.status == "fail" and failed.message.count("fabric-not-ready") == 1
+    assert failed.message.startswith("8 GPUs (0, 1, 2, 3, 4, 5, 6, 7): fabric-not-ready: ") and "more" not in failed.message
 
 
 def test_uncorrectable_ecc_since_the_driver_loaded_fails() -> None:
