@@ -178,9 +178,7 @@ def test_the_first_screen_goes_from_a_clone_to_an_audit_in_two_commands() -> Non
     words = shlex.split(audit)
     assert words[:3] == [".venv/bin/aksgpu", "audit", "--snapshot"]
     snapshot = PROJECT_DIR / words[3]
-    if not snapshot.is_dir():
-        # The example snapshots come with issue 27's item 6, on another branch; this runs them once merged.
-        pytest.xfail(f"{words[3]} is not in this checkout yet")
+    assert snapshot.is_dir(), f"the first screen audits {words[3]}, which is not in the checkout"
     assert main(words[1:]) == 1, "the faulty example should fail the audit"
     healthy = snapshot.parent / "healthy"
     assert main(["audit", "--snapshot", str(healthy)]) == 0, "the healthy example should pass"
