@@ -66,7 +66,7 @@ def load_stack_file(path: Path) -> dict[str, Any]:
         reason = "no such stack file" if str(exc) == "no such file" else str(exc)
         raise ConfigError(source, [Problem("(file)", reason)]) from None
     try:
-        document = safe_yaml.load(text)
+        document = safe_yaml.load(text, refuse_leading_zero_numbers=True)
     except safe_yaml.YamlInputError as exc:
         where = f" (line {exc.line})" if exc.line else ""
         raise ConfigError(source, [Problem(_document_path(exc.path), exc.reason + where)]) from None
