@@ -80,6 +80,7 @@ from aks_gpu.validation.cluster import NodeStatus, PluginPods, exec_problem, nod
 from aks_gpu.validation.inventory import asks_for_gpu, is_gpu_node
 from aks_gpu.validation.kubeconfig import FILE_FIELDS, KubeconfigFieldError, read_as_kubectl
 from aks_gpu.validation.snapshot import (
+    MAX_SMI_FILE_BYTES,
     NAMESPACES_FILE,
     NETWORK_POLICIES_FILE,
     RESOURCE_QUOTAS_FILE,
@@ -118,6 +119,9 @@ MAX_PLUGIN_STDERR_BYTES = 64 << 10
 # at the defaults (30 s, 2 retries) 1,110 s, room for a 150,000-pod cluster's 300 pages at several seconds each.
 # Without it, MAX_LIST_PAGES pages each just within their timeout could hold a run for hours.
 LIST_PHASE_CALLS = 10
+# What one exec may print: the snapshot reader's limit for an SMI output (snapshot.MAX_SMI_FILE_BYTES), which is a
+# hundred times `nvidia-smi -q -x` on 8 GPUs. Past it the exec is stopped (_read_until_closed).
+MAX_EXEC_OUTPUT_BYTES = MAX_SMI_FILE_BYTES
 # A reason or message the probe passes on (an API server's Status, an exec's error channel) is cut here.
 MAX_NOTE_CHARS = 500
 # websocket-client reports a refused upgrade as "Handshake status <code> <reason>"; the kubernetes
@@ -621,7 +625,7 @@ def is_transient(error: BaseException) -> bool:
             code = int(match.group(1)) if match else 0
             return code == 0 or code == 429 or code >= 500
         return status == 429 or status >= 500
-    if isinstance(error, ExecRedirectError):
+    if isinstance(error, ExecRedirectError | ExecOutputLimitError):
         return False
     return isinstance(error, ExecTimeoutError | DeadlineError | WebSocketException | urllib3.exceptions.HTTPError | OSError)
 
@@ -879,7 +883,10 @@ def run_exec(core: kube_client.CoreV1Api, job: ExecJob, timeout_s: float) -> Exe
         # A frame cut off mid-way would otherwise block a read forever (the socket has no timeout).
         ws.sock.settimeout(timeout_s)
         try:
-            ws.run_forever(timeout=timeout_s)
+            _read_until_closed(ws, timeout_s)
+        except ExecOutputLimitError:
+            watchdog.stop()
+            raise
         except Exception:
             if watchdog.fired:
                 raise ExecTimeoutError(timeout_s, _partial(ws)) from None
@@ -895,6 +902,36 @@ def run_exec(core: kube_client.CoreV1Api, job: ExecJob, timeout_s: float) -> Exe
     note = exit_note(status_text)
     # Nothing printed and a failure: the command did not run (no such executable, container gone).
     return ExecResult(output=None if note and not output else output, note=note)
+
+
+class ExecOutputLimitError(Exception):
+    """The command printed more than ``MAX_EXEC_OUTPUT_BYTES``: stopped there, not retried."""
+
+    def __init__(self) -> None:
+        super().__init__(
+            f"the command printed more than {MAX_EXEC_OUTPUT_BYTES >> 20} MiB (an SMI output is a few hundred KiB at"
+            " most): stopped there"
+        )
+
+
+def _read_until_closed(ws: Any, timeout_s: float) -> None:
+    """``ws.run_forever(timeout)`` (the client's loop: read frames into its channel buffers until the command ends or
+    the time is up), with the buffers bounded: the client keeps whatever arrives, so a command that prints without end
+    would take gigabytes within its timeout."""
+
+    def buffered() -> int:
+        return sum(len(data) for data in (getattr(ws, "_channels", None) or {}).values())
+
+    # update() itself reads every frame already available before it returns: a flood never leaves it. It asks
+    # _frames_immediately_available() after each frame; past the limit the answer is no.
+    more = getattr(ws, "_frames_immediately_available", None)
+    if more is not None:
+        ws._frames_immediately_available = lambda: buffered() <= MAX_EXEC_OUTPUT_BYTES and more()
+    started = time.monotonic()
+    while ws.is_open() and time.monotonic() - started < timeout_s:
+        ws.update(timeout=timeout_s - (time.monotonic() - started))
+        if buffered() > MAX_EXEC_OUTPUT_BYTES:
+            raise ExecOutputLimitError
 
 
 def _partial(ws: Any) -> str:

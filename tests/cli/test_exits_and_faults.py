@@ -208,3 +208,45 @@ def test_folders_a_killed_plan_left_are_removed_by_the_next(tmp_path: Path) -> N
         folder.mkdir()
     mock_engine._drop_strays(out)
     assert not stray_new.exists() and not stray_old.exists() and mine.exists()
+
+
+# ---------------------------------------------------------------- files written beside and renamed
+
+
+def _limited_file_size() -> None:
+    import resource
+
+    resource.setrlimit(resource.RLIMIT_FSIZE, (2048, 2048))  # Python ignores SIGXFSZ: a write past it is EFBIG
+
+
+def test_a_write_cut_by_a_size_limit_leaves_the_previous_file_whole(tmp_path: Path) -> None:
+    # Before: the file was truncated first, then written until the limit: a cut rule file, the old one gone.
+    out = tmp_path / "rules.yaml"
+    out.write_text("previous: rules\n")
+    result = subprocess.run(
+        [sys.executable, "-m", "aks_gpu.cli", "rules", "--stack", "prod", "--project-dir", str(PROJECT_DIR), "--out", str(out)],
+        capture_output=True,
+        text=True,
+        env=ENV,
+        timeout=240,
+        preexec_fn=_limited_file_size,
+    )
+    assert result.returncode == 2, result.stderr[-500:]
+    assert "cannot write" in result.stderr
+    assert out.read_text() == "previous: rules\n"
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["rules.yaml"]  # no temporary file left
+
+
+def test_a_named_pipe_and_a_symlink_are_still_written_through(tmp_path: Path) -> None:
+    from aks_gpu.output_files import write_atomically
+
+    target = tmp_path / "real.html"
+    target.write_text("old")
+    link = tmp_path / "link.html"
+    link.symlink_to(target)
+    write_atomically(link, b"new")
+    assert link.is_symlink() and target.read_text() == "new"
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    with pytest.raises(OSError, match="nobody reads"):
+        write_atomically(fifo, b"x")
