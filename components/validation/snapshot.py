@@ -155,8 +155,10 @@ def read_snapshot(directory: Path | str) -> ClusterSnapshot:
 def write_snapshot(snapshot: ClusterSnapshot, directory: Path | str) -> list[Path]:
     """Write ``snapshot`` under ``directory`` (created if needed) and return the files written, in order.
 
-    Outputs in ``smi/`` left by an earlier collection into the same folder are removed, so a node that is
-    gone since then does not come back from a stale file.
+    Every file is first written beside its place; only when all are written are they renamed into place, so a full
+    disk, a file-size limit or Ctrl-C while writing leaves the previous snapshot as it was (and no temporary file),
+    never half of each. Outputs in ``smi/`` left by an earlier collection into the same folder are then removed, so a
+    node that is gone since then does not come back from a stale file.
     """
     folder = Path(directory)
     names = sorted(set(snapshot.smi) | set(snapshot.exec_errors))
@@ -166,44 +168,85 @@ def write_snapshot(snapshot: ClusterSnapshot, directory: Path | str) -> list[Pat
     smi_folder = folder / SMI_DIR
     smi_folder.mkdir(parents=True, exist_ok=True)
 
-    written: list[Path] = []
-    for file_name, items in ((NODES_FILE, snapshot.nodes), (DAEMONSETS_FILE, snapshot.daemonsets), (PODS_FILE, snapshot.pods)):
-        written.append(_write_bytes(folder / file_name, _list_json(items)))
-    written.extend(_write_optional(snapshot, folder))
-
+    staged = _StagedFiles()
     keep: set[Path] = set()
-    for name in names:
-        if name in snapshot.smi:
-            keep.add(smi_folder / f"{name}{SMI_SUFFIX}")
-            written.append(_write_bytes(smi_folder / f"{name}{SMI_SUFFIX}", snapshot.smi[name].encode("utf-8")))
-        if name in snapshot.exec_errors:
-            keep.add(smi_folder / f"{name}{ERROR_SUFFIX}")
-            note = snapshot.exec_errors[name].strip() + "\n"
-            written.append(_write_bytes(smi_folder / f"{name}{ERROR_SUFFIX}", note.encode("utf-8")))
+    try:
+        for file_name, items in (
+            (NODES_FILE, snapshot.nodes),
+            (DAEMONSETS_FILE, snapshot.daemonsets),
+            (PODS_FILE, snapshot.pods),
+        ):
+            staged.add(folder / file_name, _list_json(items))
+        absent = _stage_optional(snapshot, folder, staged)
+        for name in names:
+            if name in snapshot.smi:
+                keep.add(smi_folder / f"{name}{SMI_SUFFIX}")
+                staged.add(smi_folder / f"{name}{SMI_SUFFIX}", snapshot.smi[name].encode("utf-8"))
+            if name in snapshot.exec_errors:
+                keep.add(smi_folder / f"{name}{ERROR_SUFFIX}")
+                note = snapshot.exec_errors[name].strip() + "\n"
+                staged.add(smi_folder / f"{name}{ERROR_SUFFIX}", note.encode("utf-8"))
+        written = staged.commit()
+    except BaseException:
+        staged.abort()
+        raise
+    for path in absent:
+        if path.is_file():
+            path.unlink()
     for stale in smi_folder.iterdir():
         if stale.is_file() and stale.name.endswith((SMI_SUFFIX, ERROR_SUFFIX)) and stale not in keep:
             stale.unlink()
     return written
 
 
-def _write_optional(snapshot: ClusterSnapshot, folder: Path) -> list[Path]:
-    """The optional lists and meta.json; one the snapshot lacks is removed, so an earlier collection's is not read."""
-    written: list[Path] = []
+def _stage_optional(snapshot: ClusterSnapshot, folder: Path, staged: _StagedFiles) -> list[Path]:
+    """Stage the optional lists and meta.json; returns those the snapshot lacks, to be removed once the rest is in
+    place, so an earlier collection's is not read."""
+    absent: list[Path] = []
     for file_name, items in snapshot.optional_lists():
         if items is not None:
-            written.append(_write_bytes(folder / file_name, _list_json(items)))
-        elif (folder / file_name).is_file():
-            (folder / file_name).unlink()
+            staged.add(folder / file_name, _list_json(items))
+        else:
+            absent.append(folder / file_name)
     meta: dict[str, Any] = {}
     if snapshot.collected_at is not None:
         meta["collectedAt"] = snapshot.collected_at
     if snapshot.not_collected:
         meta["notCollected"] = dict(snapshot.not_collected)
     if meta:
-        written.append(_write_bytes(folder / META_FILE, (json.dumps(meta, indent=2, sort_keys=True) + "\n").encode("utf-8")))
-    elif (folder / META_FILE).is_file():
-        (folder / META_FILE).unlink()
-    return written
+        staged.add(folder / META_FILE, (json.dumps(meta, indent=2, sort_keys=True) + "\n").encode("utf-8"))
+    else:
+        absent.append(folder / META_FILE)
+    return absent
+
+
+class _StagedFiles:
+    """Files written beside their place (``.NAME.<random>.new``), renamed into place together by ``commit``: whatever
+    stood there (a named pipe, whose opening for writing would wait for a reader for ever, or a symlink, which would
+    be written through) is replaced, and a reader never finds a file half-written."""
+
+    def __init__(self) -> None:
+        self.staged: list[tuple[str, Path]] = []
+
+    def add(self, path: Path, content: bytes) -> None:
+        fd, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".new", dir=path.parent)
+        self.staged.append((temporary, path))
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(content)
+        os.chmod(temporary, 0o666 & ~_umask())  # mkstemp makes it private; the mode open() would have given
+
+    def commit(self) -> list[Path]:
+        for temporary, path in self.staged:
+            os.replace(temporary, path)
+        done = [path for _, path in self.staged]
+        self.staged = []
+        return done
+
+    def abort(self) -> None:
+        for temporary, _ in self.staged:
+            with contextlib.suppress(OSError):
+                os.unlink(temporary)
+        self.staged = []
 
 
 # RFC 3339 date-time (https://www.rfc-editor.org/rfc/rfc3339#section-5.6): an offset is required.
@@ -290,23 +333,6 @@ def _umask() -> int:
     current = os.umask(0o022)
     os.umask(current)
     return current
-
-
-def _write_bytes(path: Path, content: bytes) -> Path:
-    """Write beside ``path``, then rename into place: whatever stood there (a named pipe, whose opening for writing
-    would wait for a reader for ever, or a symlink, which would be written through) is replaced, and a reader never
-    finds the file half-written."""
-    fd, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".new", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(content)
-        os.chmod(temporary, 0o666 & ~_umask())  # mkstemp makes it private; the mode open() would have given
-        os.replace(temporary, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(temporary)
-        raise
-    return path
 
 
 def _read_text(path: Path, limit: int) -> str:

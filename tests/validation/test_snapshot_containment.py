@@ -130,3 +130,31 @@ def test_an_excerpt_of_output_that_is_not_smi_carries_no_credential(text: str) -
     message = parse_smi(text.replace("users:\n- name: me\n  user:\n    ", "")).error
     assert message is not None and "starts with" in message.message
     assert_no_secret(message.message)
+
+
+def test_a_collection_that_fails_midway_leaves_the_previous_snapshot_whole(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A full disk while writing the third file: before, the first two files were already the new collection's.
+    import errno
+
+    from aks_gpu.validation import snapshot as snapshot_module
+
+    first = edited(healthy_snapshot(PROD, plugin_targets(PROD), {"train": 2, "infer": 1}))
+    write_snapshot(first, tmp_path)
+    before = {path: path.read_bytes() for path in tmp_path.rglob("*") if path.is_file()}
+    second = edited(healthy_snapshot(PROD, plugin_targets(PROD), {"train": 1, "infer": 1}))
+    original = snapshot_module._StagedFiles.add
+    calls = []
+
+    def disk_fills(self: object, path: Path, content: bytes) -> None:
+        calls.append(path)
+        if len(calls) == 3:
+            raise OSError(errno.ENOSPC, "No space left on device")
+        original(self, path, content)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(snapshot_module._StagedFiles, "add", disk_fills)
+    with pytest.raises(OSError, match="No space"):
+        write_snapshot(second, tmp_path)
+    after = {path: path.read_bytes() for path in tmp_path.rglob("*") if path.is_file()}
+    assert after == before  # every file as it was, and no temporary one left
