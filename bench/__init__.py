@@ -64,6 +64,11 @@ BENCHMARKS: tuple[Benchmark, ...] = (
         "bench.light_commands",
     ),
     Benchmark(
+        "hostile-bounds",
+        "validate and audit of a 10,000-node, 100,000-pod snapshot (target: 30 s, 2 GiB each); a silent API server: exit 2",
+        "bench.hostile_bounds",
+    ),
+    Benchmark(
         "plan-cost",
         "aksgpu plan for dev, prod and 10/50/200-pool stacks vs bare Pulumi (target: at most +30% per resource, linear)",
         "bench.plan_cost",

@@ -10,6 +10,7 @@ then at most ``limit + 1`` bytes are read, since ``st_size`` is not always the t
 from __future__ import annotations
 
 import codecs
+import errno
 import os
 import stat
 from pathlib import Path
@@ -34,11 +35,15 @@ def size_text(size: int) -> str:
     return f"{size:,} bytes"
 
 
-def read_bounded(path: Path | str, limit: int) -> bytes:
-    """The bytes of the regular file at ``path`` (symlinks followed), at most ``limit``; ``InputFileError``
-    otherwise, naming the limit when it is what was hit."""
+def read_bounded(path: Path | str, limit: int, *, follow_symlinks: bool = True) -> bytes:
+    """The bytes of the regular file at ``path`` (symlinks followed unless ``follow_symlinks`` is False: then a
+    symlink as the last part of the path is refused), at most ``limit``; ``InputFileError`` otherwise, naming the
+    limit when it is what was hit."""
+    flags = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
+    if not follow_symlinks:
+        flags |= getattr(os, "O_NOFOLLOW", 0)
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+        fd = os.open(path, flags)
     except FileNotFoundError:
         raise InputFileError("no such file") from None
     except IsADirectoryError:
@@ -46,6 +51,8 @@ def read_bounded(path: Path | str, limit: int) -> bytes:
     except PermissionError:
         raise InputFileError("cannot be read: permission denied") from None
     except OSError as error:
+        if not follow_symlinks and error.errno == errno.ELOOP:
+            raise InputFileError("is a symlink: not followed") from None
         raise InputFileError(f"cannot be read: {error.strerror or type(error).__name__}") from None
     try:
         info = os.fstat(fd)

@@ -8,12 +8,14 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import contextlib
 import contextvars
 import errno
 import gc
 import json
 import logging
 import os
+import re
 import runpy
 import shutil
 import stat
@@ -140,9 +142,17 @@ class PlanResult:
             manifest = kube_manifest(record)
             if manifest is None:
                 continue
-            meta = manifest.get("metadata") or {}
-            namespace = meta.get("namespace") or "_"
-            files[f"{manifest['kind'].lower()}-{namespace}-{meta.get('name', record.name)}.yaml"] = manifest
+            # With secret config (PULUMI_CONFIG_SECRET_KEYS) any of these may be masked as "[secret]" (a whole
+            # metadata block included): the file is then named after the resource, whose name is never secret.
+            meta = manifest.get("metadata")
+            meta = meta if isinstance(meta, dict) else {}
+            kind = manifest.get("kind")
+            kind = kind.lower() if isinstance(kind, str) and kind != SECRET else "object"
+            namespace = meta.get("namespace")
+            namespace = namespace if isinstance(namespace, str) and namespace and namespace != SECRET else "_"
+            name = meta.get("name")
+            name = name if isinstance(name, str) and name and name != SECRET else record.name
+            files[f"{kind}-{namespace}-{name}.yaml"] = manifest
         return dict(sorted(files.items()))
 
 
@@ -571,7 +581,8 @@ def write_plan(result: PlanResult, out_dir: Path) -> list[Path]:
     manifests = result.manifests()
     try:
         out_dir.parent.mkdir(parents=True, exist_ok=True)
-        staging = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.", suffix=".new", dir=out_dir.parent))
+        _drop_strays(out_dir)
+        staging = Path(tempfile.mkdtemp(prefix=_stray_prefix(out_dir), suffix=".new", dir=out_dir.parent))
     except OSError as error:
         raise PlanWriteError(f"cannot write the plan to {out_dir}: {error.strerror or error}") from None
     try:
@@ -617,27 +628,64 @@ def _check_out_dir(out_dir: Path) -> None:
         )
 
 
+def _stray_prefix(out_dir: Path, pid: int | None = None) -> str:
+    """The name start of the folders a plan writes beside ``out_dir`` (``.NAME.<pid>.<random>.new`` and ``.old``): the
+    writer's process id in it tells a later plan whether the folder is a leftover of one that was killed."""
+    return f".{out_dir.name}.{os.getpid() if pid is None else pid}."
+
+
+def _drop_strays(out_dir: Path) -> None:
+    """Remove the ``.new``/``.old`` folders beside ``out_dir`` that a plan killed mid-write left (its process is gone);
+    a running plan's own are left alone."""
+    pattern = re.compile(rf"^\.{re.escape(out_dir.name)}\.(\d+)\.[^.]+\.(?:new|old)$")
+    try:
+        siblings = list(out_dir.parent.iterdir())
+    except OSError:
+        return
+    for sibling in siblings:
+        match = pattern.fullmatch(sibling.name)
+        if match is None or _process_alive(int(match.group(1))):
+            continue
+        shutil.rmtree(sibling, ignore_errors=True)
+
+
+def _process_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except (PermissionError, OverflowError, ValueError):
+        return True  # another user's: not ours to judge
+    return True
+
+
 def _swap_in(staging: Path, out_dir: Path) -> None:
     """Put ``staging`` where ``out_dir`` is: move the old folder aside, rename the new one in, drop the old.
-    Another writer may do the same at the same moment; whoever loses a rename tries again."""
+    Another writer may do the same at the same moment; whoever loses a rename tries again. Between the two renames
+    the folder is absent for an instant (docs/cli.md says so); interrupted there (Ctrl-C), the old plan is put back."""
     for _ in range(_SWAP_ATTEMPTS):
         old: Path | None = None
         if out_dir.exists():
-            old = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.", suffix=".old", dir=out_dir.parent))
+            old = Path(tempfile.mkdtemp(prefix=_stray_prefix(out_dir), suffix=".old", dir=out_dir.parent))
             try:
                 os.replace(out_dir, old)  # over the empty folder just made: atomic
             except FileNotFoundError:
                 old.rmdir()  # another writer moved it first
                 old = None
                 continue
+        swapped = False
         try:
             os.rename(staging, out_dir)
+            swapped = True
         except OSError as error:
             if error.errno not in (errno.EEXIST, errno.ENOTEMPTY):
                 raise
             continue  # another writer's plan went in between: move that one aside next time round
         finally:
-            if old is not None:
+            if old is not None and not swapped and not out_dir.exists():
+                with contextlib.suppress(OSError):
+                    os.rename(old, out_dir)  # not replaced (an error, Ctrl-C): the previous plan stays
+            if old is not None and old.exists():
                 shutil.rmtree(old, ignore_errors=True)
         return
     raise PlanWriteError(f"cannot write the plan to {out_dir}: other processes kept replacing it")

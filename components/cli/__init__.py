@@ -2,18 +2,39 @@
 
 from __future__ import annotations
 
-import argparse
-import importlib
 import os
+import signal
 import sys
-import traceback
-from collections.abc import Callable, Sequence
 
-from aks_gpu import __version__
-from aks_gpu.cli import common
-from aks_gpu.cli.common import EXIT_INTERNAL, EXIT_USAGE, safe
-from aks_gpu.config.problems import ConfigError
-from aks_gpu.internal_error import DEBUG_ENV, debug_requested, internal_error_message
+
+def _interrupted_now(signum: int, frame: object) -> None:
+    """Ctrl-C where no Python code can take it cleanly (the imports below, asyncio's loop in ``plan``): one line, 130.
+    os.write, not print: a signal handler must not take the stream's lock the interrupted code may hold."""
+    try:
+        os.write(2, b"interrupted\n")
+    finally:
+        os._exit(130)
+
+
+# From the first line of the command line's own code: Ctrl-C during the imports is 130, never a traceback. main()
+# hands Ctrl-C back to Python (KeyboardInterrupt) once its handlers are in place. A Ctrl-C the caller ignores (a
+# background job of a script, nohup) stays ignored.
+SIGINT_IGNORED = signal.getsignal(signal.SIGINT) == signal.SIG_IGN
+if not SIGINT_IGNORED:
+    signal.signal(signal.SIGINT, _interrupted_now)
+
+import argparse  # noqa: E402 - after the Ctrl-C handler, on purpose
+import contextlib  # noqa: E402
+import importlib  # noqa: E402
+import threading  # noqa: E402
+import traceback  # noqa: E402
+from collections.abc import Callable, Sequence  # noqa: E402
+
+from aks_gpu import __version__  # noqa: E402
+from aks_gpu.cli import common  # noqa: E402
+from aks_gpu.cli.common import EXIT_INTERNAL, EXIT_USAGE, safe  # noqa: E402
+from aks_gpu.config.problems import ConfigError  # noqa: E402
+from aks_gpu.internal_error import DEBUG_ENV, debug_requested, internal_error_message  # noqa: E402
 
 Handler = Callable[[argparse.Namespace], int]
 # Each command's module, imported only when that command runs (or for `aksgpu --help`): a command pays for its own
@@ -60,13 +81,25 @@ def _command_of(argv: Sequence[str]) -> tuple[str, ...]:
 
 def main(argv: Sequence[str] | None = None) -> int:
     _tolerant_output()
+    _tolerate_no_temp_folder()
     arguments = list(sys.argv[1:] if argv is None else argv)
-    parser = build_parser(_command_of(arguments))
-    args = parser.parse_args(arguments)
+    try:
+        parser = build_parser(_command_of(arguments))
+        args = parser.parse_args(arguments)
+    except KeyboardInterrupt:
+        _say_interrupted()
+        return EXIT_INTERRUPTED
+    except BrokenPipeError:
+        _silence_stdout()
+        return EXIT_BROKEN_PIPE
     handler: Handler | None = getattr(args, "handler", None)
     if handler is None:
         parser.print_help(sys.stderr)
         return EXIT_USAGE
+    if threading.current_thread() is threading.main_thread() and not SIGINT_IGNORED:
+        # From here Ctrl-C is a KeyboardInterrupt, which each command (and the lines below) turns into 130 after its
+        # own cleanup (a half-written file removed, queued execs not started).
+        signal.signal(signal.SIGINT, signal.default_int_handler)
     try:
         return handler(args)
     except ConfigError as exc:
@@ -74,7 +107,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         return report_config_error(exc)
     except KeyboardInterrupt:
-        common.err.print("interrupted")
+        _say_interrupted()
         return EXIT_INTERRUPTED
     except BrokenPipeError:
         # Whoever read our output stopped reading; nothing more can be said on stdout.
@@ -99,6 +132,19 @@ def _tolerant_output() -> None:
                 continue
 
 
+def _tolerate_no_temp_folder() -> None:
+    """In a read-only container no temp folder is usable, and Python's ``tempfile.gettempdir()`` raises; Pulumi's
+    import (through dill, which computes a path there) would then fail ``aksgpu --help`` and ``plan`` with a
+    traceback. Nothing here writes to the temp folder (the plan and the snapshot are written beside their
+    destination), so a folder that exists is named instead, and a later write there fails with its own message."""
+    import tempfile
+
+    try:
+        tempfile.gettempdir()
+    except OSError:
+        tempfile.tempdir = next((path for path in ("/tmp", os.getcwd()) if os.path.isdir(path)), os.curdir)
+
+
 def _silence_stdout() -> None:
     try:
         devnull = os.open(os.devnull, os.O_WRONLY)
@@ -107,5 +153,38 @@ def _silence_stdout() -> None:
         return
 
 
+def _say_interrupted() -> None:
+    try:
+        os.write(2, b"interrupted\n")
+    except OSError:
+        return
+
+
 def entrypoint() -> None:
-    sys.exit(main())
+    try:
+        code = main()
+    except KeyboardInterrupt:  # between main's handlers: still 130, without a traceback
+        _say_interrupted()
+        code = EXIT_INTERRUPTED
+    finish(code)
+
+
+def finish(code: int) -> None:
+    """Flush the output and exit with ``code``: 141 when stdout's reader has gone (``| head``) and nothing said
+    otherwise. With a thread still running (a probe read its own timeout will end: a server that accepted and never
+    answered), the process ends at once, without the interpreter's shutdown, which aborts (SIGABRT, exit 134) when a
+    daemon thread is still in a read at that moment."""
+    if not SIGINT_IGNORED:
+        signal.signal(signal.SIGINT, _interrupted_now)
+    try:
+        sys.stdout.flush()
+    except BrokenPipeError:
+        _silence_stdout()
+        code = EXIT_BROKEN_PIPE if code in (0, 1) else code
+    except (OSError, ValueError):
+        pass
+    with contextlib.suppress(OSError, ValueError):
+        sys.stderr.flush()
+    if threading.active_count() > 1:
+        os._exit(code)
+    sys.exit(code)

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -27,10 +29,17 @@ MAX_TEXT_SHOWN = 2000
 def _console(stderr: bool) -> Console:
     from rich.console import Console
 
+    class _Console(Console):
+        def on_broken_pipe(self) -> None:
+            # rich exits 1 here ("a check failed", for a passing run piped into `head`): the command line's boundary
+            # turns this into 141, what a shell reports for a program stopped by SIGPIPE.
+            self.quiet = True
+            raise BrokenPipeError(32, "the reader of the output has gone")
+
     stream = sys.stderr if stderr else sys.stdout
     # Piped output (CI logs, files) gets a wide page instead of rich's 80-column fallback; emoji=False: ":key:" in a
     # stack key or a cluster message is text, not an emoji code.
-    return Console(stderr=stderr, highlight=False, emoji=False, width=None if stream.isatty() else 160)
+    return _Console(stderr=stderr, highlight=False, emoji=False, width=None if stream.isatty() else 160)
 
 
 def __getattr__(name: str) -> Any:
@@ -41,6 +50,32 @@ def __getattr__(name: str) -> Any:
         globals()[name] = console
         return console
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+@contextmanager
+def interrupts_end_at_once() -> Iterator[None]:
+    """While inside, Ctrl-C ends the process at once with 130 and one line, no traceback: for code that cannot take a
+    KeyboardInterrupt cleanly and writes nothing meanwhile (the Pulumi program under the mock engine runs on asyncio,
+    which prints the interrupt as a task's traceback, or swallows it and goes on to write the plan)."""
+    import os
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread() or signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+        yield
+        return
+
+    def end(signum: int, frame: object) -> None:
+        try:
+            os.write(2, b"interrupted\n")
+        finally:
+            os._exit(130)
+
+    previous = signal.signal(signal.SIGINT, end)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
 
 
 def find_project_dir(start: Path | None = None) -> Path:
@@ -110,21 +145,12 @@ def display_path(path: Path) -> str:
 
 
 def write_text_file(path: Path, text: str) -> None:
-    """Write ``text`` to ``path`` (UTF-8), created or truncated; ``OSError`` saying why not. A named pipe is written
-    only when something reads it (``--out >(promtool ...)``): opened without blocking first, one nobody reads is
-    refused at once (ENXIO) instead of waiting for a reader for ever."""
-    import errno
-    import os
+    """Write ``text`` to ``path`` (UTF-8) beside it and rename it into place (``aks_gpu.output_files``): a full disk
+    or Ctrl-C leaves the previous file whole, never a cut one. A named pipe is written only when something reads it
+    (``--out >(promtool ...)``): one nobody reads is refused at once (ENXIO). ``OSError`` saying why not."""
+    from aks_gpu.output_files import write_atomically
 
-    try:
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0), 0o666)
-    except OSError as error:
-        if error.errno == errno.ENXIO:
-            raise OSError(error.errno, "a named pipe that nobody reads") from None
-        raise
-    os.set_blocking(fd, True)
-    with os.fdopen(fd, "w", encoding="utf-8") as handle:
-        handle.write(text)
+    write_atomically(path, text.encode("utf-8"))
 
 
 def escape(text: str) -> str:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -18,6 +19,7 @@ from aks_gpu.cli.common import (
     add_stack_arguments,
     display_path,
     err,
+    interrupts_end_at_once,
     load_stack,
     out,
     report_warnings,
@@ -67,9 +69,19 @@ def run(args: argparse.Namespace) -> int:
         err.print(f"[bold red]aksgpu plan[/]: --out {safe(out_dir)} is a file, not a folder: nothing was planned")
         return EXIT_USAGE
     previous = read_previous_plan(out_dir / PLAN_FILE)
+    problem = pulumi_environment_problem()
+    if problem is not None:
+        err.print(f"[bold red]aksgpu plan[/]: {safe(problem)}: nothing was planned")
+        return EXIT_USAGE
 
     mode = " (preview: provider outputs unknown)" if args.preview else ""
-    with out.status(f"planning stack [bold]{safe(loaded.stack)}[/] under the mock engine{mode}"):
+    stray = os.environ.pop("PULUMI_CONFIG", None)
+    if stray is not None:
+        err.print(
+            "[yellow]warning[/] PULUMI_CONFIG is set (the language host's config of another run): ignored, the plan"
+            " reads the stack file"
+        )
+    with interrupts_end_at_once(), out.status(f"planning stack [bold]{safe(loaded.stack)}[/] under the mock engine{mode}"):
         result = run_program(loaded.project_dir, loaded.stack, loaded.raw, preview=args.preview)
     changes = replacements(previous, result) if previous else []
     try:
@@ -92,6 +104,22 @@ def run(args: argparse.Namespace) -> int:
     if len(written) > 1:
         out.print(f"wrote {len(written) - 1} manifests under {safe(_relative(written[1].parent))}/")
     return EXIT_OK
+
+
+def pulumi_environment_problem() -> str | None:
+    """What is wrong with ``PULUMI_CONFIG_SECRET_KEYS``, the secret keys the Pulumi SDK reads from the environment
+    (a JSON list of ``namespace:key`` strings, pulumi/pulumi sdk/python/lib/pulumi/runtime/config.py
+    ``get_config_secret_keys_env``); None when it is absent or well formed. The SDK would raise on it mid-run."""
+    text = os.environ.get("PULUMI_CONFIG_SECRET_KEYS")
+    if text is None:
+        return None
+    try:
+        keys = json.loads(text)
+    except (ValueError, RecursionError):
+        return "PULUMI_CONFIG_SECRET_KEYS is not JSON (a list such as [\"aks-gpu:cluster\"])"
+    if not (isinstance(keys, list) and all(isinstance(key, str) for key in keys)):
+        return "PULUMI_CONFIG_SECRET_KEYS is not a JSON list of config keys (such as [\"aks-gpu:cluster\"])"
+    return None
 
 
 # A previous plan is read only to warn about replacements: past this size it is not one of ours.

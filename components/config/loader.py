@@ -99,7 +99,7 @@ def load_stack_file(path: Path) -> dict[str, Any]:
         reason = "no such stack file" if str(exc) == "no such file" else str(exc)
         raise ConfigError(source, [Problem("(file)", reason)]) from None
     try:
-        document = safe_yaml.load(text)
+        document = safe_yaml.load(text, refuse_leading_zero_numbers=True)
     except safe_yaml.YamlInputError as exc:
         where = f" (line {exc.line})" if exc.line else ""
         raise ConfigError(source, [Problem(_document_path(exc.path), exc.reason + where)]) from None
@@ -112,7 +112,36 @@ def load_stack_file(path: Path) -> dict[str, Any]:
     config = document.get("config") or {}
     if not isinstance(config, dict):
         raise ConfigError(source, [Problem("config", "must be a mapping of `namespace:key` to values")])
+    encrypted = [
+        Problem(_dotted(str(key), path), _ENCRYPTED.format(key=key))
+        for key, value in config.items()
+        if str(key).startswith(f"{PROJECT}:")
+        for path in _secure_values(value, ())
+    ]
+    if encrypted:
+        raise ConfigError(source, encrypted)
     return {str(key): value for key, value in config.items()}
+
+
+# `pulumi config set --secret` writes a value as {secure: <ciphertext>} (with --path, at that place inside the key):
+# pulumi/pulumi sdk/go/common/resource/config/value.go, the "secure" object form. Only Pulumi, with the stack's
+# secrets provider, can decrypt it.
+_ENCRYPTED = (
+    "the value is encrypted (`secure:`, written by `pulumi config set --secret`) and this offline reader holds no key"
+    " to decrypt it: `pulumi preview` reads it; to plan offline, use a copy of the stack file with the value in clear"
+    " (a placeholder will do) and PULUMI_CONFIG_SECRET_KEYS='[\"{key}\"]' so it is handled as a secret"
+)
+
+
+def _secure_values(value: Any, path: tuple[str | int, ...]) -> list[tuple[str | int, ...]]:
+    """Where ``value`` holds Pulumi's encrypted form ``{secure: "..."}``."""
+    if isinstance(value, dict):
+        if set(value) == {"secure"} and isinstance(value["secure"], str):
+            return [path]
+        return [found for key, child in value.items() for found in _secure_values(child, (*path, str(key)))]
+    if isinstance(value, list):
+        return [found for index, child in enumerate(value) for found in _secure_values(child, (*path, index))]
+    return []
 
 
 def _document_path(path: tuple[str | int, ...]) -> str:

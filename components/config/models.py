@@ -374,7 +374,7 @@ class GpuPoolConfig(ConfigModel):
     @classmethod
     def _label_keys_are_kubernetes_keys(cls, labels: dict[str, str]) -> dict[str, str]:
         key = re.compile(r"^([a-z0-9]([-a-z0-9.]*[a-z0-9])?/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$")
-        bad = [name for name in labels if not key.match(name)]
+        bad = [name for name in labels if not key.fullmatch(name)]
         if bad:
             raise ValueError(f"not a Kubernetes label key: {', '.join(bad)}")
         # "Valid label value: must be 63 characters or less (can be empty), unless empty, must begin and end with an
@@ -383,7 +383,7 @@ class GpuPoolConfig(ConfigModel):
         # The API server refuses a Node object carrying another value, so such a pool gets no usable nodes; whether ARM
         # already refuses the agent pool's nodeLabels is not documented.
         value = re.compile(LABEL_VALUE_PATTERN)
-        bad = [f"{name}={text!r}" for name, text in labels.items() if not value.match(text)]
+        bad = [f"{name}={text!r}" for name, text in labels.items() if not value.fullmatch(text)]
         if bad:
             raise ValueError(
                 f"not a Kubernetes label value (up to 63 letters, digits, '-', '_', '.', alphanumeric at both ends): "

@@ -155,7 +155,7 @@ def _cluster_name_rules(config: StackConfig) -> list[Problem]:
     cluster = config.cluster
     problems: list[Problem] = []
     prefix = cluster.dns_prefix or cluster.name
-    if not DNS_PREFIX.match(prefix):
+    if not DNS_PREFIX.fullmatch(prefix):
         given = f"{prefix!r}" if cluster.dns_prefix else f"not set, so the cluster name {prefix!r} is used, and that"
         problems.append(
             Problem(

@@ -83,10 +83,11 @@ def describe_yaml_error(error: yaml.YAMLError) -> str:
     return "not valid YAML"
 
 
-def load(text: str) -> Any:
+def load(text: str, *, refuse_leading_zero_numbers: bool = False) -> Any:
     """The single YAML document in ``text`` as plain values; raises ``YamlInputError`` for what we refuse and
-    ``yaml.YAMLError`` for what is not YAML (render it with ``describe_yaml_error``)."""
-    loader = _Loader(text)
+    ``yaml.YAMLError`` for what is not YAML (render it with ``describe_yaml_error``). With
+    ``refuse_leading_zero_numbers`` (a Pulumi stack file) an unquoted ``010`` is refused: see ``_LEADING_ZERO``."""
+    loader = _StackFileLoader(text) if refuse_leading_zero_numbers else _Loader(text)
     try:
         return loader.get_single_data()
     except RecursionError:  # a defence: MAX_DEPTH stops nesting long before Python's stack
@@ -192,6 +193,31 @@ _Loader.add_implicit_resolver(
 _Loader.add_constructor(INT, _construct_int)
 _Loader.add_constructor(TIMESTAMP, _construct_text)
 
+# An unquoted number with a leading zero (``maxCount: 010``) inside a structured stack config value: the Pulumi CLI
+# decodes those with yaml.v3 into Go values, which resolves it with strconv.ParseInt(text, 0, 64) (gopkg.in/yaml.v3
+# resolve.go: "Octals from the 1.1 spec, spelled as 0777, are still decoded by default in v3"), so 010 is octal 8
+# there, while a reader of YAML 1.2 (and pydantic, from the text) takes 10. The plan must show what `pulumi up`
+# deploys: the ambiguity is refused instead of guessed. A config key's own scalar value (``config: {k: 0777}``,
+# depth 2) is kept as the text written: Pulumi's config.Value unmarshals a scalar into a string first, and yaml.v3
+# gives a string target the text as written.
+_LEADING_ZERO_TAG = "tag:aks-gpu,2026:leading-zero-number"
+_TEXT_DEPTH = 2
+_LEADING_ZERO = re.compile(r"^[-+]?0[0-9_]+(?:\.[0-9_]*)?(?:[eE][-+]?[0-9]+)?$")
+
+
+class _StackFileLoader(_Loader):
+    """``_Loader``, refusing the unquoted leading-zero numbers yaml.v3 and YAML 1.2 read differently."""
+
+
+def _leading_zero_message(text: str) -> str:
+    return (
+        f"the number {text[:MAX_QUOTED]} has a leading zero: Pulumi reads it as octal (010 is 8), other YAML readers as"
+        " decimal (10); write the number without the zero, or quote it if it is text"
+    )
+
+
+_StackFileLoader.add_implicit_resolver(_LEADING_ZERO_TAG, _LEADING_ZERO, list("-+0"))
+
 
 def _int_value(text: str, node: Node, path: Path) -> int:
     line = node.start_mark.line + 1
@@ -233,6 +259,11 @@ class _TreeCheck:
         if depth > MAX_DEPTH:
             raise YamlInputError(f"nested deeper than {MAX_DEPTH} levels once its aliases are expanded (the limit)", line, path)
         tag = node.tag
+        if tag == _LEADING_ZERO_TAG:
+            if len(path) <= _TEXT_DEPTH:
+                node.tag = tag = STR  # a config key's own value: Pulumi keeps the text as written
+            else:
+                raise YamlInputError(_leading_zero_message(str(node.value)), line, path)
         if tag not in _ALLOWED_TAGS:
             raise YamlInputError(
                 f"the YAML tag {_short_tag(tag)} is not allowed: a value here is a string, number, boolean, null,"

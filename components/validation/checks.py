@@ -26,6 +26,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Literal
 
+from aks_gpu.config.problems import clipped
 from aks_gpu.naming import POOL_LABEL
 from aks_gpu.resolved.model import PlatformModel, ResolvedPool
 from aks_gpu.resolved.targets import PluginTarget, smi_command
@@ -365,7 +366,15 @@ def _gpu_schedulable(context: _PoolContext, state: _NodeState) -> CheckResult:
         if name != resource and name.startswith(("nvidia.com/", "amd.com/")) and _quantity(value) != 0
     )
     if count is None:
-        return context.result("gpu-schedulable", node.name, "warn", f"allocatable {resource} is {raw!r}, not a whole number")
+        # A kubelet advertises a whole, non-negative count of an extended resource; "-8" or "7500m" is a node status
+        # edited or corrupted, and no scheduling decision can rest on it.
+        return context.result(
+            "gpu-schedulable",
+            node.name,
+            "fail",
+            f"allocatable {resource} is {clipped(repr(raw), 60)}, not a whole number of GPUs: no kubelet advertises that;"
+            " the node's status is corrupt or was edited",
+        )
     if count == 0:
         hint = (
             f"; it advertises {', '.join(others)} instead: the device plugin exposes another resource (check "
@@ -547,6 +556,18 @@ def _gpu_count(context: _PoolContext, state: _NodeState) -> CheckResult:
         return skipped
     assert state.report is not None
     node, listed, expected = state.node.name, len(state.report.gpus), context.pool.gpus_per_node
+    # One GPU is one PCI address: an output that lists the same bus id more than once (a log concatenated twice, a
+    # hand-edited snapshot) has fewer GPUs than rows, and counting rows would pass a node that lost GPUs.
+    bus_ids = [_bus_key(gpu.bus_id) for gpu in state.report.gpus if gpu.bus_id]
+    repeated = len(bus_ids) - len(set(bus_ids))
+    if repeated:
+        return context.result(
+            "gpu-count",
+            node,
+            "fail",
+            f"`{context.tool}` lists {listed} GPU(s) but only {len(set(bus_ids)) + listed - len(bus_ids)} distinct PCI"
+            f" bus ids ({repeated} listed again): the output is not one reading of this node's GPUs; collect it again",
+        )
     if listed == 0:
         return context.result("gpu-count", node, "warn", f"the `{context.command}` output lists no GPUs (its format shows none)")
     if expected is None:
@@ -574,6 +595,15 @@ def _gpu_count(context: _PoolContext, state: _NodeState) -> CheckResult:
         f"`{context.tool}` lists {listed} GPU(s), more than the {expected} the pool expects of {context.vm_size}: "
         "its vmSize or gpuCount does not match the VM",
     )
+
+
+def _bus_key(bus_id: str) -> str:
+    """A PCI address in one spelling: nvidia-smi writes an 8-digit domain ("00000000:18:00.0"), amd-smi and lspci 4
+    ("0000:18:00.0"), and letters in either case."""
+    parts = bus_id.strip().lower().split(":")
+    if len(parts) == 3 and parts[0] and all(c in "0123456789abcdef" for c in parts[0]):
+        parts[0] = f"{int(parts[0], 16):x}"
+    return ":".join(parts)
 
 
 def _mig_mode(context: _PoolContext, state: _NodeState) -> CheckResult:

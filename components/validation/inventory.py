@@ -28,6 +28,7 @@ from fractions import Fraction
 from typing import Any
 
 from aks_gpu.admission.quantity import Quantity
+from aks_gpu.config.problems import clipped
 from aks_gpu.naming import ACCELERATOR_LABEL, POOL_LABEL, Vendor
 from aks_gpu.validation.health import GpuCondition, read_gpu_conditions
 from aks_gpu.validation.snapshot import SnapshotError, shape_problem
@@ -188,7 +189,16 @@ def read_gpu_nodes(
 
 
 def _gpu_quantities(where: _Where, raw: Any, path: str, extra: frozenset[str]) -> dict[str, Fraction]:
-    return {key: where.quantity(value, f"{path}[{key!r}]") for key, value in (raw or {}).items() if is_gpu_resource(key, extra)}
+    found = {key: where.quantity(value, f"{path}[{key!r}]") for key, value in (raw or {}).items() if is_gpu_resource(key, extra)}
+    for key, value in found.items():
+        # A kubelet advertises whole, non-negative counts of an extended resource: "-8" or "7500m" is a status that
+        # was edited or corrupted, and the audit would count and compare it as GPUs.
+        if value < 0 or value.denominator != 1:
+            raise SnapshotError(
+                f"{where.prefix}: {path}[{key!r}] is {clipped(repr(str((raw or {}).get(key))), 40)}, not a whole number of"
+                " GPUs (no kubelet advertises that): the node's status is corrupt or was edited"
+            )
+    return found
 
 
 def _gpu_evidence(capacity: Mapping[str, Fraction], labels: Mapping[str, str], stack_pool: str | None) -> str | None:

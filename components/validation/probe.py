@@ -37,19 +37,23 @@ Cost and limits:
 
 from __future__ import annotations
 
+import base64
 import contextlib
+import importlib.util
 import json
+import logging
 import math
 import os
 import queue
 import random
 import re
+import selectors
 import socket
 import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Protocol, TypeVar
@@ -58,9 +62,8 @@ from urllib.parse import urlsplit, urlunsplit
 import urllib3
 import yaml
 from kubernetes import client as kube_client
-from kubernetes import config as kube_config
 from kubernetes.client.exceptions import ApiException
-from kubernetes.config import exec_provider
+from kubernetes.config import exec_provider, kube_config
 from kubernetes.config.config_exception import ConfigException
 from kubernetes.stream import stream, ws_client
 from kubernetes.stream.ws_client import ERROR_CHANNEL
@@ -71,11 +74,14 @@ from aks_gpu.config import safe_yaml
 from aks_gpu.config.problems import clipped
 from aks_gpu.input_files import InputFileError, decode_utf8, read_bounded
 from aks_gpu.naming import POOL_LABEL
+from aks_gpu.redaction import MIN_SECRET_CHARS, redact_known, scrub_secret_shapes
 from aks_gpu.resolved.model import PlatformModel
 from aks_gpu.validation.cluster import NodeStatus, PluginPods, exec_problem, node_name, pod_name
 from aks_gpu.validation.inventory import asks_for_gpu, is_gpu_node
+from aks_gpu.validation.kubeconfig import FILE_FIELDS, KubeconfigFieldError, read_as_kubectl
 from aks_gpu.validation.smi_pods import plan_known_execs
 from aks_gpu.validation.snapshot import (
+    MAX_SMI_FILE_BYTES,
     NAMESPACES_FILE,
     NETWORK_POLICIES_FILE,
     RESOURCE_QUOTAS_FILE,
@@ -106,10 +112,17 @@ RUN_MARGIN_S = 10.0
 # A kubeconfig's credential plugin gets this long when no terminal can answer it (_BoundedPluginPopen): `az` and
 # kubelogin's non-interactive logins answer in seconds, the first call of a cold `az` in well under a minute.
 EXEC_PLUGIN_TIMEOUT_S = 60.0
+# What a credential plugin may write: an ExecCredential is a token or a certificate and key, a few KiB; its stderr is
+# a login prompt or an error. Past these the plugin is stopped.
+MAX_PLUGIN_OUTPUT_BYTES = 1 << 20
+MAX_PLUGIN_STDERR_BYTES = 64 << 10
 # The list phase, all pages of all lists, may take this many times one list call's worst case (list_phase_budget_s):
 # at the defaults (30 s, 2 retries) 1,110 s, room for a 150,000-pod cluster's 300 pages at several seconds each.
 # Without it, MAX_LIST_PAGES pages each just within their timeout could hold a run for hours.
 LIST_PHASE_CALLS = 10
+# What one exec may print: the snapshot reader's limit for an SMI output (snapshot.MAX_SMI_FILE_BYTES), which is a
+# hundred times `nvidia-smi -q -x` on 8 GPUs. Past it the exec is stopped (_read_until_closed).
+MAX_EXEC_OUTPUT_BYTES = MAX_SMI_FILE_BYTES
 # A reason or message the probe passes on (an API server's Status, an exec's error channel) is cut here.
 MAX_NOTE_CHARS = 500
 # websocket-client reports a refused upgrade as "Handshake status <code> <reason>"; the kubernetes
@@ -216,26 +229,79 @@ class ExecTimeoutError(Exception):
 
 class _BoundedPluginPopen(subprocess.Popen):  # type: ignore[type-arg]
     """The kubeconfig's credential plugin (``users[].user.exec``: kubelogin, ``az``), as the kubernetes client starts
-    it, but waited for at most ``EXEC_PLUGIN_TIMEOUT_S`` when no person is there to answer it: the client waits on
-    ``communicate()`` with no timeout, so a plugin that prompts (kubelogin's default devicecode login waits for a
-    person) or hangs would hold the run for ever. On a terminal (the client's ``spec.interactive``: stdout is a TTY)
-    a person can answer the prompt, and it is waited for as the client does."""
+    it, but bounded: the client reads its whole output with ``communicate()`` and no timeout, so a plugin that prompts
+    (kubelogin's default devicecode login waits for a person) or hangs would hold the run for ever, and one that writes
+    without end would fill memory. Here stdout is read up to ``MAX_PLUGIN_OUTPUT_BYTES`` and stderr up to
+    ``MAX_PLUGIN_STDERR_BYTES`` (past either the plugin is stopped), and the plugin gets ``EXEC_PLUGIN_TIMEOUT_S``
+    when no person is there to answer it. On a terminal (the client's ``spec.interactive``: stdout is a TTY) a person
+    can answer the prompt, and it is waited for as the client does; its output is still bounded."""
 
     def communicate(self, input: Any = None, timeout: float | None = None) -> Any:
         interactive = hasattr(sys.stdout, "isatty") and sys.stdout.isatty()
-        if timeout is not None or interactive:
-            return super().communicate(input, timeout)
+        if timeout is None and not interactive:
+            timeout = EXEC_PLUGIN_TIMEOUT_S
+        deadline = None if timeout is None else time.monotonic() + timeout
+        outputs: dict[int, bytearray] = {}
+        limits: dict[int, int] = {}
+        with selectors.DefaultSelector() as selector:
+            for stream_, limit in ((self.stdout, MAX_PLUGIN_OUTPUT_BYTES), (self.stderr, MAX_PLUGIN_STDERR_BYTES)):
+                if stream_ is not None:
+                    fd = stream_.fileno()
+                    outputs[fd], limits[fd] = bytearray(), limit
+                    selector.register(fd, selectors.EVENT_READ)
+            while selector.get_map():
+                wait = None if deadline is None else deadline - time.monotonic()
+                if wait is not None and wait <= 0:
+                    self._stop()
+                    raise self._timed_out()
+                for key, _ in selector.select(wait):
+                    fd = int(key.fd)
+                    chunk = os.read(fd, 1 << 16)
+                    if not chunk:
+                        selector.unregister(fd)
+                        continue
+                    outputs[fd] += chunk
+                    if len(outputs[fd]) > limits[fd]:
+                        which = "output" if limits[fd] == MAX_PLUGIN_OUTPUT_BYTES else "error output"
+                        self._stop()
+                        raise ConfigException(
+                            f"exec: the credential plugin {self._name()!r} wrote more than {limits[fd] >> 10:,} KiB of"
+                            f" {which} and was stopped (a credential is a few KiB)"
+                        )
         try:
-            return super().communicate(input, EXEC_PLUGIN_TIMEOUT_S)
+            self.wait(None if deadline is None else max(0.0, deadline - time.monotonic()))
         except subprocess.TimeoutExpired:
+            self._stop()
+            raise self._timed_out() from None
+        texts: list[str | None] = []
+        for stream_ in (self.stdout, self.stderr):
+            if stream_ is None:
+                texts.append(None)
+                continue
+            texts.append(bytes(outputs[stream_.fileno()]).decode("utf-8", errors="replace"))
+            stream_.close()
+        return texts[0], texts[1]
+
+    def _name(self) -> str:
+        command = self.args[0] if isinstance(self.args, list) else self.args
+        return os.path.basename(str(command))
+
+    def _stop(self) -> None:
+        with contextlib.suppress(OSError):
             self.kill()
-            super().communicate()
-            command = self.args[0] if isinstance(self.args, list) else self.args
-            raise ConfigException(
-                f"exec: the credential plugin {os.path.basename(str(command))!r}"
-                f" had not answered after {EXEC_PLUGIN_TIMEOUT_S:g} s and was stopped (no terminal to answer a login"
-                " prompt: use a non-interactive login, e.g. kubelogin convert-kubeconfig -l azurecli)"
-            ) from None
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            self.wait(5)
+        for stream_ in (self.stdout, self.stderr):
+            if stream_ is not None:
+                with contextlib.suppress(OSError):
+                    stream_.close()
+
+    def _timed_out(self) -> ConfigException:
+        return ConfigException(
+            f"exec: the credential plugin {self._name()!r}"
+            f" had not answered after {EXEC_PLUGIN_TIMEOUT_S:g} s and was stopped (no terminal to answer a login"
+            " prompt: use a non-interactive login, e.g. kubelogin convert-kubeconfig -l azurecli)"
+        )
 
 
 class _PluginSubprocess:
@@ -249,6 +315,37 @@ class _PluginSubprocess:
 
 exec_provider.subprocess = _PluginSubprocess()  # type: ignore[attr-defined,assignment]
 
+_CLIENT_CONFIG_DIR = os.path.dirname(os.path.abspath(kube_config.__file__))
+
+
+class _ClientLogFilter(logging.Filter):
+    """Keeps what the kubernetes client's kubeconfig loader logs (``logging.error(str(e))`` on the root logger when a
+    credential plugin fails: its stderr, which may echo the secrets of its ``env``) from any handler; the messages are
+    kept here instead, for ``load_client_configuration`` to report contained (redacted, one clipped line)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.messages: list[str] = []
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if os.path.dirname(os.path.abspath(record.pathname)) != _CLIENT_CONFIG_DIR:
+            return True
+        with contextlib.suppress(Exception):
+            self.messages.append(record.getMessage())
+        return False
+
+
+@contextlib.contextmanager
+def contained_client_logging() -> Iterator[_ClientLogFilter]:
+    """While inside, the kubernetes client's kubeconfig messages go to the yielded filter, not to any log output."""
+    root = logging.getLogger()
+    captured = _ClientLogFilter()
+    root.addFilter(captured)
+    try:
+        yield captured
+    finally:
+        root.removeFilter(captured)
+
 
 def load_client_configuration(
     kubeconfig: str | None = None,
@@ -258,43 +355,116 @@ def load_client_configuration(
     """A client configuration from kubeconfig text (the Pulumi hook has the stack's kubeconfig as a
     string), else the file at ``kubeconfig``, else ``$KUBECONFIG`` or ``~/.kube/config``; ``context``
     picks a context other than the current one. Raises ``ProbeError`` when none can be loaded; its message
-    never quotes the kubeconfig (a YAML error's usual copy of the offending line would show a token)."""
+    never quotes the kubeconfig (a YAML error's usual copy of the offending line would show a token).
+
+    The kubeconfig is read as kubectl reads it (``aks_gpu.validation.kubeconfig``: a field kubectl would refuse is a
+    ``ProbeError`` naming it, before anything is sent), and the files it names (token file, certificate authority,
+    client certificate and key) are read here within ``MAX_KUBECONFIG_BYTES``, regular files only, and handed to the
+    client as data: the client would open a named pipe and wait for ever, or read /dev/zero to the end of memory."""
     configuration = kube_client.Configuration()
     source = "the kubeconfig text" if kubeconfig_text is not None else (kubeconfig or "$KUBECONFIG / ~/.kube/config")
     secrets: list[str] = []
-    try:
-        if kubeconfig_text is not None:
-            document = safe_yaml.load(kubeconfig_text)
-            if not isinstance(document, dict):
-                raise ProbeError("the kubeconfig text is not a kubeconfig (expected a YAML mapping)")
-            secrets = _strings_under(document.get("users"))
-            kube_config.load_kube_config_from_dict(  # type: ignore[no-untyped-call]
-                document, context=context, client_configuration=configuration, persist_config=False
+    with contained_client_logging() as client_log:
+        try:
+            if kubeconfig_text is not None:
+                document: Any = safe_yaml.load(kubeconfig_text)
+                if not isinstance(document, dict):
+                    raise ProbeError("the kubeconfig text is not a kubeconfig (expected a YAML mapping)")
+            else:
+                # Read $KUBECONFIG now, not when the kubernetes module was imported (its default does that).
+                path = kubeconfig or os.environ.get("KUBECONFIG") or "~/.kube/config"
+                _check_kubeconfig_files(path, named=kubeconfig is None)
+                document = kube_config.KubeConfigMerger(path).config  # type: ignore[no-untyped-call]
+                if document is None:
+                    raise ConfigException("no kubeconfig file found")
+            plain = _unwrap(document)
+            if not isinstance(plain, dict):
+                raise ProbeError(f"cannot load a kubeconfig from {source}: not a kubeconfig (expected a YAML mapping)")
+            secrets = _strings_under(_plain_tree(plain.get("users")))
+            read_as_kubectl(plain, _unwrap)
+            _inline_named_files(plain)
+            loader = kube_config.KubeConfigLoader(  # type: ignore[no-untyped-call]
+                config_dict=document, config_base_path=None, active_context=context
             )
-        else:
-            # Read $KUBECONFIG now, not when the kubernetes module was imported (its default does that).
-            path = kubeconfig or os.environ.get("KUBECONFIG") or "~/.kube/config"
-            _check_kubeconfig_files(path, named=kubeconfig is None)
-            kube_config.load_kube_config(  # type: ignore[no-untyped-call]
-                config_file=path, context=context, client_configuration=configuration, persist_config=False
-            )
-    except ProbeError:
-        raise
-    except safe_yaml.YamlInputError as error:
-        raise ProbeError(f"cannot load a kubeconfig from {source}: {error}") from None
-    except yaml.YAMLError as error:
-        raise ProbeError(f"cannot load a kubeconfig from {source}: {safe_yaml.describe_yaml_error(error)}") from None
-    except (ConfigException, OSError) as error:
-        message = _Redactor(configuration, secrets).redact(clipped(str(error), MAX_NOTE_CHARS))
-        raise ProbeError(f"cannot load a kubeconfig from {source}: {message}") from None
-    except Exception as error:  # noqa: BLE001 - a kubeconfig of the wrong shape trips the library anywhere
+            loader.load_and_set(configuration)  # type: ignore[no-untyped-call]
+        except ProbeError:
+            raise
+        except KubeconfigFieldError as error:
+            raise ProbeError(f"cannot load a kubeconfig from {source}: {error}") from None
+        except safe_yaml.YamlInputError as error:
+            raise ProbeError(f"cannot load a kubeconfig from {source}: {error}") from None
+        except yaml.YAMLError as error:
+            raise ProbeError(f"cannot load a kubeconfig from {source}: {safe_yaml.describe_yaml_error(error)}") from None
+        except (ConfigException, OSError) as error:
+            message = _Redactor(configuration, secrets).redact(clipped(str(error), MAX_NOTE_CHARS))
+            raise ProbeError(f"cannot load a kubeconfig from {source}: {message}") from None
+        except Exception as error:  # noqa: BLE001 - a kubeconfig of the wrong shape trips the library anywhere
+            raise ProbeError(
+                f"cannot load a kubeconfig from {source}: it is not a usable kubeconfig ({type(error).__name__} in the"
+                " kubernetes client while reading it; `kubectl config view` shows what is wrong)"
+            ) from None
+    if client_log.messages:
+        # The client logs and goes on without credentials when the plugin fails; the calls would then be refused
+        # (401) for a reason nobody sees. Its message (the plugin's stderr) is shown redacted, on one clipped line.
+        message = _Redactor(configuration, secrets).redact(client_log.messages[0])
         raise ProbeError(
-            f"cannot load a kubeconfig from {source}: it is not a usable kubeconfig ({type(error).__name__} in the"
-            " kubernetes client while reading it; `kubectl config view` shows what is wrong)"
-        ) from None
+            f"cannot load a kubeconfig from {source}: its credential could not be obtained:"
+            f" {clipped(scrub_secret_shapes(message), MAX_NOTE_CHARS)}"
+        )
+    proxy = str(configuration.proxy or "")
+    if proxy.startswith("socks") and importlib.util.find_spec("socks") is None:
+        # The client imports urllib3's SOCKS support, which needs PySocks, only when the first call is made.
+        raise ProbeError(
+            f"cannot load a kubeconfig from {source}: its proxy-url is a SOCKS proxy, which needs the PySocks package"
+            " (pip install pysocks) in this Python; or use an HTTP proxy"
+        )
     # One retry layer, ours: urllib3 would otherwise retry 3 times on its own and sleep any Retry-After.
     configuration.retries = False
     return configuration
+
+
+def _unwrap(value: Any) -> Any:
+    """The plain value inside the kubernetes client's ``ConfigNode`` (what ``KubeConfigMerger`` holds)."""
+    return value.value if isinstance(value, kube_config.ConfigNode) else value
+
+
+def _plain_tree(value: Any) -> Any:
+    value = _unwrap(value)
+    if isinstance(value, dict):
+        return {key: _plain_tree(child) for key, child in value.items()}
+    if isinstance(value, list):
+        return [_plain_tree(child) for child in value]
+    return value
+
+
+def _inline_named_files(document: dict[str, Any]) -> None:
+    """Each file a cluster or user names (``FILE_FIELDS``) read within ``MAX_KUBECONFIG_BYTES`` and put in its data
+    field, unless that is set (kubectl: the data wins). Relative paths are resolved as the client resolves them:
+    against the folder of the kubeconfig file the entry came from, else the current folder."""
+    for section, body in (("clusters", "cluster"), ("users", "user")):
+        for raw in _unwrap(document.get(section)) or []:
+            entry = _unwrap(raw)
+            content = _unwrap(entry.get(body)) if isinstance(entry, dict) else None
+            if not isinstance(content, dict):
+                continue
+            origin = getattr(raw, "path", None)
+            base = os.path.abspath(os.path.dirname(origin)) if isinstance(origin, str) else ""
+            for file_field, data_field in FILE_FIELDS.items():
+                named = content.get(file_field)
+                if not isinstance(named, str) or file_field not in content:
+                    continue
+                if not content.get(data_field):
+                    path = os.path.normpath(os.path.join(base, os.path.expanduser(named)))
+                    try:
+                        data = read_bounded(path, MAX_KUBECONFIG_BYTES)
+                    except InputFileError as error:
+                        raise ConfigException(f"{body}.{file_field}: {path} {error}") from None
+                    if file_field == "tokenFile":
+                        # client-go reads a token file with strings.TrimSpace (transport/token_source.go).
+                        content["token"] = data.decode("utf-8", errors="replace").strip()
+                    else:
+                        content[data_field] = base64.standard_b64encode(data).decode("ascii")
+                del content[file_field]
 
 
 def _check_kubeconfig_files(paths: str, *, named: bool) -> None:
@@ -339,9 +509,10 @@ def _strings_under(value: Any) -> list[str]:
 
 class _Redactor:
     """Keeps the credentials a configuration carries out of text: its bearer tokens and password (read when
-    asked: an exec plugin may have refreshed the token since), and any extra strings given."""
+    asked: an exec plugin may have refreshed the token since), and any extra strings given; whole, and any piece
+    of ``MIN_PARTIAL_CHARS`` characters or more (``aks_gpu.redaction.redact_known``)."""
 
-    MIN_SECRET_CHARS = 6
+    MIN_SECRET_CHARS = MIN_SECRET_CHARS
 
     def __init__(self, configuration: kube_client.Configuration, extra: Iterable[str] = ()) -> None:
         self.configuration = configuration
@@ -364,9 +535,7 @@ class _Redactor:
         return sorted((item for item in variants if len(item) >= self.MIN_SECRET_CHARS), key=len, reverse=True)
 
     def redact(self, text: str) -> str:
-        for secret in self.secrets():
-            text = text.replace(secret, "[redacted]")
-        return text
+        return redact_known(text, self.secrets())
 
 
 def display_host(host: str | None) -> str:
@@ -457,7 +626,7 @@ def is_transient(error: BaseException) -> bool:
             code = int(match.group(1)) if match else 0
             return code == 0 or code == 429 or code >= 500
         return status == 429 or status >= 500
-    if isinstance(error, ExecRedirectError):
+    if isinstance(error, ExecRedirectError | ExecOutputLimitError):
         return False
     return isinstance(error, ExecTimeoutError | DeadlineError | WebSocketException | urllib3.exceptions.HTTPError | OSError)
 
@@ -715,7 +884,10 @@ def run_exec(core: kube_client.CoreV1Api, job: ExecJob, timeout_s: float) -> Exe
         # A frame cut off mid-way would otherwise block a read forever (the socket has no timeout).
         ws.sock.settimeout(timeout_s)
         try:
-            ws.run_forever(timeout=timeout_s)
+            _read_until_closed(ws, timeout_s)
+        except ExecOutputLimitError:
+            watchdog.stop()
+            raise
         except Exception:
             if watchdog.fired:
                 raise ExecTimeoutError(timeout_s, _partial(ws)) from None
@@ -731,6 +903,36 @@ def run_exec(core: kube_client.CoreV1Api, job: ExecJob, timeout_s: float) -> Exe
     note = exit_note(status_text)
     # Nothing printed and a failure: the command did not run (no such executable, container gone).
     return ExecResult(output=None if note and not output else output, note=note)
+
+
+class ExecOutputLimitError(Exception):
+    """The command printed more than ``MAX_EXEC_OUTPUT_BYTES``: stopped there, not retried."""
+
+    def __init__(self) -> None:
+        super().__init__(
+            f"the command printed more than {MAX_EXEC_OUTPUT_BYTES >> 20} MiB (an SMI output is a few hundred KiB at"
+            " most): stopped there"
+        )
+
+
+def _read_until_closed(ws: Any, timeout_s: float) -> None:
+    """``ws.run_forever(timeout)`` (the client's loop: read frames into its channel buffers until the command ends or
+    the time is up), with the buffers bounded: the client keeps whatever arrives, so a command that prints without end
+    would take gigabytes within its timeout."""
+
+    def buffered() -> int:
+        return sum(len(data) for data in (getattr(ws, "_channels", None) or {}).values())
+
+    # update() itself reads every frame already available before it returns: a flood never leaves it. It asks
+    # _frames_immediately_available() after each frame; past the limit the answer is no.
+    more = getattr(ws, "_frames_immediately_available", None)
+    if more is not None:
+        ws._frames_immediately_available = lambda: buffered() <= MAX_EXEC_OUTPUT_BYTES and more()
+    started = time.monotonic()
+    while ws.is_open() and time.monotonic() - started < timeout_s:
+        ws.update(timeout=timeout_s - (time.monotonic() - started))
+        if buffered() > MAX_EXEC_OUTPUT_BYTES:
+            raise ExecOutputLimitError
 
 
 def _partial(ws: Any) -> str:

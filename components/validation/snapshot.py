@@ -38,6 +38,7 @@ from datetime import UTC, datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
+from aks_gpu.config.problems import clipped
 from aks_gpu.input_files import InputFileError, decode_utf8, read_bounded
 
 NODES_FILE = "nodes.json"
@@ -109,17 +110,22 @@ def read_snapshot(directory: Path | str) -> ClusterSnapshot:
     folder = Path(directory)
     if not folder.is_dir():
         raise SnapshotError(f"{folder}: no such snapshot folder (write one with `aksgpu validate collect --out {folder}`)")
+    # Snapshots are handed around: nothing in one is followed outside it (a symlink smi/<node>.txt -> ~/.kube/config
+    # would put the reader's token into the report). The folder named on the command line is the reader's own choice.
+    root = folder.resolve()
     smi: dict[str, str] = {}
     exec_errors: dict[str, str] = {}
     smi_folder = folder / SMI_DIR
     unreadable: dict[str, str] = {}
+    if smi_folder.is_dir() and not _inside(root, smi_folder):
+        raise SnapshotError(f"{smi_folder}: a symlink to a folder outside the snapshot: not followed")
     if smi_folder.is_dir():
         for path in sorted(smi_folder.iterdir()):
             if path.is_dir() or not path.name.endswith((SMI_SUFFIX, ERROR_SUFFIX)):
                 continue
             node = path.name.removesuffix(SMI_SUFFIX).removesuffix(ERROR_SUFFIX)
             try:
-                text = _read_text(path, MAX_SMI_FILE_BYTES)
+                text = _read_text(_contained(root, path), MAX_SMI_FILE_BYTES)
             except InputFileError as error:
                 # One node's unreadable file fails that node's checks, with the reason; the others go on.
                 unreadable[node] = f"{SMI_DIR}/{path.name} {error}"
@@ -130,12 +136,14 @@ def read_snapshot(directory: Path | str) -> ClusterSnapshot:
                 exec_errors[node] = text.strip()
     for node, note in unreadable.items():
         exec_errors[node] = f"{exec_errors[node]}; {note}" if node in exec_errors else note
-    optional = {name: _read_list(folder / name, kind) if (folder / name).exists() else None for name, kind in _OPTIONAL_FILES}
-    collected_at, not_collected, cluster = _read_meta(folder / META_FILE)
+    optional = {
+        name: _read_list(folder / name, kind, root) if os.path.lexists(folder / name) else None for name, kind in _OPTIONAL_FILES
+    }
+    collected_at, not_collected, cluster = _read_meta(folder / META_FILE, root)
     return ClusterSnapshot(
-        nodes=_read_list(folder / NODES_FILE, "Node"),
-        daemonsets=_read_list(folder / DAEMONSETS_FILE, "DaemonSet"),
-        pods=_read_list(folder / PODS_FILE, "Pod"),
+        nodes=_read_list(folder / NODES_FILE, "Node", root),
+        daemonsets=_read_list(folder / DAEMONSETS_FILE, "DaemonSet", root),
+        pods=_read_list(folder / PODS_FILE, "Pod", root),
         smi=smi,
         exec_errors=exec_errors,
         namespaces=optional[NAMESPACES_FILE],
@@ -150,45 +158,59 @@ def read_snapshot(directory: Path | str) -> ClusterSnapshot:
 def write_snapshot(snapshot: ClusterSnapshot, directory: Path | str) -> list[Path]:
     """Write ``snapshot`` under ``directory`` (created if needed) and return the files written, in order.
 
-    Outputs in ``smi/`` left by an earlier collection into the same folder are removed, so a node that is
-    gone since then does not come back from a stale file.
+    Every file is first written beside its place; only when all are written are they renamed into place, so a full
+    disk, a file-size limit or Ctrl-C while writing leaves the previous snapshot as it was (and no temporary file),
+    never half of each. Outputs in ``smi/`` left by an earlier collection into the same folder are then removed, so a
+    node that is gone since then does not come back from a stale file.
     """
     folder = Path(directory)
     names = sorted(set(snapshot.smi) | set(snapshot.exec_errors))
-    bad = [name for name in names if not _NODE_NAME.match(name)]
+    bad = [name for name in names if not _NODE_NAME.fullmatch(name)]
     if bad:
         raise SnapshotError(f"not a Kubernetes node name, refusing to use it as a file name: {', '.join(map(repr, bad))}")
     smi_folder = folder / SMI_DIR
     smi_folder.mkdir(parents=True, exist_ok=True)
 
-    written: list[Path] = []
-    for file_name, items in ((NODES_FILE, snapshot.nodes), (DAEMONSETS_FILE, snapshot.daemonsets), (PODS_FILE, snapshot.pods)):
-        written.append(_write_bytes(folder / file_name, _list_json(items)))
-    written.extend(_write_optional(snapshot, folder))
-
+    staged = _StagedFiles()
     keep: set[Path] = set()
-    for name in names:
-        if name in snapshot.smi:
-            keep.add(smi_folder / f"{name}{SMI_SUFFIX}")
-            written.append(_write_bytes(smi_folder / f"{name}{SMI_SUFFIX}", snapshot.smi[name].encode("utf-8")))
-        if name in snapshot.exec_errors:
-            keep.add(smi_folder / f"{name}{ERROR_SUFFIX}")
-            note = snapshot.exec_errors[name].strip() + "\n"
-            written.append(_write_bytes(smi_folder / f"{name}{ERROR_SUFFIX}", note.encode("utf-8")))
+    try:
+        for file_name, items in (
+            (NODES_FILE, snapshot.nodes),
+            (DAEMONSETS_FILE, snapshot.daemonsets),
+            (PODS_FILE, snapshot.pods),
+        ):
+            staged.add(folder / file_name, _list_json(items))
+        absent = _stage_optional(snapshot, folder, staged)
+        for name in names:
+            if name in snapshot.smi:
+                keep.add(smi_folder / f"{name}{SMI_SUFFIX}")
+                staged.add(smi_folder / f"{name}{SMI_SUFFIX}", snapshot.smi[name].encode("utf-8"))
+            if name in snapshot.exec_errors:
+                keep.add(smi_folder / f"{name}{ERROR_SUFFIX}")
+                note = snapshot.exec_errors[name].strip() + "\n"
+                staged.add(smi_folder / f"{name}{ERROR_SUFFIX}", note.encode("utf-8"))
+        written = staged.commit()
+    except BaseException:
+        staged.abort()
+        raise
+    for path in absent:
+        if path.is_file():
+            path.unlink()
     for stale in smi_folder.iterdir():
         if stale.is_file() and stale.name.endswith((SMI_SUFFIX, ERROR_SUFFIX)) and stale not in keep:
             stale.unlink()
     return written
 
 
-def _write_optional(snapshot: ClusterSnapshot, folder: Path) -> list[Path]:
-    """The optional lists and meta.json; one the snapshot lacks is removed, so an earlier collection's is not read."""
-    written: list[Path] = []
+def _stage_optional(snapshot: ClusterSnapshot, folder: Path, staged: _StagedFiles) -> list[Path]:
+    """Stage the optional lists and meta.json; returns those the snapshot lacks, to be removed once the rest is in
+    place, so an earlier collection's is not read."""
+    absent: list[Path] = []
     for file_name, items in snapshot.optional_lists():
         if items is not None:
-            written.append(_write_bytes(folder / file_name, _list_json(items)))
-        elif (folder / file_name).is_file():
-            (folder / file_name).unlink()
+            staged.add(folder / file_name, _list_json(items))
+        else:
+            absent.append(folder / file_name)
     meta: dict[str, Any] = {}
     if snapshot.collected_at is not None:
         meta["collectedAt"] = snapshot.collected_at
@@ -197,22 +219,52 @@ def _write_optional(snapshot: ClusterSnapshot, folder: Path) -> list[Path]:
     if snapshot.cluster:
         meta["cluster"] = dict(snapshot.cluster)
     if meta:
-        written.append(_write_bytes(folder / META_FILE, (json.dumps(meta, indent=2, sort_keys=True) + "\n").encode("utf-8")))
-    elif (folder / META_FILE).is_file():
-        (folder / META_FILE).unlink()
-    return written
+        staged.add(folder / META_FILE, (json.dumps(meta, indent=2, sort_keys=True) + "\n").encode("utf-8"))
+    else:
+        absent.append(folder / META_FILE)
+    return absent
+
+
+class _StagedFiles:
+    """Files written beside their place (``.NAME.<random>.new``), renamed into place together by ``commit``: whatever
+    stood there (a named pipe, whose opening for writing would wait for a reader for ever, or a symlink, which would
+    be written through) is replaced, and a reader never finds a file half-written."""
+
+    def __init__(self) -> None:
+        self.staged: list[tuple[str, Path]] = []
+
+    def add(self, path: Path, content: bytes) -> None:
+        fd, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".new", dir=path.parent)
+        self.staged.append((temporary, path))
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(content)
+        os.chmod(temporary, 0o666 & ~_umask())  # mkstemp makes it private; the mode open() would have given
+
+    def commit(self) -> list[Path]:
+        for temporary, path in self.staged:
+            os.replace(temporary, path)
+        done = [path for _, path in self.staged]
+        self.staged = []
+        return done
+
+    def abort(self) -> None:
+        for temporary, _ in self.staged:
+            with contextlib.suppress(OSError):
+                os.unlink(temporary)
+        self.staged = []
 
 
 # RFC 3339 date-time (https://www.rfc-editor.org/rfc/rfc3339#section-5.6): an offset is required.
 _RFC3339 = re.compile(
-    r"^(\d{4})-(\d{2})-(\d{2})[Tt ](\d{2}):(\d{2}):(\d{2})(?:\.(\d{1,9}))?(?:([Zz])|([+-])(\d{2}):(\d{2}))$"
+    r"^(\d{4})-(\d{2})-(\d{2})[Tt ](\d{2}):(\d{2}):(\d{2})(?:\.(\d{1,9}))?(?:([Zz])|([+-])(\d{2}):(\d{2}))$",
+    re.ASCII,  # \d is any Unicode digit otherwise: full-width digits (U+FF10..U+FF19) are no RFC 3339 time
 )
 
 
 def parse_rfc3339(text: str) -> datetime:
     """An RFC 3339 time (``2025-03-01T09:30:00Z``, fractions up to nanoseconds as Go writes them, any offset) as
     an aware datetime; raises ValueError for anything else (a time without an offset is not RFC 3339)."""
-    match = _RFC3339.match(text.strip()) if isinstance(text, str) else None
+    match = _RFC3339.fullmatch(text.strip()) if isinstance(text, str) else None
     if match is None:
         raise ValueError(f"not an RFC 3339 time such as 2025-03-01T09:30:00Z: {str(text)[:60]!r}")
     year, month, day, hour, minute, second = (int(part) for part in match.groups()[:6])
@@ -230,13 +282,28 @@ def rfc3339(moment: datetime) -> str:
     return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def _read_meta(path: Path) -> tuple[str | None, dict[str, str], dict[str, str]]:
-    if not path.exists():
-        return None, {}, {}
-    if not path.is_file():
-        raise SnapshotError(f"{path}: not a regular file")
+def _inside(root: Path, path: Path) -> bool:
+    """Whether ``path``, every symlink on it followed, is within the snapshot folder ``root`` (resolved)."""
     try:
-        document = json.loads(_read_text(path, MAX_META_FILE_BYTES))
+        return path.resolve().is_relative_to(root)
+    except (OSError, RuntimeError):  # a symlink loop: not inside anything
+        return False
+
+
+def _contained(root: Path, path: Path) -> Path:
+    """``path`` with its symlinks resolved, when that stays within the snapshot folder ``root``; ``InputFileError``
+    otherwise. The result is opened without following a symlink again (``read_bounded(follow_symlinks=False)``), so
+    one swapped in since is refused too."""
+    if not _inside(root, path):
+        raise InputFileError("is a symlink to a file outside the snapshot: not followed (copy the file into the snapshot)")
+    return path.resolve()
+
+
+def _read_meta(path: Path, root: Path) -> tuple[str | None, dict[str, str], dict[str, str]]:
+    if not os.path.lexists(path):
+        return None, {}, {}
+    try:
+        document = json.loads(_read_text(_contained(root, path), MAX_META_FILE_BYTES))
     except InputFileError as error:
         raise SnapshotError(f"{path}: {error}") from None
     except (ValueError, RecursionError) as error:
@@ -278,38 +345,25 @@ def _umask() -> int:
     return current
 
 
-def _write_bytes(path: Path, content: bytes) -> Path:
-    """Write beside ``path``, then rename into place: whatever stood there (a named pipe, whose opening for writing
-    would wait for a reader for ever, or a symlink, which would be written through) is replaced, and a reader never
-    finds the file half-written."""
-    fd, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".new", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(content)
-        os.chmod(temporary, 0o666 & ~_umask())  # mkstemp makes it private; the mode open() would have given
-        os.replace(temporary, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(temporary)
-        raise
-    return path
-
-
 def _read_text(path: Path, limit: int) -> str:
     # SMI output is mostly ASCII but prints "°C" and may come from a log in another encoding; a stray
     # byte must not hide the driver version.
-    return read_bounded(path, limit).decode("utf-8", errors="replace")
+    return read_bounded(path, limit, follow_symlinks=False).decode("utf-8", errors="replace")
 
 
-def _read_list(path: Path, kind: str) -> list[dict[str, Any]]:
-    if not path.is_file():
-        if path.exists():
-            raise SnapshotError(f"{path}: not a regular file (save it with kubectl ... -o json)")
+def _read_list(path: Path, kind: str, root: Path) -> list[dict[str, Any]]:
+    if not os.path.lexists(path):
         raise SnapshotError(f"{path}: missing from the snapshot (save it with kubectl ... -o json)")
+    try:
+        real = _contained(root, path)
+    except InputFileError as error:
+        raise SnapshotError(f"{path}: {error}") from None
+    if not real.is_file():
+        raise SnapshotError(f"{path}: not a regular file (save it with kubectl ... -o json)")
     try:
         # JSON is UTF-8 (RFC 8259, section 8.1): a file in another encoding (PowerShell 5.1 redirects write UTF-16)
         # is named as such, rather than read as replacement characters and reported as "not JSON".
-        document = json.loads(decode_utf8(read_bounded(path, MAX_LIST_FILE_BYTES)))
+        document = json.loads(decode_utf8(read_bounded(real, MAX_LIST_FILE_BYTES, follow_symlinks=False)))
     except InputFileError as error:
         hint = (
             " (for pods, save only the device plugin namespaces: kubectl get pods -n <namespace> -o json)"
@@ -369,7 +423,7 @@ def _is_str_map(value: Any) -> bool:
 
 
 def _is_quantity_map(value: Any) -> bool:
-    return isinstance(value, dict) and all(isinstance(v, str) and _QUANTITY.match(v) for v in value.values())
+    return isinstance(value, dict) and all(isinstance(v, str) and _QUANTITY.fullmatch(v) for v in value.values())
 
 
 def _is_str_list(value: Any) -> bool:
@@ -490,6 +544,12 @@ def shape_problem(items: Sequence[Any], kind: str) -> str | None:
             return f"items[{index}] is {_type_name(item)}, not a {kind} object"
         name = _field(item, "metadata.name")
         where = f"items[{index}] ({kind} {name})" if isinstance(name, str) else f"items[{index}] ({kind})"
+        # `kubectl get nodes,pods -o json` writes one List of both kinds; each item carries its kind there (an API
+        # server's list leaves it out). One of another kind is not read as this one.
+        other = item.get("kind")
+        if other is not None and other != kind:
+            shown = clipped(str(other), 60) if isinstance(other, str) else _type_name(other)
+            return f"items[{index}] is a {shown}, not a {kind}: save each kind in its own file (kubectl get <kind> -o json)"
         problem = _fields_problem(item, _FIELDS[kind], _REQUIRED)
         if problem is None:
             for list_path, fields in _LISTS[kind].items():

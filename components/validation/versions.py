@@ -11,7 +11,7 @@ import re
 # on in letters, digits and ". + ~ _ -": "6.14.0-28-generic", "6.17.1-300.fc43.x86_64",
 # "24.7.1+b446d6c-dirty". A "." right after the numbers must be followed by another number, so a
 # placeholder such as "570.xx.xx" is rejected instead of being read as "570".
-_VERSION = re.compile(r"^v?(?P<numbers>\d+(?:\.\d+)*)(?:[-+~][0-9A-Za-z][0-9A-Za-z.+~_-]*)?$")
+_VERSION = re.compile(r"^v?(?P<numbers>\d+(?:\.\d+)*)(?:[-+~][0-9A-Za-z][0-9A-Za-z.+~_-]*)?$", re.ASCII)
 
 
 def parse_version(text: str) -> tuple[int, ...] | None:
@@ -21,7 +21,7 @@ def parse_version(text: str) -> tuple[int, ...] | None:
     name a build of that version (a distribution's kernel ABI or package revision), not a newer upstream
     version, and they do not order across distributions.
     """
-    match = _VERSION.match(text.strip())
+    match = _VERSION.fullmatch(text.strip())
     if match is None:
         return None
     return tuple(int(part) for part in match.group("numbers").split("."))

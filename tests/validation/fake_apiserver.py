@@ -58,6 +58,7 @@ class ExecBehaviour:
     fail_first: int = 0  # refuse this many attempts at the handshake with HTTP 500, then behave
     missing_command: bool = False  # the container has no such executable: a Failure status, no output
     drip_s: float = 0.0  # send stdout as one frame whose bytes arrive this many seconds apart
+    flood_bytes: int = 0  # print this many bytes of stdout (64 KiB frames), as a command writing without end would
 
 
 @dataclass(frozen=True)
@@ -537,6 +538,11 @@ class _Handler(BaseHTTPRequestHandler):
             if behaviour.drip_s:
                 self._drip_frame(sock, bytes([STDOUT]) + behaviour.stdout.encode(), behaviour.drip_s)
                 return
+            if behaviour.flood_bytes:
+                frame = ws_frame(OPCODE_BINARY, bytes([STDOUT]) + b"x" * (64 << 10))
+                for _ in range(behaviour.flood_bytes // (64 << 10)):
+                    if self.fake._stopping.is_set() or not self._send(sock, frame):
+                        return
             for channel, text in ((STDOUT, behaviour.stdout), (STDERR, behaviour.stderr)):
                 data = text.encode()
                 for offset in range(0, len(data), 4096):  # several frames, as a real stream sends them
@@ -556,11 +562,13 @@ class _Handler(BaseHTTPRequestHandler):
             except OSError:
                 return
 
-    def _send(self, sock: socket.socket, data: bytes) -> None:
+    def _send(self, sock: socket.socket, data: bytes) -> bool:
+        """Whether it went: False once the client has gone."""
         try:
             sock.sendall(data)
         except OSError:
-            return
+            return False
+        return True
 
     def _wait_for_client(self, sock: socket.socket, *, timeout: float = 0.0, forever: bool = False) -> bool:
         """Wait ``timeout`` seconds (or until the server stops, when ``forever``); True when the client

@@ -27,6 +27,7 @@ from dataclasses import replace
 from typing import Any
 
 from aks_gpu.naming import Vendor
+from aks_gpu.redaction import scrub_secret_shapes
 from aks_gpu.validation.smi import amd, nvidia
 from aks_gpu.validation.smi.errors import loaded_kernel_module, reported_error
 from aks_gpu.validation.smi.model import (
@@ -143,7 +144,9 @@ def _unrecognized_message(prepared: Text) -> str:
     note = f" ({'; '.join(notes)})" if notes else ""
     if first is None:
         return f"the output is empty{note}"
-    return f"not a known nvidia-smi, amd-smi or rocm-smi output; it starts with: {shorten(first)}{note}"
+    # The excerpt may be of a file that is no SMI output at all (a config with a token, a password file): whatever
+    # has the shape of a credential is left out of it.
+    return f"not a known nvidia-smi, amd-smi or rocm-smi output; it starts with: {shorten(scrub_secret_shapes(first))}{note}"
 
 
 # Tried in order; the first that recognises the text wins. Formats with an unmistakable marker come
