@@ -731,7 +731,7 @@ def _gpu_health(context: _PoolContext, state: _NodeState) -> CheckResult:
     ]
     if health is not None:
         # What was not read is never passed: an output cut short, a GPU field the tool printed as ERR!.
-        notes += [f"{where(n.gpu)}: {n.id} not checked: {n.reason}" for n in health.not_checked]
+        notes += [f"{named(n.gpu) if n.gpu else 'the node'}: {n.id} not checked: {n.reason}" for n in health.not_checked]
         notes += [f"`{context.command}` not read whole: {health.incomplete}"] if health.incomplete else []
     read = _health_read(context, report, health, conditions)
     if notes:

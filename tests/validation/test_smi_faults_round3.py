@@ -396,3 +396,17 @@ def test_a_query_of_every_field_on_a_consumer_gpu_checks_what_it_shows() -> None
     health = read_health(smi_fixture("10_query-gpu_csv_rtx2080super_465.27.txt"))
     assert health.checked == ("hw-slowdown",) and health.findings == ()
     assert read_health(smi_fixture("13_query-gpu_csv_win10_466.63_timestamp_first.txt")).checked == ("hw-slowdown",)
+
+
+def test_validate_warns_naming_the_gpu_whose_ecc_cell_reads_err() -> None:
+    # The real 8x H100 table with GPU 1's ECC cell alone printed as ERR!: nothing critical, so validate's gpu-health
+    # warns and names the GPU and what was not checked (the entry names one GPU: it is no per-node finding).
+    lines = smi_fixture(H100_TABLE).splitlines()
+    row = next(n for n, line in enumerate(lines) if line.startswith("|   1  NVIDIA H100"))
+    head, ecc, tail = lines[row].rsplit("|", 2)[0], lines[row].rsplit("|", 2)[1], ""
+    lines[row] = f"{head}|{'ERR! '.rjust(len(ecc))}|{tail}"
+    snapshot = edited(clean_snapshot())
+    snapshot.smi[TRAIN_0] = "\n".join(lines) + "\n"
+    [result] = [r for r in run_checks(PROD, plugin_targets(PROD), snapshot) if r.id == "gpu-health" and r.node == TRAIN_0]
+    assert result.status == "warn"
+    assert "1 (00000000:2A:00.0): ecc-uncorrectable not checked" in result.message
