@@ -160,7 +160,7 @@ CHECKS: tuple[AuditCheck, ...] = (
         "fail or warn",
         "health",
         "no AKS Node Problem Detector GPU condition is True on a GPU node: GPUMissing, XIDErrors, NVLinkStatusInactive, "
-        "IBLinkFlapping, UnhealthyNvidiaDevicePlugin fail, GPUClockThrottling warns",
+        "IBLinkFlapping, UnhealthyNvidiaDevicePlugin, UnhealthyNvidiaDCGMServices fail, GPUClockThrottling warns",
         "each message says what to do for its condition: drain and reboot or reimage the node, or open an Azure support case",
         (NODES,),
     ),
