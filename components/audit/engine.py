@@ -22,7 +22,7 @@ from typing import Any
 from aks_gpu.audit.registry import CHECK_BY_ID, CHECKS, NODES, PRACTICES, Severity
 from aks_gpu.audit.stack import StackExpectations
 from aks_gpu.kube.workload_manifests import ARTICLE_WORKLOAD_LABEL, DENY_ALL_POLICY, PSA_PREFIX, QUOTA_NAME
-from aks_gpu.naming import WORKLOAD_LABEL, vendor_resource
+from aks_gpu.naming import QUARANTINE_TAINT_KEY, SPOT_TAINT_KEY, WORKLOAD_LABEL, vendor_resource
 from aks_gpu.validation.health import read_smi_and_health
 from aks_gpu.validation.inventory import (
     FENCING_EFFECTS,
@@ -312,7 +312,8 @@ def run_audit(snapshot: ClusterSnapshot, stack: StackExpectations | None = None,
     _node_images(run, nodes, collected, commands, snapshot)
     namespace_summaries = _isolation(run, pods, quotas, policies, namespaces, stack, snapshot)
     idle = _utilisation(run, nodes, on_node, commands)
-    _health(run, nodes, snapshot, stack)
+    faulty, judged = _health(run, nodes, snapshot, stack)
+    _faulty_schedulable(run, nodes, faulty, judged, stack)
     if not nodes:
         _nothing_to_judge(run, len(snapshot.nodes))
 
@@ -710,7 +711,13 @@ def _utilisation(run: _Run, nodes: Sequence[GpuNode], on_node: Mapping[str, Sequ
 # ---------------------------------------------------------------- health
 
 
-def _health(run: _Run, nodes: Sequence[GpuNode], snapshot: ClusterSnapshot, stack: StackExpectations | None) -> None:
+def _health(
+    run: _Run, nodes: Sequence[GpuNode], snapshot: ClusterSnapshot, stack: StackExpectations | None
+) -> tuple[dict[str, list[str]], list[str]]:
+    """Judges the health findings. Returns, for ``gpu-node-faulty-schedulable``, the nodes with a critical fault (node ->
+    what it is) and the nodes whose health was judged at all (an NPD GPU condition, or readable SMI output)."""
+    faulty: dict[str, list[str]] = defaultdict(list)
+    judged: list[str] = []
     no_output: list[str] = []
     exec_failed: list[str] = []
     unreadable: list[str] = []
@@ -724,11 +731,14 @@ def _health(run: _Run, nodes: Sequence[GpuNode], snapshot: ClusterSnapshot, stac
     for node in nodes:
         if node.conditions:
             run.checked.add("gpu-condition")
+            judged.append(node.name)
         else:
             no_conditions.append(node.name)
         for condition in node.conditions:
             if not condition.active:
                 continue
+            if condition.severity == "critical":
+                faulty[node.name].append(f"Node Problem Detector {condition.type}=True")
             detail = f"{condition.reason or 'no reason given'}{f': {condition.message}' if condition.message else ''}"
             run.add(
                 "gpu-condition",
@@ -756,6 +766,7 @@ def _health(run: _Run, nodes: Sequence[GpuNode], snapshot: ClusterSnapshot, stac
             first_unreadable = first_unreadable or health.unreadable or "it shows no GPU health data"
             continue
         run.checked.update(health.checked)
+        judged.append(node.name)
         vendor = health.vendor or node.vendor
         skipped = _OTHER_VENDORS_IDS.get(vendor, frozenset()) if vendor else frozenset()
         missing = tuple(id_ for id_ in health_ids if id_ not in health.checked and id_ not in skipped)
@@ -763,6 +774,8 @@ def _health(run: _Run, nodes: Sequence[GpuNode], snapshot: ClusterSnapshot, stac
             unjudged[missing].append(node.name)
         for finding in health.findings:
             where = f"GPU {finding.gpu}: " if finding.gpu else ""
+            if finding.severity == "critical":
+                faulty[node.name].append(f"{finding.id}{f' on GPU {finding.gpu}' if finding.gpu else ''}")
             run.add(
                 finding.id,
                 "fail" if finding.severity == "critical" else "warn",
@@ -811,12 +824,89 @@ def _health(run: _Run, nodes: Sequence[GpuNode], snapshot: ClusterSnapshot, stac
             len(names),
         )
     if no_conditions:
-        run.gap(
-            "health",
-            ("gpu-condition",),
-            f"no Node Problem Detector GPU condition on {_names(no_conditions)} (AKS sets them only on the GPU sizes it "
-            "monitors, and not with --gpu-driver none)",
-            len(no_conditions),
+        # Where AKS runs no NPD GPU check at all, say so: the GPU Operator's pools and AMD pools (gpuDriver None).
+        unmonitored = [name for name in no_conditions if _no_npd_gpu_checks(nodes, name, stack)]
+        others = [name for name in no_conditions if name not in unmonitored]
+        if unmonitored:
+            run.gap(
+                "health",
+                ("gpu-condition",),
+                f"{_names(unmonitored)} run a GPU driver AKS does not install (gpuDriver None: the NVIDIA GPU Operator's "
+                "driver, or an AMD pool): AKS's Node Problem Detector runs no GPU check there, so no condition will ever "
+                "show; the exporters' health alerts and `aksgpu smi health` are what watch these GPUs",
+                len(unmonitored),
+            )
+        if others:
+            run.gap(
+                "health",
+                ("gpu-condition",),
+                f"no Node Problem Detector GPU condition on {_names(others)} (AKS sets them only on the GPU sizes it "
+                "monitors, and not with --gpu-driver none)",
+                len(others),
+            )
+    return faulty, judged
+
+
+def _no_npd_gpu_checks(nodes: Sequence[GpuNode], name: str, stack: StackExpectations | None) -> bool:
+    node = next(node for node in nodes if node.name == name)
+    pool = stack.pools.get(node.stack_pool or "") if stack is not None else None
+    if pool is not None:
+        return not pool.npd_gpu_checks
+    # Without the stack: AKS installs no AMD driver, so an AMD node never gets AKS's NPD GPU checks.
+    return node.vendor == "amd"
+
+
+# ---------------------------------------------------------------- faulty but schedulable
+
+# Taints GPU pods carry tolerations for, so they fence nothing off from GPU work: the vendors' GPU taints (and the
+# sku=gpu of AKS's own walkthrough), and AKS's spot taint.
+_GPU_WORK_TOLERATES = frozenset({"nvidia.com/gpu", "amd.com/gpu", "sku", SPOT_TAINT_KEY})
+
+
+def _fenced_from_gpu_work(node: GpuNode, stack: StackExpectations | None) -> str | None:
+    """Why new GPU pods cannot land on ``node`` (cordoned, or a taint they do not tolerate), or None."""
+    if node.unschedulable:
+        return "cordoned"
+    pool = stack.pools.get(node.stack_pool or "") if stack is not None else None
+    own = {key for key, _, _ in pool.taints} if pool is not None else set()
+    for taint in node.taints:
+        if taint.effect not in FENCING_EFFECTS:
+            continue
+        if taint.key == QUARANTINE_TAINT_KEY or (taint.key not in _GPU_WORK_TOLERATES and taint.key not in own):
+            return f"tainted {taint}"
+    return None
+
+
+def _faulty_schedulable(
+    run: _Run,
+    nodes: Sequence[GpuNode],
+    faulty: Mapping[str, Sequence[str]],
+    judged: Sequence[str],
+    stack: StackExpectations | None,
+) -> None:
+    if not judged:
+        if nodes:
+            run.gap(
+                "health",
+                ("gpu-node-faulty-schedulable",),
+                "no node's GPU health was judged (no Node Problem Detector GPU condition, no readable SMI output): "
+                "which node is faulty is unknown",
+                len(nodes),
+            )
+        return
+    run.checked.add("gpu-node-faulty-schedulable")
+    for node in nodes:
+        faults = faulty.get(node.name)
+        if not faults or _fenced_from_gpu_work(node, stack) is not None:
+            continue
+        run.add(
+            "gpu-node-faulty-schedulable",
+            "fail",
+            f"GPU node of pool {node.pool} has a critical GPU fault ({', '.join(faults)}) and still takes new GPU pods: "
+            "it is neither cordoned nor tainted against GPU work, so the next GPU job can land on it and fail. Cordon "
+            f"it (`kubectl cordon {node.name}`), drain it and repair it; aks-gpu:remediation mode on quarantines such a "
+            "node within minutes (docs/remediation.md)",
+            node=node.name,
         )
 
 

@@ -165,6 +165,18 @@ CHECKS: tuple[AuditCheck, ...] = (
         (NODES,),
     ),
     AuditCheck(
+        "gpu-node-faulty-schedulable",
+        "fail",
+        "health",
+        "no GPU node with a critical GPU fault (a True critical AKS Node Problem Detector GPU condition, or a critical "
+        "finding of `aksgpu smi health` in its saved SMI output) still takes new GPU pods: it is cordoned "
+        "(spec.unschedulable) or carries a NoSchedule/NoExecute taint GPU pods do not tolerate (the quarantine taint "
+        "aks-gpu/gpu-quarantine; with --stack: any taint beyond its pool's own)",
+        "cordon the node now (`kubectl cordon <node>`) and drain it, then repair it (reboot, reimage, support case); "
+        "to have it done within minutes, deploy the quarantine engine (aks-gpu:remediation mode on, docs/remediation.md)",
+        (NODES, SMI),
+    ),
+    AuditCheck(
         "smi-health",
         "fail or warn",
         "health",
