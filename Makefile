@@ -13,7 +13,7 @@ PROMTOOL_STAMP := $(VENV)/.promtool
 # package, installed the same way; without it that test fails (it never skips unless AKSGPU_SKIP_BROWSER_TESTS=1).
 CHROMIUM_STAMP := $(VENV)/.chromium
 
-.PHONY: plan test lint typecheck unit up preview bench schema checkov-venv promtool chromium clean
+.PHONY: plan test lint typecheck unit up preview bench schema checkov-venv promtool chromium actionlint clean
 
 # The venv is rebuilt whenever requirements.txt or pyproject.toml change.
 $(STAMP): requirements.txt pyproject.toml
@@ -45,6 +45,10 @@ $(CHROMIUM_STAMP): $(STAMP)
 	@if command -v chromium >/dev/null 2>&1; then chromium --version; touch $(CHROMIUM_STAMP); fi
 
 chromium: $(CHROMIUM_STAMP)
+
+# Optional: the workflow linter for examples/ci (requirements-actionlint.txt says why it is not in requirements.txt).
+actionlint: $(STAMP)
+	$(BIN)/python -m pip install --quiet -r requirements-actionlint.txt
 
 plan: $(STAMP)
 	$(BIN)/aksgpu plan --stack $(STACK)
