@@ -43,6 +43,7 @@ from aks_gpu.validation.inventory import (
 from aks_gpu.validation.snapshot import (
     NAMESPACES_FILE,
     NETWORK_POLICIES_FILE,
+    NODEPOOL_UPGRADES_FILE,
     NODES_FILE,
     PODS_FILE,
     RESOURCE_QUOTAS_FILE,
@@ -87,6 +88,35 @@ _IMAGE_DATE = (
     re.compile(r"-(?P<year>20\d{2})(?P<month>\d{2})\.(?P<day>\d{2})\.\d+$"),
     re.compile(r"-(?P<year>20\d{2})\.(?P<month>\d{2})\.(?P<day>\d{2})$"),
 )
+
+
+# The pool an upgrade profile belongs to, from its ARM id (.../agentPools/<pool>/upgradeProfiles/default), as
+# `az aks nodepool get-upgrades` prints it (AgentPoolUpgradeProfile, AKS REST API).
+_PROFILE_POOL = re.compile(r"/agentPools/(?P<pool>[^/]+)/upgradeProfiles/", re.IGNORECASE)
+
+
+def latest_node_images(profiles: Sequence[Mapping[str, Any]]) -> dict[str, str]:
+    """Pool -> the latest node image AKS offers it, from upgrade profiles (``latestNodeImageVersion``; the REST shape
+    nests it under ``properties``); a profile without a pool in its id or without the version is skipped."""
+    found: dict[str, str] = {}
+    for profile in profiles:
+        match = _PROFILE_POOL.search(str(profile.get("id", "")))
+        properties = profile.get("properties")
+        nested = properties if isinstance(properties, Mapping) else {}
+        latest = profile.get("latestNodeImageVersion") or nested.get("latestNodeImageVersion")
+        if match and isinstance(latest, str) and latest.strip():
+            found[match["pool"]] = latest.strip()
+    return found
+
+
+def _older_than(image: str, latest: str) -> bool:
+    """Whether ``image`` is older than ``latest``: by their build dates where both carry one, else any difference."""
+    if image == latest:
+        return False
+    built, newest = image_build_date(image), image_build_date(latest)
+    if built is not None and newest is not None:
+        return built < newest
+    return True
 
 
 def image_build_date(version: str) -> date | None:
@@ -521,17 +551,46 @@ def _node_images(
                 "one image per pool is one GPU driver per pool",
             )
 
+    # Where the snapshot has the pool's upgrade profile, a node image is judged against the latest one AKS offers that
+    # pool; the age rule judges the rest (and its message says so).
+    offered = latest_node_images(snapshot.nodepool_upgrades or [])
+    by_age = [node for node in labelled if node.pool not in offered]
+    for node in labelled:
+        latest = offered.get(node.pool)
+        if latest is None:
+            continue
+        run.checked.add("node-image-stale")
+        if _older_than(str(node.image), latest):
+            run.add(
+                "node-image-stale",
+                "warn",
+                f"node image {node.image} is older than {latest}, the latest AKS offers pool {node.pool} (its upgrade "
+                f"profile in {NODEPOOL_UPGRADES_FILE}): it misses that image's GPU driver and security fixes. Upgrade the "
+                f"pool with {commands.nodepool('upgrade', node.pool, ' --node-image-only')}, or set the node OS upgrade "
+                "channel NodeImage with a maintenance window",
+                node=node.name,
+            )
+    if not by_age:
+        if not labelled:
+            run.checked.add("node-image-stale")
+        return
+    profile_hint = (
+        f"judged by age: the snapshot has no upgrade profile of pool {{pool}} ({NODEPOOL_UPGRADES_FILE}: `az aks nodepool "
+        "get-upgrades` per pool) to compare with the latest image AKS offers"
+    )
     if collected is None:
         why = "meta.json is not in the snapshot" if snapshot.collected_at is None else "the snapshot's collectedAt is unknown"
         run.gap(
             "node-image",
             ("node-image-stale",),
-            f"{why}: node image age needs the time of collection (`aksgpu validate collect` writes meta.json with collectedAt)",
+            f"{why}: node image age needs the time of collection (`aksgpu validate collect` writes meta.json with "
+            f"collectedAt), or {NODEPOOL_UPGRADES_FILE} to compare with the latest image AKS offers the pool",
+            len(by_age) if len(by_age) < len(labelled) else None,
         )
         return
     undated: list[str] = []
     day = collected.astimezone(UTC).date()
-    for node in labelled:
+    for node in by_age:
         built = image_build_date(str(node.image))
         if built is None:
             undated.append(node.name)
@@ -544,10 +603,10 @@ def _node_images(
                 f"node image {node.image} was built on {built.isoformat()}, {age} days before the snapshot "
                 f"({snapshot.collected_at}; more than {STALE_AFTER_DAYS}): it misses newer GPU drivers and security fixes. "
                 f"Upgrade pool {node.pool} with {commands.nodepool('upgrade', node.pool, ' --node-image-only')}, or set the "
-                "node OS upgrade channel NodeImage with a maintenance window",
+                f"node OS upgrade channel NodeImage with a maintenance window ({profile_hint.format(pool=node.pool)})",
                 node=node.name,
             )
-    if len(undated) < len(labelled) or not nodes:
+    if len(undated) < len(by_age) or not nodes:
         run.checked.add("node-image-stale")
     if undated:
         run.gap(

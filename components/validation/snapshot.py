@@ -16,6 +16,9 @@ offline, with the same checks the live path runs. The folder holds:
   -o json``) and ``meta.json``: ``{"collectedAt": "<RFC 3339 time>"}``, plus ``notCollected`` (file name -> why the
   collector could not read it, e.g. RBAC). A file that is absent is None in the snapshot: what depends on it is
   "not checked", never "passed".
+- optional, for the node image rule of ``aksgpu audit``: ``nodepool-upgrades.json``, the GPU pools' upgrade profiles
+  as ``az aks nodepool get-upgrades`` prints them (one object, or a JSON array of them): with it a node image is judged
+  against the latest one AKS offers its pool (``latestNodeImageVersion``), not by its age.
 
 A snapshot is easy to build by hand from kubectl, so a cluster this tool cannot reach can still be
 checked: save the three lists, then ``kubectl exec`` the SMI command into ``smi/<node>.txt`` per node.
@@ -46,6 +49,7 @@ NAMESPACES_FILE = "namespaces.json"
 RESOURCE_QUOTAS_FILE = "resourcequotas.json"
 NETWORK_POLICIES_FILE = "networkpolicies.json"
 META_FILE = "meta.json"
+NODEPOOL_UPGRADES_FILE = "nodepool-upgrades.json"
 # The optional lists and the kind of their items.
 _OPTIONAL_FILES = (
     (NAMESPACES_FILE, "Namespace"),
@@ -88,6 +92,8 @@ class ClusterSnapshot:
     resourcequotas: list[dict[str, Any]] | None = None
     networkpolicies: list[dict[str, Any]] | None = None
     collected_at: str | None = None  # meta.json's collectedAt, RFC 3339
+    # nodepool-upgrades.json: `az aks nodepool get-upgrades` outputs (AgentPoolUpgradeProfile), one per pool.
+    nodepool_upgrades: list[dict[str, Any]] | None = None
     not_collected: dict[str, str] = field(default_factory=dict)  # optional file -> why the collector has none
 
     def optional_lists(self) -> tuple[tuple[str, list[dict[str, Any]] | None], ...]:
@@ -130,6 +136,7 @@ def read_snapshot(directory: Path | str) -> ClusterSnapshot:
         exec_errors[node] = f"{exec_errors[node]}; {note}" if node in exec_errors else note
     optional = {name: _read_list(folder / name, kind) if (folder / name).exists() else None for name, kind in _OPTIONAL_FILES}
     collected_at, not_collected = _read_meta(folder / META_FILE)
+    upgrades = _read_upgrades(folder / NODEPOOL_UPGRADES_FILE) if (folder / NODEPOOL_UPGRADES_FILE).exists() else None
     return ClusterSnapshot(
         nodes=_read_list(folder / NODES_FILE, "Node"),
         daemonsets=_read_list(folder / DAEMONSETS_FILE, "DaemonSet"),
@@ -141,7 +148,22 @@ def read_snapshot(directory: Path | str) -> ClusterSnapshot:
         networkpolicies=optional[NETWORK_POLICIES_FILE],
         collected_at=collected_at,
         not_collected=not_collected,
+        nodepool_upgrades=upgrades,
     )
+
+
+def _read_upgrades(path: Path) -> list[dict[str, Any]]:
+    """``az aks nodepool get-upgrades`` output: one profile object, or an array of them."""
+    try:
+        document = json.loads(_read_text(path, MAX_META_FILE_BYTES))
+    except (InputFileError, ValueError) as error:
+        raise SnapshotError(f"{path.name}: {error}") from None
+    profiles = [document] if isinstance(document, dict) else document
+    if not isinstance(profiles, list) or not all(isinstance(item, dict) for item in profiles):
+        raise SnapshotError(
+            f"{path.name}: expected what `az aks nodepool get-upgrades` prints (an object), or an array of those"
+        )
+    return profiles
 
 
 def write_snapshot(snapshot: ClusterSnapshot, directory: Path | str) -> list[Path]:
@@ -191,6 +213,12 @@ def _write_optional(snapshot: ClusterSnapshot, folder: Path) -> list[Path]:
         meta["collectedAt"] = snapshot.collected_at
     if snapshot.not_collected:
         meta["notCollected"] = dict(snapshot.not_collected)
+    if snapshot.nodepool_upgrades is not None:
+        profiles = sorted(snapshot.nodepool_upgrades, key=lambda item: str(item.get("id", "")))
+        text = json.dumps(profiles, indent=2, sort_keys=True) + "\n"
+        written.append(_write_bytes(folder / NODEPOOL_UPGRADES_FILE, text.encode("utf-8")))
+    elif (folder / NODEPOOL_UPGRADES_FILE).is_file():
+        (folder / NODEPOOL_UPGRADES_FILE).unlink()
     if meta:
         written.append(_write_bytes(folder / META_FILE, (json.dumps(meta, indent=2, sort_keys=True) + "\n").encode("utf-8")))
     elif (folder / META_FILE).is_file():
