@@ -689,7 +689,8 @@ def _monitoring_rules(config: PlatformConfig) -> list[Problem]:
     problems: list[Problem] = []
     azure = monitoring.azure_monitor
     if monitoring.engine == "azure-monitor":
-        if not azure.action_group_ids:
+        if not azure.action_group_ids and isinstance(config, StackConfig):
+            # A whole stack's plan only: a component consumer builds no alerts from the admission or plugin sections.
             # The alerts are created either way, but an Azure Monitor alert without an action group only shows in the
             # portal: a GPU that fails at night is found by the next person who happens to look.
             problems.append(
