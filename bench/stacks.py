@@ -62,7 +62,15 @@ def generated_stack(pools: int, namespaces: int | None = None, name: str = "benc
         "aks-gpu:cluster": {"resourceGroup": f"rg-{name}", "name": f"aks-{name}"},
         "aks-gpu:gpuPools": gpu_pools,
         "aks-gpu:workloads": workloads,
+        # Someone hears the alerts, as a real stack would have it (without one the config rules warn).
+        "aks-gpu:monitoring": {"azureMonitor": {"actionGroupIds": [ONCALL_ACTION_GROUP]}},
     }
+
+
+ONCALL_ACTION_GROUP = (
+    "/subscriptions/00000000-0000-0000-0000-000000000000/resourceGroups/rg-ops/providers/microsoft.insights/actionGroups/"
+    "gpu-oncall"
+)
 
 
 def write_stack_file(path: Path, raw: dict[str, Any]) -> Path:

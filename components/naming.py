@@ -46,6 +46,9 @@ def vendor_resource(vendor: Vendor) -> str:
 
 # Everything the device plugins, exporters, probes and smoke Jobs run in (the admission policy exempts it).
 GPU_NAMESPACE = "gpu-resources"
+# NVIDIA NVSentinel, the quarantine engine (components/monitoring/remediation.py): the namespace its docs install it in
+# (helm install nvsentinel ... --namespace nvsentinel, NVIDIA/NVSentinel docs/configuration/node-drainer.md).
+REMEDIATION_NAMESPACE = "nvsentinel"
 # AKS's own agents, CoreDNS among them.
 KUBE_SYSTEM_NAMESPACE = "kube-system"
 
@@ -116,8 +119,17 @@ GPU_TAINT_VALUE = "present"
 SPOT_TAINT_KEY = "kubernetes.azure.com/scalesetpriority"
 SPOT_TAINT_VALUE = "spot"
 
+# What the quarantine engine puts on a GPU node with a fatal fault (remediation.mode on; it also cordons the node), so
+# nothing new that asks for a GPU lands there. The platform's own agents (device plugin, exporters, operator operands,
+# the engine's monitors) tolerate it, so diagnostics keep running on a quarantined node; workload pods never do.
+QUARANTINE_TAINT_KEY = f"{PACKAGE_NAME}/gpu-quarantine"
+QUARANTINE_TAINT_VALUE = "fault"
+QUARANTINE_TAINT_EFFECT = "NoSchedule"
 
-PLATFORM_TAINT_KEYS: frozenset[str] = frozenset({*(vendor_resource(v) for v in VENDORS), SPOT_TAINT_KEY})
+
+PLATFORM_TAINT_KEYS: frozenset[str] = frozenset(
+    {*(vendor_resource(v) for v in VENDORS), SPOT_TAINT_KEY, QUARANTINE_TAINT_KEY}
+)
 
 # ---------------------------------------------------------------- keys reserved by AKS and Kubernetes
 

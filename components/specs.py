@@ -456,6 +456,27 @@ class MonitoringSpec(TypedDict):
     """The AMD device metrics exporter image (default: the pin)."""
 
 
+class RemediationSpec(TypedDict):
+    """Quarantine of faulty GPU nodes by NVIDIA NVSentinel (docs/remediation.md): fault-quarantine taints and cordons a node with a fatal GPU fault, node-drainer moves its pods per workload type, bounded by a circuit breaker."""
+
+    mode: NotRequired[str]
+    """off: NVSentinel is not deployed; dry-run: it reports what it would quarantine (node annotations, events, metrics) and touches nothing; on: it taints, cordons and drains. One of: off, dry-run, on. Default: off."""
+    max_unhealthy: NotRequired[str]
+    """The circuit breaker: never more than this many GPU nodes (a count, e.g. 1) or this share of them (e.g. 25%) quarantined at once; past it NVSentinel quarantines nothing more until a person looks. Default: 25%."""
+    window_minutes: NotRequired[int]
+    """The circuit breaker counts the quarantines of this sliding window, in minutes. Default: 5."""
+    drain: NotRequired[dict[str, str]]
+    """Per workload type (workloads[].type): how a quarantined node's pods of that type leave it. A type not listed gets defaultDrain. Default: {"training": "DeleteAfterTimeout", "inference": "Immediate"}."""
+    default_drain: NotRequired[str]
+    """The drain of workload types drain does not list: wait for the pods to finish. One of: Immediate, AllowCompletion, DeleteAfterTimeout. Default: AllowCompletion."""
+    drain_timeout_minutes: NotRequired[int]
+    """DeleteAfterTimeout: how long a pod may keep running (to checkpoint) after the fault before it is deleted. Default: 60."""
+    npd_conditions: NotRequired[bool]
+    """Also quarantine on a True AKS Node Problem Detector GPU condition (GPUMissing, XIDErrors, NVLinkStatusInactive, ...), read by NVSentinel's kubernetes-object-monitor. Default: true."""
+    chart_version: NotRequired[str]
+    """The NVSentinel chart version (default: the pin in components/data/remediation.yaml)."""
+
+
 class PlatformSpec(TypedDict):
     """The in-cluster part of a stack: GPU pools and what runs for them. Components that need no cluster settings (device plugin, admission, NVMe cache, validation) take this much."""
 
@@ -473,6 +494,8 @@ class PlatformSpec(TypedDict):
     """Post-deploy validation."""
     monitoring: NotRequired[MonitoringSpec]
     """GPU exporters, scraping and alert rules."""
+    remediation: NotRequired[RemediationSpec]
+    """Quarantine and drain of faulty GPU nodes (NVSentinel)."""
 
 
 class StackSpec(PlatformSpec):

@@ -90,6 +90,12 @@ def platform_sections(config: PlatformConfig) -> PlatformSpec:
     return cast(PlatformSpec, config.model_dump(include=set(PlatformConfig.model_fields), exclude_defaults=True))
 
 
+ONCALL_ACTION_GROUP = (
+    "/subscriptions/00000000-0000-0000-0000-000000000000/resourceGroups/rg-ops/providers/microsoft.insights/actionGroups/"
+    "gpu-oncall"
+)
+
+
 def minimal_raw(**overrides: Any) -> dict[str, Any]:
     """A small valid raw config (stack-file shape) to break one key at a time in rule tests."""
     raw: dict[str, Any] = {
@@ -99,6 +105,8 @@ def minimal_raw(**overrides: Any) -> dict[str, Any]:
             {"name": "gpu", "vendor": "nvidia", "vmSize": "Standard_NC24ads_A100_v4", "workload": "training", "maxCount": 2}
         ],
         "aks-gpu:workloads": [{"name": "team-a", "type": "training", "gpuQuota": 2}],
+        # Someone hears the alerts: without an action group the plan warns (components/config/rules.py).
+        "aks-gpu:monitoring": {"azureMonitor": {"actionGroupIds": [ONCALL_ACTION_GROUP]}},
     }
     raw.update(overrides)
     return raw

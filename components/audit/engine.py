@@ -23,7 +23,7 @@ from aks_gpu.audit.prices import INSTANCE_TYPE_LABELS, REGION_LABELS, first_labe
 from aks_gpu.audit.registry import CHECK_BY_ID, CHECKS, NODES, PRACTICES, Severity
 from aks_gpu.audit.stack import StackExpectations
 from aks_gpu.kube.workload_manifests import ARTICLE_WORKLOAD_LABEL, DENY_ALL_POLICY, PSA_PREFIX, QUOTA_NAME
-from aks_gpu.naming import INSTANCE_TYPE_LABEL, WORKLOAD_LABEL, vendor_resource
+from aks_gpu.naming import INSTANCE_TYPE_LABEL, QUARANTINE_TAINT_KEY, SPOT_TAINT_KEY, WORKLOAD_LABEL, vendor_resource
 from aks_gpu.validation.gpu_findings import by_node
 from aks_gpu.validation.health import read_smi_and_health
 from aks_gpu.validation.inventory import (
@@ -45,6 +45,7 @@ from aks_gpu.validation.inventory import (
 from aks_gpu.validation.snapshot import (
     NAMESPACES_FILE,
     NETWORK_POLICIES_FILE,
+    NODEPOOL_UPGRADES_FILE,
     NODES_FILE,
     PODS_FILE,
     RESOURCE_QUOTAS_FILE,
@@ -99,6 +100,35 @@ _IMAGE_DATE = (
     re.compile(r"-(?P<year>20\d{2})(?P<month>\d{2})\.(?P<day>\d{2})\.\d+$"),
     re.compile(r"-(?P<year>20\d{2})\.(?P<month>\d{2})\.(?P<day>\d{2})$"),
 )
+
+
+# The pool an upgrade profile belongs to, from its ARM id (.../agentPools/<pool>/upgradeProfiles/default), as
+# `az aks nodepool get-upgrades` prints it (AgentPoolUpgradeProfile, AKS REST API).
+_PROFILE_POOL = re.compile(r"/agentPools/(?P<pool>[^/]+)/upgradeProfiles/", re.IGNORECASE)
+
+
+def latest_node_images(profiles: Sequence[Mapping[str, Any]]) -> dict[str, str]:
+    """Pool -> the latest node image AKS offers it, from upgrade profiles (``latestNodeImageVersion``; the REST shape
+    nests it under ``properties``); a profile without a pool in its id or without the version is skipped."""
+    found: dict[str, str] = {}
+    for profile in profiles:
+        match = _PROFILE_POOL.search(str(profile.get("id", "")))
+        properties = profile.get("properties")
+        nested = properties if isinstance(properties, Mapping) else {}
+        latest = profile.get("latestNodeImageVersion") or nested.get("latestNodeImageVersion")
+        if match and isinstance(latest, str) and latest.strip():
+            found[match["pool"]] = latest.strip()
+    return found
+
+
+def _older_than(image: str, latest: str) -> bool:
+    """Whether ``image`` is older than ``latest``: by their build dates where both carry one, else any difference."""
+    if image == latest:
+        return False
+    built, newest = image_build_date(image), image_build_date(latest)
+    if built is not None and newest is not None:
+        return built < newest
+    return True
 
 
 def image_build_date(version: str) -> date | None:
@@ -353,7 +383,8 @@ def run_audit(snapshot: ClusterSnapshot, stack: StackExpectations | None = None,
         for node in nodes
         if node.name in idle
     )
-    _health(run, nodes, snapshot, stack)
+    faulty, judged = _health(run, nodes, snapshot, stack)
+    _faulty_schedulable(run, nodes, faulty, judged, stack)
     if not nodes:
         _nothing_to_judge(run, len(snapshot.nodes))
 
@@ -563,17 +594,46 @@ def _node_images(
                 "one image per pool is one GPU driver per pool",
             )
 
+    # Where the snapshot has the pool's upgrade profile, a node image is judged against the latest one AKS offers that
+    # pool; the age rule judges the rest (and its message says so).
+    offered = latest_node_images(snapshot.nodepool_upgrades or [])
+    by_age = [node for node in labelled if node.pool not in offered]
+    for node in labelled:
+        latest = offered.get(node.pool)
+        if latest is None:
+            continue
+        run.checked.add("node-image-stale")
+        if _older_than(str(node.image), latest):
+            run.add(
+                "node-image-stale",
+                "warn",
+                f"node image {node.image} is older than {latest}, the latest AKS offers pool {node.pool} (its upgrade "
+                f"profile in {NODEPOOL_UPGRADES_FILE}): it misses that image's GPU driver and security fixes. Upgrade the "
+                f"pool with {commands.nodepool('upgrade', node.pool, ' --node-image-only')}, or set the node OS upgrade "
+                "channel NodeImage with a maintenance window",
+                node=node.name,
+            )
+    if not by_age:
+        if not labelled:
+            run.checked.add("node-image-stale")
+        return
+    profile_hint = (
+        f"judged by age: the snapshot has no upgrade profile of pool {{pool}} ({NODEPOOL_UPGRADES_FILE}: `az aks nodepool "
+        "get-upgrades` per pool) to compare with the latest image AKS offers"
+    )
     if collected is None:
         why = "meta.json is not in the snapshot" if snapshot.collected_at is None else "the snapshot's collectedAt is unknown"
         run.gap(
             "node-image",
             ("node-image-stale",),
-            f"{why}: node image age needs the time of collection (`aksgpu validate collect` writes meta.json with collectedAt)",
+            f"{why}: node image age needs the time of collection (`aksgpu validate collect` writes meta.json with "
+            f"collectedAt), or {NODEPOOL_UPGRADES_FILE} to compare with the latest image AKS offers the pool",
+            len(by_age) if len(by_age) < len(labelled) else None,
         )
         return
     undated: list[str] = []
     day = collected.astimezone(UTC).date()
-    for node in labelled:
+    for node in by_age:
         built = image_build_date(str(node.image))
         if built is None:
             undated.append(node.name)
@@ -586,10 +646,10 @@ def _node_images(
                 f"node image {node.image} was built on {built.isoformat()}, {age} days before the snapshot "
                 f"({snapshot.collected_at}; more than {STALE_AFTER_DAYS}): it misses newer GPU drivers and security fixes. "
                 f"Upgrade pool {node.pool} with {commands.nodepool('upgrade', node.pool, ' --node-image-only')}, or set the "
-                "node OS upgrade channel NodeImage with a maintenance window",
+                f"node OS upgrade channel NodeImage with a maintenance window ({profile_hint.format(pool=node.pool)})",
                 node=node.name,
             )
-    if len(undated) < len(labelled) or not nodes:
+    if len(undated) < len(by_age) or not nodes:
         run.checked.add("node-image-stale")
     if undated:
         run.gap(
@@ -753,7 +813,13 @@ def _utilisation(run: _Run, nodes: Sequence[GpuNode], on_node: Mapping[str, Sequ
 # ---------------------------------------------------------------- health
 
 
-def _health(run: _Run, nodes: Sequence[GpuNode], snapshot: ClusterSnapshot, stack: StackExpectations | None) -> None:
+def _health(
+    run: _Run, nodes: Sequence[GpuNode], snapshot: ClusterSnapshot, stack: StackExpectations | None
+) -> tuple[dict[str, list[str]], list[str]]:
+    """Judges the health findings. Returns, for ``gpu-node-faulty-schedulable``, the nodes with a critical fault (node ->
+    what it is) and the nodes whose health was judged at all (an NPD GPU condition, or readable SMI output)."""
+    faulty: dict[str, list[str]] = defaultdict(list)
+    judged: list[str] = []
     no_output: list[str] = []
     exec_failed: list[str] = []
     unreadable: list[str] = []
@@ -769,11 +835,14 @@ def _health(run: _Run, nodes: Sequence[GpuNode], snapshot: ClusterSnapshot, stac
     for node in nodes:
         if node.conditions:
             run.checked.add("gpu-condition")
+            judged.append(node.name)
         else:
             no_conditions.append(node.name)
         for condition in node.conditions:
             if not condition.active:
                 continue
+            if condition.severity == "critical":
+                faulty[node.name].append(f"Node Problem Detector {condition.type}=True")
             detail = f"{condition.reason or 'no reason given'}{f': {condition.message}' if condition.message else ''}"
             run.add(
                 "gpu-condition",
@@ -801,6 +870,7 @@ def _health(run: _Run, nodes: Sequence[GpuNode], snapshot: ClusterSnapshot, stac
             first_unreadable = first_unreadable or health.unreadable or "it shows no GPU health data"
             continue
         run.checked.update(health.checked)
+        judged.append(node.name)
         if health.incomplete is not None or health.not_checked:
             # Read in part (cut short, rows or fields it could not read): what was not read is a gap, never a pass.
             incomplete.append(node.name)
@@ -814,6 +884,9 @@ def _health(run: _Run, nodes: Sequence[GpuNode], snapshot: ClusterSnapshot, stac
             unjudged[missing].append(node.name)
         # One line per node and finding, naming every GPU it was found on (aks_gpu.validation.gpu_findings).
         for merged in by_node(health.findings):
+            if merged.severity == "critical":
+                on = ", ".join(merged.gpus)
+                faulty[node.name].append(f"{merged.id} on GPU {on}" if on else merged.id)
             run.add(merged.id, "fail" if merged.severity == "critical" else "warn", merged.text(), node=node.name)
 
     collect = (
@@ -864,12 +937,89 @@ def _health(run: _Run, nodes: Sequence[GpuNode], snapshot: ClusterSnapshot, stac
             len(names),
         )
     if no_conditions:
-        run.gap(
-            "health",
-            ("gpu-condition",),
-            f"no Node Problem Detector GPU condition on {_names(no_conditions)} (AKS sets them only on the GPU sizes it "
-            "monitors, and not with --gpu-driver none)",
-            len(no_conditions),
+        # Where AKS runs no NPD GPU check at all, say so: the GPU Operator's pools and AMD pools (gpuDriver None).
+        unmonitored = [name for name in no_conditions if _no_npd_gpu_checks(nodes, name, stack)]
+        others = [name for name in no_conditions if name not in unmonitored]
+        if unmonitored:
+            run.gap(
+                "health",
+                ("gpu-condition",),
+                f"{_names(unmonitored)} run a GPU driver AKS does not install (gpuDriver None: the NVIDIA GPU Operator's "
+                "driver, or an AMD pool): AKS's Node Problem Detector runs no GPU check there, so no condition will ever "
+                "show; the exporters' health alerts and `aksgpu smi health` are what watch these GPUs",
+                len(unmonitored),
+            )
+        if others:
+            run.gap(
+                "health",
+                ("gpu-condition",),
+                f"no Node Problem Detector GPU condition on {_names(others)} (AKS sets them only on the GPU sizes it "
+                "monitors, and not with --gpu-driver none)",
+                len(others),
+            )
+    return faulty, judged
+
+
+def _no_npd_gpu_checks(nodes: Sequence[GpuNode], name: str, stack: StackExpectations | None) -> bool:
+    node = next(node for node in nodes if node.name == name)
+    pool = stack.pools.get(node.stack_pool or "") if stack is not None else None
+    if pool is not None:
+        return not pool.npd_gpu_checks
+    # Without the stack: AKS installs no AMD driver, so an AMD node never gets AKS's NPD GPU checks.
+    return node.vendor == "amd"
+
+
+# ---------------------------------------------------------------- faulty but schedulable
+
+# Taints GPU pods carry tolerations for, so they fence nothing off from GPU work: the vendors' GPU taints (and the
+# sku=gpu of AKS's own walkthrough), and AKS's spot taint.
+_GPU_WORK_TOLERATES = frozenset({"nvidia.com/gpu", "amd.com/gpu", "sku", SPOT_TAINT_KEY})
+
+
+def _fenced_from_gpu_work(node: GpuNode, stack: StackExpectations | None) -> str | None:
+    """Why new GPU pods cannot land on ``node`` (cordoned, or a taint they do not tolerate), or None."""
+    if node.unschedulable:
+        return "cordoned"
+    pool = stack.pools.get(node.stack_pool or "") if stack is not None else None
+    own = {key for key, _, _ in pool.taints} if pool is not None else set()
+    for taint in node.taints:
+        if taint.effect not in FENCING_EFFECTS:
+            continue
+        if taint.key == QUARANTINE_TAINT_KEY or (taint.key not in _GPU_WORK_TOLERATES and taint.key not in own):
+            return f"tainted {taint}"
+    return None
+
+
+def _faulty_schedulable(
+    run: _Run,
+    nodes: Sequence[GpuNode],
+    faulty: Mapping[str, Sequence[str]],
+    judged: Sequence[str],
+    stack: StackExpectations | None,
+) -> None:
+    if not judged:
+        if nodes:
+            run.gap(
+                "health",
+                ("gpu-node-faulty-schedulable",),
+                "no node's GPU health was judged (no Node Problem Detector GPU condition, no readable SMI output): "
+                "which node is faulty is unknown",
+                len(nodes),
+            )
+        return
+    run.checked.add("gpu-node-faulty-schedulable")
+    for node in nodes:
+        faults = faulty.get(node.name)
+        if not faults or _fenced_from_gpu_work(node, stack) is not None:
+            continue
+        run.add(
+            "gpu-node-faulty-schedulable",
+            "fail",
+            f"GPU node of pool {node.pool} has a critical GPU fault ({', '.join(faults)}) and still takes new GPU pods: "
+            "it is neither cordoned nor tainted against GPU work, so the next GPU job can land on it and fail. Cordon "
+            f"it (`kubectl cordon {node.name}`), drain it and repair it; aks-gpu:remediation mode on quarantines such a "
+            "node within minutes (docs/remediation.md)",
+            node=node.name,
         )
 
 

@@ -15,7 +15,15 @@ from dataclasses import dataclass
 from typing import Literal
 
 from aks_gpu.validation.health import FINDING_IDS as HEALTH_FINDING_IDS
-from aks_gpu.validation.snapshot import META_FILE, NETWORK_POLICIES_FILE, NODES_FILE, PODS_FILE, RESOURCE_QUOTAS_FILE, SMI_DIR
+from aks_gpu.validation.snapshot import (
+    META_FILE,
+    NETWORK_POLICIES_FILE,
+    NODEPOOL_UPGRADES_FILE,
+    NODES_FILE,
+    PODS_FILE,
+    RESOURCE_QUOTAS_FILE,
+    SMI_DIR,
+)
 
 Severity = Literal["fail", "warn"]
 
@@ -25,6 +33,7 @@ PODS = PODS_FILE
 RESOURCE_QUOTAS = RESOURCE_QUOTAS_FILE
 NETWORK_POLICIES = NETWORK_POLICIES_FILE
 META = META_FILE
+NODEPOOL_UPGRADES = NODEPOOL_UPGRADES_FILE
 SMI = f"{SMI_DIR}/"
 
 
@@ -121,11 +130,13 @@ CHECKS: tuple[AuditCheck, ...] = (
         "node-image-stale",
         "warn",
         "node-image",
-        "every GPU node's node image (label kubernetes.azure.com/node-image-version, whose version is its build date) "
-        "is at most 60 days older than the snapshot's collectedAt",
+        "every GPU node's node image (label kubernetes.azure.com/node-image-version) is the latest AKS offers its pool "
+        "where the snapshot has the pool's upgrade profile (nodepool-upgrades.json, `az aks nodepool get-upgrades`), "
+        "else at most 60 days older than the snapshot's collectedAt (the version ends in its build date); the message "
+        "says which rule judged",
         "upgrade the pool's node image (`az aks nodepool upgrade --node-image-only`), or set the cluster's node OS "
         "upgrade channel to NodeImage with a maintenance window so AKS does it",
-        (NODES, META),
+        (NODES, META, NODEPOOL_UPGRADES),
     ),
     AuditCheck(
         "node-image-mixed",
@@ -160,9 +171,21 @@ CHECKS: tuple[AuditCheck, ...] = (
         "fail or warn",
         "health",
         "no AKS Node Problem Detector GPU condition is True on a GPU node: GPUMissing, XIDErrors, NVLinkStatusInactive, "
-        "IBLinkFlapping, UnhealthyNvidiaDevicePlugin fail, GPUClockThrottling warns",
+        "IBLinkFlapping, UnhealthyNvidiaDevicePlugin, UnhealthyNvidiaDCGMServices fail, GPUClockThrottling warns",
         "each message says what to do for its condition: drain and reboot or reimage the node, or open an Azure support case",
         (NODES,),
+    ),
+    AuditCheck(
+        "gpu-node-faulty-schedulable",
+        "fail",
+        "health",
+        "no GPU node with a critical GPU fault (a True critical AKS Node Problem Detector GPU condition, or a critical "
+        "finding of `aksgpu smi health` in its saved SMI output) still takes new GPU pods: it is cordoned "
+        "(spec.unschedulable) or carries a NoSchedule/NoExecute taint GPU pods do not tolerate (the quarantine taint "
+        "aks-gpu/gpu-quarantine; with --stack: any taint beyond its pool's own)",
+        "cordon the node now (`kubectl cordon <node>`) and drain it, then repair it (reboot, reimage, support case); "
+        "to have it done within minutes, deploy the quarantine engine (aks-gpu:remediation mode on, docs/remediation.md)",
+        (NODES, SMI),
     ),
     AuditCheck(
         "smi-health",

@@ -20,6 +20,9 @@ class PoolExpectation:
     resource: str
     count_per_node: int | None  # None when the catalog does not know the size
     taints: tuple[tuple[str, str, str], ...]  # (key, value, effect) of the taints that fence the pool off
+    # AKS's Node Problem Detector runs its GPU checks only where AKS installs the driver: not on gpuDriver None (the
+    # NVIDIA GPU Operator's own driver, every AMD pool). https://learn.microsoft.com/azure/aks/gpu-health-monitoring
+    npd_gpu_checks: bool = True
 
 
 @dataclass(frozen=True)
@@ -54,6 +57,7 @@ def expectations(model: PlatformModel, stack: str) -> StackExpectations:
                 for taint in pool.taints
                 if taint.key != SPOT_TAINT_KEY and taint.effect in ("NoSchedule", "NoExecute")
             ),
+            npd_gpu_checks=pool.gpu_driver != "None",
         )
         for pool in model.pools
     }

@@ -687,6 +687,57 @@ class MonitoringConfig(ConfigModel):
     amd_exporter_image: str | None = Field(default=None, description="The AMD device metrics exporter image (default: the pin).")
 
 
+# ---------------------------------------------------------------- remediation (components/monitoring/remediation.py)
+
+# NVSentinel node-drainer's eviction modes, spelled as its values take them (docs/configuration/node-drainer.md in
+# NVIDIA/NVSentinel, read 2026-12-01): Immediate evicts through the Eviction API, AllowCompletion waits for the pods to
+# finish, DeleteAfterTimeout waits drainTimeoutMinutes from the fault and then deletes them.
+DrainMode = Literal["Immediate", "AllowCompletion", "DeleteAfterTimeout"]
+
+
+class RemediationConfig(ConfigModel):
+    """Quarantine of faulty GPU nodes by NVIDIA NVSentinel (docs/remediation.md): fault-quarantine taints and cordons a
+    node with a fatal GPU fault, node-drainer moves its pods per workload type, bounded by a circuit breaker."""
+
+    # Off unless a stack asks: upgrading aks-gpu must not start a new engine that drains nodes in a cluster whose owner
+    # did not choose it. The shipped stacks choose (stacks/Pulumi.*.yaml, docs/remediation.md).
+    mode: Literal["off", "dry-run", "on"] = Field(
+        default="off",
+        description="off: NVSentinel is not deployed; dry-run: it reports what it would quarantine (node annotations, "
+        "events, metrics) and touches nothing; on: it taints, cordons and drains.",
+    )
+    max_unhealthy: CountOrPercent = Field(
+        default="25%",
+        description="The circuit breaker: never more than this many GPU nodes (a count, e.g. 1) or this share of them "
+        "(e.g. 25%) quarantined at once; past it NVSentinel quarantines nothing more until a person looks.",
+    )
+    window_minutes: int = Field(
+        default=5, ge=1, le=1440, description="The circuit breaker counts the quarantines of this sliding window, in minutes."
+    )
+    drain: dict[DnsLabel, DrainMode] = Field(
+        default={"training": "DeleteAfterTimeout", "inference": "Immediate"},
+        description="Per workload type (workloads[].type): how a quarantined node's pods of that type leave it. A type "
+        "not listed gets defaultDrain.",
+    )
+    default_drain: DrainMode = Field(
+        default="AllowCompletion", description="The drain of workload types drain does not list: wait for the pods to finish."
+    )
+    drain_timeout_minutes: int = Field(
+        default=60,
+        ge=1,
+        le=10080,
+        description="DeleteAfterTimeout: how long a pod may keep running (to checkpoint) after the fault before it is deleted.",
+    )
+    npd_conditions: bool = Field(
+        default=True,
+        description="Also quarantine on a True AKS Node Problem Detector GPU condition (GPUMissing, XIDErrors, "
+        "NVLinkStatusInactive, ...), read by NVSentinel's kubernetes-object-monitor.",
+    )
+    chart_version: str | None = Field(
+        default=None, description="The NVSentinel chart version (default: the pin in components/data/remediation.yaml)."
+    )
+
+
 class PlatformConfig(ConfigModel):
     """The in-cluster part of a stack: GPU pools and what runs for them. Components that need no cluster settings
     (device plugin, admission, NVMe cache, validation) take this much."""
@@ -705,6 +756,9 @@ class PlatformConfig(ConfigModel):
     validation: ValidationConfig = Field(default=ValidationConfig.model_construct(), description="Post-deploy validation.")
     monitoring: MonitoringConfig = Field(
         default=MonitoringConfig.model_construct(), description="GPU exporters, scraping and alert rules."
+    )
+    remediation: RemediationConfig = Field(
+        default=RemediationConfig.model_construct(), description="Quarantine and drain of faulty GPU nodes (NVSentinel)."
     )
 
 

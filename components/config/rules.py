@@ -37,6 +37,7 @@ def check_rules(config: PlatformConfig, catalog: Catalog, *, today: dt.date) -> 
     problems += _admission_rules(config)
     problems += _amd_operator_rules(config)
     problems += _monitoring_rules(config)
+    problems += _remediation_rules(config)
     return problems
 
 
@@ -694,6 +695,19 @@ def _monitoring_rules(config: PlatformConfig) -> list[Problem]:
     problems: list[Problem] = []
     azure = monitoring.azure_monitor
     if monitoring.engine == "azure-monitor":
+        if not azure.action_group_ids and isinstance(config, StackConfig):
+            # A whole stack's plan only: a component consumer builds no alerts from the admission or plugin sections.
+            # The alerts are created either way, but an Azure Monitor alert without an action group only shows in the
+            # portal: a GPU that fails at night is found by the next person who happens to look.
+            problems.append(
+                Problem(
+                    f"{path}.azureMonitor.actionGroupIds",
+                    "empty: the health alerts (lost GPUs, critical Xids, Node Problem Detector GPU conditions, "
+                    "quarantined nodes) notify nobody and show in the Azure portal only. Name an action group that "
+                    "reaches the on-call (az monitor action-group create ...; its ARM id here)",
+                    "warning",
+                )
+            )
         if isinstance(config, StackConfig) and config.cluster.existing:
             if azure.workspace_resource_id is None:
                 problems.append(
@@ -720,4 +734,36 @@ def _monitoring_rules(config: PlatformConfig) -> list[Problem]:
     elif azure.action_group_ids or azure.workspace_name or azure.workspace_resource_id:
         unused = "has no effect with engine prometheus-operator (alerts go to its Alertmanager)"
         problems.append(Problem(f"{path}.azureMonitor", unused, "warning"))
+    return problems
+
+
+def _remediation_rules(config: PlatformConfig) -> list[Problem]:
+    """What the remediation section cannot do on this stack (components/monitoring/remediation.py)."""
+    settings, path = config.remediation, f"{P}:remediation"
+    if settings.mode == "off":
+        return []
+    problems: list[Problem] = []
+    if _is_zero(settings.max_unhealthy):
+        problems.append(
+            Problem(
+                f"{path}.maxUnhealthy",
+                "0 lets the circuit breaker stop every quarantine: use mode dry-run to watch without acting",
+            )
+        )
+    if config.gpu_pools and not any(pool.vendor == "nvidia" for pool in config.gpu_pools):
+        problems.append(
+            Problem(
+                f"{path}.mode",
+                f"{settings.mode} on a stack without NVIDIA pools deploys nothing: NVSentinel reads NVIDIA signals, and AKS "
+                "runs no Node Problem Detector GPU check on AMD pools (driver None); set mode off",
+                "warning",
+            )
+        )
+    # Only a drain the stack wrote: the defaults name the common types, which a stack need not have.
+    types = {workload.type for workload in config.workloads}
+    written = settings.drain if "drain" in settings.model_fields_set else {}
+    for kind in sorted(set(written) - types):
+        problems.append(
+            Problem(f"{path}.drain.{kind}", f"no workload has type {kind}: this drain mode applies to nothing", "warning")
+        )
     return problems

@@ -25,12 +25,21 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 from aks_gpu.kube.workload_manifests import QUOTA_NAME
-from aks_gpu.naming import GPU_NAMESPACE, POOL_LABEL, Vendor, platform_object_name, vendor_resource
+from aks_gpu.naming import (
+    GPU_NAMESPACE,
+    POOL_LABEL,
+    QUARANTINE_TAINT_KEY,
+    REMEDIATION_NAMESPACE,
+    Vendor,
+    platform_object_name,
+    vendor_resource,
+)
 from aks_gpu.resolved.model import PlatformModel, ResolvedPool
 from aks_gpu.resolved.targets import AMD_PLUGIN_DAEMONSET, NVIDIA_PLUGIN_DAEMONSET, vendor_mode
+from aks_gpu.validation.health import GPU_CONDITIONS
 
 Severity = Literal["critical", "warning", "info"]
 
@@ -57,6 +66,10 @@ KUBE_STATE_METRICS = frozenset(
         "kube_resourcequota",
         "kube_daemonset_status_number_ready",
         "kube_daemonset_status_desired_number_scheduled",
+        # The AKS Node Problem Detector's node conditions, as kube-state-metrics exports every condition of a node
+        # (labels node, condition, status "true"/"false"/"unknown"; docs/metrics/cluster/node-metrics.md in
+        # kubernetes/kube-state-metrics); kept by managed Prometheus's minimal profile with the other kube_node_ series.
+        "kube_node_status_condition",
     }
 )
 KSM_SOURCE = "kube-state-metrics (managed Prometheus's default kube-state-metrics target)"
@@ -356,6 +369,66 @@ def device_plugin_rule(model: PlatformModel) -> AlertRule:
     )
 
 
+def npd_condition_rules(model: PlatformModel, conditions: Mapping[str, str]) -> list[AlertRule]:
+    """The AKS Node Problem Detector GPU conditions (``conditions``: type -> "critical" or "warning", the grades of
+    components/validation/health.py) while True on a node. Only where AKS runs those checks: pools whose GPU driver
+    AKS installs. Pools with gpuDriver None (the NVIDIA GPU Operator's driver, every AMD pool) get no AKS NPD GPU
+    check (https://learn.microsoft.com/azure/aks/gpu-health-monitoring, Limitations), so no rule for them."""
+    if not any(pool.gpu_driver != "None" for pool in model.pools):
+        return []
+    remediation = model.config.remediation.mode
+    acts = (
+        f"NVSentinel quarantines the node (remediation.mode {remediation}): check that `kubectl get node <node>` shows "
+        "it cordoned and tainted; "
+        if remediation == "on"
+        else "Cordon the node (`kubectl cordon`), drain it, "
+    )
+    source = f"kube_node_status_condition ({KSM_SOURCE}); the conditions the AKS Node Problem Detector sets on GPU nodes"
+    rules = []
+    for severity, alert in (("critical", "GpuNodeConditionCritical"), ("warning", "GpuNodeConditionWarning")):
+        kinds = sorted(kind for kind, grade in conditions.items() if grade == severity)
+        if not kinds:
+            continue
+        runbook = (
+            acts + "then reboot or reimage it (`az vmss reimage --instance-ids` in the node resource group) as the "
+            "condition's reason says; if it recurs, open an Azure support case for the hardware."
+            if severity == "critical"
+            else "Check the GPU's temperature and power (`nvidia-smi -q -d PERFORMANCE`); if it lasts on a cool, idle "
+            "GPU, drain the node and open an Azure support case."
+        )
+        rules.append(
+            AlertRule(
+                alert=alert,
+                expr=f'kube_node_status_condition{{condition=~"{alternatives(kinds)}", status="true"}} == 1',
+                for_minutes=0 if severity == "critical" else 15,
+                severity=cast(Severity, severity),
+                summary="AKS Node Problem Detector reports {{ $labels.condition }} on {{ $labels.node }}",
+                runbook=runbook,
+                source=source,
+                metrics=("kube_node_status_condition",),
+            )
+        )
+    return rules
+
+
+def quarantine_rule(model: PlatformModel) -> AlertRule | None:
+    """A node the quarantine engine took out of service: someone must repair it (reboot, reimage, support case)."""
+    if model.config.remediation.mode != "on" or not model.pools_of("nvidia"):
+        return None
+    return AlertRule(
+        alert="GpuNodeQuarantined",
+        expr=f'max by (node) (kube_node_spec_taint{{key="{QUARANTINE_TAINT_KEY}"}})',
+        for_minutes=0,
+        severity="warning",
+        summary="GPU node {{ $labels.node }} is quarantined: no new GPU work lands there until it is repaired",
+        runbook=f"Read why on the node (`kubectl describe node`: NVSentinel's cordon-reason label and events; its logs "
+        f"in {REMEDIATION_NAMESPACE}); reboot or reimage the node. The engine lifts the quarantine when the fault clears; "
+        "a reimaged node comes back without the taint.",
+        source=f"kube_node_spec_taint ({KSM_SOURCE}); the taint components/naming.py names",
+        metrics=("kube_node_spec_taint",),
+    )
+
+
 def exporter_presence(vendors: Sequence[Vendor]) -> tuple[str, tuple[str, ...]]:
     parts = {"nvidia": "max by (node) (DCGM_FI_DEV_GPU_TEMP)", "amd": "max by (node) (gpu_gfx_activity)"}
     metrics = {"nvidia": "DCGM_FI_DEV_GPU_TEMP", "amd": "gpu_gfx_activity"}
@@ -489,7 +562,9 @@ def quota_rule(model: PlatformModel) -> AlertRule | None:
 
 def rule_groups(model: PlatformModel, critical_xid_codes: Sequence[int]) -> tuple[RuleGroup, ...]:
     """The stack's alert rules; empty without GPU pools. ``critical_xid_codes`` come from the Xid table
-    (``aks_gpu.validation.xid.critical_xid_codes()``), the same one the SMI health reader grades with."""
+    (``aks_gpu.validation.xid.critical_xid_codes()``), the same one the SMI health reader grades with; the NPD
+    conditions and their grades from the table the audit and validate read (``validation.health.GPU_CONDITIONS``)."""
+    npd_conditions = {kind: condition.severity for kind, condition in GPU_CONDITIONS.items()}
     if not model.pools:
         return ()
     health: list[AlertRule] = []
@@ -499,6 +574,9 @@ def rule_groups(model: PlatformModel, critical_xid_codes: Sequence[int]) -> tupl
         health += amd_health_rules()
     health += [rule for pool in model.pools if (rule := gpu_missing_rule(pool)) is not None]
     health.append(device_plugin_rule(model))
+    health += npd_condition_rules(model, npd_conditions)
+    if (quarantined := quarantine_rule(model)) is not None:
+        health.append(quarantined)
     health += blind_spot_rules(model)
     waste: list[AlertRule] = [idle_rule(model)]
     waste += [rule for pool in model.pools if (rule := empty_node_rule(pool, model)) is not None]

@@ -15,6 +15,7 @@ from aks_gpu.kube.workload_manifests import PoolOutput, pool_output
 from aks_gpu.kube.workload_namespace import GpuWorkloadNamespace, platform_namespace
 from aks_gpu.monitoring.component import GpuMonitoring, MonitoredCluster, MonitoringInputs
 from aks_gpu.platform.device_plugin import DevicePluginInputs, GpuDevicePlugin
+from aks_gpu.platform.remediation import remediation_resources
 from aks_gpu.resolved.model import PlatformModel
 from aks_gpu.specs import StackSpec
 from aks_gpu.storage.nvme_cache import NvmeCache, NvmeCacheInputs
@@ -108,6 +109,10 @@ class GpuPlatform(GpuComponent[PlatformModel]):
         # The exporters go into the device plugin's namespace, on the GPU pools' nodes.
         self.monitoring: GpuMonitoring = GpuMonitoring.of(
             f"{name}-monitoring", MonitoringInputs(model, monitored), inside([*pools_ready, self.device_plugin])
+        )
+        # Quarantine of faulty GPU nodes (remediation.mode dry-run or on): after the device plugin, whose nodes it watches.
+        self.remediation: list[pulumi.Resource] = remediation_resources(
+            f"{name}-remediation", model, inside([*pools_ready, self.device_plugin])
         )
 
         self.kubeconfig = self.cluster.kubeconfig

@@ -34,6 +34,12 @@ def _catalog() -> dict[str, dict[str, Any]]:
     return namespaces
 
 
+def remediation_runs(config: PlatformConfig) -> bool:
+    """The quarantine engine is deployed: remediation.mode dry-run or on, on a stack with NVIDIA pools (its monitors
+    read NVIDIA signals, and AKS runs no Node Problem Detector GPU check on AMD pools, whose driver is never AKS's)."""
+    return config.remediation.mode != "off" and any(pool.vendor == "nvidia" for pool in config.gpu_pools)
+
+
 def _applies(when: str, config: PlatformConfig, network_policy: str | None) -> bool:
     key, _, value = (part.strip() for part in when.partition(":"))
     if key == "always":
@@ -42,6 +48,8 @@ def _applies(when: str, config: PlatformConfig, network_policy: str | None) -> b
         return network_policy == value
     if key == "storage":
         return config.storage.flavour == value and any(pool.nvme_cache for pool in config.gpu_pools)
+    if key == "remediation" and value == "deployed":
+        return remediation_runs(config)
     raise ValueError(f"{DATA_FILE.name}: unknown condition {when!r}")
 
 

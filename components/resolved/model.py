@@ -18,6 +18,8 @@ from aks_gpu.naming import (
     GPU_TAINT_VALUE,
     MIG_CONFIG_LABEL,
     POOL_LABEL,
+    QUARANTINE_TAINT_EFFECT,
+    QUARANTINE_TAINT_KEY,
     SPOT_TAINT_KEY,
     SPOT_TAINT_VALUE,
     VENDORS,
@@ -195,9 +197,16 @@ def distinct_tolerations(pools: Iterable[ResolvedPool]) -> tuple[Toleration, ...
     return tuple(seen)
 
 
+# The platform's agents tolerate the quarantine taint whatever remediation.mode says: a node quarantined by the engine,
+# or by a person with `kubectl taint`, keeps its device plugin, exporters and health monitors, so its fault stays
+# visible and its recovery can be seen. Workload pods get pool.tolerations, which never include it.
+QUARANTINE_TOLERATION = Toleration(QUARANTINE_TAINT_KEY, "Exists", QUARANTINE_TAINT_EFFECT)
+
+
 def tolerations_for(pools: Iterable[ResolvedPool]) -> list[dict[str, str]]:
-    """``distinct_tolerations`` as a pod spec carries them."""
-    return [toleration.to_kube() for toleration in distinct_tolerations(pools)]
+    """What the platform's agents on these pools' nodes tolerate: ``distinct_tolerations`` as a pod spec carries them,
+    and the quarantine taint."""
+    return [toleration.to_kube() for toleration in (*distinct_tolerations(pools), QUARANTINE_TOLERATION)]
 
 
 def node_affinity_for(pools: Iterable[ResolvedPool]) -> dict[str, Any]:

@@ -1084,6 +1084,16 @@ GPU_CONDITIONS: dict[str, GpuConditionType] = {
             "critical",
             "AKS's managed NVIDIA device plugin service is not active: the GPUs are not schedulable; reimage the node",
         ),
+        # AKS-managed GPU pools (gpuProfile.nvidia.managementMode Managed) run DCGM as node services, and NPD reports
+        # this condition beside UnhealthyNvidiaDevicePlugin ("GPU health signals",
+        # https://learn.microsoft.com/azure/aks/aks-managed-gpu-nodes, read 2026-12-01; AKS's node image tests check
+        # both conditions: ValidateNPDUnhealthyNvidiaDCGMServices in Azure/AgentBaker e2e).
+        GpuConditionType(
+            "UnhealthyNvidiaDCGMServices",
+            "critical",
+            "AKS's managed NVIDIA DCGM services are not active: the GPU's health watches and metrics are blind, and the "
+            "GPU may be faulty; reimage the node; if it recurs open an Azure support case",
+        ),
     )
 }
 

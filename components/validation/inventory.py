@@ -132,6 +132,7 @@ class GpuNode:
     allocatable: Mapping[str, Fraction]  # GPU resources only
     conditions: tuple[GpuCondition, ...]
     stack_pool: str | None = None  # the stack pool this node belongs to (its aks-gpu/pool), with --stack
+    unschedulable: bool = False  # spec.unschedulable: cordoned (kubectl cordon, a drain, a quarantine engine)
 
     @property
     def image(self) -> str | None:
@@ -183,6 +184,7 @@ def read_gpu_nodes(
                 allocatable=allocatable,
                 conditions=read_gpu_conditions(item),
                 stack_pool=stack_pool,
+                unschedulable=_get(item, "spec", "unschedulable") is True,
             )
         )
     return sorted(found, key=lambda node: node.name)

@@ -61,8 +61,9 @@ CHECKS: tuple[ValidationCheck, ...] = (
         "node",
         "no critical finding of `aksgpu smi health` in the node's SMI output (ECC, row remapping, retired pages, lost "
         "GPU, fabric, RAS) and no AKS Node Problem Detector GPU condition (`GPUMissing`, `XIDErrors`, "
-        "`NVLinkStatusInactive`, `IBLinkFlapping`, `UnhealthyNvidiaDevicePlugin`) `True` on the node; warnings (HW "
-        "slowdown, narrow PCIe, `GPUClockThrottling`) warn. The message names the node, the GPU and what to do",
+        "`NVLinkStatusInactive`, `IBLinkFlapping`, `UnhealthyNvidiaDevicePlugin`, `UnhealthyNvidiaDCGMServices`) "
+        "`True` on the node; warnings (HW slowdown, narrow PCIe, `GPUClockThrottling`) warn. The message names the "
+        "node, the GPU and what to do",
     ),
 )
 CHECK_IDS: tuple[CheckId, ...] = tuple(check.id for check in CHECKS)

@@ -17,6 +17,9 @@ offline, with the same checks the live path runs. The folder holds:
   collector could not read it, e.g. RBAC), and ``cluster``: ``{"context": ..., "server": ...}``, the kubeconfig
   context and API server it was read from (what the audit's report names). A file that is absent is None in the
   snapshot: what depends on it is "not checked", never "passed".
+- optional, for the node image rule of ``aksgpu audit``: ``nodepool-upgrades.json``, the GPU pools' upgrade profiles
+  as ``az aks nodepool get-upgrades`` prints them (one object, or a JSON array of them): with it a node image is judged
+  against the latest one AKS offers its pool (``latestNodeImageVersion``), not by its age.
 
 A snapshot is easy to build by hand from kubectl, so a cluster this tool cannot reach can still be
 checked: save the three lists, then ``kubectl exec`` the SMI command into ``smi/<node>.txt`` per node.
@@ -48,6 +51,7 @@ NAMESPACES_FILE = "namespaces.json"
 RESOURCE_QUOTAS_FILE = "resourcequotas.json"
 NETWORK_POLICIES_FILE = "networkpolicies.json"
 META_FILE = "meta.json"
+NODEPOOL_UPGRADES_FILE = "nodepool-upgrades.json"
 # The optional lists and the kind of their items.
 _OPTIONAL_FILES = (
     (NAMESPACES_FILE, "Namespace"),
@@ -90,6 +94,8 @@ class ClusterSnapshot:
     resourcequotas: list[dict[str, Any]] | None = None
     networkpolicies: list[dict[str, Any]] | None = None
     collected_at: str | None = None  # meta.json's collectedAt, RFC 3339
+    # nodepool-upgrades.json: `az aks nodepool get-upgrades` outputs (AgentPoolUpgradeProfile), one per pool.
+    nodepool_upgrades: list[dict[str, Any]] | None = None
     not_collected: dict[str, str] = field(default_factory=dict)  # optional file -> why the collector has none
     cluster: dict[str, str] = field(default_factory=dict)  # meta.json's cluster: "context" and "server", where known
 
@@ -140,6 +146,8 @@ def read_snapshot(directory: Path | str) -> ClusterSnapshot:
         name: _read_list(folder / name, kind, root) if os.path.lexists(folder / name) else None for name, kind in _OPTIONAL_FILES
     }
     collected_at, not_collected, cluster = _read_meta(folder / META_FILE, root)
+    upgrades_path = folder / NODEPOOL_UPGRADES_FILE
+    upgrades = _read_upgrades(upgrades_path, root) if os.path.lexists(upgrades_path) else None
     return ClusterSnapshot(
         nodes=_read_list(folder / NODES_FILE, "Node", root),
         daemonsets=_read_list(folder / DAEMONSETS_FILE, "DaemonSet", root),
@@ -152,7 +160,22 @@ def read_snapshot(directory: Path | str) -> ClusterSnapshot:
         collected_at=collected_at,
         not_collected=not_collected,
         cluster=cluster,
+        nodepool_upgrades=upgrades,
     )
+
+
+def _read_upgrades(path: Path, root: Path) -> list[dict[str, Any]]:
+    """``az aks nodepool get-upgrades`` output: one profile object, or an array of them."""
+    try:
+        document = json.loads(_read_text(_contained(root, path), MAX_META_FILE_BYTES))
+    except (InputFileError, ValueError) as error:
+        raise SnapshotError(f"{path.name}: {error}") from None
+    profiles = [document] if isinstance(document, dict) else document
+    if not isinstance(profiles, list) or not all(isinstance(item, dict) for item in profiles):
+        raise SnapshotError(
+            f"{path.name}: expected what `az aks nodepool get-upgrades` prints (an object), or an array of those"
+        )
+    return profiles
 
 
 def write_snapshot(snapshot: ClusterSnapshot, directory: Path | str) -> list[Path]:
@@ -218,6 +241,11 @@ def _stage_optional(snapshot: ClusterSnapshot, folder: Path, staged: _StagedFile
         meta["notCollected"] = dict(snapshot.not_collected)
     if snapshot.cluster:
         meta["cluster"] = dict(snapshot.cluster)
+    if snapshot.nodepool_upgrades is not None:
+        profiles = sorted(snapshot.nodepool_upgrades, key=lambda item: str(item.get("id", "")))
+        staged.add(folder / NODEPOOL_UPGRADES_FILE, (json.dumps(profiles, indent=2, sort_keys=True) + "\n").encode("utf-8"))
+    else:
+        absent.append(folder / NODEPOOL_UPGRADES_FILE)
     if meta:
         staged.add(folder / META_FILE, (json.dumps(meta, indent=2, sort_keys=True) + "\n").encode("utf-8"))
     else:

@@ -125,15 +125,20 @@ def exempt_of(model: PlatformModel) -> list[str]:
 
 
 def test_exempt_namespaces_are_derived_from_what_the_stack_installs() -> None:
-    # prod: cilium, storage v2: AKS's kube-system and the stack's gpu-resources, nothing else.
-    assert exempt_of(stack_model("prod")) == ["kube-system", "gpu-resources"]
+    # prod: cilium, storage v2, remediation on: AKS's kube-system, the stack's gpu-resources and the quarantine engine's.
+    assert exempt_of(stack_model("prod")) == ["kube-system", "gpu-resources", "nvsentinel"]
     raw = raw_stack("prod")
     raw["aks-gpu:cluster"]["networkPolicy"] = "calico"
     raw["aks-gpu:storage"] = {"flavour": "v1"}
     calico_v1 = validate_stack(raw, "test").model
-    assert exempt_of(calico_v1) == ["kube-system", "gpu-resources", "calico-system", "tigera-operator", "acstor"]
+    assert exempt_of(calico_v1) == ["kube-system", "gpu-resources", "calico-system", "tigera-operator", "acstor", "nvsentinel"]
     # The user's list comes on top, each namespace once.
-    assert exempt_of(model_with(exemptNamespaces=["ray-system", "kube-system"])) == ["kube-system", "gpu-resources", "ray-system"]
+    assert exempt_of(model_with(exemptNamespaces=["ray-system", "kube-system"])) == [
+        "kube-system",
+        "gpu-resources",
+        "nvsentinel",
+        "ray-system",
+    ]
 
 
 def test_a_workload_namespace_cannot_be_exempt() -> None:

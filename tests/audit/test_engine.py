@@ -430,8 +430,10 @@ def test_gpu_condition_alone() -> None:
         conditions[:] = [c for c in conditions if c["type"] != "XIDErrors"]
         conditions.append(npd_condition("XIDErrors", "True", "XIDErrors", "XID errors present in kernel log"))
 
-    (finding,) = audit(broken(xid)).findings
+    # The node stays schedulable, so gpu-node-faulty-schedulable fails beside the condition (test_faulty.py).
+    finding, unfenced = audit(broken(xid)).findings
     assert (finding.id, finding.severity, finding.node) == ("gpu-condition", "fail", TRAIN_0)
+    assert (unfenced.id, unfenced.node) == ("gpu-node-faulty-schedulable", TRAIN_0)
     assert finding.message.startswith(
         "Node Problem Detector condition XIDErrors=True (XIDErrors: XID errors present in kernel log)"
     )
@@ -442,8 +444,9 @@ def test_smi_health_findings_alone_from_a_real_output() -> None:
     text = (HEALTH_FIXTURES_DIR / "30_nvidia-smi-q_a10_535.129.03_row_remap_pending.txt").read_text(encoding="utf-8")
     report = audit(broken(lambda s: s.smi.__setitem__(INFER_0, text)))
 
-    (finding,) = report.findings
+    unfenced, finding = report.findings
     assert (finding.id, finding.severity, finding.node) == ("row-remap-pending", "fail", INFER_0)
+    assert (unfenced.id, unfenced.node) == ("gpu-node-faulty-schedulable", INFER_0)
     assert finding.message.startswith("GPU 00000000:07:00.0: ") and "reset" in finding.message
 
 
@@ -548,8 +551,10 @@ def test_nodes_without_smi_output_or_conditions_are_counted_as_not_checked() -> 
         ("ecc-uncorrectable", 2),
         ("ecc-uncorrectable", 1),
         ("gpu-condition", 3),
+        ("gpu-node-faulty-schedulable", 3),
     ]
     assert "HTTP 403" in report.not_checked[1].reason
+    assert "gpu-node-faulty-schedulable" not in report.checked
     assert "gpu-condition" not in report.checked and "row-remap-pending" not in report.checked
 
 

@@ -30,6 +30,7 @@ def test_the_faulty_example_fails_with_each_common_fault_once(capsys: pytest.Cap
     assert found == [
         ("gpu-condition", "fail", TRAIN_2),  # the Node Problem Detector's XIDErrors
         ("gpu-idle", "warn", INFER_0),
+        ("gpu-node-faulty-schedulable", "fail", TRAIN_2),  # that XIDErrors node still takes GPU pods
         ("gpu-node-untainted", "fail", TRAIN_1),
         ("gpu-squatter", "fail", TRAIN_1),
         ("hw-slowdown", "warn", TRAIN_0),  # a real nvidia-smi -q: all eight H100s, one line
@@ -45,7 +46,7 @@ def test_the_faulty_example_fails_with_each_common_fault_once(capsys: pytest.Cap
 def test_the_faulty_example_reads_in_the_terminal(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["audit", "--snapshot", FAULTY]) == 1
     output = capsys.readouterr().out
-    assert "audit failed: 3 finding(s) fail" in output
+    assert "audit failed: 4 finding(s) fail" in output
     assert output.count("hw-slowdown") == 1
 
 
@@ -73,7 +74,7 @@ def test_the_html_report_names_the_cluster_opens_with_the_top_actions_and_prices
     assert html.index('id="top-actions"') < html.index('id="pools"')
     actions = html[html.index('id="top-actions"') : html.index("</section>", html.index('id="top-actions"'))]
     ranked = [part.split('"')[0] for part in actions.split('data-id="')[1:]]
-    assert ranked[:4] == ["gpu-node-untainted", "gpu-squatter", "gpu-condition", "gpu-idle"]
+    assert ranked[:5] == ["gpu-node-untainted", "gpu-squatter", "gpu-condition", "gpu-node-faulty-schedulable", "gpu-idle"]
     # 730 hours of Standard_NC24ads_A100_v4 at the eastus list price of components/data/gpu_prices.yaml.
     assert "about USD 2,679 a month at list price" in actions
     cost = html[html.index('id="idle-cost"') :]

@@ -84,11 +84,13 @@ def test_the_component_exempts_calico_only_when_told_the_cluster_runs_it(harness
         assert len(selectors) == 2 and selectors[0] == selectors[1]
         return list(selectors[0]["matchExpressions"][0]["values"])
 
+    # prod runs the quarantine engine (remediation.mode on): its namespace is exempt too.
     model = stack_model("prod")
-    assert exempt(plan(harness, model)) == ["kube-system", "gpu-resources"]
+    assert exempt(plan(harness, model)) == ["kube-system", "gpu-resources", "nvsentinel"]
     assert exempt(plan(harness, model, network_policy="calico")) == [
         "kube-system",
         "gpu-resources",
         "calico-system",
         "tigera-operator",
+        "nvsentinel",
     ]

@@ -8,7 +8,7 @@ import pytest
 
 from aks_gpu.config.problems import ConfigError
 from aks_gpu.resolved.stack import validate_stack
-from tests.conftest import minimal_raw
+from tests.conftest import ONCALL_ACTION_GROUP, minimal_raw
 
 WORKSPACE = "/subscriptions/0000/resourceGroups/rg-obs/providers/Microsoft.Monitor/accounts/amw-shared"
 
@@ -59,13 +59,20 @@ def test_an_adopted_cluster_without_a_workspace_is_warned() -> None:
     cluster = {"resourceGroup": "rg-test", "name": "aks-test", "existing": True}
     (warning,) = warnings_of(**{"aks-gpu:cluster": cluster})
     assert "aks-gpu:monitoring.azureMonitor.workspaceResourceId" in warning and "only the GPU exporters" in warning
-    with_workspace = warnings_of(
-        **{"aks-gpu:cluster": cluster, "aks-gpu:monitoring": {"azureMonitor": {"workspaceResourceId": WORKSPACE}}}
-    )
+    heard = {"workspaceResourceId": WORKSPACE, "actionGroupIds": [ONCALL_ACTION_GROUP]}
+    with_workspace = warnings_of(**{"aks-gpu:cluster": cluster, "aks-gpu:monitoring": {"azureMonitor": heard}})
     assert len(with_workspace) == 1 and "nodes=[aks-gpu/pool]" in with_workspace[0]
     # Off, or another engine: nothing to say.
     assert warnings_of(**{"aks-gpu:cluster": cluster, "aks-gpu:monitoring": {"enabled": False}}) == []
     assert warnings_of(**{"aks-gpu:cluster": cluster, "aks-gpu:monitoring": {"engine": "prometheus-operator"}}) == []
+
+
+def test_alerts_that_reach_nobody_are_warned() -> None:
+    (warning,) = warnings_of(**{"aks-gpu:monitoring": {"azureMonitor": {}}})
+    assert "aks-gpu:monitoring.azureMonitor.actionGroupIds" in warning and "notify nobody" in warning
+    # An operator engine routes its alerts through Alertmanager; monitoring off creates no alert.
+    assert warnings_of(**{"aks-gpu:monitoring": {"engine": "prometheus-operator"}}) == []
+    assert warnings_of(**{"aks-gpu:monitoring": {"enabled": False}}) == []
 
 
 def test_azure_settings_with_the_operator_engine_are_warned() -> None:

@@ -20,6 +20,7 @@ from aks_gpu.monitoring.exporters import (
     dcgm_operator_values,
     exporter_manifests,
 )
+from aks_gpu.naming import QUARANTINE_TAINT_KEY
 from aks_gpu.resolved.model import PlatformModel
 from aks_gpu.resolved.stack import validate_stack
 from tests.conftest import minimal_raw, stack_model
@@ -68,7 +69,8 @@ def test_a_spot_pool_and_a_user_taint_are_tolerated() -> None:
     model = validate_stack(raw, "test").model
     (daemonset,) = by_kind(exporter_manifests(model), "DaemonSet")
     keys = {t["key"] for t in pod_spec(daemonset)["tolerations"]}
-    assert keys == {"nvidia.com/gpu", "team", "kubernetes.azure.com/scalesetpriority"}
+    # And the quarantine taint: a quarantined node keeps its exporter (components/resolved/model.py).
+    assert keys == {"nvidia.com/gpu", "team", "kubernetes.azure.com/scalesetpriority", QUARANTINE_TAINT_KEY}
 
 
 def test_the_counters_file_is_what_the_exporter_reads() -> None:

@@ -80,6 +80,13 @@ def gpu_taint(node: str, vendor: str = "nvidia", minutes: int = 120) -> dict[str
     return series("kube_node_spec_taint", labels, f"1x{minutes}")
 
 
+def npd(node: str, condition: str, status: str, minutes: int = 30) -> dict[str, str]:
+    """A node condition as kube-state-metrics exports it: one series per status, 1 on the current one. ``status``
+    is the current one ("true", "false" or "unknown")."""
+    return series("kube_node_status_condition", {**KSM, "node": node, "condition": condition, "status": status},
+                  f"1x{minutes}")
+
+
 def allocatable(node: str, resource: str, count: int, minutes: int = 120) -> dict[str, str]:
     labels = {**KSM, "node": node, "resource": resource, "unit": "integer"}
     return series("kube_node_status_allocatable", labels, f"{count}x{minutes}")
@@ -292,6 +299,34 @@ CASES: list[Case] = [
                                         "resource": "requests.nvidia.com/gpu", "type": "used"}, "0x120"),
           series("kube_resourcequota", {**KSM, "namespace": "someone-else", "resourcequota": "gpu-quota",
                                         "resource": "requests.nvidia.com/gpu", "type": "hard"}, "8x120")], 90),
+    # ---------------------------------------------------------------- AKS Node Problem Detector conditions
+    Case("prod", "GpuNodeConditionCritical", "xid-errors-true",
+         [npd(TRAIN_NODE, "XIDErrors", "true"), npd(TRAIN_NODE, "GPUMissing", "false")], 5,
+         fires(({**KSM, "node": TRAIN_NODE, "condition": "XIDErrors", "status": "true", "severity": "critical"},
+                f"AKS Node Problem Detector reports XIDErrors on {TRAIN_NODE}"))),
+    Case("prod", "GpuNodeConditionCritical", "dcgm-services-down",
+         [npd(INFER_NODE, "UnhealthyNvidiaDCGMServices", "true")], 5,
+         fires(({**KSM, "node": INFER_NODE, "condition": "UnhealthyNvidiaDCGMServices", "status": "true",
+                 "severity": "critical"},
+                f"AKS Node Problem Detector reports UnhealthyNvidiaDCGMServices on {INFER_NODE}"))),
+    Case("prod", "GpuNodeConditionCritical", "all-false-and-a-non-gpu-condition-true",
+         [*(npd(TRAIN_NODE, kind, "false") for kind in ("GPUMissing", "XIDErrors", "NVLinkStatusInactive",
+                                                        "IBLinkFlapping", "UnhealthyNvidiaDevicePlugin")),
+          npd(TRAIN_NODE, "XIDErrors", "unknown"), npd(TRAIN_NODE, "KernelDeadlock", "true")], 5),
+    Case("prod", "GpuNodeConditionWarning", "throttled-for-long",
+         [npd(TRAIN_NODE, "GPUClockThrottling", "true", 30)], 20,
+         fires(({**KSM, "node": TRAIN_NODE, "condition": "GPUClockThrottling", "status": "true", "severity": "warning"},
+                f"AKS Node Problem Detector reports GPUClockThrottling on {TRAIN_NODE}"))),
+    Case("prod", "GpuNodeConditionWarning", "throttled-briefly",
+         [series("kube_node_status_condition",
+                 {**KSM, "node": TRAIN_NODE, "condition": "GPUClockThrottling", "status": "true"}, "1x5 0x20")], 20),
+    # ---------------------------------------------------------------- quarantine (remediation.mode on)
+    Case("prod", "GpuNodeQuarantined", "tainted-by-the-engine",
+         [series("kube_node_spec_taint", {**KSM, "node": TRAIN_NODE, "key": "aks-gpu/gpu-quarantine", "value": "fault",
+                                          "effect": "NoSchedule"}, "1x10"), gpu_taint(TRAIN_NODE)], 5,
+         fires(({"node": TRAIN_NODE, "severity": "warning"},
+                f"GPU node {TRAIN_NODE} is quarantined: no new GPU work lands there until it is repaired"))),
+    Case("prod", "GpuNodeQuarantined", "only-the-gpu-taint", [gpu_taint(TRAIN_NODE)], 5),
     # ---------------------------------------------------------------- AMD health
     Case("amd", "AmdGpuEccUncorrectable", "three-uncorrectable",
          [series("gpu_ecc_uncorrect_total", MI300X, "0x5 3x10")], 10,
