@@ -45,6 +45,11 @@ class KubernetesCalendar:
     warn_days: int
     default: str
     versions: dict[str, MinorVersion]
+    # Minors whose long-term support needs Ubuntu 24.04 node pools, the first minor where osSku Ubuntu means 24.04,
+    # and the AKS API the provider is pinned to (which decides whether Ubuntu2404 can be asked for).
+    lts_needs_ubuntu_2404: tuple[str, ...] = ()
+    ubuntu_2404_default_from: str = ""
+    pinned_api_version: str = ""
 
     def get(self, minor: str) -> MinorVersion | None:
         return self.versions.get(minor)
@@ -79,6 +84,9 @@ def kubernetes_calendar() -> KubernetesCalendar:
         warn_days=int(raw["warn_days_before_end_of_life"]),
         default=str(raw["default"]),
         versions=versions,
+        lts_needs_ubuntu_2404=tuple(str(minor) for minor in raw["lts_needs_ubuntu_2404"]["minors"]),
+        ubuntu_2404_default_from=str(raw["lts_needs_ubuntu_2404"]["ubuntu_2404_default_from"]),
+        pinned_api_version=str(raw["lts_needs_ubuntu_2404"]["pinned_api_version"]),
     )
 
 

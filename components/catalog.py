@@ -68,6 +68,11 @@ class VmSize:
 class Catalog:
     gpu_models: dict[str, GpuModel]
     vm_sizes: dict[str, VmSize]
+    # The AMD GPU sizes AKS supports for node pools (gpu_catalog.yaml `aks_amd_sizes`, with its source).
+    aks_amd_sizes: frozenset[str] = frozenset()
+
+    def aks_supports_amd_size(self, name: str) -> bool:
+        return name.lower() in {size.lower() for size in self.aks_amd_sizes}
 
     def gpu_facts(
         self, vm_size: str, gpu_model: str | None, gpu_count: int | None
@@ -118,7 +123,7 @@ def _build(raw: dict[str, Any]) -> Catalog:
         )
         for name, entry in raw["vm_sizes"].items()
     }
-    return Catalog(gpu_models=models, vm_sizes=sizes)
+    return Catalog(gpu_models=models, vm_sizes=sizes, aks_amd_sizes=frozenset(raw.get("aks_amd_sizes") or ()))
 
 
 @lru_cache(maxsize=1)

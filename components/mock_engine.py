@@ -14,6 +14,7 @@ import gc
 import json
 import logging
 import os
+import re
 import runpy
 import shutil
 import stat
@@ -276,6 +277,13 @@ class PlanMocks(Mocks):
                 "location": "swedencentral",
                 "oidcIssuerProfile": {"enabled": True, "issuerURL": f"https://oidc.example.invalid/{cluster}/"},
             }, []
+        if token == "azure-native:resources:getResourceGroup":
+            group = str(arguments.get("resourceGroupName"))
+            return {
+                "id": f"/subscriptions/{FAKE_SUBSCRIPTION}/resourceGroups/{group}",
+                "name": group,
+                "location": "swedencentral",
+            }, []
         if token == "azure-native:authorization:getClientConfig":
             return {
                 "clientId": "plan-client",
@@ -390,6 +398,9 @@ class RecordingMonitor(MockMonitor):
     def __init__(self, mocks: Mocks) -> None:
         super().__init__(mocks)
         self.records: list[ResourceRecord] = []
+        # Every invoke the program made (token, plain arguments): a get-invoke is how it declares that something
+        # exists in Azure without creating it (check_azure_references).
+        self.invokes: list[tuple[str, dict[str, Any]]] = []
         self.duplicates: set[str] = set()
         self._urns: set[str] = set()
         self._lock = threading.Lock()
@@ -400,6 +411,12 @@ class RecordingMonitor(MockMonitor):
         unless the parent is the root stack. The SDK's MockMonitor (pulumi 3.272.0 runtime/mocks.py) keeps only the
         parent's last type instead, so below the first level its URNs are not the ones a real deployment records."""
         return engine_urn(name, type_, parent or None, project=get_project(), stack=get_stack())
+
+    def Invoke(self, request: Any) -> Any:  # noqa: N802 - the gRPC method name
+        arguments = revealed(rpc.deserialize_properties(request.args, keep_unknowns=False))
+        with self._lock:
+            self.invokes.append((request.tok, arguments if isinstance(arguments, dict) else {}))
+        return super().Invoke(request)  # type: ignore[no-untyped-call]
 
     def RegisterResource(self, request: Any) -> Any:  # noqa: N802 - the gRPC method name
         response = super().RegisterResource(request)  # type: ignore[no-untyped-call]
@@ -447,6 +464,99 @@ async def _resolve_export(value: Any) -> Any:
 
 class DuplicateUrnError(RuntimeError):
     """Two resources registered under one URN: Pulumi would refuse the program at deploy time."""
+
+
+class UndeclaredAzureReferenceError(RuntimeError):
+    """A resource names an Azure scope (a resource group, a cluster, an ARM id) that the program neither creates nor
+    declares as existing by looking it up: the mock engine answers any name, Azure answers NotFound."""
+
+
+# ---------------------------------------------------------------- what exists in Azure, and who said so
+
+# Inputs that name the resource group a resource is created in (azure-native spells it so for every RG-scoped type).
+_GROUP_INPUT = "resourceGroupName"
+# Child resources of a managed cluster and the input that names their cluster.
+_CLUSTER_CHILDREN = {
+    "azure-native:containerservice:AgentPool": "resourceName",
+    "azure-native:containerservice:MaintenanceConfiguration": "resourceName",
+    "azure-native:kubernetesconfiguration:Extension": "clusterName",
+}
+_CLUSTER_TYPE = "azure-native:containerservice:ManagedCluster"
+_GROUP_TYPE = "azure-native:resources:ResourceGroup"
+# The get-invokes by which a program declares an existing resource group or cluster (the real provider fails the
+# preview when the thing is missing, before anything is created).
+_GROUP_LOOKUP = "azure-native:resources:getResourceGroup"
+_CLUSTER_LOOKUP = "azure-native:containerservice:getManagedCluster"
+# An ARM id inside a resource group: /subscriptions/<s>/resourceGroups/<group>[/providers/<ns>/<type>/<name>...].
+_ARM_ID = re.compile(r"(?i)/subscriptions/[^/]+/resourceGroups/([^/]+)(/providers/.+)?")
+
+
+def _lower(value: Any) -> str:
+    # ARM compares resource group and resource names without regard to case.
+    return str(value).lower()
+
+
+def undeclared_azure_references(
+    records: Sequence[ResourceRecord], invokes: Sequence[tuple[str, Mapping[str, Any]]]
+) -> list[str]:
+    """What the registered Azure resources refer to that the program neither creates nor declares as existing: a
+    resource group no ``ResourceGroup`` creates and no ``getResourceGroup`` looks up, a cluster (of an agent pool,
+    maintenance configuration or extension) no ``ManagedCluster`` creates and no ``getManagedCluster`` looks up, and
+    an ARM id in any input (a role assignment's scope, a workspace id) whose resource group is neither. A looked-up
+    cluster vouches for its resource group. Pure: the plan's records and invokes in, one line per reference out."""
+    groups: set[str] = set()
+    clusters: set[tuple[str, str]] = set()
+    # (group, name) of every resource some other get-invoke looked up (an existing workspace, an action group).
+    looked_up: set[tuple[str, str]] = set()
+    for record in records:
+        if record.type == _GROUP_TYPE:
+            groups.add(_lower(record.inputs.get(_GROUP_INPUT, record.name)))
+        elif record.type == _CLUSTER_TYPE:
+            clusters.add((_lower(record.inputs.get(_GROUP_INPUT)), _lower(record.inputs.get("resourceName", record.name))))
+    for token, arguments in invokes:
+        if token == _GROUP_LOOKUP:
+            groups.add(_lower(arguments.get(_GROUP_INPUT)))
+        elif token == _CLUSTER_LOOKUP:
+            group = _lower(arguments.get(_GROUP_INPUT))
+            groups.add(group)
+            clusters.add((group, _lower(arguments.get("resourceName"))))
+        elif ":get" in token and isinstance(arguments.get(_GROUP_INPUT), str):
+            group = _lower(arguments[_GROUP_INPUT])
+            looked_up.update((group, _lower(v)) for k, v in arguments.items() if k != _GROUP_INPUT and isinstance(v, str))
+    found: list[str] = []
+    for record in records:
+        if not record.custom or not record.type.startswith("azure-native:"):
+            continue
+        resource_group = record.inputs.get(_GROUP_INPUT)
+        if isinstance(resource_group, str) and resource_group not in (SECRET, UNKNOWN) and _lower(resource_group) not in groups:
+            found.append(f"{record.name} ({record.type}) is created in resource group {resource_group!r}")
+        cluster_key = _CLUSTER_CHILDREN.get(record.type)
+        cluster = record.inputs.get(cluster_key) if cluster_key else None
+        if (
+            isinstance(resource_group, str)
+            and isinstance(cluster, str)
+            and cluster not in (SECRET, UNKNOWN)
+            and (_lower(resource_group), _lower(cluster)) not in clusters
+        ):
+            found.append(f"{record.name} ({record.type}) joins cluster {cluster!r} in {resource_group!r}")
+        for key, value in sorted(record.inputs.items()):
+            for text in _strings_in(value):
+                match = _ARM_ID.fullmatch(text)
+                group_of_id = _lower(match.group(1)) if match else ""
+                if match and group_of_id not in groups and (group_of_id, _lower(text.rsplit("/", 1)[1])) not in looked_up:
+                    found.append(f"{record.name} ({record.type}) input {key} refers to {text!r}")
+    return found
+
+
+def _strings_in(value: Any) -> Iterator[str]:
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, dict):
+        for item in value.values():
+            yield from _strings_in(item)
+    elif isinstance(value, list):
+        for item in value:
+            yield from _strings_in(item)
 
 
 def run_program(
@@ -537,6 +647,12 @@ def _run_in_context(
     if monitor.duplicates:
         raise DuplicateUrnError("registered twice: " + ", ".join(sorted(monitor.duplicates)))
     records = sorted(monitor.records, key=lambda r: r.urn)
+    undeclared = undeclared_azure_references(records, monitor.invokes)
+    if undeclared:
+        raise UndeclaredAzureReferenceError(
+            "the program refers to Azure resources it neither creates nor looks up (a first deploy would fail "
+            "with NotFound): " + "; ".join(undeclared)
+        )
     result = PlanResult(project=project, stack=stack, resources=records, outputs=outputs, warnings=warnings)
     if isinstance(monitor, HookRunningMonitor):
         monitor.finish(result)

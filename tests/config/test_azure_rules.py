@@ -150,7 +150,7 @@ def test_the_legacy_node_image_channel_is_warned() -> None:
     ("channel", "says"), [("stable", "newer minor"), ("rapid", "newer minor"), ("none", "two newest patches"), ("patch", None)]
 )
 def test_long_term_support_is_kept_by_the_patch_channel_only(channel: str, says: str | None) -> None:
-    lts = {"kubernetesVersion": "1.34", "skuTier": "Premium", "supportPlan": "AKSLongTermSupport", "upgradeChannel": channel}
+    lts = {"kubernetesVersion": "1.35", "skuTier": "Premium", "supportPlan": "AKSLongTermSupport", "upgradeChannel": channel}
     raw = minimal_raw(**{"aks-gpu:cluster": {"resourceGroup": "rg", "name": "aks", **lts}})
     errors, warnings = problems(raw)
     assert errors == []
@@ -248,3 +248,127 @@ def test_the_node_resource_group_name_stays_within_80_characters() -> None:
 def test_admin_groups_are_object_ids(ids: list[str], refused: bool) -> None:
     raw = minimal_raw(**{"aks-gpu:cluster": {"resourceGroup": "rg", "name": "aks", "entraAdminGroupObjectIds": ids}})
     assert has(problems(raw)[0], "cluster.entraAdminGroupObjectIds[0]") is refused
+
+
+# ---------------------------------------------------------------- issue 24: the families of each new refusal
+
+
+@pytest.mark.parametrize(
+    ("cluster", "path", "refused"),
+    [
+        # Each reserved range, and a range that merely contains one.
+        ({"podCidr": "169.254.0.0/20"}, "cluster.podCidr", True),
+        ({"podCidr": "192.0.2.0/25"}, "cluster.podCidr", True),
+        ({"podCidr": "172.31.128.0/17"}, "cluster.podCidr", True),
+        ({"podCidr": "172.0.0.0/8"}, "cluster.podCidr", True),
+        ({"podCidr": "172.29.0.0/16"}, "cluster.podCidr", False),
+        ({"serviceCidr": "172.30.0.0/16", "dnsServiceIp": "172.30.0.10"}, "cluster.serviceCidr", True),
+        # Overlap with AKS's default service range, with a given one, and none.
+        ({"podCidr": "10.0.128.0/17"}, "cluster.podCidr", True),
+        ({"podCidr": "10.96.0.0/12", "serviceCidr": "10.100.0.0/16", "dnsServiceIp": "10.100.0.10"}, "cluster.podCidr", True),
+        ({"podCidr": "10.244.0.0/16", "serviceCidr": "10.100.0.0/16", "dnsServiceIp": "10.100.0.10"}, "cluster.podCidr", False),
+        # The DNS address: outside, the network address, the first address, the default against a new range.
+        ({"serviceCidr": "10.100.0.0/16", "dnsServiceIp": "10.101.0.10"}, "cluster.dnsServiceIp", True),
+        ({"serviceCidr": "10.100.0.0/16", "dnsServiceIp": "10.100.0.0"}, "cluster.dnsServiceIp", True),
+        ({"serviceCidr": "10.100.0.0/16", "dnsServiceIp": "10.100.0.1"}, "cluster.dnsServiceIp", True),
+        ({"serviceCidr": "10.100.0.0/16", "dnsServiceIp": "10.100.0.2"}, "cluster.dnsServiceIp", False),
+        ({"serviceCidr": "10.100.0.0/16"}, "cluster.dnsServiceIp", True),
+        ({"dnsServiceIp": "10.0.0.20"}, "cluster.dnsServiceIp", False),
+    ],
+)
+def test_network_ranges_against_aks_reserved_ranges_and_each_other(cluster: dict[str, str], path: str, refused: bool) -> None:
+    raw = minimal_raw(**{"aks-gpu:cluster": {"resourceGroup": "rg", "name": "aks", **cluster}})
+    errors, _ = problems(raw)
+    assert has(errors, path, "[refusal ") is refused, errors
+
+
+def test_tags_count_the_platform_tag_and_compare_names_without_case() -> None:
+    def tagged(tags: dict[str, str]) -> list[str]:
+        return problems(minimal_raw(**{"aks-gpu:cluster": {"resourceGroup": "rg", "name": "aks", "tags": tags}}))[0]
+
+    forty_nine = {f"t{i}": "x" for i in range(49)}
+    assert tagged(forty_nine) == []
+    assert has(tagged({**forty_nine, "one-more": "x"}), "cluster.tags", "arm-tag-count")
+    # The platform's own tag spelled in another case is the same tag: 49 + Managed-By is still 50.
+    assert not has(tagged({**forty_nine, "Managed-By": "x"}), "cluster.tags", "arm-tag-count")
+    for name in ("a<b", "a>b", "50%", "r&d", "back\\slash", "why?", "cost/center"):
+        assert has(tagged({name: "x"}), "cluster.tags", "arm-tag-name-characters"), name
+    assert has(tagged({"n" * 513: "x"}), "cluster.tags", "arm-tag-name-characters")
+    assert has(tagged({"n": "v" * 257}), "cluster.tags", "arm-tag-name-characters")
+    assert tagged({"cost-center": "gpu:team_a.b=1"}) == []
+
+
+@pytest.mark.parametrize(
+    ("size", "refused"),
+    [
+        ("Standard_DS1_v2", True),
+        ("Standard_F1s", True),
+        ("Standard_E4-1ds_v5", True),  # constrained: 1 active vCPU
+        ("Standard_B4ms", True),
+        ("Standard_B2ts_v2", True),
+        ("Standard_D2s_v3", False),
+        ("Standard_D4ds_v5", False),
+        ("Standard_E8-2ds_v5", False),
+    ],
+)
+def test_system_pool_sizes_under_the_aks_minimum_are_refused(size: str, refused: bool) -> None:
+    raw = minimal_raw(**{"aks-gpu:cluster": {"resourceGroup": "rg", "name": "aks", "systemPool": {"vmSize": size}}})
+    assert has(problems(raw)[0], "cluster.systemPool.vmSize", "system-pool-vm-too-small") is refused
+
+
+@pytest.mark.parametrize(
+    ("pool", "refused"),
+    [
+        ({"maxPods": 10, "minCount": 3, "maxCount": 3}, False),
+        ({"maxPods": 10, "minCount": 2}, True),
+        ({"maxPods": 15, "minCount": 0}, True),
+        ({"maxPods": 15, "autoscaling": False, "count": 2}, False),
+        ({"maxPods": 29, "autoscaling": False, "count": 1}, True),
+        ({"maxPods": 30, "minCount": 0}, False),
+    ],
+)
+def test_max_pods_below_30_needs_room_for_30_pods_in_the_pool(pool: dict[str, object], refused: bool) -> None:
+    raw = minimal_raw()
+    raw["aks-gpu:gpuPools"][0] = {**raw["aks-gpu:gpuPools"][0], **pool}
+    assert has(problems(raw)[0], "gpuPools[0].maxPods", "max-pods-minimum") is refused
+
+
+@pytest.mark.parametrize("node_os", ["None", "Unmanaged", "SecurityPatch"])
+def test_the_node_image_channel_fixes_the_node_os_channel(node_os: str) -> None:
+    cluster = {"resourceGroup": "rg", "name": "aks", "upgradeChannel": "node-image", "nodeOsUpgradeChannel": node_os}
+    assert has(problems(minimal_raw(**{"aks-gpu:cluster": cluster}))[0], "cluster.nodeOsUpgradeChannel", "node-image-channel")
+    cluster["nodeOsUpgradeChannel"] = "NodeImage"
+    assert problems(minimal_raw(**{"aks-gpu:cluster": cluster}))[0] == []
+
+
+@pytest.mark.parametrize(
+    ("version", "system_os", "pool_os", "refused"),
+    [
+        ("1.33", "Ubuntu", "AzureLinux", True),
+        ("1.34", "AzureLinux", "Ubuntu", True),
+        ("1.34", "AzureLinux", "AzureLinux", False),
+        ("1.35", "Ubuntu", "Ubuntu", False),
+    ],
+)
+def test_lts_on_minors_that_need_ubuntu_2404_is_refused_while_the_api_cannot_ask_for_it(
+    version: str, system_os: str, pool_os: str, refused: bool
+) -> None:
+    cluster = {
+        "resourceGroup": "rg",
+        "name": "aks",
+        "kubernetesVersion": version,
+        "skuTier": "Premium",
+        "supportPlan": "AKSLongTermSupport",
+        "systemPool": {"osSku": system_os},
+    }
+    raw = minimal_raw(**{"aks-gpu:cluster": cluster})
+    raw["aks-gpu:gpuPools"][0]["osSku"] = pool_os
+    assert has(problems(raw)[0], "cluster.supportPlan", "lts-needs-ubuntu-2404") is refused
+
+
+def test_amd_pools_on_the_daemonset_plugin_are_warned_that_nothing_loads_amdgpu() -> None:
+    raw = minimal_raw()
+    raw["aks-gpu:gpuPools"][0] |= {"vendor": "amd", "vmSize": "Standard_ND96isr_MI300X_v5"}
+    assert has(problems(raw)[1], "devicePlugin.amdMode", "installs no AMD driver")
+    raw["aks-gpu:devicePlugin"] = {"amdMode": "gpu-operator", "certManagerInstalled": True, "amdDriverImage": "r.io/amdgpu"}
+    assert not has(problems(raw)[1], "devicePlugin.amdMode", "installs no AMD driver")
