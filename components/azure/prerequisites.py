@@ -3,13 +3,16 @@ preview features and the deploying identity's rights. Pure: config in, one comma
 
 azure-native registers no resource provider itself (pulumi/pulumi-azure-native#3479: "The subscription ... is not
 registered to use microsoft.insights" on the first DiagnosticSetting), and it has no resource or invoke that registers
-or reads one, so the program cannot check them: ``aksgpu plan`` prints this list, and docs/deploying.md carries it.
+or reads one. ``aksgpu plan`` prints this list; under ``pulumi up`` the program reads the states through the Azure CLI
+where it can (``aks_gpu.program.check_subscription``) and stops before the first resource with one message.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Literal
 
 from aks_gpu.config.models import StackConfig
 
@@ -37,6 +40,40 @@ class Prerequisite:
     what: str
     why: str
     command: str
+    kind: Literal["provider", "feature", "role"] = "provider"
+    # The resource provider namespace (provider, feature) and the feature's name.
+    namespace: str = ""
+    feature: str = ""
+
+
+# The state a registration must be in: `az provider list` (registrationState) and `az feature show`
+# (properties.state) both say "Registered" (https://learn.microsoft.com/azure/azure-resource-manager/management/
+# resource-providers-and-types).
+REGISTERED = "registered"
+
+
+def missing_prerequisites(
+    needed: list[Prerequisite], provider_states: Mapping[str, str], feature_states: Mapping[str, str]
+) -> list[Prerequisite]:
+    """The providers and features of ``needed`` not registered, given the subscription's states (namespace or
+    ``namespace/feature`` -> state; names compare without case, as ARM's do). The role is not read: it is listed,
+    not checked."""
+    providers = {name.lower(): state.lower() for name, state in provider_states.items()}
+    features = {name.lower(): state.lower() for name, state in feature_states.items()}
+    def state(item: Prerequisite) -> str | None:
+        if item.kind == "provider":
+            return providers.get(item.namespace.lower())
+        return features.get(f"{item.namespace}/{item.feature}".lower())
+
+    return [item for item in needed if item.kind != "role" and state(item) != REGISTERED]
+
+
+def not_ready_message(missing: list[Prerequisite]) -> str:
+    """The one message a first deploy stops with: what is missing, and the commands that fix it."""
+    lines = [f"the Azure subscription is not ready for this stack: {', '.join(item.what for item in missing)}. Run:"]
+    lines += [f"  {item.command}" for item in missing]
+    lines.append("then pulumi up again (nothing was created). Set AKSGPU_SKIP_SUBSCRIPTION_CHECK=1 to skip this check.")
+    return "\n".join(lines)
 
 
 def subscription_prerequisites(config: StackConfig) -> list[Prerequisite]:
@@ -46,7 +83,8 @@ def subscription_prerequisites(config: StackConfig) -> list[Prerequisite]:
     needed: list[Prerequisite] = []
 
     def provider(namespace: str, why: str) -> None:
-        needed.append(Prerequisite(f"resource provider {namespace}", why, f"az provider register --namespace {namespace} --wait"))
+        command = f"az provider register --namespace {namespace} --wait"
+        needed.append(Prerequisite(f"resource provider {namespace}", why, command, "provider", namespace))
 
     provider(CONTAINER_SERVICE, "the cluster and its agent pools")
     if any(pool.nvme_cache for pool in config.gpu_pools):
@@ -64,6 +102,9 @@ def subscription_prerequisites(config: StackConfig) -> list[Prerequisite]:
                 f"AMD RDMA sizes ({', '.join(rdma_amd)}) land on one InfiniBand network only with it",
                 f"az feature register --namespace {CONTAINER_SERVICE} --name {INFINIBAND_FEATURE} "
                 f"&& az provider register --namespace {CONTAINER_SERVICE}",
+                "feature",
+                CONTAINER_SERVICE,
+                INFINIBAND_FEATURE,
             )
         )
     if not cluster.existing and cluster.deployer_access.enabled:
@@ -78,6 +119,7 @@ def subscription_prerequisites(config: StackConfig) -> list[Prerequisite]:
                 "cluster exists); or set cluster.deployerAccess.enabled false and list an admin group",
                 f"az role assignment create --assignee <deployer> --role 'Role Based Access Control Administrator' "
                 f"--scope {scope}",
+                "role",
             )
         )
     return needed

@@ -7,6 +7,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
+import pulumi
 import pytest
 from pulumi_azure_native import containerservice, resources
 
@@ -160,3 +161,84 @@ def test_the_plan_registers_a_provider_for_every_azure_namespace_it_creates_in()
             for part, namespace in namespaces.items():
                 if record.custom and f"azure-native:{part}" in record.type:
                     assert namespace in listed, (stack, record.type)
+
+
+class FakeAz:
+    """The Azure CLI as the check calls it: a provider list and a feature state, and the calls it got."""
+
+    def __init__(self, providers: dict[str, str] | None, feature_state: str = "Registered") -> None:
+        self.providers, self.feature_state = providers, feature_state
+        self.calls: list[list[str]] = []
+
+    def __call__(self, arguments: list[str]) -> str | None:
+        import json
+
+        self.calls.append(arguments)
+        if arguments[:2] == ["provider", "list"]:
+            if self.providers is None:
+                return None
+            return json.dumps([{"namespace": name, "state": state} for name, state in self.providers.items()])
+        return self.feature_state + "\n"
+
+
+ALL_REGISTERED = {
+    namespace: "Registered"
+    for namespace in (
+        "Microsoft.ContainerService",
+        "Microsoft.KubernetesConfiguration",
+        "microsoft.monitor",  # ARM compares namespaces without case
+        "Microsoft.Insights",
+        "Microsoft.AlertsManagement",
+    )
+}
+
+
+def test_a_fresh_subscription_stops_before_the_first_resource_with_one_message() -> None:
+    from aks_gpu.program import check_subscription
+    from aks_gpu.resolved.stack import validate_stack
+
+    prod = validate_stack(raw_stack("prod"), "stacks/Pulumi.prod.yaml")
+    fresh = {"Microsoft.ContainerService": "NotRegistered", "Microsoft.Insights": "Registering"}
+    with pytest.raises(pulumi.RunError) as caught:
+        check_subscription(prod, FakeAz(fresh), environment={})
+    message = str(caught.value)
+    for namespace in ("ContainerService", "KubernetesConfiguration", "Monitor", "Insights", "AlertsManagement"):
+        assert f"az provider register --namespace Microsoft.{namespace} --wait" in message
+    assert "nothing was created" in message
+    # Everything registered: no error.
+    check_subscription(prod, FakeAz(ALL_REGISTERED), environment={})
+
+
+def test_the_amd_preview_feature_is_checked_and_named() -> None:
+    from aks_gpu.program import check_subscription
+    from aks_gpu.resolved.stack import validate_stack
+
+    amd = validate_stack(raw_stack("amd"), "stacks/Pulumi.amd.yaml")
+    with pytest.raises(pulumi.RunError) as caught:
+        check_subscription(amd, FakeAz(ALL_REGISTERED, feature_state="Pending"), environment={})
+    assert "az feature register --namespace Microsoft.ContainerService --name AKSInfinibandSupport" in str(caught.value)
+    check_subscription(amd, FakeAz(ALL_REGISTERED, feature_state="Registered"), environment={})
+
+
+def test_without_a_usable_cli_nothing_is_stopped_and_the_skip_switch_skips() -> None:
+    from aks_gpu.program import check_subscription
+    from aks_gpu.resolved.stack import validate_stack
+
+    prod = validate_stack(raw_stack("prod"), "stacks/Pulumi.prod.yaml")
+    check_subscription(prod, FakeAz(None), environment={})  # warns, does not stop
+    skipped = FakeAz({})
+    check_subscription(prod, skipped, environment={"AKSGPU_SKIP_SUBSCRIPTION_CHECK": "1"})
+    assert skipped.calls == []
+
+
+def test_the_plan_never_calls_azure(harness: MockHarness, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Under the mock engine the check does not run, even where an Azure CLI is installed."""
+    import shutil
+    import subprocess
+
+    def no_azure(arguments: list[str]) -> str | None:
+        raise AssertionError(f"the plan called az {arguments}")
+
+    monkeypatch.setattr(shutil, "which", lambda name: "/usr/bin/az")
+    monkeypatch.setattr(subprocess, "run", no_azure)
+    harness.run_stack("prod")
