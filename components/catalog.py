@@ -5,6 +5,7 @@ Pure: the file is read once and turned into frozen dataclasses; nothing here kno
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
@@ -70,6 +71,15 @@ class Catalog:
     vm_sizes: dict[str, VmSize]
     # The AMD GPU sizes AKS supports for node pools (gpu_catalog.yaml `aks_amd_sizes`, with its source).
     aks_amd_sizes: frozenset[str] = frozenset()
+    # Sizes no AKS pool can use (retired, or not supported on AKS): (full-match pattern, why), gpu_catalog.yaml.
+    not_offered: tuple[tuple[str, str], ...] = ()
+
+    def not_offered_reason(self, name: str) -> str | None:
+        """Why AKS cannot run a pool of this size, or None when nothing says so."""
+        for pattern, why in self.not_offered:
+            if re.fullmatch(pattern, name, flags=re.IGNORECASE):
+                return why
+        return None
 
     def aks_supports_amd_size(self, name: str) -> bool:
         return name.lower() in {size.lower() for size in self.aks_amd_sizes}
@@ -123,7 +133,10 @@ def _build(raw: dict[str, Any]) -> Catalog:
         )
         for name, entry in raw["vm_sizes"].items()
     }
-    return Catalog(gpu_models=models, vm_sizes=sizes, aks_amd_sizes=frozenset(raw.get("aks_amd_sizes") or ()))
+    not_offered = tuple((str(entry["pattern"]), str(entry["why"])) for entry in raw.get("not_offered") or ())
+    return Catalog(
+        gpu_models=models, vm_sizes=sizes, aks_amd_sizes=frozenset(raw.get("aks_amd_sizes") or ()), not_offered=not_offered
+    )
 
 
 @lru_cache(maxsize=1)

@@ -288,7 +288,10 @@ def _under_mocks() -> bool:
 
 
 def check_subscription(
-    validated: ValidatedStack, az: Callable[[list[str]], str | None] = run_az, environment: Mapping[str, str] = os.environ
+    validated: ValidatedStack,
+    az: Callable[[list[str]], str | None] = run_az,
+    environment: Mapping[str, str] = os.environ,
+    subscription_id: str | None = None,
 ) -> None:
     """Stop ``pulumi up`` (and preview) before the first resource, with one message, when the subscription lacks a
     resource provider or preview feature the stack needs. The states come from the Azure CLI (the provider has no
@@ -299,8 +302,16 @@ def check_subscription(
         return
     if az is run_az and _under_mocks():
         return
+    if subscription_id is None and az is run_az:
+        subscription_id = pulumi.Config("azure-native").get("subscriptionId")
     needed = [item for item in subscription_prerequisites(config) if item.kind != "role"]
-    listed = az(["provider", "list", "--query", "[].{namespace:namespace, state:registrationState}", "--output", "json"])
+    # The subscription the provider deploys to, when it is named (azure-native:subscriptionId, ARM_SUBSCRIPTION_ID);
+    # else the CLI's default, which is the provider's too when it signs in through the CLI.
+    subscription = subscription_id or environment.get("ARM_SUBSCRIPTION_ID")
+    scope = ["--subscription", subscription] if subscription else []
+    listed = az(
+        ["provider", "list", "--query", "[].{namespace:namespace, state:registrationState}", "--output", "json", *scope]
+    )
     try:
         rows = json.loads(listed) if listed is not None else None
     except ValueError:
@@ -319,7 +330,7 @@ def check_subscription(
     for item in needed:
         if item.kind == "feature":
             query = ["--query", "properties.state", "--output", "tsv"]
-            state = az(["feature", "show", "--namespace", item.namespace, "--name", item.feature, *query])
+            state = az(["feature", "show", "--namespace", item.namespace, "--name", item.feature, *query, *scope])
             features[f"{item.namespace}/{item.feature}"] = (state or "").strip()
     missing = missing_prerequisites(needed, providers, features)
     if missing:

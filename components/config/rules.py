@@ -546,7 +546,15 @@ def _pool_limit_rules(pool: GpuPoolConfig, path: str, catalog: Catalog) -> list[
                 f"{POOL_MIN_PODS} or keep more nodes " + refusal_tag("max-pods-minimum"),
             )
         )
-    if pool.vendor == "amd" and catalog.aks_amd_sizes and not catalog.aks_supports_amd_size(pool.vm_size):
+    retired = catalog.not_offered_reason(pool.vm_size)
+    if retired is not None:
+        problems.append(
+            Problem(
+                f"{path}.vmSize",
+                f"{pool.vm_size!r}: {retired}; `aksgpu catalog` lists the sizes to use " + refusal_tag("gpu-size-not-offered"),
+            )
+        )
+    elif pool.vendor == "amd" and catalog.aks_amd_sizes and not catalog.aks_supports_amd_size(pool.vm_size):
         problems.append(
             Problem(
                 f"{path}.vmSize",

@@ -205,8 +205,10 @@ def test_a_fresh_subscription_stops_before_the_first_resource_with_one_message()
     for namespace in ("ContainerService", "KubernetesConfiguration", "Monitor", "Insights", "AlertsManagement"):
         assert f"az provider register --namespace Microsoft.{namespace} --wait" in message
     assert "nothing was created" in message
-    # Everything registered: no error.
-    check_subscription(prod, FakeAz(ALL_REGISTERED), environment={})
+    # Everything registered: no error. The provider's subscription is the one asked about.
+    ready = FakeAz(ALL_REGISTERED)
+    check_subscription(prod, ready, environment={"ARM_SUBSCRIPTION_ID": "sub-1"})
+    assert ready.calls and all(call[-2:] == ["--subscription", "sub-1"] for call in ready.calls)
 
 
 def test_the_amd_preview_feature_is_checked_and_named() -> None:

@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 
 from aks_gpu.aks_facts import arm64_support, kubernetes_calendar
+from aks_gpu.catalog import Catalog
 from aks_gpu.config.problems import ConfigError
 from aks_gpu.resolved.stack import validate_stack
 from tests.conftest import minimal_raw
@@ -372,3 +373,26 @@ def test_amd_pools_on_the_daemonset_plugin_are_warned_that_nothing_loads_amdgpu(
     assert has(problems(raw)[1], "devicePlugin.amdMode", "installs no AMD driver")
     raw["aks-gpu:devicePlugin"] = {"amdMode": "gpu-operator", "certManagerInstalled": True, "amdDriverImage": "r.io/amdgpu"}
     assert not has(problems(raw)[1], "devicePlugin.amdMode", "installs no AMD driver")
+
+
+@pytest.mark.parametrize(
+    ("size", "refused"),
+    [
+        ("Standard_NV6", True),
+        ("Standard_NV24_Promo", True),
+        ("standard_nc24s_v3", True),  # sizes compare without case
+        ("Standard_NV32as_v4", True),
+        ("Standard_NC24rs_v3", False),  # not in the NCv3 retirement page's three sizes
+        ("Standard_NV36ads_A10_v5", False),
+        ("Standard_NV6ads_A10_v5", False),
+    ],
+)
+def test_retired_and_unsupported_gpu_sizes_are_refused(size: str, refused: bool) -> None:
+    raw = minimal_raw()
+    raw["aks-gpu:gpuPools"][0] |= {"vmSize": size, "gpuCount": 1, "gpuModel": "T4"}
+    assert has(problems(raw)[0], "gpuPools[0].vmSize", "gpu-size-not-offered") is refused
+
+
+def test_no_catalog_size_is_one_the_catalog_says_aks_cannot_use(catalog: Catalog) -> None:
+    assert [name for name in catalog.vm_sizes if catalog.not_offered_reason(name)] == []
+    assert all(catalog.vm_size(name) is not None for name in catalog.aks_amd_sizes)

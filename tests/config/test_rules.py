@@ -123,9 +123,9 @@ def test_time_slicing_together_with_mig_is_refused() -> None:
 
 
 def test_unknown_size_is_a_warning_unless_the_pool_states_its_gpus() -> None:
-    warnings = warnings_of(minimal_raw(**{"aks-gpu:gpuPools": [pool(vmSize="Standard_NC6s_v3")]}))
-    assert any("aks-gpu:gpuPools[0].vmSize: 'Standard_NC6s_v3' is not in the GPU catalog" in w for w in warnings)
-    stated = pool(vmSize="Standard_NC6s_v3", gpuCount=1, gpuModel="T4")
+    warnings = warnings_of(minimal_raw(**{"aks-gpu:gpuPools": [pool(vmSize="Standard_NC48ads_B200_v7")]}))
+    assert any("aks-gpu:gpuPools[0].vmSize: 'Standard_NC48ads_B200_v7' is not in the GPU catalog" in w for w in warnings)
+    stated = pool(vmSize="Standard_NC48ads_B200_v7", gpuCount=1, gpuModel="T4")
     assert not any("vmSize" in w for w in warnings_of(minimal_raw(**{"aks-gpu:gpuPools": [stated]})))
 
 
