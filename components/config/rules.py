@@ -14,7 +14,15 @@ from collections import Counter
 from decimal import Decimal
 
 from aks_gpu import naming
-from aks_gpu.aks_facts import Arm64Entry, KubernetesCalendar, arm64_support, kubernetes_calendar, minor_of, refusal_tag
+from aks_gpu.aks_facts import (
+    Arm64Entry,
+    KubernetesCalendar,
+    MinorVersion,
+    arm64_support,
+    kubernetes_calendar,
+    minor_of,
+    refusal_tag,
+)
 from aks_gpu.catalog import Catalog, VmSize
 from aks_gpu.config.models import ClusterConfig, GpuPoolConfig, PlatformConfig, SmokeJobConfig, StackConfig
 from aks_gpu.config.problems import Problem
@@ -434,9 +442,11 @@ def _pool_rules(pool: GpuPoolConfig, path: str, config: PlatformConfig, catalog:
     if pool.vendor == "amd" and config.device_plugin.amd_mode == "daemonset":
         # "Currently, AKS doesn't manage nor automate the installation of GPU drivers or the AMD GPU device plugin on
         # AMD GPU-enabled node pools" (https://learn.microsoft.com/azure/aks/use-amd-gpus#options-for-using-amd-gpus,
-        # read 2026-12-01, page dated 2025-06-04): with gpuDriver None nothing loads amdgpu, and the ROCm device plugin
-        # advertises no amd.com/gpu without it. No source says the AKS Ubuntu image carries the module; the page's
-        # path is the AMD GPU Operator. A warning, not a refusal: a team may load amdgpu itself (a custom DaemonSet).
+        # read 2026-12-01, page dated 2025-06-04), and the AKS Ubuntu images list no AMD driver package (no
+        # amdgpu-dkms, no ROCm; only the kernel's linux-modules-extra-*-azure and libdrm-amdgpu1): Azure/AKS
+        # vhd-notes/aks-ubuntu/AKSUbuntu-2204/202607.09.0.txt and AKSUbuntu-2404/202607.09.0.txt at commit 8d1c8909.
+        # Whether that kernel package's in-tree amdgpu drives an MI300X is stated by no source read, so a warning,
+        # not a refusal: the page's path is the AMD GPU Operator, and a team may load amdgpu itself.
         problems.append(
             Problem(
                 f"{P}:devicePlugin.amdMode",
@@ -591,7 +601,7 @@ def kubernetes_version_problems(cluster: ClusterConfig, today: dt.date, calendar
                 "the data from the calendar page " + refusal_tag("kubernetes-version-unknown"),
             )
         ]
-    problems: list[Problem] = []
+    problems: list[Problem] = problem_of_patch(cluster, entry, calendar)
     if today < entry.ga:
         problems.append(
             Problem(path, f"{minor} is not GA on AKS until {entry.ga} (preview versions carry no SLA); {choose}", "warning")
@@ -625,6 +635,35 @@ def kubernetes_version_problems(cluster: ClusterConfig, today: dt.date, calendar
             )
         )
     return problems
+
+
+def problem_of_patch(cluster: ClusterConfig, entry: MinorVersion, calendar: KubernetesCalendar) -> list[Problem]:
+    """A pinned patch (1.NN.P) against the newest one the AKS release notes announced for its minor."""
+    parts = cluster.kubernetes_version.split(".")
+    if len(parts) < 3 or entry.latest_patch is None:
+        return []
+    path, patch, newest = f"{P}:cluster.kubernetesVersion", int(parts[2]), f"{entry.minor}.{entry.latest_patch}"
+    if patch > entry.latest_patch:
+        return [
+            Problem(
+                path,
+                f"{cluster.kubernetes_version!r}: AKS has not announced it; the newest {entry.minor} patch in the AKS "
+                f"release notes ({calendar.patches_read_from}) is {newest}. Write {entry.minor} (AKS picks its newest "
+                "patch), or update components/data/aks_versions.yaml if AKS has released it since "
+                + refusal_tag("kubernetes-patch-not-offered"),
+            )
+        ]
+    if patch < entry.latest_patch:
+        return [
+            Problem(
+                path,
+                f"{cluster.kubernetes_version!r} is older than {newest}: AKS removes old patches (two months minimum "
+                "lifecycle) and then creates no cluster or node pool on them; write "
+                f"{entry.minor} to get the newest patch",
+                "warning",
+            )
+        ]
+    return []
 
 
 def _storage_rules(config: PlatformConfig) -> list[Problem]:
