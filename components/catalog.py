@@ -73,6 +73,12 @@ class Catalog:
     aks_amd_sizes: frozenset[str] = frozenset()
     # Sizes no AKS pool can use (retired, or not supported on AKS): (full-match pattern, why), gpu_catalog.yaml.
     not_offered: tuple[tuple[str, str], ...] = ()
+    # The temp (resource) disk per size in GiB, where its size page was read: where an ephemeral OS disk goes.
+    temp_disk_gib: dict[str, int] = field(default_factory=dict)
+
+    def temp_disk_of(self, name: str) -> int | None:
+        lowered = name.lower()
+        return next((gib for size, gib in self.temp_disk_gib.items() if size.lower() == lowered), None)
 
     def not_offered_reason(self, name: str) -> str | None:
         """Why AKS cannot run a pool of this size, or None when nothing says so."""
@@ -135,7 +141,11 @@ def _build(raw: dict[str, Any]) -> Catalog:
     }
     not_offered = tuple((str(entry["pattern"]), str(entry["why"])) for entry in raw.get("not_offered") or ())
     return Catalog(
-        gpu_models=models, vm_sizes=sizes, aks_amd_sizes=frozenset(raw.get("aks_amd_sizes") or ()), not_offered=not_offered
+        gpu_models=models,
+        vm_sizes=sizes,
+        aks_amd_sizes=frozenset(raw.get("aks_amd_sizes") or ()),
+        not_offered=not_offered,
+        temp_disk_gib={str(name): int(gib) for name, gib in (raw.get("temp_disk_gib") or {}).items()},
     )
 
 

@@ -539,6 +539,55 @@ def _pool_rules(pool: GpuPoolConfig, path: str, config: PlatformConfig, catalog:
     return problems
 
 
+# AKS sizes a default ephemeral OS disk to the temp storage "so long as the temp is at least 128 GiB"
+# (`ephemeral-os-disk-too-large`); below that its default OS disk does not fit.
+EPHEMERAL_DEFAULT_MIN_TEMP_GIB = 128
+
+
+def _ephemeral_os_disk_rules(pool: GpuPoolConfig, path: str, catalog: Catalog) -> list[Problem]:
+    """An ephemeral OS disk against the local disks of the size that can hold it: the temp disk, and one local NVMe
+    disk where the size has them (which of the two AKS picks on a size with both is not documented, so only a disk
+    that fits on neither is refused)."""
+    if pool.os_disk_type != "Ephemeral":
+        return []
+    temp = catalog.temp_disk_of(pool.vm_size)
+    size = catalog.vm_size(pool.vm_size)
+    if temp is None:
+        return [
+            Problem(
+                f"{path}.osDiskType",
+                f"Ephemeral on {pool.vm_size}: its temp disk size is not in the catalog (gpu_catalog.yaml temp_disk_gib), so "
+                "whether the OS disk fits cannot be checked; AKS refuses one that does not",
+                "warning",
+            )
+        ]
+    places = {f"its {temp} GiB temp disk": temp}
+    if size is not None and size.nvme is not None:
+        per_disk = size.nvme.capacity_gib // size.nvme.disks
+        places[f"one of its {per_disk} GiB NVMe disks"] = per_disk
+    largest = max(places.values())
+    where = " or ".join(places)
+    wanted = pool.os_disk_size_gb
+    if wanted is None and largest < EPHEMERAL_DEFAULT_MIN_TEMP_GIB:
+        return [
+            Problem(
+                f"{path}.osDiskType",
+                f"Ephemeral on {pool.vm_size}: AKS's default OS disk does not fit {where} (it sizes the disk to the temp "
+                f"storage only from {EPHEMERAL_DEFAULT_MIN_TEMP_GIB} GiB); set osDiskSizeGb to {largest} or less, or use "
+                "Managed " + refusal_tag("ephemeral-os-disk-too-large"),
+            )
+        ]
+    if wanted is not None and wanted > largest:
+        return [
+            Problem(
+                f"{path}.osDiskType",
+                f"Ephemeral with osDiskSizeGb {wanted} on {pool.vm_size}: the OS disk fits neither {where}; set "
+                f"osDiskSizeGb to {largest} or less, or use Managed " + refusal_tag("ephemeral-os-disk-too-large"),
+            )
+        ]
+    return []
+
+
 # "The minimum value that can be set for maximum pods per node is 10 if and only if the configuration of each node
 # pool has space for a minimum of 30 pods" (`max-pods-minimum`).
 POOL_MIN_PODS = 30
@@ -556,6 +605,7 @@ def _pool_limit_rules(pool: GpuPoolConfig, path: str, catalog: Catalog) -> list[
                 f"{POOL_MIN_PODS} or keep more nodes " + refusal_tag("max-pods-minimum"),
             )
         )
+    problems += _ephemeral_os_disk_rules(pool, path, catalog)
     retired = catalog.not_offered_reason(pool.vm_size)
     if retired is not None:
         problems.append(

@@ -396,3 +396,53 @@ def test_retired_and_unsupported_gpu_sizes_are_refused(size: str, refused: bool)
 def test_no_catalog_size_is_one_the_catalog_says_aks_cannot_use(catalog: Catalog) -> None:
     assert [name for name in catalog.vm_sizes if catalog.not_offered_reason(name)] == []
     assert all(catalog.vm_size(name) is not None for name in catalog.aks_amd_sizes)
+
+
+@pytest.mark.parametrize(
+    ("size", "os_disk", "refused"),
+    [
+        # 64 GiB temp disk and an 894 GiB NVMe disk: which one AKS picks is not documented, so only a disk that fits
+        # on neither is refused.
+        ("Standard_NC24ads_A100_v4", None, False),
+        ("Standard_NC24ads_A100_v4", 894, False),
+        ("Standard_NC24ads_A100_v4", 895, True),
+        ("Standard_NC48ads_A100_v4", None, False),  # 128 GiB: AKS sizes the disk to the temp disk
+        ("Standard_NC4as_T4_v3", 176, False),
+        ("Standard_NC4as_T4_v3", 256, True),
+        ("Standard_ND96isr_H100_v5", 2048, False),  # 1,024 GiB temp, 3,576 GiB per NVMe disk
+    ],
+)
+def test_an_ephemeral_os_disk_must_fit_the_temp_disk(size: str, os_disk: int | None, refused: bool) -> None:
+    raw = minimal_raw()
+    raw["aks-gpu:gpuPools"][0] |= {"vmSize": size, "osDiskType": "Ephemeral"}
+    if os_disk is not None:
+        raw["aks-gpu:gpuPools"][0]["osDiskSizeGb"] = os_disk
+    assert has(problems(raw)[0], "gpuPools[0].osDiskType", "ephemeral-os-disk-too-large") is refused
+
+
+def test_an_ephemeral_os_disk_on_a_size_without_temp_disk_facts_is_warned_and_managed_is_never_checked() -> None:
+    raw = minimal_raw()
+    raw["aks-gpu:gpuPools"][0] |= {"vmSize": "Standard_ND96asr_v4", "osDiskType": "Ephemeral"}
+    assert has(problems(raw)[1], "gpuPools[0].osDiskType", "cannot be checked")
+    raw["aks-gpu:gpuPools"][0] |= {"vmSize": "Standard_NC24ads_A100_v4", "osDiskType": "Managed", "osDiskSizeGb": 1024}
+    assert not has(problems(raw)[0] + problems(raw)[1], "osDiskType")
+
+
+def test_every_temp_disk_figure_is_of_a_catalog_size(catalog: Catalog) -> None:
+    assert [name for name in catalog.temp_disk_gib if catalog.vm_size(name) is None] == []
+
+
+def test_a_temp_disk_under_128_gib_cannot_take_akss_default_ephemeral_disk(catalog: Catalog) -> None:
+    import dataclasses
+
+    from aks_gpu.config.rules import check_rules
+
+    small = dataclasses.replace(catalog, temp_disk_gib={"Standard_NC4as_T4_v3": 100})
+    raw = minimal_raw()
+    raw["aks-gpu:gpuPools"][0] |= {"vmSize": "Standard_NC4as_T4_v3", "osDiskType": "Ephemeral"}
+    config = validate_stack(raw, SOURCE, today=ON).config
+    found = check_rules(config, small, today=ON)
+    assert [p.path for p in found if "ephemeral-os-disk-too-large" in p.message] == ["aks-gpu:gpuPools[0].osDiskType"]
+    fits = raw["aks-gpu:gpuPools"][0] | {"osDiskSizeGb": 100}
+    config = validate_stack({**raw, "aks-gpu:gpuPools": [fits]}, SOURCE, today=ON).config
+    assert not [p for p in check_rules(config, small, today=ON) if "ephemeral-os-disk-too-large" in p.message]
