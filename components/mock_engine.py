@@ -401,6 +401,9 @@ class RecordingMonitor(MockMonitor):
         # Every invoke the program made (token, plain arguments): a get-invoke is how it declares that something
         # exists in Azure without creating it (check_azure_references).
         self.invokes: list[tuple[str, dict[str, Any]]] = []
+        # The Azure resources' inputs in plain text (URN -> inputs): the records mask secrets, and a secret resource
+        # group name must be checked too.
+        self.azure_inputs: dict[str, dict[str, Any]] = {}
         self.duplicates: set[str] = set()
         self._urns: set[str] = set()
         self._lock = threading.Lock()
@@ -439,7 +442,12 @@ class RecordingMonitor(MockMonitor):
             options=options,
             aliases=tuple(AliasSpec.from_request(alias) for alias in request.aliases),
         )
+        plain = None
+        if request.type.startswith("azure-native:"):
+            plain = revealed(rpc.deserialize_properties(request.object, keep_unknowns=False))
         with self._lock:
+            if isinstance(plain, dict):
+                self.azure_inputs[record.urn] = plain
             if record.urn in self._urns:
                 self.duplicates.add(record.urn)
             self._urns.add(record.urn)
@@ -497,22 +505,31 @@ def _lower(value: Any) -> str:
 
 
 def undeclared_azure_references(
-    records: Sequence[ResourceRecord], invokes: Sequence[tuple[str, Mapping[str, Any]]]
+    records: Sequence[ResourceRecord],
+    invokes: Sequence[tuple[str, Mapping[str, Any]]],
+    plain_inputs: Mapping[str, Mapping[str, Any]] | None = None,
 ) -> list[str]:
     """What the registered Azure resources refer to that the program neither creates nor declares as existing: a
     resource group no ``ResourceGroup`` creates and no ``getResourceGroup`` looks up, a cluster (of an agent pool,
     maintenance configuration or extension) no ``ManagedCluster`` creates and no ``getManagedCluster`` looks up, and
     an ARM id in any input (a role assignment's scope, a workspace id) whose resource group is neither. A looked-up
-    cluster vouches for its resource group. Pure: the plan's records and invokes in, one line per reference out."""
+    cluster vouches for its resource group. ``plain_inputs`` (URN -> inputs with secrets revealed) replaces a record's
+    masked inputs, so a secret name is checked too. Pure: the plan's records and invokes in, one line per reference
+    out."""
+
+    def inputs_of(record: ResourceRecord) -> Mapping[str, Any]:
+        return (plain_inputs or {}).get(record.urn, record.inputs)
+
     groups: set[str] = set()
     clusters: set[tuple[str, str]] = set()
     # (group, name) of every resource some other get-invoke looked up (an existing workspace, an action group).
     looked_up: set[tuple[str, str]] = set()
     for record in records:
         if record.type == _GROUP_TYPE:
-            groups.add(_lower(record.inputs.get(_GROUP_INPUT, record.name)))
+            groups.add(_lower(inputs_of(record).get(_GROUP_INPUT, record.name)))
         elif record.type == _CLUSTER_TYPE:
-            clusters.add((_lower(record.inputs.get(_GROUP_INPUT)), _lower(record.inputs.get("resourceName", record.name))))
+            inputs = inputs_of(record)
+            clusters.add((_lower(inputs.get(_GROUP_INPUT)), _lower(inputs.get("resourceName", record.name))))
     for token, arguments in invokes:
         if token == _GROUP_LOOKUP:
             groups.add(_lower(arguments.get(_GROUP_INPUT)))
@@ -527,24 +544,27 @@ def undeclared_azure_references(
     for record in records:
         if not record.custom or not record.type.startswith("azure-native:"):
             continue
-        resource_group = record.inputs.get(_GROUP_INPUT)
+        resource_group = inputs_of(record).get(_GROUP_INPUT)
         if isinstance(resource_group, str) and resource_group not in (SECRET, UNKNOWN) and _lower(resource_group) not in groups:
-            found.append(f"{record.name} ({record.type}) is created in resource group {resource_group!r}")
+            # Named as recorded: a secret name stays [secret] in the message.
+            found.append(f"{record.name} ({record.type}) is created in resource group {record.inputs.get(_GROUP_INPUT)!r}")
         cluster_key = _CLUSTER_CHILDREN.get(record.type)
-        cluster = record.inputs.get(cluster_key) if cluster_key else None
+        cluster = inputs_of(record).get(cluster_key) if cluster_key else None
         if (
             isinstance(resource_group, str)
             and isinstance(cluster, str)
             and cluster not in (SECRET, UNKNOWN)
             and (_lower(resource_group), _lower(cluster)) not in clusters
         ):
-            found.append(f"{record.name} ({record.type}) joins cluster {cluster!r} in {resource_group!r}")
-        for key, value in sorted(record.inputs.items()):
+            shown_cluster, shown_group = record.inputs.get(cluster_key or ""), record.inputs.get(_GROUP_INPUT)
+            found.append(f"{record.name} ({record.type}) joins cluster {shown_cluster!r} in {shown_group!r}")
+        for key, value in sorted(inputs_of(record).items()):
             for text in _strings_in(value):
                 match = _ARM_ID.fullmatch(text)
                 group_of_id = _lower(match.group(1)) if match else ""
                 if match and group_of_id not in groups and (group_of_id, _lower(text.rsplit("/", 1)[1])) not in looked_up:
-                    found.append(f"{record.name} ({record.type}) input {key} refers to {text!r}")
+                    shown = text if record.inputs.get(key) == value else SECRET
+                    found.append(f"{record.name} ({record.type}) input {key} refers to {shown!r}")
     return found
 
 
@@ -647,7 +667,7 @@ def _run_in_context(
     if monitor.duplicates:
         raise DuplicateUrnError("registered twice: " + ", ".join(sorted(monitor.duplicates)))
     records = sorted(monitor.records, key=lambda r: r.urn)
-    undeclared = undeclared_azure_references(records, monitor.invokes)
+    undeclared = undeclared_azure_references(records, monitor.invokes, monitor.azure_inputs)
     if undeclared:
         raise UndeclaredAzureReferenceError(
             "the program refers to Azure resources it neither creates nor looks up (a first deploy would fail "

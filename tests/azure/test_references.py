@@ -244,3 +244,17 @@ def test_the_plan_never_calls_azure(harness: MockHarness, monkeypatch: pytest.Mo
     monkeypatch.setattr(shutil, "which", lambda name: "/usr/bin/az")
     monkeypatch.setattr(subprocess, "run", no_azure)
     harness.run_stack("prod")
+
+
+def test_a_secret_resource_group_name_is_checked_too(harness: MockHarness) -> None:
+    """The plan masks secrets in what it records; the check reads the plain names, as the provider does."""
+
+    def program(create: bool) -> None:
+        if create:
+            resources.ResourceGroup("rg", resource_group_name=pulumi.Output.secret("rg-hidden"))
+        containerservice.ManagedCluster("aks", resource_group_name=pulumi.Output.secret("rg-hidden"), resource_name_="aks")
+
+    with pytest.raises(UndeclaredAzureReferenceError, match="is created in resource group") as caught:
+        harness.run(lambda: program(False))
+    assert "rg-hidden" not in str(caught.value)  # the message keeps the secret
+    harness.run(lambda: program(True))
