@@ -602,7 +602,11 @@ def run_program(
         finally:
             sys.path.remove(added_path)
 
-    return run_mocked(program, stack, raw_config, project, mocks, preview=preview, run_hooks=run_hooks)
+    # A whole stack program: everything Azure-side it names must be created or looked up in it (a component run on
+    # its own gets its cluster from its caller, so run_mocked checks only when asked).
+    return run_mocked(
+        program, stack, raw_config, project, mocks, preview=preview, run_hooks=run_hooks, check_references=True
+    )
 
 
 def run_mocked(
@@ -614,11 +618,14 @@ def run_mocked(
     *,
     preview: bool = False,
     run_hooks: bool = False,
+    check_references: bool = False,
 ) -> PlanResult:
     """Run ``program`` (which registers resources) under fresh mocks (``PlanMocks`` unless given) and a fresh
     event loop. ``preview=True`` is a dry run, as ``pulumi preview``: outputs the providers compute are unknown
     (recorded as ``[unknown]``) and invokes that depend on them are not made. With ``run_hooks``, resource hooks
-    run too (not in a preview, unless registered with on_dry_run) and a failed one raises ``HookFailedError``."""
+    run too (not in a preview, unless registered with on_dry_run) and a failed one raises ``HookFailedError``. With
+    ``check_references`` an Azure scope the program neither creates nor looks up raises
+    ``UndeclaredAzureReferenceError`` (``undeclared_azure_references``)."""
     answers = mocks or PlanMocks(preview=preview)
     monitor = HookRunningMonitor(answers) if run_hooks else RecordingMonitor(answers)
     warnings: list[str] = []
@@ -633,7 +640,7 @@ def run_mocked(
         # A fresh, empty context: the runtime keeps its settings, root stack and config in context variables,
         # so each run starts clean and leaves nothing behind for the next.
         return contextvars.Context().run(
-            _run_in_context, program, stack, raw_config or {}, project, monitor, logger, warnings, preview
+            _run_in_context, program, stack, raw_config or {}, project, monitor, logger, warnings, preview, check_references
         )
     finally:
         gc.set_threshold(*thresholds)
@@ -648,6 +655,7 @@ def _run_in_context(
     logger: logging.Logger,
     warnings: list[str],
     preview: bool,
+    check_references: bool = False,
 ) -> PlanResult:
     loop = asyncio.new_event_loop()
     asyncio.set_event_loop(loop)
@@ -667,7 +675,7 @@ def _run_in_context(
     if monitor.duplicates:
         raise DuplicateUrnError("registered twice: " + ", ".join(sorted(monitor.duplicates)))
     records = sorted(monitor.records, key=lambda r: r.urn)
-    undeclared = undeclared_azure_references(records, monitor.invokes, monitor.azure_inputs)
+    undeclared = undeclared_azure_references(records, monitor.invokes, monitor.azure_inputs) if check_references else []
     if undeclared:
         raise UndeclaredAzureReferenceError(
             "the program refers to Azure resources it neither creates nor looks up (a first deploy would fail "

@@ -5,13 +5,14 @@ or looked up by a get-invoke (declared as existing); the plan refuses anything e
 from __future__ import annotations
 
 import copy
+from collections.abc import Callable
 from typing import Any
 
 import pulumi
 import pytest
 from pulumi_azure_native import containerservice, resources
 
-from aks_gpu.mock_engine import UndeclaredAzureReferenceError
+from aks_gpu.mock_engine import PlanResult, UndeclaredAzureReferenceError, run_mocked
 from tests.conftest import STACK_NAMES, MockHarness, minimal_raw, planned_result, raw_stack
 
 GROUP = "azure-native:resources:ResourceGroup"
@@ -57,24 +58,42 @@ def _workspace_id(group: str) -> str:
 # ---------------------------------------------------------------- the engine's rule, on hand-made programs
 
 
-def test_a_resource_in_a_group_nobody_creates_is_refused(harness: MockHarness) -> None:
+class CheckingHarness:
+    """Runs a hand-made program as ``aksgpu plan`` runs a stack program: with the reference check on."""
+
+    def run(self, program: Callable[[], object]) -> PlanResult:
+        return run_mocked(program, "test", check_references=True)
+
+
+@pytest.fixture
+def checking() -> CheckingHarness:
+    return CheckingHarness()
+
+
+def test_a_component_on_its_own_is_not_checked(harness: MockHarness) -> None:
+    """A component run by itself gets its cluster from its caller (another stack, a StackReference): only a whole
+    stack program, as aksgpu plan runs it, must create or look up what it names."""
+    harness.run(lambda: containerservice.ManagedCluster("aks", resource_group_name="rg-elsewhere", resource_name_="aks"))
+
+
+def test_a_resource_in_a_group_nobody_creates_is_refused(checking: CheckingHarness) -> None:
     def program() -> None:
         containerservice.ManagedCluster("aks", resource_group_name="rg-nowhere", resource_name_="aks")
 
     with pytest.raises(UndeclaredAzureReferenceError, match="rg-nowhere"):
-        harness.run(program)
+        checking.run(program)
 
 
-def test_a_pool_of_a_cluster_nobody_creates_is_refused(harness: MockHarness) -> None:
+def test_a_pool_of_a_cluster_nobody_creates_is_refused(checking: CheckingHarness) -> None:
     def program() -> None:
         resources.ResourceGroup("rg", resource_group_name="rg-a")
         containerservice.AgentPool("pool", resource_group_name="rg-a", resource_name_="aks-elsewhere", agent_pool_name="gpu")
 
     with pytest.raises(UndeclaredAzureReferenceError, match="joins cluster 'aks-elsewhere'"):
-        harness.run(program)
+        checking.run(program)
 
 
-def test_an_arm_id_into_an_undeclared_group_is_refused_and_a_lookup_declares_it(harness: MockHarness) -> None:
+def test_an_arm_id_into_an_undeclared_group_is_refused_and_a_lookup_declares_it(checking: CheckingHarness) -> None:
     def program(look_up: bool) -> None:
         resources.ResourceGroup("rg", resource_group_name="rg-a")
         if look_up:
@@ -82,8 +101,8 @@ def test_an_arm_id_into_an_undeclared_group_is_refused_and_a_lookup_declares_it(
         pulumi_azure_native_role("/subscriptions/0/resourceGroups/rg-b/providers/Microsoft.Monitor/accounts/amw")
 
     with pytest.raises(UndeclaredAzureReferenceError, match="input scope refers to"):
-        harness.run(lambda: program(False))
-    harness.run(lambda: program(True))
+        checking.run(lambda: program(False))
+    checking.run(lambda: program(True))
 
 
 def pulumi_azure_native_role(scope: str) -> None:
@@ -92,12 +111,12 @@ def pulumi_azure_native_role(scope: str) -> None:
     authorization.RoleAssignment("role", scope=scope, principal_id="p", role_definition_id="/subscriptions/0/x")
 
 
-def test_names_compare_without_case_as_arm_does(harness: MockHarness) -> None:
+def test_names_compare_without_case_as_arm_does(checking: CheckingHarness) -> None:
     def program() -> None:
         resources.ResourceGroup("rg", resource_group_name="RG-A")
         containerservice.ManagedCluster("aks", resource_group_name="rg-a", resource_name_="aks")
 
-    harness.run(program)
+    checking.run(program)
 
 
 def test_the_plan_says_whether_the_group_is_created_or_adopted(tmp_path: Any, capsys: pytest.CaptureFixture[str]) -> None:
@@ -246,7 +265,7 @@ def test_the_plan_never_calls_azure(harness: MockHarness, monkeypatch: pytest.Mo
     harness.run_stack("prod")
 
 
-def test_a_secret_resource_group_name_is_checked_too(harness: MockHarness) -> None:
+def test_a_secret_resource_group_name_is_checked_too(checking: CheckingHarness) -> None:
     """The plan masks secrets in what it records; the check reads the plain names, as the provider does."""
 
     def program(create: bool) -> None:
@@ -255,6 +274,6 @@ def test_a_secret_resource_group_name_is_checked_too(harness: MockHarness) -> No
         containerservice.ManagedCluster("aks", resource_group_name=pulumi.Output.secret("rg-hidden"), resource_name_="aks")
 
     with pytest.raises(UndeclaredAzureReferenceError, match="is created in resource group") as caught:
-        harness.run(lambda: program(False))
+        checking.run(lambda: program(False))
     assert "rg-hidden" not in str(caught.value)  # the message keeps the secret
-    harness.run(lambda: program(True))
+    checking.run(lambda: program(True))
