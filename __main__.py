@@ -4,9 +4,11 @@ import pulumi
 
 from aks_gpu.naming import PLATFORM_COMPONENT_NAME
 from aks_gpu.platform import GpuPlatform, stack_exports
-from aks_gpu.program import load_from_pulumi, stack_secrets
+from aks_gpu.program import check_subscription, load_from_pulumi, stack_secrets
 
 validated = load_from_pulumi()
+# A fresh subscription stops here with one message, before the first resource (docs/deploying.md).
+check_subscription(validated)
 platform = GpuPlatform.of(
     PLATFORM_COMPONENT_NAME,
     validated.model,

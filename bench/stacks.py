@@ -64,6 +64,19 @@ def generated_stack(pools: int, namespaces: int | None = None, name: str = "benc
         "aks-gpu:workloads": workloads,
         # Someone hears the alerts, as a real stack would have it (without one the config rules warn).
         "aks-gpu:monitoring": {"azureMonitor": {"actionGroupIds": [ONCALL_ACTION_GROUP]}},
+        # AMD pools with the AMD GPU Operator, as the AKS guide has it: AKS loads no amdgpu driver, and the ROCm device
+        # plugin alone is warned about (config/rules.py), while these stacks must pass every rule without a warning.
+        **(
+            {
+                "aks-gpu:devicePlugin": {
+                    "amdMode": "gpu-operator",
+                    "certManagerInstalled": True,
+                    "amdDriverImage": f"{name}.azurecr.io/amdgpu-driver",
+                }
+            }
+            if pools >= len(_SHAPES)
+            else {}
+        ),
     }
 
 

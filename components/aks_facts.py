@@ -36,6 +36,8 @@ class MinorVersion:
     ga: dt.date
     end_of_life: dt.date
     lts_end_of_life: dt.date
+    # The newest patch the AKS release notes announced (None: not recorded, not checked).
+    latest_patch: int | None = None
 
 
 @dataclass(frozen=True)
@@ -45,6 +47,13 @@ class KubernetesCalendar:
     warn_days: int
     default: str
     versions: dict[str, MinorVersion]
+    # Minors whose long-term support needs Ubuntu 24.04 node pools, the first minor where osSku Ubuntu means 24.04,
+    # and the AKS API the provider is pinned to (which decides whether Ubuntu2404 can be asked for).
+    # Which release notes the latest patches come from (their heading).
+    patches_read_from: str = ""
+    lts_needs_ubuntu_2404: tuple[str, ...] = ()
+    ubuntu_2404_default_from: str = ""
+    pinned_api_version: str = ""
 
     def get(self, minor: str) -> MinorVersion | None:
         return self.versions.get(minor)
@@ -69,7 +78,11 @@ def kubernetes_calendar() -> KubernetesCalendar:
     raw = _read(VERSIONS_FILE)
     versions = {
         str(minor): MinorVersion(
-            minor=str(minor), ga=entry["ga"], end_of_life=entry["end_of_life"], lts_end_of_life=entry["lts_end_of_life"]
+            minor=str(minor),
+            ga=entry["ga"],
+            end_of_life=entry["end_of_life"],
+            lts_end_of_life=entry["lts_end_of_life"],
+            latest_patch=entry.get("latest_patch"),
         )
         for minor, entry in raw["versions"].items()
     }
@@ -79,6 +92,10 @@ def kubernetes_calendar() -> KubernetesCalendar:
         warn_days=int(raw["warn_days_before_end_of_life"]),
         default=str(raw["default"]),
         versions=versions,
+        patches_read_from=str(raw.get("patches_read_from", "")),
+        lts_needs_ubuntu_2404=tuple(str(minor) for minor in raw["lts_needs_ubuntu_2404"]["minors"]),
+        ubuntu_2404_default_from=str(raw["lts_needs_ubuntu_2404"]["ubuntu_2404_default_from"]),
+        pinned_api_version=str(raw["lts_needs_ubuntu_2404"]["pinned_api_version"]),
     )
 
 

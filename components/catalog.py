@@ -5,6 +5,7 @@ Pure: the file is read once and turned into frozen dataclasses; nothing here kno
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
@@ -71,6 +72,26 @@ class VmSize:
 class Catalog:
     gpu_models: dict[str, GpuModel]
     vm_sizes: dict[str, VmSize]
+    # The AMD GPU sizes AKS supports for node pools (gpu_catalog.yaml `aks_amd_sizes`, with its source).
+    aks_amd_sizes: frozenset[str] = frozenset()
+    # Sizes no AKS pool can use (retired, or not supported on AKS): (full-match pattern, why), gpu_catalog.yaml.
+    not_offered: tuple[tuple[str, str], ...] = ()
+    # The temp (resource) disk per size in GiB, where its size page was read: where an ephemeral OS disk goes.
+    temp_disk_gib: dict[str, int] = field(default_factory=dict)
+
+    def temp_disk_of(self, name: str) -> int | None:
+        lowered = name.lower()
+        return next((gib for size, gib in self.temp_disk_gib.items() if size.lower() == lowered), None)
+
+    def not_offered_reason(self, name: str) -> str | None:
+        """Why AKS cannot run a pool of this size, or None when nothing says so."""
+        for pattern, why in self.not_offered:
+            if re.fullmatch(pattern, name, flags=re.IGNORECASE):
+                return why
+        return None
+
+    def aks_supports_amd_size(self, name: str) -> bool:
+        return name.lower() in {size.lower() for size in self.aks_amd_sizes}
 
     def gpu_facts(
         self, vm_size: str, gpu_model: str | None, gpu_count: int | None
@@ -122,7 +143,14 @@ def _build(raw: dict[str, Any]) -> Catalog:
         )
         for name, entry in raw["vm_sizes"].items()
     }
-    return Catalog(gpu_models=models, vm_sizes=sizes)
+    not_offered = tuple((str(entry["pattern"]), str(entry["why"])) for entry in raw.get("not_offered") or ())
+    return Catalog(
+        gpu_models=models,
+        vm_sizes=sizes,
+        aks_amd_sizes=frozenset(raw.get("aks_amd_sizes") or ()),
+        not_offered=not_offered,
+        temp_disk_gib={str(name): int(gib) for name, gib in (raw.get("temp_disk_gib") or {}).items()},
+    )
 
 
 @lru_cache(maxsize=1)

@@ -289,6 +289,13 @@ class PlanMocks(Mocks):
                 "location": "swedencentral",
                 "oidcIssuerProfile": {"enabled": True, "issuerURL": f"https://oidc.example.invalid/{cluster}/"},
             }, []
+        if token == "azure-native:resources:getResourceGroup":
+            group = str(arguments.get("resourceGroupName"))
+            return {
+                "id": f"/subscriptions/{FAKE_SUBSCRIPTION}/resourceGroups/{group}",
+                "name": group,
+                "location": "swedencentral",
+            }, []
         if token == CLIENT_CONFIG_CALL:
             return {
                 "clientId": "plan-client",
@@ -403,6 +410,12 @@ class RecordingMonitor(MockMonitor):
     def __init__(self, mocks: Mocks) -> None:
         super().__init__(mocks)
         self.records: list[ResourceRecord] = []
+        # Every invoke the program made (token, plain arguments): a get-invoke is how it declares that something
+        # exists in Azure without creating it (check_azure_references).
+        self.invokes: list[tuple[str, dict[str, Any]]] = []
+        # The Azure resources' inputs in plain text (URN -> inputs): the records mask secrets, and a secret resource
+        # group name must be checked too.
+        self.azure_inputs: dict[str, dict[str, Any]] = {}
         self.duplicates: set[str] = set()
         self._urns: set[str] = set()
         self._lock = threading.Lock()
@@ -413,6 +426,12 @@ class RecordingMonitor(MockMonitor):
         unless the parent is the root stack. The SDK's MockMonitor (pulumi 3.272.0 runtime/mocks.py) keeps only the
         parent's last type instead, so below the first level its URNs are not the ones a real deployment records."""
         return engine_urn(name, type_, parent or None, project=get_project(), stack=get_stack())
+
+    def Invoke(self, request: Any) -> Any:  # noqa: N802 - the gRPC method name
+        arguments = revealed(rpc.deserialize_properties(request.args, keep_unknowns=False))
+        with self._lock:
+            self.invokes.append((request.tok, arguments if isinstance(arguments, dict) else {}))
+        return super().Invoke(request)  # type: ignore[no-untyped-call]
 
     def RegisterResource(self, request: Any) -> Any:  # noqa: N802 - the gRPC method name
         response = super().RegisterResource(request)  # type: ignore[no-untyped-call]
@@ -435,7 +454,12 @@ class RecordingMonitor(MockMonitor):
             options=options,
             aliases=tuple(AliasSpec.from_request(alias) for alias in request.aliases),
         )
+        plain = None
+        if request.type.startswith("azure-native:"):
+            plain = revealed(rpc.deserialize_properties(request.object, keep_unknowns=False))
         with self._lock:
+            if isinstance(plain, dict):
+                self.azure_inputs[record.urn] = plain
             if record.urn in self._urns:
                 self.duplicates.add(record.urn)
             self._urns.add(record.urn)
@@ -462,6 +486,111 @@ class DuplicateUrnError(RuntimeError):
     """Two resources registered under one URN: Pulumi would refuse the program at deploy time."""
 
 
+class UndeclaredAzureReferenceError(RuntimeError):
+    """A resource names an Azure scope (a resource group, a cluster, an ARM id) that the program neither creates nor
+    declares as existing by looking it up: the mock engine answers any name, Azure answers NotFound."""
+
+
+# ---------------------------------------------------------------- what exists in Azure, and who said so
+
+# Inputs that name the resource group a resource is created in (azure-native spells it so for every RG-scoped type).
+_GROUP_INPUT = "resourceGroupName"
+# Child resources of a managed cluster and the input that names their cluster.
+_CLUSTER_CHILDREN = {
+    "azure-native:containerservice:AgentPool": "resourceName",
+    "azure-native:containerservice:MaintenanceConfiguration": "resourceName",
+    "azure-native:kubernetesconfiguration:Extension": "clusterName",
+}
+_CLUSTER_TYPE = "azure-native:containerservice:ManagedCluster"
+_GROUP_TYPE = "azure-native:resources:ResourceGroup"
+# The get-invokes by which a program declares an existing resource group or cluster (the real provider fails the
+# preview when the thing is missing, before anything is created).
+_GROUP_LOOKUP = "azure-native:resources:getResourceGroup"
+_CLUSTER_LOOKUP = "azure-native:containerservice:getManagedCluster"
+# An ARM id inside a resource group: /subscriptions/<s>/resourceGroups/<group>[/providers/<ns>/<type>/<name>...].
+_ARM_ID = re.compile(r"(?i)/subscriptions/[^/]+/resourceGroups/([^/]+)(/providers/.+)?")
+
+
+def _lower(value: Any) -> str:
+    # ARM compares resource group and resource names without regard to case.
+    return str(value).lower()
+
+
+def undeclared_azure_references(
+    records: Sequence[ResourceRecord],
+    invokes: Sequence[tuple[str, Mapping[str, Any]]],
+    plain_inputs: Mapping[str, Mapping[str, Any]] | None = None,
+) -> list[str]:
+    """What the registered Azure resources refer to that the program neither creates nor declares as existing: a
+    resource group no ``ResourceGroup`` creates and no ``getResourceGroup`` looks up, a cluster (of an agent pool,
+    maintenance configuration or extension) no ``ManagedCluster`` creates and no ``getManagedCluster`` looks up, and
+    an ARM id in any input (a role assignment's scope, a workspace id) whose resource group is neither. A looked-up
+    cluster vouches for its resource group. ``plain_inputs`` (URN -> inputs with secrets revealed) replaces a record's
+    masked inputs, so a secret name is checked too. Pure: the plan's records and invokes in, one line per reference
+    out."""
+
+    def inputs_of(record: ResourceRecord) -> Mapping[str, Any]:
+        return (plain_inputs or {}).get(record.urn, record.inputs)
+
+    groups: set[str] = set()
+    clusters: set[tuple[str, str]] = set()
+    # (group, name) of every resource some other get-invoke looked up (an existing workspace, an action group).
+    looked_up: set[tuple[str, str]] = set()
+    for record in records:
+        if record.type == _GROUP_TYPE:
+            groups.add(_lower(inputs_of(record).get(_GROUP_INPUT, record.name)))
+        elif record.type == _CLUSTER_TYPE:
+            inputs = inputs_of(record)
+            clusters.add((_lower(inputs.get(_GROUP_INPUT)), _lower(inputs.get("resourceName", record.name))))
+    for token, arguments in invokes:
+        if token == _GROUP_LOOKUP:
+            groups.add(_lower(arguments.get(_GROUP_INPUT)))
+        elif token == _CLUSTER_LOOKUP:
+            group = _lower(arguments.get(_GROUP_INPUT))
+            groups.add(group)
+            clusters.add((group, _lower(arguments.get("resourceName"))))
+        elif ":get" in token and isinstance(arguments.get(_GROUP_INPUT), str):
+            group = _lower(arguments[_GROUP_INPUT])
+            looked_up.update((group, _lower(v)) for k, v in arguments.items() if k != _GROUP_INPUT and isinstance(v, str))
+    found: list[str] = []
+    for record in records:
+        if not record.custom or not record.type.startswith("azure-native:"):
+            continue
+        resource_group = inputs_of(record).get(_GROUP_INPUT)
+        if isinstance(resource_group, str) and resource_group not in (SECRET, UNKNOWN) and _lower(resource_group) not in groups:
+            # Named as recorded: a secret name stays [secret] in the message.
+            found.append(f"{record.name} ({record.type}) is created in resource group {record.inputs.get(_GROUP_INPUT)!r}")
+        cluster_key = _CLUSTER_CHILDREN.get(record.type)
+        cluster = inputs_of(record).get(cluster_key) if cluster_key else None
+        if (
+            isinstance(resource_group, str)
+            and isinstance(cluster, str)
+            and cluster not in (SECRET, UNKNOWN)
+            and (_lower(resource_group), _lower(cluster)) not in clusters
+        ):
+            shown_cluster, shown_group = record.inputs.get(cluster_key or ""), record.inputs.get(_GROUP_INPUT)
+            found.append(f"{record.name} ({record.type}) joins cluster {shown_cluster!r} in {shown_group!r}")
+        for key, value in sorted(inputs_of(record).items()):
+            for text in _strings_in(value):
+                match = _ARM_ID.fullmatch(text)
+                group_of_id = _lower(match.group(1)) if match else ""
+                if match and group_of_id not in groups and (group_of_id, _lower(text.rsplit("/", 1)[1])) not in looked_up:
+                    shown = text if record.inputs.get(key) == value else SECRET
+                    found.append(f"{record.name} ({record.type}) input {key} refers to {shown!r}")
+    return found
+
+
+def _strings_in(value: Any) -> Iterator[str]:
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, dict):
+        for item in value.values():
+            yield from _strings_in(item)
+    elif isinstance(value, list):
+        for item in value:
+            yield from _strings_in(item)
+
+
 def run_program(
     project_dir: Path,
     stack: str,
@@ -485,7 +614,11 @@ def run_program(
         finally:
             sys.path.remove(added_path)
 
-    return run_mocked(program, stack, raw_config, project, mocks, preview=preview, run_hooks=run_hooks)
+    # A whole stack program: everything Azure-side it names must be created or looked up in it (a component run on
+    # its own gets its cluster from its caller, so run_mocked checks only when asked).
+    return run_mocked(
+        program, stack, raw_config, project, mocks, preview=preview, run_hooks=run_hooks, check_references=True
+    )
 
 
 def run_mocked(
@@ -497,11 +630,14 @@ def run_mocked(
     *,
     preview: bool = False,
     run_hooks: bool = False,
+    check_references: bool = False,
 ) -> PlanResult:
     """Run ``program`` (which registers resources) under fresh mocks (``PlanMocks`` unless given) and a fresh
     event loop. ``preview=True`` is a dry run, as ``pulumi preview``: outputs the providers compute are unknown
     (recorded as ``[unknown]``) and invokes that depend on them are not made. With ``run_hooks``, resource hooks
-    run too (not in a preview, unless registered with on_dry_run) and a failed one raises ``HookFailedError``."""
+    run too (not in a preview, unless registered with on_dry_run) and a failed one raises ``HookFailedError``. With
+    ``check_references`` an Azure scope the program neither creates nor looks up raises
+    ``UndeclaredAzureReferenceError`` (``undeclared_azure_references``)."""
     answers = mocks or PlanMocks(preview=preview)
     monitor = HookRunningMonitor(answers) if run_hooks else RecordingMonitor(answers)
     warnings: list[str] = []
@@ -516,7 +652,7 @@ def run_mocked(
         # A fresh, empty context: the runtime keeps its settings, root stack and config in context variables,
         # so each run starts clean and leaves nothing behind for the next.
         return contextvars.Context().run(
-            _run_in_context, program, stack, raw_config or {}, project, monitor, logger, warnings, preview
+            _run_in_context, program, stack, raw_config or {}, project, monitor, logger, warnings, preview, check_references
         )
     finally:
         gc.set_threshold(*thresholds)
@@ -531,6 +667,7 @@ def _run_in_context(
     logger: logging.Logger,
     warnings: list[str],
     preview: bool,
+    check_references: bool = False,
 ) -> PlanResult:
     loop = asyncio.new_event_loop()
     asyncio.set_event_loop(loop)
@@ -550,6 +687,12 @@ def _run_in_context(
     if monitor.duplicates:
         raise DuplicateUrnError("registered twice: " + ", ".join(sorted(monitor.duplicates)))
     records = sorted(monitor.records, key=lambda r: r.urn)
+    undeclared = undeclared_azure_references(records, monitor.invokes, monitor.azure_inputs) if check_references else []
+    if undeclared:
+        raise UndeclaredAzureReferenceError(
+            "the program refers to Azure resources it neither creates nor looks up (a first deploy would fail "
+            "with NotFound): " + "; ".join(undeclared)
+        )
     result = PlanResult(project=project, stack=stack, resources=records, outputs=outputs, warnings=warnings)
     if isinstance(monitor, HookRunningMonitor):
         monitor.finish(result)

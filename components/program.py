@@ -24,8 +24,11 @@ pool's name makes its components' and AgentPool's names) is therefore warned abo
 from __future__ import annotations
 
 import json
+import os
+import shutil
+import subprocess
 import typing
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from dataclasses import field as dataclass_field
 from pathlib import Path
@@ -36,6 +39,7 @@ from pulumi.runtime import config as runtime_config
 from pydantic import BaseModel
 
 from aks_gpu.args import is_output, log_warnings
+from aks_gpu.azure.prerequisites import missing_prerequisites, not_ready_message, subscription_prerequisites
 from aks_gpu.config.loader import PROJECT, stack_file_path
 from aks_gpu.config.models import StackConfig
 from aks_gpu.config.problems import ConfigError
@@ -253,3 +257,84 @@ def load_from_pulumi() -> ValidatedStack:
         pulumi.runtime.register_stack_transformation(secrets.transformation)
     log_warnings(validated.warnings, validated.config, lambda p: secrets.mask(p.render(source)))
     return validated
+
+
+# ---------------------------------------------------------------- the subscription, before the first resource
+
+SKIP_SUBSCRIPTION_CHECK = "AKSGPU_SKIP_SUBSCRIPTION_CHECK"
+# One `az` call: a few seconds normally; a CLI that waits on a login prompt is stopped here.
+AZ_TIMEOUT_S = 60
+AZ_OUTPUT_LIMIT = 16 * 1024 * 1024
+
+
+def run_az(arguments: list[str]) -> str | None:
+    """The Azure CLI's stdout for ``arguments``, or None when it is not installed, fails or takes too long."""
+    az = shutil.which("az")
+    if az is None:
+        return None
+    try:
+        done = subprocess.run(
+            [az, *arguments], capture_output=True, timeout=AZ_TIMEOUT_S, check=False, stdin=subprocess.DEVNULL
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    if done.returncode != 0 or len(done.stdout) > AZ_OUTPUT_LIMIT:
+        return None
+    return done.stdout.decode("utf-8", errors="replace")
+
+
+def _under_mocks() -> bool:
+    """Whether the program runs under the mock engine (aksgpu plan, tests): nothing there may call Azure."""
+    from pulumi.runtime.mocks import MockMonitor
+
+    return isinstance(pulumi.runtime.settings.get_monitor(), MockMonitor)
+
+
+def check_subscription(
+    validated: ValidatedStack,
+    az: Callable[[list[str]], str | None] = run_az,
+    environment: Mapping[str, str] = os.environ,
+    subscription_id: str | None = None,
+) -> None:
+    """Stop ``pulumi up`` (and preview) before the first resource, with one message, when the subscription lacks a
+    resource provider or preview feature the stack needs. The states come from the Azure CLI (the provider has no
+    invoke that reads them); without a usable CLI nothing is checked and a warning lists the commands. Skipped under
+    the mock engine, for an adopted cluster, and with AKSGPU_SKIP_SUBSCRIPTION_CHECK set."""
+    config = validated.config
+    if environment.get(SKIP_SUBSCRIPTION_CHECK) or not isinstance(config, StackConfig) or config.cluster.existing:
+        return
+    if az is run_az and _under_mocks():
+        return
+    if subscription_id is None and az is run_az:
+        subscription_id = pulumi.Config("azure-native").get("subscriptionId")
+    needed = [item for item in subscription_prerequisites(config) if item.kind != "role"]
+    # The subscription the provider deploys to, when it is named (azure-native:subscriptionId, ARM_SUBSCRIPTION_ID);
+    # else the CLI's default, which is the provider's too when it signs in through the CLI.
+    subscription = subscription_id or environment.get("ARM_SUBSCRIPTION_ID")
+    scope = ["--subscription", subscription] if subscription else []
+    listed = az(
+        ["provider", "list", "--query", "[].{namespace:namespace, state:registrationState}", "--output", "json", *scope]
+    )
+    try:
+        rows = json.loads(listed) if listed is not None else None
+    except ValueError:
+        rows = None
+    if not isinstance(rows, list):
+        commands = "; ".join(item.command for item in needed)
+        pulumi.log.warn(
+            "could not read the subscription's resource provider registrations (no usable Azure CLI login); if the "
+            f"first resources fail with MissingSubscriptionRegistration, run: {commands}"
+        )
+        return
+    providers = {
+        str(row.get("namespace")): str(row.get("state")) for row in rows if isinstance(row, dict) and row.get("namespace")
+    }
+    features: dict[str, str] = {}
+    for item in needed:
+        if item.kind == "feature":
+            query = ["--query", "properties.state", "--output", "tsv"]
+            state = az(["feature", "show", "--namespace", item.namespace, "--name", item.feature, *query, *scope])
+            features[f"{item.namespace}/{item.feature}"] = (state or "").strip()
+    missing = missing_prerequisites(needed, providers, features)
+    if missing:
+        raise pulumi.RunError(not_ready_message(missing))

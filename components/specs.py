@@ -103,7 +103,9 @@ class ClusterSpec(TypedDict):
     """The AKS cluster the GPU pools attach to, created with safe defaults or adopted as it is."""
 
     resource_group: str
-    """The cluster's resource group."""
+    """The cluster's resource group: created by the stack unless existingResourceGroup is true."""
+    existing_resource_group: NotRequired[bool]
+    """Adopt resourceGroup as it exists (looked up, never created or deleted); false: the stack creates it, and pulumi destroy deletes it. An adopted cluster (existing: true) always adopts its group. Default: false."""
     name: str
     """The AKS cluster's name."""
     existing: NotRequired[bool]
@@ -122,6 +124,10 @@ class ClusterSpec(TypedDict):
     """The network policy engine; none is refused while workload namespaces exist. One of: azure, calico, cilium, none. Default: cilium."""
     pod_cidr: NotRequired[str]
     """The pod network of Azure CNI overlay. Default: 10.244.0.0/16."""
+    service_cidr: NotRequired[str]
+    """The Kubernetes service address range (default: AKS's, 10.0.0.0/16); set together with dnsServiceIp."""
+    dns_service_ip: NotRequired[str]
+    """The cluster DNS service's address inside serviceCidr (default: AKS's, 10.0.0.10)."""
     upgrade_channel: NotRequired[str]
     """How AKS upgrades Kubernetes (node-image is legacy and warned about). One of: rapid, stable, patch, node-image, none. Default: patch."""
     node_os_upgrade_channel: NotRequired[str]
@@ -220,6 +226,8 @@ class GpuPoolSpec(TypedDict):
     """Run the smoke Job on this pool (not set: only where minCount keeps a node running)."""
     protect: NotRequired[bool]
     """Protect the pool from pulumi destroy and replacement. Default: false."""
+    managed_gpu: NotRequired[bool]
+    """AKS-managed GPU experience (AKS installs driver, device plugin and DCGM exporter): refused today, the pinned provider's API has no gpuProfile.nvidia.managementMode (docs/platform.md). Default: false."""
 
 
 class EgressRuleSpec(TypedDict):
@@ -331,7 +339,7 @@ class DevicePluginSpec(TypedDict):
     gpu_operator_chart_version: NotRequired[str]
     """The NVIDIA GPU Operator chart version (default: the pin)."""
     amd_mode: NotRequired[str]
-    """AMD: the ROCm device plugin with its node labeller, or the AMD GPU Operator. One of: daemonset, gpu-operator. Default: daemonset."""
+    """AMD: the ROCm device plugin with its node labeller (needs amdgpu on the nodes, which AKS does not install: warned), or the AMD GPU Operator (builds and loads amdgpu). One of: daemonset, gpu-operator. Default: daemonset."""
     amd_image: NotRequired[str]
     """The ROCm device plugin image (default: the pin)."""
     amd_operator_chart_version: NotRequired[str]

@@ -10,7 +10,7 @@ from typing import Any, Literal, NotRequired, TypedDict, TypeVar, cast
 
 import pulumi
 import pulumi_kubernetes as k8s
-from pulumi_azure_native import authorization, containerservice
+from pulumi_azure_native import authorization, containerservice, resources
 
 from aks_gpu.args import validated
 from aks_gpu.azure.kubeconfig import use_login_mode
@@ -167,6 +167,8 @@ class GpuCluster(GpuComponent[ClusterInputs]):
     provider: k8s.Provider
     deployer_access: authorization.RoleAssignment | None
     """The deploying identity's "Azure Kubernetes Service RBAC Cluster Admin" assignment, when it is made."""
+    resource_group: resources.ResourceGroup | None
+    """The cluster's resource group, when the stack creates it (not cluster.existing nor existingResourceGroup)."""
 
     def __init__(self, name: str, args: GpuClusterArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__(name, args, opts)
@@ -178,6 +180,22 @@ class GpuCluster(GpuComponent[ClusterInputs]):
 
     def build(self, name: str, inputs: ClusterInputs) -> dict[str, Any]:
         spec = inputs.cluster
+        self.resource_group = None
+        if not spec.existing and not spec.existing_resource_group:
+            # The group is the stack's: ARM refuses the cluster PUT into a group that does not exist
+            # (ResourceGroupNotFound). Protected with the cluster: deleting a group deletes all it holds.
+            self.resource_group = resources.ResourceGroup(
+                f"{name}-rg",
+                resource_group_name=spec.resource_group,
+                location=spec.location or inputs.location,
+                tags={"managed-by": PACKAGE_NAME, **spec.tags},
+                opts=self.child(protect=spec.protect),
+            )
+        elif not spec.existing:
+            # Declared as existing: looked up, so a preview stops on a missing group before anything is created.
+            resources.get_resource_group_output(
+                resource_group_name=spec.resource_group, opts=pulumi.InvokeOutputOptions(parent=self)
+            )
         if spec.existing:
             found = containerservice.get_managed_cluster_output(
                 resource_group_name=spec.resource_group, resource_name=spec.name, opts=pulumi.InvokeOutputOptions(parent=self)
@@ -189,6 +207,7 @@ class GpuCluster(GpuComponent[ClusterInputs]):
                 f"{name}-aks",
                 **self._cluster_inputs(spec, inputs.location, inputs.azure_monitor_metrics),
                 opts=self.child(
+                    after=[self.resource_group] if self.resource_group is not None else (),
                     protect=spec.protect,
                     # GPU pools are separate AgentPool resources; the inline profile only seeds the system
                     # pool, so later drift there (autoscaler counts, upgrades) must not fight Pulumi.
@@ -287,6 +306,11 @@ class GpuCluster(GpuComponent[ClusterInputs]):
             "network_plugin_mode": "overlay",
             "pod_cidr": spec.pod_cidr,
         }
+        # Sent only when set: a cluster deployed before these keys existed keeps AKS's defaults, and its inputs.
+        if spec.service_cidr is not None:
+            network["service_cidr"] = spec.service_cidr
+        if spec.dns_service_ip is not None:
+            network["dns_service_ip"] = spec.dns_service_ip
         if spec.network_policy != "none":
             network["network_policy"] = spec.network_policy
         if spec.network_policy == "cilium":

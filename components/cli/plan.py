@@ -12,6 +12,7 @@ from typing import Any
 from rich.table import Table
 from rich.tree import Tree
 
+from aks_gpu.azure.prerequisites import subscription_prerequisites
 from aks_gpu.cli import tables
 from aks_gpu.cli.common import (
     EXIT_OK,
@@ -25,6 +26,7 @@ from aks_gpu.cli.common import (
     report_warnings,
     safe,
 )
+from aks_gpu.config.models import StackConfig
 from aks_gpu.config.problems import clipped, shown
 from aks_gpu.input_files import InputFileError, decode_utf8, read_bounded
 from aks_gpu.mock_engine import (
@@ -94,6 +96,9 @@ def run(args: argparse.Namespace) -> int:
     model = loaded.validated.model
     out.print(resource_tree(result))
     out.print(pool_table(model))
+    out.print(resource_group_line(model), markup=False)
+    for line in prerequisite_lines(model):
+        out.print(line, markup=False)
     print_replacements(changes)
     for decision in smoke_plan(model):
         out.print(f"smoke Job [bold]{safe(decision.pool)}[/]: {safe(decision.reason)}")
@@ -185,6 +190,31 @@ def resource_tree(result: PlanResult) -> Tree:
         else:
             grow(tree.add(f"[cyan]{safe(root.type)}[/] {safe(root.name)}"), root.urn)
     return tree
+
+
+def resource_group_line(model: PlatformModel) -> str:
+    """Whether the stack creates the cluster's resource group or adopts one that must already exist."""
+    config = model.config
+    if not isinstance(config, StackConfig):
+        return ""
+    cluster = config.cluster
+    if cluster.existing:
+        how = "adopted with the cluster (cluster.existing: true): it must exist"
+    elif cluster.existing_resource_group:
+        how = "adopted (cluster.existingResourceGroup: true): looked up, it must exist, pulumi destroy leaves it"
+    else:
+        how = "created by this stack (pulumi destroy deletes it and all it holds)"
+    return f"resource group {cluster.resource_group}: {how}"
+
+
+def prerequisite_lines(model: PlatformModel) -> list[str]:
+    """What a fresh subscription must have before the first pulumi up (docs/deploying.md), one command each."""
+    if not isinstance(model.config, StackConfig):
+        return []
+    needed = subscription_prerequisites(model.config)
+    lines = ["before the first pulumi up on a fresh subscription (the provider registers nothing itself):"]
+    lines += [f"  {item.what} ({item.why}): {item.command}" for item in needed]
+    return lines
 
 
 def pool_table(model: PlatformModel) -> Table:

@@ -190,7 +190,17 @@ class DeployerAccess(ConfigModel):
 class ClusterConfig(ConfigModel):
     """The AKS cluster the GPU pools attach to, created with safe defaults or adopted as it is."""
 
-    resource_group: str = Field(pattern=RESOURCE_GROUP_PATTERN, description="The cluster's resource group.")
+    resource_group: str = Field(
+        pattern=RESOURCE_GROUP_PATTERN,
+        description="The cluster's resource group: created by the stack unless existingResourceGroup is true.",
+    )
+    # ARM refuses a cluster PUT into a group that does not exist (ResourceGroupNotFound), and azure-native creates
+    # nothing it is not told to: the group is either a resource of the stack or looked up (getResourceGroup).
+    existing_resource_group: bool = Field(
+        default=False,
+        description="Adopt resourceGroup as it exists (looked up, never created or deleted); false: the stack creates "
+        "it, and pulumi destroy deletes it. An adopted cluster (existing: true) always adopts its group.",
+    )
     name: str = Field(pattern=CLUSTER_NAME_PATTERN, description="The AKS cluster's name.")
     existing: bool = Field(
         default=False, description="Adopt a cluster that already exists: nothing Azure-side is created, the rest attaches to it."
@@ -214,6 +224,18 @@ class ClusterConfig(ConfigModel):
         default="cilium", description="The network policy engine; none is refused while workload namespaces exist."
     )
     pod_cidr: str = Field(default="10.244.0.0/16", description="The pod network of Azure CNI overlay.")
+    # Not sent when not set, so AKS keeps its defaults (10.0.0.0/16 and 10.0.0.10, "--service-cidrs ... default value
+    # of 10.0.0.0/16", https://learn.microsoft.com/azure/aks/azure-cni-overlay); the rules check those defaults too.
+    service_cidr: str | None = Field(
+        default=None,
+        pattern=r"^[0-9.]+/\d{1,2}$",
+        description="The Kubernetes service address range (default: AKS's, 10.0.0.0/16); set together with dnsServiceIp.",
+    )
+    dns_service_ip: str | None = Field(
+        default=None,
+        pattern=r"^[0-9.]+$",
+        description="The cluster DNS service's address inside serviceCidr (default: AKS's, 10.0.0.10).",
+    )
     upgrade_channel: Literal["rapid", "stable", "patch", "node-image", "none"] = Field(
         default="patch", description="How AKS upgrades Kubernetes (node-image is legacy and warned about)."
     )
@@ -340,6 +362,14 @@ class GpuPoolConfig(ConfigModel):
         description="Run the smoke Job on this pool (not set: only where minCount keeps a node running).",
     )
     protect: bool = Field(default=False, description="Protect the pool from pulumi destroy and replacement.")
+    # gpuProfile.nvidia.managementMode Managed: not expressible through the provider this program pins (see the
+    # `managed-gpu-api-unreachable` refusal and docs/platform.md); the key exists so the choice is documented and
+    # refused with why, not silently ignored.
+    managed_gpu: bool = Field(
+        default=False,
+        description="AKS-managed GPU experience (AKS installs driver, device plugin and DCGM exporter): refused today, "
+        "the pinned provider's API has no gpuProfile.nvidia.managementMode (docs/platform.md).",
+    )
 
     def effective_gpu_driver(self, device_plugin_mode: str) -> Literal["Install", "None"]:
         """The agent pool's gpuProfile.driver: as set, else None where AKS installs no driver (AMD) or the GPU Operator
@@ -506,7 +536,9 @@ class DevicePluginConfig(ConfigModel):
         default=None, description="The NVIDIA GPU Operator chart version (default: the pin)."
     )
     amd_mode: Literal["daemonset", "gpu-operator"] = Field(
-        default="daemonset", description="AMD: the ROCm device plugin with its node labeller, or the AMD GPU Operator."
+        default="daemonset",
+        description="AMD: the ROCm device plugin with its node labeller (needs amdgpu on the nodes, which AKS does not "
+        "install: warned), or the AMD GPU Operator (builds and loads amdgpu).",
     )
     amd_image: str | None = Field(default=None, description="The ROCm device plugin image (default: the pin).")
     amd_operator_chart_version: str | None = Field(

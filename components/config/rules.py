@@ -14,7 +14,15 @@ from collections import Counter
 from decimal import Decimal
 
 from aks_gpu import naming
-from aks_gpu.aks_facts import Arm64Entry, KubernetesCalendar, arm64_support, kubernetes_calendar, minor_of, refusal_tag
+from aks_gpu.aks_facts import (
+    Arm64Entry,
+    KubernetesCalendar,
+    MinorVersion,
+    arm64_support,
+    kubernetes_calendar,
+    minor_of,
+    refusal_tag,
+)
 from aks_gpu.catalog import Catalog, VmSize
 from aks_gpu.config.models import ClusterConfig, GpuPoolConfig, PlatformConfig, SmokeJobConfig, StackConfig
 from aks_gpu.config.problems import Problem, did_you_mean
@@ -123,6 +131,21 @@ def _cluster_rules(config: StackConfig) -> list[Problem]:
         )
     if not cluster.existing:
         problems += _cluster_name_rules(config)
+        problems += network_range_problems(cluster)
+        problems += _system_pool_size_rules(cluster)
+        problems += _lts_os_rules(config)
+    problems += tag_problems(cluster.tags, f"{P}:cluster.tags")
+    if cluster.upgrade_channel == "node-image" and cluster.node_os_upgrade_channel != "NodeImage":
+        # "when you set the cluster autoupgrade channel to node-image, it also automatically sets the node OS
+        # autoupgrade channel to NodeImage. You can't change the node OS autoupgrade channel value" (data/arm_refusals.yaml)
+        problems.append(
+            Problem(
+                f"{P}:cluster.nodeOsUpgradeChannel",
+                f"{cluster.node_os_upgrade_channel} cannot go with upgradeChannel node-image: AKS fixes the node OS "
+                "channel to NodeImage there; set NodeImage, or move upgradeChannel to patch "
+                + refusal_tag("node-image-channel-locks-node-os"),
+            )
+        )
     if config.cluster.system_pool.min_count > config.cluster.system_pool.max_count:
         problems.append(
             Problem(
@@ -176,6 +199,178 @@ def _cluster_name_rules(config: StackConfig) -> list[Problem]:
             )
         )
     return problems
+
+
+# ---------------------------------------------------------------- limits ARM and AKS enforce (data/arm_refusals.yaml)
+
+# "AKS clusters can't use 169.254.0.0/16, 172.30.0.0/16, 172.31.0.0/16, or 192.0.2.0/24 for the Kubernetes service
+# address range, pod address range, or cluster virtual network address range" (`network-reserved-range`).
+AKS_RESERVED_RANGES = tuple(
+    ipaddress.ip_network(cidr) for cidr in ("169.254.0.0/16", "172.30.0.0/16", "172.31.0.0/16", "192.0.2.0/24")
+)
+# What AKS uses when the cluster sends no serviceCidr / dnsServiceIp (azure-cni-overlay.md, `--service-cidrs` and
+# `--dns-service-ip` defaults).
+AKS_DEFAULT_SERVICE_CIDR = "10.0.0.0/16"
+AKS_DEFAULT_DNS_SERVICE_IP = "10.0.0.10"
+
+
+def _network(text: str) -> ipaddress.IPv4Network | ipaddress.IPv6Network | None:
+    try:
+        return ipaddress.ip_network(text, strict=False)
+    except ValueError:
+        return None
+
+
+def network_range_problems(cluster: ClusterConfig) -> list[Problem]:
+    """The pod and service ranges against the ranges AKS reserves and against each other, and the DNS service address
+    inside the service range (not its first address)."""
+    problems: list[Problem] = []
+    service_text = cluster.service_cidr or AKS_DEFAULT_SERVICE_CIDR
+    ranges = (("podCidr", cluster.pod_cidr, True), ("serviceCidr", service_text, cluster.service_cidr is not None))
+    parsed: dict[str, ipaddress.IPv4Network | ipaddress.IPv6Network] = {}
+    for key, text, given in ranges:
+        network = _network(text)
+        if network is None:
+            problems.append(Problem(f"{P}:cluster.{key}", f"{text!r} is not a network in CIDR notation (e.g. 10.244.0.0/16)"))
+            continue
+        parsed[key] = network
+        reserved = [str(r) for r in AKS_RESERVED_RANGES if r.version == network.version and network.overlaps(r)]
+        if reserved and given:
+            problems.append(
+                Problem(
+                    f"{P}:cluster.{key}",
+                    f"{text} overlaps {', '.join(reserved)}, which AKS reserves; choose a private range outside it "
+                    + refusal_tag("network-reserved-range"),
+                )
+            )
+    pods, services = parsed.get("podCidr"), parsed.get("serviceCidr")
+    if pods is not None and services is not None and pods.version == services.version and pods.overlaps(services):
+        whose = "serviceCidr" if cluster.service_cidr is not None else f"AKS's default service range {services}"
+        problems.append(
+            Problem(
+                f"{P}:cluster.podCidr",
+                f"{cluster.pod_cidr} overlaps {whose}: pod and service ranges must not overlap; choose another podCidr "
+                + refusal_tag("network-ranges-overlap"),
+            )
+        )
+    if cluster.service_cidr is not None or cluster.dns_service_ip is not None:
+        dns_text = cluster.dns_service_ip or AKS_DEFAULT_DNS_SERVICE_IP
+        try:
+            dns = ipaddress.ip_address(dns_text)
+        except ValueError:
+            dns = None
+        if services is not None and (dns is None or dns not in services or int(dns) - int(services.network_address) < 2):
+            said = repr(dns_text) if cluster.dns_service_ip else f"not set, so AKS's default {dns_text}, and that"
+            problems.append(
+                Problem(
+                    f"{P}:cluster.dnsServiceIp",
+                    f"{said} is not a usable address of the service range {services}: inside it, and neither its "
+                    "network address nor the first one (the kubernetes service's) "
+                    + refusal_tag("dns-service-ip-outside-service-range"),
+                )
+            )
+    return problems
+
+
+# "Each resource, resource group, and subscription can have a maximum of 50 tag name-value pairs"; "Tag names can't
+# contain these characters: <, >, %, &, \, ?, /" (`arm-tag-count`, `arm-tag-name-characters`).
+ARM_TAG_LIMIT = 50
+ARM_TAG_NAME_FORBIDDEN = frozenset("<>%&\\?/")
+ARM_TAG_NAME_MAX, ARM_TAG_VALUE_MAX = 512, 256
+# The tags aks-gpu puts on every Azure resource it creates beside the stack's own (components/azure/cluster.py).
+PLATFORM_TAGS = ("managed-by",)
+
+
+def tag_problems(tags: dict[str, str], path: str) -> list[Problem]:
+    """A stack's Azure tags against ARM's limits, counting the tags aks-gpu adds (tag names compare without case in
+    ARM, so ``Managed-By`` is the platform's tag again, not a new one)."""
+    problems: list[Problem] = []
+    own = {name.lower() for name in PLATFORM_TAGS}
+    total = len({name.lower() for name in tags} | own)
+    if total > ARM_TAG_LIMIT:
+        problems.append(
+            Problem(
+                path,
+                f"{len(tags)} tags and the {len(PLATFORM_TAGS)} aks-gpu adds ({', '.join(PLATFORM_TAGS)}) make {total}; ARM "
+                f"allows {ARM_TAG_LIMIT} per resource " + refusal_tag("arm-tag-count"),
+            )
+        )
+    for name in sorted(tags):
+        bad = sorted(set(name) & ARM_TAG_NAME_FORBIDDEN)
+        if bad or not name or len(name) > ARM_TAG_NAME_MAX or len(tags[name]) > ARM_TAG_VALUE_MAX:
+            why = (
+                f"holds {' '.join(bad)}, which ARM tag names may not"
+                if bad
+                else f"is empty or longer than ARM allows ({ARM_TAG_NAME_MAX} for a name, {ARM_TAG_VALUE_MAX} for a value)"
+            )
+            problems.append(Problem(path, f"tag {name!r} {why} " + refusal_tag("arm-tag-name-characters")))
+        elif name.lower() in own and name not in PLATFORM_TAGS:
+            problems.append(Problem(path, f"tag {name!r} is aks-gpu's own {name.lower()!r} (ARM tag names ignore case)"))
+    return problems
+
+
+# An Azure VM size name: Standard_<family letters><vCPUs>[-<constrained vCPUs>]<features>[_<version>]
+# (https://learn.microsoft.com/azure/virtual-machines/vm-naming-conventions).
+VM_SIZE_VCPUS = re.compile(r"Standard_([A-Za-z]+)(\d+)(?:-(\d+))?[A-Za-z]*(?:_.*)?")
+# "System node pool must use VM sku with more than 2 cores and 4GB memory" (`system-pool-vm-too-small`).
+SYSTEM_POOL_MIN_VCPUS = 2
+
+
+def vm_size_vcpus(vm_size: str) -> tuple[str, int] | None:
+    """The family letters and (active) vCPU count a size's name states, or None for a name outside the convention."""
+    match = VM_SIZE_VCPUS.fullmatch(vm_size)
+    if match is None:
+        return None
+    family, vcpus, constrained = match.groups()
+    return family.upper(), int(constrained or vcpus)
+
+
+def _system_pool_size_rules(cluster: ClusterConfig) -> list[Problem]:
+    path = f"{P}:cluster.systemPool.vmSize"
+    size = cluster.system_pool.vm_size
+    parsed = vm_size_vcpus(size)
+    if parsed is None:
+        return [
+            Problem(
+                path,
+                f"{size!r} does not follow Azure's size naming, so its vCPUs cannot be checked against the system pool "
+                f"minimum ({SYSTEM_POOL_MIN_VCPUS} vCPUs and 4 GB)",
+                "warning",
+            )
+        ]
+    family, vcpus = parsed
+    if vcpus < SYSTEM_POOL_MIN_VCPUS or family.startswith("B"):
+        why = f"has {vcpus} vCPU" if vcpus < SYSTEM_POOL_MIN_VCPUS else "is a B-series (burstable) size"
+        return [
+            Problem(
+                path,
+                f"{size} {why}: AKS requires system pools of at least {SYSTEM_POOL_MIN_VCPUS} vCPUs and 4 GB and supports "
+                "no B-series there; use e.g. Standard_D4ds_v5 " + refusal_tag("system-pool-vm-too-small"),
+            )
+        ]
+    return []
+
+
+def _lts_os_rules(config: StackConfig) -> list[Problem]:
+    """Long-term support on a minor whose LTS needs Ubuntu 24.04 node pools, which the pinned API cannot ask for."""
+    cluster = config.cluster
+    minor = minor_of(cluster.kubernetes_version)
+    calendar = kubernetes_calendar()
+    if cluster.support_plan != "AKSLongTermSupport" or minor not in calendar.lts_needs_ubuntu_2404:
+        return []
+    ubuntu = [f"systemPool ({cluster.system_pool.name})"] if cluster.system_pool.os_sku == "Ubuntu" else []
+    ubuntu += [pool.name for pool in config.gpu_pools if pool.os_sku == "Ubuntu"]
+    if not ubuntu:
+        return []
+    return [
+        Problem(
+            f"{P}:cluster.supportPlan",
+            f"long-term support for {minor} needs Ubuntu 24.04 node pools (osSku Ubuntu means 22.04 before 1.35), and the "
+            f"AKS API the provider is pinned to ({calendar.pinned_api_version}) has no Ubuntu2404 osSku: "
+            f"{', '.join(ubuntu)} would run 22.04. Use {calendar.ubuntu_2404_default_from} or newer, or AzureLinux pools "
+            + refusal_tag("lts-needs-ubuntu-2404"),
+        )
+    ]
 
 
 def _pool_rules(pool: GpuPoolConfig, path: str, config: PlatformConfig, catalog: Catalog) -> list[Problem]:
@@ -249,6 +444,23 @@ def _pool_rules(pool: GpuPoolConfig, path: str, config: PlatformConfig, catalog:
             Problem(
                 f"{path}.gpuDriver",
                 "'Install' is not allowed on AMD: AKS installs no AMD driver; use None " + refusal_tag("amd-driver-none"),
+            )
+        )
+    if pool.vendor == "amd" and config.device_plugin.amd_mode == "daemonset":
+        # "Currently, AKS doesn't manage nor automate the installation of GPU drivers or the AMD GPU device plugin on
+        # AMD GPU-enabled node pools" (https://learn.microsoft.com/azure/aks/use-amd-gpus#options-for-using-amd-gpus,
+        # read 2026-12-01, page dated 2025-06-04), and the AKS Ubuntu images list no AMD driver package (no
+        # amdgpu-dkms, no ROCm; only the kernel's linux-modules-extra-*-azure and libdrm-amdgpu1): Azure/AKS
+        # vhd-notes/aks-ubuntu/AKSUbuntu-2204/202607.09.0.txt and AKSUbuntu-2404/202607.09.0.txt at commit 8d1c8909.
+        # Whether that kernel package's in-tree amdgpu drives an MI300X is stated by no source read, so a warning,
+        # not a refusal: the page's path is the AMD GPU Operator, and a team may load amdgpu itself.
+        problems.append(
+            Problem(
+                f"{P}:devicePlugin.amdMode",
+                f"daemonset on AMD pool {pool.name}: AKS installs no AMD driver and the ROCm device plugin installs none "
+                "either, so the nodes likely show no amd.com/gpu; use amdMode gpu-operator (it builds and loads amdgpu) "
+                "unless something else loads amdgpu on these nodes",
+                "warning",
             )
         )
     driver = pool.effective_gpu_driver(config.device_plugin.mode)
@@ -330,6 +542,102 @@ def _pool_rules(pool: GpuPoolConfig, path: str, config: PlatformConfig, catalog:
         problems += _arm64_rules(pool, path, size, config, driver)
     if gpus == 0:
         problems.append(Problem(f"{path}.vmSize", "exposes no GPUs"))
+    problems += _pool_limit_rules(pool, path, catalog)
+    return problems
+
+
+# AKS sizes a default ephemeral OS disk to the temp storage "so long as the temp is at least 128 GiB"
+# (`ephemeral-os-disk-too-large`); below that its default OS disk does not fit.
+EPHEMERAL_DEFAULT_MIN_TEMP_GIB = 128
+
+
+def _ephemeral_os_disk_rules(pool: GpuPoolConfig, path: str, catalog: Catalog) -> list[Problem]:
+    """An ephemeral OS disk against the local disks of the size that can hold it: the temp disk, and one local NVMe
+    disk where the size has them (which of the two AKS picks on a size with both is not documented, so only a disk
+    that fits on neither is refused)."""
+    if pool.os_disk_type != "Ephemeral":
+        return []
+    temp = catalog.temp_disk_of(pool.vm_size)
+    size = catalog.vm_size(pool.vm_size)
+    if temp is None:
+        return [
+            Problem(
+                f"{path}.osDiskType",
+                f"Ephemeral on {pool.vm_size}: its temp disk size is not in the catalog (gpu_catalog.yaml temp_disk_gib), so "
+                "whether the OS disk fits cannot be checked; AKS refuses one that does not",
+                "warning",
+            )
+        ]
+    places = {f"its {temp} GiB temp disk": temp}
+    if size is not None and size.nvme is not None:
+        per_disk = size.nvme.capacity_gib // size.nvme.disks
+        places[f"one of its {per_disk} GiB NVMe disks"] = per_disk
+    largest = max(places.values())
+    where = " or ".join(places)
+    wanted = pool.os_disk_size_gb
+    if wanted is None and largest < EPHEMERAL_DEFAULT_MIN_TEMP_GIB:
+        return [
+            Problem(
+                f"{path}.osDiskType",
+                f"Ephemeral on {pool.vm_size}: AKS's default OS disk does not fit {where} (it sizes the disk to the temp "
+                f"storage only from {EPHEMERAL_DEFAULT_MIN_TEMP_GIB} GiB); set osDiskSizeGb to {largest} or less, or use "
+                "Managed " + refusal_tag("ephemeral-os-disk-too-large"),
+            )
+        ]
+    if wanted is not None and wanted > largest:
+        return [
+            Problem(
+                f"{path}.osDiskType",
+                f"Ephemeral with osDiskSizeGb {wanted} on {pool.vm_size}: the OS disk fits neither {where}; set "
+                f"osDiskSizeGb to {largest} or less, or use Managed " + refusal_tag("ephemeral-os-disk-too-large"),
+            )
+        ]
+    return []
+
+
+# "The minimum value that can be set for maximum pods per node is 10 if and only if the configuration of each node
+# pool has space for a minimum of 30 pods" (`max-pods-minimum`).
+POOL_MIN_PODS = 30
+
+
+def _pool_limit_rules(pool: GpuPoolConfig, path: str, catalog: Catalog) -> list[Problem]:
+    problems: list[Problem] = []
+    nodes = pool.min_count if pool.autoscaling else (pool.count or 0)
+    if pool.max_pods < POOL_MIN_PODS and pool.max_pods * nodes < POOL_MIN_PODS:
+        problems.append(
+            Problem(
+                f"{path}.maxPods",
+                f"{pool.max_pods} pods per node on {nodes} node(s) is room for {pool.max_pods * nodes} pods; AKS takes a "
+                f"maxPods under {POOL_MIN_PODS} only when the pool holds {POOL_MIN_PODS} pods: raise maxPods to "
+                f"{POOL_MIN_PODS} or keep more nodes " + refusal_tag("max-pods-minimum"),
+            )
+        )
+    problems += _ephemeral_os_disk_rules(pool, path, catalog)
+    retired = catalog.not_offered_reason(pool.vm_size)
+    if retired is not None:
+        problems.append(
+            Problem(
+                f"{path}.vmSize",
+                f"{pool.vm_size!r}: {retired}; `aksgpu catalog` lists the sizes to use " + refusal_tag("gpu-size-not-offered"),
+            )
+        )
+    elif pool.vendor == "amd" and catalog.aks_amd_sizes and not catalog.aks_supports_amd_size(pool.vm_size):
+        problems.append(
+            Problem(
+                f"{path}.vmSize",
+                f"{pool.vm_size!r}: AKS supports AMD GPU pools on {', '.join(sorted(catalog.aks_amd_sizes))} only "
+                + refusal_tag("amd-size-not-supported"),
+            )
+        )
+    if pool.managed_gpu:
+        problems.append(
+            Problem(
+                f"{path}.managedGpu",
+                "AKS-managed GPU pools need gpuProfile.nvidia.managementMode, which the provider's AKS API 2025-09-01 "
+                "does not have (preview on 2026-01-02-preview, stable from 2026-08-01); see docs/platform.md "
+                + refusal_tag("managed-gpu-api-unreachable"),
+            )
+        )
     return problems
 
 
@@ -350,7 +658,7 @@ def kubernetes_version_problems(cluster: ClusterConfig, today: dt.date, calendar
                 "the data from the calendar page " + refusal_tag("kubernetes-version-unknown"),
             )
         ]
-    problems: list[Problem] = []
+    problems: list[Problem] = problem_of_patch(cluster, entry, calendar)
     if today < entry.ga:
         problems.append(
             Problem(path, f"{minor} is not GA on AKS until {entry.ga} (preview versions carry no SLA); {choose}", "warning")
@@ -384,6 +692,35 @@ def kubernetes_version_problems(cluster: ClusterConfig, today: dt.date, calendar
             )
         )
     return problems
+
+
+def problem_of_patch(cluster: ClusterConfig, entry: MinorVersion, calendar: KubernetesCalendar) -> list[Problem]:
+    """A pinned patch (1.NN.P) against the newest one the AKS release notes announced for its minor."""
+    parts = cluster.kubernetes_version.split(".")
+    if len(parts) < 3 or entry.latest_patch is None:
+        return []
+    path, patch, newest = f"{P}:cluster.kubernetesVersion", int(parts[2]), f"{entry.minor}.{entry.latest_patch}"
+    if patch > entry.latest_patch:
+        return [
+            Problem(
+                path,
+                f"{cluster.kubernetes_version!r}: AKS has not announced it; the newest {entry.minor} patch in the AKS "
+                f"release notes ({calendar.patches_read_from}) is {newest}. Write {entry.minor} (AKS picks its newest "
+                "patch), or update components/data/aks_versions.yaml if AKS has released it since "
+                + refusal_tag("kubernetes-patch-not-offered"),
+            )
+        ]
+    if patch < entry.latest_patch:
+        return [
+            Problem(
+                path,
+                f"{cluster.kubernetes_version!r} is older than {newest}: AKS removes old patches (two months minimum "
+                "lifecycle) and then creates no cluster or node pool on them; write "
+                f"{entry.minor} to get the newest patch",
+                "warning",
+            )
+        ]
+    return []
 
 
 def _storage_rules(config: PlatformConfig) -> list[Problem]:

@@ -45,6 +45,18 @@ class GpuMonitoringArgs(PlatformSpec):
     tags: NotRequired[dict[str, str]]
 
 
+def look_up_existing(arm_id: str, parent: pulumi.Resource) -> None:
+    """Read an existing Azure Monitor workspace or action group by its ARM id (the config patterns admit only those
+    two types), so ``pulumi preview`` fails on a missing one and the plan knows it is declared, not created."""
+    parts = arm_id.strip("/").split("/")
+    group, kind, name = parts[3], parts[-2].lower(), parts[-1]
+    options = pulumi.InvokeOutputOptions(parent=parent)
+    if kind == "accounts":
+        monitor.get_azure_monitor_workspace_output(resource_group_name=group, azure_monitor_workspace_name=name, opts=options)
+    else:
+        monitor.get_action_group_output(resource_group_name=group, action_group_name=name, opts=options)
+
+
 @dataclass(frozen=True)
 class MonitoredCluster:
     """The cluster the azure-monitor engine's workspace, data collection and rule groups are for."""
@@ -55,6 +67,8 @@ class MonitoredCluster:
     location: str
     existing: bool = False
     tags: Mapping[str, str] = field(default_factory=dict)
+    # What the Azure resources must wait for though they take nothing from it: the resource group the stack creates.
+    after: tuple[pulumi.Resource, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -152,9 +166,14 @@ class GpuMonitoring(GpuComponent[MonitoringInputs]):
         cluster_id = monitored.cluster_id
         tags = {"managed-by": PACKAGE_NAME, **monitored.tags}
         # The Azure Monitor side needs the cluster, not its GPU pools: only the association waits for those.
-        child = self.child(waits=False)
+        child = self.child(waits=False, after=monitored.after)
         waits: list[pulumi.Resource] = []
         workspace_id: pulumi.Input[str]
+        # What the stack does not create, it looks up: a missing workspace or action group stops the preview, before
+        # anything is created, instead of failing the rule groups' PUT halfway through.
+        for existing in (settings.workspace_resource_id, *settings.action_group_ids):
+            if existing is not None:
+                look_up_existing(existing, self)
         if settings.workspace_resource_id is not None:
             workspace_id = settings.workspace_resource_id
         else:

@@ -104,7 +104,13 @@ class GpuPlatform(GpuComponent[PlatformModel]):
             f"{name}-admission", AdmissionInputs(model, cluster.network_policy), inside()
         )
         monitored = MonitoredCluster(
-            cluster.resource_group, cluster.name, self.cluster.cluster_id, location, cluster.existing, dict(cluster.tags)
+            cluster.resource_group,
+            cluster.name,
+            self.cluster.cluster_id,
+            location,
+            cluster.existing,
+            dict(cluster.tags),
+            (self.cluster.resource_group,) if self.cluster.resource_group is not None else (),
         )
         # The exporters go into the device plugin's namespace, on the GPU pools' nodes.
         self.monitoring: GpuMonitoring = GpuMonitoring.of(

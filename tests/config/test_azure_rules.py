@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 
 from aks_gpu.aks_facts import arm64_support, kubernetes_calendar
+from aks_gpu.catalog import Catalog
 from aks_gpu.config.problems import ConfigError
 from aks_gpu.resolved.stack import validate_stack
 from tests.conftest import minimal_raw
@@ -150,7 +151,7 @@ def test_the_legacy_node_image_channel_is_warned() -> None:
     ("channel", "says"), [("stable", "newer minor"), ("rapid", "newer minor"), ("none", "two newest patches"), ("patch", None)]
 )
 def test_long_term_support_is_kept_by_the_patch_channel_only(channel: str, says: str | None) -> None:
-    lts = {"kubernetesVersion": "1.34", "skuTier": "Premium", "supportPlan": "AKSLongTermSupport", "upgradeChannel": channel}
+    lts = {"kubernetesVersion": "1.35", "skuTier": "Premium", "supportPlan": "AKSLongTermSupport", "upgradeChannel": channel}
     raw = minimal_raw(**{"aks-gpu:cluster": {"resourceGroup": "rg", "name": "aks", **lts}})
     errors, warnings = problems(raw)
     assert errors == []
@@ -248,3 +249,200 @@ def test_the_node_resource_group_name_stays_within_80_characters() -> None:
 def test_admin_groups_are_object_ids(ids: list[str], refused: bool) -> None:
     raw = minimal_raw(**{"aks-gpu:cluster": {"resourceGroup": "rg", "name": "aks", "entraAdminGroupObjectIds": ids}})
     assert has(problems(raw)[0], "cluster.entraAdminGroupObjectIds[0]") is refused
+
+
+# ---------------------------------------------------------------- issue 24: the families of each new refusal
+
+
+@pytest.mark.parametrize(
+    ("cluster", "path", "refused"),
+    [
+        # Each reserved range, and a range that merely contains one.
+        ({"podCidr": "169.254.0.0/20"}, "cluster.podCidr", True),
+        ({"podCidr": "192.0.2.0/25"}, "cluster.podCidr", True),
+        ({"podCidr": "172.31.128.0/17"}, "cluster.podCidr", True),
+        ({"podCidr": "172.0.0.0/8"}, "cluster.podCidr", True),
+        ({"podCidr": "172.29.0.0/16"}, "cluster.podCidr", False),
+        ({"serviceCidr": "172.30.0.0/16", "dnsServiceIp": "172.30.0.10"}, "cluster.serviceCidr", True),
+        # Overlap with AKS's default service range, with a given one, and none.
+        ({"podCidr": "10.0.128.0/17"}, "cluster.podCidr", True),
+        ({"podCidr": "10.96.0.0/12", "serviceCidr": "10.100.0.0/16", "dnsServiceIp": "10.100.0.10"}, "cluster.podCidr", True),
+        ({"podCidr": "10.244.0.0/16", "serviceCidr": "10.100.0.0/16", "dnsServiceIp": "10.100.0.10"}, "cluster.podCidr", False),
+        # The DNS address: outside, the network address, the first address, the default against a new range.
+        ({"serviceCidr": "10.100.0.0/16", "dnsServiceIp": "10.101.0.10"}, "cluster.dnsServiceIp", True),
+        ({"serviceCidr": "10.100.0.0/16", "dnsServiceIp": "10.100.0.0"}, "cluster.dnsServiceIp", True),
+        ({"serviceCidr": "10.100.0.0/16", "dnsServiceIp": "10.100.0.1"}, "cluster.dnsServiceIp", True),
+        ({"serviceCidr": "10.100.0.0/16", "dnsServiceIp": "10.100.0.2"}, "cluster.dnsServiceIp", False),
+        ({"serviceCidr": "10.100.0.0/16"}, "cluster.dnsServiceIp", True),
+        ({"dnsServiceIp": "10.0.0.20"}, "cluster.dnsServiceIp", False),
+    ],
+)
+def test_network_ranges_against_aks_reserved_ranges_and_each_other(cluster: dict[str, str], path: str, refused: bool) -> None:
+    raw = minimal_raw(**{"aks-gpu:cluster": {"resourceGroup": "rg", "name": "aks", **cluster}})
+    errors, _ = problems(raw)
+    assert has(errors, path, "[refusal ") is refused, errors
+
+
+def test_tags_count_the_platform_tag_and_compare_names_without_case() -> None:
+    def tagged(tags: dict[str, str]) -> list[str]:
+        return problems(minimal_raw(**{"aks-gpu:cluster": {"resourceGroup": "rg", "name": "aks", "tags": tags}}))[0]
+
+    forty_nine = {f"t{i}": "x" for i in range(49)}
+    assert tagged(forty_nine) == []
+    assert has(tagged({**forty_nine, "one-more": "x"}), "cluster.tags", "arm-tag-count")
+    # The platform's own tag spelled in another case is the same tag: 49 + Managed-By is still 50.
+    assert not has(tagged({**forty_nine, "Managed-By": "x"}), "cluster.tags", "arm-tag-count")
+    for name in ("a<b", "a>b", "50%", "r&d", "back\\slash", "why?", "cost/center"):
+        assert has(tagged({name: "x"}), "cluster.tags", "arm-tag-name-characters"), name
+    assert has(tagged({"n" * 513: "x"}), "cluster.tags", "arm-tag-name-characters")
+    assert has(tagged({"n": "v" * 257}), "cluster.tags", "arm-tag-name-characters")
+    assert tagged({"cost-center": "gpu:team_a.b=1"}) == []
+
+
+@pytest.mark.parametrize(
+    ("size", "refused"),
+    [
+        ("Standard_DS1_v2", True),
+        ("Standard_F1s", True),
+        ("Standard_E4-1ds_v5", True),  # constrained: 1 active vCPU
+        ("Standard_B4ms", True),
+        ("Standard_B2ts_v2", True),
+        ("Standard_D2s_v3", False),
+        ("Standard_D4ds_v5", False),
+        ("Standard_E8-2ds_v5", False),
+    ],
+)
+def test_system_pool_sizes_under_the_aks_minimum_are_refused(size: str, refused: bool) -> None:
+    raw = minimal_raw(**{"aks-gpu:cluster": {"resourceGroup": "rg", "name": "aks", "systemPool": {"vmSize": size}}})
+    assert has(problems(raw)[0], "cluster.systemPool.vmSize", "system-pool-vm-too-small") is refused
+
+
+@pytest.mark.parametrize(
+    ("pool", "refused"),
+    [
+        ({"maxPods": 10, "minCount": 3, "maxCount": 3}, False),
+        ({"maxPods": 10, "minCount": 2}, True),
+        ({"maxPods": 15, "minCount": 0}, True),
+        ({"maxPods": 15, "autoscaling": False, "count": 2}, False),
+        ({"maxPods": 29, "autoscaling": False, "count": 1}, True),
+        ({"maxPods": 30, "minCount": 0}, False),
+    ],
+)
+def test_max_pods_below_30_needs_room_for_30_pods_in_the_pool(pool: dict[str, object], refused: bool) -> None:
+    raw = minimal_raw()
+    raw["aks-gpu:gpuPools"][0] = {**raw["aks-gpu:gpuPools"][0], **pool}
+    assert has(problems(raw)[0], "gpuPools[0].maxPods", "max-pods-minimum") is refused
+
+
+@pytest.mark.parametrize("node_os", ["None", "Unmanaged", "SecurityPatch"])
+def test_the_node_image_channel_fixes_the_node_os_channel(node_os: str) -> None:
+    cluster = {"resourceGroup": "rg", "name": "aks", "upgradeChannel": "node-image", "nodeOsUpgradeChannel": node_os}
+    assert has(problems(minimal_raw(**{"aks-gpu:cluster": cluster}))[0], "cluster.nodeOsUpgradeChannel", "node-image-channel")
+    cluster["nodeOsUpgradeChannel"] = "NodeImage"
+    assert problems(minimal_raw(**{"aks-gpu:cluster": cluster}))[0] == []
+
+
+@pytest.mark.parametrize(
+    ("version", "system_os", "pool_os", "refused"),
+    [
+        ("1.33", "Ubuntu", "AzureLinux", True),
+        ("1.34", "AzureLinux", "Ubuntu", True),
+        ("1.34", "AzureLinux", "AzureLinux", False),
+        ("1.35", "Ubuntu", "Ubuntu", False),
+    ],
+)
+def test_lts_on_minors_that_need_ubuntu_2404_is_refused_while_the_api_cannot_ask_for_it(
+    version: str, system_os: str, pool_os: str, refused: bool
+) -> None:
+    cluster = {
+        "resourceGroup": "rg",
+        "name": "aks",
+        "kubernetesVersion": version,
+        "skuTier": "Premium",
+        "supportPlan": "AKSLongTermSupport",
+        "systemPool": {"osSku": system_os},
+    }
+    raw = minimal_raw(**{"aks-gpu:cluster": cluster})
+    raw["aks-gpu:gpuPools"][0]["osSku"] = pool_os
+    assert has(problems(raw)[0], "cluster.supportPlan", "lts-needs-ubuntu-2404") is refused
+
+
+def test_amd_pools_on_the_daemonset_plugin_are_warned_that_nothing_loads_amdgpu() -> None:
+    raw = minimal_raw()
+    raw["aks-gpu:gpuPools"][0] |= {"vendor": "amd", "vmSize": "Standard_ND96isr_MI300X_v5"}
+    assert has(problems(raw)[1], "devicePlugin.amdMode", "installs no AMD driver")
+    raw["aks-gpu:devicePlugin"] = {"amdMode": "gpu-operator", "certManagerInstalled": True, "amdDriverImage": "r.io/amdgpu"}
+    assert not has(problems(raw)[1], "devicePlugin.amdMode", "installs no AMD driver")
+
+
+@pytest.mark.parametrize(
+    ("size", "refused"),
+    [
+        ("Standard_NV6", True),
+        ("Standard_NV24_Promo", True),
+        ("standard_nc24s_v3", True),  # sizes compare without case
+        ("Standard_NV32as_v4", True),
+        ("Standard_NC24rs_v3", False),  # not in the NCv3 retirement page's three sizes
+        ("Standard_NV36ads_A10_v5", False),
+        ("Standard_NV6ads_A10_v5", False),
+    ],
+)
+def test_retired_and_unsupported_gpu_sizes_are_refused(size: str, refused: bool) -> None:
+    raw = minimal_raw()
+    raw["aks-gpu:gpuPools"][0] |= {"vmSize": size, "gpuCount": 1, "gpuModel": "T4"}
+    assert has(problems(raw)[0], "gpuPools[0].vmSize", "gpu-size-not-offered") is refused
+
+
+def test_no_catalog_size_is_one_the_catalog_says_aks_cannot_use(catalog: Catalog) -> None:
+    assert [name for name in catalog.vm_sizes if catalog.not_offered_reason(name)] == []
+    assert all(catalog.vm_size(name) is not None for name in catalog.aks_amd_sizes)
+
+
+@pytest.mark.parametrize(
+    ("size", "os_disk", "refused"),
+    [
+        # 64 GiB temp disk and an 894 GiB NVMe disk: which one AKS picks is not documented, so only a disk that fits
+        # on neither is refused.
+        ("Standard_NC24ads_A100_v4", None, False),
+        ("Standard_NC24ads_A100_v4", 894, False),
+        ("Standard_NC24ads_A100_v4", 895, True),
+        ("Standard_NC48ads_A100_v4", None, False),  # 128 GiB: AKS sizes the disk to the temp disk
+        ("Standard_NC4as_T4_v3", 176, False),
+        ("Standard_NC4as_T4_v3", 256, True),
+        ("Standard_ND96isr_H100_v5", 2048, False),  # 1,024 GiB temp, 3,576 GiB per NVMe disk
+    ],
+)
+def test_an_ephemeral_os_disk_must_fit_the_temp_disk(size: str, os_disk: int | None, refused: bool) -> None:
+    raw = minimal_raw()
+    raw["aks-gpu:gpuPools"][0] |= {"vmSize": size, "osDiskType": "Ephemeral"}
+    if os_disk is not None:
+        raw["aks-gpu:gpuPools"][0]["osDiskSizeGb"] = os_disk
+    assert has(problems(raw)[0], "gpuPools[0].osDiskType", "ephemeral-os-disk-too-large") is refused
+
+
+def test_an_ephemeral_os_disk_on_a_size_without_temp_disk_facts_is_warned_and_managed_is_never_checked() -> None:
+    raw = minimal_raw()
+    raw["aks-gpu:gpuPools"][0] |= {"vmSize": "Standard_ND96asr_v4", "osDiskType": "Ephemeral"}
+    assert has(problems(raw)[1], "gpuPools[0].osDiskType", "cannot be checked")
+    raw["aks-gpu:gpuPools"][0] |= {"vmSize": "Standard_NC24ads_A100_v4", "osDiskType": "Managed", "osDiskSizeGb": 1024}
+    assert not has(problems(raw)[0] + problems(raw)[1], "osDiskType")
+
+
+def test_every_temp_disk_figure_is_of_a_catalog_size(catalog: Catalog) -> None:
+    assert [name for name in catalog.temp_disk_gib if catalog.vm_size(name) is None] == []
+
+
+def test_a_temp_disk_under_128_gib_cannot_take_akss_default_ephemeral_disk(catalog: Catalog) -> None:
+    import dataclasses
+
+    from aks_gpu.config.rules import check_rules
+
+    small = dataclasses.replace(catalog, temp_disk_gib={"Standard_NC4as_T4_v3": 100})
+    raw = minimal_raw()
+    raw["aks-gpu:gpuPools"][0] |= {"vmSize": "Standard_NC4as_T4_v3", "osDiskType": "Ephemeral"}
+    config = validate_stack(raw, SOURCE, today=ON).config
+    found = check_rules(config, small, today=ON)
+    assert [p.path for p in found if "ephemeral-os-disk-too-large" in p.message] == ["aks-gpu:gpuPools[0].osDiskType"]
+    fits = raw["aks-gpu:gpuPools"][0] | {"osDiskSizeGb": 100}
+    config = validate_stack({**raw, "aks-gpu:gpuPools": [fits]}, SOURCE, today=ON).config
+    assert not [p for p in check_rules(config, small, today=ON) if "ephemeral-os-disk-too-large" in p.message]

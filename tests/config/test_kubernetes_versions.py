@@ -112,3 +112,26 @@ def test_the_loader_uses_the_real_date_when_none_is_given() -> None:
     # Past end of life on any day after 2025: refused without passing a date.
     with pytest.raises(ConfigError):
         validate_stack(cluster(kubernetesVersion="1.30"), SOURCE)
+
+
+@pytest.mark.parametrize(
+    ("version", "refused", "warned"),
+    [
+        ("1.36", False, False),  # AKS picks the newest patch
+        ("1.36.2", False, False),  # the newest the release notes announced
+        ("1.36.3", True, False),  # not announced
+        ("1.36.0", False, True),  # older: AKS removes old patches
+        ("1.35.6", False, False),
+        ("1.35.10", True, False),  # compared as numbers, not text
+    ],
+)
+def test_patch_versions_as_aks_announces_them(version: str, refused: bool, warned: bool) -> None:
+    errors, warnings = problems_on(READ_ON, kubernetesVersion=version)
+    assert any("kubernetes-patch-not-offered" in e for e in errors) is refused, errors
+    assert any("AKS removes old patches" in w for w in warnings) is warned, warnings
+
+
+def test_a_minor_without_announced_patches_is_not_checked_at_the_patch_level() -> None:
+    minor = next(v for v in CALENDAR.versions.values() if v.latest_patch is None and v.minor >= "1.37")
+    errors, warnings = problems_on(minor.ga, kubernetesVersion=f"{minor.minor}.99")
+    assert not any("patch" in message for message in errors + warnings)

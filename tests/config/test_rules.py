@@ -138,14 +138,14 @@ def test_a_vm_size_typo_is_an_error_naming_the_nearest_catalog_sizes() -> None:
 
 
 def test_a_size_the_catalog_lacks_plans_when_the_pool_describes_its_gpus() -> None:
-    [message] = errors_of(minimal_raw(**{"aks-gpu:gpuPools": [pool(vmSize="Standard_NC6s_v3", gpuCount=1)]}))
-    assert "'Standard_NC6s_v3' is not in the GPU catalog" in message and "state gpuModel on the pool" in message
-    stated = pool(vmSize="Standard_NC6s_v3", gpuCount=1, gpuModel="T4")
+    [message] = errors_of(minimal_raw(**{"aks-gpu:gpuPools": [pool(vmSize="Standard_NC48ads_B200_v7", gpuCount=1)]}))
+    assert "'Standard_NC48ads_B200_v7' is not in the GPU catalog" in message and "state gpuModel on the pool" in message
+    stated = pool(vmSize="Standard_NC48ads_B200_v7", gpuCount=1, gpuModel="T4")
     assert not any("vmSize" in w for w in warnings_of(minimal_raw(**{"aks-gpu:gpuPools": [stated]})))
 
 
 def test_an_unknown_gpu_model_suggests_the_nearest() -> None:
-    stated = pool(vmSize="Standard_NC6s_v3", gpuCount=1, gpuModel="H100-80G")
+    stated = pool(vmSize="Standard_NC48ads_B200_v7", gpuCount=1, gpuModel="H100-80G")
     warnings = warnings_of(minimal_raw(**{"aks-gpu:gpuPools": [stated]}))
     assert any("gpuModel: 'H100-80G' is unknown; did you mean `H100-80GB`" in w for w in warnings), warnings
 
