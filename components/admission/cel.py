@@ -212,6 +212,27 @@ class _KubernetesEvaluator(Evaluator):
         cost.charge(_relative(tree))
         return value
 
+    def conditionalor(self, tree: lark.Tree[Any]) -> Any:
+        return self._logical(tree, stop_at=True)
+
+    def conditionaland(self, tree: lark.Tree[Any]) -> Any:
+        return self._logical(tree, stop_at=False)
+
+    def _logical(self, tree: lark.Tree[Any], stop_at: bool) -> Any:
+        """cel-go's || and &&: left to right, the right side is not evaluated once the left decides (an error on
+        the left does not decide: the right may still)."""
+        if len(tree.children) != 2:
+            return self.visit_children(tree)[0]
+        left = self.visit(cast("lark.Tree[Any]", tree.children[0]))
+        if isinstance(left, celtypes.BoolType) and bool(left) == stop_at:
+            return left
+        right = self.visit(cast("lark.Tree[Any]", tree.children[1]))
+        combine = _logical_or if stop_at else _logical_and
+        try:
+            return combine(left, right)
+        except TypeError as error:
+            return CELEvalError(str(error), TypeError, None, tree=tree)
+
     def expr(self, tree: lark.Tree[Any]) -> Any:
         if len(tree.children) != 3:
             return super().expr(tree)
