@@ -209,7 +209,8 @@ class _KubernetesEvaluator(Evaluator):
 
     def member_index(self, tree: lark.Tree[Any]) -> Any:
         value = super().member_index(tree)  # _[_] charges the index itself
-        cost.charge(_relative(tree))
+        # A key that is itself an attribute path qualifies the attribute in cel-go: its root identifier is free.
+        cost.charge(_relative(tree) - (cost.SELECT_AND_IDENT_COST if _attribute_path(tree.children[1]) else 0))
         return value
 
     def conditionalor(self, tree: lark.Tree[Any]) -> Any:
