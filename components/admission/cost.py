@@ -16,7 +16,7 @@ The cost is cel-go's: 1 for each identifier, field selection and index; nothing 
 ``runtimecost.go`` ``costCall``: most calls 1, string and list operations by the size of their operands); a
 comprehension costs what its loop condition, step and result cost on each step, as cel-go's macros expand them
 (``parser/macro.go``). :mod:`aks_gpu.admission.cel` charges these as it evaluates; the numbers are checked against
-the real environment's (tests/fixtures/kubernetes_cel/decisions/cost.json).
+the real environment's (tests/fixtures/kubernetes_cel/costs/policy-objects.json).
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """Objects sized around the API server's CEL cost limits (issue #23), for the prod stack's policies.
 
 One definition, used three ways: ``tools/admission-server-decisions`` records what the real environment decides for
-``cases()`` (tests/fixtures/kubernetes_cel/decisions/cost.json), the suite checks both engines against that record
+``cases()`` (tests/fixtures/kubernetes_cel/costs/policy-objects.json), the suite checks both engines against that record
 (the small objects), and ``bench/admission_cost.py`` the large ones.
 """
 
