@@ -269,7 +269,7 @@ class _KubernetesEvaluator(Evaluator):
             cost.charge(1)  # dispatched at run time (a map key test, or a list the checker could not type)
         try:
             return _IN(left, container)
-        except TypeError as error:
+        except TypeError:
             return CELEvalError(f"no such overload: in applied to {type(container).__name__}", TypeError, None, tree=tree)
 
     def member_dot_arg(self, tree: lark.Tree[Any]) -> Any:
@@ -362,11 +362,14 @@ class _KubernetesEvaluator(Evaluator):
 
 _IN = base_functions["_in_"]
 _PASSTHROUGH = frozenset(
-    {"expr", "conditionalor", "conditionaland", "relation", "addition", "multiplication", "unary", "member", "primary", "paren_expr"}
+    {
+        "expr", "conditionalor", "conditionaland", "relation", "addition", "multiplication",
+        "unary", "member", "primary", "paren_expr",
+    }
 )
 # The variables of the policy being evaluated: name -> static kind ("list", "map:list", ...), as the API server's
 # checker types them from their expressions.
-VARIABLE_KINDS: ContextVar[Mapping[str, str]] = ContextVar("aks_gpu_cel_variable_kinds", default={})
+VARIABLE_KINDS: ContextVar[Mapping[str, str] | None] = ContextVar("aks_gpu_cel_variable_kinds", default=None)
 
 
 def _unwrap(node: Any) -> Any:
@@ -422,9 +425,9 @@ def static_kind(node: Any, variables: Mapping[str, str]) -> str:
         return "list"
     if node.data == "addition" and len(node.children) == 2:
         operator, right = node.children
-        if isinstance(operator, lark.Tree) and operator.data == "addition_add":
-            if "list" in (static_kind(operator.children[0], variables), static_kind(right, variables)):
-                return "list"
+        added = isinstance(operator, lark.Tree) and operator.data == "addition_add"
+        if added and "list" in (static_kind(operator.children[0], variables), static_kind(right, variables)):
+            return "list"
         return "dyn"
     if node.data == "expr" and len(node.children) == 3:
         branches = {static_kind(node.children[1], variables), static_kind(node.children[2], variables)}
@@ -448,7 +451,7 @@ def _in_kind(container: lark.Tree[Any]) -> str:
     node = _unwrap(container)
     if isinstance(node, lark.Tree) and node.data == "list_lit" and _constant(node):
         return "set" if node.children else "empty"
-    return "list" if static_kind(container, VARIABLE_KINDS.get()) == "list" else "dyn"
+    return "list" if static_kind(container, VARIABLE_KINDS.get() or {}) == "list" else "dyn"
 
 
 def _constant(literal: lark.Tree[Any]) -> bool:
@@ -492,7 +495,7 @@ class Program:
 
     @property
     def ast(self) -> lark.Tree[Any]:
-        return cast("lark.Tree[Any]", self._runner.ast)
+        return self._runner.ast
 
     def run(self, activation: Mapping[str, Any], meter: Callable[[int], None] | None = None) -> Any:
         """Evaluate against ``activation`` (plain Python values, or ``LazyVariables``); the CEL value or CelError.
@@ -504,7 +507,7 @@ class Program:
         token = cost.CURRENT.set(tracker)
         try:
             return self._runner.evaluate(context)
-        except cost.CostLimitExceeded:
+        except cost.CostLimitExceededError:
             raise CelError(self.source, cost.LIMIT_EXCEEDED_MESSAGE) from None
         except CELEvalError as error:
             raise CelError(self.source, _reason(error)) from None

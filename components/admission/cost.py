@@ -39,7 +39,7 @@ STRING_TRAVERSAL_COST_FACTOR = 0.1
 REGEX_STRING_LENGTH_COST_FACTOR = 0.25
 
 
-class CostLimitExceeded(Exception):
+class CostLimitExceededError(Exception):
     """An evaluation passed its per-call limit; cel-go cancels it on the spot."""
 
     def __init__(self) -> None:
@@ -56,7 +56,7 @@ class CostTracker:
     def charge(self, amount: int) -> None:
         self.cost += amount
         if self.cost > self.limit:
-            raise CostLimitExceeded()
+            raise CostLimitExceededError()
 
 
 # The tracker of the evaluation under way; none outside one (the functions then charge nothing).

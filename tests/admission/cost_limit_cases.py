@@ -49,7 +49,10 @@ POLICIES = {
     # One validation: over the per-call limit it ends in an error, and failurePolicy Fail denies.
     "cost-expression": {"validations": [{"expression": MATCH}]},
     # The same through a variable: the expression that reads it gets the composited variable's error.
-    "cost-variable": {"variables": [{"name": "matched", "expression": MATCH}], "validations": [{"expression": "variables.matched"}]},
+    "cost-variable": {
+        "variables": [{"name": "matched", "expression": MATCH}],
+        "validations": [{"expression": "variables.matched"}],
+    },
     # A variable over the limit read under ||: CEL's || absorbs the error when the other side is true.
     "cost-variable-absorbed": {
         "variables": [{"name": "matched", "expression": MATCH}],

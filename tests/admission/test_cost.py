@@ -15,9 +15,10 @@ from typing import Any
 
 import pytest
 
-from aks_gpu.admission import cost, evaluate as evaluate_module
-from aks_gpu.admission.engine import ENGINE_NAMES, engine_named
-from aks_gpu.admission.evaluate import Decision, compile_bindings, evaluate, evaluate_request, build_request
+from aks_gpu.admission import cost
+from aks_gpu.admission import evaluate as evaluate_module
+from aks_gpu.admission.engine import ENGINE_NAMES, cpp_available, engine_named
+from aks_gpu.admission.evaluate import Decision, build_request, compile_bindings, evaluate, evaluate_request
 from aks_gpu.admission.policy import render_policy, workload_namespaces
 from tests.admission import cost_limit_cases, cost_objects
 from tests.conftest import stack_model
@@ -69,7 +70,9 @@ def prod() -> tuple[list[Any], dict[str, Any]]:
 
 @pytest.mark.parametrize("case", sorted(cost_objects.SMALL))
 @pytest.mark.parametrize("engine", ENGINE_NAMES)
-def test_the_placement_policy_costs_what_the_server_counted(prod: tuple[list[Any], dict[str, Any]], case: str, engine: str) -> None:
+def test_the_placement_policy_costs_what_the_server_counted(
+    prod: tuple[list[Any], dict[str, Any]], case: str, engine: str
+) -> None:
     """The prod placement policy on pods whose cost grows with the square of their tolerations: cel-python counts
     the server's cost to the unit, and both engines give the server's decision and message."""
     manifests, namespaces = prod
@@ -79,11 +82,13 @@ def test_the_placement_policy_costs_what_the_server_counted(prod: tuple[list[Any
         assert dict(decision.costs) == POLICY_OBJECTS[case]["costs"]
 
 
-def test_cel_cpp_iteration_budget_is_not_the_servers(prod: tuple[list[Any], dict[str, Any]], monkeypatch: pytest.MonkeyPatch) -> None:
+def test_cel_cpp_iteration_budget_is_not_the_servers(
+    prod: tuple[list[Any], dict[str, Any]], monkeypatch: pytest.MonkeyPatch
+) -> None:
     """cel-cpp stops after 10,000 comprehension iterations; the server costs 10,001 env vars at far under its limit
     and admits the pod. With the size gate out of the way, cel-cpp's budget error must be re-decided by the cost
     model, not reported as a denial."""
-    if "cel-cpp" not in ENGINE_NAMES or not evaluate_module.CelError:
+    if not cpp_available():
         pytest.skip("cel-cpp is not installed")
     monkeypatch.setattr(evaluate_module, "COSTED_ABOVE_VALUES", 10**9)
     monkeypatch.setattr(evaluate_module, "COSTED_ABOVE_CHARACTERS", 10**9)
@@ -100,7 +105,8 @@ def test_objects_under_the_size_gate_stay_far_from_the_limit(prod: tuple[list[An
     against itself, quadratic) at the gate costs a small part of the per-call limit."""
     manifests, namespaces = prod
     count = 1
-    while evaluate_module.object_size(cost_objects.cpu_pod_with_gpu_tolerations(count + 1))[0] <= evaluate_module.COSTED_ABOVE_VALUES:
+    gate = evaluate_module.COSTED_ABOVE_VALUES
+    while evaluate_module.object_size(cost_objects.cpu_pod_with_gpu_tolerations(count + 1))[0] <= gate:
         count += 1
     pod = cost_objects.cpu_pod_with_gpu_tolerations(count)
     decision = evaluate([pod], manifests, namespaces, engine=engine_named("cel-python"))[0]
