@@ -79,7 +79,16 @@ def test_the_placement_policy_costs_what_the_server_counted(
     decision = evaluate([cost_objects.SMALL[case]], manifests, namespaces, engine=engine_named(engine))[0]
     _same_as_server(decision, POLICY_OBJECTS[case], engine)
     if engine == "cel-python" or decision.costs:
-        assert dict(decision.costs) == POLICY_OBJECTS[case]["costs"]
+        _same_cost(dict(decision.costs), POLICY_OBJECTS[case])
+
+
+def _same_cost(costs: dict[str, int], server: dict[str, Any]) -> None:
+    """The server's cost to the unit; where an evaluation was cancelled, to within a few units (cel-go checks the
+    limit after each step, the model after each charge; the server's own count there varies with map order)."""
+    assert set(costs) == set(server["costs"])
+    cancelled = cost.LIMIT_EXCEEDED_MESSAGE in server["message"]
+    for policy, counted in server["costs"].items():
+        assert abs(costs[policy] - counted) <= (10 if cancelled else 0), (policy, costs[policy], counted)
 
 
 def test_cel_cpp_iteration_budget_is_not_the_servers(
