@@ -493,14 +493,14 @@ def _needs_cost_model(request: Request) -> bool:
     return values > COSTED_ABOVE_VALUES or characters > COSTED_ABOVE_CHARACTERS
 
 
-def _run_binding(binding: CompiledBinding, request: Request) -> _Outcome:
+def _run_binding(binding: CompiledBinding, request: Request, large: Callable[[], bool]) -> _Outcome:
     policy = binding.policy
     reason = mismatch(policy.match_constraints, request, rules_required=True)
     if reason is None and binding.match_resources is not None:
         reason = mismatch(binding.match_resources, request, rules_required=False)
     if reason is not None:
         return _Outcome(False, [], reason)
-    if policy.engine.name != "cel-python" and _needs_cost_model(request):
+    if policy.engine.name != "cel-python" and large():
         return _evaluate(policy.costed(), request)
     outcome = _evaluate(policy, request)
     if outcome.cost is None and any(CEL_CPP_BUDGET_ERROR in message.lower() for message in outcome.messages):
@@ -617,8 +617,15 @@ def evaluate_request(request: Request, bindings: Sequence[CompiledBinding]) -> D
     applied = False
     first = ""
     costs: dict[str, int] = {}
+    sized: list[bool] = []
+
+    def large() -> bool:  # measured once per request, and only when an engine without the cost model asks
+        if not sized:
+            sized.append(_needs_cost_model(request))
+        return sized[0]
+
     for binding in bindings:
-        outcome = _run_binding(binding, request)
+        outcome = _run_binding(binding, request, large)
         if outcome.cost is not None:
             costs[binding.policy.name] = outcome.cost
         if outcome.applied:
