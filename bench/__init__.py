@@ -49,6 +49,11 @@ BENCHMARKS: tuple[Benchmark, ...] = (
         "bench.admission_check",
     ),
     Benchmark(
+        "admission-cost",
+        "admission check of objects at the API server's CEL cost limits, both engines (target: the server's decisions)",
+        "bench.admission_cost",
+    ),
+    Benchmark(
         "audit-snapshot",
         "aksgpu audit over a snapshot of 100 and 1,000 GPU nodes, every practice and SMI health (target: 1,000 in under 2 s)",
         "bench.audit_snapshot",

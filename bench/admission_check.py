@@ -41,8 +41,6 @@ def generated(count: int, seed: int = 7) -> list[dict[str, Any]]:
         container: dict[str, Any] = {"name": f"c{index}", "image": f"registry.example/app:{index}"}
         if gpus:
             container["resources"] = {"limits": {"nvidia.com/gpu": gpus}}
-            if rng.random() < 0.05:
-                container["resources"]["requests"] = {"nvidia.com/gpu": max(gpus - 1, 0)}
         if rng.random() < 0.03:
             container["env"] = [{"name": "NVIDIA_VISIBLE_DEVICES", "value": "all"}]
         spec: dict[str, Any] = {"containers": [container, {"name": "sidecar", "image": "busybox"}]}

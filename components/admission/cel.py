@@ -11,7 +11,12 @@ Kubernetes puts on top and the policy uses:
   (https://kubernetes.io/docs/reference/using-api/cel/#kubernetes-quantity-library);
 - the standard ``has()`` macro with CEL's own semantics: ``has(a.b)`` is an error when ``a`` itself is
   missing. cel-python answers ``false`` there, which would let an expression pass here that errors on a real
-  API server (and, with ``failurePolicy: Fail``, denies every request).
+  API server (and, with ``failurePolicy: Fail``, denies every request);
+- the API server's runtime cost (:mod:`aks_gpu.admission.cost`): every identifier, selection, index, literal
+  list or map and function call is charged as cel-go's cost tracker charges it, and the comprehension macros
+  (``all``, ``exists``, ``exists_one``, ``filter``, ``map``) run as cel-go expands them, stopping where cel-go stops
+  and charging their loop condition, step and result. An expression or variable over the per-call limit ends in
+  cel-go's ``operation cancelled: actual cost limit exceeded``.
 
 Nothing here knows about policies; :mod:`aks_gpu.admission.evaluate` drives it.
 """
@@ -19,6 +24,7 @@ Nothing here knows about policies; :mod:`aks_gpu.admission.evaluate` drives it.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from datetime import date, datetime
 from fractions import Fraction
@@ -30,8 +36,9 @@ import lark
 from celpy import celtypes
 from celpy.adapter import json_to_cel
 from celpy.celparser import CELParseError
-from celpy.evaluation import CELEvalError, Evaluator
+from celpy.evaluation import CELEvalError, Evaluator, base_functions
 
+from aks_gpu.admission import cost
 from aks_gpu.admission.engine import CelError, composited_variable_error
 from aks_gpu.admission.quantity import INT64, Quantity
 
@@ -127,7 +134,7 @@ def _either_error(left: Any, right: Any) -> CELEvalError | None:
     return None
 
 
-KUBERNETES_FUNCTIONS: dict[str, Callable[..., Any]] = {
+_KUBERNETES_FUNCTIONS: dict[str, Callable[..., Any]] = {
     "_||_": _logical_or,
     "_&&_": _logical_and,
     "join": _join,
@@ -141,27 +148,318 @@ KUBERNETES_FUNCTIONS: dict[str, Callable[..., Any]] = {
 }
 
 
+# ---------------------------------------------------------------- the cost of calls
+
+# Operators with no cost of their own in cel-go (the logical operators and ?: are not calls there).
+_FREE_CALLS = frozenset({"_&&_", "_||_", "_?_:_"})
+
+
+def _costed(name: str, function: Callable[..., Any]) -> Callable[..., Any]:
+    if name in _FREE_CALLS:
+        return function
+    if name == "_[_]":
+        # An index is a qualifier of an attribute in cel-go: one step.
+        def indexed(*args: Any) -> Any:
+            cost.charge(cost.SELECT_AND_IDENT_COST)
+            return function(*args)
+
+        return indexed
+
+    def call(*args: Any) -> Any:
+        result = function(*args)
+        cost.charge(cost.call_cost(name, args))
+        return result
+
+    return call
+
+
+KUBERNETES_FUNCTIONS: dict[str, Callable[..., Any]] = {
+    name: _costed(name, function) for name, function in {**base_functions, **_KUBERNETES_FUNCTIONS}.items()
+}
+
+
 # ---------------------------------------------------------------- the evaluator
+
+_COMPREHENSIONS = frozenset({"all", "exists", "exists_one", "filter", "map"})
 
 
 class _KubernetesEvaluator(Evaluator):
-    """cel-python's interpreter with CEL's own ``has()`` semantics."""
+    """cel-python's interpreter with CEL's own ``has()`` semantics, cel-go's comprehensions and its cost."""
 
     def sub_evaluator(self, ast: lark.Tree[Any]) -> Evaluator:
         # Macro bodies (all, exists, filter, map) get the same evaluator, so has() stays strict inside them.
         return _KubernetesEvaluator(ast, activation=self.activation)
+
+    def primary(self, tree: lark.Tree[Any]) -> Any:
+        child = tree.children[0]
+        if isinstance(child, lark.Tree):
+            if child.data == "ident":
+                cost.charge(cost.SELECT_AND_IDENT_COST)
+            elif child.data == "list_lit" and not _constant(child):
+                # A literal of constants is built once when the program is planned (cel-go OptOptimize).
+                cost.charge(cost.LIST_CREATE_BASE_COST)
+            elif child.data == "map_lit" and not _constant(child):
+                cost.charge(cost.MAP_CREATE_BASE_COST)
+        return super().primary(tree)
+
+    def member_dot(self, tree: lark.Tree[Any]) -> Any:
+        value = super().member_dot(tree)
+        cost.charge(cost.SELECT_AND_IDENT_COST + _relative(tree))
+        return value
+
+    def member_index(self, tree: lark.Tree[Any]) -> Any:
+        value = super().member_index(tree)  # _[_] charges the index itself
+        # A key that is itself an attribute path qualifies the attribute in cel-go: its root identifier is free.
+        cost.charge(_relative(tree) - (cost.SELECT_AND_IDENT_COST if _attribute_path(tree.children[1]) else 0))
+        return value
+
+    def conditionalor(self, tree: lark.Tree[Any]) -> Any:
+        return self._logical(tree, stop_at=True)
+
+    def conditionaland(self, tree: lark.Tree[Any]) -> Any:
+        return self._logical(tree, stop_at=False)
+
+    def _logical(self, tree: lark.Tree[Any], stop_at: bool) -> Any:
+        """cel-go's || and &&: left to right, the right side is not evaluated once the left decides (an error on
+        the left does not decide: the right may still)."""
+        if len(tree.children) != 2:
+            return self.visit_children(tree)[0]
+        left = self.visit(cast("lark.Tree[Any]", tree.children[0]))
+        if isinstance(left, celtypes.BoolType) and bool(left) == stop_at:
+            return left
+        right = self.visit(cast("lark.Tree[Any]", tree.children[1]))
+        combine = _logical_or if stop_at else _logical_and
+        try:
+            return combine(left, right)
+        except TypeError as error:
+            return CELEvalError(str(error), TypeError, None, tree=tree)
+
+    def expr(self, tree: lark.Tree[Any]) -> Any:
+        if len(tree.children) != 3:
+            return super().expr(tree)
+        # cel-go plans a?b:c as a conditional attribute: a branch that is an attribute path is resolved as a
+        # qualification of it, its root identifier uncharged (a bare identifier costs nothing).
+        condition = self.visit(cast("lark.Tree[Any]", tree.children[0]))
+        if isinstance(condition, CELEvalError):
+            return condition
+        if not isinstance(condition, celtypes.BoolType):
+            return CELEvalError("no such overload: ?: needs a bool condition", TypeError, None)
+        branch = cast("lark.Tree[Any]", tree.children[1 if condition else 2])
+        value = self.visit(branch)
+        if _attribute_path(branch):
+            cost.charge(-cost.SELECT_AND_IDENT_COST)
+        return value
+
+    def relation(self, tree: lark.Tree[Any]) -> Any:
+        operator = tree.children[0] if len(tree.children) == 2 else None
+        if not isinstance(operator, lark.Tree) or operator.data != "relation_in":
+            return super().relation(tree)
+        container_tree = cast("lark.Tree[Any]", tree.children[1])
+        kind = _in_kind(container_tree)
+        if kind == "empty":
+            return celtypes.BoolType(False)  # folded to false when the program is planned: nothing is evaluated
+        left = self.visit(cast("lark.Tree[Any]", operator.children[0]))
+        container = self.visit(container_tree)
+        for side in (left, container):
+            if isinstance(side, CELEvalError):
+                return side
+        if kind == "list":
+            cost.charge(cost.actual_size(container))  # in_list: O(n)
+        elif kind == "dyn":
+            cost.charge(1)  # dispatched at run time (a map key test, or a list the checker could not type)
+        try:
+            return _IN(left, container)
+        except TypeError:
+            return CELEvalError(f"no such overload: in applied to {type(container).__name__}", TypeError, None, tree=tree)
+
+    def member_dot_arg(self, tree: lark.Tree[Any]) -> Any:
+        macro = str(cast(lark.Token, tree.children[1]).value)
+        if macro not in _COMPREHENSIONS:
+            return super().member_dot_arg(tree)
+        return self._comprehension(tree, macro)
+
+    def _comprehension(self, tree: lark.Tree[Any], macro: str) -> Any:
+        """A macro as cel-go expands it (parser/macro.go) and folds it (interpreter/interpretable.go): the loop
+        condition is evaluated before each step and ends the loop once it is false; each part is charged."""
+        target = self.visit(cast("lark.Tree[Any]", tree.children[0]))
+        if isinstance(target, CELEvalError):
+            return target
+        if not isinstance(target, (list, Mapping)):
+            return CELEvalError(f"got '{type(target).__name__}', expected iterable type", TypeError, None)
+        arguments = cast("lark.Tree[Any]", tree.children[2])
+        variable_tree, body = cast("tuple[lark.Tree[Any], lark.Tree[Any]]", tuple(arguments.children))
+        variable = str(cast(lark.Token, next(variable_tree.find_data("ident")).children[0]).value)
+        nested = self.sub_evaluator(body)
+
+        def predicate(item: Any) -> Any:
+            try:
+                return nested.evaluate({variable: item})
+            except CELEvalError as error:
+                return error
+
+        accumulator: Any
+        if macro in ("all", "exists"):
+            accumulator = celtypes.BoolType(macro == "all")
+            combine = _logical_and if macro == "all" else _logical_or
+            # all: @not_strictly_false(@result); exists: @not_strictly_false(!@result): an identifier and calls.
+            condition_cost = 2 if macro == "all" else 3
+            for item in target:
+                cost.charge(condition_cost)
+                if isinstance(accumulator, celtypes.BoolType) and bool(accumulator) != (macro == "all"):
+                    break
+                cost.charge(cost.SELECT_AND_IDENT_COST)  # @result in the step
+                try:
+                    accumulator = combine(accumulator, predicate(item))
+                except TypeError as error:
+                    accumulator = CELEvalError(str(error), TypeError, None)
+        elif macro == "exists_one":
+            count: Any = 0
+            for item in target:
+                kept = predicate(item)  # step: pred ? @result + 1 : @result (a bare branch identifier is free)
+                if isinstance(kept, CELEvalError):
+                    return kept
+                if kept:
+                    cost.charge(cost.SELECT_AND_IDENT_COST + 1)
+                    count += 1
+            cost.charge(cost.SELECT_AND_IDENT_COST + 1)  # result: @result == 1
+            return celtypes.BoolType(count == 1)
+        else:
+            kept_items: list[Any] = []
+            for item in target:
+                if macro == "filter":
+                    kept = predicate(item)  # step: pred ? @result + [item] : @result
+                    if isinstance(kept, CELEvalError):
+                        return kept
+                    if not isinstance(kept, celtypes.BoolType):
+                        return CELEvalError("no such overload", TypeError, None)
+                    if kept:
+                        kept_items.append(item)
+                        # @result, the item, [item] built, the + call; the other branch, a bare @result, is free
+                        cost.charge(2 * cost.SELECT_AND_IDENT_COST + cost.LIST_CREATE_BASE_COST + 1)
+                else:
+                    mapped = predicate(item)  # step: @result + [f(item)]
+                    if isinstance(mapped, CELEvalError):
+                        return mapped
+                    kept_items.append(mapped)
+                    cost.charge(2 * cost.SELECT_AND_IDENT_COST + cost.LIST_CREATE_BASE_COST)
+            accumulator = celtypes.ListType(kept_items)
+        cost.charge(cost.SELECT_AND_IDENT_COST)  # the result: @result
+        return accumulator
 
     def macro_has_eval(self, exprlist: lark.Tree[Any]) -> Any:
         selection = _field_selection(exprlist)
         if selection is None:
             return CELEvalError("invalid argument to has() macro", SyntaxError, None)
         operand_tree, field_name = selection
+        # cel-go tests presence as one attribute: the operand's path, its root identifier being the test's step.
         operand = self.visit(operand_tree)
         if isinstance(operand, CELEvalError):
             return operand
         if isinstance(operand, Mapping):
             return celtypes.BoolType(celtypes.StringType(field_name) in operand)
         return CELEvalError(f"has() needs a map or message, not {type(operand).__name__}", TypeError, None)
+
+
+_IN = base_functions["_in_"]
+_PASSTHROUGH = frozenset(
+    {
+        "expr", "conditionalor", "conditionaland", "relation", "addition", "multiplication",
+        "unary", "member", "primary", "paren_expr",
+    }
+)
+# The variables of the policy being evaluated: name -> static kind ("list", "map:list", ...), as the API server's
+# checker types them from their expressions.
+VARIABLE_KINDS: ContextVar[Mapping[str, str] | None] = ContextVar("aks_gpu_cel_variable_kinds", default=None)
+
+
+def _unwrap(node: Any) -> Any:
+    while isinstance(node, lark.Tree) and node.data in _PASSTHROUGH and len(node.children) == 1:
+        node = node.children[0]
+    return node
+
+
+def _attribute_path(node: Any) -> bool:
+    """An identifier followed by field selections and indexes: what cel-go plans as one attribute."""
+    node = _unwrap(node)
+    while isinstance(node, lark.Tree) and node.data in ("member_dot", "member_index"):
+        node = _unwrap(node.children[0])
+    return isinstance(node, lark.Tree) and node.data == "ident"
+
+
+def _relative(tree: lark.Tree[Any]) -> int:
+    """1 when this selection or index starts a path on a computed value (a call, a literal, a parenthesis):
+    cel-go plans it as a relative attribute, one step more than a path from an identifier."""
+    operand = _unwrap(tree.children[0])
+    if isinstance(operand, lark.Tree) and operand.data in ("member_dot", "member_index"):
+        return 0
+    return 0 if isinstance(operand, lark.Tree) and operand.data == "ident" else 1
+
+
+def _path(node: Any) -> list[str] | None:
+    node = _unwrap(node)
+    names: list[str] = []
+    while isinstance(node, lark.Tree) and node.data == "member_dot":
+        names.insert(0, str(node.children[1]))
+        node = _unwrap(node.children[0])
+    if isinstance(node, lark.Tree) and node.data == "ident":
+        return [str(node.children[0]), *names]
+    return None
+
+
+# The typed fields of `request` that are lists (k8s.io/apiserver pkg/admission/plugin/cel: the request type).
+_TYPED_LISTS = {("request", "userInfo", "groups")}
+
+
+def static_kind(node: Any, variables: Mapping[str, str]) -> str:
+    """What the API server's checker knows of an expression's type, as far as cost needs it: "list", "map:list"
+    (a map of lists), "map" or "dyn". ``object`` and ``oldObject`` are dyn, so anything read from them is too."""
+    node = _unwrap(node)
+    if not isinstance(node, lark.Tree):
+        return "dyn"
+    if node.data == "list_lit":
+        return "list"
+    if node.data == "map_lit":
+        values = [child for index, child in enumerate(node.children[0].children) if index % 2] if node.children else []
+        return "map:list" if values and all(static_kind(v, variables) == "list" for v in values) else "map"
+    if node.data == "member_dot_arg" and str(node.children[1]) in ("filter", "map"):
+        return "list"
+    if node.data == "addition" and len(node.children) == 2:
+        operator, right = node.children
+        added = isinstance(operator, lark.Tree) and operator.data == "addition_add"
+        if added and "list" in (static_kind(operator.children[0], variables), static_kind(right, variables)):
+            return "list"
+        return "dyn"
+    if node.data == "expr" and len(node.children) == 3:
+        branches = {static_kind(node.children[1], variables), static_kind(node.children[2], variables)}
+        return branches.pop() if len(branches) == 1 else "dyn"
+    if node.data == "member_index":
+        return "list" if static_kind(node.children[0], variables) == "map:list" else "dyn"
+    path = _path(node)
+    if path is not None:
+        if path[0] == "variables" and len(path) == 2:
+            return variables.get(path[1], "dyn")
+        if path[0] == "variables" and len(path) == 3 and variables.get(path[1]) == "map:list":
+            return "list"
+        if tuple(path) in _TYPED_LISTS:
+            return "list"
+    return "dyn"
+
+
+def _in_kind(container: lark.Tree[Any]) -> str:
+    """How cel-go plans ``x in container``: "empty" (an empty literal: folded to false), "set" (a literal of
+    constants: a set lookup, no call cost), "list" (in_list: its size) or "dyn" (1)."""
+    node = _unwrap(container)
+    if isinstance(node, lark.Tree) and node.data == "list_lit" and _constant(node):
+        return "set" if node.children else "empty"
+    return "list" if static_kind(container, VARIABLE_KINDS.get() or {}) == "list" else "dyn"
+
+
+def _constant(literal: lark.Tree[Any]) -> bool:
+    """A list or map literal made only of literals (nested literals included): cel-go builds it at plan time."""
+    for node in literal.iter_subtrees():
+        if node.data in ("ident", "ident_arg", "dot_ident", "dot_ident_arg", "member_dot", "member_dot_arg", "member_index"):
+            return False
+    return True
 
 
 def _field_selection(exprlist: lark.Tree[Any]) -> tuple[lark.Tree[Any], str] | None:
@@ -195,15 +493,30 @@ class Program:
     source: str
     _runner: celpy.Runner = field(repr=False, compare=False)
 
-    def run(self, activation: Mapping[str, Any]) -> Any:
-        """Evaluate against ``activation`` (plain Python values, or ``LazyVariables``); the CEL value or CelError."""
+    @property
+    def ast(self) -> lark.Tree[Any]:
+        return self._runner.ast
+
+    def run(self, activation: Mapping[str, Any], meter: Callable[[int], None] | None = None) -> Any:
+        """Evaluate against ``activation`` (plain Python values, or ``LazyVariables``); the CEL value or CelError.
+
+        The evaluation is costed as the API server costs it and cancelled past the per-call limit; ``meter``
+        receives its cost (what it had spent when it was cancelled or failed, too)."""
         context = {name: value if isinstance(value, LazyVariables) else to_cel(value) for name, value in activation.items()}
+        tracker = cost.CostTracker()
+        token = cost.CURRENT.set(tracker)
         try:
             return self._runner.evaluate(context)
+        except cost.CostLimitExceededError:
+            raise CelError(self.source, cost.LIMIT_EXCEEDED_MESSAGE) from None
         except CELEvalError as error:
             raise CelError(self.source, _reason(error)) from None
         except (TypeError, ValueError, KeyError, AttributeError, ArithmeticError) as error:
             raise CelError(self.source, str(error)) from None
+        finally:
+            cost.CURRENT.reset(token)
+            if meter is not None:
+                meter(tracker.cost)
 
 
 def compile_expression(source: str) -> Program:
@@ -223,10 +536,16 @@ class LazyVariables(celtypes.MapType):
     error at all; computing them eagerly would deny requests the server admits.
     """
 
-    def __init__(self, programs: Mapping[str, Program], activation: Callable[[], Mapping[str, Any]]) -> None:
+    def __init__(
+        self,
+        programs: Mapping[str, Program],
+        activation: Callable[[], Mapping[str, Any]],
+        meter: Callable[[int], None] | None = None,
+    ) -> None:
         super().__init__()
         self._programs = dict(programs)
         self._activation = activation
+        self._meter = meter
         self._values: dict[str, Any] = {}
 
     def __getitem__(self, name: Any) -> Any:
@@ -235,7 +554,7 @@ class LazyVariables(celtypes.MapType):
             raise KeyError(name)
         if key not in self._values:
             try:
-                self._values[key] = self._programs[key].run(self._activation())
+                self._values[key] = self._programs[key].run(self._activation(), self._meter)
             except CelError as error:
                 # Passed along as a CEL error value: it fails only the expressions that read it.
                 self._values[key] = CELEvalError(composited_variable_error(key, error.reason), RuntimeError, None)
@@ -291,14 +610,34 @@ def _reason(error: CELEvalError) -> str:
 
 
 class _Bound:
-    """One request's activation for cel-python: plain data turned into CEL values once, variables lazily."""
+    """One request's activation for cel-python: plain data turned into CEL values once, variables lazily.
+
+    ``cost`` is what the expressions run so far cost, the variables they computed included (the API server's
+    per-binding budget counts both)."""
 
     def __init__(self, base: Mapping[str, Any], variables: Sequence[tuple[str, Program]]) -> None:
+        self.cost = 0
+        self.kinds = variable_kinds(variables)
         self.activation: dict[str, Any] = {name: to_cel(value) for name, value in base.items()}
-        self.activation["variables"] = LazyVariables(dict(variables), lambda: self.activation)
+        self.activation["variables"] = LazyVariables(dict(variables), lambda: self.activation, self._spend)
+
+    def _spend(self, amount: int) -> None:
+        self.cost += amount
 
     def run(self, program: Program) -> Any:
-        return to_python(program.run(self.activation))
+        token = VARIABLE_KINDS.set(self.kinds)
+        try:
+            return to_python(program.run(self.activation, self._spend))
+        finally:
+            VARIABLE_KINDS.reset(token)
+
+
+def variable_kinds(variables: Sequence[tuple[str, Program]]) -> dict[str, str]:
+    """Each variable's static kind, in order (a variable may read the ones before it)."""
+    kinds: dict[str, str] = {}
+    for name, program in variables:
+        kinds[name] = static_kind(program.ast, kinds)
+    return kinds
 
 
 class CelPythonEngine:

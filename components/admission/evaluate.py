@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from datetime import date, datetime
 from typing import Any
 
+from aks_gpu.admission import cost
 from aks_gpu.admission.engine import CelError, Compiled, Engine, engine_named
 from aks_gpu.admission.quantity import go_base64_canonical
 from aks_gpu.naming import NAMESPACE_NAME_LABEL
@@ -100,6 +101,9 @@ class Decision:
     message: str = ""
     # The admission steps a real cluster runs that this decision did not evaluate.
     not_evaluated: tuple[str, ...] = ()
+    # Per policy that applied, the runtime cost of its validations and the variables they read, as the API server
+    # counts it against its budget; absent where the engine did not cost the evaluation (cel-cpp on a small object).
+    costs: Mapping[str, int] = field(default_factory=dict, compare=False)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -132,6 +136,17 @@ class CompiledPolicy:
     variables: tuple[tuple[str, Compiled], ...]
     validations: tuple[_Validation, ...]
     engine: Engine
+    manifest: Mapping[str, Any] = field(default_factory=dict, repr=False, compare=False)
+    # The policy compiled for cel-python, which costs evaluations as the API server does (built on first need).
+    _costed: list[CompiledPolicy] = field(default_factory=list, repr=False, compare=False)
+
+    def costed(self) -> CompiledPolicy:
+        """This policy on an engine that tracks the server's runtime cost (itself when the engine does)."""
+        if self.engine.name == "cel-python":
+            return self
+        if not self._costed:
+            self._costed.append(compile_policy(self.manifest, engine_named("cel-python")))
+        return self._costed[0]
 
 
 @dataclass(frozen=True)
@@ -170,6 +185,7 @@ def compile_policy(manifest: Mapping[str, Any], engine: Engine | None = None) ->
         variables=tuple((v["name"], compile_expression(v["expression"])) for v in spec.get("variables") or ()),
         validations=validations,
         engine=engine,
+        manifest=manifest,
     )
 
 
@@ -441,16 +457,58 @@ class _Outcome:
     applied: bool
     messages: list[str]
     skipped_because: str = ""
+    cost: int | None = None
 
 
-def _run_binding(binding: CompiledBinding, request: Request) -> _Outcome:
+# cel-cpp's own limit (10,000 comprehension iterations) is not the API server's: an evaluation it stops is decided
+# again by the cost model, never by that error.
+CEL_CPP_BUDGET_ERROR = "iteration budget exceeded"
+# Objects up to this size (JSON values, and characters of strings) cannot bring the policies' expressions near the
+# per-call limit (docs/admission.md, "Runtime cost"), so cel-cpp decides them alone; larger ones are also evaluated
+# on cel-python, which costs them as the API server does, and that evaluation decides.
+COSTED_ABOVE_VALUES = 256
+COSTED_ABOVE_CHARACTERS = 16_384
+
+
+def object_size(value: Any) -> tuple[int, int]:
+    """(JSON values, characters in strings and keys) of plain data."""
+    values, characters = 1, 0
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, Mapping):
+            values += len(item)
+            characters += sum(len(str(key)) for key in item)
+            stack.extend(item.values())
+        elif isinstance(item, (list, tuple)):
+            values += len(item)
+            stack.extend(item)
+        elif isinstance(item, str):
+            characters += len(item)
+    return values, characters
+
+
+def _needs_cost_model(request: Request) -> bool:
+    values, characters = object_size([request.object, request.old_object])
+    return values > COSTED_ABOVE_VALUES or characters > COSTED_ABOVE_CHARACTERS
+
+
+def _run_binding(binding: CompiledBinding, request: Request, large: Callable[[], bool]) -> _Outcome:
     policy = binding.policy
     reason = mismatch(policy.match_constraints, request, rules_required=True)
     if reason is None and binding.match_resources is not None:
         reason = mismatch(binding.match_resources, request, rules_required=False)
     if reason is not None:
         return _Outcome(False, [], reason)
+    if policy.engine.name != "cel-python" and large():
+        return _evaluate(policy.costed(), request)
+    outcome = _evaluate(policy, request)
+    if outcome.cost is None and any(CEL_CPP_BUDGET_ERROR in message.lower() for message in outcome.messages):
+        return _evaluate(policy.costed(), request)
+    return outcome
 
+
+def _evaluate(policy: CompiledPolicy, request: Request) -> _Outcome:
     base: dict[str, Any] = {
         "object": request.object,
         "oldObject": request.old_object,
@@ -480,21 +538,44 @@ def _run_binding(binding: CompiledBinding, request: Request) -> _Outcome:
         joined = condition_errors[0] if len(condition_errors) == 1 else "[" + ", ".join(condition_errors) + "]"
         return _Outcome(True, [joined] if fail else [])
 
-    messages = []
+    # The validations' cost, variables included; matchConditions have their own budget (matcher.go).
+    baseline = getattr(bound, "cost", None)
+
+    def spent() -> int | None:
+        total = getattr(bound, "cost", None)
+        return None if total is None or baseline is None else total - baseline
+
+    messages: list[str | _Validation] = []  # an error's message, or a validation that failed (message below)
     for validation in policy.validations:
         try:
             result = run(validation.expression)
         except CelError as error:
+            if _out_of_budget(spent()):
+                return _Outcome(True, [cost.OUT_OF_BUDGET_MESSAGE] if fail else [], cost=spent())
             if fail:
                 messages.append(f"expression '{validation.expression.source}' resulted in error: {error.reason}")
             continue
+        if _out_of_budget(spent()):
+            # condition.go: the binding's validations share one budget; past it the policy fails as a whole.
+            return _Outcome(True, [cost.OUT_OF_BUDGET_MESSAGE] if fail else [], cost=spent())
         if not isinstance(result, bool):
             if fail:
                 messages.append(f"expression '{validation.expression.source}' must evaluate to bool")
             continue
         if not result:
-            messages.append(_failure_message(validation, run))
-    return _Outcome(True, messages)
+            messages.append(validation)
+    validations_cost = spent()
+    # Message expressions run after every validation, on what is left of the budget (validator.go); their cost is
+    # not the validations'.
+    return _Outcome(
+        True,
+        [item if isinstance(item, str) else _failure_message(item, run) for item in messages],
+        cost=validations_cost,
+    )
+
+
+def _out_of_budget(spent: int | None) -> bool:
+    return spent is not None and spent > cost.RUNTIME_BUDGET
 
 
 # celconfig.MaxEvaluatedMessageExpressionSizeBytes (k8s.io/apiserver pkg/apis/cel/config.go): a longer
@@ -535,8 +616,18 @@ def evaluate_request(request: Request, bindings: Sequence[CompiledBinding]) -> D
     skipped: list[str] = []
     applied = False
     first = ""
+    costs: dict[str, int] = {}
+    sized: list[bool] = []
+
+    def large() -> bool:  # measured once per request, and only when an engine without the cost model asks
+        if not sized:
+            sized.append(_needs_cost_model(request))
+        return sized[0]
+
     for binding in bindings:
-        outcome = _run_binding(binding, request)
+        outcome = _run_binding(binding, request, large)
+        if outcome.cost is not None:
+            costs[binding.policy.name] = outcome.cost
         if outcome.applied:
             applied = True
             actions += [a for a in binding.actions if a not in actions]
@@ -557,6 +648,7 @@ def evaluate_request(request: Request, bindings: Sequence[CompiledBinding]) -> D
         actions=tuple(actions),
         note=note,
         message=first,
+        costs=costs,
     )
 
 
