@@ -44,6 +44,9 @@ def vendor_resource(vendor: Vendor) -> str:
 
 # ---------------------------------------------------------------- namespaces
 
+# The ResourceQuota each workload namespace gets (kube.workload_manifests builds it; admission names it in refusals).
+QUOTA_NAME = "gpu-quota"
+
 # Everything the device plugins, exporters, probes and smoke Jobs run in (the admission policy exempts it).
 GPU_NAMESPACE = "gpu-resources"
 # NVIDIA NVSentinel, the quarantine engine (components/monitoring/remediation.py): the namespace its docs install it in

@@ -27,22 +27,10 @@ from typing import Any
 
 from aks_gpu.admission.evaluate import Decision
 from aks_gpu.admission.quantity import Quantity
+from aks_gpu.admission.reader import POD_SPEC_PATHS
+from aks_gpu.naming import QUOTA_NAME
 
 QUOTA_PREFIX = "requests."
-# The name of a workload namespace's ResourceQuota (aks_gpu.kube.workload_manifests.QUOTA_NAME, which builds the
-# NamespaceFacts: admission cannot import kube, which imports admission).
-QUOTA_NAME = "gpu-quota"
-# Where each kind keeps its pod spec (the same paths as the reader's).
-POD_SPEC_PATHS: dict[str, tuple[str, ...]] = {
-    "Pod": ("spec",),
-    "Deployment": ("spec", "template", "spec"),
-    "ReplicaSet": ("spec", "template", "spec"),
-    "StatefulSet": ("spec", "template", "spec"),
-    "DaemonSet": ("spec", "template", "spec"),
-    "ReplicationController": ("spec", "template", "spec"),
-    "Job": ("spec", "template", "spec"),
-    "CronJob": ("spec", "jobTemplate", "spec", "template", "spec"),
-}
 
 
 @dataclass(frozen=True)

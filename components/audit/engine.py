@@ -22,8 +22,8 @@ from typing import Any
 from aks_gpu.audit.prices import INSTANCE_TYPE_LABELS, REGION_LABELS, first_label
 from aks_gpu.audit.registry import CHECK_BY_ID, CHECKS, NODES, PRACTICES, Severity
 from aks_gpu.audit.stack import StackExpectations
-from aks_gpu.kube.workload_manifests import ARTICLE_WORKLOAD_LABEL, DENY_ALL_POLICY, PSA_PREFIX, QUOTA_NAME
-from aks_gpu.naming import INSTANCE_TYPE_LABEL, QUARANTINE_TAINT_KEY, SPOT_TAINT_KEY, WORKLOAD_LABEL, vendor_resource
+from aks_gpu.kube.workload_manifests import ARTICLE_WORKLOAD_LABEL, DENY_ALL_POLICY, PSA_PREFIX
+from aks_gpu.naming import INSTANCE_TYPE_LABEL, QUARANTINE_TAINT_KEY, QUOTA_NAME, SPOT_TAINT_KEY, WORKLOAD_LABEL, vendor_resource
 from aks_gpu.validation.gpu_findings import by_node
 from aks_gpu.validation.health import read_smi_and_health
 from aks_gpu.validation.inventory import (

@@ -18,7 +18,7 @@ from typing import Any, NotRequired, TypedDict
 from aks_gpu.admission.namespace_admission import QUOTA_PREFIX, NamespaceFacts
 from aks_gpu.admission.pod_security import rdma_policy_manifests
 from aks_gpu.config.models import EgressRule, IngressFrom, WorkloadConfig
-from aks_gpu.naming import KUBE_SYSTEM_NAMESPACE, NAMESPACE_NAME_LABEL, RDMA_LABEL, WORKLOAD_LABEL
+from aks_gpu.naming import KUBE_SYSTEM_NAMESPACE, NAMESPACE_NAME_LABEL, QUOTA_NAME, RDMA_LABEL, WORKLOAD_LABEL
 from aks_gpu.resolved.model import PlatformModel, ResolvedPool
 
 Manifest = dict[str, Any]
@@ -43,7 +43,6 @@ RBAC_API_GROUP = "rbac.authorization.k8s.io"
 DENY_ALL_POLICY = "deny-cross-namespace"
 DNS_POLICY = "allow-dns"
 SAME_NAMESPACE_POLICY = "allow-same-namespace"
-QUOTA_NAME = "gpu-quota"  # admission.namespace_admission names it in its refusals (a test holds them equal)
 LIMIT_RANGE_NAME = "default-requests"
 
 

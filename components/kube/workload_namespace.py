@@ -37,7 +37,6 @@ from aks_gpu.config.models import PlatformConfig, WorkloadConfig
 from aks_gpu.config.problems import Problem
 from aks_gpu.config.rules import cidr_problems
 from aks_gpu.kube.workload_manifests import (
-    QUOTA_NAME,
     Manifest,
     PodPlacement,
     TolerationSpec,
@@ -49,6 +48,7 @@ from aks_gpu.kube.workload_manifests import (
     rdma_manifests,
     resource_quota_manifest,
 )
+from aks_gpu.naming import QUOTA_NAME
 from aks_gpu.resolved.model import ResolvedWorkload
 from aks_gpu.specs import WorkloadSpec
 

@@ -27,11 +27,11 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, cast
 
-from aks_gpu.kube.workload_manifests import QUOTA_NAME
 from aks_gpu.naming import (
     GPU_NAMESPACE,
     POOL_LABEL,
     QUARANTINE_TAINT_KEY,
+    QUOTA_NAME,
     REMEDIATION_NAMESPACE,
     Vendor,
     platform_object_name,

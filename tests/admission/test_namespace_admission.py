@@ -7,9 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from aks_gpu.admission.namespace_admission import QUOTA_NAME, NamespaceFacts, pod_usage, quota_refusal
+from aks_gpu.admission.namespace_admission import NamespaceFacts, pod_usage, quota_refusal
 from aks_gpu.cli import main
-from aks_gpu.kube import workload_manifests
 from aks_gpu.kube.workload_manifests import namespace_facts
 from tests.conftest import stack_model
 
@@ -97,7 +96,3 @@ def test_the_check_applies_pod_security_and_the_quota(tmp_path: Path, capsys: py
     )
     assert "Pod Security restricted" not in " ".join(pod["notEvaluated"])
     assert "ResourceQuota usage by other pods (the namespace is taken as empty)" in pod["notEvaluated"]
-
-
-def test_the_quota_is_named_as_the_stack_names_it() -> None:
-    assert QUOTA_NAME == workload_manifests.QUOTA_NAME
