@@ -11,13 +11,10 @@
 from __future__ import annotations
 
 import copy
-import json
 import os
-import socket
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -29,6 +26,7 @@ from aks_gpu.resolved.targets import plugin_targets
 from aks_gpu.validation.probe import RetryPolicy
 from aks_gpu.validation.snapshot import ClusterSnapshot, write_snapshot
 from bench.common import PROJECT_DIR, prod_model
+from tests.validation.fake_apiserver import silent_api_server
 from tests.validation.snapshots import healthy_snapshot
 
 NODES, GPU_NODES, PODS = 10_000, 2_000, 100_000
@@ -87,41 +85,8 @@ def measured(argv: list[str]) -> tuple[int, float, int]:
 
 def silent_server_exit(timeout: float) -> tuple[int, float, float]:
     """Exit code and wall time of ``validate`` against a server that never answers, and the bound it must keep."""
-    listener = socket.socket()
-    listener.bind(("127.0.0.1", 0))
-    listener.listen(64)
-    held: list[socket.socket] = []
-    stop = threading.Event()
-
-    def accept() -> None:
-        listener.settimeout(0.1)
-        while not stop.is_set():
-            try:
-                held.append(listener.accept()[0])
-            except OSError:
-                continue
-
-    threading.Thread(target=accept, daemon=True).start()
-    with tempfile.TemporaryDirectory() as folder:
-        kubeconfig = Path(folder) / "kubeconfig"
-        server = f"http://127.0.0.1:{listener.getsockname()[1]}"
-        kubeconfig.write_text(
-            json.dumps(
-                {
-                    "apiVersion": "v1",
-                    "kind": "Config",
-                    "current-context": "x",
-                    "clusters": [{"name": "x", "cluster": {"server": server}}],
-                    "users": [{"name": "x", "user": {"token": "bench-token"}}],
-                    "contexts": [{"name": "x", "context": {"cluster": "x", "user": "x"}}],
-                }
-            )
-        )
+    with tempfile.TemporaryDirectory() as folder, silent_api_server(Path(folder), token="bench-token") as kubeconfig:
         code, seconds, _ = measured(["validate", "--stack", "dev", "--kubeconfig", str(kubeconfig), "--timeout", str(timeout)])
-    stop.set()
-    for connection in held:
-        connection.close()
-    listener.close()
     policy = RetryPolicy(timeout_s=timeout)
     return code, seconds, (policy.retries + 1) * timeout + policy.waits_s()
 

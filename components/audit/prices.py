@@ -10,11 +10,12 @@ from functools import cache
 from pathlib import Path
 
 from aks_gpu.data_files import load_yaml
+from aks_gpu.naming import INSTANCE_TYPE_LABEL
 
 DATA_FILE = Path(__file__).resolve().parents[1] / "data" / "gpu_prices.yaml"
 # The node labels Kubernetes sets from the cloud provider: the VM size and the region.
 # https://kubernetes.io/docs/reference/labels-annotations-taints/#nodekubernetesioinstance-type
-INSTANCE_TYPE_LABELS = ("node.kubernetes.io/instance-type", "beta.kubernetes.io/instance-type")
+INSTANCE_TYPE_LABELS = (INSTANCE_TYPE_LABEL, "beta.kubernetes.io/instance-type")
 # https://kubernetes.io/docs/reference/labels-annotations-taints/#topologykubernetesioregion
 REGION_LABELS = ("topology.kubernetes.io/region", "failure-domain.beta.kubernetes.io/region")
 

@@ -8,13 +8,9 @@ from __future__ import annotations
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
-import threading
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -22,6 +18,7 @@ import pytest
 from aks_gpu import mock_engine
 from aks_gpu.validation.probe import RetryPolicy
 from tests.conftest import PROJECT_DIR
+from tests.validation.fake_apiserver import silent_api_server
 
 ENV = {**os.environ, "PYTHONPATH": str(PROJECT_DIR)}
 ENV.pop("PULUMI_CONFIG", None)
@@ -32,49 +29,6 @@ def aksgpu(*args: str, env: dict[str, str] | None = None) -> subprocess.Complete
     return subprocess.run(
         [sys.executable, "-m", "aks_gpu.cli", *args], capture_output=True, text=True, timeout=240, env=env or ENV
     )
-
-
-@contextmanager
-def silent_api_server(tmp_path: Path) -> Iterator[Path]:
-    """Accepts every connection, reads nothing back, never answers; the kubeconfig that points at it."""
-    listener = socket.socket()
-    listener.bind(("127.0.0.1", 0))
-    listener.listen(64)
-    held: list[socket.socket] = []
-    stop = threading.Event()
-
-    def accept() -> None:
-        listener.settimeout(0.1)
-        while not stop.is_set():
-            try:
-                held.append(listener.accept()[0])
-            except OSError:
-                continue
-
-    thread = threading.Thread(target=accept, daemon=True)
-    thread.start()
-    port = listener.getsockname()[1]
-    kubeconfig = tmp_path / "kubeconfig"
-    kubeconfig.write_text(
-        json.dumps(
-            {
-                "apiVersion": "v1",
-                "kind": "Config",
-                "current-context": "x",
-                "clusters": [{"name": "x", "cluster": {"server": f"http://127.0.0.1:{port}"}}],
-                "users": [{"name": "x", "user": {"token": "silent-server-token"}}],
-                "contexts": [{"name": "x", "context": {"cluster": "x", "user": "x"}}],
-            }
-        )
-    )
-    try:
-        yield kubeconfig
-    finally:
-        stop.set()
-        thread.join(5)
-        for connection in held:
-            connection.close()
-        listener.close()
 
 
 def test_an_api_server_that_never_answers_is_exit_2_within_the_bound(tmp_path: Path) -> None:

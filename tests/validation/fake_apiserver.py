@@ -36,6 +36,7 @@ from collections.abc import Iterator, Mapping
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
@@ -584,3 +585,47 @@ class _Handler(BaseHTTPRequestHandler):
                     sock.recv(4096)
                 return True
         return False
+
+
+@contextmanager
+def silent_api_server(folder: Path, token: str = "silent-server-token") -> Iterator[Path]:
+    """An API server on 127.0.0.1 that accepts every connection, reads nothing back and never answers; yields the
+    kubeconfig (written into ``folder``, with ``token``) that points at it. Used by the exit tests and the bench."""
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(64)
+    held: list[socket.socket] = []
+    stop = threading.Event()
+
+    def accept() -> None:
+        listener.settimeout(0.1)
+        while not stop.is_set():
+            try:
+                held.append(listener.accept()[0])
+            except OSError:
+                continue
+
+    thread = threading.Thread(target=accept, daemon=True)
+    thread.start()
+    port = listener.getsockname()[1]
+    kubeconfig = folder / "kubeconfig"
+    kubeconfig.write_text(
+        json.dumps(
+            {
+                "apiVersion": "v1",
+                "kind": "Config",
+                "current-context": "x",
+                "clusters": [{"name": "x", "cluster": {"server": f"http://127.0.0.1:{port}"}}],
+                "users": [{"name": "x", "user": {"token": token}}],
+                "contexts": [{"name": "x", "context": {"cluster": "x", "user": "x"}}],
+            }
+        )
+    )
+    try:
+        yield kubeconfig
+    finally:
+        stop.set()
+        thread.join(5)
+        for connection in held:
+            connection.close()
+        listener.close()
