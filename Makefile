@@ -63,12 +63,12 @@ typecheck: $(STAMP)
 unit: $(STAMP) $(CHECKOV_STAMP) $(PROMTOOL_STAMP) $(CHROMIUM_STAMP)
 	$(BIN)/python -m pytest
 
-# The config models are the one source: the component args (components/specs.py), the README's key table and both
+# The config models are the one source: the component args (components/aks_gpu/specs.py), the README's key table and both
 # JSON schemas are written from them.
 schema: $(STAMP)
 	$(BIN)/python -m aks_gpu.config.generate
 	$(BIN)/aksgpu schema > stacks/stack-config.schema.json
-	$(BIN)/aksgpu schema --components > components/schema.json
+	$(BIN)/aksgpu schema --components > components/aks_gpu/schema.json
 
 bench: $(STAMP)
 	$(BIN)/python -m bench

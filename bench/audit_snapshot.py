@@ -21,8 +21,8 @@ from rich.table import Table
 
 from aks_gpu.audit.engine import AuditReport, run_audit
 from aks_gpu.audit.html import render_html
+from aks_gpu.cluster.snapshot import ClusterSnapshot, read_snapshot, write_snapshot
 from aks_gpu.naming import POOL_LABEL
-from aks_gpu.validation.snapshot import ClusterSnapshot, read_snapshot, write_snapshot
 from bench.common import timed
 from tests.audit.clusters import clean_snapshot, workload_pod
 
@@ -140,6 +140,6 @@ def run(console: Console) -> bool:
     console.print(table)
     console.print(
         "read: nodes, daemonsets, pods, namespaces, resourcequotas, networkpolicies, meta.json and one smi/<node>.txt "
-        "(nvidia-smi -q -x) per GPU node; audit: every finding of components/audit/registry.py, SMI health included"
+        "(nvidia-smi -q -x) per GPU node; audit: every finding of components/aks_gpu/audit/registry.py, SMI health included"
     )
     return met

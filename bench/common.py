@@ -14,7 +14,7 @@ from aks_gpu.resolved.stack import validate_stack
 
 T = TypeVar("T")
 PROJECT_DIR = Path(__file__).resolve().parents[1]
-# Plans read the Azure CLI's login for the deployer's principalType (components/azure/cluster.py): a benchmark reads a
+# Plans read the Azure CLI's login for the deployer's principalType (components/aks_gpu/azure/cluster.py): a benchmark reads a
 # folder of the checkout with no login, never the machine's ~/.azure.
 os.environ["AZURE_CONFIG_DIR"] = str(PROJECT_DIR / "tests" / "fixtures" / "azure-cli-none")
 

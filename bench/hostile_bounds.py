@@ -22,12 +22,12 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
+from aks_gpu.cluster.probe import RetryPolicy
+from aks_gpu.cluster.snapshot import ClusterSnapshot, write_snapshot
 from aks_gpu.resolved.targets import plugin_targets
-from aks_gpu.validation.probe import RetryPolicy
-from aks_gpu.validation.snapshot import ClusterSnapshot, write_snapshot
 from bench.common import PROJECT_DIR, prod_model
-from tests.validation.fake_apiserver import silent_api_server
-from tests.validation.snapshots import healthy_snapshot
+from tests.cluster.fake_apiserver import silent_api_server
+from tests.cluster.snapshots import healthy_snapshot
 
 NODES, GPU_NODES, PODS = 10_000, 2_000, 100_000
 # What real objects carry besides what the checks read, so the files have kubectl's sizes: a node lists its cached

@@ -15,9 +15,9 @@ from functools import partial
 from rich.console import Console
 from rich.table import Table
 
-from aks_gpu.validation.health import read_smi_and_health
+from aks_gpu.gpu.health import read_smi_and_health
 from bench.common import timed
-from tests.validation.snapshots import nvidia_smi_xml
+from tests.cluster.snapshots import nvidia_smi_xml
 
 REPEATS = 3
 TARGET_EXPONENT = 1.3

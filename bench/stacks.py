@@ -14,7 +14,7 @@ from typing import Any
 import yaml
 
 # One entry per pool shape: the pool's keys (beyond name/workload/counts) and the GPUs a node exposes to
-# the scheduler, from components/data/gpu_catalog.yaml (MIG1g on A100 80GB: 7 slices; T4 x4 time-slicing).
+# the scheduler, from components/aks_gpu/data/gpu_catalog.yaml (MIG1g on A100 80GB: 7 slices; T4 x4 time-slicing).
 _SHAPES: tuple[tuple[dict[str, Any], int], ...] = (
     ({"vendor": "nvidia", "vmSize": "Standard_NC24ads_A100_v4", "migProfile": "MIG1g"}, 7),
     ({"vendor": "nvidia", "vmSize": "Standard_ND96isr_H100_v5", "nvmeCache": True}, 8),
@@ -58,7 +58,7 @@ def generated_stack(pools: int, namespaces: int | None = None, name: str = "benc
         )
     return {
         "azure-native:location": "swedencentral",
-        # No kubernetesVersion: the default follows the AKS release calendar (components/data/aks_versions.yaml).
+        # No kubernetesVersion: the default follows the AKS release calendar (components/aks_gpu/data/aks_versions.yaml).
         "aks-gpu:cluster": {"resourceGroup": f"rg-{name}", "name": f"aks-{name}"},
         "aks-gpu:gpuPools": gpu_pools,
         "aks-gpu:workloads": workloads,

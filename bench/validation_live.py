@@ -1,6 +1,6 @@
 """How long the live probe (``aksgpu validate --stack``, and the deploy hook) takes on a big cluster.
 
-The cluster is a fake Kubernetes API server on 127.0.0.1 (``tests.validation.fake_apiserver``) holding the prod
+The cluster is a fake Kubernetes API server on 127.0.0.1 (``tests.cluster.fake_apiserver``) holding the prod
 stack (8x H100 training nodes and MIG A100 inference nodes, 4:1, each printing its own nvidia-smi -q -x) built
 by the same snapshot builder the tests use. Every exec takes ``EXEC_DELAY_S`` on the server, about what
 nvidia-smi takes on a GPU node plus the API server -> kubelet round trip, so the numbers show what the
@@ -23,8 +23,8 @@ from aks_gpu.resolved.model import PlatformModel
 from aks_gpu.resolved.targets import PluginTarget, plugin_targets
 from aks_gpu.validation.checks import run_checks
 from bench.common import prod_model, timed
-from tests.validation.fake_apiserver import FakeApiServer, FakeCluster
-from tests.validation.snapshots import healthy_snapshot
+from tests.cluster.fake_apiserver import FakeApiServer, FakeCluster
+from tests.cluster.snapshots import healthy_snapshot
 
 EXEC_DELAY_S = 0.2
 DEFAULT_CONCURRENCY = 16
@@ -40,7 +40,7 @@ def cluster(model: PlatformModel, targets: dict[str, PluginTarget], count: int) 
 
 def run(console: Console) -> bool:
     # Imported here: the kubernetes client's import is part of the warm-up below, not of the bench's import.
-    from aks_gpu.validation.probe import collect_snapshot
+    from aks_gpu.cluster.probe import collect_snapshot
 
     model = prod_model()
     targets = plugin_targets(model)

@@ -18,12 +18,12 @@ from functools import partial
 from rich.console import Console
 from rich.table import Table
 
+from aks_gpu.cluster.snapshot import read_snapshot, write_snapshot
 from aks_gpu.resolved.model import ResolvedPool
 from aks_gpu.resolved.targets import plugin_targets
 from aks_gpu.validation.checks import run_checks
-from aks_gpu.validation.snapshot import read_snapshot, write_snapshot
 from bench.common import prod_model, timed
-from tests.validation.snapshots import DEFAULT_DRIVER, healthy_snapshot, smi_for
+from tests.cluster.snapshots import DEFAULT_DRIVER, healthy_snapshot, smi_for
 
 NODE_COUNTS = (100, 1_000, 5_000)
 TARGET_NODES = 1_000

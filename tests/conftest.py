@@ -33,7 +33,7 @@ HEALTH_FIXTURES_DIR = FIXTURES_DIR / "health"
 AZURE_CLI_CONFIG_DIR = FIXTURES_DIR / "azure-cli-none"
 os.environ["AZURE_CONFIG_DIR"] = str(AZURE_CLI_CONFIG_DIR)
 # The Kubernetes minors AKS supports today (GA and not past end of life), from the AKS release calendar data
-# (components/data/aks_versions.yaml, with its source and reading date): every manifest test runs against this
+# (components/aks_gpu/data/aks_versions.yaml, with its source and reading date): every manifest test runs against this
 # window, so the matrix moves with the calendar.
 AKS_VERSIONS = kubernetes_calendar().supported(datetime.date.today())
 STACK_NAMES = sorted(p.name.removeprefix("Pulumi.").removesuffix(".yaml") for p in STACKS_DIR.glob("Pulumi.*.yaml"))
@@ -105,7 +105,7 @@ def minimal_raw(**overrides: Any) -> dict[str, Any]:
             {"name": "gpu", "vendor": "nvidia", "vmSize": "Standard_NC24ads_A100_v4", "workload": "training", "maxCount": 2}
         ],
         "aks-gpu:workloads": [{"name": "team-a", "type": "training", "gpuQuota": 2}],
-        # Someone hears the alerts: without an action group the plan warns (components/config/rules.py).
+        # Someone hears the alerts: without an action group the plan warns (components/aks_gpu/config/rules.py).
         "aks-gpu:monitoring": {"azureMonitor": {"actionGroupIds": [ONCALL_ACTION_GROUP]}},
     }
     raw.update(overrides)

@@ -1,4 +1,4 @@
-"""Facts in components/data/gpu_catalog.yaml and arm64_support.yaml that rules depend on, pinned to their sources."""
+"""Facts in components/aks_gpu/data/gpu_catalog.yaml and arm64_support.yaml that rules depend on, pinned to their sources."""
 
 from __future__ import annotations
 

@@ -59,7 +59,7 @@ def test_an_uncaught_exception_is_an_internal_error_with_exit_3(crashing_command
     captured = capsys.readouterr()
     stderr = one_line(captured.err)
     assert "internal error: RuntimeError at" in stderr and "file an issue" in stderr and "AKSGPU_DEBUG=1" in stderr
-    assert "test_cli_boundary.py" in stderr or "components/" in stderr  # where it happened
+    assert "test_cli_boundary.py" in stderr or "aks_gpu/" in stderr  # where it happened
     assert "Traceback" not in captured.err + captured.out
     assert TOKEN not in captured.err + captured.out  # the exception's text is not echoed
 

@@ -12,7 +12,7 @@ import pytest
 
 from tests.conftest import PROJECT_DIR
 
-COMPONENTS = PROJECT_DIR / "components"
+COMPONENTS = PROJECT_DIR / "components" / "aks_gpu"
 LAYERS = ("facts", "config", "model", "builders", "components", "program")
 FACTS = {"naming", "catalog", "aks_facts", "data_files", "input_files", "internal_error", "redaction", "output_files"}
 # Modules of the feature packages that register resources or do I/O; the rest of each package is pure.
@@ -28,12 +28,12 @@ COMPONENT_MODULES = {
     "monitoring.component",
     "validation.smoke",
     "validation.hooks",
-    "validation.probe",
+    "cluster.probe",
 }
-# "" is the package itself (components/__init__.py): its public names are the components.
-PROGRAM = {"", "program", "mock_engine", "package", "testing", "__main__"}
+# "" is the package itself (components/aks_gpu/__init__.py): its public names are the components.
+PROGRAM = {"", "program", "mock_engine", "package", "testing"}
 PULUMI = ("pulumi", "pulumi_azure_native", "pulumi_kubernetes")
-FEATURES = ("azure", "kube", "admission", "storage", "monitoring", "validation", "audit")
+FEATURES = ("azure", "kube", "admission", "storage", "monitoring", "gpu", "cluster", "validation", "audit")
 
 
 def module_name(path: Path) -> str:
@@ -101,6 +101,21 @@ def test_kube_and_validation_import_each_other_nowhere() -> None:
         for name in imports(path):
             for one, other in (("kube", "validation"), ("validation", "kube")):
                 assert not (module.startswith(one) and name.startswith(other + ".")), f"{module} imports {name}"
+
+
+# The readers and what stands on them: reading GPU outputs (gpu), reading a cluster (cluster), then what judges a
+# stack (validation) and what judges a cluster (audit). Nothing reads upward.
+READER_ROOMS = ("gpu", "cluster", "validation", "audit")
+
+
+@pytest.mark.parametrize("path", SOURCES, ids=lambda p: str(p.relative_to(COMPONENTS)))
+def test_the_reader_rooms_point_one_way(path: Path) -> None:
+    own = module_name(path).split(".")[0]
+    if own not in READER_ROOMS[:2]:
+        return
+    above = READER_ROOMS[READER_ROOMS.index(own) + 1 :]
+    upward = [name for name in imports(path) if name.split(".")[0] in above]
+    assert not upward, f"{module_name(path)} ({own}) imports {upward}, which stand on it"
 
 
 def test_the_feature_packages_depend_on_each_other_without_cycles() -> None:

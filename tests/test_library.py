@@ -61,7 +61,7 @@ def test_importing_the_package_loads_no_pulumi_sdk_until_a_component_is_used() -
 
 
 def test_the_package_is_typed_for_consumers() -> None:
-    assert (PROJECT_DIR / "components" / "py.typed").is_file()
+    assert (PROJECT_DIR / "components" / "aks_gpu" / "py.typed").is_file()
 
 
 # ---------------------------------------------------------------- mocks for a consumer's unit tests

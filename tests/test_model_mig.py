@@ -1,7 +1,7 @@
 """What a pool exposes to the scheduler, for every catalog GPU and MIG profile, against NVIDIA's MIG tables.
 
 ``schedulable_resource`` is the one function quotas, admission and validation use; this walks
-``components/data/gpu_catalog.yaml`` and checks every size x profile x strategy against an independent
+``components/aks_gpu/data/gpu_catalog.yaml`` and checks every size x profile x strategy against an independent
 transcription of the NVIDIA MIG user guide ("Supported MIG Profiles"):
 https://docs.nvidia.com/datacenter/tesla/mig-user-guide/supported-mig-profiles.html
 """

@@ -84,7 +84,9 @@ def test_spec_types_carry_the_stack_file_keys_in_camel_case() -> None:
 
 
 def test_committed_schema_is_in_step_with_the_code() -> None:
-    assert SCHEMA_FILE.read_text(encoding="utf-8") == schema_text(), "run `aksgpu schema --components > components/schema.json`"
+    expected = schema_text()
+    fix = "run `aksgpu schema --components > components/aks_gpu/schema.json`"
+    assert SCHEMA_FILE.read_text(encoding="utf-8") == expected, fix
 
 
 def test_cli_prints_the_component_schema(capsys: pytest.CaptureFixture[str]) -> None:
@@ -371,12 +373,23 @@ def test_the_docs_name_the_npm_package_each_form_of_package_add_generates() -> N
 
 
 def test_the_wheel_carries_every_package_folder_under_the_import_name() -> None:
-    # pyproject.toml maps the folder components/ to the import name aks_gpu package by package: a folder missing
-    # from that list would be missing from the wheel while every test in the checkout still passed.
+    # pyproject.toml finds the packages under components/ (a src layout rooted there): a folder of modules without an
+    # __init__.py would be left out of the wheel while every test in the checkout still passed, and nothing but the
+    # one package may sit beside the plugin's own files.
     setuptools = tomllib.loads((PROJECT_DIR / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["setuptools"]
-    assert setuptools["package-dir"] == {"aks_gpu": "components"}
-    folders = {
-        ".".join(("aks_gpu", *init.parent.relative_to(PROJECT_DIR / "components").parts))
-        for init in (PROJECT_DIR / "components").rglob("__init__.py")
-    }
-    assert set(setuptools["packages"]) == folders
+    assert setuptools["package-dir"] == {"": "components"}
+    assert setuptools["packages"]["find"] == {"where": ["components"], "include": ["aks_gpu*"]}
+    package = PROJECT_DIR / "components" / "aks_gpu"
+    folders = {path.parent for path in package.rglob("*.py")} - {package}
+    assert [str(folder) for folder in sorted(folders) if not (folder / "__init__.py").is_file()] == []
+    beside = {path.name for path in (PROJECT_DIR / "components").iterdir() if not path.name.startswith(".")}
+    beside = {name for name in beside if not name.endswith(".egg-info")}
+    assert beside - {"__pycache__"} == {"aks_gpu", "PulumiPlugin.yaml", "__main__.py", "requirements.txt"}
+
+
+def test_the_tree_holds_no_link() -> None:
+    # One tree on disk: a checkout without symlink support (Windows) and tools that do not follow links see it whole.
+    tracked = subprocess.run(["git", "ls-files", "-s"], cwd=PROJECT_DIR, capture_output=True, text=True, check=False)
+    if tracked.returncode != 0:
+        pytest.skip("not a git checkout")
+    assert [line.split("\t")[1] for line in tracked.stdout.splitlines() if line.startswith("120000")] == []

@@ -19,12 +19,12 @@ import pytest
 import yaml
 from pulumi.runtime.mocks import MockCallArgs
 
+from aks_gpu.cluster.snapshot import ClusterSnapshot
 from aks_gpu.mock_engine import FAKE_TENANT, HookFailedError, PlanMocks, PlanResult, run_mocked, run_program
 from aks_gpu.resolved.targets import plugin_targets
-from aks_gpu.validation.snapshot import ClusterSnapshot
+from tests.cluster.fake_apiserver import FakeApiServer, FakeCluster
+from tests.cluster.snapshots import edited, fixture_text, healthy_snapshot, node_name
 from tests.conftest import PROJECT_DIR, raw_stack, stack_model
-from tests.validation.fake_apiserver import FakeApiServer, FakeCluster
-from tests.validation.snapshots import edited, fixture_text, healthy_snapshot, node_name
 
 DAEMONSET = "kubernetes:apps/v1:DaemonSet"
 DRIVER_NOT_LOADED = "60_error_nvidia-smi_failed_gpu-operator_driver_pod.txt"

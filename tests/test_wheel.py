@@ -117,7 +117,8 @@ def test_the_wheel_installs_aks_gpu_typed_and_licensed_and_no_top_level_componen
 def test_the_sdist_carries_the_license_and_the_description(built: Built) -> None:
     with tarfile.open(built.sdist) as sdist:
         names = {name.split("/", 1)[1] for name in sdist.getnames() if "/" in name}
-    assert {"LICENSE", "pyproject.toml", "docs/package.md", "components/py.typed", "components/testing.py"} <= names
+    package = ("components/aks_gpu/py.typed", "components/aks_gpu/testing.py")
+    assert {"LICENSE", "pyproject.toml", "docs/package.md", *package} <= names
 
 
 def test_the_metadata_tells_an_installer_what_it_is_and_where_to_read_more(built: Built) -> None:
@@ -147,12 +148,19 @@ def test_the_consumer_project_imports_the_wheel_and_its_own_components(built: Bu
     assert Path(found["components"]).resolve() == (consumer / "components" / "__init__.py").resolve()
     # Nothing of the repository is on the path but the environment the tests run in (in a clean clone, .venv sits
     # inside the repository: its site-packages brings pulumi and the other dependencies, never aks_gpu first).
+    # The development install's own entry (components/, from its .pth) may follow; the wheel's folder comes first.
     repository, environment = PROJECT_DIR.resolve(), Path(sys.prefix).resolve()
+    development = (PROJECT_DIR / "components").resolve()
     assert not [
         entry
         for entry in found["path"]
-        if entry and Path(entry).resolve().is_relative_to(repository) and not Path(entry).resolve().is_relative_to(environment)
+        if entry
+        and Path(entry).resolve().is_relative_to(repository)
+        and not Path(entry).resolve().is_relative_to(environment)
+        and Path(entry).resolve() != development
     ]
+    if str(development) in found["path"]:
+        assert found["path"].index(str(built.site)) < found["path"].index(str(development))
 
 
 def test_the_consumer_projects_tests_pass_with_the_shipped_mocks_against_the_wheel(built: Built) -> None:

@@ -177,7 +177,7 @@ def test_gpu_resource_names_come_from_the_pools() -> None:
 
 def test_the_policy_and_the_audit_count_the_same_whole_gpu_resources() -> None:
     from aks_gpu.admission import policy
-    from aks_gpu.validation import inventory
+    from aks_gpu.cluster import inventory
 
     assert set(policy.WHOLE_GPU_RESOURCES) == set(inventory.WHOLE_GPU_RESOURCES)
     assert policy.MIG_RESOURCE_PREFIX == inventory.MIG_RESOURCE_PREFIX

@@ -1,7 +1,7 @@
 """Cluster states for the audit tests and benchmark, in the shapes ``kubectl get ... -o json`` prints.
 
 ``clean_snapshot()`` is the prod stack deployed as the article asks, every file of the snapshot present: AKS GPU
-nodes (``tests.validation.snapshots``: labels, the vendor taint, allocatable, a healthy ``nvidia-smi -q -x``) with
+nodes (``tests.cluster.snapshots``: labels, the vendor taint, allocatable, a healthy ``nvidia-smi -q -x``) with
 a recent node image and the Node Problem Detector GPU conditions False, a training or inference pod using every GPU
 of each node, the workload namespaces with the stack's own quota and deny-all policy (``workload_manifests``) as the
 API server returns them, and meta.json's collectedAt. Every finding is then made alone by one edit.
@@ -15,14 +15,14 @@ import zlib
 from dataclasses import replace
 from typing import Any
 
+from aks_gpu.cluster.inventory import AKS_ACCELERATOR_LABEL, NODE_IMAGE_LABEL
+from aks_gpu.cluster.snapshot import ClusterSnapshot
 from aks_gpu.kube.workload_manifests import workload_manifests
 from aks_gpu.naming import POOL_LABEL
 from aks_gpu.resolved.model import PlatformModel
 from aks_gpu.resolved.targets import plugin_targets
-from aks_gpu.validation.inventory import AKS_ACCELERATOR_LABEL, NODE_IMAGE_LABEL
-from aks_gpu.validation.snapshot import ClusterSnapshot
+from tests.cluster.snapshots import healthy_snapshot
 from tests.conftest import FIXTURES_DIR, stack_model
-from tests.validation.snapshots import healthy_snapshot
 
 AUDIT_FIXTURES_DIR = FIXTURES_DIR / "audit"
 PROD = stack_model("prod")

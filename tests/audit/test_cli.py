@@ -13,11 +13,11 @@ import pytest
 
 from aks_gpu.cli import main
 from aks_gpu.cli.common import out
-from aks_gpu.validation.inventory import NODE_IMAGE_LABEL
-from aks_gpu.validation.snapshot import ClusterSnapshot, read_snapshot, write_snapshot
+from aks_gpu.cluster.inventory import NODE_IMAGE_LABEL
+from aks_gpu.cluster.snapshot import ClusterSnapshot, read_snapshot, write_snapshot
 from tests.audit.clusters import CLEAN_NODES, INFER_0, TRAIN_0, clean_snapshot, edited, find_node, gpu_nodes, workload_pod
+from tests.cluster.fake_apiserver import FakeApiServer, FakeCluster
 from tests.conftest import PROJECT_DIR
-from tests.validation.fake_apiserver import FakeApiServer, FakeCluster
 
 STACK = ["--stack", "prod", "--project-dir", str(PROJECT_DIR)]
 HOSTILE_POD = '<script>alert("pod")</script><img src=x onerror=alert(1)>[bold red]ok[/bold red]'

@@ -10,11 +10,11 @@ from pathlib import Path
 import pytest
 
 from aks_gpu.cli import main
-from aks_gpu.validation.smi_pods import known_smi_pods
-from aks_gpu.validation.snapshot import read_snapshot
+from aks_gpu.cluster.smi_pods import known_smi_pods
+from aks_gpu.cluster.snapshot import read_snapshot
 from tests.audit.clusters import CLEAN_NODES, INFER_0, TRAIN_0, clean_snapshot, edited
 from tests.audit.test_cli import fresh, kubeconfig
-from tests.validation.fake_apiserver import FakeApiServer, FakeCluster
+from tests.cluster.fake_apiserver import FakeApiServer, FakeCluster
 
 GPU_OPERATOR_DRIVER = {"app": "nvidia-driver-daemonset"}
 

@@ -14,9 +14,9 @@ import yaml
 from aks_gpu.audit.engine import AuditReport, Gap, image_build_date, run_audit
 from aks_gpu.audit.registry import FINDING_IDS
 from aks_gpu.audit.stack import expectations
+from aks_gpu.cluster.inventory import NODE_IMAGE_LABEL, read_pods
+from aks_gpu.cluster.snapshot import ClusterSnapshot, SnapshotError
 from aks_gpu.resolved.stack import validate_stack
-from aks_gpu.validation.inventory import NODE_IMAGE_LABEL, read_pods
-from aks_gpu.validation.snapshot import ClusterSnapshot, SnapshotError
 from tests.audit.clusters import (
     COLLECTED_AT,
     INFER_0,

@@ -11,9 +11,9 @@ import pytest
 
 from aks_gpu.audit.engine import AuditReport, run_audit
 from aks_gpu.audit.stack import expectations
+from aks_gpu.cluster.snapshot import ClusterSnapshot
 from aks_gpu.naming import QUARANTINE_TAINT_EFFECT, QUARANTINE_TAINT_KEY, QUARANTINE_TAINT_VALUE
 from aks_gpu.resolved.stack import validate_stack
-from aks_gpu.validation.snapshot import ClusterSnapshot
 from tests.audit.clusters import PROD, TRAIN_0, TRAIN_1, clean_snapshot, edited, find_node, npd_condition
 from tests.conftest import HEALTH_FIXTURES_DIR, raw_stack
 

@@ -24,7 +24,7 @@ from tests.audit.clusters import TRAIN_0, clean_snapshot, edited, find_node, wor
 
 SKIP_ENV = "AKSGPU_SKIP_BROWSER_TESTS"
 HOSTILE_POD = '<script>document.title="owned"</script><img src=x onerror="document.title=1">'
-REQUESTED_BAR = (0x2E, 0x90, 0xFA)  # --req in components/audit/html.py
+REQUESTED_BAR = (0x2E, 0x90, 0xFA)  # --req in components/aks_gpu/audit/html.py
 WINDOW = (1000, 700)
 
 

@@ -6,7 +6,7 @@ import pytest
 
 from aks_gpu.audit.registry import CHECKS, FINDING_IDS, PRACTICES, help_text, markdown_table
 from aks_gpu.cli import main
-from aks_gpu.validation.health import FINDING_IDS as HEALTH_FINDING_IDS
+from aks_gpu.gpu.health import FINDING_IDS as HEALTH_FINDING_IDS
 from tests.conftest import PROJECT_DIR
 
 # The contract of issue 15: these ids, these severities.

@@ -16,9 +16,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from aks_gpu.audit.engine import run_audit
-from aks_gpu.validation.snapshot import SnapshotError, parse_rfc3339, read_snapshot, write_snapshot
+from aks_gpu.cluster.snapshot import SnapshotError, parse_rfc3339, read_snapshot, write_snapshot
 from tests.audit.clusters import COLLECTED_AT, clean_snapshot
-from tests.validation.test_snapshot_shapes import BUDGET, JSON_VALUES, set_field
+from tests.cluster.test_snapshot_shapes import BUDGET, JSON_VALUES, set_field
 
 CLEAN = clean_snapshot()
 

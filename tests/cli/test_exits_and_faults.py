@@ -16,9 +16,9 @@ from pathlib import Path
 import pytest
 
 from aks_gpu import mock_engine
-from aks_gpu.validation.probe import RetryPolicy
+from aks_gpu.cluster.probe import RetryPolicy
+from tests.cluster.fake_apiserver import silent_api_server
 from tests.conftest import PROJECT_DIR
-from tests.validation.fake_apiserver import silent_api_server
 
 ENV = {**os.environ, "PYTHONPATH": str(PROJECT_DIR)}
 ENV.pop("PULUMI_CONFIG", None)

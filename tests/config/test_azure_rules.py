@@ -195,7 +195,7 @@ def test_a_gb200_pool_with_the_default_pins_plans_with_the_driver_question_as_a_
 )
 def test_what_is_not_known_to_run_on_arm64_is_refused_with_why(fields: dict[str, Any], extra: dict[str, Any], key: str) -> None:
     errors, _ = problems(with_pool(extra, vmSize=GB200, **fields))
-    assert has(errors, key, "arm64 (Grace) VM", "components/data/arm64_support.yaml")
+    assert has(errors, key, "arm64 (Grace) VM", "components/aks_gpu/data/arm64_support.yaml")
 
 
 def test_an_image_the_stack_chooses_cannot_be_checked_and_is_warned() -> None:

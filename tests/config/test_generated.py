@@ -63,7 +63,7 @@ def test_the_editor_schema_describes_every_key() -> None:
 
 
 def test_the_component_schema_describes_every_input_with_the_models_words() -> None:
-    schema = json.loads((PROJECT_DIR / "components" / "schema.json").read_text(encoding="utf-8"))
+    schema = json.loads((PROJECT_DIR / "components" / "aks_gpu" / "schema.json").read_text(encoding="utf-8"))
     pool = schema["types"]["aks-gpu:index:GpuPoolSpec"]["properties"]
     assert pool["migProfile"]["description"].startswith(models.GpuPoolConfig.model_fields["mig_profile"].description)
     assert "One of: MIG1g, MIG2g, MIG3g, MIG4g, MIG7g." in pool["migProfile"]["description"]

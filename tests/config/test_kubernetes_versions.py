@@ -1,4 +1,4 @@
-"""The Kubernetes version against the AKS release calendar (components/data/aks_versions.yaml), on fixed days."""
+"""The Kubernetes version against the AKS release calendar (components/aks_gpu/data/aks_versions.yaml), on fixed days."""
 
 from __future__ import annotations
 

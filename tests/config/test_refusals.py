@@ -1,4 +1,4 @@
-"""The table of what ARM and AKS refuse (components/data/arm_refusals.yaml): every rule has its source, its example
+"""The table of what ARM and AKS refuse (components/aks_gpu/data/arm_refusals.yaml): every rule has its source, its example
 is refused at its key with exit 2, and no rule refuses anything the table does not list."""
 
 from __future__ import annotations

@@ -77,7 +77,7 @@ def test_manifest_is_valid_for_every_supported_kubernetes_version(stack: str, ve
 
 def test_the_schemas_of_every_supported_version_are_bundled() -> None:
     # An empty window means the calendar data is stale (every minor it lists is past end of life): update it.
-    assert AKS_VERSIONS, "no Kubernetes minor in components/data/aks_versions.yaml is supported today"
+    assert AKS_VERSIONS, "no Kubernetes minor in components/aks_gpu/data/aks_versions.yaml is supported today"
     bundled = {version.rsplit(".", 1)[0] for version in all_versions()}
     assert set(AKS_VERSIONS) <= bundled, "kubernetes-validate lacks the schemas of a supported minor: upgrade it"
 

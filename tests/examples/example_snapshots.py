@@ -17,8 +17,8 @@ import sys
 from dataclasses import replace
 from pathlib import Path
 
-from aks_gpu.validation.inventory import NODE_IMAGE_LABEL
-from aks_gpu.validation.snapshot import ClusterSnapshot, write_snapshot
+from aks_gpu.cluster.inventory import NODE_IMAGE_LABEL
+from aks_gpu.cluster.snapshot import ClusterSnapshot, write_snapshot
 from tests.audit.clusters import (
     INFER_0,
     TRAIN_0,

@@ -75,7 +75,7 @@ def test_the_html_report_names_the_cluster_opens_with_the_top_actions_and_prices
     actions = html[html.index('id="top-actions"') : html.index("</section>", html.index('id="top-actions"'))]
     ranked = [part.split('"')[0] for part in actions.split('data-id="')[1:]]
     assert ranked[:5] == ["gpu-node-untainted", "gpu-squatter", "gpu-condition", "gpu-node-faulty-schedulable", "gpu-idle"]
-    # 730 hours of Standard_NC24ads_A100_v4 at the eastus list price of components/data/gpu_prices.yaml.
+    # 730 hours of Standard_NC24ads_A100_v4 at the eastus list price of components/aks_gpu/data/gpu_prices.yaml.
     assert "about USD 2,679 a month at list price" in actions
     cost = html[html.index('id="idle-cost"') :]
     assert 'data-node="aks-infer-31415926-vmss000000"' in cost and "USD 2,679" in cost
@@ -85,7 +85,7 @@ def test_the_html_report_names_the_cluster_opens_with_the_top_actions_and_prices
 def test_an_idle_node_no_price_table_knows_is_shown_unpriced(tmp_path: Path) -> None:
     from aks_gpu.audit.engine import run_audit
     from aks_gpu.audit.html import render_html
-    from aks_gpu.validation.snapshot import read_snapshot
+    from aks_gpu.cluster.snapshot import read_snapshot
 
     snapshot = read_snapshot(EXAMPLES_DIR / "faulty")
     for node in snapshot.nodes:

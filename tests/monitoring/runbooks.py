@@ -4,8 +4,8 @@ the rules."""
 
 from __future__ import annotations
 
+from aks_gpu.gpu.xid import critical_xid_codes
 from aks_gpu.monitoring.rules import AlertRule, rule_groups
-from aks_gpu.validation.xid import critical_xid_codes
 from tests.conftest import PROJECT_DIR, STACK_NAMES, stack_model
 
 RUNBOOKS = PROJECT_DIR / "docs" / "runbooks.md"
@@ -28,7 +28,7 @@ def runbooks_markdown() -> str:
         "What each alert of `aksgpu rules` (and the stack's monitoring) means and what to do; each alert's",
         "`runbook_url` annotation points to its section. The summary is the alert's one-line `summary` annotation",
         "(`{{ $labels.node }}` and the like are filled in when it fires). Generated from",
-        "`components/monitoring/rules.py` by `tests/monitoring/runbooks.py`.",
+        "`components/aks_gpu/monitoring/rules.py` by `tests/monitoring/runbooks.py`.",
         "",
     ]
     for name, rule in every_alert().items():

@@ -10,9 +10,9 @@ import pytest
 import yaml
 
 from aks_gpu.cli import main
+from aks_gpu.gpu.xid import critical_xid_codes
 from aks_gpu.manifests import labelled
 from aks_gpu.monitoring.rules import prometheus_rule_manifest, rule_file, rule_groups
-from aks_gpu.validation.xid import critical_xid_codes
 from tests.conftest import PROJECT_DIR, raw_stack, stack_model
 from tests.monitoring import promtool
 

@@ -9,9 +9,9 @@ import re
 from pathlib import Path
 from typing import Any
 
+from aks_gpu.gpu.xid import critical_xid_codes
 from aks_gpu.mock_engine import PlanResult
 from aks_gpu.monitoring.rules import prometheus_duration, rule_file, rule_groups
-from aks_gpu.validation.xid import critical_xid_codes
 from tests.conformance import planned
 from tests.conftest import MockHarness, raw_stack, stack_model
 from tests.monitoring import promtool

@@ -89,7 +89,7 @@ def test_the_dcgm_exporter_runs_on_grace_pools_and_an_override_is_warned() -> No
     raw = minimal_raw()
     raw["aks-gpu:gpuPools"][0]["vmSize"] = GB200
     errors = [p for p in validate_stack(raw, "test").warnings if "DCGM exporter" in p.message]
-    assert errors == [], "the pinned exporter has a linux/arm64 build (components/data/arm64_support.yaml)"
+    assert errors == [], "the pinned exporter has a linux/arm64 build (components/aks_gpu/data/arm64_support.yaml)"
     raw["aks-gpu:monitoring"] = {"dcgmExporterImage": "registry.example.com/dcgm-exporter:1"}
     warned = [w.render("test") for w in validate_stack(raw, "test").warnings]
     assert any("aks-gpu:monitoring.dcgmExporterImage" in w and "linux/arm64" in w for w in warned), warned

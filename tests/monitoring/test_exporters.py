@@ -69,7 +69,7 @@ def test_a_spot_pool_and_a_user_taint_are_tolerated() -> None:
     model = validate_stack(raw, "test").model
     (daemonset,) = by_kind(exporter_manifests(model), "DaemonSet")
     keys = {t["key"] for t in pod_spec(daemonset)["tolerations"]}
-    # And the quarantine taint: a quarantined node keeps its exporter (components/resolved/model.py).
+    # And the quarantine taint: a quarantined node keeps its exporter (components/aks_gpu/resolved/model.py).
     assert keys == {"nvidia.com/gpu", "team", "kubernetes.azure.com/scalesetpriority", QUARANTINE_TAINT_KEY}
 
 

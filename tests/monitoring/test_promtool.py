@@ -15,8 +15,8 @@ from typing import Any
 
 import pytest
 
+from aks_gpu.gpu.xid import critical_xid_codes
 from aks_gpu.monitoring.rules import AlertRule, RuleGroup, rule_file, rule_groups
-from aks_gpu.validation.xid import critical_xid_codes
 from tests.conftest import STACK_NAMES, stack_model
 from tests.monitoring import promtool
 

@@ -16,6 +16,7 @@ import pytest
 from celpy.adapter import json_to_cel
 
 from aks_gpu.config.problems import ConfigError
+from aks_gpu.gpu.xid import critical_xid_codes
 from aks_gpu.kube.device_plugin import plugin_manifests
 from aks_gpu.kube.gpu_operator import nvidia_operator_values
 from aks_gpu.monitoring.exporters import exporter_manifests
@@ -30,7 +31,6 @@ from aks_gpu.naming import QUARANTINE_TAINT_EFFECT, QUARANTINE_TAINT_KEY, REMEDI
 from aks_gpu.resolved.exemptions import exempt_namespaces
 from aks_gpu.resolved.model import PlatformModel
 from aks_gpu.resolved.stack import validate_stack
-from aks_gpu.validation.xid import critical_xid_codes
 from tests.conftest import FIXTURES_DIR, minimal_raw, stack_model
 
 SCHEMA = json.loads((FIXTURES_DIR / "remediation" / "nvsentinel-values.schema.json").read_text(encoding="utf-8"))

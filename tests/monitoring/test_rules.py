@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from aks_gpu.config.models import MonitoringConfig
+from aks_gpu.gpu.xid import critical_xid_codes, load_xid_catalog
 from aks_gpu.monitoring.exporter_pins import default_exporter_pins
 from aks_gpu.monitoring.rules import (
     KUBE_STATE_METRICS,
@@ -22,7 +23,6 @@ from aks_gpu.monitoring.rules import (
     rule_groups,
     sanitized_resource,
 )
-from aks_gpu.validation.xid import critical_xid_codes, load_xid_catalog
 from tests.conftest import STACK_NAMES, minimal_raw, stack_config, stack_model
 from tests.monitoring.runbooks import RUNBOOKS, runbooks_markdown
 
@@ -123,7 +123,7 @@ def test_the_critical_xid_alert_uses_the_codes_it_is_given() -> None:
 
 
 def test_the_critical_xid_alert_and_the_smi_health_table_agree() -> None:
-    """One table grades an Xid for `aksgpu smi health` and for the alert (components/data/xid.yaml)."""
+    """One table grades an Xid for `aksgpu smi health` and for the alert (components/aks_gpu/data/xid.yaml)."""
     codes = critical_xid_codes()
     (rule,) = [r for r in all_rules("prod", codes) if r.alert == "GpuXidCritical"]
     in_alert = sorted(int(code) for code in re.findall(r"== (\d+)", rule.expr))

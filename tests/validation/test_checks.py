@@ -8,15 +8,14 @@ from typing import Any
 
 import pytest
 
+from aks_gpu.cluster.snapshot import ClusterSnapshot
+from aks_gpu.gpu.health import read_smi_and_health
 from aks_gpu.naming import POOL_LABEL
 from aks_gpu.resolved.model import PlatformModel
 from aks_gpu.resolved.stack import validate_stack
 from aks_gpu.resolved.targets import plugin_targets
 from aks_gpu.validation.checks import CHECK_IDS, CheckResult, run_checks
-from aks_gpu.validation.health import read_smi_and_health
-from aks_gpu.validation.snapshot import ClusterSnapshot
-from tests.conftest import HEALTH_FIXTURES_DIR, raw_stack, stack_model
-from tests.validation.snapshots import (
+from tests.cluster.snapshots import (
     amd_smi_json,
     edited,
     find_node,
@@ -28,6 +27,7 @@ from tests.validation.snapshots import (
     set_not_ready,
     smi_for,
 )
+from tests.conftest import HEALTH_FIXTURES_DIR, raw_stack, stack_model
 
 PROD = stack_model("prod")
 TRAIN_0, TRAIN_1 = node_name("train", 0), node_name("train", 1)

@@ -10,6 +10,8 @@ import pulumi
 import pulumi_kubernetes as k8s
 import pytest
 
+from aks_gpu.cluster.probe import ProbeError
+from aks_gpu.cluster.snapshot import ClusterSnapshot
 from aks_gpu.resolved.model import PlatformModel
 from aks_gpu.resolved.stack import validate_stack
 from aks_gpu.resolved.targets import PluginTarget, plugin_targets
@@ -23,11 +25,9 @@ from aks_gpu.validation.hooks import (
     validation_hook,
     validation_hooks,
 )
-from aks_gpu.validation.probe import ProbeError
-from aks_gpu.validation.snapshot import ClusterSnapshot
+from tests.cluster.fake_apiserver import ExecBehaviour, FakeApiServer, FakeCluster
+from tests.cluster.snapshots import edited, fixture_text, healthy_snapshot, node_name
 from tests.conftest import MockHarness, raw_stack, stack_model
-from tests.validation.fake_apiserver import ExecBehaviour, FakeApiServer, FakeCluster
-from tests.validation.snapshots import edited, fixture_text, healthy_snapshot, node_name
 
 KUBECONFIG = "apiVersion: v1\nkind: Config\n# the stack's kubeconfig\n"
 DRIVER_NOT_LOADED = "60_error_nvidia-smi_failed_gpu-operator_driver_pod.txt"

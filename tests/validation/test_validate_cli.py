@@ -11,11 +11,11 @@ from typing import Any
 import pytest
 
 from aks_gpu.cli import validate
+from aks_gpu.cluster import probe
+from aks_gpu.cluster.snapshot import ClusterSnapshot, write_snapshot
 from aks_gpu.resolved.targets import plugin_targets
-from aks_gpu.validation import probe
-from aks_gpu.validation.snapshot import ClusterSnapshot, write_snapshot
+from tests.cluster.snapshots import edited, find_node, healthy_snapshot, node_name
 from tests.conftest import PROJECT_DIR, stack_model
-from tests.validation.snapshots import edited, find_node, healthy_snapshot, node_name
 
 PROD = stack_model("prod")
 STACK = ["--stack", "prod", "--project-dir", str(PROJECT_DIR)]

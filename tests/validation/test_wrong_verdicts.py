@@ -9,13 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from aks_gpu.config.loader import load_stack_file
-from aks_gpu.config.problems import ConfigError
-from aks_gpu.resolved.stack import validate_stack
-from aks_gpu.resolved.targets import plugin_targets
-from aks_gpu.validation.checks import run_checks
-from aks_gpu.validation.inventory import read_gpu_nodes
-from aks_gpu.validation.snapshot import (
+from aks_gpu.cluster.inventory import read_gpu_nodes
+from aks_gpu.cluster.snapshot import (
     NODES_FILE,
     ClusterSnapshot,
     SnapshotError,
@@ -24,9 +19,14 @@ from aks_gpu.validation.snapshot import (
     shape_problem,
     write_snapshot,
 )
-from aks_gpu.validation.versions import parse_version
+from aks_gpu.config.loader import load_stack_file
+from aks_gpu.config.problems import ConfigError
+from aks_gpu.gpu.versions import parse_version
+from aks_gpu.resolved.stack import validate_stack
+from aks_gpu.resolved.targets import plugin_targets
+from aks_gpu.validation.checks import run_checks
+from tests.cluster.snapshots import edited, find_node, healthy_snapshot, node_name
 from tests.conftest import minimal_raw, stack_model
-from tests.validation.snapshots import edited, find_node, healthy_snapshot, node_name
 
 PROD = stack_model("prod")
 

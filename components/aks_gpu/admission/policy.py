@@ -1,0 +1,684 @@
+"""The GPU placement policy: a ValidatingAdmissionPolicy and its binding, built from the platform model. Pure.
+
+What it enforces on Pods (and their ``ephemeralcontainers`` subresource) and on the Pod templates of Deployments,
+ReplicaSets, StatefulSets, DaemonSets, ReplicationControllers, Jobs and CronJobs:
+
+1. A GPU request is a quantity above zero of a GPU resource: ``nvidia.com/gpu``, ``nvidia.com/gpu.shared``,
+   ``nvidia.com/mig-*``, ``amd.com/gpu``, AMD partitions (``amd.com/cpx_nps4``...) and every resource a pool of the
+   stack exposes; not the rest of the vendors' domains (NICs live there too). ``nvidia.com/gpu: 0`` (or ``"0"``,
+   ``0m``) is no GPU request.
+2. A container with a GPU request asks for exactly its limit (a limit alone is fine: Kubernetes copies it into the
+   request), and the pod tolerates that vendor's node taint ``<vendor>.com/gpu=present:NoSchedule``.
+3. A pod without a GPU request does not tolerate a GPU taint, explicitly or by tolerating everything (it would
+   squat on a GPU node, and under the device plugin's default ``envvar`` strategy a container that sets
+   ``NVIDIA_VISIBLE_DEVICES=all``, or whose image does, sees every GPU of the node while the scheduler counts none:
+   https://github.com/NVIDIA/k8s-device-plugin/issues/61).
+4. ``spec.nodeName`` set by the client is refused: it skips the scheduler and with it every NoSchedule taint (the
+   kubelet re-checks only NoExecute). Mirror pods, which the kubelet creates for its static pods with the node
+   name set, pass: NodeRestriction lets a node create nothing else
+   (https://kubernetes.io/docs/reference/access-authn-authz/admission-controllers/#noderestriction).
+5. No container (ephemeral containers included) sets the GPU device-selection variables of the NVIDIA container
+   runtime (``NVIDIA_VISIBLE_DEVICES``, ``NVIDIA_MIG_CONFIG_DEVICES``, ``NVIDIA_MIG_MONITOR_DEVICES``) to anything
+   but empty, ``void`` or ``none``: on AKS-managed GPU nodes the toolkit honours them from unprivileged containers
+   (see README, "Defence in depth"), and a container value overrides what the device plugin sets for its GPUs.
+   Nor does a container take variables with an ``envFrom`` prefix that begins such a name (``NVIDIA_``, ``N``...):
+   with the key ``VISIBLE_DEVICES`` in the ConfigMap or Secret it would set ``NVIDIA_VISIBLE_DEVICES``. An
+   ``envFrom`` without a prefix takes the keys as they are: the second policy, ``aks-gpu-device-env``, keeps
+   those variables out of every ConfigMap and Secret outside the exempt namespaces (``envFrom`` reads only its own
+   namespace's), so no prefix and no key can spell them.
+6. GPU requests only in workload namespaces (label ``aks-gpu/workload``), plus ``admission.gpuNamespaces``;
+   ``admission.restrictToWorkloadNamespaces: false`` admits them anywhere.
+7. In a workload namespace, a GPU pod that selects pools (node selector or required node affinity on any label
+   that tells the stack's pools apart) can land only on pools serving the namespace's workload type. The pools
+   it can reach are computed from the labels the model knows each pool's nodes carry, with every operator
+   (In, NotIn, Exists, DoesNotExist) and every term (terms are ORed). A pod that selects none stays admitted:
+   the namespace's GPU quota still holds it.
+8. On pools that share GPUs by time-slicing, a container asks for at most one shared GPU (more buys no more
+   GPU). The device plugin's ``failRequestsGreaterThanOne`` backs this up on the node.
+
+The namespaces of :mod:`aks_gpu.resolved.exemptions` (what AKS and this stack run) and the user's
+``admission.exemptNamespaces`` are outside the policy altogether: its ``namespaceSelector`` leaves them out on
+``kubernetes.io/metadata.name``, which the API server sets on every namespace and nobody can change.
+
+Every expression stays within what the API server offers (standard CEL and macros, the extended string
+library's ``join``, the Kubernetes quantity library), so the same manifests work on a real cluster and in
+``aksgpu admission check``. Names and lists from the model are written into the expressions as literals.
+"""
+
+from __future__ import annotations
+
+import base64
+from collections.abc import Iterable
+from typing import Any
+
+from aks_gpu.naming import (
+    GPU_TAINT_VALUE,
+    NAMESPACE_NAME_LABEL,
+    POOL_LABEL,
+    WORKLOAD_LABEL,
+    Vendor,
+    platform_object_name,
+    vendor_resource,
+)
+from aks_gpu.resolved.exemptions import exempt_namespaces
+from aks_gpu.resolved.model import PlatformModel, ResolvedPool, Taint
+
+Manifest = dict[str, Any]
+
+API_VERSION = "admissionregistration.k8s.io/v1"
+POLICY_NAME = platform_object_name("gpu-placement")
+BINDING_NAME = POLICY_NAME
+# Set by the API server on every namespace (GA since 1.22).
+# https://kubernetes.io/docs/reference/labels-annotations-taints/#kubernetes-io-metadata-name
+# The NVIDIA device plugin's mixed MIG strategy advertises one resource per profile: nvidia.com/mig-1g.10gb ...
+# https://docs.nvidia.com/datacenter/cloud-native/gpu-operator/latest/gpu-operator-mig.html
+MIG_RESOURCE_PREFIX = "nvidia.com/mig-"
+VENDORS: tuple[Vendor, ...] = ("nvidia", "amd")
+# The GPU resources, named: whole GPUs and the device plugin's renamed shared resource (renameByDefault:
+# nvidia.com/gpu.shared, https://github.com/NVIDIA/k8s-device-plugin#shared-access-to-gpus), the same set the audit
+# counts (components/aks_gpu/cluster/inventory.py), plus whatever a pool of the stack exposes. Matched by pattern: MIG
+# slices (nvidia.com/mig-<profile>, shared ones with .shared after it) and AMD partitions under the ROCm device
+# plugin's mixed naming, <compute mode>_<memory mode> such as amd.com/cpx_nps4
+# (https://github.com/ROCm/k8s-device-plugin, "resource_naming_strategy").
+# Not the vendors' whole domains: NVIDIA's Network Operator advertises NICs there too (its SR-IOV and host-device
+# plugins' resourcePrefix defaults to nvidia.com: nvidia.com/hostdev), and a pod asking for one of those and
+# tolerating the GPU taint holds a GPU node without a GPU. A GPU resource missing here fails closed: no pod
+# reaches a GPU node without tolerating its taint, and a pod that tolerates it without a GPU request is denied.
+AMD_PARTITION_PATTERN = r"^amd\.com/[a-z]px_nps[0-9]+$"
+# Written here, not imported: admission must not import validation (the audit reads admission's quantities);
+# tests/admission/test_policy.py holds it equal to the audit's WHOLE_GPU_RESOURCES.
+WHOLE_GPU_RESOURCES = ("amd.com/gpu", "nvidia.com/gpu", "nvidia.com/gpu.shared")
+# The GPU pools' taint effect (aks_gpu.resolved.model.resolve_pool).
+GPU_TAINT_EFFECT = "NoSchedule"
+OPERATIONS = ["CREATE", "UPDATE"]
+# The kinds whose pod spec the policy reads, and where it sits in each. pods/ephemeralcontainers is the
+# subresource `kubectl debug` updates: an ephemeral container is judged like the pod's own (rule 5).
+# https://kubernetes.io/docs/reference/access-authn-authz/validating-admission-policy/#matching-requests-matchconstraints
+RESOURCE_RULES: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("", ("pods", "pods/ephemeralcontainers", "replicationcontrollers")),
+    ("apps", ("deployments", "replicasets", "statefulsets", "daemonsets")),
+    ("batch", ("jobs", "cronjobs")),
+)
+# The NVIDIA container runtime's device selection variables, and the values that select nothing
+# (https://docs.nvidia.com/datacenter/cloud-native/container-toolkit/latest/docker-specialized.html).
+DEVICE_ENV_VARS = ("NVIDIA_VISIBLE_DEVICES", "NVIDIA_MIG_CONFIG_DEVICES", "NVIDIA_MIG_MONITOR_DEVICES")
+HARMLESS_DEVICE_VALUES = ("", "void", "none")
+# envFrom turns every key of a ConfigMap or Secret into a variable, the entry's prefix in front; a ConfigMap's
+# binaryData and a Secret's data carry base64, a Secret's stringData is merged into data on write.
+# https://kubernetes.io/docs/tasks/configure-pod-container/configure-pod-configmap/#configure-all-key-value-pairs-in-a-configmap-as-container-environment-variables
+# https://kubernetes.io/docs/reference/kubernetes-api/config-and-storage-resources/secret-v1/ (data, stringData)
+# https://kubernetes.io/docs/reference/kubernetes-api/config-and-storage-resources/config-map-v1/ (data, binaryData)
+DEVICE_ENV_POLICY_NAME = platform_object_name("device-env")
+DEVICE_ENV_RESOURCES = ("configmaps", "secrets")
+HARMLESS_DEVICE_VALUES_BASE64 = tuple(base64.b64encode(value.encode()).decode() for value in HARMLESS_DEVICE_VALUES)
+# The kubelet's mirror pods: annotated so, created by a member of system:nodes.
+# https://kubernetes.io/docs/reference/labels-annotations-taints/#kubernetes-io-config-mirror
+MIRROR_ANNOTATION = "kubernetes.io/config.mirror"
+NODES_GROUP = "system:nodes"
+# Labels AKS sets on every node of an agent pool, and the well-known instance type label the cloud provider
+# sets: selecting on them selects a pool as surely as aks-gpu/pool does.
+# https://learn.microsoft.com/azure/aks/use-labels#reserved-system-labels,
+# https://kubernetes.io/docs/reference/labels-annotations-taints/#nodekubernetesioinstance-type
+AKS_POOL_LABELS = ("kubernetes.azure.com/agentpool", "agentpool")
+INSTANCE_TYPE_LABELS = ("node.kubernetes.io/instance-type", "beta.kubernetes.io/instance-type")
+SPOT_LABEL = "kubernetes.azure.com/scalesetpriority"
+# Node names: AKS names a VMSS node aks-<pool>-<8 digits>-vmss<6 base-36 digits> (every `kubectl get nodes` in the
+# AKS docs, e.g. https://learn.microsoft.com/azure/aks/create-node-pools). A selection by node name or hostname
+# reaches the pool in that prefix.
+HOSTNAME_LABEL = "kubernetes.io/hostname"
+NODE_NAME_FIELD = "metadata.name"
+
+
+# ---------------------------------------------------------------- what the model says
+
+
+def vendor_taint(vendor: Vendor) -> Taint:
+    """The taint every GPU pool of a vendor carries (the same one ``resolve_pool`` puts on the pools)."""
+    return Taint(key=vendor_resource(vendor), value=GPU_TAINT_VALUE, effect=GPU_TAINT_EFFECT)
+
+
+def gpu_resource_names(model: PlatformModel) -> tuple[str, ...]:
+    """The GPU resources matched by name: the vendors' whole-GPU and shared resources and what every pool exposes
+    (MIG slices and AMD partitions are matched by pattern besides)."""
+    names = {vendor_resource(vendor) for vendor in VENDORS} | set(WHOLE_GPU_RESOURCES)
+    names |= {pool.resource.name for pool in model.pools}
+    return tuple(sorted(names))
+
+
+def pools_by_type(model: PlatformModel) -> dict[str, tuple[str, ...]]:
+    """Per workload type, the pools that serve it: pools with that ``workload``, and pools a workload of that
+    type is pinned to with ``pool``."""
+    types: dict[str, set[str]] = {}
+    for pool in model.pools:
+        types.setdefault(pool.workload, set()).add(pool.name)
+    for workload in model.workloads:
+        types.setdefault(workload.type, set()).update(pool.name for pool in workload.pools)
+    return {kind: tuple(sorted(names)) for kind, names in sorted(types.items())}
+
+
+def pool_node_labels(pool: ResolvedPool) -> dict[str, str]:
+    """The labels every node of the pool carries that the policy can tell pools apart by."""
+    labels = dict(pool.node_labels)
+    labels.update({key: pool.name for key in AKS_POOL_LABELS})
+    labels.update({key: pool.config.vm_size for key in INSTANCE_TYPE_LABELS})
+    if pool.config.spot:
+        labels[SPOT_LABEL] = "spot"
+    return dict(sorted(labels.items()))
+
+
+def pool_selector_keys(model: PlatformModel) -> tuple[str, ...]:
+    """Every label key some pool's nodes carry (a key a pool lacks is known to be absent on its nodes)."""
+    keys = {key for pool in model.pools for key in pool_node_labels(pool)}
+    if model.pools:
+        keys.add(SPOT_LABEL)  # AKS sets it on spot nodes only: absent elsewhere
+    return tuple(sorted(keys))
+
+
+def workload_namespaces(model: PlatformModel) -> dict[str, Manifest]:
+    """The workload namespaces as the policy sees them (``namespaceObject``): name and the labels it reads."""
+    return {
+        workload.name: {
+            "apiVersion": "v1",
+            "kind": "Namespace",
+            "metadata": {
+                "name": workload.name,
+                "labels": {NAMESPACE_NAME_LABEL: workload.name, WORKLOAD_LABEL: workload.type},
+            },
+        }
+        for workload in model.workloads
+    }
+
+
+def policy_exempt_namespaces(model: PlatformModel, network_policy: str | None = None) -> tuple[str, ...]:
+    """The namespaces outside the policy: derived from the stack, plus the user's list. The cluster's network
+    policy comes from the model when it holds the whole stack, else from ``network_policy``."""
+    cluster = model.cluster
+    return exempt_namespaces(model.config, cluster.network_policy if cluster is not None else network_policy)
+
+
+# ---------------------------------------------------------------- CEL building blocks
+
+
+def lit(text: str) -> str:
+    """A CEL string literal."""
+    return "'" + text.replace("\\", "\\\\").replace("'", "\\'") + "'"
+
+
+def lit_list(items: Iterable[str]) -> str:
+    return "[" + ", ".join(lit(item) for item in items) + "]"
+
+
+def lit_map(items: dict[str, str]) -> str:
+    return "{" + ", ".join(f"{lit(key)}: {lit(value)}" for key, value in items.items()) + "}"
+
+
+def pod_spec_of(obj: str) -> str:
+    """Where the pod spec sits in a Pod, a CronJob and every other matched kind. The kind is read from the
+    request, which the API server always fills in (the object's own TypeMeta may be empty)."""
+    return (
+        f"request.kind.kind == 'Pod' ? {obj}.spec : "
+        f"(request.kind.kind == 'CronJob' ? {obj}.spec.jobTemplate.spec.template.spec : {obj}.spec.template.spec)"
+    )
+
+
+def is_gpu(resource: str) -> str:
+    return (
+        f"({resource} in variables.gpuResourceNames || "
+        f"({resource}.startsWith({lit(MIG_RESOURCE_PREFIX)}) && size({resource}) > {len(MIG_RESOURCE_PREFIX)}) || "
+        f"{resource}.matches({lit(AMD_PARTITION_PATTERN)}))"
+    )
+
+
+def above(quantity: str, count: str) -> str:
+    """``quantity`` (a resource value: the API server serialises quantities as strings) is above ``count``."""
+    return f"quantity(string({quantity})).isGreaterThan(quantity({lit(count)}))"
+
+
+def asks_for(container: str, test: str) -> str:
+    """The container asks, in its limits or requests, for a resource ``r`` with value ``v`` passing ``test``."""
+    resources = f"{container}.resources"
+    limits, requests = f"{resources}.limits", f"{resources}.requests"
+    return (
+        f"has({resources}) && ((has({limits}) && {limits}.exists(r, {test.format(v=f'{limits}[r]')})) || "
+        f"(has({requests}) && {requests}.exists(r, {test.format(v=f'{requests}[r]')})))"
+    )
+
+
+def uses_gpu(container: str, extra: str = "") -> str:
+    """The container asks for more than zero of a GPU resource; ``extra`` narrows the resource name."""
+    return asks_for(container, is_gpu("r") + (f" && {extra}" if extra else "") + " && " + above("{v}", "0"))
+
+
+def limit_differs(container: str, resource: str) -> str:
+    """The container's request for ``resource`` has no limit, or a different one. Compared as quantities (``1``
+    and ``1000m`` are equal) with the Kubernetes quantity library, in every API server that serves VAP v1.
+    https://kubernetes.io/docs/reference/using-api/cel/#kubernetes-quantity-library"""
+    limits = f"{container}.resources.limits"
+    request = f"{container}.resources.requests[{resource}]"
+    return (
+        f"!(has({limits}) && {resource} in {limits} && "
+        f"quantity(string({request})).compareTo(quantity(string({limits}[{resource}]))) == 0)"
+    )
+
+
+def tolerates(toleration: str, taint: Taint) -> str:
+    """Kubernetes' ToleratesTaint: the effect matches or is empty; the key matches (operator Exists, or Equal
+    and the same value), or is empty with operator Exists (which tolerates every taint).
+    https://kubernetes.io/docs/concepts/scheduling-eviction/taint-and-toleration/"""
+    t = toleration
+    effect = f"(!has({t}.effect) || {t}.effect == '' || {t}.effect == {lit(taint.effect)})"
+    exists = f"(has({t}.operator) && {t}.operator == 'Exists')"
+    equal_operator = f"(!has({t}.operator) || {t}.operator == '' || {t}.operator == 'Equal')"
+    equal = f"({equal_operator} && has({t}.value) && {t}.value == {lit(taint.value)})"
+    key = f"((has({t}.key) && {t}.key != '') ? ({t}.key == {lit(taint.key)} && ({exists} || {equal})) : {exists})"
+    return f"({effect} && {key})"
+
+
+def _node_name_in_pool(name: str, pool: str) -> str:
+    return f"{name}.startsWith('aks-' + {pool} + '-')"
+
+
+def _labels(pool: str) -> str:
+    """The node labels of the pool named ``pool``."""
+    return f"variables.poolLabels[{pool}]"
+
+
+def _expression_allows(e: str, p: str) -> str:
+    """A nodeSelectorRequirement ``e`` allows the nodes of pool ``p``: exact on the labels the model knows,
+    permissive on any other key (it can only narrow within what the known keys allow); Gt/Lt are permissive."""
+    has_value = f"({e}.key in {_labels(p)} && has({e}.values) && {_labels(p)}[{e}.key] in {e}.values)"
+    return (
+        f"({e}.key == {lit(HOSTNAME_LABEL)} ? "
+        f"({e}.operator != 'In' || (has({e}.values) && {e}.values.exists(v, {_node_name_in_pool('v', p)}))) : "
+        f"(!({e}.key in variables.poolKeys) ? true : "
+        f"({e}.operator == 'In' ? {has_value} : "
+        f"({e}.operator == 'NotIn' ? !{has_value} : "
+        f"({e}.operator == 'Exists' ? {e}.key in {_labels(p)} : "
+        f"({e}.operator == 'DoesNotExist' ? !({e}.key in {_labels(p)}) : true))))))"
+    )
+
+
+def _field_allows(f: str, p: str) -> str:
+    return (
+        f"({f}.key != {lit(NODE_NAME_FIELD)} || {f}.operator != 'In' || "
+        f"(has({f}.values) && {f}.values.exists(v, {_node_name_in_pool('v', p)})))"
+    )
+
+
+def _term_allows(t: str, p: str) -> str:
+    """A nodeSelectorTerm allows pool ``p``; an empty term matches no node (NodeSelectorTerm's API doc)."""
+    expressions = f"(has({t}.matchExpressions) ? {t}.matchExpressions : [])"
+    fields = f"(has({t}.matchFields) ? {t}.matchFields : [])"
+    return (
+        f"(size({expressions}) + size({fields}) > 0 && {expressions}.all(e, {_expression_allows('e', p)}) && "
+        f"{fields}.all(f, {_field_allows('f', p)}))"
+    )
+
+
+def _selector_allows(p: str) -> str:
+    selector = "variables.nodeSelector"
+    return (
+        f"{selector}.all(k, k == {lit(HOSTNAME_LABEL)} ? {_node_name_in_pool(f'{selector}[k]', p)} : "
+        f"(!(k in variables.poolKeys) || (k in {_labels(p)} && {_labels(p)}[k] == {selector}[k])))"
+    )
+
+
+def _variable(name: str, expression: str) -> dict[str, str]:
+    return {"name": name, "expression": expression}
+
+
+def _validation(expression: str, message: str, message_expression: str, reason: str = "Invalid") -> dict[str, str]:
+    return {"expression": expression, "message": message, "messageExpression": message_expression, "reason": reason}
+
+
+def _containers_word(containers: str) -> str:
+    return f"(size({containers}) == 1 ? 'container ' : 'containers ') + {containers}.map(c, c.name).join(', ')"
+
+
+# ---------------------------------------------------------------- the rules
+
+
+def _spells_device_variable(source: str) -> str:
+    """An envFrom entry's prefix begins a device variable's name (and is not all of it): some key completes it."""
+    prefix = f"{source}.prefix"
+    return f"has({prefix}) && {prefix} != '' && {lit_list(DEVICE_ENV_VARS)}.exists(v, v.startsWith({prefix}) && v != {prefix})"
+
+
+def _variables(model: PlatformModel) -> list[dict[str, str]]:
+    spec = "variables.podSpec"
+    old_spec = pod_spec_of("oldObject")
+    by_type = "{" + ", ".join(f"{lit(kind)}: {lit_list(pools)}" for kind, pools in pools_by_type(model).items()) + "}"
+    affinity = f"{spec}.affinity.nodeAffinity"
+    required = f"{affinity}.requiredDuringSchedulingIgnoredDuringExecution"
+    labels = "namespaceObject.metadata.labels"
+    harmless = lit_list(HARMLESS_DEVICE_VALUES)
+    sets_device = (
+        f"has(c.env) && c.env.exists(e, e.name in {lit_list(DEVICE_ENV_VARS)} && "
+        f"(has(e.valueFrom) || (has(e.value) && !(e.value in {harmless}))))"
+    )
+    takes_device_prefix = f"has(c.envFrom) && c.envFrom.exists(s, {_spells_device_variable('s')})"
+    variables = [
+        _variable("podSpec", pod_spec_of("object")),
+        _variable(
+            "containers",
+            f"(has({spec}.containers) ? {spec}.containers : []) + (has({spec}.initContainers) ? {spec}.initContainers : [])",
+        ),
+        _variable(
+            "allContainers",
+            f"variables.containers + (has({spec}.ephemeralContainers) ? {spec}.ephemeralContainers : [])",
+        ),
+        _variable("gpuResourceNames", lit_list(gpu_resource_names(model))),
+        _variable("gpuContainers", f"variables.containers.filter(c, {uses_gpu('c')})"),
+        _variable("tolerations", f"has({spec}.tolerations) ? {spec}.tolerations : []"),
+    ]
+    for vendor in VENDORS:
+        of_vendor = f"r.startsWith({lit(vendor + '.com/')})"
+        variables += [
+            _variable(f"{vendor}Containers", f"variables.gpuContainers.filter(c, {uses_gpu('c', of_vendor)})"),
+            _variable(f"{vendor}Tolerations", f"variables.tolerations.filter(t, {tolerates('t', vendor_taint(vendor))})"),
+        ]
+    of_any_vendor = " || ".join(f"t in variables.{vendor}Tolerations" for vendor in VENDORS)
+    variables += [
+        _variable(
+            "limitMismatches",
+            "variables.gpuContainers.filter(c, has(c.resources.requests) && "
+            f"c.resources.requests.exists(r, {is_gpu('r')} && {limit_differs('c', 'r')}))",
+        ),
+        _variable("gpuTolerations", f"variables.tolerations.filter(t, {of_any_vendor})"),
+        _variable("nodeName", f"has({spec}.nodeName) ? {spec}.nodeName : ''"),
+        _variable(
+            "oldNodeName",
+            f"request.operation == 'UPDATE' && oldObject != null && has(({old_spec}).nodeName) ? ({old_spec}).nodeName : ''",
+        ),
+        _variable(
+            "mirrorPod",
+            f"request.kind.kind == 'Pod' && has(request.userInfo.groups) && {lit(NODES_GROUP)} in request.userInfo.groups && "
+            f"has(object.metadata.annotations) && {lit(MIRROR_ANNOTATION)} in object.metadata.annotations",
+        ),
+        _variable("deviceEnvContainers", f"variables.allContainers.filter(c, {sets_device})"),
+        _variable("devicePrefixContainers", f"variables.allContainers.filter(c, {takes_device_prefix})"),
+        _variable(
+            "workloadType",
+            # Every matched resource is namespaced, so namespaceObject is never null here.
+            f"has(namespaceObject.metadata) && has({labels}) && {lit(WORKLOAD_LABEL)} in {labels} "
+            f"? {labels}[{lit(WORKLOAD_LABEL)}] : ''",
+        ),
+        _variable("poolsByType", by_type),
+        _variable(
+            "allowedPools",
+            "variables.workloadType in variables.poolsByType ? variables.poolsByType[variables.workloadType] : []",
+        ),
+        # The pools as literals of one type each: the API server refuses an aggregate literal whose elements
+        # differ in type (cel.HomogeneousAggregateLiterals, k8s.io/apiserver pkg/cel/environment/base.go), so a
+        # pool is its name, and its labels and sharing are looked up by name. A list, not a map's keys: CEL
+        # iterates a map literal in no fixed order on cel-go, and the names end up in messages.
+        _variable("pools", lit_list(pool.name for pool in model.pools)),
+        _variable(
+            "poolLabels", "{" + ", ".join(f"{lit(pool.name)}: {lit_map(pool_node_labels(pool))}" for pool in model.pools) + "}"
+        ),
+        _variable("poolKeys", lit_list(pool_selector_keys(model))),
+        _variable("nodeSelector", f"has({spec}.nodeSelector) ? {spec}.nodeSelector : {{}}"),
+        _variable(
+            "requiredTerms",
+            f"has({spec}.affinity) && has({spec}.affinity.nodeAffinity) && has({required}) && has({required}.nodeSelectorTerms) "
+            f"? {required}.nodeSelectorTerms : []",
+        ),
+        _variable(
+            "selectsPool",
+            f"variables.nodeSelector.exists(k, k in variables.poolKeys || k == {lit(HOSTNAME_LABEL)}) || "
+            "variables.requiredTerms.exists(t, (has(t.matchExpressions) && "
+            f"t.matchExpressions.exists(e, e.key in variables.poolKeys || e.key == {lit(HOSTNAME_LABEL)})) || "
+            f"(has(t.matchFields) && t.matchFields.exists(f, f.key == {lit(NODE_NAME_FIELD)})))",
+        ),
+        _variable(
+            "reachablePools",
+            f"variables.pools.filter(p, {_selector_allows('p')} && (size(variables.requiredTerms) == 0 || "
+            f"variables.requiredTerms.exists(t, {_term_allows('t', 'p')})))",
+        ),
+        _variable("wrongPools", "variables.reachablePools.filter(n, !(n in variables.allowedPools))"),
+        _variable(
+            "targetPools",
+            "variables.selectsPool ? variables.reachablePools : "
+            "(variables.workloadType != '' ? variables.allowedPools : variables.pools)",
+        ),
+        _variable("sharedPools", lit_list(pool.name for pool in model.pools if pool.time_slicing_replicas)),
+        _variable(
+            "overSharedContainers",
+            "size(variables.targetPools) > 0 && variables.targetPools.all(n, n in variables.sharedPools) ? "
+            f"variables.gpuContainers.filter(c, {asks_for('c', is_gpu('r') + ' && ' + above('{v}', '1'))}) : []",
+        ),
+    ]
+    return variables
+
+
+def _validations(model: PlatformModel, exempt: tuple[str, ...]) -> list[dict[str, str]]:
+    admission = model.config.admission
+    exempt_text = ", ".join(exempt) or "none"
+    limit_text = (
+        "(has(c.resources.limits) && r in c.resources.limits ? "
+        "' with limit ' + string(c.resources.limits[r]) : ' without a limit')"
+    )
+    mismatch_detail = (
+        f"c.name + ' asks for ' + c.resources.requests.filter(r, {is_gpu('r')} && {limit_differs('c', 'r')})"
+        f".map(r, r + ': ' + string(c.resources.requests[r]) + {limit_text}).join(', ')"
+    )
+    validations = [
+        _validation(
+            "size(variables.limitMismatches) == 0",
+            "a GPU request must equal its limit: set resources.limits to the requested GPU count (a limit alone is enough)",
+            "'GPU requests must equal their limits (GPUs cannot be overcommitted): ' + "
+            "(size(variables.limitMismatches) == 1 ? 'container ' : 'containers ') + "
+            f"variables.limitMismatches.map(c, {mismatch_detail}).join('; ') + "
+            "'. Set resources.limits to the same count, or give only the limit.'",
+        )
+    ]
+    for vendor in VENDORS:
+        taint = vendor_taint(vendor)
+        containers = f"variables.{vendor}Containers"
+        add = f"tolerations: [{{key: {taint.key}, operator: Exists, effect: {taint.effect}}}]"
+        problem = f"{vendor} GPUs, but the pod does not tolerate the GPU node taint {taint.aks()}: add {add} to the pod spec"
+        validations.append(
+            _validation(
+                f"size({containers}) == 0 || size(variables.{vendor}Tolerations) > 0",
+                f"a pod that requests {vendor} GPUs must tolerate the GPU node taint {taint.aks()}: add {add} to the pod spec",
+                f"{_containers_word(containers)} + (size({containers}) == 1 ? ' requests ' : ' request ') + {lit(problem)}",
+            )
+        )
+    keys = "variables.gpuTolerations.map(t, has(t.key) && t.key != '' ? t.key : 'an empty key with operator Exists').join(', ')"
+    validations += [
+        _validation(
+            "size(variables.gpuContainers) > 0 || size(variables.gpuTolerations) == 0",
+            f"a pod that requests no GPU must not tolerate a GPU node taint; only these namespaces may: {exempt_text}",
+            f"'the pod requests no GPU but tolerates the GPU node taint (' + {keys} + '), so it could hold a GPU node "
+            f"that GPU work is waiting for: remove that toleration or request a GPU (a quantity above 0; only these "
+            f"namespaces may run such pods: {exempt_text})'",
+        ),
+        _validation(
+            "variables.nodeName == '' || variables.nodeName == variables.oldNodeName || variables.mirrorPod",
+            "spec.nodeName must not be set: it skips the scheduler and every NoSchedule taint; use a nodeSelector or "
+            "required node affinity instead",
+            "'spec.nodeName is set (' + variables.nodeName + '): a pod placed by node name skips the scheduler and with "
+            "it every NoSchedule taint, so it could run on a GPU node without asking for a GPU. Remove nodeName and use "
+            f"a nodeSelector or required node affinity instead (a GPU pool: nodeSelector {{{POOL_LABEL}: <pool>}}; one "
+            f"node: nodeSelector {{{HOSTNAME_LABEL}: <node>}})'",
+            reason="Forbidden",
+        ),
+        _validation(
+            "size(variables.deviceEnvContainers) == 0",
+            f"containers must not set {', '.join(DEVICE_ENV_VARS)}: ask for GPUs in resources.limits",
+            f"{_containers_word('variables.deviceEnvContainers')} + ' set' + "
+            f"(size(variables.deviceEnvContainers) == 1 ? 's ' : ' ') + "
+            "variables.deviceEnvContainers.map(c, c.env.filter(e, "
+            f"e.name in {lit_list(DEVICE_ENV_VARS)}).map(e, e.name).join(', ')).join(', ') + "
+            "': the NVIDIA container runtime hands a container the GPUs this variable names, past the scheduler and the "
+            "GPU quota. Remove it and ask for GPUs in resources.limits (the device plugin sets it for the GPUs a "
+            "container is given)'",
+            reason="Forbidden",
+        ),
+        _validation(
+            "size(variables.devicePrefixContainers) == 0",
+            f"containers must not take variables with an envFrom prefix that begins {', '.join(DEVICE_ENV_VARS)}",
+            f"{_containers_word('variables.devicePrefixContainers')} + "
+            "(size(variables.devicePrefixContainers) == 1 ? ' takes' : ' take') + ' variables with envFrom prefix ' + "
+            "variables.devicePrefixContainers.map(c, c.envFrom.filter(s, "
+            f"{_spells_device_variable('s')}).map(s, s.prefix).join(', ')).join(', ') + "
+            f"': a ConfigMap or Secret key that completes it (VISIBLE_DEVICES after NVIDIA_) sets "
+            f"{' or '.join(DEVICE_ENV_VARS)}, and the NVIDIA container runtime hands a container the GPUs it names, "
+            "past the scheduler and the GPU quota. Use a prefix that does not begin these names (APP_, say), or none'",
+            reason="Forbidden",
+        ),
+    ]
+    namespaces = ", ".join(f"{w.name} ({w.type})" for w in model.workloads) or "none is configured"
+    extra = admission.gpu_namespaces
+    also = f"; also allowed: {', '.join(extra)}" if extra else ""
+    gpu = "size(variables.gpuContainers) == 0"
+    if admission.restrict_to_workload_namespaces:
+        validations.append(
+            _validation(
+                f"{gpu} || variables.workloadType != '' || namespaceObject.metadata.name in {lit_list(extra)}",
+                f"GPU pods run only in GPU workload namespaces (label {WORKLOAD_LABEL}); use one of: {namespaces}{also}",
+                f"'GPU pods run only in GPU workload namespaces (label {WORKLOAD_LABEL}): namespace ' + "
+                f"namespaceObject.metadata.name + ' is not one. Use one of: {namespaces}{also}'",
+                reason="Forbidden",
+            )
+        )
+    validations += [
+        _validation(
+            f"{gpu} || variables.workloadType == '' || !variables.selectsPool || "
+            "(size(variables.reachablePools) > 0 && size(variables.wrongPools) == 0)",
+            f"a GPU pod must select only pools of its namespace's workload type ({WORKLOAD_LABEL} or {POOL_LABEL})",
+            "'namespace ' + namespaceObject.metadata.name + ' runs ' + variables.workloadType + "
+            "' work: its GPU pods may select only ' + variables.workloadType + ' pools, with nodeSelector "
+            f"{WORKLOAD_LABEL}: ' + variables.workloadType + "
+            f"(size(variables.allowedPools) > 0 ? ' or {POOL_LABEL}: one of ' + variables.allowedPools.join(', ') : '') + "
+            "' (or the same in required node affinity); this pod ' + (size(variables.reachablePools) == 0 ? "
+            "'selects no GPU pool of this stack' : 'can land on pool ' + variables.wrongPools.join(', '))",
+            reason="Forbidden",
+        ),
+        _validation(
+            "size(variables.overSharedContainers) == 0",
+            "on time-sliced GPU pools a container asks for at most 1 shared GPU",
+            f"{_containers_word('variables.overSharedContainers')} + ' asks for more than 1 GPU on time-sliced pool' + "
+            "(size(variables.targetPools) == 1 ? ' ' : 's ') + variables.targetPools.join(', ') + "
+            "': there a GPU is shared by time-slicing and more than 1 buys no more of it (the device plugin refuses it "
+            "with UnexpectedAdmissionError). Ask for 1.'",
+        ),
+    ]
+    return validations
+
+
+def _outside(exempt: tuple[str, ...]) -> Manifest:
+    """The namespaceSelector that leaves the exempt namespaces out."""
+    if not exempt:
+        return {}
+    return {"matchExpressions": [{"key": NAMESPACE_NAME_LABEL, "operator": "NotIn", "values": list(exempt)}]}
+
+
+def match_constraints(namespace_selector: Manifest, rules: Iterable[tuple[str, Iterable[str]]] = RESOURCE_RULES) -> Manifest:
+    """A policy's matchConstraints: ``rules`` ((API group, resources) pairs, v1, every operation the policies judge) in
+    the namespaces ``namespace_selector`` selects; Equivalent, so a request through another API version of the same
+    object is judged too."""
+    return {
+        "matchPolicy": "Equivalent",
+        "namespaceSelector": namespace_selector,
+        "objectSelector": {},
+        "resourceRules": [
+            {
+                "apiGroups": [group],
+                "apiVersions": ["v1"],
+                "operations": list(OPERATIONS),
+                "resources": list(resources),
+                "scope": "Namespaced",
+            }
+            for group, resources in rules
+        ],
+    }
+
+
+def policy_manifest(model: PlatformModel, network_policy: str | None = None) -> Manifest:
+    exempt = policy_exempt_namespaces(model, network_policy)
+    spec: dict[str, Any] = {
+        "failurePolicy": "Fail",
+        "matchConstraints": match_constraints(_outside(exempt)),
+        "matchConditions": [
+            {
+                # Pod specs are almost immutable, and controllers update their objects all the time (status
+                # aside: finalizers, labels, scale): re-judging an unchanged pod spec on UPDATE would block
+                # them on objects created before the policy existed.
+                "name": "created-or-pod-spec-changed",
+                "expression": f"request.operation != 'UPDATE' || ({pod_spec_of('object')}) != ({pod_spec_of('oldObject')})",
+            }
+        ],
+        "variables": _variables(model),
+        "validations": _validations(model, exempt),
+    }
+    return {
+        "apiVersion": API_VERSION,
+        "kind": "ValidatingAdmissionPolicy",
+        "metadata": {"name": POLICY_NAME},
+        "spec": spec,
+    }
+
+
+def binding_manifest(model: PlatformModel, policy_name: str = POLICY_NAME, binding_name: str = BINDING_NAME) -> Manifest:
+    return {
+        "apiVersion": API_VERSION,
+        "kind": "ValidatingAdmissionPolicyBinding",
+        "metadata": {"name": binding_name},
+        "spec": {"policyName": policy_name, "validationActions": list(model.config.admission.validation_actions)},
+    }
+
+
+def _held_device_keys(field: str, harmless: tuple[str, ...]) -> str:
+    """The device variables among the keys of ``object.<field>`` whose value would select a GPU."""
+    values = f"object.{field}"
+    selects = f"k in {lit_list(DEVICE_ENV_VARS)} && !({values}[k] in {lit_list(harmless)})"
+    return f"(has({values}) ? {values}.filter(k, {selects}) : [])"
+
+
+def device_env_policy_manifest(model: PlatformModel, network_policy: str | None = None) -> Manifest:
+    """ConfigMaps and Secrets outside the exempt namespaces hold no device variable, so that ``envFrom`` without a
+    prefix cannot set one (with a prefix: the placement policy's envFrom rule)."""
+    exempt = policy_exempt_namespaces(model, network_policy)
+    plain, base64_values = HARMLESS_DEVICE_VALUES, HARMLESS_DEVICE_VALUES_BASE64
+    secret = f"{_held_device_keys('data', base64_values)} + {_held_device_keys('stringData', plain)}"
+    config_map = f"{_held_device_keys('data', plain)} + {_held_device_keys('binaryData', base64_values)}"
+    held = f"request.kind.kind == 'Secret' ? {secret} : {config_map}"
+    metadata = "object.metadata"
+    name = f"(has({metadata}.name) ? {metadata}.name : (has({metadata}.generateName) ? {metadata}.generateName : ''))"
+    spec: dict[str, Any] = {
+        "failurePolicy": "Fail",
+        "matchConstraints": match_constraints(_outside(exempt), [("", DEVICE_ENV_RESOURCES)]),
+        "variables": [_variable("deviceKeys", held)],
+        "validations": [
+            _validation(
+                "size(variables.deviceKeys) == 0",
+                f"ConfigMaps and Secrets must not hold {', '.join(DEVICE_ENV_VARS)} (envFrom would set it); only these "
+                f"namespaces may: {', '.join(exempt) or 'none'}",
+                f"request.kind.kind + ' ' + {name} + ' holds ' + variables.deviceKeys.join(', ') + "
+                "': a container that takes it in with envFrom sets that variable, and the NVIDIA container runtime "
+                "hands a container the GPUs it names, past the scheduler and the GPU quota. Remove the key (ask for "
+                "GPUs in resources.limits; void or none as the value select no GPU)'",
+                reason="Forbidden",
+            )
+        ],
+    }
+    return {
+        "apiVersion": API_VERSION,
+        "kind": "ValidatingAdmissionPolicy",
+        "metadata": {"name": DEVICE_ENV_POLICY_NAME},
+        "spec": spec,
+    }
+
+
+def render_policy(model: PlatformModel, network_policy: str | None = None) -> list[Manifest]:
+    """The placement policy and its binding, then the device-env policy and its binding; nothing when
+    ``admission.enabled`` is false."""
+    if not model.config.admission.enabled:
+        return []
+    return [
+        policy_manifest(model, network_policy),
+        binding_manifest(model),
+        device_env_policy_manifest(model, network_policy),
+        binding_manifest(model, DEVICE_ENV_POLICY_NAME, DEVICE_ENV_POLICY_NAME),
+    ]

@@ -1,0 +1,336 @@
+"""``aksgpu audit --html FILE``: the report as one self-contained page a team can attach to a ticket. Pure: text out.
+
+Nothing is loaded from anywhere: no script at all, no font or image from the network (the system's sans-serif, CSS
+bars for the chart), and a Content-Security-Policy that forbids both, so even a page altered later cannot fetch.
+Every text that comes from the cluster (node, namespace and pod names, messages quoting labels) is HTML-escaped
+where it is written (``_e``), attribute values included.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from fractions import Fraction
+from html import escape
+
+from aks_gpu.audit.engine import AuditFinding, AuditReport, Gap, IdleNode, PoolSummary, practices_of
+from aks_gpu.audit.prices import PriceTable, load_prices
+from aks_gpu.audit.registry import CHECK_BY_ID, CHECKS, PRACTICES, checks_of
+from aks_gpu.cluster.inventory import whole
+
+_STYLE = """
+:root { color-scheme: light; --fail: #b42318; --warn: #b54708; --ok: #067647; --muted: #667085; --line: #eaecf0;
+        --alloc: #d0d5dd; --req: #2e90fa; }
+* { box-sizing: border-box; }
+body { font-family: system-ui, -apple-system, "Segoe UI", Roboto, sans-serif; margin: 2rem auto; max-width: 72rem;
+       padding: 0 1rem; color: #101828; line-height: 1.4; }
+h1 { font-size: 1.6rem; margin-bottom: .2rem; }
+h2 { font-size: 1.25rem; margin-top: 2rem; border-bottom: 1px solid var(--line); padding-bottom: .3rem; }
+h3 { font-size: 1rem; margin: 1rem 0 .3rem; }
+.muted { color: var(--muted); }
+.counts span { display: inline-block; margin-right: 1rem; font-weight: 600; }
+.fail { color: var(--fail); } .warn { color: var(--warn); } .ok { color: var(--ok); }
+table { border-collapse: collapse; width: 100%; margin: .5rem 0 1rem; font-size: .9rem; }
+th, td { text-align: left; vertical-align: top; padding: .35rem .5rem; border-bottom: 1px solid var(--line); }
+th { background: #f9fafb; font-weight: 600; }
+td.num { text-align: right; font-variant-numeric: tabular-nums; }
+td.message { overflow-wrap: anywhere; }
+td.badge, td code { white-space: nowrap; }
+.badge { font-weight: 700; text-transform: uppercase; font-size: .75rem; }
+.chart { margin: .5rem 0 1rem; }
+.chart .row { display: grid; grid-template-columns: 10rem 1fr 9rem; gap: .75rem; align-items: center; margin: .35rem 0; }
+.chart .name { overflow-wrap: anywhere; font-weight: 600; }
+.chart .track { position: relative; height: 1.4rem; border: 1px solid var(--line); border-radius: 3px; }
+.chart .alloc, .chart .req { position: absolute; left: 0; border-radius: 2px; }
+.chart .alloc { top: 0; bottom: 0; background: var(--alloc); }
+.chart .req { top: .3rem; bottom: .3rem; background: var(--req); }
+.legend span { display: inline-block; width: .9rem; height: .9rem; vertical-align: middle; margin: 0 .3rem 0 1rem; }
+#top-actions ol { padding-left: 1.4rem; } #top-actions li { margin: .35rem 0; }
+.todo { background: #f9fafb; border-left: 3px solid var(--req); padding: .4rem .7rem; margin: .3rem 0 .6rem; }
+code { font-family: ui-monospace, "SFMono-Regular", Menlo, Consolas, monospace; font-size: .85em; }
+"""
+
+
+def _e(text: object) -> str:
+    """Escape for HTML text and double-quoted attribute values alike (``&``, ``<``, ``>``, ``"``, ``'``)."""
+    return escape(str(text), quote=True)
+
+
+def _n(value: Fraction | int) -> str:
+    return _e(whole(value) if isinstance(value, Fraction) else value)
+
+
+def render_html(report: AuditReport, *, source: str | None = None) -> str:
+    """The whole page. It names the cluster by what the snapshot or the live read recorded (``report.cluster``: the
+    kubeconfig context and API server), never by a local folder; ``source`` describes a live read where the report
+    holds no cluster name."""
+    fail, warn = report.count("fail"), report.count("warn")
+    verdict = (
+        f'<span class="fail">{fail} failing</span>' if fail else '<span class="ok">nothing fails</span>'
+    ) + f'<span class="warn">{warn} warning(s)</span><span>{report.gpu_nodes} GPU node(s)</span>'
+    context, server = report.cluster.get("context"), report.cluster.get("server")
+    name = context or server or source or "an unnamed cluster"
+    where = [
+        f"context <strong>{_e(context)}</strong>" if context else "",
+        f"API server <code>{_e(server)}</code>" if server else "",
+    ]
+    if not context and not server:
+        where = [_e(source) if source else "the snapshot does not name its cluster (meta.json has no cluster)"]
+    stack = f" &middot; stack <strong>{_e(report.stack)}</strong>" if report.stack else ""
+    collected = f" &middot; collected {_e(report.collected_at)}" if report.collected_at else " &middot; collection time unknown"
+    parts = [
+        "<!DOCTYPE html>",
+        '<html lang="en">',
+        "<head>",
+        '<meta charset="utf-8">',
+        # No script, no network: styles inline only, images only as data: URLs (there are none).
+        "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src 'unsafe-inline'; img-src data:\">",
+        '<meta name="viewport" content="width=device-width, initial-scale=1">',
+        f"<title>aksgpu audit: {_e(name)}</title>",
+        f"<style>{_STYLE}</style>",
+        "</head>",
+        "<body>",
+        "<header>",
+        f'<h1>AKS GPU audit: <span id="cluster">{_e(name)}</span></h1>',
+        f'<p class="muted">{" &middot; ".join(part for part in where if part)}{stack}{collected} &middot; against '
+        "Microsoft's <em>GPU best practices for AKS</em> (learn.microsoft.com/azure/aks/best-practices-gpu)</p>",
+        f'<p class="counts" id="verdict">{verdict}</p>',
+        "</header>",
+        _top_actions(report),
+        _pools(report.pools),
+    ]
+    grouped = practices_of(report.findings)
+    gaps: dict[str, list[Gap]] = {practice.id: [] for practice in PRACTICES}
+    for gap in report.not_checked:
+        gaps[gap.practice].append(gap)
+    for practice in PRACTICES:
+        parts.append(_practice(practice.id, practice.title, practice.article, grouped[practice.id], gaps[practice.id]))
+        if practice.id == CHECK_BY_ID["gpu-idle"].practice and report.idle:
+            parts.append(_idle_cost(report.idle))
+    parts.append(_namespaces(report))
+    parts.append(
+        '<footer><p class="muted">Written by <code>aksgpu audit --html</code>. Finding ids, what each checks '
+        "and what to do: <code>aksgpu audit --help</code>.</p></footer>"
+    )
+    parts += ["</body>", "</html>"]
+    return "\n".join(parts) + "\n"
+
+
+# The top actions listed first: the checks with findings, failing ones first, then by how many findings each has.
+MAX_TOP_ACTIONS = 5
+
+
+def _top_actions(report: AuditReport) -> str:
+    by_check: dict[str, list[AuditFinding]] = {}
+    for finding in report.findings:
+        by_check.setdefault(CHECK_BY_ID[finding.id].id, []).append(finding)
+    if not by_check:
+        return '<section id="top-actions"><h2>Top actions</h2><p class="ok">Nothing to do in what was checked.</p></section>'
+    order = {check.id: number for number, check in enumerate(CHECKS)}
+    ranked = sorted(
+        by_check.items(),
+        # Failing first; then what costs money (idle nodes); then the most findings.
+        key=lambda item: (
+            not any(f.severity == "fail" for f in item[1]),
+            item[0] != "gpu-idle",
+            -len(item[1]),
+            order[item[0]],
+        ),
+    )
+    items = []
+    for check_id, findings in ranked[:MAX_TOP_ACTIONS]:
+        check = CHECK_BY_ID[check_id]
+        severity = "fail" if any(f.severity == "fail" for f in findings) else "warn"
+        label = check.id if not check.ids else "GPU health (" + ", ".join(sorted({f.id for f in findings})) + ")"
+        nodes = sorted({f.node for f in findings if f.node})
+        namespaces = sorted({f.namespace for f in findings if f.namespace and not f.node})
+        on = _listed(nodes, "node") if nodes else _listed(namespaces, "namespace")
+        cost = _idle_total(report.idle) if check.id == "gpu-idle" else ""
+        items.append(
+            f'<li data-id="{_e(check.id)}"><span class="badge {severity}">{severity}</span> '
+            f"<strong><code>{_e(label)}</code></strong>: {len(findings)} finding(s){on}{cost}. "
+            f'<a href="#check-{_e(check.id)}">{_e(check.fix)}</a></li>'
+        )
+    more = f'<p class="muted">+{len(ranked) - MAX_TOP_ACTIONS} more below.</p>' if len(ranked) > MAX_TOP_ACTIONS else ""
+    return f'<section id="top-actions"><h2>Top actions</h2><ol>{"".join(items)}</ol>{more}</section>'
+
+
+def _listed(names: Sequence[str], what: str) -> str:
+    if not names:
+        return ""
+    shown = ", ".join(_e(name) for name in names[:3])
+    extra = f" and {len(names) - 3} more" if len(names) > 3 else ""
+    return f" on {what}{'s' if len(names) > 1 else ''} {shown}{extra}"
+
+
+def _money(amount: float, currency: str) -> str:
+    return f"{currency} {amount:,.0f}"
+
+
+def _idle_total(idle: Sequence[IdleNode]) -> str:
+    prices = load_prices()
+    priced = [prices.monthly(node.region, node.vm_size) for node in idle]
+    known = [found for found in priced if found is not None]
+    if not known:
+        return ""
+    total = sum(amount for amount, _ in known)
+    unpriced = f", {len(priced) - len(known)} more not priced" if len(known) < len(priced) else ""
+    return f", about {_money(total, prices.currency)} a month at list price{unpriced}"
+
+
+def _idle_cost(idle: Sequence[IdleNode]) -> str:
+    """What the idle GPU nodes cost a month at the dated list prices of components/aks_gpu/data/gpu_prices.yaml, each price
+    with its region, the date it was read and its source."""
+    prices = load_prices()
+    rows = []
+    used: dict[str, PriceTable] = {}
+    for node in idle:
+        found = prices.monthly(node.region, node.vm_size)
+        if found is None:
+            why = "no VM size label" if not node.vm_size else ("no region label" if not node.region else "no price for it")
+            cost = f'<span class="muted">not priced ({_e(why)})</span>'
+        else:
+            amount, table = found
+            used[table.region] = table
+            cost = _e(_money(amount, prices.currency))
+        rows.append(
+            f'<tr class="idle" data-node="{_e(node.node)}"><td>{_e(node.node)}</td><td>{_e(node.pool)}</td>'
+            f"<td><code>{_e(node.vm_size or '?')}</code></td><td>{_e(node.region or '?')}</td>"
+            f'<td class="num">{_n(node.gpus)}</td><td class="num cost">{cost}</td></tr>'
+        )
+    notes = "".join(
+        f'<p class="muted price-source">Prices: {_e(table.region)} pay-as-you-go Linux list prices '
+        f"({_e(prices.currency)}, {prices.hours_per_month} hours a month), read {_e(table.read.isoformat())}; source: "
+        f"{_e(table.source)} (components/aks_gpu/data/gpu_prices.yaml). Reservations and savings plans cost less.</p>"
+        for table in used.values()
+    )
+    return (
+        '<section id="idle-cost"><h3>What the idle GPU nodes cost</h3><table><thead><tr><th>node</th><th>pool</th>'
+        "<th>VM size</th><th>region</th><th>GPU resources</th><th>a month</th></tr></thead><tbody>"
+        + "".join(rows)
+        + "</tbody></table>"
+        + notes
+        + "</section>"
+    )
+
+
+def _pools(pools: Sequence[PoolSummary]) -> str:
+    if not pools:
+        return '<section id="pools"><h2>GPUs per pool</h2><p>No GPU node found.</p></section>'
+    scale = max((max(pool.gpus_allocatable, pool.gpus_requested) for pool in pools), default=Fraction(0)) or Fraction(1)
+    rows = []
+    for pool in pools:
+        allocatable = float(pool.gpus_allocatable / scale * 100)
+        requested = float(pool.gpus_requested / scale * 100)
+        rows.append(
+            f'<div class="row" data-pool="{_e(pool.pool)}"><div class="name">{_e(pool.pool)}</div>'
+            f'<div class="track"><div class="alloc" style="width:{allocatable:.1f}%"></div>'
+            f'<div class="req" style="width:{requested:.1f}%"></div></div>'
+            f"<div>{_n(pool.gpus_requested)} of {_n(pool.gpus_allocatable)} requested</div></div>"
+        )
+    table = [
+        "<table><thead><tr><th>pool</th><th>vendor</th><th>GPU nodes</th><th>GPUs allocatable</th><th>GPUs requested</th>"
+        "<th>idle nodes</th><th>node images</th></tr></thead><tbody>"
+    ]
+    for pool in pools:
+        images = (
+            "<br>".join(f"{_e(image)} ({count})" for image, count in pool.node_images.items()) or '<span class="muted">-</span>'
+        )
+        expected = (
+            f'<br><span class="muted">stack: {_e(pool.expected_resource)} x {_e(pool.expected_per_node)} per node</span>'
+            if pool.expected_resource
+            else ""
+        )
+        table.append(
+            f'<tr><td>{_e(pool.pool)}</td><td>{_e(pool.vendor or "?")}</td><td class="num">{pool.gpu_nodes}</td>'
+            f'<td class="num">{_n(pool.gpus_allocatable)}{expected}</td><td class="num">{_n(pool.gpus_requested)}</td>'
+            f'<td class="num">{pool.idle_nodes}</td><td>{images}</td></tr>'
+        )
+    table.append("</tbody></table>")
+    legend = (
+        '<p class="legend muted"><span style="background:var(--alloc)"></span>GPUs allocatable'
+        '<span style="background:var(--req)"></span>GPUs requested by pods that have not finished</p>'
+    )
+    return (
+        '<section id="pools"><h2>GPUs per pool</h2>'
+        + legend
+        + f'<div class="chart">{"".join(rows)}</div>'
+        + "".join(table)
+        + "</section>"
+    )
+
+
+def _practice(practice: str, title: str, article: str, findings: Sequence[AuditFinding], gaps: Sequence[Gap]) -> str:
+    fail = sum(1 for f in findings if f.severity == "fail")
+    state = (
+        f'<span class="fail">{fail} failing</span>, {len(findings) - fail} warning(s)'
+        if fail
+        else (f'<span class="warn">{len(findings)} warning(s)</span>' if findings else '<span class="ok">no finding</span>')
+    )
+    if gaps and not findings:
+        state += " in what was checked"
+    parts = [
+        f'<section class="practice" id="practice-{_e(practice)}">',
+        f"<h2>{_e(title)}</h2>",
+        f'<p class="muted">{_e(article)}</p>',
+        f'<p class="state">{state}{" (parts not checked: see below)" if gaps else ""}</p>',
+    ]
+    for check in checks_of(practice):
+        mine = [finding for finding in findings if finding.id in check.finding_ids]
+        if not mine:
+            continue
+        label = check.id if not check.ids else "aksgpu smi health findings"
+        parts.append(f'<h3 id="check-{_e(check.id)}"><code>{_e(label)}</code> ({len(mine)})</h3>')
+        parts.append(f'<div class="todo"><strong>What to do:</strong> {_e(check.fix)}</div>')
+        parts.append(
+            "<table><thead><tr><th>severity</th><th>id</th><th>node</th><th>namespace</th><th>pod</th><th>message</th>"
+            "</tr></thead><tbody>"
+        )
+        for finding in mine:
+            parts.append(
+                f'<tr class="finding" data-id="{_e(finding.id)}">'
+                f'<td class="badge {_e(finding.severity)}">{_e(finding.severity)}</td>'
+                f"<td><code>{_e(finding.id)}</code></td><td>{_e(finding.node or '')}</td>"
+                f"<td>{_e(finding.namespace or '')}</td><td>{_e(finding.pod or '')}</td>"
+                f'<td class="message">{_e(finding.message)}</td></tr>'
+            )
+        parts.append("</tbody></table>")
+    if gaps:
+        parts.append('<h3>Not checked</h3><ul class="gaps">')
+        for gap in gaps:
+            what = ", ".join(gap.ids) if gap.ids else "summary"
+            count = f" ({gap.count} object(s))" if gap.count is not None else ""
+            parts.append(f"<li><code>{_e(what)}</code>{count}: {_e(gap.reason)}</li>")
+        parts.append("</ul>")
+    parts.append("</section>")
+    return "\n".join(parts)
+
+
+def _namespaces(report: AuditReport) -> str:
+    if not report.namespaces:
+        return '<section id="namespaces"><h2>Namespaces with GPU pods</h2><p>No pod requests a GPU.</p></section>'
+    rows = [
+        '<section id="namespaces"><h2>Namespaces with GPU pods</h2><table><thead><tr><th>namespace</th><th>GPU pods</th>'
+        "<th>GPUs requested</th><th>GPU quota</th><th>deny-all policy</th><th>labels</th></tr></thead><tbody>"
+    ]
+    for namespace in report.namespaces:
+        quota = (
+            '<span class="muted">not read</span>'
+            if namespace.quota is None
+            else (", ".join(f"{_e(k)}: {_e(v)}" for k, v in namespace.quota.items()) or '<span class="warn">none</span>')
+        )
+        deny = (
+            '<span class="muted">not read</span>'
+            if namespace.deny_all is None
+            else ('<span class="ok">yes</span>' if namespace.deny_all else '<span class="warn">no</span>')
+        )
+        labels = (
+            '<span class="muted">not read</span>'
+            if namespace.labels is None
+            else ("<br>".join(f"{_e(k)}={_e(v)}" for k, v in namespace.labels.items()) or '<span class="muted">-</span>')
+        )
+        rows.append(
+            f'<tr><td>{_e(namespace.namespace)}</td><td class="num">{namespace.gpu_pods}</td>'
+            f'<td class="num">{_n(namespace.gpus_requested)}</td><td>{quota}</td><td>{deny}</td><td>{labels}</td></tr>'
+        )
+    rows.append("</tbody></table></section>")
+    return "".join(rows)

@@ -1,0 +1,237 @@
+"""Every finding ``aksgpu audit`` reports, said once: id, severity, the practice it belongs to, what it checks, what
+to do, and which snapshot files it reads. The CLI help, the HTML report and the table of docs/audit.md are rendered from here
+(``tests/audit/test_registry.py`` holds the docs to it).
+
+The practices are the sections of Microsoft's *GPU best practices for AKS*
+(https://learn.microsoft.com/azure/aks/best-practices-gpu), plus GPU health from the AKS Node Problem Detector
+(https://learn.microsoft.com/azure/aks/node-problem-detector) and ``aksgpu smi health`` (NVIDIA's Xid catalog and
+health checks). Finding ids are a contract (issue 15): other tools match on them.
+"""
+
+from __future__ import annotations
+
+import textwrap
+from dataclasses import dataclass
+from typing import Literal
+
+from aks_gpu.cluster.snapshot import (
+    META_FILE,
+    NETWORK_POLICIES_FILE,
+    NODEPOOL_UPGRADES_FILE,
+    NODES_FILE,
+    PODS_FILE,
+    RESOURCE_QUOTAS_FILE,
+    SMI_DIR,
+)
+from aks_gpu.gpu.health import FINDING_IDS as HEALTH_FINDING_IDS
+
+Severity = Literal["fail", "warn"]
+
+# What each check reads, as the snapshot names its files (components/aks_gpu/cluster/snapshot.py).
+NODES = NODES_FILE
+PODS = PODS_FILE
+RESOURCE_QUOTAS = RESOURCE_QUOTAS_FILE
+NETWORK_POLICIES = NETWORK_POLICIES_FILE
+META = META_FILE
+NODEPOOL_UPGRADES = NODEPOOL_UPGRADES_FILE
+SMI = f"{SMI_DIR}/"
+
+
+@dataclass(frozen=True)
+class Practice:
+    id: str
+    title: str
+    article: str  # what the article asks, in a line
+
+
+@dataclass(frozen=True)
+class AuditCheck:
+    """One finding id (or, for ``ids``, the family of ``aksgpu smi health`` ids judged the same way)."""
+
+    id: str
+    severity: str  # "fail", "warn", or "fail or warn" where each finding carries its own
+    practice: str
+    checks: str
+    fix: str
+    reads: tuple[str, ...]
+    ids: tuple[str, ...] = ()  # the ids this entry stands for; empty: just ``id``
+
+    @property
+    def finding_ids(self) -> tuple[str, ...]:
+        return self.ids or (self.id,)
+
+
+PRACTICES: tuple[Practice, ...] = (
+    Practice(
+        "placement",
+        "Enforce GPU workload placement",
+        "taint GPU nodes with <vendor>.com/gpu:NoSchedule so only GPU pods (with the toleration and a GPU limit) land there",
+    ),
+    Practice(
+        "validation",
+        "Validate GPU node pools",
+        "a healthy device plugin DaemonSet exposes <vendor>.com/gpu as a schedulable resource on every GPU node",
+    ),
+    Practice(
+        "node-image",
+        "Keep GPU nodes on the latest node OS image",
+        "node images carry the GPU driver, the Kubernetes-tested runtime and the security fixes: upgrade them regularly",
+    ),
+    Practice(
+        "isolation",
+        "Isolate GPU workloads in shared clusters",
+        "one namespace per workload type, with a GPU quota and a deny-all network policy",
+    ),
+    Practice(
+        "utilisation",
+        "Use the GPUs you pay for",
+        "misconfiguration leaves GPUs under-used; a GPU node no pod uses burns money (share GPUs with MIG where it fits)",
+    ),
+    Practice(
+        "health",
+        "GPU health",
+        "hardware and fabric faults (ECC, Xid, lost GPUs, NVLink) stop jobs: the Node Problem Detector and SMI output show them",
+    ),
+)
+PRACTICE_BY_ID = {practice.id: practice for practice in PRACTICES}
+
+CHECKS: tuple[AuditCheck, ...] = (
+    AuditCheck(
+        "gpu-node-untainted",
+        "fail",
+        "placement",
+        "every GPU node carries a NoSchedule (or NoExecute) taint that keeps general pods off: the vendor's "
+        "<vendor>.com/gpu key, or sku=gpu as AKS's own walkthrough uses (with --stack: the taints of the node's pool)",
+        "taint the pool (`az aks nodepool update --node-taints nvidia.com/gpu=present:NoSchedule`: AKS puts a pool's "
+        "taints on every node it creates) and give GPU pods the matching toleration",
+        (NODES,),
+    ),
+    AuditCheck(
+        "gpu-squatter",
+        "fail",
+        "placement",
+        "every Running pod on a GPU node requests a GPU, or is a DaemonSet pod, a kubelet's static pod, or in "
+        "kube-system or a namespace of the GPU stack",
+        "move the pod to a CPU pool (a node selector, and no toleration of the GPU taint); taint the node if it is not "
+        "(gpu-node-untainted); an admission policy that refuses such pods keeps it so",
+        (NODES, PODS),
+    ),
+    AuditCheck(
+        "device-plugin-missing",
+        "fail",
+        "validation",
+        "every GPU node exposes a GPU resource (nvidia.com/gpu, amd.com/gpu, nvidia.com/mig-*) in its capacity, above "
+        "zero (with --stack: the resource the node's pool exposes)",
+        "deploy the vendor's device plugin DaemonSet (or GPU Operator) so that a pod of it runs on the node, and read "
+        "that pod's log; `aksgpu validate` checks the plugin and the driver per node",
+        (NODES,),
+    ),
+    AuditCheck(
+        "node-image-stale",
+        "warn",
+        "node-image",
+        "every GPU node's node image (label kubernetes.azure.com/node-image-version) is the latest AKS offers its pool "
+        "where the snapshot has the pool's upgrade profile (nodepool-upgrades.json, `az aks nodepool get-upgrades`), "
+        "else at most 60 days older than the snapshot's collectedAt (the version ends in its build date); the message "
+        "says which rule judged",
+        "upgrade the pool's node image (`az aks nodepool upgrade --node-image-only`), or set the cluster's node OS "
+        "upgrade channel to NodeImage with a maintenance window so AKS does it",
+        (NODES, META, NODEPOOL_UPGRADES),
+    ),
+    AuditCheck(
+        "node-image-mixed",
+        "warn",
+        "node-image",
+        "all GPU nodes of one pool (label kubernetes.azure.com/agentpool) run the same node image",
+        "let the pool's node image upgrade finish, or run it (`az aks nodepool upgrade --node-image-only`): one image "
+        "per pool means one GPU driver per pool",
+        (NODES,),
+    ),
+    AuditCheck(
+        "gpu-pod-unfenced",
+        "warn",
+        "isolation",
+        "every pod that requests GPUs runs in a namespace with a ResourceQuota on that GPU resource (requests.<resource>, "
+        "no scopes) and a deny-all NetworkPolicy (every pod selected, Ingress and Egress, no rules)",
+        "give each workload namespace a ResourceQuota on its GPU resource and the article's deny-cross-namespace "
+        "NetworkPolicy, then allow only the traffic it needs (DNS, its own namespace, named peers)",
+        (PODS, RESOURCE_QUOTAS, NETWORK_POLICIES),
+    ),
+    AuditCheck(
+        "gpu-idle",
+        "warn",
+        "utilisation",
+        "on every GPU node with GPUs allocatable, a pod that is not finished requests at least one of them",
+        "let the cluster autoscaler remove idle nodes (autoscaling down to minCount 0), scale the pool down, or share "
+        "the GPUs (MIG, time-slicing) so smaller jobs fill them",
+        (NODES, PODS),
+    ),
+    AuditCheck(
+        "gpu-condition",
+        "fail or warn",
+        "health",
+        "no AKS Node Problem Detector GPU condition is True on a GPU node: GPUMissing, XIDErrors, NVLinkStatusInactive, "
+        "IBLinkFlapping, UnhealthyNvidiaDevicePlugin, UnhealthyNvidiaDCGMServices fail, GPUClockThrottling warns",
+        "each message says what to do for its condition: drain and reboot or reimage the node, or open an Azure support case",
+        (NODES,),
+    ),
+    AuditCheck(
+        "gpu-node-faulty-schedulable",
+        "fail",
+        "health",
+        "no GPU node with a critical GPU fault (a True critical AKS Node Problem Detector GPU condition, or a critical "
+        "finding of `aksgpu smi health` in its saved SMI output) still takes new GPU pods: it is cordoned "
+        "(spec.unschedulable) or carries a NoSchedule/NoExecute taint GPU pods do not tolerate (the quarantine taint "
+        "aks-gpu/gpu-quarantine; with --stack: any taint beyond its pool's own)",
+        "cordon the node now (`kubectl cordon <node>`) and drain it, then repair it (reboot, reimage, support case); "
+        "to have it done within minutes, deploy the quarantine engine (aks-gpu:remediation mode on, docs/remediation.md)",
+        (NODES, SMI),
+    ),
+    AuditCheck(
+        "smi-health",
+        "fail or warn",
+        "health",
+        "no finding of `aksgpu smi health` in the node's saved SMI output (smi/<node>.txt, as `aksgpu validate "
+        "collect` saves it): a critical one fails, a warning warns",
+        "each message says what to do: drain and reset (reboot) the node, reimage it, or open an Azure support case",
+        (SMI,),
+        ids=HEALTH_FINDING_IDS,
+    ),
+)
+
+CHECK_BY_ID: dict[str, AuditCheck] = {finding: check for check in CHECKS for finding in check.finding_ids}
+FINDING_IDS: tuple[str, ...] = tuple(CHECK_BY_ID)
+
+
+def checks_of(practice: str) -> tuple[AuditCheck, ...]:
+    return tuple(check for check in CHECKS if check.practice == practice)
+
+
+def help_text(width: int = 114) -> str:
+    """The findings as the CLI help lists them, grouped by practice, wrapped at ``width``."""
+    lines: list[str] = []
+    for practice in PRACTICES:
+        lines.append(f"  {practice.title}:")
+        for check in checks_of(practice.id):
+            ids = ", ".join(check.finding_ids)
+            # Finding ids hold hyphens: never break one across lines (a reader greps the help for an id).
+            lines.extend(
+                textwrap.wrap(
+                    f"{ids} ({check.severity})", width, initial_indent="    ", subsequent_indent="    ", break_on_hyphens=False
+                )
+            )
+            lines.extend(textwrap.wrap(check.checks, width, initial_indent="        ", subsequent_indent="        "))
+    return "\n".join(lines)
+
+
+def markdown_table() -> str:
+    """The table of findings in docs/audit.md."""
+    rows = ["| id | severity | practice | passes when | reads |", "| --- | --- | --- | --- | --- |"]
+    for check in CHECKS:
+        ids = ", ".join(f"`{finding}`" for finding in check.finding_ids)
+        reads = ", ".join(f"`{name}`" for name in check.reads)
+        practice = PRACTICE_BY_ID[check.practice].title
+        # Outside code spans, Markdown would take <vendor> for an HTML tag.
+        checks = check.checks.replace("<", "&lt;").replace(">", "&gt;")
+        rows.append(f"| {ids} | {check.severity} | {practice} | {checks} | {reads} |")
+    return "\n".join(rows)

@@ -1,0 +1,184 @@
+"""What every ``aksgpu`` command shares: finding the project, loading a stack, reporting config errors."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from aks_gpu.config.problems import ConfigError, clipped
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from aks_gpu.resolved.stack import ValidatedStack
+
+EXIT_OK = 0
+EXIT_FAILED = 1
+EXIT_USAGE = 2
+# An exception nobody caught: a bug, reported as one (aks_gpu.internal_error), never a traceback.
+EXIT_INTERNAL = 3
+# A cell or line of user or cluster text is cut past this many characters.
+MAX_TEXT_SHOWN = 2000
+
+
+def _console(stderr: bool) -> Console:
+    from rich.console import Console
+
+    class _Console(Console):
+        def on_broken_pipe(self) -> None:
+            # rich exits 1 here ("a check failed", for a passing run piped into `head`): the command line's boundary
+            # turns this into 141, what a shell reports for a program stopped by SIGPIPE.
+            self.quiet = True
+            raise BrokenPipeError(32, "the reader of the output has gone")
+
+    stream = sys.stderr if stderr else sys.stdout
+    # Piped output (CI logs, files) gets a wide page instead of rich's 80-column fallback; emoji=False: ":key:" in a
+    # stack key or a cluster message is text, not an emoji code.
+    return _Console(stderr=stderr, highlight=False, emoji=False, width=None if stream.isatty() else 160)
+
+
+def __getattr__(name: str) -> Any:
+    # ``out`` and ``err``, the rich consoles, made on first use: a command that prints plain text (``smi parse`` prints
+    # JSON) never loads rich.
+    if name in ("out", "err"):
+        console = _console(stderr=name == "err")
+        globals()[name] = console
+        return console
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+@contextmanager
+def interrupts_end_at_once() -> Iterator[None]:
+    """While inside, Ctrl-C ends the process at once with 130 and one line, no traceback: for code that cannot take a
+    KeyboardInterrupt cleanly and writes nothing meanwhile (the Pulumi program under the mock engine runs on asyncio,
+    which prints the interrupt as a task's traceback, or swallows it and goes on to write the plan)."""
+    import os
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread() or signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+        yield
+        return
+
+    def end(signum: int, frame: object) -> None:
+        try:
+            os.write(2, b"interrupted\n")
+        finally:
+            os._exit(130)
+
+    previous = signal.signal(signal.SIGINT, end)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+def find_project_dir(start: Path | None = None) -> Path:
+    """The folder holding ``Pulumi.yaml``: the current one or a parent, else the checkout this package is in."""
+    here = (start or Path.cwd()).resolve()
+    for folder in (here, *here.parents):
+        if (folder / "Pulumi.yaml").is_file():
+            return folder
+    return Path(__file__).resolve().parents[3]
+
+
+def add_stack_arguments(parser: argparse.ArgumentParser, *, required: bool = True) -> None:
+    """``--stack NAME``, ``--config-file FILE``, ``--project-dir DIR``: the same names and metavars on every command."""
+    parser.add_argument(
+        "--stack",
+        metavar="NAME",
+        required=required,
+        help="stack name: reads Pulumi.<NAME>.yaml from the project's stackConfigDir (stacks/ here)",
+    )
+    parser.add_argument(
+        "--config-file", type=Path, metavar="FILE", help="read this stack file instead of the stack's Pulumi.<NAME>.yaml"
+    )
+    parser.add_argument("--project-dir", type=Path, metavar="DIR", help="the folder with Pulumi.yaml (default: found from here)")
+
+
+@dataclass(frozen=True)
+class LoadedStack:
+    project_dir: Path
+    stack: str
+    path: Path
+    raw: dict[str, Any]
+    validated: ValidatedStack
+
+
+def load_stack(args: argparse.Namespace) -> LoadedStack:
+    """Load and validate the stack named on the command line; raises ``ConfigError``."""
+    # Imported here: the config models are the one heavy import a stack command needs, and only those pay for it.
+    from aks_gpu.config.loader import load_stack_file, stack_file_path
+    from aks_gpu.resolved.stack import validate_stack
+
+    project_dir = resolved(args.project_dir or find_project_dir())
+    path: Path = args.config_file or stack_file_path(project_dir, args.stack)
+    label = display_path(path)
+    raw = load_stack_file(path)
+    try:
+        validated = validate_stack(raw, label)
+    except ConfigError as exc:
+        raise ConfigError(label, exc.problems) from None
+    return LoadedStack(project_dir=project_dir, stack=args.stack, path=path, raw=raw, validated=validated)
+
+
+def resolved(path: Path) -> Path:
+    """``path`` made absolute, symlinks followed where they can be: a symlink loop (which ``Path.resolve`` raises
+    on) stays as written, and reading it then fails with a message naming it."""
+    try:
+        return path.resolve()
+    except (OSError, RuntimeError):  # RuntimeError: Python before 3.13 reports a symlink loop so
+        return path.absolute()
+
+
+def display_path(path: Path) -> str:
+    """``path`` relative to the current folder where it is under it, else as given."""
+    try:
+        return str(resolved(path).relative_to(resolved(Path.cwd())))
+    except ValueError:
+        return str(path)
+
+
+def write_text_file(path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` (UTF-8) beside it and rename it into place (``aks_gpu.output_files``): a full disk
+    or Ctrl-C leaves the previous file whole, never a cut one. A named pipe is written only when something reads it
+    (``--out >(promtool ...)``): one nobody reads is refused at once (ENXIO). ``OSError`` saying why not."""
+    from aks_gpu.output_files import write_atomically
+
+    write_atomically(path, text.encode("utf-8"))
+
+
+def escape(text: str) -> str:
+    """``text`` as a literal in rich markup."""
+    from rich.markup import escape as rich_escape
+
+    return rich_escape(text)
+
+
+def safe(text: object, limit: int = MAX_TEXT_SHOWN) -> str:
+    """User or cluster text ready for a rich markup string: ``[bold red]DEV[/bold red]`` shows as written (and
+    ``[/x]`` cannot break the line), control characters (newlines, terminal escapes) are shown escaped, and
+    the text is cut past ``limit`` characters."""
+    return escape(clipped(str(text), limit))
+
+
+def report_config_error(exc: ConfigError) -> int:
+    """One line per problem (stack file, key path, value, what is allowed); exit code 2."""
+    errors = exc.errors
+    __getattr__("err").print(
+        f"[bold red]invalid stack config[/]: {len(errors)} error(s) in {safe(exc.source)}; nothing was planned or created"
+    )
+    for problem in exc.problems:
+        style = "red" if problem.severity == "error" else "yellow"
+        __getattr__("err").print(f"  [{style}]{problem.severity}[/] {escape(problem.render(exc.source))}")
+    return EXIT_USAGE
+
+
+def report_warnings(loaded: LoadedStack) -> None:
+    for warning in loaded.validated.warnings:
+        __getattr__("err").print(f"[yellow]warning[/] {escape(warning.render(loaded.validated.source))}")

@@ -1,0 +1,159 @@
+"""Every name the platform gives or reserves, said once: the package and its type tokens, the namespaces it uses,
+the GPU vendors, the labels it puts on Kubernetes objects and GPU nodes, the taints, and the keys nobody else may
+set. Pure, no imports from the rest of the package: the config rules, the resolved model, the builders, the
+components and the command line all read their names here.
+
+``PLATFORM_NODE_LABELS`` lists every node label the platform sets: the config rules refuse a pool label on any of
+these keys (a pool's ``labels`` would otherwise silently replace the platform's value, e.g.
+``nvidia.com/gpu.deploy.driver: "true"`` over the operator's ``"false"``). ``tests/test_naming.py`` resolves pools in
+every mode and fails if a node label appears that is not listed here.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+# ---------------------------------------------------------------- the package
+
+# One name for all of it: the Pulumi project (Pulumi.yaml), its config namespace (`aks-gpu:gpuPools`), the component
+# package (`aks-gpu:index:GpuPlatform`), the Python distribution (pyproject.toml) and the value of the part-of label.
+PACKAGE_NAME = "aks-gpu"
+CONFIG_NAMESPACE = PACKAGE_NAME
+# The Azure location is the azure-native provider's key, read beside ours.
+LOCATION_KEY = "azure-native:location"
+# The program's root component. Fixed, not the stack's name: `pulumi stack rename` then changes no URN (the program
+# aliases the name it had before, the stack's, so stacks deployed before keep every resource).
+PLATFORM_COMPONENT_NAME = "platform"
+
+
+def type_token(component: str) -> str:
+    """``aks-gpu:index:<Component>``: a public component's type token (its URNs and every SDK's name for it)."""
+    return f"{PACKAGE_NAME}:index:{component}"
+
+
+# ---------------------------------------------------------------- vendors
+
+Vendor = Literal["nvidia", "amd"]
+VENDORS: tuple[Vendor, ...] = ("nvidia", "amd")
+
+
+def vendor_resource(vendor: Vendor) -> str:
+    """The extended resource a vendor's device plugin advertises for whole GPUs (and its taint key)."""
+    return f"{vendor}.com/gpu"
+
+
+# ---------------------------------------------------------------- namespaces
+
+# The ResourceQuota each workload namespace gets (kube.workload_manifests builds it; admission names it in refusals).
+QUOTA_NAME = "gpu-quota"
+
+# Everything the device plugins, exporters, probes and smoke Jobs run in (the admission policy exempts it).
+GPU_NAMESPACE = "gpu-resources"
+# NVIDIA NVSentinel, the quarantine engine (components/aks_gpu/monitoring/remediation.py): the namespace its docs install it in
+# (helm install nvsentinel ... --namespace nvsentinel, NVIDIA/NVSentinel docs/configuration/node-drainer.md).
+REMEDIATION_NAMESPACE = "nvsentinel"
+# AKS's own agents, CoreDNS among them.
+KUBE_SYSTEM_NAMESPACE = "kube-system"
+
+# ---------------------------------------------------------------- labels on every Kubernetes object
+
+# https://kubernetes.io/docs/concepts/overview/working-with-objects/common-labels/
+NAME_LABEL = "app.kubernetes.io/name"
+PART_OF_LABEL = "app.kubernetes.io/part-of"
+MANAGED_BY_LABEL = "app.kubernetes.io/managed-by"
+# Every Kubernetes object the toolkit creates (and every pod it runs) carries these, stamped by the one function that
+# turns a manifest into a resource (kube_resource in components/aks_gpu/component.py), so
+# `kubectl get -l app.kubernetes.io/part-of=aks-gpu` lists them all.
+COMMON_LABELS: dict[str, str] = {PART_OF_LABEL: PACKAGE_NAME, MANAGED_BY_LABEL: "pulumi"}
+# Set by the API server on every namespace (GA since 1.22), so a policy can select a namespace by name and nobody can
+# change it. https://kubernetes.io/docs/reference/labels-annotations-taints/#kubernetes-io-metadata-name
+NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"
+# The node's VM size, set by the kubelet from the cloud provider (AKS: "Standard_ND96isr_H100_v5").
+# https://kubernetes.io/docs/reference/labels-annotations-taints/#nodekubernetesioinstance-type
+INSTANCE_TYPE_LABEL = "node.kubernetes.io/instance-type"
+# Marks a namespace whose Pod Security baseline (plus IPC_LOCK) comes from the platform's own admission policy, not
+# from Pod Security Admission (components/aks_gpu/admission/pod_security.py).
+RDMA_LABEL = f"{PACKAGE_NAME}/rdma"
+
+
+PLATFORM_OBJECT_PREFIX = f"{PACKAGE_NAME}-"
+
+
+def platform_object_name(what: str) -> str:
+    """``aks-gpu-<what>``: the name of a cluster-wide object the platform owns (a ClusterRole, a policy, a rule
+    group), so ``kubectl get clusterroles | grep aks-gpu-`` finds them all."""
+    return f"{PLATFORM_OBJECT_PREFIX}{what}"
+
+# ---------------------------------------------------------------- node labels the platform sets
+
+# Placement: every GPU pool's nodes carry these (components/aks_gpu/resolved/model.py).
+ACCELERATOR_LABEL = "accelerator"
+POOL_LABEL = f"{PACKAGE_NAME}/pool"
+WORKLOAD_LABEL = f"{PACKAGE_NAME}/workload"
+PLATFORM_LABEL_PREFIX = f"{PACKAGE_NAME}/"
+# The NVIDIA device plugin's config-manager picks the pool's config file by this label (resolved/node_labels.py).
+DEVICE_PLUGIN_CONFIG_LABEL = "nvidia.com/device-plugin.config"
+# GPU Operator operand switches on pools where AKS installs the driver (resolved/node_labels.py).
+DEPLOY_DRIVER_LABEL = "nvidia.com/gpu.deploy.driver"
+DEPLOY_TOOLKIT_LABEL = "nvidia.com/gpu.deploy.container-toolkit"
+# The GPU Operator's MIG manager applies the mig-parted config named by this label (components/aks_gpu/resolved/model.py).
+# https://github.com/NVIDIA/gpu-operator/blob/main/controllers/state_manager.go (migConfigLabelKey)
+MIG_CONFIG_LABEL = "nvidia.com/mig.config"
+# Azure Container Storage v1 runs its I/O engine only on nodes with this label (resolved/node_labels.py).
+V1_IO_ENGINE_LABEL = "acstor.azure.com/io-engine"
+
+PLATFORM_NODE_LABELS: frozenset[str] = frozenset(
+    {
+        ACCELERATOR_LABEL,
+        POOL_LABEL,
+        WORKLOAD_LABEL,
+        DEVICE_PLUGIN_CONFIG_LABEL,
+        DEPLOY_DRIVER_LABEL,
+        DEPLOY_TOOLKIT_LABEL,
+        MIG_CONFIG_LABEL,
+        V1_IO_ENGINE_LABEL,
+    }
+)
+
+# ---------------------------------------------------------------- taints
+
+GPU_TAINT_VALUE = "present"
+# AKS puts this taint on every spot node itself (https://learn.microsoft.com/azure/aks/spot-node-pool#limitations).
+SPOT_TAINT_KEY = "kubernetes.azure.com/scalesetpriority"
+SPOT_TAINT_VALUE = "spot"
+
+# What the quarantine engine puts on a GPU node with a fatal fault (remediation.mode on; it also cordons the node), so
+# nothing new that asks for a GPU lands there. The platform's own agents (device plugin, exporters, operator operands,
+# the engine's monitors) tolerate it, so diagnostics keep running on a quarantined node; workload pods never do.
+QUARANTINE_TAINT_KEY = f"{PACKAGE_NAME}/gpu-quarantine"
+QUARANTINE_TAINT_VALUE = "fault"
+QUARANTINE_TAINT_EFFECT = "NoSchedule"
+
+
+PLATFORM_TAINT_KEYS: frozenset[str] = frozenset(
+    {*(vendor_resource(v) for v in VENDORS), SPOT_TAINT_KEY, QUARANTINE_TAINT_KEY}
+)
+
+# ---------------------------------------------------------------- keys reserved by AKS and Kubernetes
+
+# AKS: "The following prefixes are AKS reserved prefixes and can't be used for any node: kubernetes.azure.com/,
+# kubernetes.io/" (https://learn.microsoft.com/azure/aks/use-labels#reserved-prefixes). Kubernetes reserves the
+# kubernetes.io and k8s.io namespaces for its core components
+# (https://kubernetes.io/docs/concepts/overview/working-with-objects/labels/#syntax-and-character-set), and the
+# kubelet refuses self-set labels there outside kubelet.kubernetes.io/ and node.kubernetes.io/
+# (https://github.com/kubernetes/kubernetes/blob/master/staging/src/k8s.io/api/core/v1/well_known_labels.go).
+# The AKS page names only the two prefixes; the sub-domains (node.kubernetes.io/, topology.kubernetes.io/...)
+# and k8s.io are refused here on Kubernetes' word, since AKS sets the well-known labels there itself.
+RESERVED_DOMAINS = ("kubernetes.azure.com", "kubernetes.io", "k8s.io")
+
+
+def reserved_domain(key: str) -> str | None:
+    """The reserved domain a label or taint key's prefix falls in (``kubernetes.io`` for
+    ``topology.kubernetes.io/zone``), or None for a key anyone may use."""
+    prefix, slash, _ = key.partition("/")
+    if not slash:
+        return None
+    for domain in RESERVED_DOMAINS:
+        if prefix == domain or prefix.endswith("." + domain):
+            return domain
+    return None

@@ -1,1 +1,0 @@
-"""Validation of GPU node pools: SMI output parsers, checks over a cluster snapshot, the live probe."""
