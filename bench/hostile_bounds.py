@@ -22,7 +22,7 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-from aks_gpu.cluster.probe import RetryPolicy
+from aks_gpu.cluster.retries import RetryPolicy
 from aks_gpu.cluster.snapshot import ClusterSnapshot, write_snapshot
 from aks_gpu.resolved.targets import plugin_targets
 from bench.common import PROJECT_DIR, prod_model

@@ -29,6 +29,10 @@ COMPONENT_MODULES = {
     "validation.smoke",
     "validation.hooks",
     "cluster.probe",
+    "cluster.client_config",
+    "cluster.list_calls",
+    "cluster.pod_exec",
+    "cluster.retries",
 }
 # "" is the package itself (components/aks_gpu/__init__.py): its public names are the components.
 PROGRAM = {"", "program", "mock_engine", "package", "testing"}

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from aks_gpu import mock_engine
-from aks_gpu.cluster.probe import RetryPolicy
+from aks_gpu.cluster.retries import RetryPolicy
 from tests.cluster.fake_apiserver import silent_api_server
 from tests.conftest import PROJECT_DIR
 

@@ -21,7 +21,7 @@ from typing import Any
 
 import pytest
 
-from aks_gpu.cluster import probe
+from aks_gpu.cluster import client_config
 from aks_gpu.cluster.kubeconfig import KubeconfigFieldError, read_as_kubectl
 from aks_gpu.cluster.probe import ProbeError, collect_snapshot
 from tests.conftest import PROJECT_DIR
@@ -293,7 +293,7 @@ def test_a_token_file_is_read_trimmed_as_client_go_reads_it(tmp_path: Path) -> N
     document = kubeconfig("https://127.0.0.1:9")
     document["users"][0]["user"] = {"tokenFile": "token"}
     (tmp_path / "config").write_text(json.dumps(document))
-    configuration = probe.load_client_configuration(kubeconfig=str(tmp_path / "config"))
+    configuration = client_config.load_client_configuration(kubeconfig=str(tmp_path / "config"))
     assert configuration.api_key["BearerToken"] == f"Bearer {TOKEN}"
 
 
@@ -315,16 +315,16 @@ def test_a_plugin_that_writes_without_end_is_stopped(monkeypatch: pytest.MonkeyP
     script = "import sys\nwhile True: sys.stdout.write('x' * 65536)"
     started = time.monotonic()
     with pytest.raises(ProbeError, match="wrote more than 1,024 KiB of output and was stopped"):
-        probe.load_client_configuration(kubeconfig_text=plugin_kubeconfig(script))
+        client_config.load_client_configuration(kubeconfig_text=plugin_kubeconfig(script))
     assert time.monotonic() - started < 10
 
 
 def test_a_plugin_that_closes_its_output_but_never_exits_is_stopped(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(probe, "EXEC_PLUGIN_TIMEOUT_S", 0.5)
+    monkeypatch.setattr(client_config, "EXEC_PLUGIN_TIMEOUT_S", 0.5)
     script = "import os, time\nos.close(1)\nos.close(2)\ntime.sleep(60)"
     started = time.monotonic()
     with pytest.raises(ProbeError, match=r"had not answered after 0\.5 s"):
-        probe.load_client_configuration(kubeconfig_text=plugin_kubeconfig(script))
+        client_config.load_client_configuration(kubeconfig_text=plugin_kubeconfig(script))
     assert time.monotonic() - started < 10
 
 
@@ -337,7 +337,7 @@ def test_a_plugins_stderr_is_contained_not_logged_raw(
     script = "import os, sys\nsys.stderr.write('login failed; env: ' + repr(dict(os.environ)))\nsys.exit(1)"
     with caplog.at_level(logging.DEBUG), pytest.raises(ProbeError, match="credential could not be obtained") as error:
         text = plugin_kubeconfig(script, [{"name": "AZURE_CLIENT_SECRET", "value": secret}])
-        probe.load_client_configuration(kubeconfig_text=text)
+        client_config.load_client_configuration(kubeconfig_text=text)
     out, err = capfd.readouterr()
     assert secret not in str(error.value) and secret[:10] not in str(error.value)
     assert secret not in caplog.text and secret not in out + err

@@ -18,16 +18,10 @@ from typing import Any
 
 import pytest
 
-from aks_gpu.cluster import probe
-from aks_gpu.cluster.probe import (
-    ProbeError,
-    RetryPolicy,
-    collect_snapshot,
-    exit_note,
-    is_transient,
-    list_phase_budget_s,
-    pool_selector,
-)
+from aks_gpu.cluster import client_config, list_calls, pod_exec, probe, retries
+from aks_gpu.cluster.pod_exec import exit_note
+from aks_gpu.cluster.probe import ProbeError, collect_snapshot, pool_selector
+from aks_gpu.cluster.retries import RetryPolicy, is_transient, list_phase_budget_s
 from aks_gpu.cluster.snapshot import ClusterSnapshot
 from aks_gpu.resolved.model import PlatformModel
 from aks_gpu.resolved.targets import PluginTarget
@@ -80,7 +74,7 @@ def test_every_gpu_node_is_collected_and_the_checks_pass(model, targets, cluster
 
 
 def test_nodes_are_listed_by_the_pool_label_and_pages_are_followed(model, targets, cluster_state, monkeypatch) -> None:
-    monkeypatch.setattr(probe, "LIST_PAGE_SIZE", 2)
+    monkeypatch.setattr(list_calls, "LIST_PAGE_SIZE", 2)
     with serving(FakeCluster.from_snapshot(cluster_state)) as server:
         live = collect(model, targets, server)
     assert len(live.nodes) == 5
@@ -283,7 +277,7 @@ def test_refusals_are_not_retried_but_glitches_are() -> None:
     assert is_transient(ApiException(status=503, reason="Service Unavailable"))
     assert not is_transient(ApiException(status=0, reason="Handshake status 403 Forbidden"))
     assert not is_transient(ApiException(status=404, reason="Not Found"))
-    assert is_transient(probe.ExecTimeoutError(1.0, ""))
+    assert is_transient(pod_exec.ExecTimeoutError(1.0, ""))
 
 
 # ---------------------------------------------------------------- faults: every wait is bounded
@@ -293,7 +287,7 @@ def test_refusals_are_not_retried_but_glitches_are() -> None:
 def slept(monkeypatch: pytest.MonkeyPatch) -> list[float]:
     """The probe's waits between retries, recorded instead of slept."""
     delays: list[float] = []
-    monkeypatch.setattr(probe, "_sleep", delays.append)
+    monkeypatch.setattr(retries, "_sleep", delays.append)
     return delays
 
 
@@ -310,7 +304,7 @@ def test_a_retry_after_of_an_hour_is_capped(status: int, model, targets, cluster
     with serving(cluster) as server:
         live = collect(model, targets, server)
     assert len(live.smi) == 5  # the throttled list was retried and the run went on
-    assert slept == [probe.MAX_RETRY_AFTER_S]  # not 3600
+    assert slept == [retries.MAX_RETRY_AFTER_S]  # not 3600
     assert server.stats.list_requests == 1 + 1 + 1 + 1  # nodes twice (429, then answered), daemonsets, pods
     assert time.monotonic() - started < 10
 
@@ -323,7 +317,7 @@ def test_a_persistent_429_is_tried_exactly_retries_plus_one_times(model, targets
         collect(model, targets, server, retries=2)
     # One retry layer: urllib3's own (3 more per request, each sleeping the Retry-After) is off.
     assert server.stats.list_requests == 3
-    assert slept == [probe.MAX_RETRY_AFTER_S] * 2
+    assert slept == [retries.MAX_RETRY_AFTER_S] * 2
 
 
 def test_an_exec_handshake_that_is_never_answered_times_out(model, targets, cluster_state) -> None:
@@ -354,7 +348,7 @@ def test_a_command_that_prints_without_end_is_stopped_at_the_output_limit(
     model, targets, cluster_state, monkeypatch
 ) -> None:
     # The client keeps whatever an exec prints: before, 3 GB within the exec's timeout.
-    monkeypatch.setattr(probe, "MAX_EXEC_OUTPUT_BYTES", 1 << 20)
+    monkeypatch.setattr(pod_exec, "MAX_EXEC_OUTPUT_BYTES", 1 << 20)
     flooding = node_name("train", 0)
     cluster = FakeCluster.from_snapshot(cluster_state)
     cluster.behaviours[flooding] = ExecBehaviour(flood_bytes=256 << 20)
@@ -415,7 +409,7 @@ def test_a_throttled_exec_upgrade_is_retried_with_backoff(model, targets, cluste
         live = collect(model, targets, server, retries=2, concurrency=1)
     assert all(count == 3 for count in server.stats.exec_attempts.values())
     assert all("429" in note for note in live.exec_errors.values())
-    assert max(slept) <= probe.MAX_RETRY_AFTER_S
+    assert max(slept) <= retries.MAX_RETRY_AFTER_S
 
 
 @pytest.mark.parametrize(
@@ -441,9 +435,9 @@ def test_an_answer_that_is_not_what_kubernetes_sends_is_one_readable_error(
 def test_the_exec_phase_ends_by_its_deadline_whatever_an_exec_does(model, targets, cluster_state, monkeypatch) -> None:
     stuck = node_name("infer", 2)
     release = threading.Event()
-    real_run_exec = probe.run_exec
+    real_run_exec = pod_exec.run_exec
 
-    def run_exec(core: Any, job: probe.ExecJob, timeout_s: float) -> probe.ExecResult:
+    def run_exec(core: Any, job: pod_exec.ExecJob, timeout_s: float) -> pod_exec.ExecResult:
         if job.node == stuck:
             release.wait(30)  # a wait nothing below bounds: only the run's deadline can end it
         return real_run_exec(core, job, timeout_s)
@@ -455,17 +449,17 @@ def test_the_exec_phase_ends_by_its_deadline_whatever_an_exec_does(model, target
             live = collect(model, targets, server, timeout_s=0.2, retries=0, margin_s=0.5)
     finally:
         release.set()
-    budget = probe.exec_phase_budget_s(5, 16, probe.RetryPolicy(timeout_s=0.2, retries=0), 0.5)
+    budget = retries.exec_phase_budget_s(5, 16, retries.RetryPolicy(timeout_s=0.2, retries=0), 0.5)
     assert time.monotonic() - started < budget + 3
     assert "had not finished when the probe's deadline passed" in live.exec_errors[stuck]
     assert len(live.smi) == 4
 
 
 def test_the_exec_phase_budget_is_nodes_over_concurrency_times_one_nodes_worst_case() -> None:
-    policy = probe.RetryPolicy(timeout_s=30, retries=2)
-    per_node = 3 * (2 * 30 + probe.WATCHDOG_GRACE_S) + 2 * probe.MAX_RETRY_AFTER_S
+    policy = retries.RetryPolicy(timeout_s=30, retries=2)
+    per_node = 3 * (2 * 30 + pod_exec.WATCHDOG_GRACE_S) + 2 * retries.MAX_RETRY_AFTER_S
     assert policy.job_budget_s() == per_node
-    assert probe.exec_phase_budget_s(1000, 16, policy) == 63 * per_node + probe.RUN_MARGIN_S
+    assert retries.exec_phase_budget_s(1000, 16, policy) == 63 * per_node + retries.RUN_MARGIN_S
 
 
 # ---------------------------------------------------------------- no secret in any message
@@ -512,7 +506,7 @@ def test_a_token_the_http_client_refuses_is_not_echoed(model, targets, cluster_s
 
 
 def test_exec_failure_notes_never_carry_the_token(model, targets, cluster_state, monkeypatch) -> None:
-    def leaky(core: Any, job: probe.ExecJob, timeout_s: float) -> probe.ExecResult:
+    def leaky(core: Any, job: pod_exec.ExecJob, timeout_s: float) -> pod_exec.ExecResult:
         raise OSError(f"proxy refused Authorization: Bearer {TOKEN}")
 
     monkeypatch.setattr(probe, "run_exec", leaky)
@@ -592,7 +586,7 @@ def test_a_kubeconfig_that_is_not_a_readable_file_is_refused_at_once(
     elif kind == "folder":
         path.mkdir()
     elif kind == "huge":
-        path.write_bytes(b"users: [" + b"{}, " * (probe.MAX_KUBECONFIG_BYTES // 4) + b"]\n")
+        path.write_bytes(b"users: [" + b"{}, " * (client_config.MAX_KUBECONFIG_BYTES // 4) + b"]\n")
     else:
         path.write_bytes(json.dumps(kubeconfig_with("http://127.0.0.1:9")).encode("utf-16"))
     started = time.monotonic()
@@ -615,7 +609,7 @@ def test_a_credential_plugin_that_waits_for_a_person_is_stopped_when_no_one_is_t
 ) -> None:
     # kubelogin's default (devicecode) login waits for a person; in CI nobody answers. The client itself would wait
     # for ever on the plugin; stdout is not a terminal here, so the plugin gets EXEC_PLUGIN_TIMEOUT_S.
-    monkeypatch.setattr(probe, "EXEC_PLUGIN_TIMEOUT_S", 0.5)
+    monkeypatch.setattr(client_config, "EXEC_PLUGIN_TIMEOUT_S", 0.5)
     kubeconfig = {
         "apiVersion": "v1",
         "kind": "Config",
@@ -638,6 +632,6 @@ def test_a_credential_plugin_that_waits_for_a_person_is_stopped_when_no_one_is_t
     }
     started = time.monotonic()
     with caplog.at_level(logging.ERROR), pytest.raises(ProbeError, match=r"had not answered after 0\.5 s and was stopped"):
-        probe.load_client_configuration(kubeconfig_text=json.dumps(kubeconfig))
+        client_config.load_client_configuration(kubeconfig_text=json.dumps(kubeconfig))
     assert time.monotonic() - started < 10
     assert caplog.text == ""  # said once, in the error, not logged by the client as well

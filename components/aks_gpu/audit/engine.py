@@ -72,12 +72,12 @@ GPU_STACK_NAMESPACES: dict[str, str] = {
 STALE_AFTER_DAYS = 60
 _SHOWN = 3  # names listed in a message before "+N more"
 # SMI health ids that name another vendor's hardware, so a node's output not judging them is no gap. From the id
-# table of components/aks_gpu/gpu/health.py: uncorrectable RAS is AMD's reading (NVIDIA's is ecc-uncorrectable);
+# table of components/aks_gpu/gpu/health/__init__.py: uncorrectable RAS is AMD's reading (NVIDIA's is ecc-uncorrectable);
 # row remapping and dynamic page retirement (NVIDIA's memory error management docs), NVLink and the NVSwitch
 # fabric are NVIDIA's.
 _OTHER_VENDORS_IDS: dict[str, frozenset[str]] = {
     "nvidia": frozenset({"ras-uncorrectable"}),
-    # gpu-reset-required reads NVIDIA's driver, NVML and nvidia-smi (components/aks_gpu/gpu/health.py).
+    # gpu-reset-required reads NVIDIA's driver, NVML and nvidia-smi (components/aks_gpu/gpu/health/).
     "amd": frozenset(
         {
             "row-remap-failure",

@@ -7,7 +7,7 @@ What the values turn on, and why (keys as NVIDIA/NVSentinel docs/configuration/*
 - ``syslog-health-monitor`` (a DaemonSet on the NVIDIA pools): Xid and SXid errors and "fallen off the bus" in the
   node's journal, graded fatal or not by NVSentinel's Xid mapping;
 - ``kubernetes-object-monitor`` (with ``npdConditions``): one policy per critical AKS Node Problem Detector GPU
-  condition (``components/aks_gpu/gpu/health.py``), a fatal health event while the condition is True;
+  condition (``components/aks_gpu/gpu/health/conditions.py``), a fatal health event while the condition is True;
 - ``fault-quarantine``: rule sets that cordon a node on those fatal events (and on the Xid codes our own table grades
   critical, ``aks_gpu/data/xid.yaml``) and put the quarantine taint on it (``aks_gpu/naming.py``), bounded by its
   circuit breaker (``maxUnhealthy`` over ``windowMinutes``);

@@ -371,7 +371,7 @@ def device_plugin_rule(model: PlatformModel) -> AlertRule:
 
 def npd_condition_rules(model: PlatformModel, conditions: Mapping[str, str]) -> list[AlertRule]:
     """The AKS Node Problem Detector GPU conditions (``conditions``: type -> "critical" or "warning", the grades of
-    components/aks_gpu/gpu/health.py) while True on a node. Only where AKS runs those checks: pools whose GPU driver
+    components/aks_gpu/gpu/health/conditions.py) while True on a node. Only where AKS runs those checks: pools whose GPU driver
     AKS installs. Pools with gpuDriver None (the NVIDIA GPU Operator's driver, every AMD pool) get no AKS NPD GPU
     check (https://learn.microsoft.com/azure/aks/gpu-health-monitoring, Limitations), so no rule for them."""
     if not any(pool.gpu_driver != "None" for pool in model.pools):
@@ -563,7 +563,7 @@ def quota_rule(model: PlatformModel) -> AlertRule | None:
 def rule_groups(model: PlatformModel, critical_xid_codes: Sequence[int]) -> tuple[RuleGroup, ...]:
     """The stack's alert rules; empty without GPU pools. ``critical_xid_codes`` come from the Xid table
     (``aks_gpu.gpu.xid.critical_xid_codes()``), the same one the SMI health reader grades with; the NPD
-    conditions and their grades from the table the audit and validate read (``validation.health.GPU_CONDITIONS``)."""
+    conditions and their grades from the table the audit and validate read (``gpu.health.GPU_CONDITIONS``)."""
     npd_conditions = {kind: condition.severity for kind, condition in GPU_CONDITIONS.items()}
     if not model.pools:
         return ()

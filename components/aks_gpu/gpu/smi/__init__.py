@@ -1,8 +1,9 @@
 """Parsers for the output of the GPU management tools: nvidia-smi, amd-smi and rocm-smi.
 
 Pure: text in, a frozen ``SmiReport`` out. Standard library only, no I/O, so the same code reads a live
-pod's output, a saved snapshot and the test fixtures. One module per vendor (``nvidia``, ``amd``), the shared
-reading rules in ``text`` (limits, numbers, versions, box tables) and the report's types in ``model``.
+pod's output, a saved snapshot and the test fixtures. One module per vendor (``nvidia``, ``amd``; nvidia-smi's -q
+and -q -x in ``nvidia_query``, its CSV in ``nvidia_csv``), the shared reading rules in ``text`` (limits, numbers,
+versions, box tables) and the report's types in ``model``.
 
 Formats read (``parse_smi`` tells them apart by content):
 
@@ -26,7 +27,7 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
-from aks_gpu.gpu.smi import amd, nvidia
+from aks_gpu.gpu.smi import amd, nvidia, nvidia_csv, nvidia_query
 from aks_gpu.gpu.smi.errors import loaded_kernel_module, reported_error
 from aks_gpu.gpu.smi.model import (
     ErrorKind,
@@ -44,7 +45,7 @@ from aks_gpu.gpu.smi.model import (
     VendorChoice,
     empty_report,
 )
-from aks_gpu.gpu.smi.nvidia import NVIDIA_CSV_QUERY_FIELDS
+from aks_gpu.gpu.smi.nvidia_csv import NVIDIA_CSV_QUERY_FIELDS
 from aks_gpu.gpu.smi.text import MAX_LINE_CHARS, Text, prepare, shorten
 from aks_gpu.naming import Vendor
 from aks_gpu.redaction import scrub_secret_shapes
@@ -152,7 +153,7 @@ def _unrecognized_message(prepared: Text) -> str:
 # Tried in order; the first that recognises the text wins. Formats with an unmistakable marker come
 # first, CSV (the loosest) last.
 _PARSERS: tuple[tuple[Vendor, Callable[[Text], SmiReport | None]], ...] = (
-    ("nvidia", nvidia.parse_query),
+    ("nvidia", nvidia_query.parse_query),
     ("amd", amd.parse_json),
     ("nvidia", nvidia.parse_table),
     ("amd", amd.parse_table),
@@ -163,5 +164,5 @@ _PARSERS: tuple[tuple[Vendor, Callable[[Text], SmiReport | None]], ...] = (
     ("amd", amd.parse_version),
     ("amd", amd.parse_text),
     ("amd", amd.parse_rocm_smi),
-    ("nvidia", nvidia.parse_csv),
+    ("nvidia", nvidia_csv.parse_csv),
 )

@@ -61,7 +61,7 @@ _ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)
 
 # How the tools print "no value". Brackets are stripped before the lookup ("[N/A]" in CSV).
 # nvidia-smi prints "ERR!" in a field it failed to read (the driver could not reach the GPU, or the query failed):
-# that is no value either; the health reader looks for it in the raw cells (health.py, ``_err_cells``).
+# that is no value either; the health reader looks for it in the raw cells (health/nvidia.py, ``_err_cells``).
 _NO_VALUE = {"", "n/a", "na", "none", "unknown", "not supported", "unknown error", "insufficient permissions", "err!"}
 
 # Memory units to MiB. amd-smi prints "MB" but means MiB: an MI300X's 192 GiB of HBM shows as

@@ -1,0 +1,179 @@
+"""The probe's list calls, as plain JSON objects (what ``kubectl get -o json`` prints): paged, each page read within
+its timeout and size, every object checked for the shape the checks read, all of them within the list phase's
+deadline; and what ``aksgpu audit`` lists beyond the validation (``read_for_audit``)."""
+
+
+import contextlib
+import json
+import time
+from collections.abc import Callable, Mapping
+from datetime import UTC, datetime
+from typing import Any
+
+from kubernetes import client as kube_client
+from kubernetes.client.exceptions import ApiException
+
+from aks_gpu.cluster.inventory import asks_for_gpu, is_gpu_node
+from aks_gpu.cluster.objects import node_name
+from aks_gpu.cluster.retries import DeadlineError, RetryPolicy, call_within, describe, with_retries
+from aks_gpu.cluster.snapshot import (
+    NAMESPACES_FILE,
+    NETWORK_POLICIES_FILE,
+    RESOURCE_QUOTAS_FILE,
+    rfc3339,
+    shape_problem,
+)
+from aks_gpu.config.problems import clipped
+from aks_gpu.naming import POOL_LABEL
+
+# A page of a list call: big enough for few round trips, small enough that a 5,000-node cluster's pod
+# list does not come back as one response of hundreds of megabytes.
+LIST_PAGE_SIZE = 500
+# Past this many pages (500,000 objects) a list that keeps handing out `continue` tokens is not a cluster's.
+MAX_LIST_PAGES = 1000
+# One page of 500 objects is a few MB; a body past this is refused rather than held in memory.
+MAX_LIST_PAGE_BYTES = 256 << 20
+
+
+class ListPhaseDeadlineError(Exception):
+    """The run's lists were not done by the list phase's deadline (``list_phase_budget_s``); not retried."""
+
+    def __init__(self, what: str, items: int) -> None:
+        super().__init__(f"{what}: the lists had not ended when the list phase's deadline passed ({items} items read)")
+
+
+class _BadAnswerError(Exception):
+    """An answer that is not what a Kubernetes API server sends (not JSON, the wrong shape); not retried."""
+
+
+class ListReader:
+    """List calls, as plain JSON objects (what ``kubectl get -o json`` prints), paged and retried, each page
+    read within ``policy.timeout_s`` and ``MAX_LIST_PAGE_BYTES``, each object checked for the shape the checks
+    read (``snapshot.shape_problem``)."""
+
+    def __init__(self, api: kube_client.ApiClient, policy: RetryPolicy, deadline: float | None = None) -> None:
+        self.core = kube_client.CoreV1Api(api)
+        self.apps = kube_client.AppsV1Api(api)
+        self.policy = policy
+        # When every list of the run must be done (``time.monotonic()``; ``list_phase_budget_s``); None: no bound.
+        self.deadline = deadline
+
+    def _all(self, method: Callable[..., Any], kind: str, what: str, **kwargs: Any) -> list[dict[str, Any]]:
+        items: list[dict[str, Any]] = []
+        token: str | None = None
+        timeout = self.policy.timeout_s
+        for _ in range(MAX_LIST_PAGES):
+            if self.deadline is not None and time.monotonic() >= self.deadline:
+                raise ListPhaseDeadlineError(what, len(items))
+            page_kwargs = dict(kwargs, limit=LIST_PAGE_SIZE, _preload_content=False, _request_timeout=(timeout, timeout))
+            if token:
+                page_kwargs["_continue"] = token
+
+            def fetch(arguments: dict[str, Any] = page_kwargs) -> dict[str, Any]:
+                return call_within(timeout, lambda: _read_json(method(**arguments), time.monotonic() + timeout, what), what)
+
+            document = with_retries(fetch, self.policy, deadline=self.deadline)
+            page = document.get("items")
+            if page is None:
+                page = []
+            if not isinstance(page, list):
+                raise _BadAnswerError(f"{what}: 'items' is not a list")
+            problem = shape_problem(page, kind)
+            if problem is not None:
+                raise _BadAnswerError(f"{what}: not what Kubernetes returns: {problem}")
+            items.extend(page)
+            metadata = document.get("metadata")
+            token = metadata.get("continue") if isinstance(metadata, dict) else None
+            if not token:
+                return items
+            if not isinstance(token, str):
+                raise _BadAnswerError(f"{what}: the continue token is not a string")
+        raise _BadAnswerError(f"{what}: still more after {MAX_LIST_PAGES} pages of {LIST_PAGE_SIZE}")
+
+    def nodes(self, selector: str) -> list[dict[str, Any]]:
+        return self._all(self.core.list_node, "Node", "the node list", label_selector=selector)
+
+    def daemonsets(self) -> list[dict[str, Any]]:
+        return self._all(self.apps.list_daemon_set_for_all_namespaces, "DaemonSet", "the DaemonSet list")
+
+    def pods(self, namespace: str, selector: str) -> list[dict[str, Any]]:
+        return self._all(
+            self.core.list_namespaced_pod, "Pod", f"the pod list of {namespace}", namespace=namespace, label_selector=selector
+        )
+
+
+def _read_json(response: Any, deadline: float, what: str) -> dict[str, Any]:
+    """A list answer's body (``_preload_content=False``: urllib3's response), read a chunk at a time until
+    ``deadline`` and ``MAX_LIST_PAGE_BYTES``, then parsed."""
+    chunks: list[bytes] = []
+    size = 0
+    try:
+        while True:
+            if time.monotonic() > deadline:
+                raise DeadlineError(f"{what}: the answer was still arriving at its deadline")
+            chunk = response.read1(1 << 16)
+            if not chunk:
+                break
+            size += len(chunk)
+            if size > MAX_LIST_PAGE_BYTES:
+                raise _BadAnswerError(f"{what}: a page is over {MAX_LIST_PAGE_BYTES >> 20} MiB")
+            chunks.append(chunk)
+    finally:
+        with contextlib.suppress(Exception):
+            response.release_conn()
+    try:
+        document = json.loads(b"".join(chunks))
+    except RecursionError:
+        raise _BadAnswerError(f"{what}: the answer is JSON nested too deeply to read") from None
+    except ValueError as error:
+        raise _BadAnswerError(f"{what}: the answer is not JSON ({clipped(str(error), 100)})") from None
+    if not isinstance(document, dict):
+        raise _BadAnswerError(f"{what}: the answer is not a JSON object")
+    return document
+
+
+# Reading these is optional: a caller without the right to list them (401/403), or a server without the API (404),
+# leaves that file out of the snapshot, and the audit reports what depends on it as not checked.
+_OPTIONAL_REFUSALS = (401, 403, 404)
+
+
+def read_for_audit(
+    reader: ListReader, pools: set[str], plugin_pods: list[dict[str, Any]]
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]], dict[str, Any]]:
+    """What ``aksgpu audit`` reads beyond the validation: the GPU nodes (``aks_gpu.cluster.inventory`` decides, plus
+    every node of the stack's pools), the pods on them or asking for GPUs (and the plugin pods already read), and
+    the namespaces, resource quotas and network policies of the whole cluster, with the time of collection.
+    RBAC: list nodes, pods, namespaces, resourcequotas and networkpolicies cluster-wide."""
+    collected_at = rfc3339(datetime.now(UTC))
+    nodes = [
+        node
+        for node in reader._all(reader.core.list_node, "Node", "the node list")
+        if ((node.get("metadata") or {}).get("labels") or {}).get(POOL_LABEL) in pools or is_gpu_node(node)
+    ]
+    names = {node_name(node) for node in nodes}
+
+    def key(pod: Mapping[str, Any]) -> str | tuple[str, str]:
+        metadata = pod.get("metadata") or {}
+        return str(metadata.get("uid") or "") or (str(metadata.get("namespace")), str(metadata.get("name")))
+
+    pods = list(plugin_pods)
+    seen = {key(pod) for pod in pods}
+    for pod in reader._all(reader.core.list_pod_for_all_namespaces, "Pod", "the pod list"):
+        if key(pod) not in seen and ((pod.get("spec") or {}).get("nodeName") in names or asks_for_gpu(pod)):
+            seen.add(key(pod))
+            pods.append(pod)
+
+    optional: dict[str, Any] = {"collected_at": collected_at, "not_collected": {}}
+    networking = kube_client.NetworkingV1Api(reader.core.api_client)
+    for field_name, file_name, kind, method in (
+        ("namespaces", NAMESPACES_FILE, "Namespace", reader.core.list_namespace),
+        ("resourcequotas", RESOURCE_QUOTAS_FILE, "ResourceQuota", reader.core.list_resource_quota_for_all_namespaces),
+        ("networkpolicies", NETWORK_POLICIES_FILE, "NetworkPolicy", networking.list_network_policy_for_all_namespaces),
+    ):
+        try:
+            optional[field_name] = reader._all(method, kind, f"the {kind} list")
+        except ApiException as error:
+            if int(error.status or 0) not in _OPTIONAL_REFUSALS:
+                raise
+            optional["not_collected"][file_name] = describe(error)
+    return nodes, pods, optional
