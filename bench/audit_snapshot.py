@@ -19,8 +19,9 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-from aks_gpu.audit.engine import AuditReport, run_audit
+from aks_gpu.audit.engine import run_audit
 from aks_gpu.audit.html import render_html
+from aks_gpu.audit.report import AuditReport
 from aks_gpu.cluster.snapshot import ClusterSnapshot, read_snapshot, write_snapshot
 from aks_gpu.naming import POOL_LABEL
 from bench.common import timed

@@ -129,7 +129,7 @@ def _capture_aliases(into: dict[str, list[dict[str, str]]]) -> None:
     """Record, per URN, the aliases each registration carried. The SDKs' typed classes add them (one per older
     API version); the bare baseline needs them to reproduce what the SDKs cost. Bench-only instrumentation:
     the plan's monitor is wrapped in this worker process and nowhere else."""
-    from aks_gpu import mock_engine as plan
+    from aks_gpu.mock_engine import monitors as plan
 
     original = plan.RecordingMonitor.RegisterResource
 

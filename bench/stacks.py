@@ -65,7 +65,7 @@ def generated_stack(pools: int, namespaces: int | None = None, name: str = "benc
         # Someone hears the alerts, as a real stack would have it (without one the config rules warn).
         "aks-gpu:monitoring": {"azureMonitor": {"actionGroupIds": [ONCALL_ACTION_GROUP]}},
         # AMD pools with the AMD GPU Operator, as the AKS guide has it: AKS loads no amdgpu driver, and the ROCm device
-        # plugin alone is warned about (config/rules.py), while these stacks must pass every rule without a warning.
+        # plugin alone is warned about (config/rules/pools.py), while these stacks must pass every rule without a warning.
         **(
             {
                 "aks-gpu:devicePlugin": {

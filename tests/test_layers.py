@@ -35,7 +35,20 @@ COMPONENT_MODULES = {
     "cluster.retries",
 }
 # "" is the package itself (components/aks_gpu/__init__.py): its public names are the components.
-PROGRAM = {"", "program", "mock_engine", "package", "testing"}
+PROGRAM = {
+    "",
+    "program",
+    "mock_engine",
+    "mock_engine.mocks",
+    "mock_engine.monitors",
+    "mock_engine.plan_files",
+    "mock_engine.records",
+    "mock_engine.references",
+    "mock_engine.runner",
+    "mock_engine.urns",
+    "package",
+    "testing",
+}
 PULUMI = ("pulumi", "pulumi_azure_native", "pulumi_kubernetes")
 FEATURES = ("azure", "kube", "admission", "storage", "monitoring", "gpu", "cluster", "validation", "audit")
 

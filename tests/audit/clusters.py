@@ -27,7 +27,7 @@ from tests.conftest import FIXTURES_DIR, stack_model
 AUDIT_FIXTURES_DIR = FIXTURES_DIR / "audit"
 PROD = stack_model("prod")
 TARGETS = plugin_targets(PROD)
-# An image built 14 days before the snapshot; the label as AKS writes it (see engine._IMAGE_DATE).
+# An image built 14 days before the snapshot; the label as AKS writes it (see node_images._IMAGE_DATE).
 COLLECTED_AT = "2025-10-20T08:00:00Z"
 FRESH_IMAGE = "AKSUbuntu-2204gen2containerd-202510.06.0"
 NAMESPACE_OF_POOL = {"train": "gpu-training", "infer": "gpu-inference"}

@@ -11,8 +11,10 @@ from typing import Any
 import pytest
 import yaml
 
-from aks_gpu.audit.engine import AuditReport, Gap, image_build_date, run_audit
+from aks_gpu.audit.engine import run_audit
+from aks_gpu.audit.node_images import image_build_date
 from aks_gpu.audit.registry import FINDING_IDS
+from aks_gpu.audit.report import AuditReport, Gap
 from aks_gpu.audit.stack import expectations
 from aks_gpu.cluster.inventory import NODE_IMAGE_LABEL, read_pods
 from aks_gpu.cluster.snapshot import ClusterSnapshot, SnapshotError

@@ -9,7 +9,8 @@ from typing import Any
 
 import pytest
 
-from aks_gpu.audit.engine import AuditReport, run_audit
+from aks_gpu.audit.engine import run_audit
+from aks_gpu.audit.report import AuditReport
 from aks_gpu.audit.stack import expectations
 from aks_gpu.cluster.snapshot import ClusterSnapshot
 from aks_gpu.naming import QUARANTINE_TAINT_EFFECT, QUARANTINE_TAINT_KEY, QUARANTINE_TAINT_VALUE

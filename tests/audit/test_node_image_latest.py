@@ -12,7 +12,8 @@ from typing import Any
 
 import pytest
 
-from aks_gpu.audit.engine import latest_node_images, run_audit
+from aks_gpu.audit.engine import run_audit
+from aks_gpu.audit.node_images import latest_node_images
 from aks_gpu.cluster.inventory import NODE_IMAGE_LABEL
 from aks_gpu.cluster.snapshot import NODEPOOL_UPGRADES_FILE, ClusterSnapshot, SnapshotError, read_snapshot, write_snapshot
 from tests.audit.clusters import AUDIT_FIXTURES_DIR, FRESH_IMAGE, INFER_0, TRAIN_0, TRAIN_1, clean_snapshot, edited, find_node

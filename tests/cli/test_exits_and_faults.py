@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from aks_gpu import mock_engine
 from aks_gpu.cluster.retries import RetryPolicy
+from aks_gpu.mock_engine import plan_files
 from tests.cluster.fake_apiserver import silent_api_server
 from tests.conftest import PROJECT_DIR
 
@@ -133,7 +133,7 @@ def test_stray_pulumi_environment_is_never_an_internal_error(name: str, value: s
 def test_a_plan_interrupted_between_its_renames_keeps_the_previous_plan(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     out = tmp_path / "plan"
     out.mkdir()
-    (out / mock_engine.PLAN_FILE).write_text('{"resources": []}')
+    (out / plan_files.PLAN_FILE).write_text('{"resources": []}')
     staging = tmp_path / ".plan.1.x.new"
     staging.mkdir()
     real_rename = os.rename
@@ -145,8 +145,8 @@ def test_a_plan_interrupted_between_its_renames_keeps_the_previous_plan(tmp_path
 
     monkeypatch.setattr(os, "rename", interrupted)
     with pytest.raises(KeyboardInterrupt):
-        mock_engine._swap_in(staging, out)
-    assert (out / mock_engine.PLAN_FILE).read_text() == '{"resources": []}'
+        plan_files._swap_in(staging, out)
+    assert (out / plan_files.PLAN_FILE).read_text() == '{"resources": []}'
     assert not [path for path in tmp_path.iterdir() if path.name.endswith(".old")]
 
 
@@ -155,12 +155,12 @@ def test_folders_a_killed_plan_left_are_removed_by_the_next(tmp_path: Path) -> N
     dead = subprocess.Popen([sys.executable, "-c", "pass"])
     dead.wait()
     out = tmp_path / "plan"
-    stray_new = tmp_path / f"{mock_engine._stray_prefix(out, dead.pid)}abc.new"
-    stray_old = tmp_path / f"{mock_engine._stray_prefix(out, dead.pid)}def.old"
-    mine = tmp_path / f"{mock_engine._stray_prefix(out)}ghi.new"  # a running plan's (this process): kept
+    stray_new = tmp_path / f"{plan_files._stray_prefix(out, dead.pid)}abc.new"
+    stray_old = tmp_path / f"{plan_files._stray_prefix(out, dead.pid)}def.old"
+    mine = tmp_path / f"{plan_files._stray_prefix(out)}ghi.new"  # a running plan's (this process): kept
     for folder in (stray_new, stray_old, mine):
         folder.mkdir()
-    mock_engine._drop_strays(out)
+    plan_files._drop_strays(out)
     assert not stray_new.exists() and not stray_old.exists() and mine.exists()
 
 

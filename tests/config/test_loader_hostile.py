@@ -16,7 +16,7 @@ from aks_gpu.cli import main
 from aks_gpu.config.loader import MAX_STACK_FILE_BYTES, load_stack_file
 from aks_gpu.config.problems import ConfigError
 from aks_gpu.config.safe_yaml import MAX_DEPTH, MAX_NODES
-from aks_gpu.mock_engine import _config_values
+from aks_gpu.mock_engine.runner import _config_values
 from aks_gpu.resolved.stack import validate_stack
 from tests.conftest import PROJECT_DIR, minimal_raw
 

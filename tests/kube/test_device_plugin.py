@@ -54,7 +54,7 @@ AGENT_POOL = "azure-native:containerservice:AgentPool"
 # ---------------------------------------------------------------- helpers: Kubernetes scheduling semantics
 
 
-# What amdMode gpu-operator needs besides (config/rules.py refuses it without).
+# What amdMode gpu-operator needs besides (config/rules/pools.py refuses it without).
 AMD_OPERATOR = {"amdMode": "gpu-operator", "certManagerInstalled": True, "amdDriverImage": "myregistry.azurecr.io/amdgpu-driver"}
 
 

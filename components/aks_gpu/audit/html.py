@@ -12,9 +12,9 @@ from collections.abc import Sequence
 from fractions import Fraction
 from html import escape
 
-from aks_gpu.audit.engine import AuditFinding, AuditReport, Gap, IdleNode, PoolSummary, practices_of
 from aks_gpu.audit.prices import PriceTable, load_prices
 from aks_gpu.audit.registry import CHECK_BY_ID, CHECKS, PRACTICES, checks_of
+from aks_gpu.audit.report import AuditFinding, AuditReport, Gap, IdleNode, PoolSummary, practices_of
 from aks_gpu.cluster.inventory import whole
 
 _STYLE = """

@@ -3,7 +3,8 @@
 ``aksgpu audit --snapshot DIR`` reads a saved snapshot (``aksgpu audit collect``, ``validate collect``, or kubectl);
 ``aksgpu audit [--kubeconfig F] [--context C]`` reads the live cluster, read-only (with ``--stack`` it also runs
 the SMI command in the stack's device plugin pods, as ``validate`` does). The findings are
-``aks_gpu.audit.registry``'s; the judging is ``aks_gpu.audit.engine``'s, the page ``aks_gpu.audit.html``'s.
+``aks_gpu.audit.registry``'s; the judging is ``aks_gpu.audit.engine``'s (the results ``aks_gpu.audit.report``'s), the
+page ``aks_gpu.audit.html``'s.
 """
 
 from __future__ import annotations
@@ -18,8 +19,9 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from aks_gpu.audit import registry
-from aks_gpu.audit.engine import AuditFinding, AuditReport, practices_of, run_audit
+from aks_gpu.audit.engine import run_audit
 from aks_gpu.audit.html import render_html
+from aks_gpu.audit.report import AuditFinding, AuditReport, practices_of
 from aks_gpu.audit.stack import StackExpectations, expectations
 from aks_gpu.cli import tables
 from aks_gpu.cli.common import (

@@ -164,7 +164,7 @@ def read_config(
     raw: Mapping[str, Any], catalog: Catalog | None = None, today: dt.date | None = None
 ) -> tuple[StackConfig | None, list[Problem]]:
     """A stack's raw config map as a ``StackConfig`` (None when its shape is wrong), with every problem of its keys:
-    the models' own and the rules across keys (``config/rules.py``). ``today`` is the day the Kubernetes version is
+    the models' own and the rules across keys (``config/rules/``). ``today`` is the day the Kubernetes version is
     checked against the AKS calendar: the real date unless a test fixes one. The rules that need the resolved model
     come on top (``aks_gpu.resolved.stack.validate_stack``, which everything loading a stack calls)."""
     catalog = catalog or load_catalog()

@@ -1,6 +1,6 @@
 """The rules that need the resolved model: which pools serve a workload and what they expose, and which namespaces the
 admission policy exempts. Pure: model in, problems (with the key paths a user edits) out. The rules over the config's
-keys alone are in ``components/aks_gpu/config/rules.py``; ``aks_gpu.resolved.stack`` runs both.
+keys alone are in ``components/aks_gpu/config/rules/``; ``aks_gpu.resolved.stack`` runs both.
 """
 
 from __future__ import annotations

@@ -1,0 +1,62 @@
+"""What every practice's checks share: the run that collects their findings, gaps and what they judged, and how
+their messages name commands, lists of names and counts. Pure."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from fractions import Fraction
+
+from aks_gpu.audit.registry import Severity
+from aks_gpu.audit.report import AuditFinding, Gap
+from aks_gpu.audit.stack import StackExpectations
+from aks_gpu.cluster.inventory import whole
+
+SHOWN = 3  # names listed in a message before "+N more"
+
+
+@dataclass
+class Run:
+    """What the checks of one audit add up: findings and gaps in the order they are found, and the ids judged."""
+
+    findings: list[AuditFinding] = field(default_factory=list)
+    gaps: list[Gap] = field(default_factory=list)
+    checked: set[str] = field(default_factory=set)
+
+    def add(
+        self,
+        id_: str,
+        severity: Severity,
+        message: str,
+        node: str | None = None,
+        namespace: str | None = None,
+        pod: str | None = None,
+    ) -> None:
+        self.findings.append(AuditFinding(id_, severity, node, namespace, pod, message))
+
+    def gap(self, practice: str, ids: Sequence[str], reason: str, count: int | None = None) -> None:
+        self.gaps.append(Gap(practice, tuple(ids), reason, count))
+
+
+class Commands:
+    """The commands messages suggest, with the stack's names where there is one."""
+
+    def __init__(self, stack: StackExpectations | None) -> None:
+        self.group = (stack.resource_group if stack else None) or "<resource-group>"
+        self.cluster = (stack.cluster if stack else None) or "<cluster>"
+
+    def nodepool(self, action: str, pool: str, flags: str = "") -> str:
+        return f"`az aks nodepool {action} --resource-group {self.group} --cluster-name {self.cluster} --name {pool}{flags}`"
+
+
+def listed_names(names: Sequence[str]) -> str:
+    shown = ", ".join(names[:SHOWN])
+    return shown + (f" +{len(names) - SHOWN} more" if len(names) > SHOWN else "")
+
+
+def count_shown(value: Fraction) -> str:
+    return str(whole(value))
+
+
+def requests_shown(requests: Mapping[str, Fraction]) -> str:
+    return ", ".join(f"{name} x {count_shown(value)}" for name, value in requests.items())

@@ -1,0 +1,171 @@
+"""The audit's results: each finding, each gap (what could not be judged, and why), the summaries per pool and per
+namespace, the idle nodes, and the report that holds them, as ``aksgpu audit`` prints and writes them. Pure."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from fractions import Fraction
+from typing import Any
+
+from aks_gpu.audit.registry import CHECK_BY_ID, PRACTICES, Severity
+from aks_gpu.cluster.inventory import whole
+
+
+@dataclass(frozen=True)
+class AuditFinding:
+    id: str
+    severity: Severity
+    node: str | None
+    namespace: str | None
+    pod: str | None
+    message: str
+
+    @property
+    def practice(self) -> str:
+        return CHECK_BY_ID[self.id].practice
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "severity": self.severity,
+            "node": self.node,
+            "namespace": self.namespace,
+            "pod": self.pod,
+            "message": self.message,
+        }
+
+
+@dataclass(frozen=True)
+class Gap:
+    """What could not be judged: for ``ids`` (empty: the summary only), why, and on how many objects (None: all)."""
+
+    practice: str
+    ids: tuple[str, ...]
+    reason: str
+    count: int | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"practice": self.practice, "ids": list(self.ids), "reason": self.reason, "count": self.count}
+
+
+@dataclass(frozen=True)
+class PoolSummary:
+    pool: str
+    vendor: str | None
+    gpu_nodes: int
+    gpus_capacity: Fraction
+    gpus_allocatable: Fraction
+    gpus_requested: Fraction
+    idle_nodes: int
+    resources: Mapping[str, tuple[Fraction, Fraction]]  # resource -> (allocatable, requested)
+    node_images: Mapping[str, int]
+    expected_resource: str | None = None
+    expected_per_node: int | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "pool": self.pool,
+            "vendor": self.vendor,
+            "gpuNodes": self.gpu_nodes,
+            "gpusCapacity": whole(self.gpus_capacity),
+            "gpusAllocatable": whole(self.gpus_allocatable),
+            "gpusRequested": whole(self.gpus_requested),
+            "idleNodes": self.idle_nodes,
+            "resources": {
+                name: {"allocatable": whole(allocatable), "requested": whole(requested)}
+                for name, (allocatable, requested) in self.resources.items()
+            },
+            "nodeImages": dict(self.node_images),
+            "expectedResource": self.expected_resource,
+            "expectedPerNode": self.expected_per_node,
+        }
+
+
+@dataclass(frozen=True)
+class NamespaceSummary:
+    namespace: str
+    gpu_pods: int
+    requests: Mapping[str, Fraction]
+    quota: Mapping[str, str] | None  # GPU resource -> hard limit of an unscoped quota; None: quotas not read
+    deny_all: bool | None  # None: network policies not read
+    labels: Mapping[str, str] | None  # the workload and Pod Security labels; None: namespaces not read
+    stack_workload: bool = False
+
+    @property
+    def gpus_requested(self) -> Fraction:
+        return sum(self.requests.values(), Fraction(0))
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "namespace": self.namespace,
+            "gpuPods": self.gpu_pods,
+            "gpusRequested": whole(self.gpus_requested),
+            "requests": {name: whole(value) for name, value in self.requests.items()},
+            "quota": dict(self.quota) if self.quota is not None else None,
+            "denyAll": self.deny_all,
+            "labels": dict(self.labels) if self.labels is not None else None,
+            "stackWorkload": self.stack_workload,
+        }
+
+
+@dataclass(frozen=True)
+class IdleNode:
+    """A GPU node none of whose GPUs is requested, with what prices it: its VM size and region (node labels)."""
+
+    node: str
+    pool: str
+    vm_size: str | None
+    region: str | None
+    gpus: Fraction
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"node": self.node, "pool": self.pool, "vmSize": self.vm_size, "region": self.region, "gpus": whole(self.gpus)}
+
+
+@dataclass(frozen=True)
+class AuditReport:
+    findings: tuple[AuditFinding, ...]
+    pools: tuple[PoolSummary, ...]
+    namespaces: tuple[NamespaceSummary, ...]
+    checked: tuple[str, ...]  # finding ids judged on at least part of the cluster, in registry order
+    not_checked: tuple[Gap, ...]
+    gpu_nodes: int
+    collected_at: str | None
+    stack: str | None = None
+    cluster: Mapping[str, str] = field(default_factory=dict)  # the snapshot's "context" and "server", where known
+    idle: tuple[IdleNode, ...] = ()  # the gpu-idle nodes
+
+    @property
+    def failed(self) -> bool:
+        return any(finding.severity == "fail" for finding in self.findings)
+
+    def count(self, severity: Severity) -> int:
+        return sum(1 for finding in self.findings if finding.severity == severity)
+
+    def summary(self) -> dict[str, Any]:
+        return {
+            "stack": self.stack,
+            "cluster": dict(self.cluster),
+            "collectedAt": self.collected_at,
+            "gpuNodes": self.gpu_nodes,
+            "fail": self.count("fail"),
+            "warn": self.count("warn"),
+            "pools": [pool.to_dict() for pool in self.pools],
+            "namespaces": [namespace.to_dict() for namespace in self.namespaces],
+            "checked": list(self.checked),
+            "notChecked": [gap.to_dict() for gap in self.not_checked],
+            "idle": [node.to_dict() for node in self.idle],
+        }
+
+    def to_dict(self) -> dict[str, Any]:
+        """``{"findings": [{"id", "severity", "node", "namespace", "pod", "message"}], "summary": {...}}``."""
+        return {"findings": [finding.to_dict() for finding in self.findings], "summary": self.summary()}
+
+
+def practices_of(findings: Iterable[AuditFinding]) -> dict[str, list[AuditFinding]]:
+    """Findings grouped by practice, in the registry's practice order (every practice present, maybe empty)."""
+    grouped: dict[str, list[AuditFinding]] = {practice.id: [] for practice in PRACTICES}
+    for finding in findings:
+        grouped[finding.practice].append(finding)
+    return grouped
