@@ -33,11 +33,12 @@ COMPONENT_MODULES = {
     "cluster.list_calls",
     "cluster.pod_exec",
     "cluster.retries",
+    "advise.sources",
 }
 # "" is the package itself (components/aks_gpu/__init__.py): its public names are the components.
 PROGRAM = {"", "program", "mock_engine", "package", "testing"}
 PULUMI = ("pulumi", "pulumi_azure_native", "pulumi_kubernetes")
-FEATURES = ("azure", "kube", "admission", "storage", "monitoring", "gpu", "cluster", "validation", "audit")
+FEATURES = ("azure", "kube", "admission", "storage", "monitoring", "gpu", "cluster", "validation", "audit", "advise")
 
 
 def module_name(path: Path) -> str:
