@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import threading
+import urllib.parse
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -23,6 +24,8 @@ from aks_gpu.advise.sources import (
     token_for,
 )
 from aks_gpu.cli import main
+from aks_gpu.monitoring.rules import advice_record_name
+from tests.advise.histories import START, Gpu, dcgm_labels, query_range
 from tests.conftest import FIXTURES_DIR
 
 TOKEN = "eyJhbGciOiJSUzI1NiJ9.c2VjcmV0LXByb21ldGhldXMtdG9rZW4.c2lnbmF0dXJlLXBhcnQ"
@@ -183,3 +186,60 @@ def test_the_token_comes_from_the_environment_or_the_azure_cli_for_azure_monitor
 def test_since_takes_a_count_and_a_unit(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["advise", "--prometheus", "https://prometheus.example", "--since", "7 days"]) == 2
     assert "give a count and a unit" in capsys.readouterr().err
+
+
+def _summaries(peak_activity: float) -> Respond:
+    """A Prometheus that runs the aks-gpu-advice recording rules: a week of daily summaries for one small inference
+    pod (a 1g.10gb fits) and one that is never busy at its p95 but peaked at ``peak_activity`` once a day."""
+    small = Gpu(
+        "aks-infer-31245367-vmss000000", 0, model_name="NVIDIA A100 80GB PCIe", pod=("inference", "llm-7d9c5b6f4-x2k9p", "vllm")
+    )
+    quiet = Gpu("aks-infer-31245367-vmss000001", 0, model_name="NVIDIA A100 80GB PCIe", pod=("dev", "notebook-x7k2p", "jupyter"))
+    daily = {
+        ("DCGM_FI_DEV_FB_USED", "max"): {small.host: 7000.0, quiet.host: 2000.0},
+        ("DCGM_FI_DEV_FB_USED", "p95"): {small.host: 6500.0, quiet.host: 2000.0},
+        ("DCGM_FI_PROF_GR_ENGINE_ACTIVE", "p95"): {small.host: 0.08, quiet.host: 0.0},
+        ("DCGM_FI_PROF_GR_ENGINE_ACTIVE", "max"): {small.host: 0.12, quiet.host: peak_activity},
+    }
+    answers = {}
+    for (metric, statistic), values in daily.items():
+        name = advice_record_name(metric, statistic)  # type: ignore[arg-type]
+        result = []
+        for gpu in (small, quiet):
+            labels = {**dcgm_labels(metric, gpu, exported=True), "__name__": name}
+            result.append({"metric": labels, "values": [[START + day * 86400, repr(values[gpu.host])] for day in range(1, 8)]})
+        answers[name] = query_range(result).encode()
+
+    def respond(handler: BaseHTTPRequestHandler) -> None:
+        query = urllib.parse.unquote(handler.path.split("query=", 1)[1].split("&", 1)[0])
+        _send(handler, 200, answers.get(query, EMPTY))
+
+    return respond
+
+
+def test_a_week_is_read_from_the_recording_rules_daily_summaries(capsys: pytest.CaptureFixture[str]) -> None:
+    with prometheus(_summaries(peak_activity=0.0)) as server:
+        code = main(["advise", "--prometheus", server.url, "--json"])
+    captured = capsys.readouterr()
+    assert code == 1 and "daily summaries" in captured.err
+    rows = {row["pod"]: row for row in json.loads(captured.out)["recommendations"]}
+    assert (rows["llm-7d9c5b6f4-x2k9p"]["recommend"], rows["llm-7d9c5b6f4-x2k9p"]["profile"]) == ("mig", "1g.10gb")
+    assert rows["llm-7d9c5b6f4-x2k9p"]["peakMemoryMiB"] == 7000
+    assert rows["notebook-x7k2p"]["recommend"] == "release"
+    # One sample a day: the summaries are queried at a day's step, and no raw series is read.
+    assert all("step=86400" in request["path"] for request in server.requests)
+
+
+def test_the_daily_peak_of_activity_keeps_a_gpu_busy_once_a_day(capsys: pytest.CaptureFixture[str]) -> None:
+    with prometheus(_summaries(peak_activity=0.6)) as server:
+        main(["advise", "--prometheus", server.url, "--json"])
+    rows = {row["pod"]: row for row in json.loads(capsys.readouterr().out)["recommendations"]}
+    assert rows["notebook-x7k2p"]["recommend"] != "release"
+
+
+def test_without_the_recording_rules_the_raw_series_are_read(capsys: pytest.CaptureFixture[str]) -> None:
+    with prometheus(fixture_answers) as server:
+        code = main(["advise", "--prometheus", server.url, "--since", "7d", "--json"])
+    captured = capsys.readouterr()
+    assert code == 1 and "daily summaries" not in captured.err
+    assert any("step=300" in request["path"] for request in server.requests)

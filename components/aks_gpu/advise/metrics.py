@@ -4,9 +4,14 @@ the label names read in their sources: tests/fixtures/advise/SOURCES.md)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from typing import Literal
 
 from aks_gpu.naming import Vendor
+
+# The daily summaries the recording rules keep: a day's peak and its 95th percentile.
+Summary = Literal["max", "p95"]
 
 
 @dataclass(frozen=True)
@@ -20,10 +25,22 @@ class ExporterMetrics:
     host_labels: tuple[str, ...]  # the node
     gpu_labels: tuple[str, ...]  # which GPU of the node, the first present
     mig_labels: tuple[str, ...] = ()  # the MIG instance profile, on a series of a MIG instance
+    # Where an activity series is itself a summary (a recorded daily p95), the series of its peaks, for the idle test.
+    activity_peaks: tuple[tuple[str, str], ...] = ()
 
     @property
     def metric_names(self) -> tuple[str, ...]:
-        return (self.memory_used, *(name for name, _ in self.activity))
+        return (self.memory_used, *(name for name, _ in self.activity), *(peak for _, peak in self.activity_peaks))
+
+    def summarised(self, name: Callable[[str, Summary], str]) -> ExporterMetrics:
+        """The same exporter read through its recorded daily summaries (``name(metric, "max" | "p95")``): memory's
+        daily peaks, activity's daily p95s, and activity's daily peaks for the idle test."""
+        return replace(
+            self,
+            memory_used=name(self.memory_used, "max"),
+            activity=tuple((name(metric, "p95"), factor) for metric, factor in self.activity),
+            activity_peaks=tuple((name(metric, "p95"), name(metric, "max")) for metric, _ in self.activity),
+        )
 
 
 # dcgm-exporter: internal/pkg/rendermetrics/render_metrics.go (gpu, UUID, pci_bus_id, device, modelName,

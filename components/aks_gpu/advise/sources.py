@@ -27,6 +27,7 @@ from pathlib import Path
 from aks_gpu.advise.metrics import ALL_METRICS, EXPORTERS, POD_OWNER_METRIC
 from aks_gpu.advise.series import AdviceInputError, Series, parse_query_range
 from aks_gpu.input_files import InputFileError, read_bounded, size_text
+from aks_gpu.monitoring.rules import advice_record_name
 from aks_gpu.redaction import redact_known
 
 # A week of 1,000 GPUs at a 5-minute step is about 45 MiB of query_range JSON per metric; a bound ten times that.
@@ -272,4 +273,26 @@ def read_live(
     series: dict[str, list[Series]] = {}
     for name in metrics:
         series[name] = parse_query_range(name, client.query_range(name, start, end, step))
+    return series
+
+
+# The exporters read through the recording rules `aksgpu rules` prints (monitoring/rules.py, the aks-gpu-advice
+# group): one sample a day per series, at a day's step.
+SUMMARISED = tuple(exporter.summarised(advice_record_name) for exporter in EXPORTERS)
+SUMMARY_STEP_SECONDS = 86_400
+
+
+def read_live_summaries(client: PrometheusClient, since: int, now: float | None = None) -> dict[str, list[Series]]:
+    """The recorded daily summaries over the last ``since`` seconds (with kube_pod_owner raw); every series empty where
+    the Prometheus does not run the recording rules."""
+    end = time.time() if now is None else now
+    names = [name for exporter in SUMMARISED for name in exporter.metric_names]
+    series = {
+        name: parse_query_range(name, client.query_range(name, end - since + SUMMARY_STEP_SECONDS, end, SUMMARY_STEP_SECONDS))
+        for name in names
+    }
+    if any(one.values for found in series.values() for one in found):
+        series[POD_OWNER_METRIC] = parse_query_range(
+            POD_OWNER_METRIC, client.query_range(POD_OWNER_METRIC, end - since, end, SUMMARY_STEP_SECONDS)
+        )
     return series

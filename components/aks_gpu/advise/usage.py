@@ -82,6 +82,7 @@ class _Held:
     gpus: set[tuple[str, str]] = field(default_factory=set)
     memory: list[float] = field(default_factory=list)
     activity: list[float] = field(default_factory=list)
+    activity_peaks: list[float] = field(default_factory=list)
     activity_metric: str = ""
     mig_profile: str | None = None
 
@@ -142,10 +143,13 @@ def _read_exporter(
     if not memory or activity_name is None:
         missing = exporter.memory_used if not memory else " or ".join(name for name, _ in exporter.activity)
         raise AdviceInputError(f"no {missing} series: the advice needs memory and activity of the same GPUs")
-    readings: tuple[tuple[str, Sequence[Series], float], ...] = (
+    readings: list[tuple[str, Sequence[Series], float]] = [
         (exporter.memory_used, memory, 1.0),
         (activity_name, series_by_metric[activity_name], scale),
-    )
+    ]
+    peak_name = dict(exporter.activity_peaks).get(activity_name)
+    if peak_name and series_by_metric.get(peak_name):
+        readings.append((peak_name, series_by_metric[peak_name], scale))
     models: dict[str, GpuModel] = {}
     for metric, all_series, factor in readings:
         exported = any(EXPORTED_PREFIX + "pod" in one.labels for one in all_series)
@@ -175,6 +179,8 @@ def _read_exporter(
             if metric == activity_name:
                 entry.activity.extend(value * factor for value in one.values)
                 entry.activity_metric = metric
+            elif metric == peak_name:
+                entry.activity_peaks.extend(value * factor for value in one.values)
             else:
                 entry.memory.extend(one.values)
             profile = _first(labels, exporter.mig_labels)
@@ -182,9 +188,16 @@ def _read_exporter(
                 entry.mig_profile = profile
 
 
-def read_usage(series_by_metric: Mapping[str, Sequence[Series]], catalog: Catalog) -> Usage:
+def read_usage(
+    series_by_metric: Mapping[str, Sequence[Series]],
+    catalog: Catalog,
+    exporters: Sequence[ExporterMetrics] = EXPORTERS,
+    min_samples: int = MIN_SAMPLES,
+) -> Usage:
     """Each workload's use of its GPUs through the window; ``AdviceInputError`` on input the advice cannot use (a
-    series without the labels it needs, a GPU model the catalog does not know, an empty window)."""
+    series without the labels it needs, a GPU model the catalog does not know, an empty window). ``exporters``: the
+    raw series (``EXPORTERS``), or their recorded daily summaries (``ExporterMetrics.summarised``), which give one
+    sample a day and so need fewer (``min_samples``)."""
     all_series = [one for name, series in series_by_metric.items() if name != POD_OWNER_METRIC for one in series]
     sampled = [one for one in all_series if one.values]
     if not sampled:
@@ -193,7 +206,7 @@ def read_usage(series_by_metric: Mapping[str, Sequence[Series]], catalog: Catalo
     window = Window(start=min(one.start for one in sampled), end=max(one.end for one in sampled), series=len(all_series))
     held: dict[tuple[str, str], _Held] = {}
     unheld: dict[tuple[str, str], str] = {}
-    for exporter in EXPORTERS:
+    for exporter in exporters:
         _read_exporter(exporter, series_by_metric, catalog, held, unheld)
     owners = pod_owners(series_by_metric.get(POD_OWNER_METRIC) or [])
     workloads: list[WorkloadUsage] = []
@@ -204,9 +217,9 @@ def read_usage(series_by_metric: Mapping[str, Sequence[Series]], catalog: Catalo
             not_evaluated.append(NotEvaluated(f"{host} GPU {gpu}", f"{model_key}: no pod held it in the window"))
     for (namespace, pod), entry in sorted(held.items()):
         name = f"{namespace}/{pod}"
-        if len(entry.memory) < MIN_SAMPLES or len(entry.activity) < MIN_SAMPLES:
+        if len(entry.memory) < min_samples or len(entry.activity) < min_samples:
             count = min(len(entry.memory), len(entry.activity))
-            not_evaluated.append(NotEvaluated(name, f"{count} samples of memory or activity; the advice needs {MIN_SAMPLES}"))
+            not_evaluated.append(NotEvaluated(name, f"{count} samples of memory or activity; the advice needs {min_samples}"))
             continue
         memory, activity = sorted(entry.memory), sorted(entry.activity)
         kind, owner = owners.get((namespace, pod), (None, owner_of_pod(pod)))
@@ -224,7 +237,7 @@ def read_usage(series_by_metric: Mapping[str, Sequence[Series]], catalog: Catalo
                 peak_memory_mib=memory[-1],
                 p95_memory_mib=percentile(memory, PERCENTILE),
                 p95_activity=percentile(activity, PERCENTILE),
-                peak_activity=activity[-1],
+                peak_activity=max(activity[-1], *entry.activity_peaks) if entry.activity_peaks else activity[-1],
                 activity_metric=entry.activity_metric,
                 mig_profile=entry.mig_profile,
             )

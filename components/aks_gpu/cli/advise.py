@@ -72,12 +72,17 @@ def advice_from(args: argparse.Namespace) -> tuple[Any, str]:
     catalog = load_catalog()
     try:
         if getattr(args, "prometheus", None):
-            series = _live(args)
+            series, summarised = _live(args)
         else:
             from aks_gpu.advise.sources import read_metrics_dir
 
-            series = read_metrics_dir(args.metrics)
-        usage = read_usage(series, catalog)
+            series, summarised = read_metrics_dir(args.metrics), False
+        if summarised:
+            from aks_gpu.advise.sources import SUMMARISED
+
+            usage = read_usage(series, catalog, SUMMARISED, min_samples=1)
+        else:
+            usage = read_usage(series, catalog)
     except AdviceInputError as error:
         raise AdviceUsageError(str(error)) from None
     pools: dict[str, NodeFacts] = {}
@@ -92,9 +97,19 @@ def advice_from(args: argparse.Namespace) -> tuple[Any, str]:
     return advise(usage, Pricing(prices=prices, catalog=catalog, pools=pools)), prices.currency
 
 
-def _live(args: argparse.Namespace) -> Any:
+def _live(args: argparse.Namespace) -> tuple[Any, bool]:
+    """The series over --since, and whether they are the recording rules' daily summaries (read first: a week is then
+    7 samples a series) rather than the raw series (read where the Prometheus does not record the summaries)."""
     from aks_gpu.advise.series import AdviceInputError
-    from aks_gpu.advise.sources import PrometheusClient, PrometheusError, parse_endpoint, read_live, since_seconds, token_for
+    from aks_gpu.advise.sources import (
+        PrometheusClient,
+        PrometheusError,
+        parse_endpoint,
+        read_live,
+        read_live_summaries,
+        since_seconds,
+        token_for,
+    )
 
     try:
         since = since_seconds(args.since)
@@ -104,7 +119,12 @@ def _live(args: argparse.Namespace) -> Any:
     try:
         endpoint = parse_endpoint(args.prometheus)
         client = PrometheusClient(endpoint, token_for(endpoint), timeout=args.timeout)
-        return read_live(client, since)
+        if since >= 86_400:
+            summaries = read_live_summaries(client, since)
+            if any(one.values for found in summaries.values() for one in found):
+                err.print("read the daily summaries the aks-gpu-advice recording rules keep (`aksgpu rules`)")
+                return summaries, True
+        return read_live(client, since), False
     except PrometheusError as error:
         raise AdviceUsageError(str(error)) from None
     except AdviceInputError as error:
