@@ -186,7 +186,7 @@ def _decide(group: Sequence[WorkloadUsage]) -> tuple[Recommend, str | None, str 
         fit = min(int(memory_total // memory_needed), int(1 // compute_needed), MAX_TIME_SLICES)
         if fit >= 2:
             return "time-slicing", None, None, fit, f"{need}: {fit} such workloads share one {model.key}"
-    return "keep", None, None, 1, f"{need}: no smaller share of a {model.key} holds it"
+    return "keep", None, None, 1, f"{need}: no smaller share of one {model.key} GPU holds it"
 
 
 def advise(usage: Usage, pricing: Pricing) -> Advice:
