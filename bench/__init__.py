@@ -74,6 +74,11 @@ BENCHMARKS: tuple[Benchmark, ...] = (
         "bench.hostile_bounds",
     ),
     Benchmark(
+        "advise",
+        "aksgpu advise --metrics DIR --json over 1,000 GPUs x 7 days at 5-minute steps (target: under 10 s)",
+        "bench.advise",
+    ),
+    Benchmark(
         "plan-cost",
         "aksgpu plan for dev, prod and 10/50/200-pool stacks vs bare Pulumi (target: at most +30% per resource, linear)",
         "bench.plan_cost",

@@ -33,6 +33,7 @@ COMPONENT_MODULES = {
     "cluster.list_calls",
     "cluster.pod_exec",
     "cluster.retries",
+    "advise.sources",
 }
 # "" is the package itself (components/aks_gpu/__init__.py): its public names are the components.
 PROGRAM = {
@@ -50,7 +51,7 @@ PROGRAM = {
     "testing",
 }
 PULUMI = ("pulumi", "pulumi_azure_native", "pulumi_kubernetes")
-FEATURES = ("azure", "kube", "admission", "storage", "monitoring", "gpu", "cluster", "validation", "audit")
+FEATURES = ("azure", "kube", "admission", "storage", "monitoring", "gpu", "cluster", "validation", "audit", "advise")
 
 
 def module_name(path: Path) -> str:

@@ -36,6 +36,9 @@ class GpuModel:
     memory_gib: int
     mig: dict[str, MigInstance]
     source: str
+    # The product names the driver reports for this model (a full-match, case-insensitive regular expression): what
+    # the exporters put on each series (gpu_catalog.yaml, "product_names"); None where no name is its own.
+    product_names: str | None = None
 
     @property
     def supports_mig(self) -> bool:
@@ -107,6 +110,18 @@ class Catalog:
             count = gpu_count
         return size, model, count
 
+    def model_named(self, product_name: str) -> GpuModel | None:
+        """The GPU model whose reported product name (``NVIDIA H100 80GB HBM3``) this is, or None."""
+        name = " ".join(product_name.split())
+        return next(
+            (
+                model
+                for model in self.gpu_models.values()
+                if model.product_names and re.fullmatch(model.product_names, name, flags=re.IGNORECASE)
+            ),
+            None,
+        )
+
     def vm_size(self, name: str) -> VmSize | None:
         """Look a size up the way Azure compares them: case-insensitively."""
         exact = self.vm_sizes.get(name)
@@ -125,6 +140,7 @@ def _build(raw: dict[str, Any]) -> Catalog:
             memory_gib=int(entry["memory_gib"]),
             mig={name: MigInstance(**spec) for name, spec in (entry.get("mig") or {}).items()},
             source=entry["source"],
+            product_names=entry.get("product_names"),
         )
         for key, entry in raw["gpu_models"].items()
     }

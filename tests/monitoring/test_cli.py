@@ -12,7 +12,7 @@ import yaml
 from aks_gpu.cli import main
 from aks_gpu.gpu.xid import critical_xid_codes
 from aks_gpu.manifests import labelled
-from aks_gpu.monitoring.rules import prometheus_rule_manifest, rule_file, rule_groups
+from aks_gpu.monitoring.rules import advice_recording_groups, prometheus_rule_manifest, rule_file, rule_groups
 from tests.conftest import PROJECT_DIR, raw_stack, stack_model
 from tests.monitoring import promtool
 
@@ -27,7 +27,8 @@ def test_prints_the_stacks_rule_file(capsys: pytest.CaptureFixture[str], tmp_pat
     code, out, err = run(capsys, "--stack", "prod")
     assert code == 0
     document = yaml.safe_load(out)
-    assert document == rule_file(rule_groups(stack_model("prod"), critical_xid_codes()))
+    model = stack_model("prod")
+    assert document == rule_file(rule_groups(model, critical_xid_codes()), advice_recording_groups(model))
     assert "honor_labels false" in err and "nodes=[aks-gpu/pool]" in err
     # What a team does with it: hand it to promtool / their Prometheus.
     (tmp_path / "gpu.rules.yaml").write_text(out, encoding="utf-8")
@@ -39,14 +40,15 @@ def test_prints_a_prometheus_rule_object(capsys: pytest.CaptureFixture[str]) -> 
     code, out, _ = run(capsys, "--stack", "amd", "--format", "prometheusrule")
     assert code == 0
     model = stack_model("amd")
-    assert yaml.safe_load(out) == labelled(prometheus_rule_manifest(rule_groups(model, critical_xid_codes()), model))
+    groups, recording = rule_groups(model, critical_xid_codes()), advice_recording_groups(model)
+    assert yaml.safe_load(out) == labelled(prometheus_rule_manifest(groups, model, recording))
 
 
 def test_writes_a_file(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     target = tmp_path / "rules.yaml"
     code, out, err = run(capsys, "--stack", "dev", "--out", str(target))
     assert code == 0 and out == ""
-    assert f"alert rules to {target}" in err.replace("\n", "")
+    assert f"recording rules to {target}" in err.replace("\n", "")
     assert yaml.safe_load(target.read_text(encoding="utf-8"))["groups"][0]["name"] == "aks-gpu-health"
 
 

@@ -8,9 +8,10 @@ where it is written (``_e``), attribute values included.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from fractions import Fraction
 from html import escape
+from typing import Any
 
 from aks_gpu.audit.prices import PriceTable, load_prices
 from aks_gpu.audit.registry import CHECK_BY_ID, CHECKS, PRACTICES, checks_of
@@ -59,10 +60,11 @@ def _n(value: Fraction | int) -> str:
     return _e(whole(value) if isinstance(value, Fraction) else value)
 
 
-def render_html(report: AuditReport, *, source: str | None = None) -> str:
+def render_html(report: AuditReport, *, source: str | None = None, advice: Mapping[str, Any] | None = None) -> str:
     """The whole page. It names the cluster by what the snapshot or the live read recorded (``report.cluster``: the
     kubeconfig context and API server), never by a local folder; ``source`` describes a live read where the report
-    holds no cluster name."""
+    holds no cluster name. ``advice``: ``aksgpu advise``'s document (``advise.report.advice_document``), shown after the
+    idle cost when the audit was given the exporters' history (``--metrics DIR``)."""
     fail, warn = report.count("fail"), report.count("warn")
     verdict = (
         f'<span class="fail">{fail} failing</span>' if fail else '<span class="ok">nothing fails</span>'
@@ -106,6 +108,8 @@ def render_html(report: AuditReport, *, source: str | None = None) -> str:
         parts.append(_practice(practice.id, practice.title, practice.article, grouped[practice.id], gaps[practice.id]))
         if practice.id == CHECK_BY_ID["gpu-idle"].practice and report.idle:
             parts.append(_idle_cost(report.idle))
+        if practice.id == CHECK_BY_ID["gpu-idle"].practice and advice is not None:
+            parts.append(advice_section(advice))
     parts.append(_namespaces(report))
     parts.append(
         '<footer><p class="muted">Written by <code>aksgpu audit --html</code>. Finding ids, what each checks '
@@ -334,3 +338,76 @@ def _namespaces(report: AuditReport) -> str:
         )
     rows.append("</tbody></table></section>")
     return "".join(rows)
+
+
+_ADVICE_COLUMNS = ("namespace", "owner", "pod", "GPU", "GPUs", "peak MiB", "p95 MiB", "p95 active", "advice", "a month", "why")
+
+
+def advice_section(document: Mapping[str, Any]) -> str:
+    """``aksgpu advise``'s recommendations as a section: one row per workload pod, the pool changes, what was not
+    evaluated. Every value is escaped (pod and namespace names come from the cluster)."""
+    currency = str(document.get("currency", ""))
+    rows = []
+    for row in document["recommendations"]:
+        advice = row["recommend"] + (f" {row['profile']}" if row["profile"] else "")
+        saving = (
+            ""
+            if row["recommend"] == "keep"
+            else (_money(row["monthlySaving"], currency) if row["monthlySaving"] is not None else "not priced")
+        )
+        peak, p95, active = f"{row['peakMemoryMiB']:,}", f"{row['p95MemoryMiB']:,}", f"{row['p95Activity'] * 100:.1f}%"
+        rows.append(
+            f'<tr class="advice" data-recommend="{_e(row["recommend"])}"><td>{_e(row["namespace"])}</td>'
+            f"<td>{_e(row['owner'])}</td><td>{_e(row['pod'])}</td><td>{_e(row['gpuModel'])}</td>"
+            f'<td class="num">{_e(row["gpus"])}</td><td class="num">{_e(peak)}</td><td class="num">{_e(p95)}</td>'
+            f'<td class="num">{_e(active)}</td><td class="badge">{_e(advice)}</td><td class="num">{_e(saving)}</td>'
+            f'<td class="message">{_e(row["why"])}</td></tr>'
+        )
+    changes = "".join(
+        f"<li>{_e(change['change'])}"
+        + (f" (saves {_e(_money(change['monthlySaving'], currency))} a month)" if change["monthlySaving"] is not None else "")
+        + "</li>"
+        for change in document.get("poolChanges", [])
+    )
+    skipped = "".join(f"<li>{_e(one['what'])}: {_e(one['why'])}</li>" for one in document.get("notEvaluated", []))
+    window = document["window"]
+    return (
+        '<section id="advice"><h3>What each workload should run on</h3>'
+        f'<p class="muted">From the GPU exporters\' history, {_e(window["start"])} to {_e(window["end"])} '
+        f"({_e(window['days'])} days, {_e(window['series'])} series): <code>aksgpu advise</code>.</p>"
+        "<table><thead><tr>"
+        + "".join(f"<th>{_e(name)}</th>" for name in _ADVICE_COLUMNS)
+        + "</tr></thead><tbody>"
+        + "".join(rows)
+        + "</tbody></table>"
+        + (f'<h3>Pool changes</h3><ul id="pool-changes">{changes}</ul>' if changes else "")
+        + (f'<h3>Not evaluated</h3><ul id="not-evaluated">{skipped}</ul>' if skipped else "")
+        + "</section>"
+    )
+
+
+def render_advice_html(document: Mapping[str, Any]) -> str:
+    """``aksgpu advise --html FILE``: the advice alone, one self-contained page (no script, no network)."""
+    # The same Content-Security-Policy as the audit's page: no script, no network.
+    policy = "default-src 'none'; style-src 'unsafe-inline'; img-src data:"
+    return (
+        "\n".join(
+            [
+                "<!DOCTYPE html>",
+                '<html lang="en">',
+                "<head>",
+                '<meta charset="utf-8">',
+                f'<meta http-equiv="Content-Security-Policy" content="{policy}">',
+                "<title>aksgpu advise</title>",
+                f"<style>{_STYLE}</style>",
+                "</head>",
+                "<body>",
+                "<h1>AKS GPU right-sizing</h1>",
+                advice_section(document),
+                '<footer><p class="muted">Written by <code>aksgpu advise --html</code>.</p></footer>',
+                "</body>",
+                "</html>",
+            ]
+        )
+        + "\n"
+    )

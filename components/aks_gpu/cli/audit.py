@@ -107,6 +107,12 @@ def register(subparsers: Any) -> None:
     add_cluster_arguments(parser)
     parser.add_argument("--json", action="store_true", help='print {"findings": [...], "summary": {...}} on stdout, nothing else')
     parser.add_argument("--html", type=Path, metavar="FILE", help="also write the report as one self-contained HTML page")
+    parser.add_argument(
+        "--metrics",
+        type=Path,
+        metavar="DIR",
+        help="with --html: add `aksgpu advise`'s recommendations from this folder of query_range responses",
+    )
     tables.add_wide_argument(parser)
     parser.add_argument("--stack", metavar="NAME", help="also expect what this stack sets (its Pulumi.<NAME>.yaml)")
     parser.add_argument("--config-file", type=Path, metavar="FILE", help="with --stack: read this stack file instead")
@@ -180,7 +186,8 @@ def run(args: argparse.Namespace) -> int:
         report = run_audit(snapshot, expected, shapes_checked=True)  # read_snapshot and the probe checked them
         if args.html is not None:
             # The page names the cluster by the context and API server the snapshot recorded, never a local folder.
-            _write_html(args.html, render_html(report, source=None if args.snapshot is not None else source))
+            page = render_html(report, source=None if args.snapshot is not None else source, advice=_advice(args))
+            _write_html(args.html, page)
     except ConfigError as error:
         return report_config_error(error)
     except (_UsageError, SnapshotError) as error:
@@ -202,6 +209,22 @@ def _check_usage(args: argparse.Namespace) -> None:
         raise _UsageError("--config-file and --project-dir go with --stack NAME")
     if args.html is not None and args.html.is_dir():
         raise _UsageError(f"--html {args.html}: is a folder; give the file to write")
+    if getattr(args, "metrics", None) is not None and args.html is None:
+        raise _UsageError("--metrics adds the advice to the --html page: give --html FILE too (or run `aksgpu advise`)")
+
+
+def _advice(args: argparse.Namespace) -> dict[str, Any] | None:
+    """``aksgpu advise``'s document from ``--metrics DIR``, priced by the audit's ``--stack`` where one is named."""
+    if getattr(args, "metrics", None) is None:
+        return None
+    from aks_gpu.advise.report import advice_document
+    from aks_gpu.cli.advise import AdviceUsageError, advice_from
+
+    try:
+        advice, currency = advice_from(args)
+    except AdviceUsageError as error:
+        raise _UsageError(f"--metrics: {error}") from None
+    return advice_document(advice, currency)
 
 
 def _stack(args: argparse.Namespace) -> tuple[PlatformModel | None, StackExpectations | None]:

@@ -21,13 +21,21 @@ from aks_gpu.cli.common import (
 )
 from aks_gpu.gpu.xid import critical_xid_codes
 from aks_gpu.manifests import labelled
-from aks_gpu.monitoring.rules import POOL_LABEL_METRIC, prometheus_rule_manifest, rule_file, rule_groups
+from aks_gpu.monitoring.rules import (
+    POOL_LABEL_METRIC,
+    advice_recording_groups,
+    prometheus_rule_manifest,
+    rule_file,
+    rule_groups,
+)
 from aks_gpu.naming import POOL_LABEL
 
 _DESCRIPTION = """\
 Print the stack's GPU health and waste alert rules as a Prometheus rule file, for a Prometheus of your own (or,
 with --format prometheusrule, as the PrometheusRule object a Prometheus Operator reads): the same rules the
-stack's monitoring deploys. Each alert carries summary, description and runbook_url annotations.
+stack's monitoring deploys. Each alert carries summary, description and runbook_url annotations. A last group,
+aks-gpu-advice, records each pod's daily GPU memory and activity peaks (gpu_pod:<metric>:max_over_time_1d,
+:quantile95_over_time_1d), so `aksgpu advise` over a week of history reads one sample a day per series.
 
   aksgpu rules --stack prod --out gpu-rules.yaml && promtool check rules gpu-rules.yaml
 
@@ -59,7 +67,12 @@ def run(args: argparse.Namespace) -> int:
     report_warnings(loaded)
     model = loaded.validated.model
     groups = rule_groups(model, critical_xid_codes())
-    document = rule_file(groups) if args.format == "rule-file" else labelled(prometheus_rule_manifest(groups, model))
+    recording = advice_recording_groups(model)
+    document = (
+        rule_file(groups, recording)
+        if args.format == "rule-file"
+        else labelled(prometheus_rule_manifest(groups, model, recording))
+    )
     text = yaml.safe_dump(document, sort_keys=False, width=1000, allow_unicode=True)
     if args.out is not None:
         try:
@@ -67,7 +80,8 @@ def run(args: argparse.Namespace) -> int:
         except OSError as exc:
             err.print(f"[bold red]cannot write[/] {safe(args.out)}: {safe(exc.strerror or exc)}")
             return EXIT_USAGE
-        err.print(f"wrote {sum(len(g.rules) for g in groups)} alert rules to {safe(args.out)}")
+        alerts, records = sum(len(g.rules) for g in groups), sum(len(g.rules) for g in recording)
+        err.print(f"wrote {alerts} alert rules and {records} recording rules to {safe(args.out)}")
     else:
         print(text, end="")
     if not model.pools:

@@ -588,6 +588,72 @@ def rule_groups(model: PlatformModel, critical_xid_codes: Sequence[int]) -> tupl
     )
 
 
+# ---------------------------------------------------------------- recording rules for `aksgpu advise`
+
+
+@dataclass(frozen=True)
+class RecordingRule:
+    record: str
+    expr: str
+    metric: str
+    """The exporter metric the expression reads, exactly as published."""
+
+
+@dataclass(frozen=True)
+class RecordingGroup:
+    name: str
+    interval_minutes: int
+    rules: tuple[RecordingRule, ...]
+
+
+ADVICE_GROUP = platform_object_name("advice")
+# Each evaluation records the last day's peak and 95th percentile of every GPU a pod holds, so the advice over a week
+# reads one sample per series a day (`query_range` with step=1d) instead of 2,016 raw 5-minute samples: 288 times fewer.
+# Hourly, so a Prometheus restart or a missed evaluation loses an hour's freshness, never a day. Prometheus's naming
+# convention for recording rules is level:metric:operations
+# (https://prometheus.io/docs/practices/rules/#naming-and-aggregation); the level `gpu_pod` says the exporter's
+# per-GPU, per-pod labels are all kept (no aggregation).
+ADVICE_INTERVAL_MINUTES = 60
+ADVICE_WINDOW = "1d"
+ADVICE_LEVEL = "gpu_pod"
+AdviceStatistic = Literal["max", "p95"]
+ADVICE_STATISTICS: tuple[AdviceStatistic, ...] = ("max", "p95")
+# The series the advice reads per vendor (memory used, then activity), as the exporters publish them with our counters
+# and fields lists (data/gpu_exporters.yaml): DCGM's framebuffer in MiB, graphics engine activity (0-1) and the coarser
+# GPU_UTIL (percent) for GPUs without profiling metrics; the ROCm exporter's VRAM used and graphics activity (percent).
+ADVICE_METRICS: dict[Vendor, tuple[str, ...]] = {
+    "nvidia": ("DCGM_FI_DEV_FB_USED", "DCGM_FI_PROF_GR_ENGINE_ACTIVE", "DCGM_FI_DEV_GPU_UTIL"),
+    "amd": ("gpu_used_vram", "gpu_gfx_activity"),
+}
+
+
+def advice_record_name(metric: str, statistic: AdviceStatistic) -> str:
+    """The recorded series of one exporter metric's daily statistic: ``gpu_pod:DCGM_FI_DEV_FB_USED:max_over_time_1d``."""
+    operation = "max_over_time" if statistic == "max" else "quantile95_over_time"
+    return f"{ADVICE_LEVEL}:{metric}:{operation}_{ADVICE_WINDOW}"
+
+
+def advice_recording_rule(metric: str, statistic: AdviceStatistic) -> RecordingRule:
+    # Only series a pod holds (exported_pod, the workload's pod under honor_labels false, as the alert rules read it):
+    # a GPU no pod holds is the audit's idle-node finding, not a workload to right-size.
+    selector = f'{metric}{{exported_pod!=""}}[{ADVICE_WINDOW}]'
+    expr = f"max_over_time({selector})" if statistic == "max" else f"quantile_over_time(0.95, {selector})"
+    return RecordingRule(record=advice_record_name(metric, statistic), expr=expr, metric=metric)
+
+
+def advice_recording_groups(model: PlatformModel) -> tuple[RecordingGroup, ...]:
+    """The recording group that keeps the daily peaks `aksgpu advise` needs, for the vendors of the stack's pools;
+    empty without GPU pools."""
+    vendors = [vendor for vendor in ADVICE_METRICS if model.pools_of(vendor)]
+    rules = tuple(
+        advice_recording_rule(metric, statistic)
+        for vendor in vendors
+        for metric in ADVICE_METRICS[vendor]
+        for statistic in ADVICE_STATISTICS
+    )
+    return (RecordingGroup(ADVICE_GROUP, ADVICE_INTERVAL_MINUTES, rules),) if rules else ()
+
+
 # ---------------------------------------------------------------- renderers
 
 
@@ -600,22 +666,33 @@ def prometheus_rule(rule: AlertRule) -> dict[str, Any]:
     return body
 
 
-def prometheus_groups(groups: Sequence[RuleGroup]) -> list[dict[str, Any]]:
+def prometheus_groups(groups: Sequence[RuleGroup], recording: Sequence[RecordingGroup] = ()) -> list[dict[str, Any]]:
     return [
         {"name": g.name, "interval": prometheus_duration(g.interval_minutes), "rules": [prometheus_rule(r) for r in g.rules]}
         for g in groups
+    ] + [
+        {
+            "name": g.name,
+            "interval": prometheus_duration(g.interval_minutes),
+            "rules": [{"record": r.record, "expr": r.expr} for r in g.rules],
+        }
+        for g in recording
     ]
 
 
-def rule_file(groups: Sequence[RuleGroup]) -> dict[str, Any]:
-    """A Prometheus rule file (https://prometheus.io/docs/prometheus/latest/configuration/alerting_rules/)."""
-    return {"groups": prometheus_groups(groups)}
+def rule_file(groups: Sequence[RuleGroup], recording: Sequence[RecordingGroup] = ()) -> dict[str, Any]:
+    """A Prometheus rule file (https://prometheus.io/docs/prometheus/latest/configuration/alerting_rules/), with the
+    recording groups after the alert groups
+    (https://prometheus.io/docs/prometheus/latest/configuration/recording_rules/)."""
+    return {"groups": prometheus_groups(groups, recording)}
 
 
 PROMETHEUS_RULE_NAME = platform_object_name("alerts")
 
 
-def prometheus_rule_manifest(groups: Sequence[RuleGroup], model: PlatformModel) -> dict[str, Any]:
+def prometheus_rule_manifest(
+    groups: Sequence[RuleGroup], model: PlatformModel, recording: Sequence[RecordingGroup] = ()
+) -> dict[str, Any]:
     """The Prometheus Operator's PrometheusRule (monitoring.coreos.com/v1): ``spec.groups`` is a rule file's groups."""
     operator = model.config.monitoring.prometheus_operator
     return {
@@ -626,5 +703,5 @@ def prometheus_rule_manifest(groups: Sequence[RuleGroup], model: PlatformModel) 
             "namespace": operator.namespace,
             "labels": {**operator.labels},
         },
-        "spec": {"groups": prometheus_groups(groups)},
+        "spec": {"groups": prometheus_groups(groups, recording)},
     }

@@ -1,0 +1,270 @@
+"""What each workload should run on, from what it used (``advise.usage``): the smallest MIG instance of its GPU model
+that holds its memory and compute with headroom, time-slicing where several such workloads fit one GPU, release for a
+GPU idle through the window, or keep; the pool change that carries it and the monthly saving. Pure.
+
+The replicas of one owner (a Deployment's pods) get one recommendation, sized for the busiest of them: a pool change
+serves them all alike.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections import defaultdict
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Literal
+
+from aks_gpu.advise.usage import Usage, WorkloadUsage
+from aks_gpu.audit.prices import Prices
+from aks_gpu.catalog import Catalog, GpuModel
+
+Recommend = Literal["mig", "time-slicing", "release", "keep"]
+RECOMMENDS: tuple[Recommend, ...] = ("mig", "time-slicing", "release", "keep")
+# Memory and compute are sized 20% over what was seen (peak memory, p95 activity): a model's KV cache or a batch a
+# little larger than any in the window must still fit. Ours: the margin is a judgement, stated in docs/advise.md.
+HEADROOM = 0.20
+# A GPU whose activity never reached 1% in the window did no work worth a GPU: release it.
+IDLE_ACTIVITY = 0.01
+# Time-slicing shares a GPU's memory with no isolation and its time by context switching; past four workloads a
+# GPU the advice sizes at the p95 leaves too little margin for their peaks to coincide. Ours, as HEADROOM.
+MAX_TIME_SLICES = 4
+# The node names AKS gives VMSS nodes: aks-<pool>-<8 digits>-vmss<6 base-36 digits> (as admission/policy.py reads them:
+# every `kubectl get nodes` in the AKS docs, e.g. https://learn.microsoft.com/azure/aks/create-node-pools).
+_AKS_NODE = re.compile(r"aks-(?P<pool>[a-z][a-z0-9]{0,11})-\d+-vmss[0-9a-z]+")
+# An instance profile's memory is in its name (1g.10gb); read as decimal GB, it is below what the GPU gives the
+# instance (1g.10gb is 9.75 GiB, 1g.5gb 4.75 GiB, 3g.20gb 19.62 GiB in `nvidia-smi mig -lgip`,
+# tests/fixtures/smi/40_* and 41_*), so an instance the advice picks holds what it was sized for.
+_PROFILE = re.compile(r"(?P<slices>\d+)g\.(?P<gb>\d+)gb")
+_GB_MIB = 1e9 / (1 << 20)
+
+
+@dataclass(frozen=True)
+class NodeFacts:
+    """What the advice knows of a node: its pool, VM size and region (from the stack, or kube-state-metrics)."""
+
+    pool: str | None = None
+    vm_size: str | None = None
+    region: str | None = None
+
+
+@dataclass(frozen=True)
+class Pricing:
+    """How the advice prices a GPU: the node's VM size and region, then the price table (``audit.prices``)."""
+
+    prices: Prices
+    catalog: Catalog
+    nodes: Mapping[str, NodeFacts] = field(default_factory=dict)  # node name -> facts
+    pools: Mapping[str, NodeFacts] = field(default_factory=dict)  # AKS pool name -> facts (from the stack)
+
+    def node(self, host: str) -> NodeFacts:
+        known = self.nodes.get(host)
+        matched = _AKS_NODE.fullmatch(host)
+        pool = (known.pool if known else None) or (matched["pool"] if matched else None)
+        from_pool = self.pools.get(pool or "")
+        return NodeFacts(
+            pool=pool,
+            vm_size=(known.vm_size if known else None) or (from_pool.vm_size if from_pool else None),
+            region=(known.region if known else None) or (from_pool.region if from_pool else None),
+        )
+
+    def gpu_month(self, host: str) -> float | None:
+        """The monthly list price of one GPU on ``host`` (its VM's price over its GPUs), or None where unknown."""
+        facts = self.node(host)
+        size = self.catalog.vm_size(facts.vm_size) if facts.vm_size else None
+        priced = self.prices.monthly(facts.region, facts.vm_size)
+        if size is None or priced is None:
+            return None
+        return priced[0] / size.gpu_count
+
+
+@dataclass(frozen=True)
+class Recommendation:
+    usage: WorkloadUsage
+    recommend: Recommend
+    profile: str | None  # the MIG instance (1g.10gb) for mig; None otherwise
+    mig_value: str | None  # the pool's gpuInstanceProfile (MIG1g) for mig
+    per_gpu: int  # workloads like it that one GPU carries after the change (0 for release)
+    pool: str | None
+    gpu_month: float | None
+    why: str
+
+    @property
+    def monthly_saving(self) -> float | None:
+        """This pod's share of what the change saves: the GPUs it holds, less its share of the GPU it moves to."""
+        if self.gpu_month is None or self.recommend == "keep":
+            return None if self.recommend != "keep" else 0.0
+        kept = 0.0 if self.recommend == "release" else 1 / self.per_gpu
+        return round(self.gpu_month * (self.usage.gpus - kept), 2)
+
+
+@dataclass(frozen=True)
+class PoolChange:
+    """One change to a pool and what it frees: the workloads it carries, the GPUs they hold now and after."""
+
+    pool: str | None
+    gpu_model: str
+    recommend: Recommend
+    profile: str | None
+    mig_value: str | None
+    per_gpu: int
+    workloads: int
+    gpus_now: int
+    gpus_after: int
+    gpus_per_node: int | None
+    monthly_saving: float | None
+
+    @property
+    def nodes_freed(self) -> int | None:
+        if not self.gpus_per_node:
+            return None
+        return (self.gpus_now - self.gpus_after) // self.gpus_per_node
+
+
+@dataclass(frozen=True)
+class Advice:
+    usage: Usage
+    recommendations: tuple[Recommendation, ...]
+    pool_changes: tuple[PoolChange, ...]
+
+    @property
+    def changes(self) -> tuple[Recommendation, ...]:
+        return tuple(one for one in self.recommendations if one.recommend != "keep")
+
+
+def profile_memory_mib(profile: str) -> float:
+    matched = _PROFILE.fullmatch(profile)
+    return int(matched["gb"]) * _GB_MIB if matched else 0.0
+
+
+def profile_slices(profile: str) -> int:
+    matched = _PROFILE.fullmatch(profile)
+    return int(matched["slices"]) if matched else 0
+
+
+def _percent(share: float) -> str:
+    return f"{share * 100:.1f}%"
+
+
+def _decide(group: Sequence[WorkloadUsage]) -> tuple[Recommend, str | None, str | None, int, str]:
+    """(recommend, profile, gpuInstanceProfile value, workloads per GPU after, why) for an owner's pods."""
+    model: GpuModel = group[0].model
+    peak_memory = max(one.peak_memory_mib for one in group)
+    p95_activity = max(one.p95_activity for one in group)
+    peak_activity = max(one.peak_activity for one in group)
+    gpus = max(one.gpus for one in group)
+    mig = next((one.mig_profile for one in group if one.mig_profile), None)
+    if peak_activity <= IDLE_ACTIVITY:
+        return "release", None, None, 0, f"idle through the window: activity peaked at {_percent(peak_activity)}"
+    if mig:
+        return "keep", None, None, 1, f"already on the MIG instance {mig}"
+    if gpus > 1:
+        return "keep", None, None, 1, f"holds {gpus} GPUs, busy up to {_percent(peak_activity)}: sized whole"
+    memory_needed = peak_memory * (1 + HEADROOM)
+    compute_needed = p95_activity * (1 + HEADROOM)
+    need = (
+        f"needs {memory_needed:,.0f} MiB (peak {peak_memory:,.0f} + {HEADROOM:.0%}) and {_percent(compute_needed)} of the compute"
+    )
+    if model.mig:
+        full = max(profile_slices(instance.profile) for instance in model.mig.values())
+        fitting = sorted(
+            (
+                (profile_slices(instance.profile), value, instance)
+                for value, instance in model.mig.items()
+                if profile_memory_mib(instance.profile) >= memory_needed
+                and profile_slices(instance.profile) >= compute_needed * full
+                and profile_slices(instance.profile) < full
+            ),
+            key=lambda item: (item[0], profile_memory_mib(item[2].profile)),
+        )
+        if fitting:
+            slices, value, instance = fitting[0]
+            why = f"{need}: {instance.profile} holds it ({slices}/{full} of the compute), {instance.max_instances} per GPU"
+            return "mig", instance.profile, value, instance.max_instances, why
+    if group[0].vendor == "nvidia" and compute_needed > 0 and memory_needed > 0:
+        memory_total = model.memory_gib * _GB_MIB
+        fit = min(int(memory_total // memory_needed), int(1 // compute_needed), MAX_TIME_SLICES)
+        if fit >= 2:
+            return "time-slicing", None, None, fit, f"{need}: {fit} such workloads share one {model.key}"
+    return "keep", None, None, 1, f"{need}: no smaller share of one {model.key} GPU holds it"
+
+
+def advise(usage: Usage, pricing: Pricing) -> Advice:
+    """One recommendation per pod (decided per owner), and the pool changes that carry them."""
+    groups: dict[tuple[str, str, str], list[WorkloadUsage]] = defaultdict(list)
+    for workload in usage.workloads:
+        groups[(workload.namespace, workload.owner, workload.model.key)].append(workload)
+    recommendations: list[Recommendation] = []
+    for key in sorted(groups):
+        group = groups[key]
+        recommend, profile, value, per_gpu, why = _decide(group)
+        for workload in group:
+            host = workload.hosts[0]
+            recommendations.append(
+                Recommendation(
+                    usage=workload,
+                    recommend=recommend,
+                    profile=profile,
+                    mig_value=value,
+                    per_gpu=per_gpu,
+                    pool=pricing.node(host).pool,
+                    gpu_month=pricing.gpu_month(host),
+                    why=why,
+                )
+            )
+    return Advice(usage=usage, recommendations=tuple(recommendations), pool_changes=_pool_changes(recommendations, pricing))
+
+
+def _pool_changes(recommendations: Sequence[Recommendation], pricing: Pricing) -> tuple[PoolChange, ...]:
+    by_change: dict[tuple[str, str, str, str, int], list[Recommendation]] = defaultdict(list)
+    for one in recommendations:
+        if one.recommend != "keep":
+            key = (one.pool or "", one.usage.model.key, one.recommend, one.profile or "", one.per_gpu)
+            by_change[key].append(one)
+    changes: list[PoolChange] = []
+    for (pool, model_key, recommend, profile, per_gpu), members in sorted(by_change.items()):
+        gpus_now = sum(one.usage.gpus for one in members)
+        gpus_after = 0 if recommend == "release" else math.ceil(len(members) / per_gpu)
+        prices = [one.gpu_month for one in members]
+        saving = None
+        if all(price is not None for price in prices) and prices:
+            per_gpu_price = sum(price for price in prices if price is not None) / len(prices)
+            saving = round((gpus_now - gpus_after) * per_gpu_price, 2)
+        size_name = pricing.pools[pool].vm_size if pool in pricing.pools else pricing.node(members[0].usage.hosts[0]).vm_size
+        size = pricing.catalog.vm_size(size_name) if size_name else None
+        changes.append(
+            PoolChange(
+                pool=pool or None,
+                gpu_model=model_key,
+                recommend=recommend,  # type: ignore[arg-type]
+                profile=profile or None,
+                mig_value=members[0].mig_value,
+                per_gpu=per_gpu,
+                workloads=len(members),
+                gpus_now=gpus_now,
+                gpus_after=gpus_after,
+                gpus_per_node=size.gpu_count if size else None,
+                monthly_saving=saving,
+            )
+        )
+    return tuple(changes)
+
+
+def pool_change_text(change: PoolChange) -> str:
+    """The change in words, as a person would make it in the stack."""
+    where = f"pool {change.pool}" if change.pool else f"the {change.gpu_model} pool"
+    freed = change.gpus_now - change.gpus_after
+    nodes = change.nodes_freed
+    shrink = f"; {where} could shrink by {nodes} node(s)" if nodes else ""
+    if change.recommend == "release":
+        return f"{where}: release {freed} idle GPU(s) of {change.workloads} workload(s){shrink}"
+    if change.recommend == "mig":
+        return (
+            f"a pool of {change.gpu_model} with migProfile {change.mig_value} ({change.profile}, {change.per_gpu} per GPU) "
+            f"carries {change.workloads} workload(s) from {where} on {change.gpus_after} GPU(s) "
+            f"instead of {change.gpus_now}{shrink}"
+        )
+    return (
+        f"a pool of {change.gpu_model} with timeSlicingReplicas {change.per_gpu} carries {change.workloads} workload(s) "
+        f"from {where} on {change.gpus_after} GPU(s) instead of {change.gpus_now}{shrink}"
+    )

@@ -1,0 +1,204 @@
+"""``aksgpu advise``: from the GPU exporters' history, what each workload should run on: a MIG instance, a time-sliced
+share, its GPU released, or what it has; the pool change that carries it and what it saves a month."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from aks_gpu.cli.common import EXIT_FAILED, EXIT_OK, EXIT_USAGE, err, load_stack, out, safe, write_text_file
+
+_DESCRIPTION = """\
+From the GPU exporters' history (DCGM exporter, ROCm device metrics exporter), what each workload (pod, grouped by its
+owner) should run on: `mig` (the smallest MIG instance of its GPU model that holds its peak memory and p95 activity
+with 20% headroom), `time-slicing` (several such workloads on one GPU), `release` (idle through the window) or `keep`;
+the pool change that carries it, and the monthly saving at the price table's list prices (name the stack, or keep
+AKS's node names, for the VM size and region).
+
+  aksgpu advise --metrics metrics/ --stack prod          a folder of query_range responses, <metric>.json each
+  aksgpu advise --prometheus https://prom.example --json the same queries, live (read-only)
+
+--metrics DIR reads DCGM_FI_DEV_FB_USED.json and DCGM_FI_PROF_GR_ENGINE_ACTIVE.json (or DCGM_FI_PROF_SM_ACTIVE,
+DCGM_FI_DEV_GPU_UTIL), gpu_used_vram.json and gpu_gfx_activity.json for AMD, and kube_pod_owner.json where present:
+  curl -G https://prom.example/api/v1/query_range --data-urlencode query=DCGM_FI_DEV_FB_USED \\
+    --data-urlencode start=$(date -d -7days +%s) --data-urlencode end=$(date +%s) -d step=300 > metrics/DCGM_FI_DEV_FB_USED.json
+--prometheus URL: https only (or http to 127.0.0.1); the token from $AKSGPU_PROMETHEUS_TOKEN, else for an Azure
+Monitor workspace (*.prometheus.monitor.azure.com) from `az account get-access-token`.
+
+exit status: 0 nothing would change, 1 a recommendation saves GPUs, 2 usage or unreadable input (a series without the
+labels it needs, an empty window, a GPU model the tables do not know)
+"""
+
+
+def register(subparsers: Any) -> None:
+    parser = subparsers.add_parser(
+        "advise",
+        help="right-size GPU workloads from the exporters' history: MIG profile, time-slicing, release or keep",
+        description=_DESCRIPTION,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    source = parser.add_mutually_exclusive_group(required=True)
+    source.add_argument("--metrics", type=Path, metavar="DIR", help="a folder of query_range responses, one <metric>.json each")
+    source.add_argument(
+        "--prometheus", metavar="URL", help="query this Prometheus (or Azure Monitor workspace query endpoint) live"
+    )
+    parser.add_argument("--stack", metavar="NAME", help="price by this stack's pools (VM size, region) and name them")
+    parser.add_argument("--config-file", type=Path, metavar="FILE", help="with --stack: read this stack file instead")
+    parser.add_argument("--project-dir", type=Path, metavar="DIR", help="with --stack: the folder with Pulumi.yaml")
+    parser.add_argument("--since", default="7d", metavar="DURATION", help="with --prometheus: the window, up to now (default 7d)")
+    parser.add_argument(
+        "--timeout", type=float, default=60.0, metavar="SECONDS", help="with --prometheus: per request (default 60)"
+    )
+    parser.add_argument("--json", action="store_true", help='print {"recommendations": [...], "window", "notEvaluated"} only')
+    parser.add_argument("--html", type=Path, metavar="FILE", help="also write the advice as one self-contained HTML page")
+    parser.set_defaults(handler=run)
+
+
+class AdviceUsageError(Exception):
+    """Input or usage the advice cannot go on with; the message is safe to print."""
+
+
+def advice_from(args: argparse.Namespace) -> tuple[Any, str]:
+    """The advice (``Advice``) and its currency, from --metrics or --prometheus; ``AdviceUsageError`` saying why not."""
+    from aks_gpu.advise.recommend import NodeFacts, Pricing, advise
+    from aks_gpu.advise.series import AdviceInputError
+    from aks_gpu.advise.usage import read_usage
+    from aks_gpu.audit.prices import load_prices
+    from aks_gpu.catalog import load_catalog
+
+    catalog = load_catalog()
+    try:
+        if getattr(args, "prometheus", None):
+            series, summarised = _live(args)
+        else:
+            from aks_gpu.advise.sources import read_metrics_dir
+
+            series, summarised = read_metrics_dir(args.metrics), False
+        if summarised:
+            from aks_gpu.advise.sources import SUMMARISED
+
+            usage = read_usage(series, catalog, SUMMARISED, min_samples=1)
+        else:
+            usage = read_usage(series, catalog)
+    except AdviceInputError as error:
+        raise AdviceUsageError(str(error)) from None
+    pools: dict[str, NodeFacts] = {}
+    if getattr(args, "stack", None):
+        from aks_gpu.config.models import StackConfig
+
+        model = load_stack(args).validated.model
+        config = model.config
+        region = (config.cluster.location or config.location) if isinstance(config, StackConfig) else None
+        pools = {pool.config.name: NodeFacts(pool.config.name, pool.config.vm_size, region) for pool in model.pools}
+    prices = load_prices()
+    return advise(usage, Pricing(prices=prices, catalog=catalog, pools=pools)), prices.currency
+
+
+def _live(args: argparse.Namespace) -> tuple[Any, bool]:
+    """The series over --since, and whether they are the recording rules' daily summaries (read first: a week is then
+    7 samples a series) rather than the raw series (read where the Prometheus does not record the summaries)."""
+    from aks_gpu.advise.series import AdviceInputError
+    from aks_gpu.advise.sources import (
+        PrometheusClient,
+        PrometheusError,
+        parse_endpoint,
+        read_live,
+        read_live_summaries,
+        since_seconds,
+        token_for,
+    )
+
+    try:
+        since = since_seconds(args.since)
+    except ValueError as error:
+        raise AdviceUsageError(str(error)) from None
+    client: PrometheusClient | None = None
+    try:
+        endpoint = parse_endpoint(args.prometheus)
+        client = PrometheusClient(endpoint, token_for(endpoint), timeout=args.timeout)
+        if since >= 86_400:
+            summaries = read_live_summaries(client, since)
+            if any(one.values for found in summaries.values() for one in found):
+                err.print("read the daily summaries the aks-gpu-advice recording rules keep (`aksgpu rules`)")
+                return summaries, True
+        return read_live(client, since), False
+    except PrometheusError as error:
+        raise AdviceUsageError(str(error)) from None
+    except AdviceInputError as error:
+        # A server's own error text can quote what it was sent.
+        raise AdviceInputError(client.redact(str(error)) if client else str(error)) from None
+
+
+def run(args: argparse.Namespace) -> int:
+    from aks_gpu.advise.report import advice_document
+
+    try:
+        if args.html is not None and args.html.is_dir():
+            raise AdviceUsageError(f"--html {args.html}: is a folder; give the file to write")
+        advice, currency = advice_from(args)
+        document = advice_document(advice, currency)
+        if args.html is not None:
+            from aks_gpu.audit.html import render_advice_html
+
+            try:
+                write_text_file(args.html, render_advice_html(document))
+            except OSError as error:
+                raise AdviceUsageError(f"cannot write {args.html}: {error.strerror or error}") from None
+    except AdviceUsageError as error:
+        err.print(f"[bold red]aksgpu advise[/]: {safe(str(error))}")
+        return EXIT_USAGE
+    if args.json:
+        sys.stdout.write(json.dumps(document, indent=2) + "\n")
+    else:
+        print_advice(document)
+    if args.html is not None:
+        (err if args.json else out).print(f"wrote {safe(str(args.html))}")
+    return EXIT_FAILED if advice.changes else EXIT_OK
+
+
+def _money(amount: float | None, currency: str) -> str:
+    return "?" if amount is None else f"{currency} {amount:,.0f}"
+
+
+def print_advice(document: dict[str, Any]) -> None:
+    from rich.table import Table
+
+    window = document["window"]
+    currency = document["currency"]
+    out.print(
+        f"[bold]aksgpu advise[/]: {len(document['recommendations'])} workload pod(s) over {window['days']} day(s) "
+        f"({safe(window['start'])} to {safe(window['end'])}, {window['series']} series)"
+    )
+    table = Table(show_lines=False)
+    for column in ("namespace", "owner", "pod", "GPU", "GPUs", "peak MiB", "p95 MiB", "p95 active", "advice", "a month", "why"):
+        table.add_column(
+            column, justify="right" if column in ("GPUs", "peak MiB", "p95 MiB", "p95 active", "a month") else "left"
+        )
+    styles = {"mig": "green", "time-slicing": "green", "release": "yellow", "keep": "dim"}
+    for row in document["recommendations"]:
+        advice = row["recommend"] + (f" {row['profile']}" if row["profile"] else "")
+        table.add_row(
+            safe(row["namespace"]),
+            safe(row["owner"]),
+            safe(row["pod"]),
+            safe(row["gpuModel"]),
+            str(row["gpus"]),
+            f"{row['peakMemoryMiB']:,}",
+            f"{row['p95MemoryMiB']:,}",
+            f"{row['p95Activity'] * 100:.1f}%",
+            f"[{styles[row['recommend']]}]{safe(advice)}[/]",
+            "" if row["recommend"] == "keep" else _money(row["monthlySaving"], currency),
+            safe(row["why"]),
+        )
+    out.print(table)
+    if document["poolChanges"]:
+        out.print("[bold]pool changes[/]")
+        for change in document["poolChanges"]:
+            out.print(f"  {safe(change['change'])} (saves {_money(change['monthlySaving'], currency)} a month)")
+    for skipped in document["notEvaluated"]:
+        out.print(f"[dim]not evaluated[/] {safe(skipped['what'])}: {safe(skipped['why'])}")
+    if any(row["monthlySaving"] is None for row in document["recommendations"] if row["recommend"] != "keep"):
+        out.print("[yellow]note[/] some GPUs are not priced: name the stack (--stack) for their VM size and region")
