@@ -29,6 +29,7 @@ COMPONENT_MODULES = {
     "validation.smoke",
     "validation.hooks",
     "cluster.probe",
+    "local.engine",
 }
 # "" is the package itself (components/aks_gpu/__init__.py): its public names are the components.
 PROGRAM = {"", "program", "mock_engine", "package", "testing"}
