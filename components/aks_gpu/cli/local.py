@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import json
 import shutil
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -102,8 +103,9 @@ def say(text: str) -> None:
 def run_up(args: argparse.Namespace) -> int:
     from aks_gpu.cli.common import load_stack
     from aks_gpu.local.control_plane import LocalPaths
-    from aks_gpu.local.crds import stand_in_crds
+    from aks_gpu.local.crds import stand_in_crds, stand_in_namespaces
     from aks_gpu.local.engine import (
+        LOCAL_CHANGES,
         Local,
         LocalError,
         PulumiRun,
@@ -132,15 +134,17 @@ def run_up(args: argparse.Namespace) -> int:
         try:
             config, model = loaded.validated.config, loaded.validated.model
             nodes = node_manifests(config, model, args.nodes_per_pool)
-            local.apply(stand_in_crds())
+            local.apply([*stand_in_crds(), *stand_in_namespaces(config)])
             local.apply(nodes)
             left_out = unreachable_charts(config, reach_host)
             for release, why in left_out.items():
                 err.print(f"[yellow]left out[/] the Helm release {escape(release)}: {escape(why)}")
             run = PulumiRun(paths, bin_dir, local_stack_config(loaded.raw, paths.kubeconfig.resolve(), left_out), run_platform)
+            for change in LOCAL_CHANGES:
+                say(f"local stack config: {change}")
             say(f"deploying stack {args.stack} with the Pulumi CLI into {paths.state}")
             with run.stack() as stack:
-                result = stack.up(on_output=None, color="never")
+                result = engine_call(lambda: stack.up(color="never"))
             changes = change_counts(result.summary.resource_changes)
         except KeyboardInterrupt:
             if started:
@@ -196,9 +200,22 @@ def status_document(args: argparse.Namespace) -> dict[str, Any]:
         with run.stack() as stack:
             deployment = stack.export_stack()
             document["pulumi"]["resources"] = len((deployment.deployment or {}).get("resources") or [])
-            preview = stack.preview(color="never")
+            preview = engine_call(lambda: stack.preview(color="never"))
             document["pulumi"]["pendingChanges"] = sum(change_counts(preview.change_summary).values())
     return document
+
+
+def engine_call(call: Callable[[], Any]) -> Any:
+    """A Pulumi CLI call; its failure is exit 1 with the engine's own error lines, not an internal error."""
+    from pulumi.automation.errors import CommandError
+
+    from aks_gpu.local.engine import LocalError
+
+    try:
+        return call()
+    except CommandError as exc:
+        lines = [line.strip() for line in str(exc).splitlines() if line.strip().startswith("error:")]
+        raise LocalError("pulumi failed:\n" + "\n".join(dict.fromkeys(lines[-8:]) or ["(no error line)"]), 1) from None
 
 
 def _pulumi_version(bin_dir: Path) -> str | None:

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from aks_gpu.naming import COMMON_LABELS
+from aks_gpu.config.models import PlatformConfig
+from aks_gpu.naming import COMMON_LABELS, GPU_NAMESPACE
 
 # (group, kind, plural): the kinds our manifests use (monitoring/exporters.py, monitoring/rules.py).
 STAND_IN_KINDS = (
@@ -22,6 +23,18 @@ STAND_IN_ANNOTATION = "aks-gpu/stand-in"
 
 def stand_in_crds() -> list[dict[str, Any]]:
     return [_crd(group, kind, plural) for group, kind, plural in STAND_IN_KINDS]
+
+
+def stand_in_namespaces(config: PlatformConfig) -> list[dict[str, Any]]:
+    """The Prometheus operator's namespace, where the prometheus-operator engine puts its PodMonitors and rules: the
+    operator's install makes it on a real cluster, and the stack does not (found by the real server: the amd stack's
+    `monitoring` namespace did not exist)."""
+    monitoring = config.monitoring
+    namespace = monitoring.prometheus_operator.namespace
+    if not monitoring.enabled or monitoring.engine != "prometheus-operator" or namespace == GPU_NAMESPACE:
+        return []
+    labels = {**COMMON_LABELS, STAND_IN_ANNOTATION.replace("/", "-"): "true"}
+    return [{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace, "labels": labels}}]
 
 
 def _crd(group: str, kind: str, plural: str) -> dict[str, Any]:
