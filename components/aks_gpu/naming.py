@@ -162,6 +162,8 @@ CRITICAL_ADDONS_TAINT_VALUE = "true"
 # binary runtime manages every node, so the annotation only says which nodes are simulated).
 KWOK_NODE_ANNOTATION = "kwok.x-k8s.io/node"
 KWOK_NODE_ANNOTATION_VALUE = "fake"
+# Marks the open-schema CRDs and the namespace `aksgpu local` defines in place of an operator's (local/crds.py).
+LOCAL_STAND_IN_ANNOTATION = f"{PACKAGE_NAME}/stand-in"
 # The kwokctl cluster of a stack's local control plane (`aksgpu local`).
 LOCAL_CLUSTER_PREFIX = f"{PACKAGE_NAME}-"
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from aks_gpu.config.models import PlatformConfig
-from aks_gpu.naming import COMMON_LABELS, GPU_NAMESPACE
+from aks_gpu.naming import COMMON_LABELS, GPU_NAMESPACE, LOCAL_STAND_IN_ANNOTATION
 
 # (group, kind, plural): the kinds our manifests use (monitoring/exporters.py, monitoring/rules.py).
 STAND_IN_KINDS = (
@@ -18,7 +18,7 @@ STAND_IN_KINDS = (
     ("monitoring.coreos.com", "PrometheusRule", "prometheusrules"),
     ("azmonitoring.coreos.com", "PodMonitor", "podmonitors"),
 )
-STAND_IN_ANNOTATION = "aks-gpu/stand-in"
+STAND_IN_ANNOTATION = LOCAL_STAND_IN_ANNOTATION
 
 
 def stand_in_crds() -> list[dict[str, Any]]:
