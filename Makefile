@@ -13,7 +13,7 @@ PROMTOOL_STAMP := $(VENV)/.promtool
 # package, installed the same way; without it that test fails (it never skips unless AKSGPU_SKIP_BROWSER_TESTS=1).
 CHROMIUM_STAMP := $(VENV)/.chromium
 
-.PHONY: setup plan test lint typecheck unit up preview bench schema checkov-venv promtool chromium clean
+.PHONY: setup plan test lint typecheck unit up preview bench schema checkov-venv promtool chromium clean tools e2e
 
 # The venv is rebuilt whenever requirements.txt or pyproject.toml change.
 $(STAMP): requirements.txt pyproject.toml
@@ -62,6 +62,17 @@ typecheck: $(STAMP)
 
 unit: $(STAMP) $(CHECKOV_STAMP) $(PROMTOOL_STAMP) $(CHROMIUM_STAMP)
 	$(BIN)/python -m pytest
+
+# The pinned Go-built tools of tools/go/versions (control plane, etcd, kwok, pulumi and its kubernetes provider, helm)
+# into .tools/bin, from a machine-wide cache (docs/local.md). Needs Go; without it, says so (exit 2). A warm cache:
+# seconds.
+tools:
+	tools/go/build-tools
+
+# The real engines in the loop (tests/e2e): `aksgpu local` clusters of every shipped stack, the real API server, the real
+# scheduler and the real Pulumi CLI. Not part of `make test` (pyproject: norecursedirs), which needs no Go.
+e2e: $(STAMP) tools
+	$(BIN)/python -m pytest -p no:cacheprovider tests/e2e
 
 # The config models are the one source: the component args (components/aks_gpu/specs.py), the README's key table and both
 # JSON schemas are written from them.

@@ -34,6 +34,7 @@ COMPONENT_MODULES = {
     "cluster.pod_exec",
     "cluster.retries",
     "advise.sources",
+    "local.engine",
 }
 # "" is the package itself (components/aks_gpu/__init__.py): its public names are the components.
 PROGRAM = {

@@ -134,6 +134,44 @@ PLATFORM_TAINT_KEYS: frozenset[str] = frozenset(
     {*(vendor_resource(v) for v in VENDORS), SPOT_TAINT_KEY, QUARANTINE_TAINT_KEY}
 )
 
+# ---------------------------------------------------------------- what AKS itself puts on its nodes
+
+# The labels AKS's node bootstrap sets on every node ("Reserved system labels",
+# https://learn.microsoft.com/azure/aks/use-labels#reserved-system-labels): `aksgpu local` puts them on its simulated
+# nodes, so the platform's selectors and the audit read them as they read an AKS node's.
+AKS_AGENTPOOL_LABEL = "kubernetes.azure.com/agentpool"
+AKS_LEGACY_AGENTPOOL_LABEL = "agentpool"
+AKS_MODE_LABEL = "kubernetes.azure.com/mode"
+AKS_NODE_IMAGE_LABEL = "kubernetes.azure.com/node-image-version"
+AKS_OS_SKU_LABEL = "kubernetes.azure.com/os-sku"
+AKS_CLUSTER_LABEL = "kubernetes.azure.com/cluster"
+AKS_ACCELERATOR_LABEL = "kubernetes.azure.com/accelerator"
+# Well-known Kubernetes node labels (https://kubernetes.io/docs/reference/labels-annotations-taints/); AKS's zone value
+# is "<region>-<zone>", "0" in a region or pool without zones (https://learn.microsoft.com/azure/aks/availability-zones).
+REGION_LABEL = "topology.kubernetes.io/region"
+ZONE_LABEL = "topology.kubernetes.io/zone"
+OS_LABEL = "kubernetes.io/os"
+ARCH_LABEL = "kubernetes.io/arch"
+HOSTNAME_LABEL = "kubernetes.io/hostname"
+# A system pool's nodes keep everything but critical add-ons off with this taint ("CriticalAddonsOnly=true:NoSchedule",
+# https://learn.microsoft.com/azure/aks/use-system-pools#before-you-begin).
+CRITICAL_ADDONS_TAINT_KEY = "CriticalAddonsOnly"
+CRITICAL_ADDONS_TAINT_VALUE = "true"
+# kwok's controller takes the nodes that carry this annotation (kwok v0.8.0,
+# pkg/kwokctl/runtime/kind/cluster_kwok_controller.go: ManageNodesWithAnnotationSelector "kwok.x-k8s.io/node=fake"; the
+# binary runtime manages every node, so the annotation only says which nodes are simulated).
+KWOK_NODE_ANNOTATION = "kwok.x-k8s.io/node"
+KWOK_NODE_ANNOTATION_VALUE = "fake"
+# Marks the open-schema CRDs and the namespace `aksgpu local` defines in place of an operator's (local/crds.py).
+LOCAL_STAND_IN_ANNOTATION = f"{PACKAGE_NAME}/stand-in"
+# The kwokctl cluster of a stack's local control plane (`aksgpu local`).
+LOCAL_CLUSTER_PREFIX = f"{PACKAGE_NAME}-"
+
+
+def local_cluster_name(stack: str) -> str:
+    return f"{LOCAL_CLUSTER_PREFIX}{stack}"
+
+
 # ---------------------------------------------------------------- keys reserved by AKS and Kubernetes
 
 # AKS: "The following prefixes are AKS reserved prefixes and can't be used for any node: kubernetes.azure.com/,

@@ -252,6 +252,10 @@ def load_from_pulumi() -> ValidatedStack:
         if debug_requested():
             raise
         raise pulumi.RunError(internal_error_message(exc, "pulumi up")) from None
+    given = validated.config.cluster.kubeconfig
+    if given is not None and not os.access(Path(given).expanduser(), os.R_OK):
+        # The given-cluster mode's one file, checked before the first resource so the message is one line.
+        raise pulumi.RunError(f"invalid stack config:\n{source}: aks-gpu:cluster.kubeconfig: cannot read {given}")
     secrets = secret_config(raw, validated.config)
     if secrets:
         pulumi.runtime.register_stack_transformation(secrets.transformation)
@@ -301,7 +305,12 @@ def check_subscription(
     invoke that reads them); without a usable CLI nothing is checked and a warning lists the commands. Skipped under
     the mock engine, for an adopted cluster, and with AKSGPU_SKIP_SUBSCRIPTION_CHECK set."""
     config = validated.config
-    if environment.get(SKIP_SUBSCRIPTION_CHECK) or not isinstance(config, StackConfig) or config.cluster.existing:
+    if (
+        environment.get(SKIP_SUBSCRIPTION_CHECK)
+        or not isinstance(config, StackConfig)
+        or config.cluster.existing
+        or config.cluster.kubeconfig is not None  # the given-cluster mode reaches no subscription
+    ):
         return
     if az is run_az and _under_mocks():
         return
@@ -338,3 +347,31 @@ def check_subscription(
     missing = missing_prerequisites(needed, providers, features)
     if missing:
         raise pulumi.RunError(not_ready_message(missing))
+
+
+# ---------------------------------------------------------------- the program itself
+
+
+def run_platform() -> None:
+    """The platform program: what ``__main__.py`` runs under ``pulumi up``, and ``aksgpu local`` as the Automation
+    API's inline program (the same resources, names and exports either way)."""
+    from aks_gpu.naming import PLATFORM_COMPONENT_NAME
+    from aks_gpu.platform import GpuPlatform, stack_exports
+
+    validated = load_from_pulumi()
+    # A fresh subscription stops here with one message, before the first resource (docs/deploying.md).
+    check_subscription(validated)
+    platform = GpuPlatform.of(
+        PLATFORM_COMPONENT_NAME,
+        validated.model,
+        # The root's name no longer follows the stack's (a `pulumi stack rename` would have replaced everything). Stacks
+        # deployed before are found under their old name, the stack's; every child is named after the root, so the
+        # engine carries them all over with it (it renames a child's name prefix with its parent's alias:
+        # inheritedChildAlias).
+        pulumi.ResourceOptions(aliases=[pulumi.Alias(name=pulumi.get_stack())]),
+    )
+    secrets = stack_secrets(validated)
+    for output_name, value in stack_exports(platform).items():
+        # An export that holds secret config (a cluster name set with --secret) stays a secret output.
+        pulumi.export(output_name, secrets.protect(value))
+

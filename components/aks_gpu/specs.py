@@ -110,6 +110,8 @@ class ClusterSpec(TypedDict):
     """The AKS cluster's name."""
     existing: NotRequired[bool]
     """Adopt a cluster that already exists: nothing Azure-side is created, the rest attaches to it. Default: false."""
+    kubeconfig: NotRequired[str]
+    """A kubeconfig file of a cluster that already runs: only the in-cluster layer is deployed onto it (through a Kubernetes provider built from the file) and no Azure resource is created or read."""
     location: NotRequired[str]
     """The cluster's Azure region, when it differs from azure-native:location."""
     kubernetes_version: NotRequired[str]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -124,6 +125,12 @@ def load_stack(args: argparse.Namespace) -> LoadedStack:
         validated = validate_stack(raw, label)
     except ConfigError as exc:
         raise ConfigError(label, exc.problems) from None
+    given = validated.config.cluster.kubeconfig
+    if given is not None and not os.access(Path(given).expanduser(), os.R_OK):
+        # The given-cluster mode's one file (the program checks it too, under pulumi up).
+        from aks_gpu.config.problems import Problem
+
+        raise ConfigError(label, [Problem("aks-gpu:cluster.kubeconfig", f"cannot read {given}")])
     return LoadedStack(project_dir=project_dir, stack=args.stack, path=path, raw=raw, validated=validated)
 
 

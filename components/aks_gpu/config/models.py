@@ -205,6 +205,14 @@ class ClusterConfig(ConfigModel):
     existing: bool = Field(
         default=False, description="Adopt a cluster that already exists: nothing Azure-side is created, the rest attaches to it."
     )
+    # The mode where the cluster is given: a team deploying the platform onto a cluster it already has, and
+    # `aksgpu local` onto its local control plane (docs/local.md). The provider reads the file when it connects.
+    kubeconfig: str | None = Field(
+        default=None,
+        min_length=1,
+        description="A kubeconfig file of a cluster that already runs: only the in-cluster layer is deployed onto it "
+        "(through a Kubernetes provider built from the file) and no Azure resource is created or read.",
+    )
     location: str | None = Field(
         default=None, description="The cluster's Azure region, when it differs from azure-native:location."
     )

@@ -1,9 +1,11 @@
 """``GpuPlatform``: the whole GPU stack from one args object (a ``StackSpec``), as ``__main__.py`` and other stacks use
 it, and what the platform stack exports for the teams that build on it."""
 
+from pathlib import Path
 from typing import Any
 
 import pulumi
+import pulumi_kubernetes as k8s
 
 from aks_gpu.admission.component import AdmissionInputs, GpuAdmissionPolicy
 from aks_gpu.args import stack_model
@@ -20,6 +22,16 @@ from aks_gpu.resolved.model import PlatformModel
 from aks_gpu.specs import StackSpec
 from aks_gpu.storage.nvme_cache import NvmeCache, NvmeCacheInputs
 from aks_gpu.validation.smoke import GpuValidation
+
+
+def read_given_kubeconfig(path: str) -> str:
+    """The contents of a given cluster's kubeconfig (relative paths from the project folder, where Pulumi runs the
+    program): the device plugin's deploy check connects with them, and the provider gets them rather than the path so
+    a kubeconfig moved after the deploy does not break the next one."""
+    try:
+        return Path(path).expanduser().read_text(encoding="utf-8")
+    except OSError as exc:
+        raise pulumi.RunError(f"cluster.kubeconfig: cannot read {path}: {exc.strerror or exc}") from None
 
 
 class GpuPlatform(GpuComponent[PlatformModel]):
@@ -56,41 +68,66 @@ class GpuPlatform(GpuComponent[PlatformModel]):
         managed_prometheus = monitoring.enabled and monitoring.engine == "azure-monitor" and bool(model.pools)
         location = cluster.location or stack.location
         # The parts, for Python callers (not outputs of the package: other languages see the outputs below).
-        self.cluster: GpuCluster = GpuCluster.of(
-            f"{name}-cluster", ClusterInputs(cluster, stack.location, managed_prometheus), self.child()
-        )
-        # One pool after the other, in the stack file's order: AKS runs one agent pool operation per cluster at a
-        # time and answers a second concurrent PUT with 409 OperationNotAllowed ("Another agentpool operation
-        # (<pool> - Creating) is in progress", e.g. https://github.com/cilium/cilium/issues/25944;
-        # https://aka.ms/aks-pending-operation). dependsOn orders creates and updates alike; URNs do not change.
         self.node_pools: dict[str, GpuNodePool] = {}
-        previous: GpuNodePool | None = None
-        for pool in model.pools:
-            previous = self.node_pools[pool.name] = GpuNodePool.of(
-                f"{name}-{pool.name}",
-                NodePoolInputs(pool, self.cluster.resource_group_name, self.cluster.cluster_name),
-                self.child(after=[previous.agent_pool] if previous else ()),
+        self.cluster: GpuCluster | None = None
+        if cluster.kubeconfig is not None:
+            # The cluster is given by a kubeconfig (a cluster a team already has, or `aksgpu local`): no Azure resource,
+            # only the in-cluster layer below, through a provider of its own. The Azure mode's URNs are untouched: this
+            # provider is a new resource of its own name, and none of the Azure children exist here.
+            kubeconfig: pulumi.Output[str] = pulumi.Output.secret(read_given_kubeconfig(cluster.kubeconfig))
+            provider: pulumi.ProviderResource = k8s.Provider(
+                f"{name}-kubernetes", k8s.ProviderArgs(kubeconfig=kubeconfig), self.child()
             )
-        # The agent pools themselves: a component in depends_on costs every dependent a walk through its children.
-        pools_ready: list[pulumi.Resource] = [pool.agent_pool for pool in self.node_pools.values()]
+            pools_ready: list[pulumi.Resource] = []
+            cluster_name: pulumi.Output[str] = plain_output(cluster.name)
+            resource_group_name: pulumi.Output[str] = plain_output(cluster.resource_group)
+            # The provider's clusterIdentifier stands for the cluster: the kubeconfig's path, not its contents.
+            cluster_id: pulumi.Output[str] = plain_output(f"kubeconfig:{cluster.kubeconfig}")
+        else:
+            self.cluster = GpuCluster.of(
+                f"{name}-cluster", ClusterInputs(cluster, stack.location, managed_prometheus), self.child()
+            )
+            # One pool after the other, in the stack file's order: AKS runs one agent pool operation per cluster at a
+            # time and answers a second concurrent PUT with 409 OperationNotAllowed ("Another agentpool operation
+            # (<pool> - Creating) is in progress", e.g. https://github.com/cilium/cilium/issues/25944;
+            # https://aka.ms/aks-pending-operation). dependsOn orders creates and updates alike; URNs do not change.
+            previous: GpuNodePool | None = None
+            for pool in model.pools:
+                previous = self.node_pools[pool.name] = GpuNodePool.of(
+                    f"{name}-{pool.name}",
+                    NodePoolInputs(pool, self.cluster.resource_group_name, self.cluster.cluster_name),
+                    self.child(after=[previous.agent_pool] if previous else ()),
+                )
+            # The agent pools themselves: a component in depends_on costs every dependent a walk through its children.
+            pools_ready = [pool.agent_pool for pool in self.node_pools.values()]
+            provider = self.cluster.provider
+            kubeconfig = self.cluster.kubeconfig
+            cluster_name = self.cluster.cluster_name
+            resource_group_name = self.cluster.resource_group_name
+            cluster_id = self.cluster.cluster_id
         # In the cluster: the components' children inherit its Kubernetes provider.
-        in_cluster = pulumi.ResourceOptions(provider=self.cluster.provider)
+        in_cluster = pulumi.ResourceOptions(provider=provider)
 
         def inside(after: list[pulumi.Resource] | None = None) -> pulumi.ResourceOptions:
             return pulumi.ResourceOptions.merge(self.child(after=after or ()), in_cluster)
 
         self.device_plugin: GpuDevicePlugin = GpuDevicePlugin.of(
-            f"{name}-gpu", DevicePluginInputs(model, self.cluster.kubeconfig), inside(pools_ready)
+            f"{name}-gpu", DevicePluginInputs(model, kubeconfig), inside(pools_ready)
         )
         # The smoke Jobs need the plugin to advertise the GPU resource first.
         self.validation: GpuValidation = GpuValidation.of(
             f"{name}-smoke", model, inside([*self.device_plugin.daemonsets, *self.device_plugin.releases])
         )
         # After the pools: v1 wants its io-engine label on them before the extension installs.
-        self.nvme_cache: NvmeCache = NvmeCache.of(
-            f"{name}-nvme",
-            NvmeCacheInputs(model, self.cluster.resource_group_name, self.cluster.cluster_name),
-            inside(pools_ready),
+        # Azure Container Storage is an AKS extension (an Azure resource): not in the given-cluster mode.
+        self.nvme_cache: NvmeCache | None = (
+            NvmeCache.of(
+                f"{name}-nvme",
+                NvmeCacheInputs(model, self.cluster.resource_group_name, self.cluster.cluster_name),
+                inside(pools_ready),
+            )
+            if self.cluster is not None
+            else None
         )
         gpu_resources = tuple(sorted({pool.resource.name for pool in model.pools}))
         self.workloads: dict[str, GpuWorkloadNamespace] = {
@@ -103,14 +140,20 @@ class GpuPlatform(GpuComponent[PlatformModel]):
         self.admission: GpuAdmissionPolicy = GpuAdmissionPolicy.of(
             f"{name}-admission", AdmissionInputs(model, cluster.network_policy), inside()
         )
-        monitored = MonitoredCluster(
-            cluster.resource_group,
-            cluster.name,
-            self.cluster.cluster_id,
-            location,
-            cluster.existing,
-            dict(cluster.tags),
-            (self.cluster.resource_group,) if self.cluster.resource_group is not None else (),
+        # The azure-monitor engine's workspace and rule groups are Azure resources: a given cluster gets the exporters
+        # and the rules as a PrometheusRule (monitoring/component.py, no cluster).
+        monitored = (
+            MonitoredCluster(
+                cluster.resource_group,
+                cluster.name,
+                self.cluster.cluster_id,
+                location,
+                cluster.existing,
+                dict(cluster.tags),
+                (self.cluster.resource_group,) if self.cluster.resource_group is not None else (),
+            )
+            if self.cluster is not None
+            else None
         )
         # The exporters go into the device plugin's namespace, on the GPU pools' nodes.
         self.monitoring: GpuMonitoring = GpuMonitoring.of(
@@ -121,10 +164,10 @@ class GpuPlatform(GpuComponent[PlatformModel]):
             f"{name}-remediation", model, inside([*pools_ready, self.device_plugin])
         )
 
-        self.kubeconfig = self.cluster.kubeconfig
-        self.cluster_name = self.cluster.cluster_name
-        self.resource_group_name = self.cluster.resource_group_name
-        self.cluster_id = self.cluster.cluster_id
+        self.kubeconfig = kubeconfig
+        self.cluster_name = cluster_name
+        self.resource_group_name = resource_group_name
+        self.cluster_id = cluster_id
         self.pools = plain_output({pool.name: pool_output(pool, model) for pool in model.pools})
         self.namespaces = plain_output([workload.name for workload in model.workloads])
         return {
@@ -149,6 +192,6 @@ def stack_exports(platform: GpuPlatform) -> dict[str, Any]:
         "pools": platform.pools,
         "devicePlugin": platform.device_plugin.targets,
         "namespaces": {name: ns.pod_placement for name, ns in platform.workloads.items()},
-        "nvmeStorageClass": platform.nvme_cache.storage_class_name,
-        "nvmeVolumes": platform.nvme_cache.volume_snippets,
+        "nvmeStorageClass": platform.nvme_cache.storage_class_name if platform.nvme_cache else "",
+        "nvmeVolumes": platform.nvme_cache.volume_snippets if platform.nvme_cache else {},
     }

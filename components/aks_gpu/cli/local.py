@@ -1,0 +1,292 @@
+"""``aksgpu local``: a stack's in-cluster layer on a real Kubernetes control plane on this machine (kwokctl's binary
+runtime, simulated nodes) deployed by the real Pulumi CLI (docs/local.md)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from aks_gpu.cli.common import EXIT_OK, EXIT_USAGE, err, escape, out
+
+DEFAULT_NODES_PER_POOL = 1
+
+
+def register(subparsers: Any) -> None:
+    parser = subparsers.add_parser(
+        "local",
+        help="run a stack's in-cluster layer on a local control plane (kwok nodes, the real Pulumi CLI)",
+        description="Start etcd and a Kubernetes control plane on 127.0.0.1 (TLS, RBAC, AKS's admission plugins) from "
+        "the tools `make tools` builds, create simulated nodes from the stack's pools as AKS labels and taints them, "
+        "and deploy the stack's in-cluster layer with the real Pulumi CLI into .local/NAME/. No Azure resource is "
+        "created. See docs/local.md.",
+    )
+    commands = parser.add_subparsers(dest="local_command", metavar="COMMAND", required=True)
+    up = commands.add_parser(
+        "up",
+        help="start the local cluster (if needed) and deploy the stack onto it",
+        description="Start the stack's local control plane unless it runs, create its simulated nodes, and deploy the "
+        "stack's in-cluster layer with the real Pulumi CLI; writes the admin kubeconfig .local/NAME/kubeconfig (0600). "
+        "A second up changes nothing. Helm releases whose chart registry is out of reach are left out, and said so.",
+    )
+    _stack_argument(up)
+    up.add_argument(
+        "--nodes-per-pool",
+        type=_positive,
+        default=DEFAULT_NODES_PER_POOL,
+        metavar="N",
+        help="simulated nodes per pool (default 1)",
+    )
+    up.add_argument("--port", type=_port, metavar="PORT", help="the API server's port on 127.0.0.1 (default: a free one)")
+    up.set_defaults(handler=run_up)
+    status = commands.add_parser(
+        "status",
+        help="the local cluster and its Pulumi stack",
+        description="Whether the stack's local cluster runs, its server, Kubernetes version, nodes and GPU nodes, and its "
+        "Pulumi stack: the CLI's version, the resources in the state and the changes a fresh pulumi preview finds.",
+    )
+    _stack_argument(status)
+    status.add_argument("--json", action="store_true", help="print one JSON object on stdout, nothing else")
+    status.set_defaults(handler=run_status)
+    down = commands.add_parser(
+        "down",
+        help="stop every process `up` started",
+        description="Stop every process of the stack's local cluster (etcd, the control plane, kwok) and check its port "
+        "is closed; the cluster's data and the Pulumi state stay for the next up unless --purge removes .local/NAME.",
+    )
+    _stack_argument(down)
+    down.add_argument("--purge", action="store_true", help="also remove .local/NAME (cluster data and Pulumi state)")
+    down.set_defaults(handler=run_down)
+
+
+def _stack_argument(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--stack", metavar="NAME", required=True, help="stack name: reads stacks/Pulumi.<NAME>.yaml")
+    parser.add_argument("--project-dir", type=Path, metavar="DIR", help="the folder with Pulumi.yaml (default: found from here)")
+
+
+def _positive(text: str) -> int:
+    value = int(text)
+    if value < 1 or value > 1000:
+        raise argparse.ArgumentTypeError("must be between 1 and 1000")
+    return value
+
+
+def _port(text: str) -> int:
+    value = int(text)
+    if not 1 <= value <= 65535:
+        raise argparse.ArgumentTypeError("must be a TCP port, 1-65535")
+    return value
+
+
+def _project(args: argparse.Namespace) -> Path:
+    from aks_gpu.cli.common import find_project_dir, resolved
+
+    return resolved(args.project_dir or find_project_dir())
+
+
+def _fail(exc: Exception) -> int:
+    from aks_gpu.local.engine import LocalError
+
+    code = exc.exit_code if isinstance(exc, LocalError) else EXIT_USAGE
+    err.print(f"[bold red]aksgpu local[/]: {escape(str(exc))}")
+    return code
+
+
+def say(text: str) -> None:
+    """One line of progress, on stderr (stdout is the result)."""
+    err.print(escape(text))
+
+
+def run_up(args: argparse.Namespace) -> int:
+    from aks_gpu.cli.common import load_stack
+    from aks_gpu.local.control_plane import LocalPaths
+    from aks_gpu.local.crds import stand_in_crds, stand_in_namespaces
+    from aks_gpu.local.engine import (
+        LOCAL_CHANGES,
+        Local,
+        LocalError,
+        PulumiRun,
+        change_counts,
+        check_kubeconfig,
+        check_kubernetes_minor,
+        kube_version,
+        local_stack_config,
+        reach_host,
+        require_tools,
+        unreachable_charts,
+    )
+    from aks_gpu.local.nodes import node_manifests
+    from aks_gpu.program import run_platform
+
+    project_dir = _project(args)
+    try:
+        bin_dir = require_tools(project_dir)
+        args.config_file = None
+        loaded = load_stack(args)
+        check_kubernetes_minor(loaded.validated.config, kube_version(bin_dir))
+        paths = LocalPaths(project_dir, args.stack)
+        check_kubeconfig(paths.kubeconfig)
+        local = Local(paths, bin_dir)
+        started = local.start(args.port, say)
+        try:
+            config, model = loaded.validated.config, loaded.validated.model
+            nodes = node_manifests(config, model, args.nodes_per_pool)
+            local.apply([*stand_in_crds(), *stand_in_namespaces(config)])
+            local.apply(nodes)
+            left_out = unreachable_charts(config, reach_host)
+            for release, why in left_out.items():
+                err.print(f"[yellow]left out[/] the Helm release {escape(release)}: {escape(why)}")
+            run = PulumiRun(paths, bin_dir, local_stack_config(loaded.raw, paths.kubeconfig.resolve(), left_out), run_platform)
+            for change in LOCAL_CHANGES:
+                say(f"local stack config: {change}")
+            say(f"deploying stack {args.stack} with the Pulumi CLI into {paths.state}")
+            with run.stack() as stack:
+                result = engine_call(lambda: stack.up(color="never"))
+            changes = change_counts(result.summary.resource_changes)
+        except KeyboardInterrupt:
+            if started:
+                # Ctrl-C during `up`: stop what this call started (a failed step leaves it running, to look at).
+                local._stop_quietly()
+            raise
+    except LocalError as exc:
+        return _fail(exc)
+    out.print(
+        f"stack {escape(args.stack)}: {len(nodes)} simulated nodes, Pulumi changes: "
+        f"{escape(json.dumps(changes) if changes else 'none')}"
+    )
+    out.print(f"kubeconfig: {escape(str(paths.kubeconfig))}  (KUBECONFIG={escape(str(paths.kubeconfig))} kubectl get nodes)")
+    return EXIT_OK
+
+
+def status_document(args: argparse.Namespace) -> dict[str, Any]:
+    from aks_gpu.local.control_plane import LocalPaths
+    from aks_gpu.local.engine import Local, LocalError, PulumiRun, change_counts, require_tools
+    from aks_gpu.program import run_platform
+
+    project_dir = _project(args)
+    bin_dir = require_tools(project_dir)
+    paths = LocalPaths(project_dir, args.stack)
+    local = Local(paths, bin_dir)
+    running = local.exists() and local.answering()
+    document: dict[str, Any] = {
+        "running": running,
+        "server": local.server(),
+        "kubernetesVersion": None,
+        "nodes": 0,
+        "gpuNodes": 0,
+        "pulumi": {"cli": None, "stack": args.stack, "resources": 0, "pendingChanges": None},
+    }
+    try:
+        version = json.loads(local.kubectl("version", "-o", "json", timeout=10)) if running else {}
+        document["pulumi"]["cli"] = _pulumi_version(bin_dir)
+    except LocalError:
+        version = {}
+    document["kubernetesVersion"] = (version.get("serverVersion") or {}).get("gitVersion")
+    if running:
+        nodes = local.nodes()
+        document["nodes"] = len(nodes)
+        document["gpuNodes"] = sum(1 for node in nodes if _gpu_node(node))
+    if running and paths.state.is_dir():
+        stack_file = paths.workspace / f"Pulumi.{args.stack}.yaml"
+        import yaml
+
+        stack_config = (
+            (yaml.safe_load(stack_file.read_text(encoding="utf-8")) or {}).get("config", {}) if stack_file.is_file() else {}
+        )
+        run = PulumiRun(paths, bin_dir, stack_config, run_platform)
+        with run.stack() as stack:
+            deployment = stack.export_stack()
+            document["pulumi"]["resources"] = len((deployment.deployment or {}).get("resources") or [])
+            preview = engine_call(lambda: stack.preview(color="never"))
+            document["pulumi"]["pendingChanges"] = sum(change_counts(preview.change_summary).values())
+    return document
+
+
+def engine_call(call: Callable[[], Any]) -> Any:
+    """A Pulumi CLI call; its failure is exit 1 with the engine's own error lines, not an internal error."""
+    from pulumi.automation.errors import CommandError
+
+    from aks_gpu.local.engine import LocalError
+
+    try:
+        return call()
+    except CommandError as exc:
+        lines = [line.strip() for line in str(exc).splitlines() if line.strip().startswith("error:")]
+        raise LocalError("pulumi failed:\n" + "\n".join(dict.fromkeys(lines[-8:]) or ["(no error line)"]), 1) from None
+
+
+def _pulumi_version(bin_dir: Path) -> str | None:
+    import subprocess
+
+    try:
+        done = subprocess.run([str(bin_dir / "pulumi"), "version"], capture_output=True, text=True, timeout=30, check=False)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return done.stdout.strip() or None
+
+
+def _gpu_node(node: dict[str, Any]) -> bool:
+    allocatable = (node.get("status") or {}).get("allocatable") or {}
+    return any(
+        name.startswith(("nvidia.com/", "amd.com/")) and str(value) not in ("0", "") for name, value in allocatable.items()
+    )
+
+
+def run_status(args: argparse.Namespace) -> int:
+    from aks_gpu.local.engine import LocalError
+
+    try:
+        document = status_document(args)
+    except LocalError as exc:
+        return _fail(exc)
+    if args.json:
+        out.print_json(json.dumps(document))
+        return EXIT_OK
+    from aks_gpu.cli import tables
+
+    table = tables.table(f"aksgpu local: {args.stack}", ("what", "value"), keep=("what",))
+    pulumi = document["pulumi"]
+    for what, value in (
+        ("running", document["running"]),
+        ("server", document["server"]),
+        ("Kubernetes", document["kubernetesVersion"]),
+        ("nodes (GPU)", f"{document['nodes']} ({document['gpuNodes']})"),
+        ("Pulumi CLI", pulumi["cli"]),
+        ("resources", pulumi["resources"]),
+        ("pending changes", pulumi["pendingChanges"]),
+    ):
+        table.add_row(what, escape(str(value)))
+    out.print(table)
+    return EXIT_OK
+
+
+def run_down(args: argparse.Namespace) -> int:
+    from aks_gpu.local.control_plane import LocalPaths
+    from aks_gpu.local.engine import Local, LocalError, port_closes, require_tools
+
+    project_dir = _project(args)
+    paths = LocalPaths(project_dir, args.stack)
+    try:
+        bin_dir = require_tools(project_dir)
+        local = Local(paths, bin_dir)
+        server = local.server()
+        if args.purge:
+            local.delete()
+        else:
+            local.stop()
+        if server is not None:
+            port = int(server.rsplit(":", 1)[1])
+            if not port_closes(port):
+                raise LocalError(f"port {port} is still open after stopping the local cluster", 1)
+    except LocalError as exc:
+        return _fail(exc)
+    if args.purge and paths.root.exists():
+        shutil.rmtree(paths.root)
+    err.print(
+        f"stopped the local cluster of stack {escape(args.stack)}"
+        + (" and removed .local/" + escape(args.stack) if args.purge else "")
+    )
+    return EXIT_OK

@@ -1,0 +1,211 @@
+"""How ``aksgpu local`` runs a control plane: the kwokctl configuration (binary runtime, local binaries only, every
+server on 127.0.0.1, TLS, RBAC and AKS's admission plugins), the files under ``.local/NAME/`` and what a kubeconfig
+must point at. Pure: names and paths in, documents and argument lists out (``local/engine.py`` runs them).
+
+kwokctl (sigs.k8s.io/kwok v0.8.0) reads a ``KwokctlConfiguration`` (``pkg/apis/config/v1alpha1/
+kwokctl_configuration_types.go``: ``options.runtime``, ``bindAddress``, ``kubeApiserverPort``, ``securePort``,
+``kubeAuthorization``, ``kubeAdmission``, the ``*Binary`` paths; ``componentsPatches[].extraArgs[]`` of ``key`` and
+``value``). Its default bind address is 0.0.0.0 (``pkg/apis/config/v1alpha1/zz_generated.defaults.go``), so it is
+always set here. Given a path for every binary it starts, the binary runtime downloads none.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+from aks_gpu.naming import local_cluster_name
+
+LOOPBACK = "127.0.0.1"
+# The admission plugins AKS runs, from the AKS FAQ ("What Kubernetes admission controllers does AKS support? Can
+# admission controllers be added or removed?", https://learn.microsoft.com/azure/aks/faq): "AKS supports the following
+# admission controllers: NamespaceLifecycle, LimitRanger, ServiceAccount, DefaultIngressClass, DefaultStorageClass,
+# DefaultTolerationSeconds, MutatingAdmissionWebhook, ValidatingAdmissionWebhook, ResourceQuota, PodNodeSelector,
+# PodTolerationRestriction, ExtendedResourceToleration", and that list cannot be changed. Every one is a plugin of
+# kube-apiserver 1.36 (plugin/pkg/admission/ in k8s.io/kubernetes). kube-apiserver adds its default-on plugins
+# (ValidatingAdmissionPolicy among them) to whatever --enable-admission-plugins names.
+AKS_ADMISSION_PLUGINS = (
+    "NamespaceLifecycle",
+    "LimitRanger",
+    "ServiceAccount",
+    "DefaultIngressClass",
+    "DefaultStorageClass",
+    "DefaultTolerationSeconds",
+    "MutatingAdmissionWebhook",
+    "ValidatingAdmissionWebhook",
+    "ResourceQuota",
+    "PodNodeSelector",
+    "PodTolerationRestriction",
+    "ExtendedResourceToleration",
+)
+# The binaries a local control plane runs, all from .tools/bin (make tools).
+REQUIRED_TOOLS = ("kwokctl", "kwok", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kubectl", "etcd", "pulumi")
+PULUMI_PLUGIN_TOOLS = ("pulumi-resource-kubernetes",)
+
+
+@dataclass(frozen=True)
+class LocalPaths:
+    """Everything ``aksgpu local`` keeps for one stack, under ``<project>/.local/<stack>/``."""
+
+    project_dir: Path
+    stack: str
+
+    @property
+    def root(self) -> Path:
+        return self.project_dir / ".local" / self.stack
+
+    @property
+    def kubeconfig(self) -> Path:
+        """The admin kubeconfig, written 0600."""
+        return self.root / "kubeconfig"
+
+    @property
+    def kwok_workdir(self) -> Path:
+        """kwokctl's work folder (KWOK_WORKDIR): the cluster's PKI, logs, pid files and etcd data."""
+        return self.root / "kwok"
+
+    @property
+    def kwokctl_config(self) -> Path:
+        return self.root / "kwokctl.yaml"
+
+    @property
+    def state(self) -> Path:
+        """The Pulumi file backend (file://)."""
+        return self.root / "state"
+
+    @property
+    def workspace(self) -> Path:
+        """The Pulumi project folder of the inline program (its Pulumi.yaml and stack file)."""
+        return self.root / "workspace"
+
+    @property
+    def pulumi_home(self) -> Path:
+        return self.root / "pulumi-home"
+
+    @property
+    def passphrase(self) -> Path:
+        """The Pulumi state's passphrase, written 0600 and never printed."""
+        return self.root / "passphrase"
+
+    @property
+    def cluster_name(self) -> str:
+        return local_cluster_name(self.stack)
+
+    @property
+    def cluster_dir(self) -> Path:
+        """Where kwokctl keeps this cluster (``<workdir>/clusters/<name>``, kwok's pkg/config/vars.go ClustersDir)."""
+        return self.kwok_workdir / "clusters" / self.cluster_name
+
+
+def tools_dir(project_dir: Path) -> Path:
+    return project_dir / ".tools" / "bin"
+
+
+def missing_tools(bin_dir: Path, present: set[str]) -> list[str]:
+    """The tools ``aksgpu local`` needs that ``present`` (the names found in ``bin_dir``) lacks."""
+    return [tool for tool in (*REQUIRED_TOOLS, *PULUMI_PLUGIN_TOOLS) if tool not in present]
+
+
+def kwokctl_configuration(bin_dir: Path, port: int, kube_version: str) -> dict[str, Any]:
+    """The KwokctlConfiguration of a stack's local cluster. ``kube_version`` is the built kube-apiserver's (kwokctl
+    derives its defaults from it; the versions of the running binaries are read from the binaries themselves)."""
+    binary = {
+        "kubeApiserverBinary": "kube-apiserver",
+        "kubeControllerManagerBinary": "kube-controller-manager",
+        "kubeSchedulerBinary": "kube-scheduler",
+        "kubectlBinary": "kubectl",
+        "etcdBinary": "etcd",
+        "kwokControllerBinary": "kwok",
+    }
+    return {
+        "apiVersion": "config.kwok.x-k8s.io/v1alpha1",
+        "kind": "KwokctlConfiguration",
+        "options": {
+            "runtime": "binary",
+            "bindAddress": LOOPBACK,
+            "kubeApiserverPort": port,
+            "securePort": True,
+            # RBAC as AKS runs it: kwokctl's kubeAuthorization is --authorization-mode=Node,RBAC
+            # (pkg/kwokctl/components/kube_apiserver.go); kube-apiserver refuses the flag said twice.
+            "kubeAuthorization": True,
+            "kubeAdmission": True,
+            "quietPull": True,
+            "kubeVersion": kube_version,
+            # Every other binary kwokctl derives from this prefix is a local path too, never a download URL.
+            "kubeBinaryPrefix": str(bin_dir),
+            **{key: str(bin_dir / name) for key, name in binary.items()},
+        },
+        "componentsPatches": [
+            {
+                "name": "kube-apiserver",
+                "extraArgs": [
+                    {"key": "enable-admission-plugins", "value": ",".join(AKS_ADMISSION_PLUGINS)},
+                ],
+            }
+        ],
+    }
+
+
+def built_kube_version(versions: Any) -> str | None:
+    """The Kubernetes version ``make tools`` built (``.tools/versions.json``: kube-apiserver's ``module@version``)."""
+    module = versions.get("kube-apiserver") if isinstance(versions, dict) else None
+    if not isinstance(module, str) or "@" not in module:
+        return None
+    return module.rsplit("@", 1)[1]
+
+
+def minor_of(version: str) -> str:
+    """``1.36`` of ``v1.36.3``, ``1.36.3`` or ``1.36``."""
+    return ".".join(version.removeprefix("v").split(".")[:2])
+
+
+def create_cluster_args(paths: LocalPaths) -> list[str]:
+    """``kwokctl create cluster`` for a stack, with the configuration written to ``paths.kwokctl_config``."""
+    # --wait: kwokctl waits for the control plane to answer; the engine's own waits bound the rest.
+    return ["create", "cluster", "--name", paths.cluster_name, "--config", str(paths.kwokctl_config), "--wait", "2m"]
+
+
+def delete_cluster_args(paths: LocalPaths) -> list[str]:
+    return ["delete", "cluster", "--name", paths.cluster_name]
+
+
+def kwokctl_environment(paths: LocalPaths, bin_dir: Path, base: dict[str, str]) -> dict[str, str]:
+    """kwokctl's environment: its work folder under ``.local``, the tools first on PATH."""
+    return {**base, "KWOK_WORKDIR": str(paths.kwok_workdir), "PATH": f"{bin_dir}:{base.get('PATH', '')}"}
+
+
+def server_is_loopback(server: str) -> bool:
+    """Whether a kubeconfig's ``server`` URL names this machine's loopback (127.0.0.0/8, ::1 or localhost)."""
+    host = urlsplit(server).hostname
+    if host is None:
+        return False
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def kubeconfig_servers(document: Any) -> list[str]:
+    """Every cluster server a kubeconfig document names (``clusters[].cluster.server``)."""
+    if not isinstance(document, dict):
+        return []
+    servers = []
+    for entry in document.get("clusters") or []:
+        cluster = entry.get("cluster") if isinstance(entry, dict) else None
+        if isinstance(cluster, dict) and isinstance(cluster.get("server"), str):
+            servers.append(cluster["server"])
+    return servers
+
+
+def foreign_servers(document: Any) -> list[str]:
+    """The servers of a kubeconfig that are not this machine's loopback: ``aksgpu local`` refuses to deploy through
+    such a kubeconfig (a stack's local kubeconfig replaced by one for a real cluster must not reach it)."""
+    servers = kubeconfig_servers(document)
+    if not servers:
+        return ["(no server)"]
+    return [server for server in servers if not server_is_loopback(server)]

@@ -1,0 +1,412 @@
+"""``aksgpu local``'s I/O edge: runs kwokctl (the control plane's processes, from local binaries), creates the simulated
+nodes with kubectl, and deploys the stack's in-cluster layer with the real Pulumi CLI through the Automation API's
+inline program (the in-process language host needs only the ``pulumi`` CLI; the Python language host plugin is not
+buildable from a module the Go proxy serves). Every wait has a timeout; every failure is a ``LocalError``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import secrets
+import socket
+import subprocess
+import tempfile
+import time
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from aks_gpu.config.models import StackConfig
+from aks_gpu.local.control_plane import (
+    LOOPBACK,
+    LocalPaths,
+    built_kube_version,
+    create_cluster_args,
+    delete_cluster_args,
+    foreign_servers,
+    kwokctl_configuration,
+    kwokctl_environment,
+    minor_of,
+    missing_tools,
+    tools_dir,
+)
+
+EXIT_USAGE = 2
+KWOKCTL_TIMEOUT_S = 240
+KUBECTL_TIMEOUT_S = 60
+# The Pulumi Python SDK's kubernetes provider version (requirements.txt: pulumi-kubernetes==4.34.2 asks for it).
+KUBERNETES_PLUGIN_VERSION = "4.34.2"
+# The Helm charts of the releases a stack may install, and the host a `pulumi up` pulls each from.
+CHART_HOSTS = {"NVSentinel (remediation)": "ghcr.io"}
+CONNECT_TIMEOUT_S = 3.0
+
+Say = Callable[[str], None]
+
+
+class LocalError(Exception):
+    """A refusal or failure with its exit status (2: usage or environment, 1: a step failed)."""
+
+    def __init__(self, message: str, exit_code: int = EXIT_USAGE) -> None:
+        super().__init__(message)
+        self.exit_code = exit_code
+
+
+@dataclass
+class UpResult:
+    server: str
+    kubeconfig: Path
+    started: bool
+    nodes: int
+    left_out: dict[str, str] = field(default_factory=dict)
+    changes: dict[str, int] = field(default_factory=dict)
+
+
+def require_tools(project_dir: Path) -> Path:
+    """The tools folder, or exit 2 naming ``make tools``."""
+    bin_dir = tools_dir(project_dir)
+    present = {p.name for p in bin_dir.iterdir()} if bin_dir.is_dir() else set()
+    missing = missing_tools(bin_dir, present)
+    if missing:
+        raise LocalError(f"missing tools in {bin_dir}: {', '.join(missing)}; run `make tools` (builds them with Go)")
+    return bin_dir
+
+
+def kube_version(bin_dir: Path) -> str:
+    """The built Kubernetes version: ``.tools/versions.json``, else what kube-apiserver says (``Kubernetes v1.36.3``)."""
+    versions = bin_dir.parent / "versions.json"
+    if versions.is_file():
+        found = built_kube_version(json.loads(versions.read_text(encoding="utf-8")))
+        if found:
+            return found
+    said = _run([str(bin_dir / "kube-apiserver"), "--version"], os.environ, 30).split()
+    return said[-1] if said else "unknown"
+
+
+def check_kubernetes_minor(config: StackConfig, built: str) -> None:
+    """The local control plane runs the stack's Kubernetes minor, or nothing (exit 2)."""
+    if minor_of(config.cluster.kubernetes_version) != minor_of(built):
+        raise LocalError(
+            f"the stack runs Kubernetes {config.cluster.kubernetes_version} and the tools are {built}: change "
+            "KUBERNETES_VERSION in tools/go/versions and run `make tools`"
+        )
+
+
+def port_in_use(port: int) -> bool:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind((LOOPBACK, port))
+        except OSError:
+            return True
+    return False
+
+
+def port_closes(port: int, timeout_s: float = 15.0) -> bool:
+    """Whether the port is free within ``timeout_s`` (a stopped API server lets go of it a moment after its pid ends)."""
+    deadline = time.monotonic() + timeout_s
+    while port_in_use(port):
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.2)
+    return True
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.bind((LOOPBACK, 0))
+        return int(probe.getsockname()[1])
+
+
+def _private(path: Path, text: str) -> None:
+    """Write ``text`` readable by the owner only (0600), never wider even for a moment."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(descriptor, "w", encoding="utf-8") as handle:
+        handle.write(text)
+    path.chmod(0o600)
+
+
+def _run(command: list[str], env: Mapping[str, str], timeout: float, stdin: str | None = None) -> str:
+    """A command's stdout. Its output goes to files, not pipes: kwokctl leaves the control plane's processes running,
+    and they inherit the command's stdout; a pipe would then never reach its end and the call would never return."""
+    with tempfile.TemporaryFile() as stdout, tempfile.TemporaryFile() as stderr:
+        try:
+            done = subprocess.run(
+                command,
+                input=stdin.encode() if stdin is not None else None,
+                stdin=None if stdin is not None else subprocess.DEVNULL,
+                stdout=stdout,
+                stderr=stderr,
+                env=dict(env),
+                timeout=timeout,
+                check=False,
+            )
+        except subprocess.TimeoutExpired:
+            raise LocalError(f"{Path(command[0]).name} {' '.join(command[1:3])} took over {timeout:.0f}s", 1) from None
+        stdout.seek(0)
+        stderr.seek(0)
+        said, complained = stdout.read().decode(errors="replace"), stderr.read().decode(errors="replace")
+    if done.returncode != 0:
+        tail = "\n".join((complained or said).strip().splitlines()[-8:])
+        raise LocalError(f"{Path(command[0]).name} {' '.join(command[1:3])} failed ({done.returncode}):\n{tail}", 1)
+    return said
+
+
+@dataclass
+class Local:
+    """One stack's local cluster."""
+
+    paths: LocalPaths
+    bin_dir: Path
+
+    @property
+    def env(self) -> dict[str, str]:
+        return kwokctl_environment(self.paths, self.bin_dir, dict(os.environ))
+
+    def kwokctl(self, *args: str, timeout: float = KWOKCTL_TIMEOUT_S) -> str:
+        return _run([str(self.bin_dir / "kwokctl"), *args], self.env, timeout)
+
+    def kubectl(self, *args: str, stdin: str | None = None, timeout: float = KUBECTL_TIMEOUT_S) -> str:
+        command = [str(self.bin_dir / "kubectl"), "--kubeconfig", str(self.paths.kubeconfig), *args]
+        return _run(command, self.env, timeout, stdin)
+
+    # ---------------------------------------------------------------- the control plane
+
+    def exists(self) -> bool:
+        return (self.paths.cluster_dir / "kwok.yaml").is_file()
+
+    def server(self) -> str | None:
+        config = self.paths.kwokctl_config
+        if not config.is_file():
+            return None
+        port = yaml.safe_load(config.read_text(encoding="utf-8"))["options"]["kubeApiserverPort"]
+        return f"https://{LOOPBACK}:{port}"
+
+    def answering(self) -> bool:
+        if not self.paths.kubeconfig.is_file():
+            return False
+        try:
+            self.kubectl("get", "--raw", "/readyz", timeout=10)
+        except LocalError:
+            return False
+        return True
+
+    def start(self, port: int | None, say: Say) -> bool:
+        """Start the control plane unless it answers; True when this call started it."""
+        if self.exists() and self.answering():
+            say(f"the local cluster {self.paths.cluster_name} is running at {self.server()}")
+            return False
+        self.paths.root.mkdir(parents=True, exist_ok=True)
+        self.paths.root.chmod(0o700)
+        if self.exists():
+            chosen = int((self.server() or ":0").rsplit(":", 1)[1])
+            if port_in_use(chosen):
+                raise LocalError(f"port {chosen} on {LOOPBACK} is in use (the stopped cluster's API server port)")
+            say(f"starting the stopped local cluster {self.paths.cluster_name}")
+            try:
+                self.kwokctl("start", "cluster", "--name", self.paths.cluster_name)
+            except BaseException:
+                self._stop_quietly()
+                raise
+        else:
+            chosen = port if port is not None else free_port()
+            if port_in_use(chosen):
+                raise LocalError(f"port {chosen} on {LOOPBACK} is in use")
+            configuration = kwokctl_configuration(self.bin_dir, chosen, kube_version(self.bin_dir))
+            _private(self.paths.kwokctl_config, yaml.safe_dump(configuration))
+            say(f"creating the local cluster {self.paths.cluster_name} on {LOOPBACK}:{chosen}")
+            try:
+                self.kwokctl(*create_cluster_args(self.paths))
+            except BaseException:
+                # Ctrl-C or a failure half-way: nothing that was started may outlive this call.
+                self._delete_quietly()
+                raise
+        self._protect_secrets()
+        return True
+
+    def _protect_secrets(self) -> None:
+        """The CA and every other private key, and the admin kubeconfig: 0600 (kwokctl writes them 0644)."""
+        for key in self.paths.cluster_dir.rglob("*.key"):
+            key.chmod(0o600)
+        source = self.paths.cluster_dir / "kubeconfig.yaml"
+        _private(self.paths.kubeconfig, source.read_text(encoding="utf-8"))
+        source.chmod(0o600)
+        foreign = foreign_servers(yaml.safe_load(self.paths.kubeconfig.read_text(encoding="utf-8")))
+        if foreign:
+            raise LocalError(f"{self.paths.kubeconfig} names a server that is not this machine: {', '.join(foreign)}")
+
+    def _stop_quietly(self) -> None:
+        with contextlib.suppress(LocalError, OSError):
+            self.kwokctl("stop", "cluster", "--name", self.paths.cluster_name)
+
+    def _delete_quietly(self) -> None:
+        with contextlib.suppress(LocalError, OSError):
+            self.kwokctl(*delete_cluster_args(self.paths))
+
+    def stop(self) -> bool:
+        if not self.exists():
+            return False
+        self.kwokctl("stop", "cluster", "--name", self.paths.cluster_name)
+        return True
+
+    def delete(self) -> None:
+        if self.exists():
+            self.kwokctl(*delete_cluster_args(self.paths))
+
+    # ---------------------------------------------------------------- what runs on it
+
+    def apply(self, manifests: list[dict[str, Any]]) -> None:
+        document = {"apiVersion": "v1", "kind": "List", "items": manifests}
+        self.kubectl("apply", "--server-side", "--force-conflicts", "-f", "-", stdin=json.dumps(document))
+
+    def nodes(self) -> list[dict[str, Any]]:
+        items: list[dict[str, Any]] = json.loads(self.kubectl("get", "nodes", "-o", "json"))["items"]
+        return items
+
+
+def check_kubeconfig(path: Path) -> None:
+    """Refuse a kubeconfig that reaches anywhere but this machine (exit 2)."""
+    if not path.is_file():
+        return
+    foreign = foreign_servers(yaml.safe_load(path.read_text(encoding="utf-8")))
+    if foreign:
+        raise LocalError(f"{path} points at {', '.join(foreign)}, not at 127.0.0.1: `aksgpu local` deploys nowhere else")
+
+
+def unreachable_charts(config: StackConfig, reach: Callable[[str], str | None]) -> dict[str, str]:
+    """The Helm releases the stack installs whose chart registry cannot be reached, with why."""
+    left_out: dict[str, str] = {}
+    if config.remediation.mode != "off" and any(pool.vendor == "nvidia" for pool in config.gpu_pools):
+        host = CHART_HOSTS["NVSentinel (remediation)"]
+        why = reach(host)
+        if why is not None:
+            left_out["NVSentinel (remediation)"] = f"its chart's registry {host} is out of reach ({why})"
+    return left_out
+
+
+def reach_host(host: str) -> str | None:
+    try:
+        with socket.create_connection((host, 443), timeout=CONNECT_TIMEOUT_S):
+            return None
+    except OSError as exc:
+        return exc.strerror or type(exc).__name__
+
+
+# What local_stack_config changes in a stack's config, said by `local up` each time.
+LOCAL_CHANGES = (
+    "cluster.kubeconfig: the local cluster's (the given-cluster mode: no Azure resource)",
+    "validation.onDeploy fail -> warn: the simulated nodes have no GPU for the post-deploy hook's nvidia-smi checks",
+    "validation.smokeJob off: the Job controller never counts a kwok pod's completion, Pulumi would wait to its timeout",
+)
+
+
+def local_stack_config(raw: Mapping[str, Any], kubeconfig: Path, left_out: Mapping[str, str]) -> dict[str, Any]:
+    """The stack file's config, in the given-cluster mode on ``kubeconfig``, without the releases left out."""
+    config = {key: value for key, value in raw.items()}
+    cluster = dict(config.get("aks-gpu:cluster") or {})
+    cluster["kubeconfig"] = str(kubeconfig)
+    config["aks-gpu:cluster"] = cluster
+    validation = dict(config.get("aks-gpu:validation") or {})
+    if validation.get("onDeploy", "fail") == "fail":
+        # The post-deploy hook runs under the real engine here too, but a simulated node has no GPU to run nvidia-smi
+        # on, so its GPU checks cannot pass: it reports (warn) instead of failing the update (LOCAL_CHANGES says so).
+        validation["onDeploy"] = "warn"
+    # kwok completes a smoke Job's pod (Succeeded), yet the Job controller here never counts it (the Job shows
+    # SuccessCriteriaMet with 0/1 completions), so the provider's await for the Job would run to its timeout.
+    validation["smokeJob"] = {**dict(validation.get("smokeJob") or {}), "enabled": False}
+    config["aks-gpu:validation"] = validation
+    if "NVSentinel (remediation)" in left_out:
+        remediation = dict(config.get("aks-gpu:remediation") or {})
+        remediation["mode"] = "off"
+        config["aks-gpu:remediation"] = remediation
+    return config
+
+
+# ---------------------------------------------------------------- the Pulumi engine
+
+
+@dataclass
+class PulumiRun:
+    paths: LocalPaths
+    bin_dir: Path
+    stack_config: dict[str, Any]
+    # The Pulumi program (aks_gpu.program.run_platform: the program layer, above this edge, hands it down).
+    program: Callable[[], None]
+
+    def _env(self) -> dict[str, str]:
+        if not self.paths.passphrase.is_file():
+            _private(self.paths.passphrase, secrets.token_urlsafe(32))
+        return {
+            "PULUMI_SKIP_UPDATE_CHECK": "true",
+            "PULUMI_DISABLE_AUTOMATIC_PLUGIN_ACQUISITION": "true",
+            "PULUMI_CONFIG_PASSPHRASE_FILE": str(self.paths.passphrase),
+            "PULUMI_BACKEND_URL": self.paths.state.resolve().as_uri(),
+            "PULUMI_HOME": str(self.paths.pulumi_home),
+            "AKSGPU_SKIP_SUBSCRIPTION_CHECK": "1",
+            "PATH": f"{self.bin_dir}:{os.environ.get('PATH', '')}",
+        }
+
+    def _install_plugin(self, env: Mapping[str, str]) -> None:
+        plugin = self.paths.pulumi_home / "plugins" / f"resource-kubernetes-v{KUBERNETES_PLUGIN_VERSION}"
+        binary = self.bin_dir / "pulumi-resource-kubernetes"
+        if (plugin / binary.name).is_file():
+            return
+        _run(
+            [
+                str(self.bin_dir / "pulumi"),
+                "plugin",
+                "install",
+                "resource",
+                "kubernetes",
+                KUBERNETES_PLUGIN_VERSION,
+                "--file",
+                str(binary),
+            ],
+            {**os.environ, **env},
+            120,
+        )
+
+    @contextlib.contextmanager
+    def stack(self) -> Iterator[Any]:
+        from pulumi import automation as auto
+
+        env = self._env()
+        self.paths.state.mkdir(parents=True, exist_ok=True)
+        self.paths.workspace.mkdir(parents=True, exist_ok=True)
+        self._install_plugin(env)
+        # The stack file the workspace reads: the stack's own config, in the given-cluster mode.
+        stack_file = {"config": self.stack_config}
+        (self.paths.workspace / f"Pulumi.{self.paths.stack}.yaml").write_text(yaml.safe_dump(stack_file), encoding="utf-8")
+        saved = {key: os.environ.get(key) for key in env}
+        os.environ.update(env)
+        try:
+            project = auto.ProjectSettings(name="aks-gpu", runtime="python")
+            stack = auto.create_or_select_stack(
+                stack_name=self.paths.stack,
+                project_name="aks-gpu",
+                program=self.program,
+                opts=auto.LocalWorkspaceOptions(
+                    work_dir=str(self.paths.workspace),
+                    pulumi_home=str(self.paths.pulumi_home),
+                    env_vars=env,
+                    project_settings=project,
+                    secrets_provider="passphrase",
+                ),
+            )
+            yield stack
+        finally:
+            for key, value in saved.items():
+                if value is None:
+                    os.environ.pop(key, None)
+                else:
+                    os.environ[key] = value
+
+
+def change_counts(summary: Mapping[str, Any] | None) -> dict[str, int]:
+    """The changes of an update or preview summary, ``same`` left out."""
+    return {str(op): int(count) for op, count in (summary or {}).items() if op != "same" and count}

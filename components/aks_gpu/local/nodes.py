@@ -1,0 +1,195 @@
+"""The simulated nodes of ``aksgpu local``: one kwok Node per node a stack's pools would have on AKS, labelled and
+tainted as AKS labels and taints them, with the GPU capacity the pool's device plugin would advertise. Pure: the
+resolved model in, Node manifests out (the local engine creates them with the real API server).
+
+Where each part comes from:
+- the labels: AKS's reserved system labels (naming.py cites the page), the pool's own ``labels`` and the platform's
+  placement labels (``ResolvedPool.node_labels``, the same map the agent pool's ``nodeLabels`` carries);
+- the taints: the pool's (GPU, spot, its own ``taints``; ``ResolvedPool.taints``), the system pool's CriticalAddonsOnly;
+- the GPU resource: ``ResolvedPool.resource`` (``nvidia.com/gpu``, ``nvidia.com/mig-<profile>``, ``amd.com/gpu``; a
+  time-sliced pool's count is GPUs x replicas), as capacity and allocatable.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from typing import Any
+
+from aks_gpu.catalog import CpuArchitecture
+from aks_gpu.config.models import StackConfig
+from aks_gpu.naming import (
+    AKS_ACCELERATOR_LABEL,
+    AKS_AGENTPOOL_LABEL,
+    AKS_CLUSTER_LABEL,
+    AKS_LEGACY_AGENTPOOL_LABEL,
+    AKS_MODE_LABEL,
+    AKS_NODE_IMAGE_LABEL,
+    AKS_OS_SKU_LABEL,
+    ARCH_LABEL,
+    CRITICAL_ADDONS_TAINT_KEY,
+    CRITICAL_ADDONS_TAINT_VALUE,
+    HOSTNAME_LABEL,
+    INSTANCE_TYPE_LABEL,
+    KWOK_NODE_ANNOTATION,
+    KWOK_NODE_ANNOTATION_VALUE,
+    OS_LABEL,
+    REGION_LABEL,
+    SPOT_TAINT_KEY,
+    SPOT_TAINT_VALUE,
+    ZONE_LABEL,
+)
+from aks_gpu.resolved.model import PlatformModel, ResolvedPool
+
+# What a simulated node offers beside its GPUs. Not the VM size's real CPU and memory (the catalog records GPUs, not
+# those): enough that the platform's own pods and a test workload fit, so the scheduler decides by labels, taints and
+# GPU resources alone. The pod count is AKS's default maxPods for Azure CNI overlay (the pool's maxPods when set).
+NODE_CPU = "32"
+NODE_MEMORY = "256Gi"
+NODE_EPHEMERAL_STORAGE = "512Gi"
+# A node image version in the form AKS's label shows (AKSUbuntu-2204gen2containerd-YYYYMM.DD.V, see audit/engine.py):
+# a fixed, recorded value, since no real image backs a simulated node.
+NODE_IMAGE_VERSIONS = {"Ubuntu": "AKSUbuntu-2204gen2containerd-202607.09.0", "AzureLinux": "AzureLinuxgen2containerd-202607.09.0"}
+KUBE_ARCH: dict[CpuArchitecture, str] = {"x86_64": "amd64", "arm64": "arm64"}
+
+
+@dataclass(frozen=True)
+class SimulatedPool:
+    """One pool as the local control plane shows it."""
+
+    name: str
+    mode: str  # "System" or "User", as AKS's mode label spells it
+    vm_size: str
+    os_sku: str
+    zones: tuple[str, ...]
+    labels: dict[str, str]
+    taints: tuple[dict[str, str], ...]
+    gpu_resource: str | None
+    gpu_count: int | None
+    architecture: str
+    max_pods: int
+
+
+def simulated_pools(config: StackConfig, model: PlatformModel) -> tuple[SimulatedPool, ...]:
+    """The system pool first, then the GPU pools in the stack file's order."""
+    system = config.cluster.system_pool
+    pools = [
+        SimulatedPool(
+            name=system.name,
+            mode="System",
+            vm_size=system.vm_size,
+            os_sku=system.os_sku,
+            zones=tuple(system.zones),
+            labels={},
+            taints=({"key": CRITICAL_ADDONS_TAINT_KEY, "value": CRITICAL_ADDONS_TAINT_VALUE, "effect": "NoSchedule"},),
+            gpu_resource=None,
+            gpu_count=None,
+            architecture="amd64",
+            max_pods=110,
+        )
+    ]
+    pools.extend(_gpu_pool(pool) for pool in model.pools)
+    return tuple(pools)
+
+
+def _gpu_pool(pool: ResolvedPool) -> SimulatedPool:
+    labels = {**pool.config.labels, **pool.node_labels}
+    if pool.vendor == "nvidia":
+        # AKS labels its NVIDIA GPU nodes so (https://learn.microsoft.com/azure/aks/use-labels#reserved-system-labels).
+        labels[AKS_ACCELERATOR_LABEL] = "nvidia"
+    taints = tuple({"key": t.key, "value": t.value, "effect": t.effect} for t in pool.taints)
+    if pool.config.spot and not any(t["key"] == SPOT_TAINT_KEY for t in taints):
+        taints += ({"key": SPOT_TAINT_KEY, "value": SPOT_TAINT_VALUE, "effect": "NoSchedule"},)
+    if pool.config.spot:
+        # AKS labels spot nodes as it taints them (https://learn.microsoft.com/azure/aks/spot-node-pool).
+        labels[SPOT_TAINT_KEY] = SPOT_TAINT_VALUE
+    architecture = KUBE_ARCH[pool.vm_size.cpu_architecture] if pool.vm_size is not None else "amd64"
+    return SimulatedPool(
+        name=pool.name,
+        mode="User",
+        vm_size=pool.config.vm_size,
+        os_sku=pool.config.os_sku,
+        zones=tuple(pool.config.zones),
+        labels=labels,
+        taints=taints,
+        gpu_resource=pool.resource.name,
+        gpu_count=pool.resource.count_per_node,
+        architecture=architecture,
+        max_pods=pool.config.max_pods,
+    )
+
+
+def node_name(cluster: str, pool: str, index: int) -> str:
+    """AKS's VMSS node name, ``aks-<pool>-<8 digits>-vmss<6 base-36 digits>``; the digits are a hash of the cluster
+    name here (AKS's own are a hash of the cluster's identity), so a second ``up`` names the same nodes."""
+    digits = int(hashlib.sha256(f"{cluster}/{pool}".encode()).hexdigest(), 16) % 10**8
+    return f"aks-{pool}-{digits:08d}-vmss{_base36(index):0>6}"
+
+
+def _base36(number: int) -> str:
+    alphabet = "0123456789abcdefghijklmnopqrstuvwxyz"
+    text = ""
+    while True:
+        number, rest = divmod(number, 36)
+        text = alphabet[rest] + text
+        if number == 0:
+            return text
+
+
+def zone_of(location: str, zones: tuple[str, ...], index: int) -> str:
+    """AKS spreads a zonal pool's nodes over its zones in turn; a pool without zones shows zone "0"."""
+    return f"{location}-{zones[index % len(zones)]}" if zones else "0"
+
+
+def node_manifests(config: StackConfig, model: PlatformModel, nodes_per_pool: int) -> list[dict[str, Any]]:
+    """Every simulated node: ``nodes_per_pool`` per pool, the system pool's included."""
+    if nodes_per_pool < 1:
+        raise ValueError("nodes_per_pool must be at least 1")
+    cluster = config.cluster.name
+    location = config.cluster.location or config.location
+    manifests: list[dict[str, Any]] = []
+    for pool in simulated_pools(config, model):
+        for index in range(nodes_per_pool):
+            manifests.append(_node(pool, cluster, location, index))
+    return manifests
+
+
+def _node(pool: SimulatedPool, cluster: str, location: str, index: int) -> dict[str, Any]:
+    name = node_name(cluster, pool.name, index)
+    labels = {
+        **pool.labels,
+        AKS_AGENTPOOL_LABEL: pool.name,
+        AKS_LEGACY_AGENTPOOL_LABEL: pool.name,
+        AKS_MODE_LABEL: pool.mode.lower(),
+        AKS_NODE_IMAGE_LABEL: NODE_IMAGE_VERSIONS[pool.os_sku],
+        AKS_OS_SKU_LABEL: pool.os_sku,
+        AKS_CLUSTER_LABEL: f"MC_{cluster}",
+        INSTANCE_TYPE_LABEL: pool.vm_size,
+        REGION_LABEL: location,
+        ZONE_LABEL: zone_of(location, pool.zones, index),
+        OS_LABEL: "linux",
+        ARCH_LABEL: pool.architecture,
+        HOSTNAME_LABEL: name,
+    }
+    resources = {
+        "cpu": NODE_CPU,
+        "memory": NODE_MEMORY,
+        "ephemeral-storage": NODE_EPHEMERAL_STORAGE,
+        "pods": str(pool.max_pods),
+    }
+    if pool.gpu_resource is not None and pool.gpu_count:
+        resources[pool.gpu_resource] = str(pool.gpu_count)
+    return {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {
+            "name": name,
+            "labels": dict(sorted(labels.items())),
+            "annotations": {KWOK_NODE_ANNOTATION: KWOK_NODE_ANNOTATION_VALUE, "node.alpha.kubernetes.io/ttl": "0"},
+        },
+        "spec": {"taints": [dict(t) for t in pool.taints]},
+        "status": {
+            "capacity": dict(resources),
+            "allocatable": dict(resources),
+        },
+    }

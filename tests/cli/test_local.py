@@ -1,0 +1,65 @@
+"""`aksgpu local` without its tools or with bad input: exit 2 and one line that says what to do."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+import yaml
+
+from aks_gpu.cli import main
+from tests.conftest import PROJECT_DIR
+
+
+def project_without_tools(tmp_path: Path) -> Path:
+    (tmp_path / "Pulumi.yaml").write_text((PROJECT_DIR / "Pulumi.yaml").read_text())
+    (tmp_path / "stacks").symlink_to(PROJECT_DIR / "stacks")
+    return tmp_path
+
+
+@pytest.mark.parametrize("command", [["up"], ["status"], ["status", "--json"], ["down"], ["down", "--purge"]])
+def test_no_tools_is_exit_2_naming_make_tools(command: list[str], tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    project = project_without_tools(tmp_path)
+    assert main(["local", *command, "--stack", "dev", "--project-dir", str(project)]) == 2
+    captured = capsys.readouterr()
+    assert "make tools" in captured.err and captured.out == ""
+    assert not (project / ".local").exists()
+
+
+def test_a_local_kubeconfig_that_points_elsewhere_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from aks_gpu.local.engine import LocalError, check_kubeconfig
+
+    kubeconfig = tmp_path / "kubeconfig"
+    kubeconfig.write_text(yaml.safe_dump({"clusters": [{"name": "x", "cluster": {"server": "https://x.azmk8s.io:443"}}]}))
+    with pytest.raises(LocalError, match=r"x\.azmk8s\.io") as refused:
+        check_kubeconfig(kubeconfig)
+    assert refused.value.exit_code == 2
+
+
+def test_a_port_in_use_is_named(tmp_path: Path) -> None:
+    import socket
+
+    from aks_gpu.local.engine import port_in_use
+
+    with socket.socket() as holder:
+        holder.bind(("127.0.0.1", 0))
+        holder.listen()
+        port = holder.getsockname()[1]
+        assert port_in_use(port)
+    assert not port_in_use(port)
+
+
+@pytest.mark.parametrize("bad", [["--nodes-per-pool", "0"], ["--nodes-per-pool", "x"], ["--port", "70000"]])
+def test_bad_numbers_are_usage_errors(bad: list[str], capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exit_info:
+        main(["local", "up", "--stack", "dev", *bad])
+    assert exit_info.value.code == 2
+
+
+def test_local_needs_a_subcommand_and_a_stack(capsys: pytest.CaptureFixture[str]) -> None:
+    for argv in (["local"], ["local", "up"]):
+        with pytest.raises(SystemExit) as exit_info:
+            main(argv)
+        assert exit_info.value.code == 2
+    assert os.environ.get("KWOK_WORKDIR") is None

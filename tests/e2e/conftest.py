@@ -1,0 +1,87 @@
+"""The real engines: one `aksgpu local` cluster per shipped stack, in a project folder of its own (the checkout's
+Pulumi.yaml, stacks/ and .tools/), started once per module and always stopped and purged, even on failure."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.conftest import PROJECT_DIR
+
+TOOLS = PROJECT_DIR / ".tools" / "bin"
+# Every wait is bounded: one `local up` of a stack takes ~10 s here, a preview a few.
+UP_TIMEOUT_S = 300
+ENV = {**os.environ, "PYTHONPATH": str(PROJECT_DIR / "components")}
+
+
+@dataclass
+class LocalCluster:
+    project: Path
+    stack: str
+
+    @property
+    def kubeconfig(self) -> Path:
+        return self.project / ".local" / self.stack / "kubeconfig"
+
+    def aksgpu(self, *args: str, timeout: float = UP_TIMEOUT_S) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "aks_gpu.cli", *args, "--project-dir", str(self.project)]
+            if args[0] == "local"
+            else [sys.executable, "-m", "aks_gpu.cli", *args],
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            env=ENV,
+            cwd=self.project,
+            check=False,
+            stdin=subprocess.DEVNULL,
+        )
+
+    def kubectl(self, *args: str, stdin: str | None = None, timeout: float = 60) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [str(TOOLS / "kubectl"), "--kubeconfig", str(self.kubeconfig), *args],
+            input=stdin,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            check=False,
+        )
+
+    def json(self, *args: str) -> Any:
+        done = self.kubectl(*args, "-o", "json")
+        assert done.returncode == 0, done.stderr
+        return json.loads(done.stdout)
+
+
+def project_copy(root: Path) -> Path:
+    root.mkdir(parents=True, exist_ok=True)
+    shutil.copy(PROJECT_DIR / "Pulumi.yaml", root / "Pulumi.yaml")
+    (root / "stacks").symlink_to(PROJECT_DIR / "stacks")
+    (root / ".tools").symlink_to(PROJECT_DIR / ".tools")
+    return root
+
+
+@pytest.fixture(scope="session", autouse=True)
+def tools_built() -> None:
+    if not (TOOLS / "kwokctl").exists():
+        pytest.fail("no .tools/bin/kwokctl: run `make tools` (make e2e does)")
+
+
+def started(tmp_path_factory: pytest.TempPathFactory, stack: str, nodes_per_pool: int = 1) -> Iterator[LocalCluster]:
+    cluster = LocalCluster(project_copy(tmp_path_factory.mktemp(f"local-{stack}")), stack)
+    try:
+        done = cluster.aksgpu("local", "up", "--stack", stack, "--nodes-per-pool", str(nodes_per_pool))
+        assert done.returncode == 0, done.stderr[-3000:]
+        cluster.first_up = done  # type: ignore[attr-defined]
+        yield cluster
+    finally:
+        cluster.aksgpu("local", "down", "--stack", stack, "--purge", timeout=120)

@@ -1,0 +1,141 @@
+"""Every shipped stack's in-cluster layer against the real API server, deployed by the real Pulumi CLI: `up`, a
+second `up` with no change, `status`, the scheduler's placements, the quota, `destroy` clean, `down` closes the port."""
+
+from __future__ import annotations
+
+import json
+import socket
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from tests.conftest import STACK_NAMES, stack_model
+from tests.e2e.conftest import LocalCluster, started
+
+
+@pytest.fixture(scope="module", params=STACK_NAMES)
+def cluster(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
+    yield from started(tmp_path_factory, request.param)
+
+
+def test_up_then_a_second_up_changes_nothing(cluster: LocalCluster) -> None:
+    first = cluster.first_up  # type: ignore[attr-defined]
+    assert '"create"' in first.stdout, first.stdout
+    again = cluster.aksgpu("local", "up", "--stack", cluster.stack)
+    assert again.returncode == 0, again.stderr[-2000:]
+    assert "Pulumi changes: none" in again.stdout
+    assert "is running at https://127.0.0.1:" in again.stderr
+
+
+def test_status_reports_the_cluster_and_no_pending_change(cluster: LocalCluster) -> None:
+    done = cluster.aksgpu("local", "status", "--stack", cluster.stack, "--json")
+    assert done.returncode == 0, done.stderr[-2000:]
+    status = json.loads(done.stdout)
+    assert set(status) == {"running", "server", "kubernetesVersion", "nodes", "gpuNodes", "pulumi"}
+    assert set(status["pulumi"]) == {"cli", "stack", "resources", "pendingChanges"}
+    model = stack_model(cluster.stack)
+    assert status["running"] is True and status["server"].startswith("https://127.0.0.1:")
+    assert status["kubernetesVersion"].startswith("v1.36.")
+    assert status["nodes"] == 1 + len(model.pools) and status["gpuNodes"] == len(model.pools)
+    assert status["pulumi"]["pendingChanges"] == 0 and status["pulumi"]["resources"] > 5
+
+
+def test_secrets_are_files_of_the_owner_only(cluster: LocalCluster) -> None:
+    root = cluster.kubeconfig.parent
+    for path in (cluster.kubeconfig, root / "passphrase", *root.glob("kwok/clusters/*/pki/*.key")):
+        assert path.stat().st_mode & 0o077 == 0, path
+
+
+def pod(name: str, namespace: str, spec: dict[str, Any]) -> str:
+    return json.dumps({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": namespace}, "spec": spec})
+
+
+def wait_scheduled(cluster: LocalCluster, namespace: str, name: str) -> dict[str, Any]:
+    done = cluster.kubectl("wait", "-n", namespace, f"pod/{name}", "--for=condition=PodScheduled", "--timeout=60s")
+    assert done.returncode == 0, done.stderr
+    result: dict[str, Any] = cluster.json("get", "-n", namespace, f"pod/{name}")
+    return result
+
+
+def node_pool(cluster: LocalCluster, node: str) -> str:
+    labels = cluster.json("get", f"node/{node}")["metadata"]["labels"]
+    return str(labels["kubernetes.azure.com/agentpool"])
+
+
+def test_the_scheduler_places_gpu_work_on_its_pool_and_general_work_off_gpu_nodes(cluster: LocalCluster) -> None:
+    model = stack_model(cluster.stack)
+    for workload in model.workloads:
+        if workload.resource_name is None:
+            continue
+        pool = workload.pools[0]
+        spec = {
+            "nodeSelector": dict(pool.node_selector),
+            "tolerations": [t.to_kube() for t in pool.tolerations],
+            "containers": [{"name": "main", "image": "busybox", "resources": {"limits": {workload.resource_name: "1"}}}],
+        }
+        created = cluster.kubectl("apply", "-f", "-", stdin=pod("gpu-work", workload.name, spec))
+        assert created.returncode == 0, created.stderr
+        placed = wait_scheduled(cluster, workload.name, "gpu-work")
+        assert node_pool(cluster, placed["spec"]["nodeName"]) == pool.name
+        general = {"containers": [{"name": "main", "image": "busybox", "resources": {"requests": {"cpu": "10m"}}}]}
+        created = cluster.kubectl("apply", "-f", "-", stdin=pod("cpu-work", "default", general))
+        # Only the system pool is untainted for it, and CriticalAddonsOnly keeps it off there too: it stays pending,
+        # on no GPU node.
+        assert created.returncode == 0, created.stderr
+        cpu = cluster.json("get", "-n", "default", "pod/cpu-work")
+        assert cpu["spec"].get("nodeName") is None or node_pool(cluster, cpu["spec"]["nodeName"]) not in {
+            p.name for p in model.pools
+        }
+        cluster.kubectl("delete", "-n", workload.name, "pod/gpu-work", "--wait=false")
+        cluster.kubectl("delete", "-n", "default", "pod/cpu-work", "--wait=false")
+        break
+
+
+def test_the_server_enforces_the_gpu_quota(cluster: LocalCluster) -> None:
+    model = stack_model(cluster.stack)
+    workload = next((w for w in model.workloads if w.resource_name and w.config.gpu_quota), None)
+    if workload is None:
+        pytest.skip(f"stack {cluster.stack} sets no GPU quota")
+    pool = workload.pools[0]
+    over = int(workload.config.gpu_quota or 0) + 1
+    spec = {
+        "nodeSelector": dict(pool.node_selector),
+        "tolerations": [t.to_kube() for t in pool.tolerations],
+        "containers": [{"name": "main", "image": "busybox", "resources": {"limits": {workload.resource_name: str(over)}}}],
+    }
+    done = cluster.kubectl("create", "--dry-run=server", "-f", "-", stdin=pod("over-quota", workload.name, spec))
+    assert done.returncode != 0
+    assert "exceeded quota" in done.stderr, done.stderr
+
+
+def test_destroy_leaves_nothing_in_the_state_or_on_the_server(cluster: LocalCluster) -> None:
+    import yaml
+
+    from aks_gpu.local.control_plane import LocalPaths, tools_dir
+    from aks_gpu.local.engine import PulumiRun
+    from aks_gpu.program import run_platform
+
+    paths = LocalPaths(cluster.project, cluster.stack)
+    config = yaml.safe_load((paths.workspace / f"Pulumi.{cluster.stack}.yaml").read_text())["config"]
+    with PulumiRun(paths, tools_dir(cluster.project), config, run_platform).stack() as stack:
+        # The passphrase encrypts the state's secrets: the kubeconfig the provider holds is never in clear on disk.
+        (state_file,) = paths.state.glob(f".pulumi/stacks/*/{cluster.stack}.json")
+        state = state_file.read_text()
+        kubeconfig = cluster.kubeconfig.read_text()
+        assert '"ciphertext"' in state and kubeconfig not in state and "current-context" not in state
+        stack.destroy(color="never")
+        assert not (stack.export_stack().deployment or {}).get("resources")
+    namespaces = {n["metadata"]["name"] for n in cluster.json("get", "namespaces")["items"]}
+    assert not namespaces & {w.name for w in stack_model(cluster.stack).workloads}
+
+
+def test_down_closes_the_port(cluster: LocalCluster) -> None:
+    status = json.loads(cluster.aksgpu("local", "status", "--stack", cluster.stack, "--json").stdout)
+    port = int(status["server"].rsplit(":", 1)[1])
+    down = cluster.aksgpu("local", "down", "--stack", cluster.stack)
+    assert down.returncode == 0, down.stderr
+    with socket.socket() as probe:
+        assert probe.connect_ex(("127.0.0.1", port)) != 0
+    stopped = json.loads(cluster.aksgpu("local", "status", "--stack", cluster.stack, "--json").stdout)
+    assert stopped["running"] is False

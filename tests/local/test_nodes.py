@@ -1,0 +1,82 @@
+"""The simulated nodes of `aksgpu local`: what the scheduler and the audit see of each pool, as AKS would show it."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from aks_gpu.local.nodes import node_manifests, node_name, zone_of
+from aks_gpu.naming import POOL_LABEL, vendor_resource
+from tests.conftest import STACK_NAMES, stack_config, stack_model
+
+
+def nodes_of(stack: str, per_pool: int = 1) -> list[dict[str, Any]]:
+    return node_manifests(stack_config(stack), stack_model(stack), per_pool)
+
+
+def by_pool(nodes: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
+    pools: dict[str, list[dict[str, Any]]] = {}
+    for node in nodes:
+        pools.setdefault(node["metadata"]["labels"]["kubernetes.azure.com/agentpool"], []).append(node)
+    return pools
+
+
+@pytest.mark.parametrize("stack", STACK_NAMES)
+def test_every_pool_and_the_system_pool_get_their_nodes(stack: str) -> None:
+    config, model = stack_config(stack), stack_model(stack)
+    pools = by_pool(nodes_of(stack, 2))
+    assert set(pools) == {config.cluster.system_pool.name, *(pool.name for pool in model.pools)}
+    assert all(len(nodes) == 2 for nodes in pools.values())
+    names = [node["metadata"]["name"] for nodes in pools.values() for node in nodes]
+    assert len(set(names)) == len(names)
+
+
+@pytest.mark.parametrize("stack", STACK_NAMES)
+def test_the_system_pool_takes_critical_addons_only_and_has_no_gpu(stack: str) -> None:
+    config = stack_config(stack)
+    system = by_pool(nodes_of(stack))[config.cluster.system_pool.name][0]
+    assert system["spec"]["taints"] == [{"key": "CriticalAddonsOnly", "value": "true", "effect": "NoSchedule"}]
+    assert system["metadata"]["labels"]["kubernetes.azure.com/mode"] == "system"
+    assert not [name for name in system["status"]["allocatable"] if name.startswith(("nvidia.com/", "amd.com/"))]
+
+
+@pytest.mark.parametrize("stack", STACK_NAMES)
+def test_a_gpu_pool_shows_its_placement_labels_taints_and_gpu_resource(stack: str) -> None:
+    model = stack_model(stack)
+    pools = by_pool(nodes_of(stack))
+    for pool in model.pools:
+        node = pools[pool.name][0]
+        labels = node["metadata"]["labels"]
+        # A pod the platform places on this pool selects and tolerates exactly what the node shows.
+        assert all(labels.get(key) == value for key, value in pool.node_selector.items())
+        assert labels[POOL_LABEL] == pool.name
+        assert labels["node.kubernetes.io/instance-type"] == pool.config.vm_size
+        assert labels["kubernetes.azure.com/mode"] == "user"
+        assert labels["kubernetes.azure.com/node-image-version"].startswith(("AKSUbuntu-", "AzureLinux"))
+        taints = {(t["key"], t["value"], t["effect"]) for t in node["spec"]["taints"]}
+        assert (vendor_resource(pool.vendor), "present", "NoSchedule") in taints
+        assert {(t.key, t.value, t.effect) for t in pool.taints} <= taints
+        assert node["status"]["allocatable"][pool.resource.name] == str(pool.resource.count_per_node)
+        assert node["status"]["capacity"] == node["status"]["allocatable"]
+        assert node["metadata"]["annotations"]["kwok.x-k8s.io/node"] == "fake"
+
+
+def test_a_time_sliced_pool_advertises_gpus_times_replicas() -> None:
+    # dev: one T4 (Standard_NC4as_T4_v3) shared by 4 replicas.
+    node = by_pool(nodes_of("dev"))["dev"][0]
+    assert node["status"]["allocatable"]["nvidia.com/gpu"] == "4"
+    assert node["metadata"]["labels"]["kubernetes.azure.com/scalesetpriority"] == "spot"
+    assert {"key": "kubernetes.azure.com/scalesetpriority", "value": "spot", "effect": "NoSchedule"} in node["spec"]["taints"]
+
+
+def test_node_names_are_aks_vmss_names_and_stable() -> None:
+    assert node_name("aks-gpu-prod", "train", 0) == node_name("aks-gpu-prod", "train", 0)
+    assert node_name("aks-gpu-prod", "train", 37).endswith("vmss000011")
+    assert node_name("aks-gpu-prod", "train", 0) != node_name("aks-gpu-dev", "train", 0)
+    assert zone_of("swedencentral", ("1", "2"), 3) == "swedencentral-2" and zone_of("x", (), 0) == "0"
+
+
+def test_no_node_at_all_is_refused() -> None:
+    with pytest.raises(ValueError):
+        nodes_of("dev", 0)
