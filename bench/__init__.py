@@ -80,7 +80,7 @@ BENCHMARKS: tuple[Benchmark, ...] = (
     ),
     Benchmark(
         "plan-cost",
-        "aksgpu plan for dev, prod and 10/50/200-pool stacks vs bare Pulumi (target: at most +30% per resource, linear)",
+        "aksgpu plan for dev, prod and 10/50/99-pool stacks vs bare Pulumi (target: at most +30% per resource, linear)",
         "bench.plan_cost",
     ),
 )

@@ -1,6 +1,6 @@
 """Plan cost: what `aksgpu plan` costs, and what the toolkit adds over registering the same resources bare.
 
-For dev, prod and generated stacks of 10, 50 and 200 GPU pools (with as many workload namespaces), each
+For dev, prod and generated stacks of 10, 50 and 99 GPU pools (with as many workload namespaces), each
 measurement in a fresh subprocess:
 
 - ``cli``: the whole ``python -m aks_gpu.cli plan`` a user waits for (interpreter, imports, validation,
@@ -21,7 +21,7 @@ under tracemalloc (peak Python heap of one plan). ``toolkit / baseline - 1`` is 
 exponent and the ratio of per-resource cost at the largest stack to the smallest show how each grows.
 Targets (from the issue): at most 30% overhead per resource over bare, linear growth.
 
-    python -m bench.plan_cost [--repeats 3] [--sizes 10,50,200] [--stacks dev,prod] [--json out.json]
+    python -m bench.plan_cost [--repeats 3] [--sizes 10,50,99] [--stacks dev,prod] [--json out.json]
 
 or ``python -m bench plan-cost``; both exit 1 when a target is missed.
 """
@@ -58,7 +58,8 @@ from bench.stacks import generated_stack, write_stack_file  # noqa: E402
 OVERHEAD_TARGET = 0.30
 # Per-resource cost at the largest generated stack over the smallest: 1.0 is perfectly linear.
 LINEARITY_TARGET = 1.25
-DEFAULT_SIZES = (10, 50, 200)
+# 99: the most GPU pools a cluster holds (AKS: 100 node pools, one of them the system pool).
+DEFAULT_SIZES = (10, 50, 99)
 DEFAULT_STACKS = ("dev", "prod")
 # Stacks this large are measured once per variant whatever --repeats says (a run takes tens of seconds,
 # and its spread is small next to that).

@@ -59,7 +59,8 @@ def generated_stack(pools: int, namespaces: int | None = None, name: str = "benc
     return {
         "azure-native:location": "swedencentral",
         # No kubernetesVersion: the default follows the AKS release calendar (components/aks_gpu/data/aks_versions.yaml).
-        "aks-gpu:cluster": {"resourceGroup": f"rg-{name}", "name": f"aks-{name}"},
+        # A /14 pod range: Azure CNI overlay gives each node a /24, and 99 pools at maxCount outgrow a /16.
+        "aks-gpu:cluster": {"resourceGroup": f"rg-{name}", "name": f"aks-{name}", "podCidr": "10.240.0.0/14"},
         "aks-gpu:gpuPools": gpu_pools,
         "aks-gpu:workloads": workloads,
         # Someone hears the alerts, as a real stack would have it (without one the config rules warn).

@@ -21,6 +21,8 @@ VERSIONS_FILE = DATA_DIR / "aks_versions.yaml"
 REFUSALS_FILE = DATA_DIR / "arm_refusals.yaml"
 IMMUTABLE_FILE = DATA_DIR / "immutable_fields.yaml"
 ARM64_FILE = DATA_DIR / "arm64_support.yaml"
+LOCATIONS_FILE = DATA_DIR / "azure_locations.yaml"
+API_VERSIONS_FILE = DATA_DIR / "azure_api_versions.yaml"
 
 
 def _read(path: Path) -> Any:
@@ -139,6 +141,21 @@ def refusal_tag(refusal_id: str) -> str:
     """The tag that ends a refusal's message; raises KeyError for an id the table does not have, so no rule can
     refuse something without a source."""
     return f"[refusal {refusals()[refusal_id].id}]"
+
+
+# ---------------------------------------------------------------- Azure regions
+
+
+@lru_cache(maxsize=1)
+def azure_locations() -> frozenset[str]:
+    """The ARM location names of a recorded ``az account list-locations`` (``data/azure_locations.yaml``)."""
+    return frozenset(str(name) for name in _read(LOCATIONS_FILE)["locations"])
+
+
+@lru_cache(maxsize=1)
+def checked_api_versions() -> dict[str, str]:
+    """Azure resource type -> the REST API version the rules were checked against (``data/azure_api_versions.yaml``)."""
+    return {str(k): str(v) for k, v in _read(API_VERSIONS_FILE)["api_versions"].items()}
 
 
 # ---------------------------------------------------------------- inputs fixed at creation

@@ -241,3 +241,43 @@ def test_monitoring_defaults_are_on_and_managed_prometheus() -> None:
     config = stack_config("prod")
     assert config.monitoring == MonitoringConfig()
     assert config.monitoring.enabled and config.monitoring.engine == "azure-monitor"
+
+
+def largest_stack_raw() -> dict[str, Any]:
+    """The most GPU pools a stack may have (99: AKS's 100 node pools per cluster, less the system pool), of both
+    vendors, autoscaling, with remediation on and a quota per workload: every per-pool and optional rule there is."""
+    pools: list[dict[str, Any]] = [
+        {"name": f"nv{i:02d}", "vendor": "nvidia", "vmSize": "Standard_NC24ads_A100_v4", "workload": "training", "maxCount": 1}
+        for i in range(50)
+    ]
+    pools += [
+        {"name": f"amd{i:02d}", "vendor": "amd", "vmSize": "Standard_ND96isr_MI300X_v5", "workload": "hpc", "maxCount": 1}
+        for i in range(49)
+    ]
+    workloads = [{"name": "team-a", "type": "training", "gpuQuota": 2}, {"name": "team-b", "type": "hpc", "gpuQuota": 8}]
+    return minimal_raw(**{"aks-gpu:gpuPools": pools, "aks-gpu:workloads": workloads, "aks-gpu:remediation": {"mode": "on"}})
+
+
+def test_no_rule_group_of_the_largest_stack_passes_azures_20_rules() -> None:
+    from aks_gpu.monitoring.rules import HEALTH_GROUP, MAX_RULES_PER_GROUP, WASTE_GROUP
+    from aks_gpu.resolved.stack import validate_stack
+
+    model = validate_stack(largest_stack_raw(), "test").model
+    assert len(model.pools) == 99
+    groups = rule_groups(model, FIXED_CODES)
+    # Azure Monitor: "Rules per rule group: 20. This limit can't be increased."
+    assert max(len(g.rules) for g in groups) <= MAX_RULES_PER_GROUP == 20
+    names = [g.name for g in groups]
+    assert len(set(names)) == len(names)
+    # Every pool keeps its GpuMissing and GpuNodeEmpty rule: splitting drops nothing.
+    per_pool = [r.labels.get("pool", "") for g in groups for r in g.rules if r.alert in ("GpuMissing", "GpuNodeEmpty")]
+    assert sorted(set(per_pool)) == sorted(p.name for p in model.pools) and len(per_pool) == 2 * 99
+    # The first group of each kind keeps its name (and the deployed PrometheusRuleGroup its URN).
+    assert names[0] == HEALTH_GROUP and WASTE_GROUP in names
+    assert f"{HEALTH_GROUP}-2" in names and f"{WASTE_GROUP}-2" in names
+
+
+def test_a_stack_that_fits_one_group_keeps_its_two_groups() -> None:
+    from aks_gpu.monitoring.rules import HEALTH_GROUP, WASTE_GROUP
+
+    assert [g.name for g in rule_groups(stack_model("prod"), FIXED_CODES)] == [HEALTH_GROUP, WASTE_GROUP]

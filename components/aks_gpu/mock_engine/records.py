@@ -57,9 +57,11 @@ class ResourceRecord:
     # classes declare one alias per older API version (an azure-native AgentPool about 110), which would bury the
     # plan. ``previous_urns`` reads them as the engine does.
     aliases: tuple[AliasSpec, ...] = field(default=(), compare=False, repr=False)
+    # The Azure REST API version an azure-native resource is sent with (the installed SDK's; None for others).
+    api_version: str | None = field(default=None, compare=False)
 
     def to_json(self) -> dict[str, Any]:
-        return {
+        body = {
             "urn": self.urn,
             "type": self.type,
             "name": self.name,
@@ -68,6 +70,9 @@ class ResourceRecord:
             "inputs": self.inputs,
             "options": self.options,
         }
+        if self.api_version is not None:
+            body["apiVersion"] = self.api_version
+        return body
 
 
 @dataclass

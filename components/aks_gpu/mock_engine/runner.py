@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
+import dataclasses
 import gc
 import json
 import logging
@@ -19,6 +20,7 @@ from pulumi.runtime.mocks import Mocks
 from pulumi.runtime.stack import run_pulumi_func
 from pulumi.runtime.sync_await import _sync_await
 
+from aks_gpu.mock_engine.api_versions import api_version_warnings, installed_api_version
 from aks_gpu.mock_engine.mocks import PlanMocks
 from aks_gpu.mock_engine.monitors import HookRunningMonitor, RecordingMonitor
 from aks_gpu.mock_engine.records import SECRET, UNKNOWN, PlanResult, mask_secrets
@@ -149,7 +151,11 @@ def _run_in_context(
         asyncio.set_event_loop(None)
     if monitor.duplicates:
         raise DuplicateUrnError("registered twice: " + ", ".join(sorted(monitor.duplicates)))
-    records = sorted(monitor.records, key=lambda r: r.urn)
+    records = sorted(
+        (dataclasses.replace(r, api_version=installed_api_version(r.type)) if r.custom else r for r in monitor.records),
+        key=lambda r: r.urn,
+    )
+    warnings += api_version_warnings({r.type for r in records if r.custom})
     undeclared = undeclared_azure_references(records, monitor.invokes, monitor.azure_inputs) if check_references else []
     if undeclared:
         raise UndeclaredAzureReferenceError(

@@ -49,6 +49,13 @@ WASTE_GROUP = platform_object_name("waste")
 # query managed Prometheus bills by the samples it reads).
 HEALTH_INTERVAL_MINUTES = 1
 WASTE_INTERVAL_MINUTES = 5
+# "Rules per rule group: 20. This limit can't be increased." (Azure Monitor service limits, Prometheus metrics, "Alert
+# and recording rules": MicrosoftDocs/azure-monitor-docs articles/azure-monitor/fundamentals/includes/
+# azure-monitor-limits-metrics.md @3d725ffe, read 2026-12-02; https://learn.microsoft.com/azure/azure-monitor/
+# fundamentals/service-limits#prometheus-metrics). Per-pool rules grow a group with the pools, so every group is cut
+# into chunks of at most this many rules (``split_group``); the Prometheus Operator's PrometheusRule gets the same
+# groups, so the three outputs stay one.
+MAX_RULES_PER_GROUP = 20
 
 # kube-state-metrics names a node label `label_<key>` with every character outside [a-zA-Z0-9_] as "_"
 # (internal/store/utils.go, SanitizeLabelName and mapToPrometheusLabels, kubernetes/kube-state-metrics v2.20.0).
@@ -583,9 +590,19 @@ def rule_groups(model: PlatformModel, critical_xid_codes: Sequence[int]) -> tupl
     if (quota := quota_rule(model)) is not None:
         waste.append(quota)
     return (
-        RuleGroup(HEALTH_GROUP, HEALTH_INTERVAL_MINUTES, tuple(health)),
-        RuleGroup(WASTE_GROUP, WASTE_INTERVAL_MINUTES, tuple(waste)),
+        *split_group(HEALTH_GROUP, HEALTH_INTERVAL_MINUTES, health),
+        *split_group(WASTE_GROUP, WASTE_INTERVAL_MINUTES, waste),
     )
+
+
+def split_group(name: str, interval_minutes: int, rules: Sequence[AlertRule]) -> list[RuleGroup]:
+    """``rules`` as groups of at most MAX_RULES_PER_GROUP: the first keeps ``name`` (so a stack that fits in one group
+    keeps its PrometheusRuleGroup and its URN), the next are ``<name>-2``, ``<name>-3``, ... Rules keep their order,
+    the pool-independent ones first, so adding a pool moves only per-pool rules between groups."""
+    chunks = [tuple(rules[i : i + MAX_RULES_PER_GROUP]) for i in range(0, len(rules), MAX_RULES_PER_GROUP)] or [()]
+    return [
+        RuleGroup(name if index == 0 else f"{name}-{index + 1}", interval_minutes, chunk) for index, chunk in enumerate(chunks)
+    ]
 
 
 # ---------------------------------------------------------------- recording rules for `aksgpu advise`

@@ -20,6 +20,7 @@ from aks_gpu.catalog import Catalog
 from aks_gpu.config.models import PlatformConfig, StackConfig
 from aks_gpu.config.problems import Problem
 from aks_gpu.config.rules.cluster import cluster_rules, kubernetes_version_problems
+from aks_gpu.config.rules.limits import limit_rules
 from aks_gpu.config.rules.monitoring import monitoring_rules, remediation_rules
 from aks_gpu.config.rules.pools import amd_operator_rules, pool_rules
 from aks_gpu.config.rules.workloads import admission_rules, cidr_problems, workload_rules
@@ -35,6 +36,7 @@ def check_rules(config: PlatformConfig, catalog: Catalog, *, today: dt.date) -> 
     problems: list[Problem] = []
     if isinstance(config, StackConfig):
         problems += cluster_rules(config)
+        problems += limit_rules(config)
         if not config.cluster.existing:
             problems += kubernetes_version_problems(config.cluster, today, kubernetes_calendar())
     for index, pool in enumerate(config.gpu_pools):

@@ -16,7 +16,7 @@ from aks_gpu.gpu.smi.nvidia import mig_mode
 from aks_gpu.gpu.smi.text import NVIDIA_DRIVER, PCI_ADDRESS, Text, identifier, integer, memory_mib, value, version
 
 _QUERY_FIELD = re.compile(
-    r"(?P<field>[a-z][a-z0-9_]{0,63}(?:\.[A-Za-z0-9_]{1,63}){0,6})(?: \[(?P<unit>[^\]]{1,16})\])?", re.ASCII
+    r"(?P<field>[a-z][A-Za-z0-9_]{0,63}(?:\.[A-Za-z0-9_]{1,63}){0,6})(?: \[(?P<unit>[^\]]{1,16})\])?", re.ASCII
 )
 _FIELD_ALIASES = {"gpu_name": "name", "gpu_uuid": "uuid", "gpu_bus_id": "pci.bus_id"}
 # A header is taken for --query-gpu's when it names at least one of these fields.
