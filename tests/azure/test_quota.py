@@ -150,8 +150,13 @@ def test_family_names_compare_without_case_and_a_missing_family_is_not_offered()
 
 @pytest.mark.parametrize(
     "document",
-    [[], {"value": {}}, {"value": [{"name": "cores"}]}, {"value": [{"name": {"value": "cores"}, "currentValue": "1", "limit": 2}]},
-     {"value": [{"name": {"value": "cores"}, "currentValue": True, "limit": 2}]}],
+    [
+        [],
+        {"value": {}},
+        {"value": [{"name": "cores"}]},
+        {"value": [{"name": {"value": "cores"}, "currentValue": "1", "limit": 2}]},
+        {"value": [{"name": {"value": "cores"}, "currentValue": True, "limit": 2}]},
+    ],
 )
 def test_a_usages_response_of_the_wrong_shape_is_refused(document: object) -> None:
     with pytest.raises(UsageShapeError):
