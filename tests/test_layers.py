@@ -22,6 +22,7 @@ COMPONENT_MODULES = {
     "specs",
     "azure.cluster",
     "azure.node_pool",
+    "azure.arm",
     "kube.workload_namespace",
     "admission.component",
     "storage.nvme_cache",

@@ -72,7 +72,9 @@ def test_every_command_is_described_in_plain_text_with_its_own_help(argv: list[s
 
 
 def test_the_commands_are_listed_in_the_order_people_use_them(capsys: pytest.CaptureFixture[str]) -> None:
-    assert COMMANDS == ("plan", "local", "validate", "audit", "advise", "admission", "rules", "smi", "catalog", "schema")
+    assert COMMANDS == (
+        "plan", "preflight", "local", "validate", "audit", "advise", "admission", "rules", "smi", "catalog", "schema"
+    )
     text = help_of([], capsys)
     listed = re.findall(r"^    (\w+)", text, flags=re.MULTILINE)
     assert listed == list(COMMANDS)

@@ -41,7 +41,7 @@ Handler = Callable[[argparse.Namespace], int]
 # imports only, so `smi parse`, `catalog` or `admission check` never load Pulumi or the Azure SDK.
 # In the order people reach for them: build and check a platform, audit any cluster, gate and watch the workloads, then
 # the tools (`aksgpu --help` lists them so).
-COMMANDS = ("plan", "local", "validate", "audit", "advise", "admission", "rules", "smi", "catalog", "schema")
+COMMANDS = ("plan", "preflight", "local", "validate", "audit", "advise", "admission", "rules", "smi", "catalog", "schema")
 EXIT_INTERRUPTED = 130
 # What a shell reports for a program killed by SIGPIPE (128 + 13): `aksgpu ... | head` closed the pipe.
 EXIT_BROKEN_PIPE = 141

@@ -13,6 +13,7 @@ from rich.table import Table
 from rich.tree import Tree
 
 from aks_gpu.azure.prerequisites import subscription_prerequisites
+from aks_gpu.azure.quota import QUOTA_CLI_DOC, QUOTA_REQUEST_DOC, QuotaPlan, quota_plan
 from aks_gpu.cli import tables
 from aks_gpu.cli.common import (
     EXIT_OK,
@@ -99,6 +100,11 @@ def run(args: argparse.Namespace) -> int:
     out.print(resource_group_line(model), markup=False)
     for line in prerequisite_lines(model):
         out.print(line, markup=False)
+    if isinstance(model.config, StackConfig):
+        quota = quota_plan(model.config)
+        out.print(quota_table(quota))
+        for line in quota_lines(quota):
+            out.print(line, markup=False)
     print_replacements(changes)
     for decision in smoke_plan(model):
         out.print(f"smoke Job [bold]{safe(decision.pool)}[/]: {safe(decision.reason)}")
@@ -214,6 +220,43 @@ def prerequisite_lines(model: PlatformModel) -> list[str]:
     needed = subscription_prerequisites(model.config)
     lines = ["before the first pulumi up on a fresh subscription (the provider registers nothing itself):"]
     lines += [f"  {item.what} ({item.why}): {item.command}" for item in needed]
+    return lines
+
+
+def quota_table(plan: QuotaPlan) -> Table:
+    """Per quota of the region: the vCPUs the stack needs at once, every pool at maxCount and surging."""
+    table = tables.table(
+        f"compute quota needed in {plan.location} (vCPUs; every pool at maxCount plus its upgrade surge)",
+        ("quota (az vm list-usage name)", "portal label", "pools", "vCPUs needed"),
+        right=("vCPUs needed",),
+        keep=("quota (az vm list-usage name)",),
+    )
+    by_pool = {need.pool: need for need in plan.pools}
+    for line in plan.lines:
+        pools = []
+        for name in line.pools:
+            need = by_pool[name]
+            per_node = need.quota.vcpus
+            sizing = f"{need.nodes}+{need.surge} x {per_node}" if per_node is not None else f"{need.nodes}+{need.surge} x ?"
+            pools.append(f"{name} ({need.vm_size}: {sizing})")
+        needed = f"{line.vcpus}" + (" + unknown" if line.unknown else "")
+        table.add_row(safe(line.family), safe(line.local_name or "-"), "\n".join(safe(pool) for pool in pools), safe(needed))
+    return table
+
+
+def quota_lines(plan: QuotaPlan) -> list[str]:
+    """How to get the quota: what is unknown, the portal page and one command per family (docs/deploying.md)."""
+    lines = [
+        f"  {need.pool}: no quota facts for {need.vm_size} (components/aks_gpu/data/vm_quota_families.yaml); read its vCPUs"
+        f" and family with: az vm list-skus --location {plan.location} --size {need.vm_size} --query"
+        " \"[].{family:family, vCPUs:capabilities[?name=='vCPUs'].value}\""
+        for need in plan.unknown
+    ]
+    lines.append(
+        f"quota: check what the subscription has with `aksgpu preflight` or `az vm list-usage --location {plan.location}`;"
+        f" request more on the portal's Quotas page ({QUOTA_REQUEST_DOC}) or with az quota ({QUOTA_CLI_DOC}):"
+    )
+    lines += [f"  {command}" for command in plan.request_commands()]
     return lines
 
 

@@ -1,0 +1,25 @@
+"""`aksgpu plan` prints the compute quota the stack needs: per family and the regional total, with how to request it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from aks_gpu.azure.quota import QUOTA_REQUEST_DOC, load_quota_facts, quota_plan
+from aks_gpu.cli import main
+from tests.conftest import PROJECT_DIR, stack_config
+
+
+def test_plan_prints_each_family_the_total_and_how_to_request_them(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["plan", "--stack", "prod", "--out", str(tmp_path), "--project-dir", str(PROJECT_DIR), "--wide"]) == 0
+    printed = capsys.readouterr().out
+    h100 = load_quota_facts().size("Standard_ND96isr_H100_v5")
+    row = next(line for line in printed.splitlines() if "standardNDSH100v5Family" in line and "│" in line)
+    # train: 4 nodes at maxCount plus 1 surge node, 96 vCPUs each.
+    assert f"4+1 x {h100.vcpus}" in row and f"{5 * (h100.vcpus or 0)}" in row and "Standard NDSH100v5 Family vCPUs" in row
+    total = next(line.vcpus for line in quota_plan(stack_config("prod")).lines if line.kind == "total")
+    assert any("Total Regional vCPUs" in line and str(total) in line for line in printed.splitlines())
+    assert QUOTA_REQUEST_DOC in printed
+    assert "az quota update --resource-name 'standardNDSH100v5Family'" in printed
+    assert "/locations/swedencentral" in printed
