@@ -483,6 +483,12 @@ class RemediationSpec(TypedDict):
     """Also quarantine on a True AKS Node Problem Detector GPU condition (GPUMissing, XIDErrors, NVLinkStatusInactive, ...), read by NVSentinel's kubernetes-object-monitor. Default: true."""
     chart_version: NotRequired[str]
     """The NVSentinel chart version (default: the pin in components/aks_gpu/data/remediation.yaml)."""
+    datastore: NotRequired[str]
+    """Where NVSentinel stores health events: external-mongodb (e.g. Azure Cosmos DB for MongoDB; its connection string in the Secret datastoreSecret), mongodb-store (the chart's in-cluster MongoDB, TLS by cert-manager: certManagerInstalled), none (only with mode off). One of: none, external-mongodb, mongodb-store. Default: none."""
+    datastore_secret: NotRequired[str]
+    """external-mongodb: the Secret in the nvsentinel namespace whose key MONGODB_URI holds the connection string (created by the cluster's owner, never in the stack file)."""
+    cert_manager_installed: NotRequired[bool]
+    """datastore mongodb-store: cert-manager, which issues the in-cluster MongoDB's TLS certificates, is installed in the cluster. Default: false."""
 
 
 class PlatformSpec(TypedDict):

@@ -768,6 +768,25 @@ class RemediationConfig(ConfigModel):
     chart_version: str | None = Field(
         default=None, description="The NVSentinel chart version (default: the pin in components/aks_gpu/data/remediation.yaml)."
     )
+    # NVSentinel keeps its health events in a datastore and fault-quarantine and node-drainer read them from it; the
+    # chart configures none by default (components/aks_gpu/data/remediation.yaml, datastore). No default here: a
+    # stack names one, or the plan refuses mode dry-run or on (config/rules/monitoring.py).
+    datastore: Literal["none", "external-mongodb", "mongodb-store"] = Field(
+        default="none",
+        description="Where NVSentinel stores health events: external-mongodb (e.g. Azure Cosmos DB for MongoDB; its "
+        "connection string in the Secret datastoreSecret), mongodb-store (the chart's in-cluster MongoDB, TLS by "
+        "cert-manager: certManagerInstalled), none (only with mode off).",
+    )
+    datastore_secret: DnsLabel | None = Field(
+        default=None,
+        description="external-mongodb: the Secret in the nvsentinel namespace whose key MONGODB_URI holds the "
+        "connection string (created by the cluster's owner, never in the stack file).",
+    )
+    cert_manager_installed: bool = Field(
+        default=False,
+        description="datastore mongodb-store: cert-manager, which issues the in-cluster MongoDB's TLS certificates, is "
+        "installed in the cluster.",
+    )
 
 
 class PlatformConfig(ConfigModel):

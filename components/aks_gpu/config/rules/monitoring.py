@@ -84,6 +84,8 @@ def remediation_rules(config: PlatformConfig) -> list[Problem]:
                 "warning",
             )
         )
+    if not config.gpu_pools or any(pool.vendor == "nvidia" for pool in config.gpu_pools):
+        problems += _datastore_problems(config)
     # Only a drain the stack wrote: the defaults name the common types, which a stack need not have.
     types = {workload.type for workload in config.workloads}
     written = settings.drain if "drain" in settings.model_fields_set else {}
@@ -92,3 +94,39 @@ def remediation_rules(config: PlatformConfig) -> list[Problem]:
             Problem(f"{path}.drain.{kind}", f"no workload has type {kind}: this drain mode applies to nothing", "warning")
         )
     return problems
+
+
+def _datastore_problems(config: PlatformConfig) -> list[Problem]:
+    """NVSentinel without a datastore stores no health event, and its fault-quarantine and node-drainer crash-loop on
+    a connection config nothing creates (components/aks_gpu/data/remediation.yaml, datastore): refused, naming what
+    to set."""
+    settings, path = config.remediation, f"{P}:remediation"
+    if settings.datastore == "none":
+        return [
+            Problem(
+                f"{path}.datastore",
+                f"none with mode {settings.mode}: NVSentinel keeps its health events in a datastore and quarantines "
+                "from it; set datastore external-mongodb (e.g. Azure Cosmos DB for MongoDB) with datastoreSecret, the "
+                "Secret in nvsentinel whose key MONGODB_URI holds its connection string, or mongodb-store (the chart's "
+                "in-cluster MongoDB) with certManagerInstalled: true (docs/remediation.md, Datastore)",
+            )
+        ]
+    if settings.datastore == "external-mongodb" and settings.datastore_secret is None:
+        return [
+            Problem(
+                f"{path}.datastoreSecret",
+                "not set with datastore external-mongodb: name the Secret in the nvsentinel namespace whose key "
+                "MONGODB_URI holds the connection string (kubectl -n nvsentinel create secret generic <name> "
+                "--from-literal=MONGODB_URI=...)",
+            )
+        ]
+    if settings.datastore == "mongodb-store" and not settings.cert_manager_installed:
+        return [
+            Problem(
+                f"{path}.certManagerInstalled",
+                "not set with datastore mongodb-store: the chart's MongoDB takes its TLS certificates from cert-manager, "
+                "which this stack does not install: install it (helm install cert-manager jetstack/cert-manager "
+                "--namespace cert-manager --create-namespace --set crds.enabled=true), then set certManagerInstalled: true",
+            )
+        ]
+    return []
