@@ -85,6 +85,16 @@ def platform_object_name(what: str) -> str:
     return f"{PLATFORM_OBJECT_PREFIX}{what}"
 
 
+# The Azure Monitor action group a stack creates from monitoring.azureMonitor.receivers (components/aks_gpu/monitoring/
+# azure.py). Its short name is what SMS and e-mail notifications show; ARM takes at most 12 characters there.
+ACTION_GROUP_SHORT_NAME = PACKAGE_NAME
+
+
+def action_group_name(cluster_name: str) -> str:
+    """``<cluster>-gpu-alerts``: the action group beside the cluster's rule groups, in its resource group."""
+    return f"{cluster_name}-gpu-alerts"
+
+
 # ---------------------------------------------------------------- node labels the platform sets
 
 # Placement: every GPU pool's nodes carry these (components/aks_gpu/resolved/model.py).
