@@ -386,3 +386,48 @@ def test_the_plan_shows_the_engine_and_its_configuration() -> None:
     assert "NVSentinel v1.21.0" in line and "mode on" in line and "14%" in line
     assert "gpu-training DeleteAfterTimeout" in line and "gpu-inference Immediate" in line
     remediation_values(stack_model("prod"), XIDS)  # builds without the release too
+
+
+# ---------------------------------------------------------------- which pools get AKS's NPD GPU conditions
+
+
+def test_the_plan_names_the_pools_with_and_without_npd_gpu_conditions() -> None:
+    from aks_gpu.monitoring.remediation import npd_coverage
+
+    prod = npd_coverage(stack_model("prod"))
+    assert prod is not None and "on train (Standard_ND96isr_H100_v5)" in prod
+    assert "not on infer (Standard_NC24ads_A100_v4" in prod and "kernel-log monitor" in prod
+    dev = npd_coverage(stack_model("dev"))
+    assert dev is not None and "on no pool" in dev and "dev (Standard_NC4as_T4_v3" in dev
+    # No NVIDIA pool: nothing to say (the AMD pools' alerts are in the monitoring line).
+    assert npd_coverage(stack_model("amd")) is None
+
+
+def test_a_pool_without_the_aks_driver_never_gets_them_and_without_the_engine_only_alerts_watch() -> None:
+    from aks_gpu.monitoring.remediation import npd_coverage
+
+    raw = minimal_raw()
+    raw["aks-gpu:gpuPools"][0] |= {"vmSize": "Standard_ND96isr_H100_v5", "gpuDriver": "None", "maxCount": 2}
+    raw["aks-gpu:devicePlugin"] = {"mode": "gpu-operator"}
+    line = npd_coverage(validate_stack(raw, "test").model)
+    assert line is not None and "on no pool" in line and "gpu (gpuDriver None)" in line
+    assert "the DCGM alerts watch" in line and "kernel-log" not in line, "remediation is off in this stack"
+
+
+def test_the_npd_facts_agree_with_the_conditions_read_and_the_docs() -> None:
+    from aks_gpu.catalog import load_catalog
+    from aks_gpu.gpu.health import GPU_CONDITIONS
+    from aks_gpu.monitoring.remediation import npd_gpu_checks
+    from tests.conftest import PROJECT_DIR
+
+    checks = npd_gpu_checks()
+    # Unsettled between the AKS pages: every name the data file lists is read, and quarantined on.
+    assert set(checks.xid_condition_names) <= set(GPU_CONDITIONS)
+    assert all(GPU_CONDITIONS[name].severity == "critical" for name in checks.xid_condition_names)
+    catalog = load_catalog()
+    for size in checks.documented_sizes:
+        assert catalog.gpu_facts(size, None, None) is not None, size
+    text = (PROJECT_DIR / "docs" / "remediation.md").read_text(encoding="utf-8")
+    section = text.split("## Which pools get AKS's NPD GPU conditions", 1)[1].split("\n## ", 1)[0]
+    assert all(size in section for size in checks.documented_sizes)
+    assert all(f"`{name}`" in section for name in checks.xid_condition_names)

@@ -68,6 +68,41 @@ def engine_pin() -> EnginePin:
 
 
 @dataclass(frozen=True)
+class NpdGpuChecks:
+    """Where AKS documents its Node Problem Detector GPU checks (``npd_gpu_checks`` in the data file)."""
+
+    documented_sizes: frozenset[str]
+    xid_condition_names: tuple[str, ...]
+
+
+@cache
+def npd_gpu_checks() -> NpdGpuChecks:
+    raw: dict[str, Any] = load_yaml(PINS_FILE)["npd_gpu_checks"]
+    return NpdGpuChecks(frozenset(raw["documented_sizes"]), tuple(raw["xid_condition_names"]))
+
+
+def npd_coverage(model: PlatformModel) -> str | None:
+    """One line for ``aksgpu plan``: which NVIDIA pools get AKS's NPD GPU conditions and what covers the others
+    (None without NVIDIA pools)."""
+    pools = model.pools_of("nvidia")
+    if not pools:
+        return None
+    documented = npd_gpu_checks().documented_sizes
+    covered = [p for p in pools if p.gpu_driver == "Install" and p.config.vm_size in documented]
+    others = [p for p in pools if p.gpu_driver == "None" or p.config.vm_size not in documented]
+    parts = [f"{p.name} ({p.config.vm_size})" for p in covered]
+    line = "AKS NPD GPU conditions on " + (", ".join(parts) if parts else "no pool")
+    if others:
+        undocumented = "a size AKS documents no NPD GPU check on"
+        why = [
+            f"{p.name} ({'gpuDriver None' if p.gpu_driver == 'None' else f'{p.config.vm_size}, {undocumented}'})" for p in others
+        ]
+        cover = "NVSentinel's kernel-log monitor and the DCGM alerts" if remediation_runs(model.config) else "the DCGM alerts"
+        line += f"; not on {', '.join(why)}: {cover} watch those"
+    return line
+
+
+@dataclass(frozen=True)
 class RemediationRelease:
     """The Helm release: ``helm install <name> <chart> --version <version> -n <namespace> -f <values>``."""
 
