@@ -105,7 +105,7 @@ def minimal_raw(**overrides: Any) -> dict[str, Any]:
             {"name": "gpu", "vendor": "nvidia", "vmSize": "Standard_NC24ads_A100_v4", "workload": "training", "maxCount": 2}
         ],
         "aks-gpu:workloads": [{"name": "team-a", "type": "training", "gpuQuota": 2}],
-        # Someone hears the alerts: without an action group the plan warns (components/aks_gpu/config/rules/monitoring.py).
+        # Someone hears the alerts: without a receiver or an action group the plan refuses (config/rules/monitoring.py).
         "aks-gpu:monitoring": {"azureMonitor": {"actionGroupIds": [ONCALL_ACTION_GROUP]}},
     }
     raw.update(overrides)

@@ -84,6 +84,17 @@ def platform_object_name(what: str) -> str:
     group), so ``kubectl get clusterroles | grep aks-gpu-`` finds them all."""
     return f"{PLATFORM_OBJECT_PREFIX}{what}"
 
+
+# The Azure Monitor action group a stack creates from monitoring.azureMonitor.receivers (components/aks_gpu/monitoring/
+# azure.py). Its short name is what SMS and e-mail notifications show; ARM takes at most 12 characters there.
+ACTION_GROUP_SHORT_NAME = PACKAGE_NAME
+
+
+def action_group_name(cluster_name: str) -> str:
+    """``<cluster>-gpu-alerts``: the action group beside the cluster's rule groups, in its resource group."""
+    return f"{cluster_name}-gpu-alerts"
+
+
 # ---------------------------------------------------------------- node labels the platform sets
 
 # Placement: every GPU pool's nodes carry these (components/aks_gpu/resolved/model.py).
@@ -101,6 +112,9 @@ DEPLOY_TOOLKIT_LABEL = "nvidia.com/gpu.deploy.container-toolkit"
 MIG_CONFIG_LABEL = "nvidia.com/mig.config"
 # Azure Container Storage v1 runs its I/O engine only on nodes with this label (resolved/node_labels.py).
 V1_IO_ENGINE_LABEL = "acstor.azure.com/io-engine"
+# GPU Feature Discovery's label, which NVSentinel's labeler reads as "driver installed" (assumeDriverInstalled) on a
+# pool whose driver AKS installs: no driver pod shows it there (resolved/node_labels.py).
+GPU_PRESENT_LABEL = "nvidia.com/gpu.present"
 
 PLATFORM_NODE_LABELS: frozenset[str] = frozenset(
     {
@@ -112,6 +126,7 @@ PLATFORM_NODE_LABELS: frozenset[str] = frozenset(
         DEPLOY_TOOLKIT_LABEL,
         MIG_CONFIG_LABEL,
         V1_IO_ENGINE_LABEL,
+        GPU_PRESENT_LABEL,
     }
 )
 
@@ -130,9 +145,7 @@ QUARANTINE_TAINT_VALUE = "fault"
 QUARANTINE_TAINT_EFFECT = "NoSchedule"
 
 
-PLATFORM_TAINT_KEYS: frozenset[str] = frozenset(
-    {*(vendor_resource(v) for v in VENDORS), SPOT_TAINT_KEY, QUARANTINE_TAINT_KEY}
-)
+PLATFORM_TAINT_KEYS: frozenset[str] = frozenset({*(vendor_resource(v) for v in VENDORS), SPOT_TAINT_KEY, QUARANTINE_TAINT_KEY})
 
 # ---------------------------------------------------------------- what AKS itself puts on its nodes
 

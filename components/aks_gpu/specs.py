@@ -408,6 +408,17 @@ class ValidationSpec(TypedDict):
     """The per-pool smoke Jobs."""
 
 
+class AlertReceiverSpec(TypedDict):
+    """Who an alert reaches: one e-mail address or one webhook (a pager, a chat bridge)."""
+
+    name: str
+    """The receiver's name in the action group (unique)."""
+    email: NotRequired[str]
+    """An e-mail address the alerts go to."""
+    webhook: NotRequired[str]
+    """An https URL the alerts are posted to (Azure Monitor's common alert schema). A URL that carries a token is a secret: pulumi config set --secret --path."""
+
+
 class AzureMonitorSettingsSpec(TypedDict):
     """Azure Monitor managed service for Prometheus: where the metrics go and who hears the alerts."""
 
@@ -416,7 +427,9 @@ class AzureMonitorSettingsSpec(TypedDict):
     workspace_resource_id: NotRequired[str]
     """An existing workspace to use instead (its ARM id); required for an adopted cluster."""
     action_group_ids: NotRequired[list[str]]
-    """Action groups every alert notifies (ARM ids); none: alerts show in the portal only."""
+    """Existing action groups every alert notifies (ARM ids)."""
+    receivers: NotRequired[list[AlertReceiverSpec]]
+    """E-mail addresses and webhooks of an action group the stack creates (<cluster>-gpu-alerts) and every alert notifies, beside actionGroupIds. With neither, a stack with GPU pools is refused: its alerts would reach nobody."""
 
 
 class PrometheusOperatorSettingsSpec(TypedDict):
@@ -426,6 +439,8 @@ class PrometheusOperatorSettingsSpec(TypedDict):
     """Where the PodMonitors and the PrometheusRule go (the operator's namespace selectors must include it). Default: gpu-resources."""
     labels: NotRequired[dict[str, str]]
     """Labels the operator's podMonitorSelector and ruleSelector match, e.g. {release: kube-prometheus-stack}."""
+    alertmanager_receiver: NotRequired[str]
+    """The receiver of the Alertmanager route the GPU alerts reach (route.receiver, or the child route matching severity critical, in the Alertmanager configuration your team deploys). Required with GPU pools; kube-prometheus-stack's default route ends at the receiver null, which notifies nobody, and is refused."""
 
 
 class AlertThresholdsSpec(TypedDict):
@@ -485,6 +500,12 @@ class RemediationSpec(TypedDict):
     """Also quarantine on a True AKS Node Problem Detector GPU condition (GPUMissing, XIDErrors, NVLinkStatusInactive, ...), read by NVSentinel's kubernetes-object-monitor. Default: true."""
     chart_version: NotRequired[str]
     """The NVSentinel chart version (default: the pin in components/aks_gpu/data/remediation.yaml)."""
+    datastore: NotRequired[str]
+    """Where NVSentinel stores health events: external-mongodb (e.g. Azure Cosmos DB for MongoDB; its connection string in the Secret datastoreSecret), mongodb-store (the chart's in-cluster MongoDB, TLS by cert-manager: certManagerInstalled), none (only with mode off). One of: none, external-mongodb, mongodb-store. Default: none."""
+    datastore_secret: NotRequired[str]
+    """external-mongodb: the Secret in the nvsentinel namespace whose key MONGODB_URI holds the connection string (created by the cluster's owner, never in the stack file)."""
+    cert_manager_installed: NotRequired[bool]
+    """datastore mongodb-store: cert-manager, which issues the in-cluster MongoDB's TLS certificates, is installed in the cluster. Default: false."""
 
 
 class PlatformSpec(TypedDict):

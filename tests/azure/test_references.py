@@ -44,7 +44,7 @@ def test_an_adopted_group_is_looked_up_not_created(harness: MockHarness) -> None
 def test_an_adopted_cluster_creates_no_group(harness: MockHarness) -> None:
     raw = minimal_raw()
     raw["aks-gpu:cluster"] = {**raw["aks-gpu:cluster"], "existing": True}
-    raw["aks-gpu:monitoring"] = {"azureMonitor": {"workspaceResourceId": _workspace_id("rg-shared")}}
+    raw["aks-gpu:monitoring"]["azureMonitor"]["workspaceResourceId"] = _workspace_id("rg-shared")
     result = harness.run_stack("test", raw)
     assert result.by_type(GROUP) == [] and result.by_type(CLUSTER) == []
     # The pools join the looked-up cluster; the workspace in another group is looked up too.

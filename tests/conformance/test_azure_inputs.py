@@ -55,13 +55,15 @@ class UnknownResourceTypeError(LookupError):
 
 def args_class(type_token: str) -> type:
     """``azure-native:containerservice:ManagedCluster`` -> ``pulumi_azure_native.containerservice.ManagedClusterArgs``
-    (``module/v20240901`` tokens map to the versioned sub-package)."""
+    (``module/v20240901`` tokens map to the versioned sub-package). Where a nested type already has that name, the
+    resource's own class is ``<Type>InitArgs`` (monitor: ``ActionGroupArgs`` is a rule's action, the action group
+    resource takes ``ActionGroupInitArgs``)."""
     provider, module, name = type_token.split(":")
     if provider != PROVIDER_PREFIX.rstrip(":"):
         raise UnknownResourceTypeError(type_token)
     try:
         package = importlib.import_module(f"pulumi_azure_native.{module.replace('/', '.')}")
-        cls = getattr(package, f"{name}Args")
+        cls = getattr(package, f"{name}InitArgs", None) or getattr(package, f"{name}Args")
     except (ImportError, AttributeError) as exc:
         raise UnknownResourceTypeError(type_token) from exc
     if not is_input_type(cls):

@@ -100,3 +100,65 @@ def test_every_aksgpu_command_line_is_one_the_cli_accepts() -> None:
 def test_the_parser_check_catches_a_renamed_flag() -> None:
     with pytest.raises(SystemExit):
         build_parser().parse_args(["validate", "--stack-name", "prod"])
+
+
+# ---------------------------------------------------------------- the install step, in each kind of repository
+
+
+def install_script() -> str:
+    (install,) = [step for step in steps() if step.get("name") == "Install aksgpu"]
+    return str(install["run"])
+
+
+def run_install(repo: Path, *, requirements_install_aksgpu: bool) -> tuple[int, list[str], str]:
+    """Run the workflow's install step under bash in ``repo`` with a stub ``python`` that records each call (and, like
+    pip from a requirements.txt that names aks-gpu, puts an ``aksgpu`` on PATH when told to)."""
+    bin_dir = repo / ".stub-bin"
+    bin_dir.mkdir()
+    calls = repo / ".calls"
+    stub = f"""#!/bin/sh
+echo "$*" >> '{calls}'
+if [ "$4" = "-r" ] && [ "{int(requirements_install_aksgpu)}" = 1 ]; then
+  printf '#!/bin/sh\\nexit 0\\n' > '{bin_dir}/aksgpu'; chmod +x '{bin_dir}/aksgpu'
+fi
+"""
+    (bin_dir / "python").write_text(stub, encoding="utf-8")
+    (bin_dir / "python").chmod(0o755)
+    bash = shutil.which("bash")
+    assert bash is not None
+    done = subprocess.run(
+        [bash, "-e", "-c", install_script()],
+        cwd=repo,
+        env={"PATH": f"{bin_dir}:/usr/bin:/bin"},
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    recorded = calls.read_text(encoding="utf-8").splitlines() if calls.exists() else []
+    return done.returncode, recorded, done.stdout + done.stderr
+
+
+def test_a_stack_only_repository_installs_aksgpu_from_its_requirements(tmp_path: Path) -> None:
+    # examples/team-stack copied to a repository of its own: stack files and requirements.txt, no package to build.
+    for name in ("Pulumi.yaml", "Pulumi.dev.yaml", "__main__.py"):
+        (tmp_path / name).write_text((PROJECT_DIR / "examples" / "team-stack" / name).read_text(encoding="utf-8"))
+    (tmp_path / "requirements.txt").write_text("aks-gpu @ git+https://github.com/example/aks-gpu@v0.1.0\n")
+    code, calls, output = run_install(tmp_path, requirements_install_aksgpu=True)
+    assert code == 0, output
+    assert calls == ["-m pip install -r requirements.txt"], "no `pip install .` where there is nothing to build"
+
+
+def test_a_stack_only_repository_without_aksgpu_in_its_requirements_says_what_to_add(tmp_path: Path) -> None:
+    (tmp_path / "requirements.txt").write_text("pulumi>=3.272,<4\n")
+    code, calls, output = run_install(tmp_path, requirements_install_aksgpu=False)
+    assert code == 1 and "aks-gpu @ git+https://github.com/" in output, output
+    assert calls == ["-m pip install -r requirements.txt"]
+
+
+def test_a_checkout_of_aks_gpu_installs_the_package_from_the_checkout(tmp_path: Path) -> None:
+    (tmp_path / "requirements.txt").write_text((PROJECT_DIR / "requirements.txt").read_text(encoding="utf-8"))
+    (tmp_path / "pyproject.toml").write_text((PROJECT_DIR / "pyproject.toml").read_text(encoding="utf-8"))
+    code, calls, output = run_install(tmp_path, requirements_install_aksgpu=False)
+    assert code == 0, output
+    assert calls == ["-m pip install -r requirements.txt", "-m pip install --no-deps ."]

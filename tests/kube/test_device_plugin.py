@@ -14,11 +14,12 @@ import pulumi_kubernetes as k8s
 import pytest
 import yaml
 
+from aks_gpu.config.models import DevicePluginConfig
 from aks_gpu.config.problems import ConfigError
 from aks_gpu.kube.device_plugin import plugin_manifests, target_output
-from aks_gpu.kube.gpu_operator import operator_releases
+from aks_gpu.kube.gpu_operator import NVIDIA_RELEASE, operator_releases
 from aks_gpu.kube.nvidia_plugin import plugin_config as nvidia_plugin_config
-from aks_gpu.kube.plugin_pins import PINS_FILE, resolve_pins
+from aks_gpu.kube.plugin_pins import PINS_FILE, plugin_health_checks, resolve_pins
 from aks_gpu.manifests import labelled
 from aks_gpu.mock_engine import PlanResult
 from aks_gpu.monitoring.exporters import dcgm_operator_values
@@ -599,6 +600,92 @@ def test_stack_overrides_the_operator_chart_version() -> None:
     assert release.chart.version == "v26.3.3"
 
 
+# ---------------------------------------------------------------- the plugin's own health checks stay on
+
+
+def nvidia_plugin_envs(model: PlatformModel) -> list[list[dict[str, Any]]]:
+    """Every env list the NVIDIA device plugin (and its config-manager) gets: our DaemonSet's containers, or the GPU
+    Operator release's devicePlugin.env."""
+    envs = []
+    for manifest in daemonsets(model):
+        if manifest["metadata"]["name"] == NVIDIA_DS:
+            spec = pod_spec(manifest)
+            envs += [c.get("env", []) for c in spec["containers"] + spec.get("initContainers", [])]
+    for release in operator_releases(model, resolve_pins(model.config.device_plugin), dcgm_operator_values(model)):
+        if release.name == NVIDIA_RELEASE:
+            envs.append(release.values["devicePlugin"].get("env", []))
+    return envs
+
+
+def health_checks_turned_off(model: PlatformModel) -> list[str]:
+    switch = plugin_health_checks().disable_env
+    return [f"{e['name']}={e.get('value')!r}" for env in nvidia_plugin_envs(model) for e in env if e["name"] == switch]
+
+
+def nvidia_variants() -> list[tuple[str, PlatformModel]]:
+    """Every shipped stack with NVIDIA pools, in both plugin modes, with the AKS driver and with the operator's."""
+    variants = []
+    for stack in STACK_NAMES:
+        raw = raw_stack(stack)
+        if not any(pool.get("vendor", "nvidia") == "nvidia" for pool in raw["aks-gpu:gpuPools"]):
+            continue
+        variants.append((stack, model_of(raw)))
+        variants.append((f"{stack} gpu-operator", with_plugin(stack, mode="gpu-operator")))
+        operator_driver = raw_stack(stack)
+        operator_driver["aks-gpu:devicePlugin"] = {**(operator_driver.get("aks-gpu:devicePlugin") or {}), "mode": "gpu-operator"}
+        for pool in operator_driver["aks-gpu:gpuPools"]:
+            pool["gpuDriver"] = "None"
+        variants.append((f"{stack} gpu-operator driver None", model_of(operator_driver)))
+    return variants
+
+
+def test_no_stack_and_no_mode_turns_the_plugins_health_checks_off() -> None:
+    # The plugin marks a GPU with a critical Xid unhealthy and the kubelet takes it out of allocatable
+    # (components/aks_gpu/data/device_plugins.yaml, health_checks); DP_DISABLE_HEALTHCHECKS would turn that off.
+    variants = nvidia_variants()
+    assert {name.split()[0] for name, _ in variants} >= {"prod", "dev"}
+    for name, model in variants:
+        assert nvidia_plugin_envs(model), f"{name}: no NVIDIA plugin env found to check"
+        assert health_checks_turned_off(model) == [], name
+
+
+def test_the_health_check_guard_sees_the_switch_where_it_would_be_set(monkeypatch: pytest.MonkeyPatch) -> None:
+    from aks_gpu.kube import gpu_operator
+
+    model = stack_model("prod")
+    switched = [{"name": plugin_health_checks().disable_env, "value": "xids"}]
+    monkeypatch.setattr(gpu_operator, "DEVICE_LIST_HARDENING", switched)
+    operator = raw_stack("prod")
+    operator["aks-gpu:devicePlugin"] = {"mode": "gpu-operator"}
+    for pool in operator["aks-gpu:gpuPools"]:
+        pool["gpuDriver"] = "None"
+    assert health_checks_turned_off(model_of(operator)) == ["DP_DISABLE_HEALTHCHECKS='xids'"]
+    manifest = daemonset(model, NVIDIA_DS)
+    container(manifest, PLUGIN_CONTAINER)["env"].append(switched[0])
+    monkeypatch.setattr(sys.modules[__name__], "daemonsets", lambda _model: [manifest])
+    assert health_checks_turned_off(model) == ["DP_DISABLE_HEALTHCHECKS='xids'"]
+
+
+def test_no_config_key_reaches_the_plugins_environment() -> None:
+    # The stack can change the plugin's image and mode, never its env: no devicePlugin key takes an env list.
+    fields = set(DevicePluginConfig.model_fields)
+    assert not {f for f in fields if "env" in f.lower() or "health" in f.lower()}, fields
+
+
+def test_the_runbook_names_the_xids_the_plugin_ignores() -> None:
+    text = (PROJECT_DIR / "docs" / "remediation.md").read_text(encoding="utf-8")
+    section = text.split("## What the device plugin already does", 1)[1].split("\n## ", 1)[0]
+    checks = plugin_health_checks()
+    assert checks.disable_env in section
+    for xid in checks.ignored_xids:
+        assert f"{xid}" in section, xid
+    # Critical in our own table but ignored by the plugin: only the quarantine takes such a GPU out of service.
+    from aks_gpu.gpu.xid import critical_xid_codes
+
+    for xid in sorted(set(checks.ignored_xids) & set(critical_xid_codes())):
+        assert f"Xid {xid}" in section, xid
+
+
 # ---------------------------------------------------------------- AMD
 
 
@@ -759,9 +846,12 @@ def test_operator_mode_labels_point_each_pool_at_its_config_and_keep_aks_drivers
     # AKS installs train's driver: the operator's driver and toolkit stay off it, and on for infer.
     assert train["nvidia.com/gpu.deploy.driver"] == train["nvidia.com/gpu.deploy.container-toolkit"] == "false"
     assert "nvidia.com/gpu.deploy.driver" not in infer and release.values["driver"]["enabled"] is True
-    # Daemonset mode: the config label only; the operator's deploy labels mean nothing there.
+    # Daemonset mode: the config label, and nvidia.com/gpu.present while NVSentinel runs (prod runs it: its kernel-log
+    # monitor schedules on that label, components/aks_gpu/resolved/node_labels.py); the operator's deploy labels mean
+    # nothing there.
     assert all(
-        plugin_node_labels(pool, stack_config("prod")) == {CONFIG_LABEL: pool.name} for pool in stack_config("prod").gpu_pools
+        plugin_node_labels(pool, stack_config("prod")) == {CONFIG_LABEL: pool.name, "nvidia.com/gpu.present": "true"}
+        for pool in stack_config("prod").gpu_pools
     )
 
 

@@ -24,6 +24,7 @@ MONITOR_TYPES = (
     "azure-native:monitor:DataCollectionRule",
     "azure-native:monitor:DataCollectionRuleAssociation",
     "azure-native:alertsmanagement:PrometheusRuleGroup",
+    "azure-native:monitor:ActionGroup",
 )
 
 
@@ -61,7 +62,8 @@ def test_managed_prometheus_for_prod() -> None:
     for group in groups:
         assert group["inputs"]["scopes"] == [f"{workspace['name']}-id", cluster_id]
         assert group["inputs"]["clusterName"] == "aks-gpu-prod"
-        assert all("actions" not in r for r in group["inputs"]["rules"]), "no action groups configured"
+        # Every rule notifies the action group prod creates from its receiver.
+        assert all(len(r["actions"]) == 1 for r in group["inputs"]["rules"])
     # The scrape configuration waits for the association (the add-on starts collecting once it exists).
     (monitor,) = of_type(resources, "kubernetes:azmonitoring.coreos.com/v1:PodMonitor")
     assert association["urn"] in monitor["options"]["dependsOn"]
@@ -133,12 +135,43 @@ def test_monitoring_off_creates_none_of_it(harness: MockHarness) -> None:
     assert [r for r in resources if r["parent"] == component["urn"]] == []
 
 
+def test_prod_creates_an_action_group_from_its_receiver_and_every_alert_routes_to_it() -> None:
+    resources = planned("prod").resources
+    (group,) = of_type(resources, "azure-native:monitor:ActionGroup")
+    inputs = group["inputs"]
+    assert inputs["actionGroupName"] == "aks-gpu-prod-gpu-alerts" and inputs["location"] == "Global"
+    assert inputs["enabled"] is True and len(inputs["groupShortName"]) <= 12
+    assert [r["emailAddress"] for r in inputs["emailReceivers"]] == ["gpu-oncall@example.com"]
+    for rule_group in of_type(resources, "azure-native:alertsmanagement:PrometheusRuleGroup"):
+        assert all(r["actions"] == [{"actionGroupId": f"{group['name']}-id"}] for r in rule_group["inputs"]["rules"])
+
+
+def test_receivers_and_existing_action_groups_are_both_notified(harness: MockHarness) -> None:
+    raw = copy.deepcopy(raw_stack("prod"))
+    raw["aks-gpu:monitoring"]["azureMonitor"] = {
+        "actionGroupIds": [ACTION_GROUP],
+        "receivers": [{"name": "pager", "webhook": "https://pager.example.com/hook"}],
+    }
+    resources = records(harness.run_stack("prod", config=raw))
+    (group,) = of_type(resources, "azure-native:monitor:ActionGroup")
+    assert group["inputs"]["webhookReceivers"] == [
+        {"name": "pager", "serviceUri": "https://pager.example.com/hook", "useCommonAlertSchema": True}
+    ]
+    assert group["inputs"]["emailReceivers"] == []
+    expected = [{"actionGroupId": ACTION_GROUP}, {"actionGroupId": f"{group['name']}-id"}]
+    for rule_group in of_type(resources, "azure-native:alertsmanagement:PrometheusRuleGroup"):
+        assert all(r["actions"] == expected for r in rule_group["inputs"]["rules"])
+    # Existing action groups only: nothing created.
+    raw["aks-gpu:monitoring"]["azureMonitor"] = {"actionGroupIds": [ACTION_GROUP]}
+    assert of_type(records(harness.run_stack("prod", config=raw)), "azure-native:monitor:ActionGroup") == []
+
+
 def test_an_adopted_cluster_gets_rule_groups_on_its_owners_workspace(harness: MockHarness) -> None:
     raw = copy.deepcopy(raw_stack("prod"))
     raw["aks-gpu:cluster"]["existing"] = True
     raw["aks-gpu:monitoring"] = {"azureMonitor": {"workspaceResourceId": WORKSPACE, "actionGroupIds": [ACTION_GROUP]}}
     resources = records(harness.run_stack("prod", config=raw))
-    for type_ in MONITOR_TYPES[:4]:
+    for type_ in (*MONITOR_TYPES[:4], "azure-native:monitor:ActionGroup"):
         assert of_type(resources, type_) == [], f"{type_}: the owner's managed Prometheus is left alone"
     groups = of_type(resources, "azure-native:alertsmanagement:PrometheusRuleGroup")
     assert len(groups) == 2

@@ -23,7 +23,7 @@ from aks_gpu.monitoring.exporters import (
 from aks_gpu.naming import QUARANTINE_TAINT_KEY
 from aks_gpu.resolved.model import PlatformModel
 from aks_gpu.resolved.stack import validate_stack
-from tests.conftest import minimal_raw, stack_model
+from tests.conftest import ONCALL_ACTION_GROUP, minimal_raw, stack_model
 
 # The Prometheus types the exporter accepts in the counters file's second column (promMetricType in
 # internal/pkg/counters/variables.go of NVIDIA/dcgm-exporter), plus "label" for fields published as labels.
@@ -196,7 +196,9 @@ def test_the_amd_exporter_reads_our_field_list_and_keeps_host_paths_read_only() 
 
 
 def test_image_overrides() -> None:
-    model = model_of(**{"aks-gpu:monitoring": {"dcgmExporterImage": "registry.example/dcgm-exporter:custom"}})
+    heard = {"actionGroupIds": [ONCALL_ACTION_GROUP]}
+    monitoring = {"dcgmExporterImage": "registry.example/dcgm-exporter:custom", "azureMonitor": heard}
+    model = model_of(**{"aks-gpu:monitoring": monitoring})
     (daemonset,) = by_kind(exporter_manifests(model), "DaemonSet")
     assert pod_spec(daemonset)["containers"][0]["image"] == "registry.example/dcgm-exporter:custom"
 

@@ -1,26 +1,26 @@
 """Quarantine of faulty GPU nodes (aks-gpu:remediation, NVSentinel): the modes, the circuit breaker, the drain per
-workload type, the tolerations of the quarantine taint, the admission exemption, and the values against the chart's
-own keys (tests/fixtures/remediation/SOURCES.md). The CEL the engine evaluates is run here through cel-python on
-node objects and health events shaped as NVSentinel documents them."""
+workload type, the tolerations of the quarantine taint, the admission exemption, and the values held to facts read
+from the chart's own templates and code (components/aks_gpu/data/remediation.yaml, chart_facts). The CEL the engine
+evaluates is run here through cel-python on node objects and health events shaped as NVSentinel documents them."""
 
 from __future__ import annotations
 
-import copy
-import json
+import math
 import re
 from typing import Any
 
 import celpy
-import jsonschema
 import pytest
 from celpy.adapter import json_to_cel
 
 from aks_gpu.config.problems import ConfigError
+from aks_gpu.data_files import load_yaml
 from aks_gpu.gpu.xid import critical_xid_codes
 from aks_gpu.kube.device_plugin import plugin_manifests
 from aks_gpu.kube.gpu_operator import nvidia_operator_values
 from aks_gpu.monitoring.exporters import exporter_manifests
 from aks_gpu.monitoring.remediation import (
+    PINS_FILE,
     circuit_breaker_percentage,
     npd_condition_types,
     remediation_release,
@@ -31,16 +31,17 @@ from aks_gpu.naming import QUARANTINE_TAINT_EFFECT, QUARANTINE_TAINT_KEY, REMEDI
 from aks_gpu.resolved.exemptions import exempt_namespaces
 from aks_gpu.resolved.model import PlatformModel
 from aks_gpu.resolved.stack import validate_stack
-from tests.conftest import FIXTURES_DIR, minimal_raw, stack_model
+from tests.conftest import minimal_raw, stack_model
 
-SCHEMA = json.loads((FIXTURES_DIR / "remediation" / "nvsentinel-values.schema.json").read_text(encoding="utf-8"))
+FACTS: dict[str, Any] = load_yaml(PINS_FILE)["chart_facts"]
 XIDS = critical_xid_codes()
 
 
 def model_of(remediation: dict[str, Any] | None = None, **overrides: Any) -> PlatformModel:
     raw = minimal_raw(**overrides)
     if remediation is not None:
-        raw["aks-gpu:remediation"] = remediation
+        datastore = {"datastore": "external-mongodb", "datastoreSecret": "nvsentinel-datastore"}
+        raw["aks-gpu:remediation"] = {**datastore, **remediation} if remediation.get("mode", "off") != "off" else remediation
     return validate_stack(raw, "test").model
 
 
@@ -105,7 +106,7 @@ def test_the_shipped_stacks_choose_on_in_prod_dry_run_in_dev_and_off_for_amd() -
 
 
 @pytest.mark.parametrize(
-    ("max_unhealthy", "max_count", "percentage"),
+    ("max_unhealthy", "max_count", "percentage"),  # minCount 0: the breaker is off, the share still computed
     [("25%", 2, 25), ("1", 2, 50), ("1", 7, 14), ("3", 7, 42), ("1", 200, 1), ("9", 2, 100), ("100%", 2, 100)],
 )
 def test_max_unhealthy_becomes_the_breakers_share_of_nvidia_nodes(max_unhealthy: str, max_count: int, percentage: int) -> None:
@@ -114,7 +115,7 @@ def test_max_unhealthy_becomes_the_breakers_share_of_nvidia_nodes(max_unhealthy:
     model = model_of({"mode": "on", "maxUnhealthy": max_unhealthy}, **{"aks-gpu:gpuPools": pools})
     assert circuit_breaker_percentage(model) == percentage
     breaker = values_of(model)["fault-quarantine"]["circuitBreaker"]
-    assert breaker == {"enabled": True, "percentage": percentage, "duration": "5m"}
+    assert breaker == {"enabled": False, "percentage": percentage, "duration": "5m"}
 
 
 def test_a_count_never_lets_more_nodes_go_than_it_says() -> None:
@@ -225,23 +226,106 @@ def test_no_workload_may_take_the_engines_namespace() -> None:
         model_of({"mode": "on"}, **{"aks-gpu:workloads": [{"name": REMEDIATION_NAMESPACE, "type": "training", "gpuQuota": 2}]})
 
 
-# ---------------------------------------------------------------- the values against the chart
+# ---------------------------------------------------------------- the values against the chart's own templates and code
+# Each fact is read from NVSentinel's templates and Go code, with its file and line, in components/aks_gpu/data/
+# remediation.yaml (chart_facts).
+
+
+def test_the_release_renders_no_podmonitor_aks_managed_prometheus_cannot_take() -> None:
+    fact = FACTS["pod_monitor"]
+    assert fact["chart_default"] is True and fact["api_version"].startswith("monitoring.coreos.com/")
+    for stack in ("prod", "dev"):
+        assert values_of(stack_model(stack))["podMonitor"] == {"enabled": False}, stack
 
 
 @pytest.mark.parametrize("stack", ["prod", "dev"])
-def test_the_shipped_values_match_the_charts_keys(stack: str) -> None:
-    jsonschema.validate(values_of(stack_model(stack)), SCHEMA)
+def test_the_shipped_stacks_give_nvsentinel_a_datastore_its_modules_connect_to(stack: str) -> None:
+    values = values_of(stack_model(stack))
+    datastore = values["global"]["datastore"]
+    assert datastore["provider"] in FACTS["datastore"]["providers"]
+    # External MongoDB: the chart refuses to render without the Secret's name, and the modules take MONGODB_URI from it.
+    assert values["global"]["mongodbStore"] == {"enabled": False}
+    assert datastore["credentialsFromSecret"]["name"] == stack_model(stack).config.remediation.datastore_secret
+    assert datastore["tls"]["enabled"] is True
+    for module in ("fault-quarantine", "node-drainer"):
+        assert values[module]["clientCertMountPath"] == "", module
+    assert values["platformConnector"]["mongodbStore"]["clientCertMountPath"] == ""
 
 
-def test_the_chart_check_refuses_a_key_the_chart_does_not_know() -> None:
-    values = copy.deepcopy(values_of(stack_model("prod")))
-    values["fault-quarantine"]["circuitBreaker"]["maxNodes"] = 1
-    with pytest.raises(jsonschema.ValidationError, match="maxNodes"):
-        jsonschema.validate(values, SCHEMA)
-    values = copy.deepcopy(values_of(stack_model("prod")))
-    values["node-drainer"]["userNamespaces"][0]["mode"] = "Evict"
-    with pytest.raises(jsonschema.ValidationError, match="Evict"):
-        jsonschema.validate(values, SCHEMA)
+def test_the_in_cluster_store_needs_cert_manager_and_turns_the_chart_store_on() -> None:
+    with pytest.raises(ConfigError, match="certManagerInstalled"):
+        model_of({"mode": "on", "datastore": "mongodb-store"})
+    values = values_of(model_of({"mode": "on", "datastore": "mongodb-store", "certManagerInstalled": True}))
+    assert values["global"]["mongodbStore"] == {"enabled": True}
+    assert "datastore" not in values["global"]
+
+
+@pytest.mark.parametrize("mode", ["dry-run", "on"])
+def test_a_stack_without_a_datastore_is_refused_naming_the_key(mode: str) -> None:
+    raw = minimal_raw()
+    raw["aks-gpu:remediation"] = {"mode": mode}
+    with pytest.raises(ConfigError, match=r"aks-gpu:remediation\.datastore"):
+        validate_stack(raw, "test")
+    raw["aks-gpu:remediation"] = {"mode": mode, "datastore": "external-mongodb"}
+    with pytest.raises(ConfigError, match=r"aks-gpu:remediation\.datastoreSecret"):
+        validate_stack(raw, "test")
+
+
+def test_the_kernel_log_monitor_has_pods_on_every_aks_driver_pool() -> None:
+    # The monitor's DaemonSet selects driver.installed=true, kata.enabled=false, which the labeler sets with
+    # assumeDriverInstalled on nodes labelled nvidia.com/gpu.present=true: every NVIDIA pool of both stacks has that
+    # label and our accelerator label (the monitor's own nodeSelector).
+    fact = FACTS["labeler"]
+    for stack in ("prod", "dev"):
+        model = stack_model(stack)
+        values = values_of(model)
+        assert values["global"]["labeler"] == {"enabled": True}
+        assert values["labeler"]["assumeDriverInstalled"] is True
+        selector = values["syslog-health-monitor"]["nodeSelector"]
+        for pool in model.pools_of("nvidia"):
+            assert pool.node_labels.get(fact["gpu_present_label"]) == "true", pool.name
+            assert all(pool.node_labels.get(key) == value for key, value in selector.items()), pool.name
+
+
+def test_no_gpu_present_label_without_the_engine_or_on_operator_driver_pools() -> None:
+    assert "nvidia.com/gpu.present" not in model_of({"mode": "off"}).pools[0].node_labels
+    operator = model_of({"mode": "on"}, **{"aks-gpu:devicePlugin": {"mode": "gpu-operator"}})
+    assert all("nvidia.com/gpu.present" not in pool.node_labels for pool in operator.pools_of("nvidia"))
+
+
+def test_every_pod_of_the_release_can_be_created_and_scheduled_on_aks() -> None:
+    # No RuntimeClass AKS lacks (the metadata collector's default), and the datastore setup Job tolerates the system pool.
+    values = values_of(stack_model("prod"))
+    assert values["metadata-collector"]["runtimeClassName"] == ""
+    assert {"key": "CriticalAddonsOnly", "operator": "Exists", "effect": "NoSchedule"} in values["global"][
+        "systemNodeTolerations"
+    ]
+
+
+def _halts_on_first_cordon(nodes: int, percentage: int) -> bool:
+    # NVSentinel's rule, as its code states it (chart_facts.circuit_breaker): tripped once recent >= ceil(nodes * p / 100).
+    assert FACTS["circuit_breaker"]["threshold"] == "ceil(nodes * percentage / 100)"
+    return math.ceil(nodes * percentage / 100) <= 1
+
+
+@pytest.mark.parametrize("stack", ["prod", "dev"])
+def test_no_shipped_breaker_halts_the_engine_on_its_first_cordon(stack: str) -> None:
+    model = stack_model(stack)
+    breaker = values_of(model)["fault-quarantine"]["circuitBreaker"]
+    fewest = max(1, sum(pool.config.min_count for pool in model.pools_of("nvidia")))
+    largest = sum(pool.config.max_count for pool in model.pools_of("nvidia"))
+    if breaker["enabled"]:
+        assert not any(_halts_on_first_cordon(n, breaker["percentage"]) for n in range(fewest, largest + 1))
+    else:
+        assert _halts_on_first_cordon(fewest, breaker["percentage"])
+        assert "circuit breaker off" in remediation_summary(model)
+
+
+def test_a_breaker_that_would_not_halt_on_the_first_cordon_stays_on() -> None:
+    pools = [{"name": "gpu", "vendor": "nvidia", "vmSize": "Standard_NC24ads_A100_v4", "workload": "training"}]
+    model = model_of({"mode": "on", "maxUnhealthy": "25%"}, **{"aks-gpu:gpuPools": [{**pools[0], "minCount": 8, "maxCount": 10}]})
+    breaker = values_of(model)["fault-quarantine"]["circuitBreaker"]
+    assert breaker["enabled"] is True and not _halts_on_first_cordon(8, breaker["percentage"])
 
 
 # ---------------------------------------------------------------- the CEL the engine runs
@@ -302,3 +386,48 @@ def test_the_plan_shows_the_engine_and_its_configuration() -> None:
     assert "NVSentinel v1.21.0" in line and "mode on" in line and "14%" in line
     assert "gpu-training DeleteAfterTimeout" in line and "gpu-inference Immediate" in line
     remediation_values(stack_model("prod"), XIDS)  # builds without the release too
+
+
+# ---------------------------------------------------------------- which pools get AKS's NPD GPU conditions
+
+
+def test_the_plan_names_the_pools_with_and_without_npd_gpu_conditions() -> None:
+    from aks_gpu.monitoring.remediation import npd_coverage
+
+    prod = npd_coverage(stack_model("prod"))
+    assert prod is not None and "on train (Standard_ND96isr_H100_v5)" in prod
+    assert "not on infer (Standard_NC24ads_A100_v4" in prod and "kernel-log monitor" in prod
+    dev = npd_coverage(stack_model("dev"))
+    assert dev is not None and "on no pool" in dev and "dev (Standard_NC4as_T4_v3" in dev
+    # No NVIDIA pool: nothing to say (the AMD pools' alerts are in the monitoring line).
+    assert npd_coverage(stack_model("amd")) is None
+
+
+def test_a_pool_without_the_aks_driver_never_gets_them_and_without_the_engine_only_alerts_watch() -> None:
+    from aks_gpu.monitoring.remediation import npd_coverage
+
+    raw = minimal_raw()
+    raw["aks-gpu:gpuPools"][0] |= {"vmSize": "Standard_ND96isr_H100_v5", "gpuDriver": "None", "maxCount": 2}
+    raw["aks-gpu:devicePlugin"] = {"mode": "gpu-operator"}
+    line = npd_coverage(validate_stack(raw, "test").model)
+    assert line is not None and "on no pool" in line and "gpu (gpuDriver None)" in line
+    assert "the DCGM alerts watch" in line and "kernel-log" not in line, "remediation is off in this stack"
+
+
+def test_the_npd_facts_agree_with_the_conditions_read_and_the_docs() -> None:
+    from aks_gpu.catalog import load_catalog
+    from aks_gpu.gpu.health import GPU_CONDITIONS
+    from aks_gpu.monitoring.remediation import npd_gpu_checks
+    from tests.conftest import PROJECT_DIR
+
+    checks = npd_gpu_checks()
+    # Unsettled between the AKS pages: every name the data file lists is read, and quarantined on.
+    assert set(checks.xid_condition_names) <= set(GPU_CONDITIONS)
+    assert all(GPU_CONDITIONS[name].severity == "critical" for name in checks.xid_condition_names)
+    catalog = load_catalog()
+    for size in checks.documented_sizes:
+        assert catalog.gpu_facts(size, None, None) is not None, size
+    text = (PROJECT_DIR / "docs" / "remediation.md").read_text(encoding="utf-8")
+    section = text.split("## Which pools get AKS's NPD GPU conditions", 1)[1].split("\n## ", 1)[0]
+    assert all(size in section for size in checks.documented_sizes)
+    assert all(f"`{name}`" in section for name in checks.xid_condition_names)

@@ -23,7 +23,7 @@ from aks_gpu.monitoring.rules import (
     rule_groups,
     sanitized_resource,
 )
-from tests.conftest import STACK_NAMES, minimal_raw, stack_config, stack_model
+from tests.conftest import ONCALL_ACTION_GROUP, STACK_NAMES, minimal_raw, stack_config, stack_model
 from tests.monitoring.runbooks import RUNBOOKS, runbooks_markdown
 
 FIXED_CODES = (48, 79)
@@ -185,7 +185,12 @@ def test_empty_node_rule_follows_min_count_and_autoscaling() -> None:
 
 def test_thresholds_come_from_the_stack() -> None:
     raw = minimal_raw(
-        **{"aks-gpu:monitoring": {"alerts": {"idleUtilizationPercent": 10, "idleMinutes": 90, "emptyNodeMinutes": 45}}}
+        **{
+            "aks-gpu:monitoring": {
+                "alerts": {"idleUtilizationPercent": 10, "idleMinutes": 90, "emptyNodeMinutes": 45},
+                "azureMonitor": {"actionGroupIds": [ONCALL_ACTION_GROUP]},
+            }
+        }
     )
     from aks_gpu.resolved.stack import validate_stack
 
@@ -239,7 +244,9 @@ def test_rule_file_and_prometheus_rule_carry_the_same_groups() -> None:
 
 def test_monitoring_defaults_are_on_and_managed_prometheus() -> None:
     config = stack_config("prod")
-    assert config.monitoring == MonitoringConfig()
+    # Everything at its default but who hears the alerts (stacks/Pulumi.prod.yaml: a receiver).
+    assert config.monitoring.model_copy(update={"azure_monitor": MonitoringConfig().azure_monitor}) == MonitoringConfig()
+    assert config.monitoring.azure_monitor.receivers
     assert config.monitoring.enabled and config.monitoring.engine == "azure-monitor"
 
 

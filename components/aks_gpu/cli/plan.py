@@ -40,7 +40,7 @@ from aks_gpu.mock_engine import (
     run_program,
     write_plan,
 )
-from aks_gpu.monitoring.remediation import remediation_summary
+from aks_gpu.monitoring.remediation import npd_coverage, remediation_summary
 from aks_gpu.monitoring.summary import monitoring_lines
 from aks_gpu.resolved.model import PlatformModel
 from aks_gpu.validation.smoke import smoke_plan
@@ -111,6 +111,8 @@ def run(args: argparse.Namespace) -> int:
     for line in monitoring_lines(model):
         out.print(line, markup=False)
     out.print(remediation_summary(model), markup=False)
+    if (coverage := npd_coverage(model)) is not None:
+        out.print(coverage, markup=False)
     out.print(f"[bold]{len(result.resources)}[/] resources, [bold]{len(result.manifests())}[/] Kubernetes manifests")
     for path in written[:1]:
         out.print(f"wrote {safe(_relative(path))}")

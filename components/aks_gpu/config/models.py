@@ -16,7 +16,7 @@ from __future__ import annotations
 import re
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationInfo, field_validator
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationInfo, field_validator, model_validator
 from pydantic.alias_generators import to_camel
 
 from aks_gpu.aks_facts import kubernetes_calendar
@@ -650,6 +650,34 @@ MONITOR_WORKSPACE_ID_PATTERN = r"(?i)^/subscriptions/[^/]+/resourceGroups/[^/]+/
 MONITOR_WORKSPACE_NAME_PATTERN = r"^[a-zA-Z0-9][a-zA-Z0-9-]*[^-]$"
 
 
+# An action group's receivers (Microsoft.Insights/actionGroups@2024-10-01-preview, the API version
+# pulumi_azure_native.monitor.ActionGroup 3.x uses): EmailReceiver {name, emailAddress} and WebhookReceiver
+# {name, serviceUri}, "Names must be unique across all receivers within an action group"; the group's groupShortName
+# is at most 12 characters (generated/monitor_5/microsoft.insights/2024-10-01-preview/types.md in Azure/bicep-types-az).
+RECEIVER_NAME_PATTERN = r"^[A-Za-z0-9][-A-Za-z0-9_. ]{0,62}$"
+EMAIL_PATTERN = r"^[^@\s]+@[^@\s]+\.[^@\s]+$"
+WEBHOOK_PATTERN = r"^https://[^\s]+$"
+
+
+class AlertReceiver(ConfigModel):
+    """Who an alert reaches: one e-mail address or one webhook (a pager, a chat bridge)."""
+
+    name: str = Field(pattern=RECEIVER_NAME_PATTERN, description="The receiver's name in the action group (unique).")
+    email: str | None = Field(default=None, pattern=EMAIL_PATTERN, description="An e-mail address the alerts go to.")
+    webhook: str | None = Field(
+        default=None,
+        pattern=WEBHOOK_PATTERN,
+        description="An https URL the alerts are posted to (Azure Monitor's common alert schema). A URL that carries "
+        "a token is a secret: pulumi config set --secret --path.",
+    )
+
+    @model_validator(mode="after")
+    def _one_kind(self) -> AlertReceiver:
+        if (self.email is None) == (self.webhook is None):
+            raise ValueError("a receiver has exactly one of email or webhook")
+        return self
+
+
 class AzureMonitorSettings(ConfigModel):
     """Azure Monitor managed service for Prometheus: where the metrics go and who hears the alerts."""
 
@@ -664,8 +692,22 @@ class AzureMonitorSettings(ConfigModel):
         description="An existing workspace to use instead (its ARM id); required for an adopted cluster.",
     )
     action_group_ids: tuple[Annotated[str, Field(pattern=ACTION_GROUP_ID_PATTERN)], ...] = Field(
-        default=(), description="Action groups every alert notifies (ARM ids); none: alerts show in the portal only."
+        default=(), description="Existing action groups every alert notifies (ARM ids)."
     )
+    receivers: tuple[AlertReceiver, ...] = Field(
+        default=(),
+        description="E-mail addresses and webhooks of an action group the stack creates (<cluster>-gpu-alerts) and "
+        "every alert notifies, beside actionGroupIds. With neither, a stack with GPU pools is refused: its alerts "
+        "would reach nobody.",
+    )
+
+    @field_validator("receivers")
+    @classmethod
+    def _unique_receivers(cls, receivers: tuple[AlertReceiver, ...]) -> tuple[AlertReceiver, ...]:
+        names = [receiver.name.lower() for receiver in receivers]
+        if len(set(names)) != len(names):
+            raise ValueError("receiver names must be unique within the action group")
+        return receivers
 
 
 class PrometheusOperatorSettings(ConfigModel):
@@ -678,6 +720,12 @@ class PrometheusOperatorSettings(ConfigModel):
     labels: dict[str, str] = Field(
         default={},
         description="Labels the operator's podMonitorSelector and ruleSelector match, e.g. {release: kube-prometheus-stack}.",
+    )
+    alertmanager_receiver: str | None = Field(
+        default=None,
+        description="The receiver of the Alertmanager route the GPU alerts reach (route.receiver, or the child route "
+        "matching severity critical, in the Alertmanager configuration your team deploys). Required with GPU pools; "
+        "kube-prometheus-stack's default route ends at the receiver null, which notifies nobody, and is refused.",
     )
 
 
@@ -775,6 +823,25 @@ class RemediationConfig(ConfigModel):
     )
     chart_version: str | None = Field(
         default=None, description="The NVSentinel chart version (default: the pin in components/aks_gpu/data/remediation.yaml)."
+    )
+    # NVSentinel keeps its health events in a datastore and fault-quarantine and node-drainer read them from it; the
+    # chart configures none by default (components/aks_gpu/data/remediation.yaml, datastore). No default here: a
+    # stack names one, or the plan refuses mode dry-run or on (config/rules/monitoring.py).
+    datastore: Literal["none", "external-mongodb", "mongodb-store"] = Field(
+        default="none",
+        description="Where NVSentinel stores health events: external-mongodb (e.g. Azure Cosmos DB for MongoDB; its "
+        "connection string in the Secret datastoreSecret), mongodb-store (the chart's in-cluster MongoDB, TLS by "
+        "cert-manager: certManagerInstalled), none (only with mode off).",
+    )
+    datastore_secret: DnsLabel | None = Field(
+        default=None,
+        description="external-mongodb: the Secret in the nvsentinel namespace whose key MONGODB_URI holds the "
+        "connection string (created by the cluster's owner, never in the stack file).",
+    )
+    cert_manager_installed: bool = Field(
+        default=False,
+        description="datastore mongodb-store: cert-manager, which issues the in-cluster MongoDB's TLS certificates, is "
+        "installed in the cluster.",
     )
 
 

@@ -32,6 +32,22 @@ class PluginPins:
     amd_gpu_operator: ChartPin
 
 
+@dataclass(frozen=True)
+class PluginHealthChecks:
+    """How the NVIDIA device plugin takes a faulty GPU out of allocatable (``nvidia.health_checks``)."""
+
+    disable_env: str
+    enable_env: str
+    ignored_xids: tuple[int, ...]
+    """Xids the plugin never marks a GPU unhealthy for ("application errors")."""
+
+
+@lru_cache(maxsize=1)
+def plugin_health_checks() -> PluginHealthChecks:
+    checks: dict[str, Any] = load_yaml(PINS_FILE)["nvidia"]["health_checks"]
+    return PluginHealthChecks(checks["disable_env"], checks["enable_env"], tuple(checks["ignored_xids"]))
+
+
 @lru_cache(maxsize=1)
 def default_pins() -> PluginPins:
     raw: dict[str, Any] = load_yaml(PINS_FILE)

@@ -22,8 +22,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from aks_gpu.config.models import AlertReceiver
 from aks_gpu.monitoring.rules import AlertRule, RuleGroup, iso_duration
-from aks_gpu.naming import PLATFORM_OBJECT_PREFIX, POOL_LABEL
+from aks_gpu.naming import ACTION_GROUP_SHORT_NAME, PLATFORM_OBJECT_PREFIX, POOL_LABEL, action_group_name
 
 PROMETHEUS_STREAM = "Microsoft-PrometheusMetrics"
 DESTINATION_NAME = "MonitoringAccount1"
@@ -106,7 +107,34 @@ def association_inputs(name: str, cluster_id: Any, rule_id: Any) -> dict[str, An
     }
 
 
-def azure_rule(rule: AlertRule, action_group_ids: Sequence[str]) -> dict[str, Any]:
+# Action groups are a global resource: location "Global" (ActionGroupResource in the Microsoft.Insights/actionGroups
+# REST spec; every Microsoft sample sets it so), in the cluster's resource group.
+ACTION_GROUP_LOCATION = "Global"
+
+
+def action_group_inputs(
+    resource_group: str, cluster_name: str, receivers: Sequence[AlertReceiver], tags: dict[str, str]
+) -> dict[str, Any]:
+    """The action group of the stack's ``monitoring.azureMonitor.receivers`` as ``monitor.ActionGroup`` takes it
+    (Microsoft.Insights/actionGroups@2024-10-01-preview): email receivers {name, emailAddress} and webhook receivers
+    {name, serviceUri}, each with the common alert schema, so every receiver gets the same payload."""
+    return {
+        "resource_group_name": resource_group,
+        "action_group_name": action_group_name(cluster_name),
+        "location": ACTION_GROUP_LOCATION,
+        "group_short_name": ACTION_GROUP_SHORT_NAME,
+        "enabled": True,
+        "email_receivers": [
+            {"name": r.name, "email_address": r.email, "use_common_alert_schema": True} for r in receivers if r.email
+        ],
+        "webhook_receivers": [
+            {"name": r.name, "service_uri": r.webhook, "use_common_alert_schema": True} for r in receivers if r.webhook
+        ],
+        "tags": tags,
+    }
+
+
+def azure_rule(rule: AlertRule, action_group_ids: Sequence[Any]) -> dict[str, Any]:
     """One alert rule as PrometheusRuleArgs takes it: the same expression, labels and annotations as the rule file."""
     body: dict[str, Any] = {
         "alert": rule.alert,
@@ -136,7 +164,7 @@ def rule_group_inputs(
     cluster_name: str,
     workspace_id: Any,
     cluster_id: Any,
-    action_group_ids: Sequence[str],
+    action_group_ids: Sequence[Any],
     tags: dict[str, str],
 ) -> dict[str, Any]:
     """A PrometheusRuleGroup scoped to this cluster: scopes "Must include the target Azure Monitor workspace ID. Can

@@ -199,6 +199,13 @@ class GpuMonitoring(GpuComponent[MonitoringInputs]):
                 opts=self.child(),
             )
             waits.append(association)
+        # Who hears the alerts: the action groups the stack names, and the one it creates from its receivers.
+        action_groups: list[pulumi.Input[str]] = list(settings.action_group_ids)
+        if settings.receivers:
+            receivers = monitor.ActionGroup(
+                f"{name}-action-group", **azure.action_group_inputs(group, cluster, settings.receivers, tags), opts=child
+            )
+            action_groups.append(receivers.id)
         names = []
         for rule_group in groups:
             inputs = azure.rule_group_inputs(
@@ -208,7 +215,7 @@ class GpuMonitoring(GpuComponent[MonitoringInputs]):
                 cluster_name=cluster,
                 workspace_id=workspace_id,
                 cluster_id=cluster_id,
-                action_group_ids=settings.action_group_ids,
+                action_group_ids=action_groups,
                 tags=tags,
             )
             names.append(inputs["rule_group_name"])

@@ -50,6 +50,8 @@ GPU_NODE_SELECTOR = f"{ACCELERATOR_LABEL}=nvidia"
 # take it out of the engine's hands.
 OPT_OUT_LABEL = "nvsentinel.dgxc.nvidia.com/managed"
 NPD_POLICY_PREFIX = "aks-npd-"
+# The database NVSentinel's store-client uses on an external MongoDB (NVIDIA's values-cosmosdb-test.yaml:40).
+DATASTORE_DATABASE = "HealthEventsDatabase"
 
 
 @dataclass(frozen=True)
@@ -63,6 +65,41 @@ class EnginePin:
 def engine_pin() -> EnginePin:
     raw: dict[str, Any] = load_yaml(PINS_FILE)["nvsentinel"]
     return EnginePin(chart=raw["chart"], version=raw["version"], release=raw["release"])
+
+
+@dataclass(frozen=True)
+class NpdGpuChecks:
+    """Where AKS documents its Node Problem Detector GPU checks (``npd_gpu_checks`` in the data file)."""
+
+    documented_sizes: frozenset[str]
+    xid_condition_names: tuple[str, ...]
+
+
+@cache
+def npd_gpu_checks() -> NpdGpuChecks:
+    raw: dict[str, Any] = load_yaml(PINS_FILE)["npd_gpu_checks"]
+    return NpdGpuChecks(frozenset(raw["documented_sizes"]), tuple(raw["xid_condition_names"]))
+
+
+def npd_coverage(model: PlatformModel) -> str | None:
+    """One line for ``aksgpu plan``: which NVIDIA pools get AKS's NPD GPU conditions and what covers the others
+    (None without NVIDIA pools)."""
+    pools = model.pools_of("nvidia")
+    if not pools:
+        return None
+    documented = npd_gpu_checks().documented_sizes
+    covered = [p for p in pools if p.gpu_driver == "Install" and p.config.vm_size in documented]
+    others = [p for p in pools if p.gpu_driver == "None" or p.config.vm_size not in documented]
+    parts = [f"{p.name} ({p.config.vm_size})" for p in covered]
+    line = "AKS NPD GPU conditions on " + (", ".join(parts) if parts else "no pool")
+    if others:
+        undocumented = "a size AKS documents no NPD GPU check on"
+        why = [
+            f"{p.name} ({'gpuDriver None' if p.gpu_driver == 'None' else f'{p.config.vm_size}, {undocumented}'})" for p in others
+        ]
+        cover = "NVSentinel's kernel-log monitor and the DCGM alerts" if remediation_runs(model.config) else "the DCGM alerts"
+        line += f"; not on {', '.join(why)}: {cover} watch those"
+    return line
 
 
 @dataclass(frozen=True)
@@ -94,6 +131,26 @@ def circuit_breaker_percentage(model: PlatformModel) -> int:
     if largest <= 0:
         return 100
     return max(1, min(100, math.floor(int(text) * 100 / largest)))
+
+
+def breaker_threshold(nodes: int, percentage: int) -> int:
+    """The recent cordons at which NVSentinel's breaker trips with ``nodes`` GPU nodes up: it trips once
+    ``recent >= ceil(nodes * percentage / 100)`` (the breaker fact in components/aks_gpu/data/remediation.yaml)."""
+    return math.ceil(nodes * percentage / 100)
+
+
+def fewest_gpu_nodes(model: PlatformModel) -> int:
+    """The fewest NVIDIA GPU nodes the breaker may count: the pools at their minCount, and at least the one node a
+    fault needs."""
+    return max(1, sum(pool.config.min_count for pool in model.pools_of("nvidia")))
+
+
+def circuit_breaker_enabled(model: PlatformModel) -> bool:
+    """Whether the breaker can run without halting the engine on its first cordon. Once tripped it stops all of
+    fault-quarantine's processing, the uncordon of a recovered node included, until a person resets its ConfigMap;
+    at ``fewest_gpu_nodes`` a threshold of 1 trips on the first quarantine. Then it is off and maxUnhealthy is
+    reported as not enforced (``remediation_summary``)."""
+    return breaker_threshold(fewest_gpu_nodes(model), circuit_breaker_percentage(model)) >= 2
 
 
 def _quarantine_action() -> dict[str, Any]:
@@ -180,8 +237,7 @@ def drain_rules(model: PlatformModel) -> list[dict[str, str]]:
     namespace with defaultDrain (the catch-all the drainer's docs ask for)."""
     settings = model.config.remediation
     rules = [
-        {"name": workload.name, "mode": settings.drain.get(workload.type, settings.default_drain)}
-        for workload in model.workloads
+        {"name": workload.name, "mode": settings.drain.get(workload.type, settings.default_drain)} for workload in model.workloads
     ]
     return [*rules, {"name": "*", "mode": settings.default_drain}]
 
@@ -192,6 +248,44 @@ def never_drained(model: PlatformModel) -> str:
     cluster = model.cluster
     names = sorted({REMEDIATION_NAMESPACE, *exempt_namespaces(model.config, cluster.network_policy if cluster else None)})
     return "^(" + "|".join(re.escape(name) for name in names) + ")$"
+
+
+def datastore_values(model: PlatformModel) -> dict[str, Any]:
+    """The chart's datastore keys for the stack's choice (the datastore facts in components/aks_gpu/data/remediation.yaml).
+    external-mongodb: NVIDIA's own Azure Cosmos DB for MongoDB values (values-cosmosdb-test.yaml): no in-cluster store,
+    the connection string from a Secret (key MONGODB_URI), TLS with the system CAs, SCRAM, and no client-certificate
+    mounts in the modules that would otherwise wait on a certificate Secret nothing creates. mongodb-store: the chart's
+    own MongoDB, whose TLS certificates cert-manager issues (the config rules require certManagerInstalled)."""
+    settings = model.config.remediation
+    if settings.datastore == "mongodb-store":
+        return {"global": {"mongodbStore": {"enabled": True}}}
+    external: dict[str, Any] = {
+        "mongodbStore": {"enabled": False},
+        "datastore": {
+            "provider": "mongodb",
+            "credentialsFromSecret": {"name": settings.datastore_secret or ""},
+            "connection": {"database": DATASTORE_DATABASE},
+            "tls": {"enabled": True, "caSecretName": ""},
+            "auth": {"mechanism": "scram"},
+        },
+    }
+    no_client_cert = {"clientCertMountPath": ""}
+    return {
+        "global": external,
+        "fault-quarantine": no_client_cert,
+        "node-drainer": no_client_cert,
+        "platformConnector": {"mongodbStore": no_client_cert},
+    }
+
+
+def _merge(base: dict[str, Any], extra: dict[str, Any]) -> dict[str, Any]:
+    merged = dict(base)
+    for key, value in extra.items():
+        if isinstance(value, dict) and isinstance(merged.get(key), dict):
+            merged[key] = _merge(merged[key], value)
+        else:
+            merged[key] = value
+    return merged
 
 
 def remediation_values(model: PlatformModel, critical_xids: tuple[int, ...]) -> dict[str, Any]:
@@ -209,13 +303,26 @@ def remediation_values(model: PlatformModel, critical_xids: tuple[int, ...]) -> 
             "nodeDrainer": {"enabled": True},
             "faultRemediation": {"enabled": False},
             "janitor": {"enabled": False},
+            # The kernel-log monitor schedules only on nodes labelled driver.installed=true, which the labeler sets.
+            "labeler": {"enabled": True},
+            # The datastore setup Job runs on the system pool, whose CriticalAddonsOnly taint it must tolerate.
+            "systemNodeTolerations": system_pool_tolerations(),
         },
+        # The chart's PodMonitor is monitoring.coreos.com/v1, a CRD AKS managed Prometheus does not install (it has
+        # azmonitoring.coreos.com): Helm refuses the release while it renders.
+        "podMonitor": {"enabled": False},
+        # AKS installs the driver on the node, so no driver pod shows it: the labeler takes nvidia.com/gpu.present=true
+        # (which the platform puts on those pools, resolved/node_labels.py) as "driver installed".
+        "labeler": {**controllers, "assumeDriverInstalled": True},
         "syslog-health-monitor": agents,
+        # Its default RuntimeClass "nvidia" is the GPU Operator's; AKS creates none, and the API server refuses a pod
+        # naming a RuntimeClass that does not exist (seen on the local control plane): the node's default runtime.
+        "metadata-collector": {"runtimeClassName": ""},
         "fault-quarantine": {
             **controllers,
             "gpuNodeLabel": GPU_NODE_SELECTOR,
             "circuitBreaker": {
-                "enabled": True,
+                "enabled": circuit_breaker_enabled(model),
                 "percentage": circuit_breaker_percentage(model),
                 "duration": f"{settings.window_minutes}m",
             },
@@ -230,7 +337,7 @@ def remediation_values(model: PlatformModel, critical_xids: tuple[int, ...]) -> 
     }
     if settings.npd_conditions:
         values["kubernetes-object-monitor"] = {**controllers, "policies": npd_policies()}
-    return values
+    return _merge(values, datastore_values(model))
 
 
 def remediation_release(model: PlatformModel, critical_xids: tuple[int, ...]) -> RemediationRelease | None:
@@ -252,9 +359,16 @@ def remediation_summary(model: PlatformModel) -> str:
     pin = engine_pin()
     drains = ", ".join(f"{rule['name']} {rule['mode']}" for rule in drain_rules(model))
     sources = "kernel-log Xids" + (", AKS NPD GPU conditions" if settings.npd_conditions else "")
+    share = circuit_breaker_percentage(model)
+    if circuit_breaker_enabled(model):
+        breaker = f"circuit breaker {settings.max_unhealthy} = {share}% of NVIDIA GPU nodes per {settings.window_minutes}m"
+    else:
+        breaker = (
+            f"circuit breaker off: at {fewest_gpu_nodes(model)} GPU node(s) {share}% trips on the first quarantine and "
+            "halts the engine, uncordons included (maxUnhealthy not enforced)"
+        )
     return (
         f"remediation: NVSentinel {settings.chart_version or pin.version} in {REMEDIATION_NAMESPACE}, mode {settings.mode}; "
         f"quarantine ({QUARANTINE_TAINT_KEY}={QUARANTINE_TAINT_VALUE}:{QUARANTINE_TAINT_EFFECT} + cordon) on {sources}; "
-        f"circuit breaker {settings.max_unhealthy} = {circuit_breaker_percentage(model)}% of NVIDIA GPU nodes per "
-        f"{settings.window_minutes}m; drain {drains}"
+        f"{breaker}; datastore {settings.datastore}; drain {drains}"
     )

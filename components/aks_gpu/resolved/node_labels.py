@@ -13,6 +13,11 @@ pool's ``nodeLabels``); the keys are in ``components/aks_gpu/naming.py``.
   (https://azure.github.io/aks-rdma-infiniband/configurations/gpu-drivers). The operator schedules each operand
   by such ``nvidia.com/gpu.deploy.<operand>`` labels
   (https://github.com/NVIDIA/gpu-operator/blob/main/assets/state-device-plugin/0500_daemonset.yaml).
+- With the quarantine engine deployed (remediation.mode dry-run or on), on an NVIDIA pool where AKS installs the
+  driver: ``nvidia.com/gpu.present=true``. NVSentinel's kernel-log monitor schedules only on nodes its labeler marks
+  ``nvsentinel.dgxc.nvidia.com/driver.installed=true``, which it does beside a GPU Operator driver pod or, with
+  ``assumeDriverInstalled``, on nodes carrying this label (components/aks_gpu/data/remediation.yaml, labeler). AKS
+  runs no GPU Feature Discovery, so without it the monitor has no pod on these pools.
 - Azure Container Storage v1 runs its I/O engine only on nodes labelled ``acstor.azure.com/io-engine=acstor``
   (https://learn.microsoft.com/azure/storage/container-storage/use-container-storage-with-local-disk-version-1);
   v2 needs no label.
@@ -23,7 +28,14 @@ from __future__ import annotations
 from typing import Literal
 
 from aks_gpu.config.models import GpuPoolConfig, PlatformConfig
-from aks_gpu.naming import DEPLOY_DRIVER_LABEL, DEPLOY_TOOLKIT_LABEL, DEVICE_PLUGIN_CONFIG_LABEL, V1_IO_ENGINE_LABEL
+from aks_gpu.naming import (
+    DEPLOY_DRIVER_LABEL,
+    DEPLOY_TOOLKIT_LABEL,
+    DEVICE_PLUGIN_CONFIG_LABEL,
+    GPU_PRESENT_LABEL,
+    V1_IO_ENGINE_LABEL,
+)
+from aks_gpu.resolved.exemptions import remediation_runs
 
 V1_IO_ENGINE_VALUE = "acstor"
 
@@ -39,6 +51,8 @@ def plugin_node_labels(pool: GpuPoolConfig, config: PlatformConfig) -> dict[str,
     labels = {DEVICE_PLUGIN_CONFIG_LABEL: plugin_config_name(pool)}
     if config.device_plugin.mode == "gpu-operator" and pool.gpu_driver == "Install":
         labels |= {DEPLOY_DRIVER_LABEL: "false", DEPLOY_TOOLKIT_LABEL: "false"}
+    if remediation_runs(config) and pool.effective_gpu_driver(config.device_plugin.mode) == "Install":
+        labels |= {GPU_PRESENT_LABEL: "true"}
     return labels
 
 

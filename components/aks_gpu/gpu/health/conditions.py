@@ -20,9 +20,13 @@ class GpuConditionType:
 
 # The GPU node conditions the AKS Node Problem Detector sets ("GPU only" rows of
 # https://learn.microsoft.com/azure/aks/node-problem-detector, and https://learn.microsoft.com/azure/aks/gpu-health-monitoring).
-# The two pages disagree on one name: the table says XIDErrors, the GPU page's list GPUXIDErrors; both are read.
-# NPD's convention: status "True" means the problem is present. AKS runs these checks only on its GPU sizes
-# (the page names Standard_ND96asr_v4 and Standard_ND96isr_H100_v5) and not with --gpu-driver none.
+# The two pages disagree on one name: the table says XIDErrors, the GPU page's list GPUXIDErrors. The source that
+# emits it (NPD's custom-plugin-xid-error.json on the node) could not be read, and neither AKS's Xid plugin script
+# nor its node image e2e tests name it (components/aks_gpu/data/remediation.yaml, npd_gpu_checks): unsettled, so both
+# are read, and tests/gpu keeps this table and that data file's names in step.
+# NPD's convention: status "True" means the problem is present. AKS documents these checks on two sizes
+# (Standard_ND96asr_v4, Standard_ND96isr_H100_v5) and none with --gpu-driver none; `aksgpu plan` names the pools that
+# get them (npd_coverage in components/aks_gpu/monitoring/remediation.py).
 GPU_CONDITIONS: dict[str, GpuConditionType] = {
     condition.type: condition
     for condition in (
