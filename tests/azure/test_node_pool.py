@@ -39,6 +39,8 @@ def test_prod_training_pool_inputs() -> None:
             "aks-gpu/pool": "train",
             # Picks this pool's file from the device plugin's ConfigMap.
             "nvidia.com/device-plugin.config": "train",
+            # NVSentinel's labeler marks the driver installed only beside this label (docs/remediation.md).
+            "nvidia.com/gpu.present": "true",
         },
         "gpuProfile": {"driver": "Install"},
         "upgradeSettings": {"maxSurge": "1", "drainTimeoutInMinutes": 60, "nodeSoakDurationInMinutes": 5},
