@@ -24,6 +24,9 @@ POOLS: list[dict[str, Any]] = [
 MODES = [
     {"devicePlugin": {"mode": mode, "amdMode": amd_mode}, "storage": {"flavour": flavour}}
     for mode, amd_mode, flavour in itertools.product(("daemonset", "gpu-operator"), ("daemonset", "gpu-operator"), ("v2", "v1"))
+] + [
+    # The quarantine engine labels the AKS-driver pools it guards (NVSentinel's labeler reads nvidia.com/gpu.present).
+    {"remediation": {"mode": "on", "datastore": "external-mongodb", "datastoreSecret": "nvsentinel-datastore"}}
 ]
 
 

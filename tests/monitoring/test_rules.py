@@ -250,6 +250,10 @@ def test_monitoring_defaults_are_on_and_managed_prometheus() -> None:
     assert config.monitoring.enabled and config.monitoring.engine == "azure-monitor"
 
 
+# Remediation on needs its datastore (config/rules/monitoring.py).
+REMEDIATION_ON = {"mode": "on", "datastore": "external-mongodb", "datastoreSecret": "nvsentinel-datastore"}
+
+
 def largest_stack_raw() -> dict[str, Any]:
     """The most GPU pools a stack may have (99: AKS's 100 node pools per cluster, less the system pool), of both
     vendors, autoscaling, with remediation on and a quota per workload: every per-pool and optional rule there is."""
@@ -262,7 +266,7 @@ def largest_stack_raw() -> dict[str, Any]:
         for i in range(49)
     ]
     workloads = [{"name": "team-a", "type": "training", "gpuQuota": 2}, {"name": "team-b", "type": "hpc", "gpuQuota": 8}]
-    return minimal_raw(**{"aks-gpu:gpuPools": pools, "aks-gpu:workloads": workloads, "aks-gpu:remediation": {"mode": "on"}})
+    return minimal_raw(**{"aks-gpu:gpuPools": pools, "aks-gpu:workloads": workloads, "aks-gpu:remediation": REMEDIATION_ON})
 
 
 def test_no_rule_group_of_the_largest_stack_passes_azures_20_rules() -> None:
