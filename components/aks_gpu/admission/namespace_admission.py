@@ -27,7 +27,7 @@ from typing import Any
 
 from aks_gpu.admission.evaluate import Decision
 from aks_gpu.admission.quantity import Quantity
-from aks_gpu.admission.reader import POD_SPEC_PATHS
+from aks_gpu.admission.reader import POD_SPEC_PATHS, builtin_kind
 from aks_gpu.naming import QUOTA_NAME
 
 QUOTA_PREFIX = "requests."
@@ -44,6 +44,8 @@ class NamespaceFacts:
 
 
 def pod_spec(obj: Mapping[str, Any]) -> Mapping[str, Any] | None:
+    if not builtin_kind(obj):
+        return None
     spec: Any = obj
     for step in POD_SPEC_PATHS.get(str(obj.get("kind", "")), ()):
         spec = spec.get(step) if isinstance(spec, Mapping) else None

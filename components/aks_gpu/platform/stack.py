@@ -4,11 +4,12 @@ it, and what the platform stack exports for the teams that build on it."""
 from typing import Any
 
 import pulumi
+from pulumi_azure_native import containerservice
 
 from aks_gpu.admission.component import AdmissionInputs, GpuAdmissionPolicy
 from aks_gpu.args import stack_model
 from aks_gpu.azure.cluster import ClusterInputs, GpuCluster
-from aks_gpu.azure.node_pool import GpuNodePool, NodePoolInputs
+from aks_gpu.azure.node_pool import GpuNodePool, NodePoolInputs, cpu_agent_pool_inputs
 from aks_gpu.component import GpuComponent, plain_output
 from aks_gpu.config.models import StackConfig
 from aks_gpu.kube.workload_manifests import PoolOutput, pool_output
@@ -71,8 +72,23 @@ class GpuPlatform(GpuComponent[PlatformModel]):
                 NodePoolInputs(pool, self.cluster.resource_group_name, self.cluster.cluster_name),
                 self.child(after=[previous.agent_pool] if previous else ()),
             )
+        # The CPU user pools, after the GPU pools and in the same chain (one agent pool operation at a time).
+        workload_types = [workload.type for workload in model.workloads]
+        self.cpu_pools: dict[str, containerservice.AgentPool] = {}
+        last: pulumi.Resource | None = previous.agent_pool if previous else None
+        for cpu in stack.cpu_pools:
+            last = self.cpu_pools[cpu.name] = containerservice.AgentPool(
+                f"{name}-{cpu.name}-pool",
+                resource_group_name=self.cluster.resource_group_name,
+                resource_name_=self.cluster.cluster_name,
+                **cpu_agent_pool_inputs(cpu, workload_types),
+                opts=self.child(
+                    after=[last] if last else (), protect=cpu.protect, delete_before_replace=True, ignore_changes=["count"]
+                ),
+            )
         # The agent pools themselves: a component in depends_on costs every dependent a walk through its children.
         pools_ready: list[pulumi.Resource] = [pool.agent_pool for pool in self.node_pools.values()]
+        pools_ready += list(self.cpu_pools.values())
         # In the cluster: the components' children inherit its Kubernetes provider.
         in_cluster = pulumi.ResourceOptions(provider=self.cluster.provider)
 
