@@ -101,6 +101,12 @@ def serves_label(workload_type: str) -> str:
     return f"{SERVES_LABEL_DOMAIN}/{workload_type}"
 
 
+def is_platform_node_label(key: str) -> bool:
+    """A node label key the platform sets: one of ``PLATFORM_NODE_LABELS``, or a ``serves.aks-gpu/<type>`` key (a
+    user's ``serves.aks-gpu/training`` on an inference pool would open it to the training namespace's Pods)."""
+    return key in PLATFORM_NODE_LABELS or key.startswith(f"{SERVES_LABEL_DOMAIN}/")
+
+
 PLATFORM_LABEL_PREFIX = f"{PACKAGE_NAME}/"
 # The NVIDIA device plugin's config-manager picks the pool's config file by this label (resolved/node_labels.py).
 DEVICE_PLUGIN_CONFIG_LABEL = "nvidia.com/device-plugin.config"

@@ -3,7 +3,8 @@
 Per object: the stack's policies on the object itself (a template is judged as written), then every Pod it will have
 created (:mod:`aks_gpu.admission.workload_pods`) through AKS's mutating plugins (:mod:`aks_gpu.admission.chain`), the
 policies, Pod Security and the GPU quota (:mod:`aks_gpu.admission.namespace_admission`). A Pod's refusal makes its
-object's decision "denied": the server stores the Deployment or the custom resource, and refuses its Pods.
+object's decision "denied": the server stores the Deployment or the custom resource, and refuses its Pods. An object
+refused itself has no Pods to judge: the server stores nothing for a controller to act on.
 """
 
 from __future__ import annotations
@@ -71,7 +72,10 @@ def _folded(
     messages, first = list(own.messages), own.message
     steps: list[str] = []
     who = "its operator creates" if from_operator else "it creates"
-    for pod, decision in zip(pods, pod_decisions, strict=True):
+    # A refused object is not stored, so no controller or operator ever creates its Pods: the server's answer is
+    # the object's own refusal alone (kubectl create -f of a Deployment whose template a policy denies: one line).
+    judged = list(zip(pods, pod_decisions, strict=True)) if own.allowed else []
+    for pod, decision in judged:
         for step in decision.not_evaluated:
             if step not in steps:
                 steps.append(step)
@@ -83,7 +87,9 @@ def _folded(
         if not new:
             continue
         if decision.messages and new[0] == decision.messages[0] and decision.message:
-            new[0] = decision.message
+            # The server's line without its `pods "<name>" is forbidden: `: the controller names the Pod (a Job's
+            # event reads `Error creating: pods "rdma-wbdc4" is forbidden: violates PodSecurity ...`), not this check.
+            new[0] = decision.message.split(" is forbidden: ", 1)[-1]
         where = f" from {pod.path}" if from_operator else ""
         prefixed = [f"the pods {who}{where} would be refused: {line}" for line in new]
         messages += prefixed

@@ -115,6 +115,9 @@ def not_evaluated(facts: NamespaceFacts | None) -> list[str]:
     if facts.pod_security == "restricted":
         steps.insert(0, "Pod Security restricted (only baseline is evaluated offline)")
     steps.insert(0, "ResourceQuota usage by other pods (the namespace is taken as empty)")
+    # Only the quota's GPU keys are applied; its requests.cpu and requests.memory refuse pods too (a multi-node vLLM
+    # pod of 1124Gi was refused by gpu-inference's 800Gi on kube-apiserver 1.36.3).
+    steps.insert(1, "ResourceQuota's cpu and memory keys (only its GPU keys are applied)")
     return steps
 
 

@@ -88,6 +88,9 @@ def run_check(args: argparse.Namespace) -> int:
     # exit status is 2.
     objects: list[SourcedObject] = []
     input_errors: list[str] = []
+    for path in args.files:
+        if path.is_dir() and not expand_paths([path]):
+            input_errors.append(f"{path}: a folder without any {', '.join(YAML_SUFFIXES)} file")
     for path in expand_paths(args.files):
         try:
             objects += read_objects(path)
