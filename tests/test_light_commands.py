@@ -11,7 +11,8 @@ from tests.conftest import PROJECT_DIR, SMI_FIXTURES_DIR
 
 HEAVY = ("pulumi", "pulumi_azure_native", "pulumi_kubernetes", "kubernetes", "grpc")
 SMI_FILE = SMI_FIXTURES_DIR / "02_nvidia-smi_table_8xh100_565.57.01.txt"
-PODS = PROJECT_DIR / "tests" / "admission" / "objects" / "pods-good.yaml"
+# An object the prod stack admits (the real API server did, tests/fixtures/admission-corpus/expectations.yaml): exit 0.
+PODS = PROJECT_DIR / "tests" / "fixtures" / "admission-corpus" / "manifests" / "pytorchjob-mnist-nccl.yaml"
 COMMANDS = {
     "smi parse": ["smi", "parse", str(SMI_FILE)],
     "smi health": ["smi", "health", str(SMI_FILE)],

@@ -34,7 +34,10 @@ MODES = [
 def test_every_node_label_the_platform_sets_is_a_reserved_platform_label(sections: dict[str, Any]) -> None:
     model = resolve(PlatformConfig.model_validate({"gpuPools": POOLS, **sections}))
     for pool in model.pools:
-        assert set(pool.node_labels) <= naming.PLATFORM_NODE_LABELS, pool.name
+        assert all(naming.is_platform_node_label(key) for key in pool.node_labels), pool.name
+        # The one serves label of a GPU pool is its own workload type's.
+        serves = {key for key in pool.node_labels if key.startswith(f"{naming.SERVES_LABEL_DOMAIN}/")}
+        assert serves == {naming.serves_label(pool.workload)}, pool.name
 
 
 def test_every_reserved_platform_label_is_set_somewhere() -> None:
@@ -42,7 +45,7 @@ def test_every_reserved_platform_label_is_set_somewhere() -> None:
     seen: set[str] = set()
     for sections in MODES:
         for pool in resolve(PlatformConfig.model_validate({"gpuPools": POOLS, **sections})).pools:
-            seen |= set(pool.node_labels)
+            seen |= {key for key in pool.node_labels if not key.startswith(f"{naming.SERVES_LABEL_DOMAIN}/")}
     assert seen == naming.PLATFORM_NODE_LABELS
 
 

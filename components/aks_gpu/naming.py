@@ -101,6 +101,23 @@ def action_group_name(cluster_name: str) -> str:
 ACCELERATOR_LABEL = "accelerator"
 POOL_LABEL = f"{PACKAGE_NAME}/pool"
 WORKLOAD_LABEL = f"{PACKAGE_NAME}/workload"
+# Which workload types a pool's nodes serve: serves.aks-gpu/<type>=true on every GPU pool of that type and on every CPU
+# pool (cpuPools). A workload namespace's PodNodeSelector annotation asks for its type's label, so its Pods land on its
+# own GPU pools or a CPU pool and nowhere else (aks_gpu.admission.chain). The type is the name part of the key: a DNS
+# label, always a valid label name (a prefix of aks-gpu/ would leave it 63 - 7 characters).
+SERVES_LABEL_DOMAIN = f"serves.{PACKAGE_NAME}"
+
+
+def serves_label(workload_type: str) -> str:
+    return f"{SERVES_LABEL_DOMAIN}/{workload_type}"
+
+
+def is_platform_node_label(key: str) -> bool:
+    """A node label key the platform sets: one of ``PLATFORM_NODE_LABELS``, or a ``serves.aks-gpu/<type>`` key (a
+    user's ``serves.aks-gpu/training`` on an inference pool would open it to the training namespace's Pods)."""
+    return key in PLATFORM_NODE_LABELS or key.startswith(f"{SERVES_LABEL_DOMAIN}/")
+
+
 PLATFORM_LABEL_PREFIX = f"{PACKAGE_NAME}/"
 # The NVIDIA device plugin's config-manager picks the pool's config file by this label (resolved/node_labels.py).
 DEVICE_PLUGIN_CONFIG_LABEL = "nvidia.com/device-plugin.config"

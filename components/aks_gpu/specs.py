@@ -90,6 +90,27 @@ class SystemPoolSpec(TypedDict):
     """The node OS. One of: Ubuntu, AzureLinux. Default: Ubuntu."""
 
 
+class CpuPoolSpec(TypedDict):
+    """A small autoscaled CPU user pool, untainted: the CPU companions of GPU jobs (Ray heads, MPI launchers, trainer initializers, gateways) run here, since the system pool is tainted CriticalAddonsOnly and the GPU pools are tainted for GPU work. Its nodes carry ``serves.aks-gpu/<type>=true`` for every workload type of the stack, so each workload namespace's Pods may land here (the namespace's PodNodeSelector annotation asks for its type's label). A list of its own, not a GPU pool without a GPU: nothing a GPU pool needs (vendor, workload type, driver, MIG, quota) applies. User pools may scale to zero (https://learn.microsoft.com/azure/aks/scale-cluster#scale-user-node-pools-to-0)."""
+
+    name: str
+    """The AKS pool name: a lowercase letter, then up to 11 lowercase letters or digits."""
+    vm_size: NotRequired[str]
+    """The VM size of the CPU nodes. Default: Standard_D8ds_v5."""
+    min_count: NotRequired[int]
+    """The fewest nodes (0: the pool scales to zero). Default: 0."""
+    max_count: NotRequired[int]
+    """The most nodes the autoscaler starts. Default: 3."""
+    zones: NotRequired[list[str]]
+    """Availability zones, e.g. [1, 2, 3]."""
+    os_sku: NotRequired[str]
+    """The node OS. One of: Ubuntu, AzureLinux. Default: Ubuntu."""
+    max_pods: NotRequired[int]
+    """The most pods per node. Default: 30."""
+    protect: NotRequired[bool]
+    """Protect the pool from pulumi destroy and replacement. Default: false."""
+
+
 class DeployerAccessSpec(TypedDict):
     """Kubernetes access for the identity that runs ``pulumi up``: with Entra ID RBAC on and local accounts off, nothing else lets it create the in-cluster objects of the same deployment."""
 
@@ -536,3 +557,5 @@ class StackSpec(PlatformSpec):
     """The Azure region (azure-native:location in a stack file)."""
     cluster: ClusterSpec
     """The AKS cluster."""
+    cpu_pools: NotRequired[list[CpuPoolSpec]]
+    """CPU user pools for the CPU pods of the workload namespaces (untainted, autoscaled)."""

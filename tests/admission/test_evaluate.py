@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from aks_gpu.admission.evaluate import PolicyError, build_request, compile_bindings, evaluate, evaluate_request, prepare
-from aks_gpu.admission.policy import render_policy
+from aks_gpu.admission.policy import render_policy, workload_namespaces
 from tests.conftest import stack_model
 
 
@@ -145,20 +145,41 @@ GPU_POD = pod(
 
 
 def test_update_of_an_unchanged_pod_spec_is_not_rechecked() -> None:
-    # A pod admitted before the policy existed must stay manageable (labels, finalizers) without a fix.
+    # A pod admitted before the policy existed must stay manageable (labels, finalizers) without a fix. Checked on
+    # kube-apiserver 1.36.3 with AKS's admission plugins (2026-12-02): a training pod pinned to the inference pool,
+    # created with the binding removed, was then relabelled (admitted) and given a new image (denied).
+    model = stack_model("prod")
+    bindings = compile_bindings(render_policy(model))
+    namespaces = workload_namespaces(model)
+    on_inference_pool = copy.deepcopy(GPU_POD)
+    on_inference_pool["spec"]["nodeSelector"] = {"aks-gpu/pool": "infer"}
+    # As the server stored it: after AKS's mutating plugins (the GPU toleration, the namespace's node selector), which
+    # ran at its creation; ExtendedResourceToleration runs again on every update and finds its toleration there.
+    stored = build_request(on_inference_pool, namespaces).object
+    relabelled = copy.deepcopy(stored)
+    relabelled["metadata"]["labels"] = {"team": "a"}
+    unchanged = evaluate_request(build_request(relabelled, namespaces, operation="UPDATE", old_object=stored), bindings)
+    assert unchanged.allowed and "created-or-pod-spec-changed" in unchanged.note
+
+    changed = copy.deepcopy(stored)
+    changed["spec"]["containers"][0]["image"] = "busybox:2"
+    decision = evaluate_request(build_request(changed, namespaces, operation="UPDATE", old_object=stored), bindings)
+    assert not decision.allowed and "this pod selects no GPU pool of this stack" in decision.messages[0]
+
+    created = evaluate_request(build_request(on_inference_pool, namespaces), bindings)
+    assert not created.allowed
+
+
+def test_an_update_gets_the_gpu_toleration_too() -> None:
+    # ExtendedResourceToleration admits CREATE and UPDATE of pods (plugin/pkg/admission/extendedresourcetoleration):
+    # an old pod stored without the toleration is compared with one that has it, so its update is judged again.
     bindings = compile_bindings(render_policy(stack_model("prod")))
     relabelled = copy.deepcopy(GPU_POD)
     relabelled["metadata"]["labels"] = {"team": "a"}
-    unchanged = evaluate_request(build_request(relabelled, operation="UPDATE", old_object=GPU_POD), bindings)
-    assert unchanged.allowed and "created-or-pod-spec-changed" in unchanged.note
-
-    changed = copy.deepcopy(GPU_POD)
-    changed["spec"]["containers"][0]["image"] = "busybox:2"
-    decision = evaluate_request(build_request(changed, operation="UPDATE", old_object=GPU_POD), bindings)
-    assert not decision.allowed and "does not tolerate the GPU node taint" in decision.messages[0]
-
-    created = evaluate_request(build_request(GPU_POD), bindings)
-    assert not created.allowed
+    request = build_request(relabelled, operation="UPDATE", old_object=GPU_POD)
+    assert {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"} in request.object["spec"]["tolerations"]
+    assert request.old_object is not None and "tolerations" not in request.old_object["spec"]
+    assert "created-or-pod-spec-changed" not in evaluate_request(request, bindings).note
 
 
 def test_warn_only_bindings_still_report_the_violation() -> None:

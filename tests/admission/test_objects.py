@@ -1,8 +1,9 @@
 """``aksgpu admission check`` and the rendered policy over the good, bad and adversarial objects in tests/admission/objects/.
 
 Each object carries what the check must decide in its annotations (which the policy does not read):
-``expect.aks-gpu.test/decision`` (admitted or denied), and ``.../message`` (the denial, or its start) or
-``.../note`` (why the policy does not apply); the attacker's files also name the ``.../threat`` each object covers.
+``expect.aks-gpu.test/decision`` (admitted or denied), and ``.../message`` (the denial, or its start: the line the
+real API server answers with), ``.../also`` (a second rule the object breaks, where it breaks two) or ``.../note``
+(why the policy does not apply); the attacker's files also name the ``.../threat`` each object covers.
 ``timesliced.yaml`` runs on the dev stack (a time-sliced pool), every other file on the prod stack as it is.
 
 Every object goes through the command line (with the engine it picks) and through the rendered policy on both CEL
@@ -114,8 +115,13 @@ def test_decision_and_message(decisions: dict[str, list[dict[str, Any]]], file: 
     if expect["decision"] == "admitted":
         assert decision["messages"] == []
     else:
-        assert len(decision["messages"]) == 1, decision["messages"]
-        assert decision["messages"][0].startswith(expect["message"]) or expect["message"] in decision["messages"][0]
+        # The first is the line the API server answers with (its first failing validation); ``also`` names the one
+        # other rule the object breaks, where the AKS chain (ExtendedResourceToleration, PodNodeSelector) makes it
+        # break two, so that each rule stays checked.
+        wanted = [expect["message"], *([expect["also"]] if "also" in expect else [])]
+        assert len(decision["messages"]) == len(wanted), decision["messages"]
+        for message, start in zip(decision["messages"], wanted, strict=True):
+            assert message.startswith(start) or start in message
     if "note" in expect:
         # Why the policy left the object alone: not in the JSON contract, so asked of the evaluator.
         model = stack_model(stack_of(file))
@@ -186,19 +192,17 @@ def test_the_policies_decide_as_the_real_environment_did(
             assert decision.message.split(" is forbidden: ", 1)[1] == server["message"], engine
 
 
-# Objects whose recorded cost depends on Go's map iteration order: an exists() over a map stops at the first key
-# that satisfies it, and Go visits a map's keys in a random order, so the server's own cost for them varies.
-MAP_ORDER_COSTS = {"adversarial-gpus-with-vendor-nics"}
-
-
 @pytest.mark.parametrize(("file", "index", "obj", "server"), server_cases())
 def test_cel_python_costs_what_the_real_environment_counted(
     by_engine: dict[str, dict[str, list[Decision]]], file: str, index: int, obj: dict[str, Any], server: dict[str, Any]
 ) -> None:
     """The runtime cost of each applied policy, validations and the variables they read, as vaph's cel-go cost
-    tracker counted it: the number the server holds against its per-call and per-binding limits."""
+    tracker counted it: the number the server holds against its per-call and per-binding limits. Where the server's
+    own count varied between runs (``costRange``: an exists() over a map stops at the first key that satisfies it,
+    and Go visits a map's keys in a random order; PodNodeSelector gives most Pods of a workload namespace a second
+    nodeSelector key), the cost lies within what the server counted."""
     decision = by_engine["cel-python"][file][index]
-    if f"{Path(file).stem}-{name_of(obj)}" in MAP_ORDER_COSTS:
-        assert set(decision.costs) == set(server["costs"])
-        return
-    assert dict(decision.costs) == server["costs"]
+    assert set(decision.costs) == set(server["costs"])
+    for policy, cost in decision.costs.items():
+        low, high = server.get("costRange", {}).get(policy, [server["costs"][policy]] * 2)
+        assert low <= cost <= high, (policy, cost, low, high)

@@ -35,8 +35,12 @@ def refused(text: str) -> str:
     return str(error.value)
 
 
+API_VERSIONS = {"Deployment": "apps/v1", "Job": "batch/v1", "CronJob": "batch/v1"}
+
+
 def doc(metadata: str = "{name: p}", spec: str | None = "{containers: [{name: c}]}", kind: str = "Pod") -> str:
-    text = f"apiVersion: v1\nkind: {kind}\nmetadata: {metadata}\n"
+    # A built-in kind in its own group: a Deployment in v1 would be another resource (kubectl: no matches for kind).
+    text = f"apiVersion: {API_VERSIONS.get(kind, 'v1')}\nkind: {kind}\nmetadata: {metadata}\n"
     return text + (f"spec: {spec}\n" if spec is not None else "")
 
 

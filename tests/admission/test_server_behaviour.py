@@ -72,7 +72,8 @@ def test_secret_data_is_decoded_as_go_decodes_it() -> None:
 
 
 def refusal(spec: str, kind: str = "Pod") -> str:
-    text = f"apiVersion: v1\nkind: {kind}\nmetadata: {{name: p, namespace: gpu-training}}\nspec: {spec}\n"
+    api_version = {"Deployment": "apps/v1"}.get(kind, "v1")
+    text = f"apiVersion: {api_version}\nkind: {kind}\nmetadata: {{name: p, namespace: gpu-training}}\nspec: {spec}\n"
     with pytest.raises(InputError) as error:
         read_text(text, "f.yaml")
     return str(error.value).split("(422): ", 1)[1]

@@ -17,7 +17,26 @@ AGENT_POOL = "azure-native:containerservice:AgentPool"
 
 
 def pools(result: PlanResult) -> dict[str, Any]:
-    return {r.inputs["agentPoolName"]: r for r in result.by_type(AGENT_POOL)}
+    """The GPU pools (the CPU pools have no gpuProfile)."""
+    return {r.inputs["agentPoolName"]: r for r in result.by_type(AGENT_POOL) if "gpuProfile" in r.inputs}
+
+
+def test_the_cpu_pool_is_untainted_autoscaled_and_serves_every_workload_type_after_the_gpu_pools() -> None:
+    result = planned_result("prod")
+    records = result.by_type(AGENT_POOL)
+    [cpu] = [r for r in records if "gpuProfile" not in r.inputs]
+    assert cpu.inputs["agentPoolName"] == "cpu"
+    assert cpu.inputs["mode"] == "User"
+    assert not cpu.inputs.get("nodeTaints")
+    assert (cpu.inputs["enableAutoScaling"], cpu.inputs["minCount"], cpu.inputs["maxCount"]) == (True, 0, 3)
+    assert cpu.inputs["nodeLabels"] == {
+        "aks-gpu/pool": "cpu",
+        "serves.aks-gpu/inference": "true",
+        "serves.aks-gpu/training": "true",
+    }
+    assert cpu.options["ignoreChanges"] == ["count"]
+    # AKS runs one agent pool operation at a time: the CPU pool waits for the last GPU pool.
+    assert records.index(cpu) == len(records) - 1
 
 
 def test_prod_training_pool_inputs() -> None:
@@ -36,6 +55,7 @@ def test_prod_training_pool_inputs() -> None:
         "nodeLabels": {
             "accelerator": "nvidia",
             "aks-gpu/workload": "training",
+            "serves.aks-gpu/training": "true",
             "aks-gpu/pool": "train",
             # Picks this pool's file from the device plugin's ConfigMap.
             "nvidia.com/device-plugin.config": "train",

@@ -20,7 +20,9 @@ from aks_gpu.mock_engine import plan_files
 from tests.cluster.fake_apiserver import silent_api_server
 from tests.conftest import PROJECT_DIR
 
-ENV = {**os.environ, "PYTHONPATH": str(PROJECT_DIR)}
+# The checkout's own package (components/) first: the environment may be shared with another checkout, whose
+# editable install would otherwise be the one imported.
+ENV = {**os.environ, "PYTHONPATH": os.pathsep.join((str(PROJECT_DIR / "components"), str(PROJECT_DIR)))}
 ENV.pop("PULUMI_CONFIG", None)
 ENV.pop("PULUMI_CONFIG_SECRET_KEYS", None)
 

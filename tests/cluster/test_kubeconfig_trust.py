@@ -136,7 +136,7 @@ def test_the_cli_exits_2_naming_the_field(tmp_path: Path) -> None:
             [sys.executable, "-m", "aks_gpu.cli", "audit", "--kubeconfig", str(path)],
             capture_output=True,
             text=True,
-            env={**os.environ, "PYTHONPATH": str(PROJECT_DIR)},
+            env={**os.environ, "PYTHONPATH": os.pathsep.join((str(PROJECT_DIR / "components"), str(PROJECT_DIR)))},
             timeout=60,
         )
     assert result.returncode == 2, result.stderr
@@ -229,7 +229,7 @@ def test_a_malformed_or_socks_proxy_is_exit_2_not_a_crash(tmp_path: Path) -> Non
             [sys.executable, "-m", "aks_gpu.cli", "audit", "--kubeconfig", str(path)],
             capture_output=True,
             text=True,
-            env={**os.environ, "PYTHONPATH": str(PROJECT_DIR)},
+            env={**os.environ, "PYTHONPATH": os.pathsep.join((str(PROJECT_DIR / "components"), str(PROJECT_DIR)))},
             timeout=60,
         )
         assert result.returncode == 2, (proxy, result.stderr)

@@ -236,7 +236,16 @@ def test_structured_values_from_pulumi_arrive_as_json_text() -> None:
 
 
 @pytest.mark.parametrize(
-    "label", ["aks-gpu/pool", "nvidia.com/device-plugin.config", "accelerator", "nvidia.com/gpu.deploy.driver", "aks-gpu/x"]
+    "label",
+    [
+        "aks-gpu/pool",
+        "nvidia.com/device-plugin.config",
+        "accelerator",
+        "nvidia.com/gpu.deploy.driver",
+        "aks-gpu/x",
+        # Would open the pool to the Pods of another workload type's namespace (its PodNodeSelector annotation).
+        "serves.aks-gpu/inference",
+    ],
 )
 def test_labels_the_platform_sets_are_refused(label: str) -> None:
     [message] = errors_of(minimal_raw(**{"aks-gpu:gpuPools": [pool(labels={label: "x"})]}))

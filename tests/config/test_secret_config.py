@@ -32,8 +32,8 @@ def secret_cluster_key(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def record(result: PlanResult, type_: str) -> dict[str, Any]:
-    [found] = result.by_type(type_)
-    return found.inputs
+    # The first of its type: the GPU pool comes before the CPU pool.
+    return result.by_type(type_)[0].inputs
 
 
 def test_secret_config_is_secret_in_every_input_and_output(secret_cluster_key: None) -> None:

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from datetime import date, datetime
 from typing import Any
 
-from aks_gpu.admission import cost
+from aks_gpu.admission import chain, cost
 from aks_gpu.admission.engine import CelError, Compiled, Engine, engine_named
 from aks_gpu.admission.quantity import go_base64_canonical
 from aks_gpu.naming import NAMESPACE_NAME_LABEL
@@ -237,6 +237,8 @@ class Request:
     subresource: str = ""
     # (username, groups) of who sends the request
     user: tuple[str, tuple[str, ...]] = (CHECK_USER, ("system:authenticated",))
+    # A mutating admission plugin's refusal (the server's line): no policy runs.
+    refusal: str = ""
 
     def to_cel(self) -> dict[str, Any]:
         """``request`` as admission policies read it (admission.k8s.io/v1 AdmissionRequest)."""
@@ -348,7 +350,21 @@ def build_request(
     resource = KNOWN_KINDS.get(kind, (group, kind.lower() + "s"))[1]
     metadata = prepared.get("metadata") or {}
     namespace = "" if kind in CLUSTER_SCOPED_KINDS else str(metadata.get("namespace"))
+    namespace_object = (
+        (namespaces[namespace] if isinstance(namespaces, _NamespaceCache) else namespace_for(namespace, namespaces or {}))
+        if namespace
+        else None
+    )
+    refusal = ""
+    if kind == "Pod" and group == "" and not subresource:
+        # AKS's mutating plugins run before any validating policy (aks_gpu.admission.chain).
+        if operation == "CREATE" and chain.selector_conflict(prepared.get("spec") or {}, namespace_object):
+            name = str(metadata.get("name") or "")
+            refusal = f'pods "{name}" is forbidden: {chain.SELECTOR_CONFLICT}'
+        else:
+            prepared = chain.mutate_pod(prepared, namespace_object, operation)
     return Request(
+        refusal=refusal,
         operation=operation,
         object=prepared,
         old_object=prepare(old_object) if old_object is not None else None,
@@ -358,11 +374,7 @@ def build_request(
         resource=resource,
         namespace=namespace,
         name=str(metadata.get("name") or metadata.get("generateName") or ""),
-        namespace_object=(
-            namespaces[namespace] if isinstance(namespaces, _NamespaceCache) else namespace_for(namespace, namespaces or {})
-        )
-        if namespace
-        else None,
+        namespace_object=namespace_object,
         subresource=subresource,
         user=(user[0], tuple(user[1])) if user is not None else (CHECK_USER, ("system:authenticated",)),
     )
@@ -611,6 +623,9 @@ def server_message(request: Request, policy: str, binding: str, message: str) ->
 
 
 def evaluate_request(request: Request, bindings: Sequence[CompiledBinding]) -> Decision:
+    if request.refusal:
+        refused = request.refusal.split(" is forbidden: ", 1)[-1]
+        return Decision(request.kind, request.namespace, request.name, False, (refused,), message=request.refusal)
     messages: list[str] = []
     actions: list[str] = []
     skipped: list[str] = []

@@ -27,7 +27,7 @@ from typing import Any
 
 from aks_gpu.admission.evaluate import Decision
 from aks_gpu.admission.quantity import Quantity
-from aks_gpu.admission.reader import POD_SPEC_PATHS
+from aks_gpu.admission.reader import POD_SPEC_PATHS, builtin_kind
 from aks_gpu.naming import QUOTA_NAME
 
 QUOTA_PREFIX = "requests."
@@ -44,6 +44,8 @@ class NamespaceFacts:
 
 
 def pod_spec(obj: Mapping[str, Any]) -> Mapping[str, Any] | None:
+    if not builtin_kind(obj):
+        return None
     spec: Any = obj
     for step in POD_SPEC_PATHS.get(str(obj.get("kind", "")), ()):
         spec = spec.get(step) if isinstance(spec, Mapping) else None
@@ -113,6 +115,9 @@ def not_evaluated(facts: NamespaceFacts | None) -> list[str]:
     if facts.pod_security == "restricted":
         steps.insert(0, "Pod Security restricted (only baseline is evaluated offline)")
     steps.insert(0, "ResourceQuota usage by other pods (the namespace is taken as empty)")
+    # Only the quota's GPU keys are applied; its requests.cpu and requests.memory refuse pods too (a multi-node vLLM
+    # pod of 1124Gi was refused by gpu-inference's 800Gi on kube-apiserver 1.36.3).
+    steps.insert(1, "ResourceQuota's cpu and memory keys (only its GPU keys are applied)")
     return steps
 
 

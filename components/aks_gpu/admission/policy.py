@@ -35,6 +35,15 @@ ReplicaSets, StatefulSets, DaemonSets, ReplicationControllers, Jobs and CronJobs
    the namespace's GPU quota still holds it.
 8. On pools that share GPUs by time-slicing, a container asks for at most one shared GPU (more buys no more
    GPU). The device plugin's ``failRequestsGreaterThanOne`` backs this up on the node.
+9. A request above zero of a GPU-like resource (a GPU resource, or a name in a GPU vendor's domain with ``gpu`` in
+   it: ``nvidia.com/gpus``) that no pool of the stack offers is refused, naming what the pools do offer: the
+   scheduler would keep such a pod Pending forever.
+
+The policy judges what the API server hands it after AKS's mutating admission plugins (AKS enables
+ExtendedResourceToleration and PodNodeSelector, and the list cannot be changed: ``components/aks_gpu/data/
+aks_admission.yaml``). A Pod arrives with ExtendedResourceToleration's ``{key: <resource>, operator: Exists,
+effect: NoSchedule}`` for every extended resource it requests; a template (Deployment, Job...) does not, since
+the plugin only mutates Pods, so for a template the policy counts the toleration its Pods will get.
 
 The namespaces of :mod:`aks_gpu.resolved.exemptions` (what AKS and this stack run) and the user's
 ``admission.exemptNamespaces`` are outside the policy altogether: its ``namespaceSelector`` leaves them out on
@@ -51,6 +60,7 @@ import base64
 from collections.abc import Iterable
 from typing import Any
 
+from aks_gpu.admission.chain import NODE_SELECTOR_ANNOTATION, placement_selector
 from aks_gpu.naming import (
     GPU_TAINT_VALUE,
     NAMESPACE_NAME_LABEL,
@@ -127,6 +137,12 @@ SPOT_LABEL = "kubernetes.azure.com/scalesetpriority"
 # reaches the pool in that prefix.
 HOSTNAME_LABEL = "kubernetes.io/hostname"
 NODE_NAME_FIELD = "metadata.name"
+# ExtendedResourceToleration (k8s.io/kubernetes plugin/pkg/admission/extendedresourcetoleration/admission.go) adds
+# {key: <resource>, operator: Exists, effect: NoSchedule} to a Pod for every extended resource in its containers' and
+# init containers' requests, whatever the quantity (0 included). Of these, only the vendor's whole-GPU resource is the
+# key of a GPU taint: a MIG slice or an AMD partition gets a toleration no GPU node's taint matches.
+# A resource that looks like a GPU although no rule knows it: in a GPU vendor's domain with "gpu" in its name.
+GPU_LIKE_WORD = "gpu"
 
 
 # ---------------------------------------------------------------- what the model says
@@ -183,6 +199,8 @@ def workload_namespaces(model: PlatformModel) -> dict[str, Manifest]:
             "metadata": {
                 "name": workload.name,
                 "labels": {NAMESPACE_NAME_LABEL: workload.name, WORKLOAD_LABEL: workload.type},
+                # Read by PodNodeSelector before the policies (aks_gpu.admission.chain).
+                "annotations": {NODE_SELECTOR_ANNOTATION: placement_selector(workload.type)},
             },
         }
         for workload in model.workloads
@@ -323,6 +341,12 @@ def _selector_allows(p: str) -> str:
     )
 
 
+def _gpu_like(resource: str) -> str:
+    """A resource in a GPU vendor's domain with ``gpu`` in its name (``nvidia.com/gpus``, ``amd.com/GPU``)."""
+    vendors = "|".join(VENDORS)
+    return f"{resource}.matches({lit(f'^({vendors})[.]com/.*({GPU_LIKE_WORD}|{GPU_LIKE_WORD.upper()})')})"
+
+
 def _variable(name: str, expression: str) -> dict[str, str]:
     return {"name": name, "expression": expression}
 
@@ -370,6 +394,23 @@ def _variables(model: PlatformModel) -> list[dict[str, str]]:
         _variable("gpuResourceNames", lit_list(gpu_resource_names(model))),
         _variable("gpuContainers", f"variables.containers.filter(c, {uses_gpu('c')})"),
         _variable("tolerations", f"has({spec}.tolerations) ? {spec}.tolerations : []"),
+        # The GPU taint keys the pod's containers name as a resource (any quantity): ExtendedResourceToleration
+        # tolerates exactly these taints on the Pods.
+        _variable(
+            "requestedTaintKeys",
+            f"{lit_list(sorted(vendor_taint(v).key for v in VENDORS))}.filter(k, variables.containers.exists(c, "
+            "has(c.resources) && ((has(c.resources.limits) && k in c.resources.limits) || "
+            "(has(c.resources.requests) && k in c.resources.requests))))",
+        ),
+        # What the plugin will add to the Pods of a template; a Pod has it already.
+        _variable("ertKeys", "request.kind.kind == 'Pod' ? [] : variables.requestedTaintKeys"),
+        _variable("offeredResources", lit_list(sorted({pool.resource.name for pool in model.pools}))),
+        _variable(
+            "unofferedRequests",
+            "variables.containers.filter(c, "
+            + asks_for("c", f"({is_gpu('r')} || {_gpu_like('r')}) && !(r in variables.offeredResources) && " + above("{v}", "0"))
+            + ")",
+        ),
     ]
     for vendor in VENDORS:
         of_vendor = f"r.startsWith({lit(vendor + '.com/')})"
@@ -479,19 +520,44 @@ def _validations(model: PlatformModel, exempt: tuple[str, ...]) -> list[dict[str
         problem = f"{vendor} GPUs, but the pod does not tolerate the GPU node taint {taint.aks()}: add {add} to the pod spec"
         validations.append(
             _validation(
-                f"size({containers}) == 0 || size(variables.{vendor}Tolerations) > 0",
+                f"size({containers}) == 0 || size(variables.{vendor}Tolerations) > 0 || {lit(taint.key)} in variables.ertKeys",
                 f"a pod that requests {vendor} GPUs must tolerate the GPU node taint {taint.aks()}: add {add} to the pod spec",
                 f"{_containers_word(containers)} + (size({containers}) == 1 ? ' requests ' : ' request ') + {lit(problem)}",
             )
         )
-    keys = "variables.gpuTolerations.map(t, has(t.key) && t.key != '' ? t.key : 'an empty key with operator Exists').join(', ')"
+    keys = (
+        "(variables.gpuTolerations.map(t, has(t.key) && t.key != '' ? t.key : 'an empty key with operator Exists') + "
+        "variables.ertKeys.filter(k, !variables.gpuTolerations.exists(t, has(t.key) && t.key == k))).join(', ')"
+    )
+    # A zero request of a GPU resource is no GPU request, but ExtendedResourceToleration tolerates the GPU taint for
+    # it all the same: the fix is the request, not a toleration the user never wrote.
+    zero = (
+        "(size(variables.requestedTaintKeys) > 0 ? ' The API server adds a toleration of ' + "
+        "variables.requestedTaintKeys.join(', ') + ' to every pod that names that resource, even with 0 "
+        "(ExtendedResourceToleration): remove the zero request.' : '')"
+    )
     validations += [
         _validation(
-            "size(variables.gpuContainers) > 0 || size(variables.gpuTolerations) == 0",
+            "size(variables.gpuContainers) > 0 || (size(variables.gpuTolerations) == 0 && size(variables.ertKeys) == 0)",
             f"a pod that requests no GPU must not tolerate a GPU node taint; only these namespaces may: {exempt_text}",
             f"'the pod requests no GPU but tolerates the GPU node taint (' + {keys} + '), so it could hold a GPU node "
             f"that GPU work is waiting for: remove that toleration or request a GPU (a quantity above 0; only these "
-            f"namespaces may run such pods: {exempt_text})'",
+            f"namespaces may run such pods: {exempt_text}).' + {zero}",
+        ),
+        _validation(
+            "size(variables.unofferedRequests) == 0",
+            "a pod requests a GPU resource that no GPU pool of this stack offers: it would stay Pending",
+            f"{_containers_word('variables.unofferedRequests')} + ' request' + "
+            "(size(variables.unofferedRequests) == 1 ? 's ' : ' ') + variables.unofferedRequests.map(c, "
+            "(has(c.resources.limits) ? c.resources.limits.filter(r, "
+            f"({is_gpu('r')} || {_gpu_like('r')}) && !(r in variables.offeredResources)) : []) + "
+            "(has(c.resources.requests) ? c.resources.requests.filter(r, "
+            f"({is_gpu('r')} || {_gpu_like('r')}) && !(r in variables.offeredResources) && "
+            "!(has(c.resources.limits) && r in c.resources.limits)) : [])).map(l, l.join(', ')).join(', ') + "
+            "', which no GPU pool of this stack offers, so no node could ever run the pod (it would stay Pending). ' + "
+            "(size(variables.offeredResources) == 0 ? 'This stack has no GPU pool.' : "
+            "'The pools offer: ' + variables.offeredResources.join(', ') + '.')",
+            reason="Forbidden",
         ),
         _validation(
             "variables.nodeName == '' || variables.nodeName == variables.oldNodeName || variables.mirrorPod",

@@ -35,6 +35,30 @@ POD_SPEC_PATHS: dict[str, tuple[str, ...]] = {
     "Job": ("spec", "template", "spec"),
     "CronJob": ("spec", "jobTemplate", "spec", "template", "spec"),
 }
+# The API group of each kind above: a kind of the same name in another group (Volcano's batch.volcano.sh Job) is
+# another resource, with its own schema.
+BUILTIN_GROUPS: dict[str, str] = {
+    "Pod": "",
+    "ReplicationController": "",
+    "Deployment": "apps",
+    "ReplicaSet": "apps",
+    "StatefulSet": "apps",
+    "DaemonSet": "apps",
+    "Job": "batch",
+    "CronJob": "batch",
+}
+
+
+def builtin_kind(obj: Mapping[str, Any]) -> bool:
+    """The object is one of the built-in kinds of ``POD_SPEC_PATHS`` (not a custom resource of the same kind name)."""
+    kind = str(obj.get("kind", ""))
+    if kind not in BUILTIN_GROUPS:
+        return False
+    api_version = obj.get("apiVersion")
+    group = str(api_version).rpartition("/")[0] if isinstance(api_version, str) else BUILTIN_GROUPS[kind]
+    return group == BUILTIN_GROUPS[kind]
+
+
 CONTAINER_LISTS = ("containers", "initContainers", "ephemeralContainers")
 # What the device-env policy reads: maps of strings (map[string]string, map[string][]byte as base64).
 # https://kubernetes.io/docs/reference/kubernetes-api/config-and-storage-resources/config-map-v1/,
@@ -216,7 +240,7 @@ def _check_object(obj: Mapping[str, Any], kind: str, label: str) -> None:
                     f"{label}: {_join(bytes_field, key)}: illegal base64 data (the API server refuses it: "
                     f'{kind} in version "v1" cannot be handled as a {kind})'
                 ) from None
-    path = POD_SPEC_PATHS.get(kind)
+    path = POD_SPEC_PATHS.get(kind) if builtin_kind(obj) else None
     if path is None:
         return
     spec: Any = obj

@@ -1,5 +1,6 @@
 """``GpuNodePool``: one AKS agent pool of GPU VMs, tainted and labelled so only GPU work lands on it."""
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, NotRequired, TypedDict, cast
 
@@ -8,8 +9,9 @@ from pulumi_azure_native import containerservice
 
 from aks_gpu.args import platform_model
 from aks_gpu.component import GpuComponent
+from aks_gpu.config.models import CpuPoolConfig
 from aks_gpu.kube.workload_manifests import TolerationSpec
-from aks_gpu.naming import POOL_LABEL
+from aks_gpu.naming import POOL_LABEL, serves_label
 from aks_gpu.resolved.model import ResolvedPool
 from aks_gpu.specs import DevicePluginSpec, GpuPoolSpec, StorageSpec
 
@@ -147,3 +149,31 @@ class GpuNodePool(GpuComponent[NodePoolInputs]):
             "resourceName": self.resource_name,
             "resourceCountPerNode": self.resource_count_per_node,
         }
+
+
+def cpu_pool_labels(pool: CpuPoolConfig, workload_types: Iterable[str]) -> dict[str, str]:
+    """The CPU pool's node labels: its name, and every workload type it serves (all of the stack's)."""
+    return {POOL_LABEL: pool.name, **{serves_label(kind): "true" for kind in sorted(set(workload_types))}}
+
+
+def cpu_agent_pool_inputs(pool: CpuPoolConfig, workload_types: Iterable[str]) -> dict[str, Any]:
+    """The AgentPool inputs of a CPU user pool (snake_case, as ``AgentPoolArgs`` takes them). Pure. No taint: any
+    Pod may run here; autoscaled between minCount and maxCount (AgentPool enableAutoScaling/minCount/maxCount,
+    https://learn.microsoft.com/rest/api/aks/agent-pools/create-or-update). nodeLabels update in place when a workload
+    type is added (data/immutable_fields.yaml)."""
+    inputs: dict[str, Any] = {
+        "agent_pool_name": pool.name,
+        "mode": "User",
+        "vm_size": pool.vm_size,
+        "os_type": "Linux",
+        "os_sku": pool.os_sku,
+        "max_pods": pool.max_pods,
+        "node_labels": cpu_pool_labels(pool, workload_types),
+        "enable_auto_scaling": True,
+        "min_count": pool.min_count,
+        "max_count": pool.max_count,
+        "count": pool.min_count,
+    }
+    if pool.zones:
+        inputs["availability_zones"] = list(pool.zones)
+    return inputs

@@ -63,7 +63,9 @@ def register(subparsers: Any) -> None:
         default="auto",
         help="the CEL engine: cel-cpp (fast, where its wheel exists) or cel-python; auto picks cel-cpp when installed",
     )
-    check.add_argument("files", metavar="FILE", nargs="+", type=Path, help="YAML file(s) with Kubernetes objects")
+    check.add_argument(
+        "files", metavar="FILE", nargs="+", type=Path, help="YAML file(s) with Kubernetes objects, or folders of them"
+    )
     check.set_defaults(handler=run_check)
 
 
@@ -74,18 +76,29 @@ LIST_ALL_UP_TO = 500
 def run_check(args: argparse.Namespace) -> int:
     """Print a decision per object and return the exit status."""
     # The CEL engines load only for this command, not for every `aksgpu` invocation.
+    from aks_gpu.admission.check import check
     from aks_gpu.admission.engine import CelError, engine_named
-    from aks_gpu.admission.evaluate import PolicyError, evaluate
-    from aks_gpu.admission.namespace_admission import complete
+    from aks_gpu.admission.evaluate import PolicyError
     from aks_gpu.admission.pod_security import baseline_policy_manifests
     from aks_gpu.kube.workload_manifests import namespace_facts
 
     loaded = load_stack(args)  # ConfigError: the command line turns it into exit status 2
     report_warnings(loaded)  # on stderr: stdout stays pure JSON with --json
-    try:
-        objects = [item for path in args.files for item in read_objects(path)]
-    except InputError as error:
-        err.print(f"[bold red]error[/] {escape(str(error))}")
+    # One file that cannot be read stops nothing else: its error is printed, every other file is decided, and the
+    # exit status is 2.
+    objects: list[SourcedObject] = []
+    input_errors: list[str] = []
+    for path in args.files:
+        if path.is_dir() and not expand_paths([path]):
+            input_errors.append(f"{path}: a folder without any {', '.join(YAML_SUFFIXES)} file")
+    for path in expand_paths(args.files):
+        try:
+            objects += read_objects(path)
+        except InputError as error:
+            input_errors.append(str(error))
+    for message in input_errors:
+        err.print(f"[bold red]error[/] {escape(message)}")
+    if not objects:
         return EXIT_USAGE
     model = loaded.validated.model
     manifests = render_policy(model)
@@ -94,23 +107,7 @@ def run_check(args: argparse.Namespace) -> int:
     baseline = [m for ns in facts.values() if ns.pod_security == "baseline" for m in baseline_policy_manifests(ns.name)]
     try:
         engine = engine_named(args.engine)
-        decisions = evaluate((item.obj for item in objects), manifests, namespaces, engine=engine)
-        # Then what the cluster runs after the policies: Pod Security baseline and the GPU quota of the stack's
-        # workload namespaces (aks_gpu.admission.namespace_admission).
-        baseline_decisions = evaluate((item.obj for item in objects), baseline, namespaces, engine=engine) if baseline else None
-        decisions = (
-            [
-                complete(
-                    decision,
-                    item.obj,
-                    facts.get(decision.namespace),
-                    baseline_decisions[index] if baseline_decisions is not None else None,
-                )
-                for index, (item, decision) in enumerate(zip(objects, decisions, strict=True))
-            ]
-            if manifests
-            else decisions
-        )
+        decisions = check([item.obj for item in objects], manifests, namespaces, facts, baseline, engine)
     except (CelError, PolicyError, ImportError) as error:
         err.print(f"[bold red]error[/] the stack's admission policy cannot be evaluated: {escape(str(error))}")
         return EXIT_USAGE
@@ -119,7 +116,23 @@ def run_check(args: argparse.Namespace) -> int:
     else:
         actions = manifests[1]["spec"]["validationActions"] if manifests else []
         print_report(loaded.stack, actions, objects, decisions)
+    if input_errors:
+        return EXIT_USAGE
     return EXIT_OK if all(decision.allowed for decision in decisions) else EXIT_FAILED
+
+
+YAML_SUFFIXES = (".yaml", ".yml", ".json")
+
+
+def expand_paths(paths: list[Path]) -> list[Path]:
+    """Files as given; a folder: its YAML and JSON files, recursively, in name order."""
+    expanded: list[Path] = []
+    for path in paths:
+        if path.is_dir():
+            expanded += sorted(p for p in path.rglob("*") if p.is_file() and p.suffix in YAML_SUFFIXES)
+        else:
+            expanded.append(path)
+    return expanded
 
 
 def read_objects(path: Path) -> list[SourcedObject]:

@@ -165,6 +165,24 @@ class SystemPool(ConfigModel):
     os_sku: Literal["Ubuntu", "AzureLinux"] = Field(default="Ubuntu", description="The node OS.")
 
 
+class CpuPoolConfig(ConfigModel):
+    """A small autoscaled CPU user pool, untainted: the CPU companions of GPU jobs (Ray heads, MPI launchers, trainer
+    initializers, gateways) run here, since the system pool is tainted CriticalAddonsOnly and the GPU pools are tainted
+    for GPU work. Its nodes carry ``serves.aks-gpu/<type>=true`` for every workload type of the stack, so each workload
+    namespace's Pods may land here (the namespace's PodNodeSelector annotation asks for its type's label). A list of
+    its own, not a GPU pool without a GPU: nothing a GPU pool needs (vendor, workload type, driver, MIG, quota) applies.
+    User pools may scale to zero (https://learn.microsoft.com/azure/aks/scale-cluster#scale-user-node-pools-to-0)."""
+
+    name: PoolName = Field(description="The AKS pool name: a lowercase letter, then up to 11 lowercase letters or digits.")
+    vm_size: str = Field(default="Standard_D8ds_v5", min_length=1, description="The VM size of the CPU nodes.")
+    min_count: int = Field(default=0, ge=0, le=1000, description="The fewest nodes (0: the pool scales to zero).")
+    max_count: int = Field(default=3, ge=1, le=1000, description="The most nodes the autoscaler starts.")
+    zones: tuple[ConfigText, ...] = Field(default=(), description="Availability zones, e.g. [1, 2, 3].")
+    os_sku: Literal["Ubuntu", "AzureLinux"] = Field(default="Ubuntu", description="The node OS.")
+    max_pods: int = Field(default=30, ge=10, le=250, description="The most pods per node.")
+    protect: bool = Field(default=False, description="Protect the pool from pulumi destroy and replacement.")
+
+
 class DeployerAccess(ConfigModel):
     """Kubernetes access for the identity that runs ``pulumi up``: with Entra ID RBAC on and local accounts off,
     nothing else lets it create the in-cluster objects of the same deployment."""
@@ -874,3 +892,6 @@ class StackConfig(PlatformConfig):
 
     location: str = Field(min_length=1, description="The Azure region (azure-native:location in a stack file).")
     cluster: ClusterConfig = Field(description="The AKS cluster.")
+    cpu_pools: tuple[CpuPoolConfig, ...] = Field(
+        default=(), description="CPU user pools for the CPU pods of the workload namespaces (untainted, autoscaled)."
+    )

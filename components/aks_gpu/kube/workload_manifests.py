@@ -15,6 +15,7 @@ at runtime and cannot see through string annotations.
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, NotRequired, TypedDict
 
+from aks_gpu.admission.chain import NODE_SELECTOR_ANNOTATION, placement_selector
 from aks_gpu.admission.namespace_admission import QUOTA_PREFIX, NamespaceFacts
 from aks_gpu.admission.pod_security import rdma_policy_manifests
 from aks_gpu.config.models import EgressRule, IngressFrom, WorkloadConfig
@@ -142,7 +143,9 @@ def namespace_manifest(config: WorkloadConfig) -> Manifest:
     meta["labels"] |= {ARTICLE_WORKLOAD_LABEL: config.type, **pod_security_labels(level)}
     if config.rdma:
         meta["labels"][RDMA_LABEL] = "true"
+    meta["annotations"] = {NODE_SELECTOR_ANNOTATION: placement_selector(config.type)}
     return {"apiVersion": "v1", "kind": "Namespace", "metadata": meta}
+
 
 
 def rdma_manifests(config: WorkloadConfig) -> list[Manifest]:

@@ -6,11 +6,12 @@ from typing import Any
 
 import pulumi
 import pulumi_kubernetes as k8s
+from pulumi_azure_native import containerservice
 
 from aks_gpu.admission.component import AdmissionInputs, GpuAdmissionPolicy
 from aks_gpu.args import stack_model
 from aks_gpu.azure.cluster import ClusterInputs, GpuCluster
-from aks_gpu.azure.node_pool import GpuNodePool, NodePoolInputs
+from aks_gpu.azure.node_pool import GpuNodePool, NodePoolInputs, cpu_agent_pool_inputs
 from aks_gpu.component import GpuComponent, plain_output
 from aks_gpu.config.models import StackConfig
 from aks_gpu.kube.workload_manifests import PoolOutput, pool_output
@@ -69,6 +70,7 @@ class GpuPlatform(GpuComponent[PlatformModel]):
         location = cluster.location or stack.location
         # The parts, for Python callers (not outputs of the package: other languages see the outputs below).
         self.node_pools: dict[str, GpuNodePool] = {}
+        self.cpu_pools: dict[str, containerservice.AgentPool] = {}
         self.cluster: GpuCluster | None = None
         if cluster.kubeconfig is not None:
             # The cluster is given by a kubeconfig (a cluster a team already has, or `aksgpu local`): no Azure resource,
@@ -99,7 +101,21 @@ class GpuPlatform(GpuComponent[PlatformModel]):
                     self.child(after=[previous.agent_pool] if previous else ()),
                 )
             # The agent pools themselves: a component in depends_on costs every dependent a walk through its children.
+            # The CPU user pools, after the GPU pools and in the same chain (one agent pool operation at a time).
+            workload_types = [workload.type for workload in model.workloads]
+            last: pulumi.Resource | None = previous.agent_pool if previous else None
+            for cpu in stack.cpu_pools:
+                last = self.cpu_pools[cpu.name] = containerservice.AgentPool(
+                    f"{name}-{cpu.name}-pool",
+                    resource_group_name=self.cluster.resource_group_name,
+                    resource_name_=self.cluster.cluster_name,
+                    **cpu_agent_pool_inputs(cpu, workload_types),
+                    opts=self.child(
+                        after=[last] if last else (), protect=cpu.protect, delete_before_replace=True, ignore_changes=["count"]
+                    ),
+                )
             pools_ready = [pool.agent_pool for pool in self.node_pools.values()]
+            pools_ready += list(self.cpu_pools.values())
             provider = self.cluster.provider
             kubeconfig = self.cluster.kubeconfig
             cluster_name = self.cluster.cluster_name

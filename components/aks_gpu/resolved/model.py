@@ -25,6 +25,7 @@ from aks_gpu.naming import (
     VENDORS,
     WORKLOAD_LABEL,
     Vendor,
+    serves_label,
     vendor_resource,
 )
 from aks_gpu.resolved.node_labels import nvme_node_labels, plugin_node_labels
@@ -285,6 +286,7 @@ def resolve_pool(pool: GpuPoolConfig, config: PlatformConfig, catalog: Catalog) 
     platform_labels = {
         ACCELERATOR_LABEL: pool.vendor,
         WORKLOAD_LABEL: pool.workload,
+        serves_label(pool.workload): "true",
         POOL_LABEL: pool.name,
         # Azure Container Storage v1 runs its io-engine only on nodes carrying its label.
         **(nvme_node_labels(config.storage.flavour) if pool.nvme_cache else {}),

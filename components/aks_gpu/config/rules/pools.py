@@ -314,7 +314,7 @@ def _label_and_taint_rules(pool: GpuPoolConfig, path: str) -> list[Problem]:
     problems: list[Problem] = []
     for key in sorted(pool.labels):
         domain = naming.reserved_domain(key)
-        if key in naming.PLATFORM_NODE_LABELS or key.startswith(naming.PLATFORM_LABEL_PREFIX):
+        if naming.is_platform_node_label(key) or key.startswith(naming.PLATFORM_LABEL_PREFIX):
             problems.append(
                 Problem(f"{path}.labels", f"{key!r} is set by aks-gpu itself on this pool's nodes; choose another label key")
             )

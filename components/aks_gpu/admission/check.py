@@ -1,0 +1,107 @@
+"""What ``aksgpu admission check`` decides for a set of objects: the chain the API server runs, offline. Pure.
+
+Per object: the stack's policies on the object itself (a template is judged as written), then every Pod it will have
+created (:mod:`aks_gpu.admission.workload_pods`) through AKS's mutating plugins (:mod:`aks_gpu.admission.chain`), the
+policies, Pod Security and the GPU quota (:mod:`aks_gpu.admission.namespace_admission`). A Pod's refusal makes its
+object's decision "denied": the server stores the Deployment or the custom resource, and refuses its Pods. An object
+refused itself has no Pods to judge: the server stores nothing for a controller to act on.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
+from typing import Any
+
+from aks_gpu.admission.engine import Engine
+from aks_gpu.admission.evaluate import Decision, evaluate
+from aks_gpu.admission.namespace_admission import NamespaceFacts, complete
+from aks_gpu.admission.workload_pods import PodOf, not_evaluated_reason, operator_pods, template_pod
+
+OPERATOR_STEP = "the operator's own changes to the Pods it creates (labels, environment, sidecars)"
+
+
+def pods_of(obj: Mapping[str, Any]) -> tuple[list[PodOf], bool]:
+    """The Pods the object will have created, and whether they come from an operator (a custom resource)."""
+    from_operator = operator_pods(obj)
+    if from_operator is not None:
+        return from_operator, True
+    pod = template_pod(obj)
+    return ([pod] if pod is not None else []), False
+
+
+def check(
+    objects: Sequence[Mapping[str, Any]],
+    manifests: Sequence[Mapping[str, Any]],
+    namespaces: Mapping[str, Mapping[str, Any]],
+    facts: Mapping[str, NamespaceFacts],
+    baseline: Sequence[Mapping[str, Any]],
+    engine: Engine,
+) -> list[Decision]:
+    """One decision per object (``manifests``: the stack's policies and bindings; ``baseline``: the Pod Security
+    baseline policies of the namespaces that enforce it)."""
+    expanded = [pods_of(obj) for obj in objects]
+    evaluated: list[Mapping[str, Any]] = list(objects)
+    for pods, _ in expanded:
+        evaluated += [pod.pod for pod in pods]
+    decisions = evaluate(evaluated, manifests, namespaces, engine=engine)
+    baseline_decisions = evaluate(evaluated, baseline, namespaces, engine=engine) if baseline else None
+    if not manifests:
+        return decisions[: len(objects)]
+
+    def completed(index: int) -> Decision:
+        obj, decision = evaluated[index], decisions[index]
+        return complete(decision, obj, facts.get(decision.namespace), baseline_decisions[index] if baseline_decisions else None)
+
+    results = []
+    cursor = len(objects)
+    for index, (obj, (pods, from_operator)) in enumerate(zip(objects, expanded, strict=True)):
+        own = decisions[index]
+        pod_decisions = [completed(cursor + offset) for offset in range(len(pods))]
+        cursor += len(pods)
+        if str(obj.get("kind")) == "Pod" and not pods:
+            results.append(completed(index))
+            continue
+        results.append(_folded(obj, own, pods, pod_decisions, from_operator))
+    return results
+
+
+def _folded(
+    obj: Mapping[str, Any], own: Decision, pods: list[PodOf], pod_decisions: list[Decision], from_operator: bool
+) -> Decision:
+    messages, first = list(own.messages), own.message
+    steps: list[str] = []
+    who = "its operator creates" if from_operator else "it creates"
+    # A refused object is not stored, so no controller or operator ever creates its Pods: the server's answer is
+    # the object's own refusal alone (kubectl create -f of a Deployment whose template a policy denies: one line).
+    judged = list(zip(pods, pod_decisions, strict=True)) if own.allowed else []
+    for pod, decision in judged:
+        for step in decision.not_evaluated:
+            if step not in steps:
+                steps.append(step)
+        if decision.allowed:
+            continue
+        # What the template's own decision said already is not said again for its Pods; the first new refusal is
+        # shown as the server words it for the Pod.
+        new = [message for message in decision.messages if message not in own.messages]
+        if not new:
+            continue
+        if decision.messages and new[0] == decision.messages[0] and decision.message:
+            # The server's line without its `pods "<name>" is forbidden: `: the controller names the Pod (a Job's
+            # event reads `Error creating: pods "rdma-wbdc4" is forbidden: violates PodSecurity ...`), not this check.
+            new[0] = decision.message.split(" is forbidden: ", 1)[-1]
+        where = f" from {pod.path}" if from_operator else ""
+        prefixed = [f"the pods {who}{where} would be refused: {line}" for line in new]
+        messages += prefixed
+        first = first or prefixed[0]
+    if from_operator:
+        steps.append(OPERATOR_STEP)
+    reason = not_evaluated_reason(obj)
+    if reason is not None:
+        steps.append(reason)
+    note = own.note
+    if from_operator and not pods:
+        note = "no pod template found in the object"
+    elif from_operator:
+        note = f"{len(pods)} pod template(s) judged as the Pods {who}"
+    return replace(own, allowed=not messages, messages=tuple(messages), message=first, not_evaluated=tuple(steps), note=note)
