@@ -11,12 +11,17 @@ from typing import Any
 import pytest
 
 from tests.conftest import STACK_NAMES, stack_model
-from tests.e2e.conftest import LocalCluster, started
+from tests.e2e.conftest import Clusters, LocalCluster
 
 
 @pytest.fixture(scope="module", params=STACK_NAMES)
-def cluster(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
-    yield from started(tmp_path_factory, request.param)
+def cluster(request: pytest.FixtureRequest, clusters: Clusters) -> Iterator[LocalCluster]:
+    # The session's cluster of the stack (the admission and live-path modules may have used it, read-only); this
+    # module's last tests destroy and stop it, so it is released here.
+    try:
+        yield clusters.get(request.param)
+    finally:
+        clusters.release(request.param)
 
 
 def test_up_then_a_second_up_changes_nothing(cluster: LocalCluster) -> None:

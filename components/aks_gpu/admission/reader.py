@@ -35,6 +35,15 @@ POD_SPEC_PATHS: dict[str, tuple[str, ...]] = {
     "Job": ("spec", "template", "spec"),
     "CronJob": ("spec", "jobTemplate", "spec", "template", "spec"),
 }
+# The API group of each workload kind that is not in the core group.
+KIND_GROUPS = {
+    "Deployment": "apps",
+    "ReplicaSet": "apps",
+    "StatefulSet": "apps",
+    "DaemonSet": "apps",
+    "Job": "batch",
+    "CronJob": "batch",
+}
 CONTAINER_LISTS = ("containers", "initContainers", "ephemeralContainers")
 # What the device-env policy reads: maps of strings (map[string]string, map[string][]byte as base64).
 # https://kubernetes.io/docs/reference/kubernetes-api/config-and-storage-resources/config-map-v1/,
@@ -232,7 +241,12 @@ def _check_object(obj: Mapping[str, Any], kind: str, label: str) -> None:
     if problems:
         name = str((metadata or {}).get("name") or (metadata or {}).get("generateName") or "")
         listed = problems[0] if len(problems) == 1 else "[" + ", ".join(problems) + "]"
-        raise InputError(f'{label}: the API server refuses it before admission (422): {kind} "{name}" is invalid: {listed}')
+        # apierrors.NewInvalid names the kind with its group (schema.GroupKind.String(): CronJob.batch), as the
+        # server answers (the e2e test test_admission_agrees compares them).
+        qualified = f"{kind}.{KIND_GROUPS[kind]}" if kind in KIND_GROUPS else kind
+        raise InputError(
+            f'{label}: the API server refuses it before admission (422): {qualified} "{name}" is invalid: {listed}'
+        )
 
 
 def _check_pod_spec(spec: Mapping[str, Any], label: str, where: str) -> None:
