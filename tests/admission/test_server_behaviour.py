@@ -134,7 +134,7 @@ def test_a_template_is_validated_without_pod_defaulting() -> None:
     text = "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: d}\nspec: " + template % (GPU % 1) + "\n"
     assert read_text(text, "f.yaml")
     assert refusal(template % "{name: c, resources: {requests: {nvidia.com/gpu: 1}}}", kind="Deployment").startswith(
-        'Deployment "p" is invalid: spec.template.spec.containers[0].resources.limits: Required value'
+        'Deployment.apps "p" is invalid: spec.template.spec.containers[0].resources.limits: Required value'
     )
 
 

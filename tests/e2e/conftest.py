@@ -1,5 +1,5 @@
 """The real engines: one `aksgpu local` cluster per shipped stack, in a project folder of its own (the checkout's
-Pulumi.yaml, stacks/ and .tools/), started once per module and always stopped and purged, even on failure."""
+Pulumi.yaml, stacks/ and .tools/), shared per session (conftest.Clusters) and always stopped and purged, even on failure."""
 
 from __future__ import annotations
 
@@ -77,11 +77,58 @@ def tools_built() -> None:
 
 
 def started(tmp_path_factory: pytest.TempPathFactory, stack: str, nodes_per_pool: int = 1) -> Iterator[LocalCluster]:
+    cluster = start(tmp_path_factory, stack, nodes_per_pool)
+    try:
+        yield cluster
+    finally:
+        stop(cluster)
+
+
+def start(tmp_path_factory: pytest.TempPathFactory, stack: str, nodes_per_pool: int = 1) -> LocalCluster:
+    """A stack's local cluster, up; stopped and purged again if `up` fails."""
     cluster = LocalCluster(project_copy(tmp_path_factory.mktemp(f"local-{stack}")), stack)
     try:
         done = cluster.aksgpu("local", "up", "--stack", stack, "--nodes-per-pool", str(nodes_per_pool))
         assert done.returncode == 0, done.stderr[-3000:]
-        cluster.first_up = done  # type: ignore[attr-defined]
-        yield cluster
+    except BaseException:
+        stop(cluster)
+        raise
+    cluster.first_up = done  # type: ignore[attr-defined]
+    return cluster
+
+
+def stop(cluster: LocalCluster) -> None:
+    cluster.aksgpu("local", "down", "--stack", cluster.stack, "--purge", timeout=120)
+
+
+class Clusters:
+    """One local cluster per stack per session, shared by the modules that only read it or dry-run against it
+    (test_admission_agrees, test_live_paths) and test_stacks, whose last tests destroy and stop it (it then
+    releases it). A module that asks after the release gets a fresh one."""
+
+    def __init__(self, tmp_path_factory: pytest.TempPathFactory) -> None:
+        self.tmp_path_factory = tmp_path_factory
+        self.running: dict[str, LocalCluster] = {}
+
+    def get(self, stack: str) -> LocalCluster:
+        if stack not in self.running:
+            self.running[stack] = start(self.tmp_path_factory, stack)
+        return self.running[stack]
+
+    def release(self, stack: str) -> None:
+        cluster = self.running.pop(stack, None)
+        if cluster is not None:
+            stop(cluster)
+
+    def close(self) -> None:
+        for stack in list(self.running):
+            self.release(stack)
+
+
+@pytest.fixture(scope="session")
+def clusters(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Clusters]:
+    shared = Clusters(tmp_path_factory)
+    try:
+        yield shared
     finally:
-        cluster.aksgpu("local", "down", "--stack", stack, "--purge", timeout=120)
+        shared.close()

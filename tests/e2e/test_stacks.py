@@ -5,18 +5,27 @@ from __future__ import annotations
 
 import json
 import socket
+import subprocess
+import sys
+import time
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from tests.conftest import STACK_NAMES, stack_model
-from tests.e2e.conftest import LocalCluster, started
+from tests.e2e.conftest import ENV, Clusters, LocalCluster
 
 
 @pytest.fixture(scope="module", params=STACK_NAMES)
-def cluster(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
-    yield from started(tmp_path_factory, request.param)
+def cluster(request: pytest.FixtureRequest, clusters: Clusters) -> Iterator[LocalCluster]:
+    # The session's cluster of the stack (the admission and live-path modules may have used it, read-only); this
+    # module's last tests destroy and stop it, so it is released here.
+    try:
+        yield clusters.get(request.param)
+    finally:
+        clusters.release(request.param)
 
 
 def test_up_then_a_second_up_changes_nothing(cluster: LocalCluster) -> None:
@@ -130,11 +139,46 @@ def test_destroy_leaves_nothing_in_the_state_or_on_the_server(cluster: LocalClus
     assert not namespaces & {w.name for w in stack_model(cluster.stack).workloads}
 
 
+def plugin(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")[0].endswith(b"pulumi-resource-kubernetes")
+    except OSError:
+        return False
+
+
+def killed_mid_preview(cluster: LocalCluster) -> list[int]:
+    """`local status` (a pulumi preview) SIGKILLed once the provider plugin runs: the Pulumi processes it leaves."""
+    from aks_gpu.local.control_plane import LocalPaths
+    from aks_gpu.local.engine import pulumi_processes
+
+    home = LocalPaths(cluster.project, cluster.stack).pulumi_home
+    command = [sys.executable, "-m", "aks_gpu.cli", "local", "status", "--stack", cluster.stack, "--json"]
+    run = subprocess.Popen([*command, "--project-dir", str(cluster.project)], env=ENV, cwd=cluster.project,
+                           stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and not any(plugin(pid) for pid in pulumi_processes(home)):
+            time.sleep(0.2)
+    finally:
+        run.kill()
+        run.wait(timeout=10)
+    return pulumi_processes(home)
+
+
 def test_down_closes_the_port(cluster: LocalCluster) -> None:
+    from aks_gpu.local.control_plane import LocalPaths
+    from aks_gpu.local.engine import pulumi_processes
+
     status = json.loads(cluster.aksgpu("local", "status", "--stack", cluster.stack, "--json").stdout)
     port = int(status["server"].rsplit(":", 1)[1])
+    # One stack is enough to show it: a killed run leaves the Pulumi CLI and its provider; `down` ends them.
+    left = killed_mid_preview(cluster) if cluster.stack == "prod" else []
     down = cluster.aksgpu("local", "down", "--stack", cluster.stack)
     assert down.returncode == 0, down.stderr
+    if cluster.stack == "prod":
+        assert left, "the killed run left no Pulumi process: nothing shows `down` ending them"
+        assert "Pulumi process(es) a killed run left" in " ".join(down.stderr.split())
+    assert pulumi_processes(LocalPaths(cluster.project, cluster.stack).pulumi_home) == []
     with socket.socket() as probe:
         assert probe.connect_ex(("127.0.0.1", port)) != 0
     stopped = json.loads(cluster.aksgpu("local", "status", "--stack", cluster.stack, "--json").stdout)

@@ -256,7 +256,12 @@ def _check_object(obj: Mapping[str, Any], kind: str, label: str) -> None:
     if problems:
         name = str((metadata or {}).get("name") or (metadata or {}).get("generateName") or "")
         listed = problems[0] if len(problems) == 1 else "[" + ", ".join(problems) + "]"
-        raise InputError(f'{label}: the API server refuses it before admission (422): {kind} "{name}" is invalid: {listed}')
+        # apierrors.NewInvalid names the kind with its group (schema.GroupKind.String(): CronJob.batch), as the
+        # server answers (the e2e test test_admission_agrees compares them).
+        qualified = f"{kind}.{BUILTIN_GROUPS[kind]}" if BUILTIN_GROUPS.get(kind) else kind
+        raise InputError(
+            f'{label}: the API server refuses it before admission (422): {qualified} "{name}" is invalid: {listed}'
+        )
 
 
 def _check_pod_spec(spec: Mapping[str, Any], label: str, where: str) -> None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import json
 import shutil
+import signal
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -112,8 +113,10 @@ def run_up(args: argparse.Namespace) -> int:
         change_counts,
         check_kubeconfig,
         check_kubernetes_minor,
+        end_processes,
         kube_version,
         local_stack_config,
+        pulumi_processes,
         reach_host,
         require_tools,
         unreachable_charts,
@@ -122,6 +125,9 @@ def run_up(args: argparse.Namespace) -> int:
     from aks_gpu.program import run_platform
 
     project_dir = _project(args)
+    # SIGTERM (a CI runner's cancel, `kill`) is Ctrl-C here: `up` cleans up the same way instead of dying with its
+    # Pulumi children left running.
+    signal.signal(signal.SIGTERM, _interrupt)
     try:
         bin_dir = require_tools(project_dir)
         args.config_file = None
@@ -147,8 +153,10 @@ def run_up(args: argparse.Namespace) -> int:
                 result = engine_call(lambda: stack.up(color="never"))
             changes = change_counts(result.summary.resource_changes)
         except KeyboardInterrupt:
+            # Ctrl-C (or SIGTERM) during `up`: the Pulumi CLI and its plugin end with it, and what this call started
+            # stops (a failed step leaves it running, to look at).
+            end_processes(pulumi_processes(paths.pulumi_home))
             if started:
-                # Ctrl-C during `up`: stop what this call started (a failed step leaves it running, to look at).
                 local._stop_quietly()
             raise
     except LocalError as exc:
@@ -159,6 +167,10 @@ def run_up(args: argparse.Namespace) -> int:
     )
     out.print(f"kubeconfig: {escape(str(paths.kubeconfig))}  (KUBECONFIG={escape(str(paths.kubeconfig))} kubectl get nodes)")
     return EXIT_OK
+
+
+def _interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt
 
 
 def status_document(args: argparse.Namespace) -> dict[str, Any]:
@@ -265,7 +277,7 @@ def run_status(args: argparse.Namespace) -> int:
 
 def run_down(args: argparse.Namespace) -> int:
     from aks_gpu.local.control_plane import LocalPaths
-    from aks_gpu.local.engine import Local, LocalError, port_closes, require_tools
+    from aks_gpu.local.engine import Local, LocalError, end_processes, port_closes, pulumi_processes, require_tools
 
     project_dir = _project(args)
     paths = LocalPaths(project_dir, args.stack)
@@ -277,6 +289,10 @@ def run_down(args: argparse.Namespace) -> int:
             local.delete()
         else:
             local.stop()
+        # A killed `aksgpu local` leaves its Pulumi CLI and the Kubernetes provider plugin running: end them too.
+        leftover = end_processes(pulumi_processes(paths.pulumi_home))
+        if leftover:
+            say(f"ended {len(leftover)} Pulumi process(es) a killed run left: {', '.join(map(str, leftover))}")
         if server is not None:
             port = int(server.rsplit(":", 1)[1])
             if not port_closes(port):

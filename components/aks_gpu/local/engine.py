@@ -10,6 +10,7 @@ import contextlib
 import json
 import os
 import secrets
+import signal
 import socket
 import subprocess
 import tempfile
@@ -405,6 +406,55 @@ class PulumiRun:
                     os.environ.pop(key, None)
                 else:
                     os.environ[key] = value
+
+
+def pulumi_processes(pulumi_home: Path, proc: Path = Path("/proc")) -> list[int]:
+    """The processes this stack's Pulumi runs left: every process of this user whose environment names this stack's
+    PULUMI_HOME (``PulumiRun`` sets it; the ``pulumi`` CLI and its plugins, ``pulumi-resource-kubernetes``, inherit
+    it). When ``aksgpu local`` is killed (not interrupted) mid-run, they outlive it; ``down`` ends them. No other
+    process has that environment value: it is a path under this stack's ``.local/NAME``. Linux only (``/proc``);
+    elsewhere none are found."""
+    wanted = f"PULUMI_HOME={pulumi_home.resolve()}".encode()
+    found = []
+    for entry in proc.glob("[0-9]*"):
+        try:
+            if entry.stat().st_uid != os.getuid() or int(entry.name) == os.getpid():
+                continue
+            environment = (entry / "environ").read_bytes().split(b"\0")
+        except (OSError, ValueError):
+            continue  # gone, or not ours to read
+        if wanted in environment:
+            found.append(int(entry.name))
+    return sorted(found)
+
+
+def end_processes(pids: list[int], timeout_s: float = 10.0) -> list[int]:
+    """SIGTERM each, then SIGKILL what is left after ``timeout_s``; the pids that were still running when asked."""
+    ended = []
+    for pid in pids:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(pid, signal.SIGTERM)
+            ended.append(pid)
+    deadline = time.monotonic() + timeout_s
+    while ended and time.monotonic() < deadline and any(_alive(pid) for pid in ended):
+        time.sleep(0.1)
+    for pid in ended:
+        if _alive(pid):
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, signal.SIGKILL)
+    return ended
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except (ProcessLookupError, PermissionError):
+        return False
+    # A child of this process that ended but was not reaped yet is a zombie: not running.
+    with contextlib.suppress(OSError, IndexError):
+        if Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z":
+            return False
+    return True
 
 
 def change_counts(summary: Mapping[str, Any] | None) -> dict[str, int]:

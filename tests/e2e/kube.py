@@ -1,0 +1,85 @@
+"""A small client of a local cluster's API server for the e2e tests: the admin kubeconfig's client certificate, a
+server-side dry-run create (``dryRun=All``) of any object the admission fixtures hold, and its answer as a decision.
+
+Plain HTTPS (requests) rather than a kubectl per object: one process, a kept-alive connection, every call bounded."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import requests
+import yaml
+
+TIMEOUT_S = 20
+# Where each kind the fixtures hold is created: (API path prefix, plural, namespaced).
+RESOURCES: dict[str, tuple[str, str, bool]] = {
+    "Pod": ("/api/v1", "pods", True),
+    "ConfigMap": ("/api/v1", "configmaps", True),
+    "Secret": ("/api/v1", "secrets", True),
+    "Service": ("/api/v1", "services", True),
+    "ReplicationController": ("/api/v1", "replicationcontrollers", True),
+    "Namespace": ("/api/v1", "namespaces", False),
+    "Deployment": ("/apis/apps/v1", "deployments", True),
+    "ReplicaSet": ("/apis/apps/v1", "replicasets", True),
+    "StatefulSet": ("/apis/apps/v1", "statefulsets", True),
+    "DaemonSet": ("/apis/apps/v1", "daemonsets", True),
+    "Job": ("/apis/batch/v1", "jobs", True),
+    "CronJob": ("/apis/batch/v1", "cronjobs", True),
+}
+
+
+@dataclass(frozen=True)
+class Answer:
+    """What the server said: ``admitted``, ``denied`` (admission: 403), ``refused`` (before admission: 422/400) or
+    ``other`` (any other status), with the first line of its message (empty when admitted)."""
+
+    decision: str
+    line: str
+    code: int
+
+
+class Server:
+    def __init__(self, kubeconfig: Path) -> None:
+        config = yaml.safe_load(kubeconfig.read_text(encoding="utf-8"))
+        cluster = config["clusters"][0]["cluster"]
+        user = config["users"][0]["user"]
+        self.base = str(cluster["server"])
+        self.session = requests.Session()
+        # Not the environment's CA bundle or proxies (REQUESTS_CA_BUNDLE would replace the cluster's CA): loopback only.
+        self.session.trust_env = False
+        self.session.verify = str(cluster["certificate-authority"])
+        self.session.cert = (str(user["client-certificate"]), str(user["client-key"]))
+
+    def _path(self, obj: dict[str, Any], namespace: str | None) -> str:
+        prefix, plural, namespaced = RESOURCES[str(obj["kind"])]
+        return f"{prefix}/namespaces/{namespace}/{plural}" if namespaced else f"{prefix}/{plural}"
+
+    def create(self, obj: dict[str, Any], *, dry_run: bool) -> Answer:
+        namespace = (obj.get("metadata") or {}).get("namespace") or "default"
+        response = self.session.post(
+            self.base + self._path(obj, namespace),
+            params={"dryRun": "All"} if dry_run else {},
+            json=obj,
+            timeout=TIMEOUT_S,
+        )
+        if response.status_code in (200, 201):
+            return Answer("admitted", "", response.status_code)
+        try:
+            message = str(response.json().get("message", ""))
+        except ValueError:
+            message = response.text
+        line = message.splitlines()[0] if message else ""
+        decision = {403: "denied", 422: "refused", 400: "refused"}.get(response.status_code, "other")
+        return Answer(decision, line, response.status_code)
+
+    def exists(self, path: str) -> bool:
+        return self.session.get(self.base + path, timeout=TIMEOUT_S).status_code == 200
+
+    def ensure_namespace(self, name: str, labels: dict[str, str] | None = None) -> None:
+        if self.exists(f"/api/v1/namespaces/{name}"):
+            return
+        body = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name, "labels": labels or {}}}
+        answer = self.create(body, dry_run=False)
+        assert answer.decision == "admitted", answer
