@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from aks_gpu.config.problems import ConfigError, clipped
+from aks_gpu.config.problems import ConfigError, Problem, clipped
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -120,6 +120,8 @@ def load_stack(args: argparse.Namespace) -> LoadedStack:
     project_dir = resolved(args.project_dir or find_project_dir())
     path: Path = args.config_file or stack_file_path(project_dir, args.stack)
     label = display_path(path)
+    if args.config_file is None and not path.exists():
+        raise ConfigError(label, [Problem("(file)", no_such_stack(args.stack, path.parent))])
     raw = load_stack_file(path)
     try:
         validated = validate_stack(raw, label)
@@ -128,10 +130,31 @@ def load_stack(args: argparse.Namespace) -> LoadedStack:
     given = validated.config.cluster.kubeconfig
     if given is not None and not os.access(Path(given).expanduser(), os.R_OK):
         # The given-cluster mode's one file (the program checks it too, under pulumi up).
-        from aks_gpu.config.problems import Problem
-
         raise ConfigError(label, [Problem("aks-gpu:cluster.kubeconfig", f"cannot read {given}")])
     return LoadedStack(project_dir=project_dir, stack=args.stack, path=path, raw=raw, validated=validated)
+
+
+def no_such_stack(stack: str, folder: Path) -> str:
+    """What to say for ``--stack NAME`` with no ``Pulumi.NAME.yaml``: the stacks that do exist there, so a typo or a
+    stack never created is told from the other at once."""
+    try:
+        names = sorted(
+            file.name.removeprefix("Pulumi.").removesuffix(".yaml")
+            for file in folder.glob("Pulumi.*.yaml")
+            if file.is_file()
+        )
+    except OSError:
+        names = []
+    where = display_path(folder)
+    if not names:
+        return (
+            f"no such stack file: no stack {stack!r} (Pulumi.{stack}.yaml), and {where} holds no Pulumi.<stack>.yaml; "
+            "name a stack file with --config-file FILE"
+        )
+    return (
+        f"no such stack file: no stack {stack!r} (Pulumi.{stack}.yaml) in {where}; the stacks there are "
+        f"{', '.join(names)} (--stack NAME), or name a stack file with --config-file FILE"
+    )
 
 
 def resolved(path: Path) -> Path:
