@@ -236,6 +236,10 @@ def test_an_output_cut_inside_a_line_is_never_healthy_and_never_zero_gpus(path: 
 _PREFIXES = {
     "kubectl-timestamps": "2026-11-30T08:15:02.123456789Z ",
     "journald": "Nov 30 08:15:02 aks-gpu-12345678-vmss000000 collector[4242]: ",
+    # Parallel shells (issue 35): pdsh and clush print "host: ", others "host out: "; over journald's too.
+    "pdsh": "aks-gpu-12345678-vmss000000: ",
+    "host-out": "nid005113 out: ",
+    "pdsh-over-journald": "nid005113: Nov 30 08:15:02 nid005113 collector[4242]: ",
 }
 
 

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from aks_gpu.config.problems import ConfigError, clipped
+from aks_gpu.config.problems import ConfigError, Problem, clipped
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -79,13 +79,43 @@ def interrupts_end_at_once() -> Iterator[None]:
         signal.signal(signal.SIGINT, previous)
 
 
-def find_project_dir(start: Path | None = None) -> Path:
-    """The folder holding ``Pulumi.yaml``: the current one or a parent, else the checkout this package is in."""
-    here = (start or Path.cwd()).resolve()
+# The project file, as the Pulumi CLI finds it (config/loader.py PROJECT_FILES, not imported: it loads the models).
+_PROJECT_FILES = ("Pulumi.yaml", "Pulumi.yml")
+
+
+def find_project_dir(start: Path | None = None) -> Path | None:
+    """The folder holding the project file: the working folder or one above it, as the Pulumi CLI finds it; None
+    outside any project. Never the folder this package was loaded from: installed with pip that is site-packages,
+    and a checkout the package runs from is not the project of the folder the command was run in."""
+    here = resolved(start or Path.cwd())
     for folder in (here, *here.parents):
-        if (folder / "Pulumi.yaml").is_file():
+        if any((folder / name).is_file() for name in _PROJECT_FILES):
             return folder
-    return Path(__file__).resolve().parents[3]
+    return None
+
+
+def project_dir_for(args: argparse.Namespace) -> Path:
+    """``--project-dir``, else the project found from the working folder. Outside any project, with ``--config-file``
+    the working folder (the stack file names itself); without, a ``ConfigError`` (exit 2) saying which flag to give."""
+    if args.project_dir is not None:
+        return resolved(args.project_dir)
+    found = find_project_dir()
+    if found is not None:
+        return found
+    if getattr(args, "config_file", None) is not None:
+        return resolved(Path.cwd())
+    stack = getattr(args, "stack", None)
+    raise ConfigError(
+        f"Pulumi.{stack}.yaml" if stack else "Pulumi.yaml",
+        [
+            Problem(
+                "(file)",
+                f"no Pulumi project here: neither {resolved(Path.cwd())} nor a folder above it holds "
+                "Pulumi.yaml; run in the project, or give --project-dir DIR (the folder with Pulumi.yaml) or "
+                "--config-file FILE (a stack file)",
+            )
+        ],
+    )
 
 
 def add_stack_arguments(parser: argparse.ArgumentParser, *, required: bool = True) -> None:
@@ -99,7 +129,12 @@ def add_stack_arguments(parser: argparse.ArgumentParser, *, required: bool = Tru
     parser.add_argument(
         "--config-file", type=Path, metavar="FILE", help="read this stack file instead of the stack's Pulumi.<NAME>.yaml"
     )
-    parser.add_argument("--project-dir", type=Path, metavar="DIR", help="the folder with Pulumi.yaml (default: found from here)")
+    parser.add_argument(
+        "--project-dir",
+        type=Path,
+        metavar="DIR",
+        help="the folder with Pulumi.yaml (default: the working folder or one above it)",
+    )
 
 
 @dataclass(frozen=True)
@@ -117,9 +152,11 @@ def load_stack(args: argparse.Namespace) -> LoadedStack:
     from aks_gpu.config.loader import load_stack_file, stack_file_path
     from aks_gpu.resolved.stack import validate_stack
 
-    project_dir = resolved(args.project_dir or find_project_dir())
+    project_dir = project_dir_for(args)
     path: Path = args.config_file or stack_file_path(project_dir, args.stack)
     label = display_path(path)
+    if args.config_file is None and not path.exists():
+        raise ConfigError(label, [Problem("(file)", no_such_stack(args.stack, path.parent))])
     raw = load_stack_file(path)
     try:
         validated = validate_stack(raw, label)
@@ -128,10 +165,31 @@ def load_stack(args: argparse.Namespace) -> LoadedStack:
     given = validated.config.cluster.kubeconfig
     if given is not None and not os.access(Path(given).expanduser(), os.R_OK):
         # The given-cluster mode's one file (the program checks it too, under pulumi up).
-        from aks_gpu.config.problems import Problem
-
         raise ConfigError(label, [Problem("aks-gpu:cluster.kubeconfig", f"cannot read {given}")])
     return LoadedStack(project_dir=project_dir, stack=args.stack, path=path, raw=raw, validated=validated)
+
+
+def no_such_stack(stack: str, folder: Path) -> str:
+    """What to say for ``--stack NAME`` with no ``Pulumi.NAME.yaml``: the stacks that do exist there, so a typo or a
+    stack never created is told from the other at once."""
+    try:
+        names = sorted(
+            file.name.removeprefix("Pulumi.").removesuffix(".yaml")
+            for file in folder.glob("Pulumi.*.yaml")
+            if file.is_file()
+        )
+    except OSError:
+        names = []
+    where = display_path(folder)
+    if not names:
+        return (
+            f"no such stack file: no stack {stack!r} (Pulumi.{stack}.yaml), and {where} holds no Pulumi.<stack>.yaml; "
+            "name a stack file with --config-file FILE"
+        )
+    return (
+        f"no such stack file: no stack {stack!r} (Pulumi.{stack}.yaml) in {where}; the stacks there are "
+        f"{', '.join(names)} (--stack NAME), or name a stack file with --config-file FILE"
+    )
 
 
 def resolved(path: Path) -> Path:

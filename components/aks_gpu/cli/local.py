@@ -83,9 +83,9 @@ def _port(text: str) -> int:
 
 
 def _project(args: argparse.Namespace) -> Path:
-    from aks_gpu.cli.common import find_project_dir, resolved
+    from aks_gpu.cli.common import project_dir_for
 
-    return resolved(args.project_dir or find_project_dir())
+    return project_dir_for(args)
 
 
 def _fail(exc: Exception) -> int:

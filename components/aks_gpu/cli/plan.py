@@ -68,6 +68,13 @@ def run(args: argparse.Namespace) -> int:
     tables.apply_wide(args)
     loaded = load_stack(args)
     report_warnings(loaded)
+    if not (loaded.project_dir / "__main__.py").is_file():
+        # The plan runs the project's program; a stack file given outside a project has none to run.
+        err.print(
+            f"[bold red]aksgpu plan[/]: {safe(loaded.project_dir)} holds no Pulumi program (__main__.py) to plan: give "
+            "--project-dir DIR, the folder with Pulumi.yaml and __main__.py; nothing was planned"
+        )
+        return EXIT_USAGE
     out_dir: Path = args.out or loaded.project_dir / "build" / loaded.stack
     if out_dir.exists() and not out_dir.is_dir():
         err.print(f"[bold red]aksgpu plan[/]: --out {safe(out_dir)} is a file, not a folder: nothing was planned")

@@ -28,7 +28,16 @@ from aks_gpu.config.models import (
     PlatformConfig,
     StackConfig,
 )
-from aks_gpu.config.problems import MAX_MESSAGE_SHOWN, ConfigError, Problem, clipped, did_you_mean, shown
+from aks_gpu.config.problems import (
+    MAX_MESSAGE_SHOWN,
+    ConfigError,
+    Problem,
+    clipped,
+    did_you_mean,
+    edit_distance,
+    nearest_name,
+    shown,
+)
 from aks_gpu.config.rules import check_rules
 from aks_gpu.input_files import InputFileError, decode_utf8, read_bounded
 from aks_gpu.naming import CONFIG_NAMESPACE, LOCATION_KEY
@@ -190,6 +199,13 @@ def read_config(
                 problems.append(Problem(key, "unknown key" + (nearest or f"; {PROJECT} keys are: {', '.join(sorted(known))}")))
                 continue
             document[name] = value
+        elif namespace not in FOREIGN_NAMESPACES and name and edit_distance(namespace.lower(), PROJECT) <= 2:
+            # "aksgpu:workloads" is a typo of this program's namespace, not another provider's key: as a warning, the
+            # workloads it holds would be dropped and the stack planned without them.
+            right = f"{PROJECT}:{name}" if name in known else f"{PROJECT}:{nearest_name(name, known) or name}"
+            problems.append(
+                Problem(key, f"config namespace '{namespace}' is not read by this program; did you mean `{right}`?")
+            )
         elif namespace not in FOREIGN_NAMESPACES and name:
             problems.append(Problem(key, f"config namespace '{namespace}' is not read by this program", "warning"))
     cluster = document.get("cluster")
@@ -199,7 +215,7 @@ def read_config(
 
     config: StackConfig | None = None
     try:
-        config = StackConfig.model_validate(document)
+        config = StackConfig.model_validate(document, by_alias=True, by_name=False)
     except ValidationError as exc:
         problems.extend(problems_from(exc))
     if config is not None:
@@ -248,17 +264,41 @@ def key_path(loc: tuple[int | str, ...]) -> str:
 def problems_from(exc: ValidationError) -> list[Problem]:
     """One problem per pydantic error, with the key path a user edits and what is allowed there."""
     problems = []
-    for error in exc.errors(include_url=False):
-        loc = tuple(part for part in error["loc"] if not _is_union_tag(part))
+    errors = exc.errors(include_url=False)
+    locs = [tuple(part for part in error["loc"] if not _is_union_tag(part)) for error in errors]
+    missing = {loc for loc, error in zip(locs, errors, strict=True) if error["type"] == "missing"}
+    # A misspelt required key ("namespac" for "namespace") is one mistake: the unknown key says what it should be and
+    # that it is required, and the required key it stands for is not reported again.
+    misspelt = {
+        (*loc[:-1], name)
+        for loc, error in zip(locs, errors, strict=True)
+        if error["type"] == "extra_forbidden" and loc
+        for name in [nearest_name(str(loc[-1]), _allowed_keys(loc[:-1]))]
+        if name is not None and (*loc[:-1], name) in missing
+    }
+    for loc, error in zip(locs, errors, strict=True):
         kind = error["type"]
         given = error.get("input")
         if kind == "missing":
+            if loc in misspelt:
+                continue
             message = "is required"
         elif kind == "extra_forbidden":
             allowed = _allowed_keys(loc[:-1])
             # The nearest key, as a compiler suggests one, rather than a list of every key allowed here.
-            nearest = did_you_mean(str(loc[-1]), allowed) if loc else ""
-            message = "unknown key" + (nearest or (f"; allowed here: {', '.join(allowed)}" if allowed else ""))
+            suggestion = did_you_mean(str(loc[-1]), allowed) if loc else ""
+            name = nearest_name(str(loc[-1]), allowed) if loc else None
+            required = f" (`{name}` is required)" if name is not None and (*loc[:-1], name) in misspelt else ""
+            message = "unknown key" + (suggestion or (f"; allowed here: {', '.join(allowed)}" if allowed else "")) + required
+        elif kind == "string_type" and isinstance(given, int | float) and not isinstance(given, bool) and loc:
+            # `kubernetesVersion: 1.30` unquoted is YAML's number 1.3: say so, not "should be a valid string".
+            meant = f"{given}0" if isinstance(given, float) else str(given)
+            dropped = f" (YAML drops a trailing zero: {meant} unquoted is {given})" if isinstance(given, float) else ""
+            message = (
+                f"{shown(given)} is not allowed: it must be text, and YAML read the unquoted value as the number "
+                f"{shown(given)}{dropped}; put it in quotes as you mean it: {loc[-1]}: \"{meant}\""
+                + (f" for {meant}" if isinstance(given, float) else "")
+            )
         elif kind == "string_pattern_mismatch":
             pattern = (error.get("ctx") or {}).get("pattern", "")
             hint = _PATTERN_HINTS.get(pattern, f"must match {pattern}")

@@ -56,13 +56,39 @@ def did_you_mean(given: str, names: Iterable[str], count: int = 1) -> str:
     return f"; did you mean {first}" + (f" (or {', '.join(others)})" if others else "") + "?"
 
 
+def nearest_name(given: str, names: Iterable[str]) -> str | None:
+    """The one name ``did_you_mean`` would suggest first, or None."""
+    by_lower = {name.lower(): name for name in names}
+    close = difflib.get_close_matches(given.lower(), list(by_lower), n=1, cutoff=0.6)
+    return by_lower[close[0]] if close else None
+
+
+def edit_distance(first: str, second: str, limit: int = 3) -> int:
+    """The Levenshtein distance between two short names (insertions, deletions, substitutions), capped at ``limit``:
+    "aksgpu" is 1 from "aks-gpu", "azure-native" far."""
+    if abs(len(first) - len(second)) >= limit:
+        return limit
+    previous = list(range(len(second) + 1))
+    for row, char in enumerate(first, 1):
+        current = [row]
+        for column, other in enumerate(second, 1):
+            current.append(min(previous[column] + 1, current[column - 1] + 1, previous[column - 1] + (char != other)))
+        previous = current
+    return min(previous[-1], limit)
+
+
 @dataclass(frozen=True)
 class Problem:
-    """One finding about a stack file, addressed by the key path a user would edit."""
+    """One finding about a stack file, addressed by the key path a user would edit.
+
+    ``follows`` is the key path of the problem this one follows from (a MIG profile that cannot be checked because the
+    vmSize is a typo): where that key has an error of its own, the cause is reported once, and this one not
+    (``causes_once``)."""
 
     path: str
     message: str
     severity: Severity = "error"
+    follows: str | None = None
 
     def render(self, source: str) -> str:
         where = f"{clipped(source, MAX_PATH_SHOWN)}: {clipped(self.path, MAX_PATH_SHOWN)}"
@@ -80,3 +106,9 @@ class ConfigError(Exception):
     @property
     def errors(self) -> list[Problem]:
         return [p for p in self.problems if p.severity == "error"]
+
+
+def causes_once(problems: list[Problem]) -> list[Problem]:
+    """The problems without those that only follow from another key's error: one typo, one error."""
+    errors = {problem.path for problem in problems if problem.severity == "error" and problem.follows is None}
+    return [problem for problem in problems if problem.follows is None or problem.follows not in errors]

@@ -15,7 +15,7 @@ from typing import Any
 from aks_gpu.catalog import Catalog, load_catalog
 from aks_gpu.config.loader import read_config, read_sections
 from aks_gpu.config.models import PlatformConfig, StackConfig
-from aks_gpu.config.problems import ConfigError, Problem
+from aks_gpu.config.problems import ConfigError, Problem, causes_once
 from aks_gpu.config.rules import check_rules
 from aks_gpu.resolved.model import PlatformModel, resolve
 from aks_gpu.resolved.rules import model_rules
@@ -42,6 +42,7 @@ def validate_stack(
     model = resolve(config, catalog) if config is not None else None
     if model is not None:
         problems += model_rules(model)
+    problems = causes_once(problems)
     errors = [p for p in problems if p.severity == "error"]
     if errors or config is None or model is None:
         raise ConfigError(source, errors + [p for p in problems if p.severity == "warning"])
@@ -54,7 +55,7 @@ def checked_model(
     """A validated config's model and every problem the rules find in it (for a component given its sections)."""
     catalog = catalog or load_catalog()
     model = resolve(config, catalog)
-    return model, [*check_rules(config, catalog, today=today or dt.date.today()), *model_rules(model)]
+    return model, causes_once([*check_rules(config, catalog, today=today or dt.date.today()), *model_rules(model)])
 
 
 def validate_sections(

@@ -196,7 +196,8 @@ def _not_checked(context: _PoolContext, check: CheckId, state: _NodeState) -> Ch
         return context.result(
             check, state.node.name, "warn", f"not checked: no `{context.tool}` output from this node (see smi-error)"
         )
-    if state.report.error is not None:
+    # A GPU listed twice is read once: the rest of the output is usable, and gpu-count says what was wrong with it.
+    if state.report.error is not None and state.report.error.kind != "duplicate_gpu":
         return context.result(check, state.node.name, "warn", f"not checked: `{context.tool}` reports an error (see smi-error)")
     return None
 
@@ -463,6 +464,10 @@ def _smi_error(context: _PoolContext, state: _NodeState) -> CheckResult:
             f"the output is a format this tool reads but its GPU rows could not be read: save it and run `aksgpu smi "
             f"parse FILE`; something may print before each line of `{context.tool}`"
         ),
+        "duplicate_gpu": (
+            f"one GPU is listed twice: `{context.tool}` printed its output twice or something else printed into it; "
+            f"run `{context.command}` by hand and check what it prints"
+        ),
         "unrecognized": (
             f"the output is no format this tool reads: save it and run `aksgpu smi parse FILE`; the container may lack "
             f"`{context.tool}` or print something before it"
@@ -556,17 +561,12 @@ def _gpu_count(context: _PoolContext, state: _NodeState) -> CheckResult:
         return skipped
     assert state.report is not None
     node, listed, expected = state.node.name, len(state.report.gpus), context.pool.gpus_per_node
-    # One GPU is one PCI address: an output that lists the same bus id more than once (a log concatenated twice, a
-    # hand-edited snapshot) has fewer GPUs than rows, and counting rows would pass a node that lost GPUs.
-    bus_ids = [_bus_key(gpu.bus_id) for gpu in state.report.gpus if gpu.bus_id]
-    repeated = len(bus_ids) - len(set(bus_ids))
-    if repeated:
+    # One GPU is one PCI address: the parser reads a GPU listed twice once and says so (a log concatenated twice, a
+    # hand-edited snapshot); counting rows would pass a node that lost GPUs, so such an output fails the count.
+    error = state.report.error
+    if error is not None and error.kind == "duplicate_gpu":
         return context.result(
-            "gpu-count",
-            node,
-            "fail",
-            f"`{context.tool}` lists {listed} GPU(s) but only {len(set(bus_ids)) + listed - len(bus_ids)} distinct PCI"
-            f" bus ids ({repeated} listed again): the output is not one reading of this node's GPUs; collect it again",
+            "gpu-count", node, "fail", f"{error.message}: the output is not one reading of this node's GPUs; collect it again"
         )
     if listed == 0:
         return context.result("gpu-count", node, "warn", f"the `{context.command}` output lists no GPUs (its format shows none)")
@@ -595,15 +595,6 @@ def _gpu_count(context: _PoolContext, state: _NodeState) -> CheckResult:
         f"`{context.tool}` lists {listed} GPU(s), more than the {expected} the pool expects of {context.vm_size}: "
         "its vmSize or gpuCount does not match the VM",
     )
-
-
-def _bus_key(bus_id: str) -> str:
-    """A PCI address in one spelling: nvidia-smi writes an 8-digit domain ("00000000:18:00.0"), amd-smi and lspci 4
-    ("0000:18:00.0"), and letters in either case."""
-    parts = bus_id.strip().lower().split(":")
-    if len(parts) == 3 and parts[0] and all(c in "0123456789abcdef" for c in parts[0]):
-        parts[0] = f"{int(parts[0], 16):x}"
-    return ":".join(parts)
 
 
 def _mig_mode(context: _PoolContext, state: _NodeState) -> CheckResult:

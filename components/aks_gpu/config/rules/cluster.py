@@ -365,12 +365,19 @@ def kubernetes_version_problems(cluster: ClusterConfig, today: dt.date, calendar
     long_term = cluster.support_plan == "AKSLongTermSupport" and cluster.sku_tier == "Premium"
     end = entry.lts_end_of_life if long_term else entry.end_of_life
     if today > entry.end_of_life and not long_term:
+        # Long-term support is offered only while its window is still open on ``today``: one that ended months ago
+        # is no way out, and saying "until" a past date sends people to a plan AKS refuses.
+        lts = (
+            f"or keep {minor} under long-term support until {entry.lts_end_of_life} (skuTier Premium, "
+            "supportPlan AKSLongTermSupport)"
+            if today <= entry.lts_end_of_life
+            else f"its long-term support ended on {entry.lts_end_of_life} too"
+        )
         problems.append(
             Problem(
                 path,
                 f"{cluster.kubernetes_version!r}: {minor} reached end of life on AKS on {entry.end_of_life}; {choose}; "
-                f"or keep {minor} under long-term support until {entry.lts_end_of_life} (skuTier Premium, "
-                "supportPlan AKSLongTermSupport) " + refusal_tag("kubernetes-version-end-of-life"),
+                f"{lts} " + refusal_tag("kubernetes-version-end-of-life"),
             )
         )
     elif today > end:

@@ -65,7 +65,11 @@ def pool_rules(pool: GpuPoolConfig, path: str, config: PlatformConfig, catalog: 
             problems.append(Problem(f"{path}.migProfile", "MIG is an NVIDIA feature; remove it from an AMD pool"))
         elif model is None:
             problems.append(
-                Problem(f"{path}.migProfile", "needs a known GPU model (catalog size or gpuModel) to compute the MIG slices")
+                Problem(
+                    f"{path}.migProfile",
+                    "needs a known GPU model (catalog size or gpuModel) to compute the MIG slices",
+                    follows=f"{path}.vmSize",
+                )
             )
         elif not model.supports_mig:
             problems.append(
@@ -137,6 +141,7 @@ def pool_rules(pool: GpuPoolConfig, path: str, config: PlatformConfig, catalog: 
                     f"{pool.vm_size!r} is not in the GPU catalog, so whether it has local NVMe data disks cannot be "
                     "checked; without them the cache has no capacity",
                     "warning",
+                    follows=f"{path}.vmSize",
                 )
             )
         # The storage settings only matter once a pool asks for the cache; report them once, on the first.

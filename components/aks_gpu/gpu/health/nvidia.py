@@ -4,6 +4,7 @@ them is ``kernel_log``'s. Pure."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 
 from aks_gpu.gpu.health.kernel_log import read_kernel_log
@@ -35,7 +36,10 @@ def read_nvidia(
         for entry in status:
             inactive = [link.link for link in entry.links if link.state != "active"]
             label = str(entry.gpu.index) if entry.gpu.index is not None else None
-            _nvlink_finding(out, label, inactive, len(entry.links), entry.all_inactive_notice, nvlink_expected)
+            expected, why = nvlink_expected, "on a size with NVLink"
+            if expected is None and sxm_module(entry.gpu.name):
+                expected, why = True, f"on an SXM module ({entry.gpu.name}), which has NVLink"
+            _nvlink_finding(out, label, inactive, len(entry.links), entry.all_inactive_notice, expected, why)
     if log is None and "," in t.raw:
         recognized = _csv_health(t, out) or recognized
     recognized = _dcgmi_link_status(t, out, nvlink_expected) or recognized
@@ -355,8 +359,26 @@ def topology_nvlinks(report: SmiReport, out: Collector) -> None:
             _nvlink_finding(out, str(gpu), [], 0, True, True)
 
 
+# What the output itself says about the hardware: an SXM module ("NVIDIA A100-SXM4-80GB", "Tesla V100-SXM2-32GB") sits
+# on an NVLink baseboard (HGX, DGX), its links wired to its peers, where the PCIe card of the same GPU has NVLink only
+# through an optional bridge to one peer (https://www.nvidia.com/en-us/data-center/nvlink/: "NVLink is also available
+# in A100 PCIe two-GPU configurations"; the A100 PCIe product brief, PB-10137-001, "NVLink Bridge Support").
+_SXM = re.compile(r"(?:^|[ -])SXM[0-9]?(?:[ -]|$)", re.ASCII)
+
+
+def sxm_module(name: str | None) -> bool:
+    """Whether the GPU's product name says it is an SXM module (and so has NVLink)."""
+    return name is not None and _SXM.search(name) is not None
+
+
 def _nvlink_finding(
-    out: Collector, gpu: str | None, inactive: Sequence[int], total: int, notice: bool, expected: bool | None
+    out: Collector,
+    gpu: str | None,
+    inactive: Sequence[int],
+    total: int,
+    notice: bool,
+    expected: bool | None,
+    why: str = "on a size with NVLink",
 ) -> None:
     every = notice or (total > 0 and len(inactive) == total)
     if not inactive and not notice:
@@ -369,7 +391,7 @@ def _nvlink_finding(
     if not every:
         out.add("nvlink-inactive", "critical", gpu, f"NVLink {links} inactive: {action}")
     elif expected is True:
-        out.add("nvlink-inactive", "critical", gpu, f"NVLink {links} inactive on a size with NVLink: {action}")
+        out.add("nvlink-inactive", "critical", gpu, f"NVLink {links} inactive {why}: {action}")
     elif expected is None:
         out.add(
             "nvlink-inactive",

@@ -78,7 +78,8 @@ def read_smi_and_health(
 def _not_read_whole(report: SmiReport, prepared: Text) -> str | None:
     """Why the input was not read whole, or None: the one rule every reader keeps (an output cut short, or one in a
     format this reads whose GPU rows could not be read, is never called healthy)."""
-    if report.error is not None and report.error.kind == "unreadable":
+    if report.error is not None and report.error.kind in ("unreadable", "duplicate_gpu"):
+        # A GPU listed twice is two outputs in one input: which of them a finding came from cannot be told.
         return report.error.message
     if report.truncated or prepared.capped:
         what = report.format or "the output"

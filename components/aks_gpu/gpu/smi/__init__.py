@@ -46,7 +46,7 @@ from aks_gpu.gpu.smi.model import (
     empty_report,
 )
 from aks_gpu.gpu.smi.nvidia_csv import NVIDIA_CSV_QUERY_FIELDS
-from aks_gpu.gpu.smi.text import MAX_LINE_CHARS, Text, prepare, shorten
+from aks_gpu.gpu.smi.text import MAX_LINE_CHARS, Text, bus_key, prepare, shorten
 from aks_gpu.naming import Vendor
 from aks_gpu.redaction import scrub_secret_shapes
 
@@ -119,7 +119,32 @@ def read_prepared(prepared: Text, vendors: tuple[Vendor, ...], first: SmiReport 
         )
     if report.vendor == "nvidia" and report.driver_version is None:
         report = replace(report, driver_version=loaded_kernel_module(prepared.complete))
-    return report
+    return _listed_once(report)
+
+
+def _listed_once(report: SmiReport) -> SmiReport:
+    """The report with each GPU once. A PCI address is one GPU: two rows with the same one are one GPU listed twice
+    (two runs of the tool saved in one file, or a file pasted twice), never two GPUs; the error says which."""
+    seen: dict[str, GpuInfo] = {}
+    kept: list[GpuInfo] = []
+    twice: list[str] = []
+    for gpu in report.gpus:
+        key = bus_key(gpu.bus_id) if gpu.bus_id else None
+        if key is None:
+            kept.append(gpu)
+        elif key in seen:
+            twice.append(f"{gpu.bus_id} (as GPU {seen[key].index} and again as GPU {gpu.index})")
+        else:
+            seen[key] = gpu
+            kept.append(gpu)
+    if not twice:
+        return report
+    message = (
+        f"the output lists {'a GPU' if len(twice) == 1 else f'{len(twice)} GPUs'} twice by PCI address: "
+        f"{', '.join(twice[:8])}{' ...' if len(twice) > 8 else ''}; each is read once ({len(kept)} GPU(s)): "
+        "the file may hold two runs of the tool, or two nodes' outputs"
+    )
+    return replace(report, gpus=tuple(kept), error=report.error or SmiError("duplicate_gpu", message))
 
 
 # The formats that always list the GPUs (nvidia-smi -L, nvlink -s, topo -m and CSV are recognised by their GPU rows).

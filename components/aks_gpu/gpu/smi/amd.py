@@ -404,11 +404,21 @@ def parse_rocm_smi(t: Text) -> SmiReport | None:
     ended = any(_ROCM_SMI_END in line for line in lines)
     cut = t.cut or (any(_ROCM_SMI_BANNER in line for line in lines) and not ended)
     report = replace(empty_report("amd", "rocm-smi"), driver_version=driver, kernel_driver=kernel, gpus=gpus, truncated=cut)
-    if not gpus and (in_concise or any(_GPU_MENTION in line for line in lines)):
-        # A concise table or per-GPU lines are there and none was read (a prefix before each line, a layout this
-        # does not know): an error that says so, never "0 GPUs".
+    if not gpus and (in_concise or any(_GPU_MENTION in line or not _rocm_smi_frame(line, printed) for line in lines)):
+        # Lines are there besides the banner, the rules and the driver version, and no GPU was read from them (a
+        # prefix before each line, a layout this does not know): an error that says so, never "0 GPUs". Only an
+        # output of nothing but those (--showdriverversion) has no GPU to show.
         return replace(report, error=SmiError("unreadable", "rocm-smi output whose GPU rows could not be read"))
     return report
+
+
+def _rocm_smi_frame(line: str, printed: str | None) -> bool:
+    """A line of rocm-smi's frame, which names no GPU: blank, a rule or section title ("=== ... ==="), or the driver
+    version that was read ("Driver version: ...", or --csv's "device,Driver version" and "cardsystem,...")."""
+    stripped = line.strip()
+    if printed is not None and (stripped.startswith("Driver version:") or stripped == "device,Driver version"):
+        return True
+    return not stripped or stripped.startswith("=") or (printed is not None and stripped.startswith("cardsystem,"))
 
 
 _GPU_MENTION = "GPU["

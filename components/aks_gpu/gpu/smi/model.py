@@ -11,8 +11,15 @@ VendorChoice = Literal["nvidia", "amd", "auto"]
 MigMode = Literal["Enabled", "Disabled"]
 # unreadable: the output is a format this reads, and the GPU rows it must hold could not be read (a prefix before
 # each line, a layout this does not know): never "0 GPUs" without an error.
+# duplicate_gpu: one GPU (one PCI address) is listed twice, as two runs of the tool in one file are: read once.
 ErrorKind = Literal[
-    "driver_not_loaded", "driver_library_mismatch", "nvml_init_failed", "no_devices", "unreadable", "unrecognized"
+    "driver_not_loaded",
+    "driver_library_mismatch",
+    "nvml_init_failed",
+    "no_devices",
+    "unreadable",
+    "unrecognized",
+    "duplicate_gpu",
 ]
 LinkState = Literal["active", "inactive", "down", "disabled"]
 

@@ -12,7 +12,17 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import cast
 
-from aks_gpu.gpu.smi.model import GpuInfo, MigDevice, MigMode, MigProfile, NvLink, SmiReport, TopologyLink, empty_report
+from aks_gpu.gpu.smi.model import (
+    GpuInfo,
+    MigDevice,
+    MigMode,
+    MigProfile,
+    NvLink,
+    SmiError,
+    SmiReport,
+    TopologyLink,
+    empty_report,
+)
 from aks_gpu.gpu.smi.text import (
     CUDA,
     NVIDIA_DRIVER,
@@ -358,4 +368,9 @@ def parse_mig_profiles(t: Text) -> SmiReport | None:
     # nvidia-smi lists profiles only for GPUs in MIG mode.
     indices = dict.fromkeys(profile.gpu_index for profile in mig_profiles(t.lines))
     gpus = tuple(GpuInfo(index, None, None, None, "Enabled") for index in indices)
-    return replace(empty_report("nvidia", "nvidia-smi mig -lgip"), gpus=gpus, truncated=t.cut)
+    report = replace(empty_report("nvidia", "nvidia-smi mig -lgip"), gpus=gpus, truncated=t.cut)
+    if not gpus and not t.cut:
+        # The title is there and not one profile row was read (a prefix before each line, a layout this does not
+        # know): nvidia-smi prints the title only above the rows of a MIG-enabled GPU, so never "0 GPUs" silently.
+        return replace(report, error=SmiError("unreadable", "nvidia-smi mig -lgip output whose profile rows could not be read"))
+    return report

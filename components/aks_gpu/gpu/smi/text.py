@@ -54,6 +54,19 @@ _KUBECTL_PREFIX = re.compile(
     r"^[0-9]{4}-[0-1][0-9]-[0-3][0-9]T[0-2][0-9]:[0-5][0-9]:[0-6][0-9](?:\.[0-9]{1,9})?(?:Z|[+-][0-9]{2}:[0-9]{2}) ", re.ASCII
 )
 _PREFIX_PROBE_LINES = 64  # lines looked at to decide whether the output carries prefixes at all
+# What a parallel shell puts before each line of a host's output: pdsh "prefaces each line of output with the hostname
+# of originating system" as "host: " (pdsh(1), https://www.mankier.com/1/pdsh, -L and dshbak(1)), clush the same, and
+# others name the stream too ("nid005113 out: ", "nid005113 err: ", issue 35). Unlike a timestamp it has no shape of
+# its own ("GPU: 0" is amd-smi's), so it is read off only when every line of the output carries the same host.
+_HOST_PREFIX = re.compile(r"^(?P<host>[A-Za-z0-9][A-Za-z0-9._-]{0,252})(?: (?:out|err))?: ", re.ASCII)
+# Words that begin lines of the outputs themselves in the same "word: " shape and are no host: the kernel modules'
+# tags (a dmesg without timestamps is all "NVRM: Xid ..." lines, fixtures health/48 and 49), the log levels the
+# tools print ("ERROR: ...", "WARNING: ..."), and programs naming themselves in their errors ("bash: nvidia-smi:
+# command not found", "sudo: ...", "kubectl: ...").
+_NOT_HOSTS = frozenset(
+    {"nvrm", "nvidia", "nvidia-modeset", "nvidia-uvm", "amdgpu", "kernel", "error", "warning", "info", "note", "gpu"}
+    | {"bash", "sh", "dash", "zsh", "ash", "sudo", "env", "kubectl", "nvidia-smi", "amd-smi", "rocm-smi", "dcgmi"}
+)
 
 # Terminal colour and cursor codes (CSI ... final byte) and title strings (OSC ... BEL): rocm-smi and
 # amd-smi colour their warnings, and a captured terminal keeps the codes.
@@ -87,6 +100,15 @@ _IDENTIFIER = re.compile(r"[0-9A-Za-z][0-9A-Za-z/_:.-]{0,127}", re.ASCII)
 # "0000:65:00" (the kernel's NVRM lines).
 PCI_ADDRESS = re.compile(r"[0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}(?:\.[0-7])?", re.ASCII)
 
+
+def bus_key(bus_id: str) -> str:
+    """A PCI address in one spelling: nvidia-smi writes an 8-digit domain ("00000000:18:00.0"), amd-smi and lspci 4
+    ("0000:18:00.0"), and letters in either case."""
+    parts = bus_id.strip().lower().split(":")
+    if len(parts) == 3 and parts[0] and len(parts[0]) <= 8 and all(c in "0123456789abcdef" for c in parts[0]):
+        parts[0] = f"{int(parts[0], 16):x}"
+    return ":".join(parts)
+
 # Version shapes. NVIDIA drivers are "565.57.01", "550.120", "418.87.01"; CUDA "12.7"; AMD's amdgpu DKMS module
 # "6.12.12" and ROCm "7.0.0" or "6.3.2-66". A Linux kernel release has a "-" and a build after it
 # ("6.14.0-28-generic", "4.18.0-348.12.2.el8_5.x86_64"): where an AMD tool prints one as the driver version,
@@ -111,8 +133,8 @@ class Text:
     partial: bool
     capped: bool
     long_lines: int
-    # Lines that came with a log collector's prefix (kubectl --timestamps, journald), stripped from every line
-    # above; "journal-kernel" when journald named the kernel as their source (journalctl -k).
+    # Lines that came with a log collector's prefix (kubectl --timestamps, journald, a parallel shell's "host: "),
+    # stripped from every line above; "journal-kernel" when journald named the kernel as their source (journalctl -k).
     prefix: str | None = None
 
     @property
@@ -195,11 +217,13 @@ def strip_line_prefixes(text: str) -> tuple[str, str | None]:
     Decided on the first lines: an output whose first lines carry no prefix is returned as it is, in one check per
     line of the probe. A line without the prefix (a wrapped line, a notice) is kept as it is.
     """
+    # A parallel shell's host prefix is the outermost (pdsh running journalctl prints "host: Mar 05 ... kernel: ").
+    text, host = _strip_host_prefix(text)
     probe = text[: 64 * 1024].split("\n", _PREFIX_PROBE_LINES)[:_PREFIX_PROBE_LINES]
     journal = sum(1 for line in probe if _JOURNAL_PREFIX.match(line))
     kubectl = sum(1 for line in probe if _KUBECTL_PREFIX.match(line))
     if not journal and not kubectl:
-        return text, None
+        return text, host
     pattern = _JOURNAL_PREFIX if journal >= kubectl else _KUBECTL_PREFIX
     kernel = False
     lines = text.split("\n")
@@ -211,6 +235,33 @@ def strip_line_prefixes(text: str) -> tuple[str, str | None]:
             kernel = kernel or (pattern is _JOURNAL_PREFIX and match["ident"] == "kernel")
     name = ("journal-kernel" if kernel else "journal") if pattern is _JOURNAL_PREFIX else "kubectl"
     return "\n".join(lines), name
+
+
+def _strip_host_prefix(text: str) -> tuple[str, str | None]:
+    """The text without a parallel shell's "host: " or "host out: " prefix, when every line that is not a prompt or
+    a kubectl notice carries one, all of the same host (a one-GPU ``nvidia-smi -L`` is one line). The first line is
+    looked at first, so an output without the prefix costs one line check."""
+    probe = text[: 64 * 1024].split("\n", _PREFIX_PROBE_LINES)[:_PREFIX_PROBE_LINES]
+    line = next((line for line in probe if line.strip() and not _NOISE_LINE.match(line.rstrip())), "")
+    first = _HOST_PREFIX.match(line)
+    if first is None:
+        return text, None
+    host = first["host"]
+    if host.lower() in _NOT_HOSTS or host.lower().startswith("nvidia-nvswitch"):
+        return text, None
+    lines = text.split("\n")
+    stripped: list[str] = []
+    prefixed = 0
+    for line in lines:
+        match = _HOST_PREFIX.match(line) if len(line) <= MAX_LINE_CHARS else None
+        if match is not None and match["host"] == host:
+            stripped.append(line[match.end() :])
+            prefixed += 1
+        elif not line.strip() or _NOISE_LINE.match(line.rstrip()):
+            stripped.append(line)
+        else:
+            return text, None  # a line of no host, or of another: not one host's prefixed output
+    return ("\n".join(stripped), "host") if prefixed else (text, None)
 
 
 def noise_line(line: str) -> bool:
