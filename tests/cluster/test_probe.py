@@ -635,3 +635,20 @@ def test_a_credential_plugin_that_waits_for_a_person_is_stopped_when_no_one_is_t
         client_config.load_client_configuration(kubeconfig_text=json.dumps(kubeconfig))
     assert time.monotonic() - started < 10
     assert caplog.text == ""  # said once, in the error, not logged by the client as well
+
+
+def test_a_read_timeout_that_beats_the_wait_is_told_as_the_wait_would_tell_it() -> None:
+    # The socket's read timeout and the list call's wait are the same length: on a loaded machine the read timeout
+    # fires first, and a server that never answered was told as "Read timed out" instead of the documented words.
+    import urllib3
+
+    def times_out() -> None:
+        raise urllib3.exceptions.ReadTimeoutError(None, "/api/v1/nodes", "Read timed out. (read timeout=1.0)")  # type: ignore[arg-type]
+
+    with pytest.raises(retries.DeadlineError, match="list nodes: no complete answer within 1 s"):
+        retries.call_within(1.0, times_out, "list nodes")
+    with pytest.raises(retries.DeadlineError, match="no complete answer within 1 s"):
+        retries.call_within(1.0, lambda: (_ for _ in ()).throw(TimeoutError("timed out")), "list nodes")
+    # Any other error is the caller's as it was.
+    with pytest.raises(ConnectionRefusedError):
+        retries.call_within(1.0, lambda: (_ for _ in ()).throw(ConnectionRefusedError()), "list nodes")

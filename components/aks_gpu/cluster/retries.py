@@ -168,6 +168,11 @@ def call_within(seconds: float, call: Callable[[], T], what: str) -> T:
     if not done.wait(seconds):
         raise DeadlineError(f"{what}: no complete answer within {seconds:g} s")
     if "error" in box:
-        raise box["error"]
+        error = box["error"]
+        # The socket's read timeout is the same length: on a loaded machine it can fire before this wait ends. The
+        # server did not answer in time either way, and is told so in the same words.
+        if isinstance(error, urllib3.exceptions.ReadTimeoutError | TimeoutError):
+            raise DeadlineError(f"{what}: no complete answer within {seconds:g} s") from error
+        raise error
     value: T = box["value"]
     return value
