@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from aks_gpu.local.nodes import node_manifests, node_name, zone_of
-from aks_gpu.naming import POOL_LABEL, vendor_resource
+from aks_gpu.naming import POOL_LABEL, serves_label, vendor_resource
 from tests.conftest import STACK_NAMES, stack_config, stack_model
 
 
@@ -26,7 +26,11 @@ def by_pool(nodes: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
 def test_every_pool_and_the_system_pool_get_their_nodes(stack: str) -> None:
     config, model = stack_config(stack), stack_model(stack)
     pools = by_pool(nodes_of(stack, 2))
-    assert set(pools) == {config.cluster.system_pool.name, *(pool.name for pool in model.pools)}
+    assert set(pools) == {
+        config.cluster.system_pool.name,
+        *(pool.name for pool in model.pools),
+        *(pool.name for pool in config.cpu_pools),
+    }
     assert all(len(nodes) == 2 for nodes in pools.values())
     names = [node["metadata"]["name"] for nodes in pools.values() for node in nodes]
     assert len(set(names)) == len(names)
@@ -39,6 +43,21 @@ def test_the_system_pool_takes_critical_addons_only_and_has_no_gpu(stack: str) -
     assert system["spec"]["taints"] == [{"key": "CriticalAddonsOnly", "value": "true", "effect": "NoSchedule"}]
     assert system["metadata"]["labels"]["kubernetes.azure.com/mode"] == "system"
     assert not [name for name in system["status"]["allocatable"] if name.startswith(("nvidia.com/", "amd.com/"))]
+
+
+@pytest.mark.parametrize("stack", STACK_NAMES)
+def test_a_cpu_pool_is_untainted_gpu_free_and_serves_every_workload_type(stack: str) -> None:
+    # The pods of a workload namespace that ask for no GPU (a Ray head, an MPI launcher) go there: the namespace's node
+    # selector (serves.aks-gpu/<type>=true) must find a node, or they never schedule.
+    config, model = stack_config(stack), stack_model(stack)
+    assert config.cpu_pools, "every shipped stack has a CPU user pool"
+    for cpu in config.cpu_pools:
+        node = by_pool(nodes_of(stack))[cpu.name][0]
+        assert node["spec"].get("taints", []) == []
+        assert node["metadata"]["labels"]["kubernetes.azure.com/mode"] == "user"
+        for workload in model.workloads:
+            assert node["metadata"]["labels"][serves_label(workload.type)] == "true"
+        assert not [name for name in node["status"]["allocatable"] if name.startswith(("nvidia.com/", "amd.com/"))]
 
 
 @pytest.mark.parametrize("stack", STACK_NAMES)

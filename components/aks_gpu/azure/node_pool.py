@@ -11,8 +11,9 @@ from aks_gpu.args import platform_model
 from aks_gpu.component import GpuComponent
 from aks_gpu.config.models import CpuPoolConfig
 from aks_gpu.kube.workload_manifests import TolerationSpec
-from aks_gpu.naming import POOL_LABEL, serves_label
+from aks_gpu.naming import POOL_LABEL
 from aks_gpu.resolved.model import ResolvedPool
+from aks_gpu.resolved.node_labels import cpu_pool_labels
 from aks_gpu.specs import DevicePluginSpec, GpuPoolSpec, StorageSpec
 
 
@@ -149,11 +150,6 @@ class GpuNodePool(GpuComponent[NodePoolInputs]):
             "resourceName": self.resource_name,
             "resourceCountPerNode": self.resource_count_per_node,
         }
-
-
-def cpu_pool_labels(pool: CpuPoolConfig, workload_types: Iterable[str]) -> dict[str, str]:
-    """The CPU pool's node labels: its name, and every workload type it serves (all of the stack's)."""
-    return {POOL_LABEL: pool.name, **{serves_label(kind): "true" for kind in sorted(set(workload_types))}}
 
 
 def cpu_agent_pool_inputs(pool: CpuPoolConfig, workload_types: Iterable[str]) -> dict[str, Any]:

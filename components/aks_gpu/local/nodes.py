@@ -40,6 +40,7 @@ from aks_gpu.naming import (
     ZONE_LABEL,
 )
 from aks_gpu.resolved.model import PlatformModel, ResolvedPool
+from aks_gpu.resolved.node_labels import cpu_pool_labels
 
 # What a simulated node offers beside its GPUs. Not the VM size's real CPU and memory (the catalog records GPUs, not
 # those): enough that the platform's own pods and a test workload fit, so the scheduler decides by labels, taints and
@@ -71,7 +72,7 @@ class SimulatedPool:
 
 
 def simulated_pools(config: StackConfig, model: PlatformModel) -> tuple[SimulatedPool, ...]:
-    """The system pool first, then the GPU pools in the stack file's order."""
+    """The system pool first, then the GPU pools in the stack file's order, then the CPU user pools."""
     system = config.cluster.system_pool
     pools = [
         SimulatedPool(
@@ -89,6 +90,25 @@ def simulated_pools(config: StackConfig, model: PlatformModel) -> tuple[Simulate
         )
     ]
     pools.extend(_gpu_pool(pool) for pool in model.pools)
+    # The CPU user pools: untainted, labelled for every workload type (the workload namespaces' node selector picks
+    # them for the pods that ask for no GPU), as the AgentPool's nodeLabels make them.
+    workload_types = [workload.type for workload in model.workloads]
+    pools.extend(
+        SimulatedPool(
+            name=cpu.name,
+            mode="User",
+            vm_size=cpu.vm_size,
+            os_sku=cpu.os_sku,
+            zones=tuple(cpu.zones),
+            labels=cpu_pool_labels(cpu, workload_types),
+            taints=(),
+            gpu_resource=None,
+            gpu_count=None,
+            architecture="amd64",
+            max_pods=cpu.max_pods,
+        )
+        for cpu in config.cpu_pools
+    )
     return tuple(pools)
 
 

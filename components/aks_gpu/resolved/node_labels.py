@@ -25,15 +25,18 @@ pool's ``nodeLabels``); the keys are in ``components/aks_gpu/naming.py``.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Literal
 
-from aks_gpu.config.models import GpuPoolConfig, PlatformConfig
+from aks_gpu.config.models import CpuPoolConfig, GpuPoolConfig, PlatformConfig
 from aks_gpu.naming import (
     DEPLOY_DRIVER_LABEL,
     DEPLOY_TOOLKIT_LABEL,
     DEVICE_PLUGIN_CONFIG_LABEL,
     GPU_PRESENT_LABEL,
+    POOL_LABEL,
     V1_IO_ENGINE_LABEL,
+    serves_label,
 )
 from aks_gpu.resolved.exemptions import remediation_runs
 
@@ -61,3 +64,8 @@ def nvme_node_labels(flavour: Literal["v2", "v1"]) -> dict[str, str]:
     if flavour == "v1":
         return {V1_IO_ENGINE_LABEL: V1_IO_ENGINE_VALUE}
     return {}
+
+
+def cpu_pool_labels(pool: CpuPoolConfig, workload_types: Iterable[str]) -> dict[str, str]:
+    """The CPU pool's node labels: its name, and every workload type it serves (all of the stack's)."""
+    return {POOL_LABEL: pool.name, **{serves_label(kind): "true" for kind in sorted(set(workload_types))}}
