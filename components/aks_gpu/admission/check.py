@@ -2,7 +2,7 @@
 
 Per object: the stack's policies on the object itself (a template is judged as written), then every Pod it will have
 created (:mod:`aks_gpu.admission.workload_pods`) through AKS's mutating plugins (:mod:`aks_gpu.admission.chain`), the
-policies, Pod Security and the GPU quota (:mod:`aks_gpu.admission.namespace_admission`). A Pod's refusal makes its
+policies, Pod Security and the namespace's ResourceQuota (:mod:`aks_gpu.admission.namespace_admission`). A Pod's refusal makes its
 object's decision "denied": the server stores the Deployment or the custom resource, and refuses its Pods. An object
 refused itself has no Pods to judge: the server stores nothing for a controller to act on.
 """
@@ -15,7 +15,7 @@ from typing import Any
 
 from aks_gpu.admission.engine import Engine
 from aks_gpu.admission.evaluate import Decision, evaluate
-from aks_gpu.admission.namespace_admission import NamespaceFacts, complete
+from aks_gpu.admission.namespace_admission import NamespaceFacts, complete, replicas_step
 from aks_gpu.admission.workload_pods import PodOf, not_evaluated_reason, operator_pods, template_pod
 
 OPERATOR_STEP = "the operator's own changes to the Pods it creates (labels, environment, sidecars)"
@@ -62,7 +62,11 @@ def check(
         if str(obj.get("kind")) == "Pod" and not pods:
             results.append(completed(index))
             continue
-        results.append(_folded(obj, own, pods, pod_decisions, from_operator))
+        folded = _folded(obj, own, pods, pod_decisions, from_operator)
+        step = replicas_step(obj, pods[0].pod, facts.get(own.namespace)) if pods and not from_operator else None
+        if step is not None and folded.allowed:
+            folded = replace(folded, not_evaluated=(step, *folded.not_evaluated))
+        results.append(folded)
     return results
 
 

@@ -379,7 +379,7 @@ def pod_placement(
 
 
 def namespace_facts(model: PlatformModel) -> dict[str, NamespaceFacts]:
-    """Per workload namespace of the stack, its Pod Security level and GPU quota."""
+    """Per workload namespace of the stack, its Pod Security level, ResourceQuota and LimitRange defaults."""
     gpu_resources = sorted({pool.resource.name for pool in model.pools})
     facts = {}
     for workload in model.workloads:
@@ -392,5 +392,10 @@ def namespace_facts(model: PlatformModel) -> dict[str, NamespaceFacts]:
             pod_security="privileged" if workload.config.rdma else workload.config.pod_security,
             gpu_quota={key: value for key, value in hard.items() if key in gpu_keys},
             exposes=workload.resource_name or "",
+            quota=hard,
+            default_requests={
+                "cpu": workload.config.default_requests.cpu,
+                "memory": workload.config.default_requests.memory,
+            },
         )
     return facts
