@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import STACK_NAMES, stack_model
+from tests.conftest import STACK_NAMES, stack_config, stack_model
 from tests.e2e.conftest import ENV, Clusters, LocalCluster
 
 
@@ -46,7 +46,9 @@ def test_status_reports_the_cluster_and_no_pending_change(cluster: LocalCluster)
     model = stack_model(cluster.stack)
     assert status["running"] is True and status["server"].startswith("https://127.0.0.1:")
     assert status["kubernetesVersion"].startswith("v1.36.")
-    assert status["nodes"] == 1 + len(model.pools) and status["gpuNodes"] == len(model.pools)
+    # The system pool, the GPU pools and the CPU user pools, one node each.
+    cpu_pools = len(stack_config(cluster.stack).cpu_pools)
+    assert status["nodes"] == 1 + len(model.pools) + cpu_pools and status["gpuNodes"] == len(model.pools)
     assert status["pulumi"]["pendingChanges"] == 0 and status["pulumi"]["resources"] > 5
 
 
