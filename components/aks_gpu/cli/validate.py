@@ -155,7 +155,8 @@ def run(args: argparse.Namespace) -> int:
     try:
         if args.action == "collect":
             return _collect(args, model, targets)
-        snapshot = read_snapshot(args.snapshot) if args.snapshot is not None else _probe(args, model, targets)
+        collect = f"aksgpu validate collect --stack {args.stack} --out {{out}}" if args.stack else None
+        snapshot = read_snapshot(args.snapshot, collect=collect) if args.snapshot is not None else _probe(args, model, targets)
     except (_UsageError, SnapshotError) as error:
         err.print(f"[bold red]aksgpu validate[/]: {safe(str(error))}")
         return EXIT_USAGE
@@ -301,10 +302,12 @@ def print_results(model: PlatformModel, results: Sequence[CheckResult], *, verbo
         out.print(f"{safe(pool)}: {counts['pass']} pass, {counts['fail']} fail, {counts['warn']} warn")
     failed = sum(1 for result in results if result.status == "fail")
     origin = f" (snapshot {safe(source)})" if source else ""
+    unchecked = sum(1 for result in results if result.status == "warn" and result.message.startswith("not checked"))
+    also = f"; {unchecked} check(s) not checked" if unchecked else ""
     if failed:
-        out.print(f"[bold red]validation failed[/]: {failed} check(s) failed{origin}")
+        out.print(f"[bold red]validation failed[/]: {failed} check(s) failed{also}{origin}")
     else:
-        out.print(f"[bold green]validation passed[/]{origin}")
+        out.print(f"[bold green]validation passed[/]: nothing failed{also}{origin}")
 
 
 def _positive_int(text: str) -> int:
