@@ -108,3 +108,24 @@ def test_fits_counts_kept_columns_whole_and_flexible_ones_at_their_minimum() -> 
     assert tables.fits(headers, rows, 80, flexible={"message": 40})
     assert not tables.fits(headers, rows, 60, flexible={"message": 40})
     assert not tables.fits(headers, rows, 100)  # not flexible: the message whole on one line would need more
+
+
+def test_piped_output_follows_columns_when_it_is_set() -> None:
+    import os
+    import subprocess
+    import sys
+
+    env = {**os.environ, "COLUMNS": "80", "PYTHONPATH": os.pathsep.join(sys.path)}
+    done = subprocess.run(
+        [sys.executable, "-m", "aks_gpu.cli", "audit", "--snapshot", str(FAULTY)],
+        capture_output=True,
+        text=True,
+        env=env,
+        check=False,
+        timeout=120,
+    )
+    assert done.returncode == 1, done.stderr
+    lines = done.stdout.splitlines()
+    assert max(len(line) for line in lines) <= 80
+    words = {word.strip("│ ,():") for line in lines for word in line.split()}
+    assert "gpu-node-untainted" in words and "aks-train-31415926-vmss000001" in words
