@@ -103,20 +103,26 @@ def print_rows(
     """A table laid out as a list, one entry a row: its ``lead`` first cells on the entry's first line, then one
     indented line per other non-empty cell (``header: value``, the value alone for a ``bare`` column), wrapped at the
     terminal's edge, never cut. Cells are rich markup (already escaped), like a table's."""
-    from rich.padding import Padding
     from rich.text import Text
+
+    def indented(markup: str, indent: int) -> None:
+        # wrapped at the terminal's edge less the indent, a word longer than that folded; no padding to the right
+        width = max(10, int(console.width) - indent)
+        for line in Text.from_markup(markup).wrap(console, width, overflow="fold"):
+            line.rstrip()
+            console.print(Text(" " * indent) + line, soft_wrap=True)
 
     unlabeled = set(bare)
     if title:
         console.print(Text.from_markup(f"[bold]{title}[/]"))
     for row in rows:
-        console.print(Padding(Text.from_markup(" ".join(cell for cell in row[:lead] if cell)), (0, 0, 0, 2), expand=False))
+        indented(" ".join(cell for cell in row[:lead] if cell), 2)
         for header, cell in zip(headers[lead:], row[lead:], strict=False):
             if not Text.from_markup(cell).plain.strip():
                 continue
             label = "" if header in unlabeled else f"[dim]{header}:[/] "
             cell = ", ".join(part for part in cell.split("\n") if part.strip())
-            console.print(Padding(Text.from_markup(f"{label}{cell}"), (0, 0, 0, 4), expand=False))
+            indented(f"{label}{cell}", 4)
 
 
 def print_table(
