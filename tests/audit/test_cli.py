@@ -187,7 +187,7 @@ def test_html_is_one_self_contained_page(tmp_path: Path, capsys: pytest.CaptureF
     ("argv", "message"),
     [
         (["--snapshot", "snap", "--context", "prod"], "--kubeconfig and --context are for a live cluster"),
-        (["--snapshot", "nowhere"], "no such snapshot folder"),
+        (["--snapshot", "nowhere"], "no such snapshot folder (write one with `aksgpu audit collect --out nowhere`)"),
         (["--config-file", "x.yaml", "--snapshot", "snap"], "go with --stack NAME"),
         (["--snapshot", "snap", "--stack", "nosuchstack"], "nosuchstack"),
     ],

@@ -408,13 +408,16 @@ def test_a_node_without_a_ready_condition_is_not_ready() -> None:
     assert "reports no Ready condition" in result.message
 
 
-def test_a_pool_scaled_to_zero_passes_with_an_explanation() -> None:
+def test_a_pool_scaled_to_zero_is_not_checked_and_never_passes() -> None:
     results = check(prod_snapshot(train=0))  # train: minCount 0
 
-    assert not_passing(results) == set()
+    assert not any(result.status == "fail" for result in results)  # nothing fails: the exit status stays 0
     no_nodes = one(results, "gpu-schedulable", None, "train")
-    assert no_nodes.message.startswith("no nodes yet: the pool scales from zero")
+    assert no_nodes.status == "warn"
+    assert no_nodes.message.startswith("not checked: no nodes yet: the pool scales from zero")
     assert "aks-gpu/pool=train" in no_nodes.message
+    consistency = one(results, "driver-consistency", None, "train")
+    assert consistency.status == "warn" and consistency.message.startswith("not checked: no nodes yet")
     assert [r.id for r in results if r.pool == "train"] == ["device-plugin-ready", "gpu-schedulable", "driver-consistency"]
 
 

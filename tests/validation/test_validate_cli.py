@@ -125,7 +125,7 @@ def test_verbose_lists_the_passing_results_too(tmp_path: Path, capsys: pytest.Ca
         (["collect", "--out", "x", "--json"], "collect runs no checks"),
         (["--out", "x"], "--out is for `aksgpu validate collect`"),
         (["--snapshot", "x", "--kubeconfig", "k", "--context", "c"], "--kubeconfig, --context: for a live cluster"),
-        (["--snapshot", "does-not-exist"], "no such snapshot folder"),
+        (["--snapshot", "does-not-exist"], "(write one with `aksgpu validate collect --stack prod --out does-not-exist`)"),
     ],
 )
 def test_usage_errors_exit_2(
@@ -249,3 +249,11 @@ def test_collect_then_check_the_snapshot_offline(
     failed = [c for c in report["checks"] if c["status"] == "fail"]
     assert [(c["id"], c["node"]) for c in failed] == [("smi-error", node_name("train", 1))]
     assert "node NotReady (KubeletNotReady)" in failed[0]["message"]
+
+
+def test_a_pool_with_no_nodes_yet_is_said_not_checked_and_exits_0(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    snapshot = edited(healthy_snapshot(PROD, plugin_targets(PROD), {"train": 0, "infer": 1}))  # train: minCount 0
+    assert run(["validate", *STACK, "--snapshot", saved(snapshot, tmp_path)]) == 0
+    output = " ".join(capsys.readouterr().out.split())
+    assert "train (pool) gpu-schedulable: not checked: no nodes yet" in output
+    assert "validation passed: nothing failed; 2 check(s) not checked" in output

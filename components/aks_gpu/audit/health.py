@@ -115,7 +115,7 @@ def judge_health(
     collect = (
         f"`aksgpu validate collect --stack {stack.name} --out DIR`"
         if stack
-        else "`aksgpu validate collect --stack NAME --out DIR`"
+        else "`aksgpu audit collect --out DIR`"
     )
     if no_output:
         run.gap(

@@ -133,7 +133,8 @@ def judge_node_images(
         run.gap(
             "node-image",
             ("node-image-stale",),
-            f"{why}: node image age needs the time of collection (`aksgpu validate collect` writes meta.json with "
+            f"{why}: node image age needs the time of collection (`aksgpu audit collect` or `aksgpu validate collect`"
+            " writes meta.json with "
             f"collectedAt), or {NODEPOOL_UPGRADES_FILE} to compare with the latest image AKS offers the pool",
             len(by_age) if len(by_age) < len(labelled) else None,
         )

@@ -16,7 +16,6 @@ from pathlib import Path
 from typing import Any
 
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-from rich.table import Table
 
 from aks_gpu.audit import registry
 from aks_gpu.audit.engine import run_audit
@@ -304,15 +303,16 @@ def print_report(report: AuditReport, *, source: str) -> None:
     out.print(
         f"[bold]aksgpu audit[/] of {safe(origin)}{safe(stack)}: {report.gpu_nodes} GPU node(s) in {len(report.pools)} pool(s)"
     )
+    listed = False
     if report.pools:
-        out.print(_pools_table(report))
+        listed |= _print_pools(report)
     grouped = practices_of(report.findings)
     gaps = {practice.id: [gap for gap in report.not_checked if gap.practice == practice.id] for practice in registry.PRACTICES}
     for practice in registry.PRACTICES:
         findings = grouped[practice.id]
         out.print()
         if findings:
-            out.print(_findings_table(practice.title, findings))
+            listed |= _print_findings(practice.title, findings)
             if len(findings) > MAX_ROWS_SHOWN:
                 out.print(f"  +{len(findings) - MAX_ROWS_SHOWN} more (--json or --html has every finding)")
             for check in registry.checks_of(practice.id):
@@ -328,7 +328,10 @@ def print_report(report: AuditReport, *, source: str) -> None:
             out.print(f"  [dim]not checked[/] {safe(what)}{count}: {safe(gap.reason)}")
     if report.namespaces:
         out.print()
-        out.print(_namespaces_table(report))
+        listed |= _print_namespaces(report)
+    if listed:
+        out.print()
+        out.print(f"[dim]{tables.list_note(json=True)}[/]")
     out.print()
     fail, warn = report.count("fail"), report.count("warn")
     if fail:
@@ -339,33 +342,38 @@ def print_report(report: AuditReport, *, source: str) -> None:
         out.print(f"[bold green]audit passed[/]: nothing fails, {warn} warning(s)")
 
 
-def _pools_table(report: AuditReport) -> Table:
+def _print_pools(report: AuditReport) -> bool:
     columns = ("pool", "vendor", "GPU nodes", "GPUs allocatable", "GPUs requested", "idle nodes", "node images")
     right = [column for column in columns if column.startswith(("GPU", "idle"))]
-    table = tables.table("GPU pools", columns, right=right, keep=("pool", "node images"))
+    rows = []
     for pool in report.pools:
         images = ", ".join(f"{image} ({count})" for image, count in pool.node_images.items()) or "-"
-        table.add_row(
-            safe(pool.pool),
-            safe(pool.vendor or "?"),
-            str(pool.gpu_nodes),
-            str(whole(pool.gpus_allocatable)),
-            str(whole(pool.gpus_requested)),
-            str(pool.idle_nodes),
-            safe(images),
+        rows.append(
+            (
+                safe(pool.pool),
+                safe(pool.vendor or "?"),
+                str(pool.gpu_nodes),
+                str(whole(pool.gpus_allocatable)),
+                str(whole(pool.gpus_requested)),
+                str(pool.idle_nodes),
+                safe(images),
+            )
         )
-    return table
+    flexible = {column: 9 for column in right}
+    return tables.print_table(out, "GPU pools", columns, rows, right=right, keep=("pool", "node images"), flexible=flexible)
 
 
-def _findings_table(title: str, findings: list[AuditFinding]) -> Table:
-    table = tables.table(
-        safe(title),
-        ("severity", "id", "node", "namespace", "pod", "message"),
-        keep=("severity", "id", "node", "namespace", "pod"),
-        title_justify="left",
-    )
-    for finding in findings[:MAX_ROWS_SHOWN]:
-        table.add_row(
+# The narrowest a finding's message column may be before the findings are laid out as a list instead.
+MESSAGE_MIN_WIDTH = 40
+
+
+def _print_findings(title: str, findings: list[AuditFinding]) -> bool:
+    """A practice's findings as a table where every id, node, namespace and pod fits whole beside a message column
+    at least MESSAGE_MIN_WIDTH wide; else as a list, one entry a finding (severity and id, then node, namespace, pod
+    and the message wrapped)."""
+    columns = ("severity", "id", "node", "namespace", "pod", "message")
+    rows = [
+        (
             f"[{_STYLE[finding.severity]}]{finding.severity}[/]",
             safe(finding.id),
             safe(finding.node or ""),
@@ -373,15 +381,28 @@ def _findings_table(title: str, findings: list[AuditFinding]) -> Table:
             safe(finding.pod or ""),
             safe(finding.message),
         )
-    return table
-
-
-def _namespaces_table(report: AuditReport) -> Table:
-    table = tables.table(
-        "Namespaces with GPU pods", ("namespace", "GPU pods", "GPUs requested", "GPU quota", "deny-all"), keep=("namespace",)
+        for finding in findings[:MAX_ROWS_SHOWN]
+    ]
+    return tables.print_table(
+        out,
+        safe(title),
+        columns,
+        rows,
+        keep=("severity", "id", "node", "namespace", "pod"),
+        flexible={"message": MESSAGE_MIN_WIDTH},
+        lead=2,
+        bare=("message",),
+        title_justify="left",
     )
+
+
+def _print_namespaces(report: AuditReport) -> bool:
+    rows = []
     for namespace in report.namespaces:
         quota = "not read" if namespace.quota is None else (", ".join(f"{k}: {v}" for k, v in namespace.quota.items()) or "none")
         deny = "not read" if namespace.deny_all is None else ("yes" if namespace.deny_all else "no")
-        table.add_row(safe(namespace.namespace), str(namespace.gpu_pods), str(whole(namespace.gpus_requested)), safe(quota), deny)
-    return table
+        rows.append((safe(namespace.namespace), str(namespace.gpu_pods), str(whole(namespace.gpus_requested)), safe(quota), deny))
+    columns = ("namespace", "GPU pods", "GPUs requested", "GPU quota", "deny-all")
+    return tables.print_table(
+        out, "Namespaces with GPU pods", columns, rows, keep=("namespace",), flexible={"GPU quota": 20}
+    )

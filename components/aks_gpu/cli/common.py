@@ -38,9 +38,11 @@ def _console(stderr: bool) -> Console:
             raise BrokenPipeError(32, "the reader of the output has gone")
 
     stream = sys.stderr if stderr else sys.stdout
-    # Piped output (CI logs, files) gets a wide page instead of rich's 80-column fallback; emoji=False: ":key:" in a
-    # stack key or a cluster message is text, not an emoji code.
-    return _Console(stderr=stderr, highlight=False, emoji=False, width=None if stream.isatty() else 160)
+    # Piped output (CI logs, files) gets a wide page instead of rich's 80-column fallback, unless COLUMNS names a
+    # width (rich reads it); emoji=False: ":key:" in a stack key or a cluster message is text, not an emoji code.
+    columns = os.environ.get("COLUMNS", "")
+    width = None if stream.isatty() or columns.strip().isdigit() else 160
+    return _Console(stderr=stderr, highlight=False, emoji=False, width=width)
 
 
 def __getattr__(name: str) -> Any:

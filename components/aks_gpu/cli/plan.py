@@ -103,13 +103,15 @@ def run(args: argparse.Namespace) -> int:
 
     model = loaded.validated.model
     out.print(resource_tree(result))
-    out.print(pool_table(model))
+    if print_pools(model):
+        out.print(f"[dim]{tables.list_note(json=False)}[/]")
     out.print(resource_group_line(model), markup=False)
     for line in prerequisite_lines(model):
         out.print(line, markup=False)
     if isinstance(model.config, StackConfig):
         quota = quota_plan(model.config)
-        out.print(quota_table(quota))
+        if print_quota(quota):
+            out.print(f"[dim]{tables.list_note(json=False)}[/]")
         for line in quota_lines(quota):
             out.print(line, markup=False)
     print_replacements(changes)
@@ -232,15 +234,16 @@ def prerequisite_lines(model: PlatformModel) -> list[str]:
     return lines
 
 
-def quota_table(plan: QuotaPlan) -> Table:
-    """Per quota of the region: the vCPUs the stack needs at once, every pool at maxCount and surging."""
-    table = tables.table(
-        f"compute quota needed in {plan.location} (vCPUs; every pool at maxCount plus its upgrade surge)",
-        ("quota (az vm list-usage name)", "portal label", "pools", "vCPUs needed"),
-        right=("vCPUs needed",),
-        keep=("quota (az vm list-usage name)",),
-    )
+QUOTA_COLUMNS = ("quota (az vm list-usage name)", "portal label", "pools", "vCPUs needed")
+
+
+def quota_title(plan: QuotaPlan) -> str:
+    return f"compute quota needed in {plan.location} (vCPUs; every pool at maxCount plus its upgrade surge)"
+
+
+def quota_rows(plan: QuotaPlan) -> list[tuple[str, ...]]:
     by_pool = {need.pool: need for need in plan.pools}
+    rows: list[tuple[str, ...]] = []
     for line in plan.lines:
         pools = []
         for name in line.pools:
@@ -249,8 +252,29 @@ def quota_table(plan: QuotaPlan) -> Table:
             sizing = f"{need.nodes}+{need.surge} x {per_node}" if per_node is not None else f"{need.nodes}+{need.surge} x ?"
             pools.append(f"{name} ({need.vm_size}: {sizing})")
         needed = f"{line.vcpus}" + (" + unknown" if line.unknown else "")
-        table.add_row(safe(line.family), safe(line.local_name or "-"), "\n".join(safe(pool) for pool in pools), safe(needed))
+        rows.append((safe(line.family), safe(line.local_name or "-"), "\n".join(safe(pool) for pool in pools), safe(needed)))
+    return rows
+
+
+def quota_table(plan: QuotaPlan) -> Table:
+    """Per quota of the region: the vCPUs the stack needs at once, every pool at maxCount and surging."""
+    table = tables.table(quota_title(plan), QUOTA_COLUMNS, right=("vCPUs needed",), keep=(QUOTA_COLUMNS[0],))
+    for row in quota_rows(plan):
+        table.add_row(*row)
     return table
+
+
+def print_quota(plan: QuotaPlan) -> bool:
+    """The quota table where the quota names fit whole beside the wrapped others, else one entry a quota."""
+    flexible = {"quota (az vm list-usage name)": 0, "portal label": 14, "pools": 20, "vCPUs needed": 6}
+    rows = quota_rows(plan)
+    longest = max((len(row[0]) for row in rows), default=0)
+    flexible["quota (az vm list-usage name)"] = longest
+    # a pool's VM size is one word: the column is never narrower than the longest (so it wraps between words)
+    flexible["pools"] = max([20, *(len(word) for row in rows for word in row[2].split())])
+    return tables.print_table(
+        out, quota_title(plan), QUOTA_COLUMNS, rows, right=("vCPUs needed",), keep=(QUOTA_COLUMNS[0],), flexible=flexible
+    )
 
 
 def quota_lines(plan: QuotaPlan) -> list[str]:
@@ -269,12 +293,13 @@ def quota_lines(plan: QuotaPlan) -> list[str]:
     return lines
 
 
-def pool_table(model: PlatformModel) -> Table:
-    table = tables.table(
-        "GPU pools: what each node exposes to the scheduler",
-        ("pool", "vm size", "gpus", "resource", "per node", "mig", "sharing", "nodes", "taints"),
-        keep=("pool", "vm size", "resource", "taints"),
-    )
+POOL_TITLE = "GPU pools: what each node exposes to the scheduler"
+POOL_COLUMNS = ("pool", "vm size", "gpus", "resource", "per node", "mig", "sharing", "nodes", "taints")
+POOL_KEEP = ("pool", "vm size", "resource", "taints")
+
+
+def pool_rows(model: PlatformModel) -> list[tuple[str, ...]]:
+    rows: list[tuple[str, ...]] = []
     for pool in model.pools:
         spec = pool.config
         nodes = f"{spec.min_count}-{spec.max_count}" if spec.autoscaling else str(spec.count)
@@ -288,8 +313,20 @@ def pool_table(model: PlatformModel) -> Table:
             f"time-slicing x{pool.time_slicing_replicas}" if pool.time_slicing_replicas else "-",
             nodes + (" spot" if spec.spot else ""),
         )
-        table.add_row(*(safe(cell) for cell in cells), "\n".join(safe(t.aks()) for t in pool.taints))
+        rows.append((*(safe(cell) for cell in cells), "\n".join(safe(t.aks()) for t in pool.taints)))
+    return rows
+
+
+def pool_table(model: PlatformModel) -> Table:
+    table = tables.table(POOL_TITLE, POOL_COLUMNS, keep=POOL_KEEP)
+    for row in pool_rows(model):
+        table.add_row(*row)
     return table
+
+
+def print_pools(model: PlatformModel) -> bool:
+    """The pool table where every column fits the terminal whole (the GPU columns included), else one entry a pool."""
+    return tables.print_table(out, POOL_TITLE, POOL_COLUMNS, pool_rows(model), keep=POOL_KEEP, flexible={"mig": 12})
 
 
 def print_replacements(changes: list[Replacement]) -> None:

@@ -155,7 +155,8 @@ def run(args: argparse.Namespace) -> int:
     try:
         if args.action == "collect":
             return _collect(args, model, targets)
-        snapshot = read_snapshot(args.snapshot) if args.snapshot is not None else _probe(args, model, targets)
+        collect = f"aksgpu validate collect --stack {args.stack} --out {{out}}" if args.stack else None
+        snapshot = read_snapshot(args.snapshot, collect=collect) if args.snapshot is not None else _probe(args, model, targets)
     except (_UsageError, SnapshotError) as error:
         err.print(f"[bold red]aksgpu validate[/]: {safe(str(error))}")
         return EXIT_USAGE
@@ -273,7 +274,23 @@ def _cell(result: CheckResult | None) -> str:
 
 
 def print_results(model: PlatformModel, results: Sequence[CheckResult], *, verbose: bool, source: str | None) -> None:
-    out.print(results_table(model, results))
+    rows: dict[tuple[str, str | None], dict[str, CheckResult]] = {}
+    for result in results:
+        rows.setdefault((result.pool, result.node), {})[result.id] = result
+    cells = [
+        (safe(pool), safe(node) if node is not None else "[dim](pool)[/]", *(_cell(row.get(check)) for check in CHECK_IDS))
+        for (pool, node), row in rows.items()
+    ]
+    headers = ("pool", "node", *CHECK_IDS)
+    # a check's column is as wide as its longest word (its header wraps at the hyphens' words, its cell is a status)
+    flexible: dict[str, int] = {check: max(4, *(len(word) for word in check.split("-"))) + 1 for check in CHECK_IDS}
+    if tables.fits(headers, cells, tables.width_of(out), flexible=flexible):
+        out.print(results_table(model, results))
+    else:
+        title = f"GPU pools of {safe(model.cluster.name)}" if model.cluster else "GPU pools"
+        applied = [tuple("" if cell == _cell(None) else cell for cell in row) for row in cells]
+        tables.print_rows(out, title, headers, applied, lead=2)
+        out.print(f"[dim]{tables.list_note()}[/]")
     shown = [result for result in results if verbose or result.status != "pass"]
     if shown:
         out.print()
@@ -285,10 +302,12 @@ def print_results(model: PlatformModel, results: Sequence[CheckResult], *, verbo
         out.print(f"{safe(pool)}: {counts['pass']} pass, {counts['fail']} fail, {counts['warn']} warn")
     failed = sum(1 for result in results if result.status == "fail")
     origin = f" (snapshot {safe(source)})" if source else ""
+    unchecked = sum(1 for result in results if result.status == "warn" and result.message.startswith("not checked"))
+    also = f"; {unchecked} check(s) not checked" if unchecked else ""
     if failed:
-        out.print(f"[bold red]validation failed[/]: {failed} check(s) failed{origin}")
+        out.print(f"[bold red]validation failed[/]: {failed} check(s) failed{also}{origin}")
     else:
-        out.print(f"[bold green]validation passed[/]{origin}")
+        out.print(f"[bold green]validation passed[/]: nothing failed{also}{origin}")
 
 
 def _positive_int(text: str) -> int:

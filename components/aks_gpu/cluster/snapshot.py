@@ -107,15 +107,19 @@ class ClusterSnapshot:
         )
 
 
-def read_snapshot(directory: Path | str) -> ClusterSnapshot:
+def read_snapshot(directory: Path | str, *, collect: str | None = None) -> ClusterSnapshot:
     """Read a snapshot folder; raises ``SnapshotError`` naming the file when one is missing or malformed.
+
+    ``collect`` is the command that writes one, said when the folder is missing (``{out}`` is the folder); by
+    default the stack-less ``aksgpu audit collect --out DIR``.
 
     ``smi/`` may be missing or empty (then every node reads as "exec failed"); files there with other
     suffixes are ignored, so notes kept beside the outputs do no harm.
     """
     folder = Path(directory)
     if not folder.is_dir():
-        raise SnapshotError(f"{folder}: no such snapshot folder (write one with `aksgpu validate collect --out {folder}`)")
+        command = (collect or "aksgpu audit collect --out {out}").replace("{out}", str(folder))
+        raise SnapshotError(f"{folder}: no such snapshot folder (write one with `{command}`)")
     # Snapshots are handed around: nothing in one is followed outside it (a symlink smi/<node>.txt -> ~/.kube/config
     # would put the reader's token into the report). The folder named on the command line is the reader's own choice.
     root = folder.resolve()

@@ -6,8 +6,9 @@ model and the device plugin targets, never re-derived here.
 
 Each check gives one result per GPU node of a pool (or one per pool for the pool-wide ones), with status
 ``pass``, ``fail`` or ``warn`` and a message that says what was found and what to do about it. Which checks there
-are, what each is judged per and when it passes: ``registry.CHECKS`` (a pool with no nodes yet passes
-``gpu-schedulable`` once: scale-to-zero).
+are, what each is judged per and when it passes: ``registry.CHECKS`` (a pool that scales from zero and has no
+nodes yet gets ``gpu-schedulable`` and ``driver-consistency`` as warnings, "not checked: no nodes yet": nothing of
+it was checked, and nothing failed).
 
 A check that cannot be evaluated because something it depends on already failed (no SMI output, an SMI
 error) is a ``warn`` that says "not checked" and points at the failing check, so one broken node shows
@@ -41,6 +42,8 @@ from aks_gpu.validation.registry import CHECK_IDS as CHECK_IDS
 from aks_gpu.validation.registry import CheckId
 
 Status = Literal["pass", "fail", "warn"]
+# What a pool at minCount 0 with no node gets: a warning that nothing was checked (never a pass), not a failure.
+NOT_CHECKED_NO_NODES = "not checked: no nodes yet"
 _NAMES_SHOWN = 3  # node names listed in a pool-wide message before "+N more"
 
 
@@ -320,9 +323,9 @@ def _no_nodes(context: _PoolContext) -> CheckResult:
         return context.result(
             "gpu-schedulable",
             None,
-            "pass",
-            f"no nodes yet: the pool scales from zero, so no node has {POOL_LABEL}={context.pool.name} until a pending "
-            "GPU pod makes the autoscaler add one; validate again while one runs to check its GPUs",
+            "warn",
+            f"{NOT_CHECKED_NO_NODES}: the pool scales from zero, so no node has {POOL_LABEL}={context.pool.name} until a"
+            " pending GPU pod makes the autoscaler add one; nothing of its GPUs was checked: validate again while one runs",
         )
     return context.result(
         "gpu-schedulable",
@@ -522,7 +525,7 @@ def _driver_version(context: _PoolContext, state: _NodeState) -> CheckResult:
 
 def _driver_consistency(context: _PoolContext, states: Sequence[_NodeState]) -> CheckResult:
     if not states:
-        return context.result("driver-consistency", None, "pass", "no nodes yet: nothing to compare")
+        return context.result("driver-consistency", None, "warn", f"{NOT_CHECKED_NO_NODES}: no driver to compare")
     groups: dict[object, list[str]] = {}
     shown: dict[object, str] = {}
     for state in states:

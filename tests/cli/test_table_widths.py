@@ -1,0 +1,131 @@
+"""At 80 columns and wider nothing a person needs is cut: every finding id and every node name of the example
+snapshot, and the plan's GPU columns, appear whole. A table that does not fit the terminal is laid out as a list,
+one entry a finding (or pool), instead of folding ids and names or leaving the message no room."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from aks_gpu.cli import common, main, tables
+from aks_gpu.cluster.inventory import is_gpu_node
+from tests.conftest import PROJECT_DIR
+from tests.examples.example_snapshots import EXAMPLES_DIR
+
+FAULTY = EXAMPLES_DIR / "faulty"
+WIDTHS = (80, 100, 120)
+
+
+@pytest.fixture
+def width(request: pytest.FixtureRequest) -> Iterator[int]:
+    before = common.out._width
+    tables._REPLACED_WIDTH.clear()  # an earlier --wide run's width, which the next command would give back
+    common.out.width = request.param
+    yield request.param
+    common.out.width = before  # type: ignore[assignment]
+
+
+def _node_names(snapshot: Path) -> set[str]:
+    """The GPU nodes' names (what the audit and validate report on; the system pool's node is not named)."""
+    nodes = json.loads((snapshot / "nodes.json").read_text())
+    return {node["metadata"]["name"] for node in nodes["items"] if is_gpu_node(node)}
+
+
+def _finding_ids(capsys: pytest.CaptureFixture[str]) -> set[str]:
+    main(["audit", "--snapshot", str(FAULTY), "--json"])
+    return {finding["id"] for finding in json.loads(capsys.readouterr().out)["findings"]}
+
+
+@pytest.mark.parametrize("width", WIDTHS, indirect=True)
+def test_the_audit_shows_every_finding_id_and_node_name_whole(width: int, capsys: pytest.CaptureFixture[str]) -> None:
+    ids = _finding_ids(capsys)
+    assert "gpu-node-untainted" in ids
+    main(["audit", "--snapshot", str(FAULTY)])
+    output = capsys.readouterr().out
+    lines = output.splitlines()
+    assert max(len(line) for line in lines) <= width
+    words = {word.strip("│ ,():") for line in lines for word in line.split()}
+    for finding_id in ids:
+        assert finding_id in words, finding_id
+    for node in _node_names(FAULTY):
+        assert node in words, node
+    assert "…" not in output
+
+
+@pytest.mark.parametrize("width", WIDTHS, indirect=True)
+def test_a_message_never_gets_a_sliver_of_a_column(width: int, capsys: pytest.CaptureFixture[str]) -> None:
+    main(["audit", "--snapshot", str(FAULTY)])
+    lines = capsys.readouterr().out.splitlines()
+    # the untainted node's message: wrapped at most a few lines at 80 columns, never one word a line
+    start = next(index for index, line in enumerate(lines) if "GPU node (capacity nvidia.com/gpu)" in line)
+    message = []
+    for line in lines[start:]:
+        message.append(line)
+        if "the toleration" in line:
+            break
+    assert len(message) <= 8
+
+
+def test_the_list_layout_says_how_to_get_a_table_or_every_field(capsys: pytest.CaptureFixture[str]) -> None:
+    before = common.out._width
+    tables._REPLACED_WIDTH.clear()
+    common.out.width = 80
+    try:
+        main(["audit", "--snapshot", str(FAULTY)])
+    finally:
+        common.out.width = before  # type: ignore[assignment]
+    output = " ".join(capsys.readouterr().out.split())
+    assert "--wide" in output and "--json" in output
+
+
+@pytest.mark.parametrize("width", WIDTHS, indirect=True)
+def test_the_plan_shows_the_gpu_columns_of_every_pool(width: int, capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    main(["plan", "--stack", "prod", "--project-dir", str(PROJECT_DIR), "--out", str(tmp_path / "plan")])
+    output = capsys.readouterr().out
+    for value in ("Standard_ND96isr_H100_v5", "Standard_NC24ads_A100_v4", "8 x H100-80GB", "1 x A100-80GB", "nvidia.com/gpu"):
+        assert value in output, value
+    assert "MIG1g (1g.10gb, single)" in " ".join(output.split())
+    assert "nvidia.com/gpu=present:NoSchedule" in output
+    assert "…" not in output
+
+
+@pytest.mark.parametrize("width", WIDTHS, indirect=True)
+def test_validate_shows_every_node_name_whole(width: int, capsys: pytest.CaptureFixture[str]) -> None:
+    argv = ["validate", "--stack", "prod", "--project-dir", str(PROJECT_DIR), "--snapshot", str(FAULTY)]
+    main(argv)
+    output = capsys.readouterr().out
+    for node in _node_names(FAULTY):
+        assert node in output, node
+    assert max(len(line) for line in output.splitlines()) <= width
+
+
+def test_fits_counts_kept_columns_whole_and_flexible_ones_at_their_minimum() -> None:
+    headers = ("id", "message")
+    rows = [("gpu-node-untainted", "a long message " * 10)]
+    assert tables.fits(headers, rows, 80, flexible={"message": 40})
+    assert not tables.fits(headers, rows, 60, flexible={"message": 40})
+    assert not tables.fits(headers, rows, 100)  # not flexible: the message whole on one line would need more
+
+
+def test_piped_output_follows_columns_when_it_is_set() -> None:
+    import os
+    import subprocess
+    import sys
+
+    env = {**os.environ, "COLUMNS": "80", "PYTHONPATH": os.pathsep.join(sys.path)}
+    done = subprocess.run(
+        [sys.executable, "-m", "aks_gpu.cli", "audit", "--snapshot", str(FAULTY)],
+        capture_output=True,
+        text=True,
+        env=env,
+        check=False,
+        timeout=120,
+    )
+    assert done.returncode == 1, done.stderr
+    lines = done.stdout.splitlines()
+    assert max(len(line) for line in lines) <= 80
+    words = {word.strip("│ ,():") for line in lines for word in line.split()}
+    assert "gpu-node-untainted" in words and "aks-train-31415926-vmss000001" in words
