@@ -14,7 +14,17 @@ from tests.conftest import PROJECT_DIR
 
 COMPONENTS = PROJECT_DIR / "components" / "aks_gpu"
 LAYERS = ("facts", "config", "model", "builders", "components", "program")
-FACTS = {"naming", "catalog", "aks_facts", "data_files", "input_files", "internal_error", "redaction", "output_files"}
+FACTS = {
+    "naming",
+    "catalog",
+    "aks_facts",
+    "data_files",
+    "input_files",
+    "internal_error",
+    "redaction",
+    "output_files",
+    "addresses",
+}
 # Modules of the feature packages that register resources or do I/O; the rest of each package is pure.
 COMPONENT_MODULES = {
     "component",

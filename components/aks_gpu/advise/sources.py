@@ -10,7 +10,6 @@ error message (``aks_gpu.redaction``).
 from __future__ import annotations
 
 import http.client
-import ipaddress
 import json
 import math
 import os
@@ -24,6 +23,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from aks_gpu.addresses import is_loopback_host
 from aks_gpu.advise.metrics import ALL_METRICS, EXPORTERS, POD_OWNER_METRIC
 from aks_gpu.advise.series import AdviceInputError, Series, parse_query_range
 from aks_gpu.input_files import InputFileError, read_bounded, size_text
@@ -95,15 +95,6 @@ class PrometheusError(Exception):
     """The live query failed; the message is safe to print (no token in it)."""
 
 
-def _is_loopback(host: str) -> bool:
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
-
-
 @dataclass(frozen=True)
 class Endpoint:
     scheme: str
@@ -122,7 +113,7 @@ def parse_endpoint(url: str) -> Endpoint:
     host = parsed.hostname or ""
     if parsed.username or parsed.password:
         raise PrometheusError("--prometheus: put no user or password in the URL; the token goes in " + TOKEN_ENV)
-    if parsed.scheme == "http" and not _is_loopback(host):
+    if parsed.scheme == "http" and not is_loopback_host(host):
         raise PrometheusError(f"--prometheus {host or url!r}: http only to this machine (127.0.0.1); use https")
     if parsed.scheme not in ("https", "http") or not host:
         raise PrometheusError("--prometheus: give an https:// URL (or http://127.0.0.1:PORT for a local Prometheus)")

@@ -11,12 +11,12 @@ always set here. Given a path for every binary it starts, the binary runtime dow
 
 from __future__ import annotations
 
-import ipaddress
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
+from aks_gpu.addresses import is_loopback_host
 from aks_gpu.naming import local_cluster_name
 
 LOOPBACK = "127.0.0.1"
@@ -180,14 +180,7 @@ def kwokctl_environment(paths: LocalPaths, bin_dir: Path, base: dict[str, str]) 
 def server_is_loopback(server: str) -> bool:
     """Whether a kubeconfig's ``server`` URL names this machine's loopback (127.0.0.0/8, ::1 or localhost)."""
     host = urlsplit(server).hostname
-    if host is None:
-        return False
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
+    return host is not None and is_loopback_host(host)
 
 
 def kubeconfig_servers(document: Any) -> list[str]:
