@@ -148,8 +148,8 @@ def plugin(pid: int) -> bool:
         return False
 
 
-def killed_mid_preview(cluster: LocalCluster) -> list[int]:
-    """`local status` (a pulumi preview) SIGKILLed once the provider plugin runs: the Pulumi processes it leaves."""
+def killed_mid_preview(cluster: LocalCluster) -> None:
+    """`local status` (a pulumi preview) SIGKILLed once the provider plugin runs; what it leaves, `down` must end."""
     from aks_gpu.local.control_plane import LocalPaths
     from aks_gpu.local.engine import pulumi_processes
 
@@ -164,22 +164,36 @@ def killed_mid_preview(cluster: LocalCluster) -> list[int]:
     finally:
         run.kill()
         run.wait(timeout=10)
-    return pulumi_processes(home)
+
+
+def stand_in_leftover(pulumi_home: Path) -> subprocess.Popen[bytes]:
+    """A process as a killed run leaves it: this stack's PULUMI_HOME in its environment, deaf to SIGTERM (so `down`
+    must fall back to SIGKILL). A real killed preview's CLI usually exits by itself within a second, once the
+    Automation API server it talked to is gone, so it cannot show `down`'s report on every run; this one can."""
+    deaf = "import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); print(flush=True); time.sleep(600)"
+    process = subprocess.Popen([sys.executable, "-c", deaf], env={**ENV, "PULUMI_HOME": str(pulumi_home.resolve())},
+                               stdin=subprocess.DEVNULL, stdout=subprocess.PIPE)
+    assert process.stdout is not None and process.stdout.readline() == b"\n"  # SIGTERM is ignored from here on
+    return process
 
 
 def test_down_closes_the_port(cluster: LocalCluster) -> None:
     from aks_gpu.local.control_plane import LocalPaths
     from aks_gpu.local.engine import pulumi_processes
 
+    home = LocalPaths(cluster.project, cluster.stack).pulumi_home
     status = json.loads(cluster.aksgpu("local", "status", "--stack", cluster.stack, "--json").stdout)
     port = int(status["server"].rsplit(":", 1)[1])
-    # One stack is enough to show it: a killed run leaves the Pulumi CLI and its provider; `down` ends them.
-    left = killed_mid_preview(cluster) if cluster.stack == "prod" else []
+    # One stack is enough to show it: a killed run may leave the Pulumi CLI and its provider; `down` ends them.
+    if cluster.stack == "prod":
+        killed_mid_preview(cluster)
+        stand_in = stand_in_leftover(home)
     down = cluster.aksgpu("local", "down", "--stack", cluster.stack)
     assert down.returncode == 0, down.stderr
     if cluster.stack == "prod":
-        assert left, "the killed run left no Pulumi process: nothing shows `down` ending them"
-        assert "Pulumi process(es) a killed run left" in " ".join(down.stderr.split())
+        assert stand_in.wait(timeout=30) == -9, "the SIGTERM-deaf leftover was not killed"
+        report = " ".join(down.stderr.split())
+        assert "Pulumi process(es) a killed run left" in report and str(stand_in.pid) in report, report
     assert pulumi_processes(LocalPaths(cluster.project, cluster.stack).pulumi_home) == []
     with socket.socket() as probe:
         assert probe.connect_ex(("127.0.0.1", port)) != 0
