@@ -4,22 +4,28 @@ nodes, pods, daemonsets, namespaces, resourcequotas and networkpolicies cluster-
 `pods/exec`. Each runs with no 403, reports the simulated GPU nodes and exits with its documented status.
 
 The exec goes through the real server's path too (the API server to kwok, which plays the kubelet): kwok runs an
-exec only where an Exec/ClusterExec resource maps the pod to a local command, and `aksgpu local` defines none, so
-kwok answers "no exec found" and every GPU node's SMI check fails naming its exec failure (validate: exit 1;
-collect: `smi/<node>.error`)."""
+exec only where an `Exec` maps the pod to a local command. Every GPU node but one gets an `Exec` for each of its pods
+that serves a recorded `nvidia-smi -q -x` of its pool's GPU model (the example snapshot's, examples/snapshots/healthy)
+through `aksgpu local`'s SMI stand-in, so its health is read and judged; the one left out shows what a node whose
+exec fails reports (kwok: "no exec found"; validate: exit 1; collect: `smi/<node>.error`)."""
 
 from __future__ import annotations
 
 import json
 import subprocess
+import time
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
 
-from tests.conftest import stack_model
+from aks_gpu.local.control_plane import recorded_output_name, smi_exec
+from aks_gpu.naming import POOL_LABEL
+from aks_gpu.resolved.targets import smi_command
+from tests.conftest import PROJECT_DIR, stack_model
 from tests.e2e.conftest import Clusters, LocalCluster
 
 STACK = "prod"
@@ -46,6 +52,12 @@ roleRef: {{apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: {ACCOUN
 subjects: [{{kind: ServiceAccount, name: {ACCOUNT}, namespace: {NAMESPACE}}}]
 """
 KWOK_NO_EXEC = "no exec found for container"
+# A recorded `nvidia-smi -q -x` per GPU model of the prod stack's pools (the healthy example snapshot's).
+RECORDED_SMI = {
+    "H100": PROJECT_DIR / "examples/snapshots/healthy/smi/aks-train-31415926-vmss000000.txt",
+    "A100": PROJECT_DIR / "examples/snapshots/healthy/smi/aks-infer-31415926-vmss000000.txt",
+}
+EXEC_SERVED_TIMEOUT_S = 60
 
 
 @pytest.fixture(scope="module")
@@ -77,6 +89,46 @@ def reader(prod: LocalCluster, tmp_path_factory: pytest.TempPathFactory) -> Iter
     prod.kubectl("delete", "-f", "-", "--wait=false", stdin=READER_RBAC)
 
 
+@dataclass(frozen=True)
+class Served:
+    recorded: dict[str, str]  # node: the SMI output its pods' execs print
+    unserved: str  # the GPU node left without an Exec
+
+
+@pytest.fixture(scope="module")
+def served(prod: LocalCluster, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
+    pools = {pool.name: pool for pool in stack_model(STACK).pools}
+    nodes = sorted(gpu_nodes(prod))
+    pool_of = {n["metadata"]["name"]: n["metadata"]["labels"][POOL_LABEL] for n in prod.json("get", "nodes")["items"]}
+    unserved, served_nodes = nodes[-1], nodes[:-1]
+    folders: dict[str, Path] = {}
+    recorded: dict[str, str] = {}
+    for node in served_nodes:
+        model = pools[pool_of[node]].gpu_model
+        assert model is not None
+        (source,) = (path for key, path in RECORDED_SMI.items() if key in model.key)
+        folder = folders.setdefault(pool_of[node], tmp_path_factory.mktemp(f"smi-{pool_of[node]}"))
+        (folder / recorded_output_name(smi_command("nvidia"))).write_text(source.read_text())
+        recorded[node] = source.read_text()
+    pods = [p for p in prod.json("get", "pods", "-A")["items"] if p["spec"].get("nodeName") in recorded]
+    execs = [smi_exec(p["metadata"]["namespace"], p["metadata"]["name"], None, folders[pool_of[p["spec"]["nodeName"]]])
+             for p in pods]
+    applied = prod.kubectl("apply", "-f", "-", stdin=json.dumps({"apiVersion": "v1", "kind": "List", "items": execs}))
+    assert applied.returncode == 0, applied.stderr
+    # kwok reads Exec objects from a watch: wait until each served node's pods answer with their recording.
+    deadline = time.monotonic() + EXEC_SERVED_TIMEOUT_S
+    waiting = {p["spec"]["nodeName"]: p for p in pods}
+    while waiting and time.monotonic() < deadline:
+        for node, pod in list(waiting.items()):
+            done = prod.kubectl("exec", "-n", pod["metadata"]["namespace"], pod["metadata"]["name"], "--", *smi_command("nvidia"))
+            if done.returncode == 0 and done.stdout == recorded[node]:
+                del waiting[node]
+        time.sleep(0.5)
+    assert not waiting, f"kwok served no recorded SMI output on {sorted(waiting)}"
+    yield Served(recorded, unserved)
+    prod.kubectl("delete", "-f", "-", "--wait=false", stdin=json.dumps({"apiVersion": "v1", "kind": "List", "items": execs}))
+
+
 def gpu_nodes(prod: LocalCluster) -> set[str]:
     nodes = prod.json("get", "nodes")["items"]
     return {n["metadata"]["name"] for n in nodes if any(k.startswith("nvidia.com/") for k in n["status"]["allocatable"])}
@@ -96,7 +148,7 @@ def test_the_reader_may_do_what_the_docs_say_and_no_more(prod: LocalCluster, rea
     assert can("get", "secrets", "-A") == "no" and can("create", "pods", "-n", NAMESPACE) == "no"
 
 
-def test_a_live_audit_reads_the_gpu_nodes_with_that_rbac(prod: LocalCluster, reader: Path) -> None:
+def test_a_live_audit_reads_the_gpu_nodes_with_that_rbac(prod: LocalCluster, reader: Path, served: Served) -> None:
     done = prod.aksgpu("audit", "--kubeconfig", str(reader), "--json", timeout=120)
     report: dict[str, Any] = json.loads(done.stdout)
     summary = report["summary"]
@@ -106,9 +158,15 @@ def test_a_live_audit_reads_the_gpu_nodes_with_that_rbac(prod: LocalCluster, rea
     assert summary["gpuNodes"] == len(gpu_nodes(prod)) == len(stack_model(STACK).pools)
     assert {p["pool"] for p in summary["pools"]} == {p.name for p in stack_model(STACK).pools}
     assert summary["cluster"]["context"] == ACCOUNT
+    # Health was read from each served node's recording; only the unserved node's is said not checked.
+    unread = [n["reason"] for n in summary["notChecked"] if n["practice"] == "health" and "SMI output of" not in n["reason"]]
+    assert unread and all(served.unserved in reason for reason in unread), unread
+    assert not any(node in reason for reason in unread for node in served.recorded), unread
 
 
-def test_audit_collect_writes_the_snapshot_with_that_rbac(prod: LocalCluster, reader: Path, tmp_path: Path) -> None:
+def test_audit_collect_writes_the_snapshot_with_that_rbac(
+    prod: LocalCluster, reader: Path, served: Served, tmp_path: Path
+) -> None:
     out = tmp_path / "snap"
     done = prod.aksgpu("audit", "collect", "--kubeconfig", str(reader), "--out", str(out), timeout=120)
     assert done.returncode == 0, done.stderr[-2000:]
@@ -117,14 +175,17 @@ def test_audit_collect_writes_the_snapshot_with_that_rbac(prod: LocalCluster, re
     assert names | {"meta.json"} <= {p.name for p in out.iterdir()}
     meta = json.loads((out / "meta.json").read_text())
     assert "notCollected" not in meta, meta
-    # The exec went through the API server to kwok (no 403 on pods/exec), which has no exec for the pod.
+    # The execs went through the API server to kwok (no 403 on pods/exec): each served node's output is what its
+    # recording holds, byte for byte; the unserved node's exec failure is kept as its error.
+    assert {p.stem: p.read_text() for p in (out / "smi").glob("*.txt")} == served.recorded
     errors = {p.name.removesuffix(".error"): p.read_text() for p in (out / "smi").glob("*.error")}
-    assert set(errors) == gpu_nodes(prod)
-    for node, text in errors.items():
-        assert KWOK_NO_EXEC in text and "403" not in text, (node, text)
+    assert set(errors) == {served.unserved}
+    assert KWOK_NO_EXEC in errors[served.unserved] and "403" not in errors[served.unserved]
 
 
-def test_validate_names_each_nodes_exec_failure_and_exits_1(prod: LocalCluster, reader: Path) -> None:
+def test_validate_judges_the_served_nodes_and_names_the_unserved_nodes_exec_failure(
+    prod: LocalCluster, reader: Path, served: Served
+) -> None:
     done = prod.aksgpu("validate", "--stack", STACK, "--kubeconfig", str(reader), "--json", timeout=180)
     no_forbidden(done)
     report = json.loads(done.stdout)
@@ -134,7 +195,12 @@ def test_validate_names_each_nodes_exec_failure_and_exits_1(prod: LocalCluster, 
     for node in gpu_nodes(prod):
         assert by[("device-plugin-ready", node)]["status"] == "pass"
         assert by[("gpu-schedulable", node)]["status"] == "pass"
-        smi = by[("smi-error", node)]
-        assert smi["status"] == "fail" and KWOK_NO_EXEC in smi["message"], smi
-    failed = {c["id"] for c in report["checks"] if c["status"] == "fail"}
-    assert failed == {"smi-error"}, failed
+    smi = by[("smi-error", served.unserved)]
+    assert smi["status"] == "fail" and KWOK_NO_EXEC in smi["message"], smi
+    failed = {(c["id"], c["node"]) for c in report["checks"] if c["status"] == "fail"}
+    assert failed == {("smi-error", served.unserved)}, failed
+    # A served node's SMI output was read and judged: its SMI checks ran (none of them is smi-error) and passed.
+    for node in served.recorded:
+        judged = {c["id"]: c["status"] for c in report["checks"] if c["node"] == node}
+        assert ("smi-error", node) not in by and len(judged) > 2, judged
+        assert set(judged.values()) <= {"pass", "warn"}, judged

@@ -2,20 +2,28 @@
 
 from __future__ import annotations
 
+import subprocess
 from pathlib import Path
 
 import pytest
 
+from aks_gpu.admission.chain import aks_plugins
 from aks_gpu.local.control_plane import (
-    AKS_ADMISSION_PLUGINS,
+    RECORDED_SMI_ENV,
+    RECORDED_SMI_UNSET_EXIT,
     LocalPaths,
     built_kube_version,
     foreign_servers,
     kwokctl_configuration,
+    kwokctl_environment,
     minor_of,
     missing_tools,
+    node_command_script,
+    recorded_output_name,
     server_is_loopback,
+    smi_exec,
 )
+from aks_gpu.resolved.targets import smi_command
 
 
 def test_every_listener_is_on_loopback_with_tls_rbac_and_aks_admission_plugins(tmp_path: Path) -> None:
@@ -28,7 +36,7 @@ def test_every_listener_is_on_loopback_with_tls_rbac_and_aks_admission_plugins(t
     (patch,) = document["componentsPatches"]
     assert patch["name"] == "kube-apiserver"
     plugins = dict((arg["key"], arg["value"]) for arg in patch["extraArgs"])["enable-admission-plugins"].split(",")
-    assert plugins == list(AKS_ADMISSION_PLUGINS)
+    assert plugins == list(aks_plugins())
     assert {"ExtendedResourceToleration", "PodNodeSelector", "PodTolerationRestriction", "ResourceQuota"} <= set(plugins)
 
 
@@ -98,3 +106,53 @@ def test_the_built_version_and_minors() -> None:
     assert built_kube_version({"kube-apiserver": "k8s.io/kubernetes@v1.36.3"}) == "v1.36.3"
     assert built_kube_version({}) is None and built_kube_version([]) is None
     assert minor_of("v1.36.3") == minor_of("1.36") == "1.36"
+
+
+def stand_in(tmp_path: Path, tool: str) -> Path:
+    script = tmp_path / "bin" / tool
+    script.parent.mkdir(exist_ok=True)
+    script.write_text(node_command_script(tool))
+    script.chmod(0o700)
+    return script
+
+
+def test_the_smi_stand_in_prints_the_recorded_output_of_its_arguments(tmp_path: Path) -> None:
+    recorded = tmp_path / "recorded"
+    recorded.mkdir()
+    xml = '<?xml version="1.0" ?>\n<nvidia_smi_log><driver_version>550.54.15</driver_version></nvidia_smi_log>\n'
+    (recorded / recorded_output_name(["nvidia-smi", "-q", "-x"])).write_text(xml)
+    exec_object = smi_exec("kube-system", "nvidia-device-plugin-abcde", "nvidia-device-plugin-ctr", recorded)
+    (env,) = exec_object["spec"]["execs"][0]["local"]["envs"]
+    # As kwok runs it: the command looked up on its PATH, the Exec's envs added to its own environment.
+    environment = {"PATH": f"{stand_in(tmp_path, 'nvidia-smi').parent}:/usr/bin:/bin", env["name"]: env["value"]}
+    done = subprocess.run(["nvidia-smi", "-q", "-x"], env=environment, capture_output=True, text=True, check=False)
+    assert (done.returncode, done.stdout) == (0, xml)
+    # Another command of the same tool has no recording: said, with the exit status of a missing command.
+    other = subprocess.run(["nvidia-smi", "-L"], env=environment, capture_output=True, text=True, check=False)
+    assert other.returncode == RECORDED_SMI_UNSET_EXIT and "nvidia-smi_-L.txt" in other.stderr and not other.stdout
+
+
+def test_the_amd_stand_in_serves_each_command_the_shell_runs(tmp_path: Path) -> None:
+    recorded = tmp_path / "recorded"
+    recorded.mkdir()
+    outputs = {("amd-smi", "static", "--json"): '[{"gpu": 0}]\n', ("amd-smi", "metric", "--ecc", "--json"): "[]\n"}
+    for command, text in outputs.items():
+        (recorded / recorded_output_name(command)).write_text(text)
+    environment = {"PATH": f"{stand_in(tmp_path, 'amd-smi').parent}:/usr/bin:/bin", RECORDED_SMI_ENV: str(recorded)}
+    done = subprocess.run(smi_command("amd"), env=environment, capture_output=True, text=True, check=False)
+    assert (done.returncode, done.stdout) == (0, '[{"gpu": 0}]\n[]\n')
+
+
+def test_a_pod_without_a_recording_is_told_why(tmp_path: Path) -> None:
+    environment = {"PATH": f"{stand_in(tmp_path, 'nvidia-smi').parent}:/usr/bin:/bin"}
+    done = subprocess.run(["nvidia-smi", "-q", "-x"], env=environment, capture_output=True, text=True, check=False)
+    assert done.returncode == RECORDED_SMI_UNSET_EXIT and RECORDED_SMI_ENV in done.stderr and "docs/local.md" in done.stderr
+
+
+def test_kwok_finds_the_stand_ins_before_anything_else_and_serves_execs(tmp_path: Path) -> None:
+    paths = LocalPaths(tmp_path, "prod")
+    env = kwokctl_environment(paths, tmp_path / ".tools" / "bin", {"PATH": "/usr/bin"})
+    assert env["PATH"].split(":")[:2] == [str(paths.node_commands), str(tmp_path / ".tools" / "bin")]
+    assert kwokctl_configuration(tmp_path, 6443, "v1.36.3")["options"]["enableCRDs"] == ["Exec"]
+    with pytest.raises(ValueError):
+        recorded_output_name(["sh", "-c", "amd-smi static; rm -rf /"])

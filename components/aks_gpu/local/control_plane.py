@@ -7,40 +7,32 @@ kwokctl_configuration_types.go``: ``options.runtime``, ``bindAddress``, ``kubeAp
 ``kubeAuthorization``, ``kubeAdmission``, the ``*Binary`` paths; ``componentsPatches[].extraArgs[]`` of ``key`` and
 ``value``). Its default bind address is 0.0.0.0 (``pkg/apis/config/v1alpha1/zz_generated.defaults.go``), so it is
 always set here. Given a path for every binary it starts, the binary runtime downloads none.
+
+A simulated node runs no container, so an exec into its pods (the SMI command the live audit and validator run in a
+device plugin pod) is kwok's: with the ``Exec`` CRD enabled (``options.enableCRDs``), an ``Exec`` object named after
+a pod maps its containers to a command kwok runs on this machine (``pkg/kwok/server/debugging_exec.go``:
+``spec.execs[].containers`` and ``local.envs``; the command is looked up on kwok's own PATH). ``.local/NAME/
+node-commands`` comes first on that PATH and holds stand-ins for the SMI tools that print a recorded output from the
+folder the pod's ``Exec`` names (``smi_exec``), so the live paths read SMI output through the real API server's exec.
 """
 
 from __future__ import annotations
 
+import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
 from aks_gpu.addresses import is_loopback_host
+from aks_gpu.admission.chain import aks_plugins
 from aks_gpu.naming import local_cluster_name
 
 LOOPBACK = "127.0.0.1"
-# The admission plugins AKS runs, from the AKS FAQ ("What Kubernetes admission controllers does AKS support? Can
-# admission controllers be added or removed?", https://learn.microsoft.com/azure/aks/faq): "AKS supports the following
-# admission controllers: NamespaceLifecycle, LimitRanger, ServiceAccount, DefaultIngressClass, DefaultStorageClass,
-# DefaultTolerationSeconds, MutatingAdmissionWebhook, ValidatingAdmissionWebhook, ResourceQuota, PodNodeSelector,
-# PodTolerationRestriction, ExtendedResourceToleration", and that list cannot be changed. Every one is a plugin of
-# kube-apiserver 1.36 (plugin/pkg/admission/ in k8s.io/kubernetes). kube-apiserver adds its default-on plugins
+# The admission plugins AKS runs (the AKS FAQ's list, components/aks_gpu/data/aks_admission.yaml): every one is a
+# plugin of kube-apiserver 1.36 (plugin/pkg/admission/ in k8s.io/kubernetes), which adds its default-on plugins
 # (ValidatingAdmissionPolicy among them) to whatever --enable-admission-plugins names.
-AKS_ADMISSION_PLUGINS = (
-    "NamespaceLifecycle",
-    "LimitRanger",
-    "ServiceAccount",
-    "DefaultIngressClass",
-    "DefaultStorageClass",
-    "DefaultTolerationSeconds",
-    "MutatingAdmissionWebhook",
-    "ValidatingAdmissionWebhook",
-    "ResourceQuota",
-    "PodNodeSelector",
-    "PodTolerationRestriction",
-    "ExtendedResourceToleration",
-)
 # The binaries a local control plane runs, all from .tools/bin (make tools).
 REQUIRED_TOOLS = ("kwokctl", "kwok", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kubectl", "etcd", "pulumi")
 PULUMI_PLUGIN_TOOLS = ("pulumi-resource-kubernetes",)
@@ -91,6 +83,11 @@ class LocalPaths:
         return self.root / "passphrase"
 
     @property
+    def node_commands(self) -> Path:
+        """The stand-ins for the SMI tools that kwok runs for an exec into a simulated node's pod (first on its PATH)."""
+        return self.root / "node-commands"
+
+    @property
     def cluster_name(self) -> str:
         return local_cluster_name(self.stack)
 
@@ -133,6 +130,8 @@ def kwokctl_configuration(bin_dir: Path, port: int, kube_version: str) -> dict[s
             "kubeAuthorization": True,
             "kubeAdmission": True,
             "quietPull": True,
+            # Exec objects map a pod's exec to a local command (the module docstring); nothing else of kwok's CRDs.
+            "enableCRDs": ["Exec"],
             "kubeVersion": kube_version,
             # Every other binary kwokctl derives from this prefix is a local path too, never a download URL.
             "kubeBinaryPrefix": str(bin_dir),
@@ -142,7 +141,7 @@ def kwokctl_configuration(bin_dir: Path, port: int, kube_version: str) -> dict[s
             {
                 "name": "kube-apiserver",
                 "extraArgs": [
-                    {"key": "enable-admission-plugins", "value": ",".join(AKS_ADMISSION_PLUGINS)},
+                    {"key": "enable-admission-plugins", "value": ",".join(aks_plugins())},
                 ],
             }
         ],
@@ -173,8 +172,61 @@ def delete_cluster_args(paths: LocalPaths) -> list[str]:
 
 
 def kwokctl_environment(paths: LocalPaths, bin_dir: Path, base: dict[str, str]) -> dict[str, str]:
-    """kwokctl's environment: its work folder under ``.local``, the tools first on PATH."""
-    return {**base, "KWOK_WORKDIR": str(paths.kwok_workdir), "PATH": f"{bin_dir}:{base.get('PATH', '')}"}
+    """kwokctl's environment: its work folder under ``.local``, the SMI stand-ins, then the tools, first on PATH (the
+    kwok controller it starts inherits it, and looks an exec's command up on it)."""
+    path = f"{paths.node_commands}:{bin_dir}:{base.get('PATH', '')}"
+    return {**base, "KWOK_WORKDIR": str(paths.kwok_workdir), "PATH": path}
+
+
+# The SMI tools the live paths run in a GPU node's pod (resolved/targets.py smi_command: nvidia-smi, and amd-smi
+# through sh), each stood in for on a simulated node.
+SMI_TOOLS = ("nvidia-smi", "amd-smi")
+# The environment variable an Exec sets for the stand-ins: the folder of that pod's recorded outputs.
+RECORDED_SMI_ENV = "AKSGPU_RECORDED_SMI"
+RECORDED_SMI_UNSET_EXIT = 127
+
+
+def recorded_output_name(command: Sequence[str]) -> str:
+    """The file of a recorded SMI folder that holds what ``command`` printed: the tool and its arguments joined by
+    ``_`` (``nvidia-smi_-q_-x.txt``), as the stand-in looks it up."""
+    name = "_".join(command)
+    if not command or not re.fullmatch(r"[A-Za-z0-9._=-]+", name):
+        raise ValueError(f"not a command a recorded output can be named after: {list(command)!r}")
+    return f"{name}.txt"
+
+
+def node_command_script(tool: str) -> str:
+    """The stand-in for ``tool``: prints the recorded output of its arguments from the Exec's folder, or says why
+    it cannot (exit 127, as a shell says of a command it cannot find)."""
+    return f"""#!/bin/sh
+# aksgpu local: {tool} on a simulated (kwok) node prints a recorded output; written by `aksgpu local up`.
+name={tool}
+for arg in "$@"; do name="${{name}}_$arg"; done
+if [ -z "${{{RECORDED_SMI_ENV}:-}}" ]; then
+  echo "{tool}: a simulated node has no GPU; an Exec of this pod sets {RECORDED_SMI_ENV} to a folder of" \
+    "recorded outputs (docs/local.md)" >&2
+  exit {RECORDED_SMI_UNSET_EXIT}
+fi
+if [ ! -f "${RECORDED_SMI_ENV}/$name.txt" ]; then
+  echo "{tool}: no recorded output $name.txt in ${RECORDED_SMI_ENV}" >&2
+  exit {RECORDED_SMI_UNSET_EXIT}
+fi
+exec cat "${RECORDED_SMI_ENV}/$name.txt"
+"""
+
+
+def smi_exec(namespace: str, pod: str, container: str | None, recorded: Path) -> dict[str, Any]:
+    """The kwok ``Exec`` (``kwok.x-k8s.io/v1alpha1``) that serves ``recorded`` (a folder of outputs named by
+    ``recorded_output_name``) to an exec into ``namespace/pod`` (``container``; None: every container)."""
+    target: dict[str, Any] = {"local": {"envs": [{"name": RECORDED_SMI_ENV, "value": str(recorded.resolve())}]}}
+    if container is not None:
+        target["containers"] = [container]
+    return {
+        "apiVersion": "kwok.x-k8s.io/v1alpha1",
+        "kind": "Exec",
+        "metadata": {"name": pod, "namespace": namespace},
+        "spec": {"execs": [target]},
+    }
 
 
 def server_is_loopback(server: str) -> bool:

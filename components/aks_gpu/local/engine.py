@@ -25,6 +25,7 @@ import yaml
 from aks_gpu.config.models import StackConfig
 from aks_gpu.local.control_plane import (
     LOOPBACK,
+    SMI_TOOLS,
     LocalPaths,
     built_kube_version,
     create_cluster_args,
@@ -34,6 +35,7 @@ from aks_gpu.local.control_plane import (
     kwokctl_environment,
     minor_of,
     missing_tools,
+    node_command_script,
     tools_dir,
 )
 
@@ -204,6 +206,7 @@ class Local:
             return False
         self.paths.root.mkdir(parents=True, exist_ok=True)
         self.paths.root.chmod(0o700)
+        self._write_node_commands()
         if self.exists():
             chosen = int((self.server() or ":0").rsplit(":", 1)[1])
             if port_in_use(chosen):
@@ -229,6 +232,14 @@ class Local:
                 raise
         self._protect_secrets()
         return True
+
+    def _write_node_commands(self) -> None:
+        """The SMI stand-ins kwok runs for an exec (control_plane: ``node_command_script``), before kwok starts."""
+        self.paths.node_commands.mkdir(mode=0o700, exist_ok=True)
+        for tool in SMI_TOOLS:
+            script = self.paths.node_commands / tool
+            script.write_text(node_command_script(tool), encoding="utf-8")
+            script.chmod(0o700)
 
     def _protect_secrets(self) -> None:
         """The CA and every other private key, and the admin kubeconfig: 0600 (kwokctl writes them 0644)."""
