@@ -153,8 +153,9 @@ CHECKS: tuple[AuditCheck, ...] = (
         "isolation",
         "every pod that requests GPUs runs in a namespace with a ResourceQuota on that GPU resource (requests.<resource>, "
         "no scopes) and a deny-all NetworkPolicy (every pod selected, Ingress and Egress, no rules)",
-        "give each workload namespace a ResourceQuota on its GPU resource and the article's deny-cross-namespace "
-        "NetworkPolicy, then allow only the traffic it needs (DNS, its own namespace, named peers)",
+        "give each namespace what its finding says it lacks: a ResourceQuota on its GPU resource, the article's "
+        "deny-cross-namespace NetworkPolicy (then allow only the traffic it needs: DNS, its own namespace, named peers), "
+        "or both",
         (PODS, RESOURCE_QUOTAS, NETWORK_POLICIES),
     ),
     AuditCheck(
