@@ -233,11 +233,15 @@ def _pools(pools: Sequence[PoolSummary]) -> str:
         )
     table = [
         "<table><thead><tr><th>pool</th><th>vendor</th><th>GPU nodes</th><th>GPUs allocatable</th><th>GPUs requested</th>"
-        "<th>idle nodes</th><th>node images</th></tr></thead><tbody>"
+        "<th>idle nodes</th><th>node images</th><th>GPU drivers</th></tr></thead><tbody>"
     ]
     for pool in pools:
         images = (
             "<br>".join(f"{_e(image)} ({count})" for image, count in pool.node_images.items()) or '<span class="muted">-</span>'
+        )
+        drivers = (
+            "<br>".join(f"{_e(version)} ({count})" for version, count in pool.driver_versions.items())
+            or '<span class="muted">not read</span>'
         )
         expected = (
             f'<br><span class="muted">stack: {_e(pool.expected_resource)} x {_e(pool.expected_per_node)} per node</span>'
@@ -247,7 +251,7 @@ def _pools(pools: Sequence[PoolSummary]) -> str:
         table.append(
             f'<tr><td>{_e(pool.pool)}</td><td>{_e(pool.vendor or "?")}</td><td class="num">{pool.gpu_nodes}</td>'
             f'<td class="num">{_n(pool.gpus_allocatable)}{expected}</td><td class="num">{_n(pool.gpus_requested)}</td>'
-            f'<td class="num">{pool.idle_nodes}</td><td>{images}</td></tr>'
+            f'<td class="num">{pool.idle_nodes}</td><td>{images}</td><td class="drivers">{drivers}</td></tr>'
         )
     table.append("</tbody></table>")
     legend = (

@@ -60,6 +60,8 @@ class PoolSummary:
     idle_nodes: int
     resources: Mapping[str, tuple[Fraction, Fraction]]  # resource -> (allocatable, requested)
     node_images: Mapping[str, int]
+    # The GPU driver versions the nodes' SMI output shows (version -> nodes); nodes without readable output are not counted.
+    driver_versions: Mapping[str, int] = field(default_factory=dict)
     expected_resource: str | None = None
     expected_per_node: int | None = None
 
@@ -77,6 +79,7 @@ class PoolSummary:
                 for name, (allocatable, requested) in self.resources.items()
             },
             "nodeImages": dict(self.node_images),
+            "driverVersions": dict(self.driver_versions),
             "expectedResource": self.expected_resource,
             "expectedPerNode": self.expected_per_node,
         }

@@ -47,8 +47,14 @@ def judge_utilisation(
 
 
 def pool_summaries(
-    nodes: Sequence[GpuNode], on_node: Mapping[str, Sequence[PodInfo]], idle: set[str], stack: StackExpectations | None
+    nodes: Sequence[GpuNode],
+    on_node: Mapping[str, Sequence[PodInfo]],
+    idle: set[str],
+    stack: StackExpectations | None,
+    drivers: Mapping[str, str],
 ) -> tuple[PoolSummary, ...]:
+    """Per pool: GPUs allocatable and requested, idle nodes, node images (node labels) and GPU drivers (``drivers``:
+    what each node's SMI output shows)."""
     grouped: dict[str, list[GpuNode]] = defaultdict(list)
     for node in nodes:
         grouped[node.pool].append(node)
@@ -80,6 +86,7 @@ def pool_summaries(
                 idle_nodes=sum(1 for node in members if node.name in idle),
                 resources=resources,
                 node_images=dict(sorted(Counter(str(node.image) for node in members if node.image).items())),
+                driver_versions=dict(sorted(Counter(drivers[node.name] for node in members if node.name in drivers).items())),
                 expected_resource=expected.resource if expected else None,
                 expected_per_node=expected.count_per_node if expected else None,
             )

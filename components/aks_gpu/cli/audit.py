@@ -343,11 +343,14 @@ def print_report(report: AuditReport, *, source: str) -> None:
 
 
 def _print_pools(report: AuditReport) -> bool:
-    columns = ("pool", "vendor", "GPU nodes", "GPUs allocatable", "GPUs requested", "idle nodes", "node images")
-    right = [column for column in columns if column.startswith(("GPU", "idle"))]
+    columns = (
+        "pool", "vendor", "GPU nodes", "GPUs allocatable", "GPUs requested", "idle nodes", "node images", "GPU drivers"
+    )  # fmt: skip
+    right = ["GPU nodes", "GPUs allocatable", "GPUs requested", "idle nodes"]
     rows = []
     for pool in report.pools:
         images = ", ".join(f"{image} ({count})" for image, count in pool.node_images.items()) or "-"
+        drivers = ", ".join(f"{version} ({count})" for version, count in pool.driver_versions.items()) or "-"
         rows.append(
             (
                 safe(pool.pool),
@@ -357,10 +360,12 @@ def _print_pools(report: AuditReport) -> bool:
                 str(whole(pool.gpus_requested)),
                 str(pool.idle_nodes),
                 safe(images),
+                safe(drivers),
             )
         )
     flexible = {column: 9 for column in right}
-    return tables.print_table(out, "GPU pools", columns, rows, right=right, keep=("pool", "node images"), flexible=flexible)
+    keep = ("pool", "node images", "GPU drivers")
+    return tables.print_table(out, "GPU pools", columns, rows, right=right, keep=keep, flexible=flexible)
 
 
 # The narrowest a finding's message column may be before the findings are laid out as a list instead.
