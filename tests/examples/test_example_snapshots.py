@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import re
 from collections import Counter
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -112,5 +113,5 @@ def test_an_idle_node_no_price_table_knows_is_shown_unpriced(tmp_path: Path) -> 
     snapshot = read_snapshot(EXAMPLES_DIR / "faulty")
     for node in snapshot.nodes:
         node["metadata"]["labels"]["topology.kubernetes.io/region"] = "antarctica"
-    html = render_html(run_audit(snapshot))
+    html = render_html(run_audit(snapshot), made_at=datetime(2025, 10, 20, 9, 0, tzinfo=UTC), version="0.1.0")
     assert "not priced (no price for it)" in html and "a month at list price" not in html

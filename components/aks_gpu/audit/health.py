@@ -70,11 +70,11 @@ def judge_health(
             if condition.severity == "critical":
                 faulty[node.name].append(f"Node Problem Detector {condition.type}=True")
             detail = f"{condition.reason or 'no reason given'}{f': {condition.message}' if condition.message else ''}"
-            run.add(
+            run.add_health(
                 "gpu-condition",
                 "fail" if condition.severity == "critical" else "warn",
                 f"Node Problem Detector condition {condition.type}=True ({detail}): {condition.advice}",
-                node=node.name,
+                node.name,
             )
         text = snapshot.smi.get(node.name)
         if text is None:
@@ -115,7 +115,7 @@ def judge_health(
             if merged.severity == "critical":
                 on = ", ".join(merged.gpus)
                 faulty[node.name].append(f"{merged.id} on GPU {on}" if on else merged.id)
-            run.add(merged.id, "fail" if merged.severity == "critical" else "warn", merged.text(), node=node.name)
+            run.add_health(merged.id, "fail" if merged.severity == "critical" else "warn", merged.text(), node.name)
 
     collect = (
         f"`aksgpu validate collect --stack {stack.name} --out DIR`"
@@ -244,8 +244,8 @@ def judge_faulty_schedulable(
             "gpu-node-faulty-schedulable",
             "fail",
             f"GPU node of pool {node.pool} has a critical GPU fault ({', '.join(faults)}) and still takes new GPU pods: "
-            "it is neither cordoned nor tainted against GPU work, so the next GPU job can land on it and fail. Cordon "
-            f"it (`kubectl cordon {node.name}`), drain it and repair it; aks-gpu:remediation mode on quarantines such a "
-            "node within minutes (docs/remediation.md)",
+            "it is neither cordoned nor tainted against GPU work, so the next GPU job can land on it and fail",
+            f"Cordon the node now (`kubectl cordon {node.name}`), drain it and repair it; aks-gpu:remediation mode on "
+            "quarantines such a node within minutes",
             node=node.name,
         )

@@ -96,8 +96,8 @@ def judge_isolation(
                 "gpu-pod-unfenced",
                 "warn",
                 f"pod requests {requests_shown(pod.gpu_requests)} in namespace {namespace}, which has {'; '.join(problems)}: "
-                f"{' and '.join(risks)}. Fix: "
-                f"{_fix(unquoted, bool(open_to), stack if stack_workload else None)}",
+                f"{' and '.join(risks)}",
+                _fix(unquoted, bool(open_to), stack if stack_workload else None),
                 node=pod.node,
                 namespace=namespace,
                 pod=pod.name,
@@ -149,7 +149,7 @@ def _fix(unquoted: Sequence[str], open_to: bool, stack: StackExpectations | None
     """What to do about exactly what the namespace lacks: never a policy it already has, nor a quota."""
     if stack is not None:
         restored = " and ".join(name for name, lacking in ((QUOTA_NAME, bool(unquoted)), (DENY_ALL_POLICY, open_to)) if lacking)
-        return f"this is stack {stack.name}'s workload namespace: `pulumi up --stack {stack.name}` restores its {restored}"
+        return f"Run `pulumi up --stack {stack.name}`: this is the stack's workload namespace, and that restores its {restored}"
     steps = []
     if unquoted:
         steps.append("a ResourceQuota on " + ", ".join(f"requests.{resource}" for resource in unquoted) + " (no scopes)")
@@ -158,7 +158,7 @@ def _fix(unquoted: Sequence[str], open_to: bool, stack: StackExpectations | None
             f"the article's {DENY_ALL_POLICY} NetworkPolicy (every pod, Ingress and Egress, no rules), then allow only "
             "what it needs"
         )
-    return "give the namespace " + " and ".join(steps)
+    return "Give the namespace " + " and ".join(steps)
 
 
 def _absent(snapshot: ClusterSnapshot, file: str, consequence: str) -> str:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +28,7 @@ from aks_gpu.cli.common import (
     EXIT_FAILED,
     EXIT_OK,
     EXIT_USAGE,
+    aksgpu_version,
     err,
     load_stack,
     out,
@@ -185,7 +187,13 @@ def run(args: argparse.Namespace) -> int:
         report = run_audit(snapshot, expected, shapes_checked=True)  # read_snapshot and the probe checked them
         if args.html is not None:
             # The page names the cluster by the context and API server the snapshot recorded, never a local folder.
-            page = render_html(report, source=None if args.snapshot is not None else source, advice=_advice(args))
+            page = render_html(
+                report,
+                made_at=datetime.now(UTC),
+                version=aksgpu_version(),
+                source=None if args.snapshot is not None else source,
+                advice=_advice(args),
+            )
             _write_html(args.html, page)
     except ConfigError as error:
         return report_config_error(error)
