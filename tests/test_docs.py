@@ -168,17 +168,28 @@ def test_every_aksgpu_command_in_the_readme_is_one_the_command_line_accepts() ->
             pytest.fail(f"README: `{command}` is refused by the command line")
 
 
-def test_the_first_screen_goes_from_a_clone_to_an_audit_in_two_commands() -> None:
+def test_the_first_screen_goes_from_a_clone_to_an_audit_and_says_it_exits_1_by_design() -> None:
     first_screen = "\n".join(README.read_text(encoding="utf-8").splitlines()[:FIRST_SCREEN_LINES])
     [block] = re.findall(r"```sh\n(.*?)```", first_screen, re.DOTALL)
-    commands = [line.split("#", 1)[0].strip() for line in block.splitlines()]
-    setup, audit = commands
+    lines = block.splitlines()
+    commands = [line.split("#", 1)[0].strip() for line in lines]
+    # The environment, aksgpu on the PATH (said once: every later section runs a bare `aksgpu`), the audit.
+    setup, path, audit = commands
     assert setup == "make setup"
     assert re.search(r"^setup:", (PROJECT_DIR / "Makefile").read_text(encoding="utf-8"), re.MULTILINE)
+    assert path == "source .venv/bin/activate"
     words = shlex.split(audit)
-    assert words[:3] == [".venv/bin/aksgpu", "audit", "--snapshot"]
+    assert words[:3] == ["aksgpu", "audit", "--snapshot"]
     snapshot = PROJECT_DIR / words[3]
     assert snapshot.is_dir(), f"the first screen audits {words[3]}, which is not in the checkout"
     assert main(words[1:]) == 1, "the faulty example should fail the audit"
+    assert "exits 1" in lines[2] and "by design" in lines[2], "the first screen should say the exit status 1 is meant"
     healthy = snapshot.parent / "healthy"
     assert main(["audit", "--snapshot", str(healthy)]) == 0, "the healthy example should pass"
+    assert "examples/snapshots/healthy` passes (exit 0)" in first_screen
+
+
+def test_the_readme_runs_aksgpu_one_way() -> None:
+    """Once aksgpu is on the PATH, every command says `aksgpu`, never `.venv/bin/aksgpu` beside a bare one."""
+    commands = readme_commands()
+    assert commands and all(shlex.split(command)[0] == "aksgpu" for command in commands), commands

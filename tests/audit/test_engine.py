@@ -346,6 +346,29 @@ def test_gpu_pod_unfenced_alone_without_a_deny_all_policy() -> None:
     assert "no NetworkPolicy that denies all ingress and egress" in finding.message
 
 
+@pytest.mark.parametrize("stack", [False, True], ids=["no stack", "--stack prod"])
+def test_a_namespace_with_its_deny_all_policy_is_never_asked_for_one(stack: bool) -> None:
+    """The namespace table says it has a deny-all policy: the finding about its missing quota asks for the quota only."""
+    report = audit(replace(CLEAN, resourcequotas=outside(CLEAN.resourcequotas, "gpu-training")), stack)
+
+    row = next(ns for ns in report.namespaces if ns.namespace == "gpu-training")
+    assert (row.deny_all, row.quota) == (True, {})
+    messages = [f.message for f in report.findings if f.namespace == "gpu-training"]
+    assert messages and all("ResourceQuota" in m and "NetworkPolicy" not in m and "deny" not in m for m in messages)
+    if stack:
+        assert all("restores its gpu-quota" in m and "deny-cross-namespace" not in m for m in messages)
+
+
+def test_a_namespace_with_its_gpu_quota_is_never_asked_for_one() -> None:
+    policies = outside(CLEAN.networkpolicies, "gpu-training")
+    report = audit(replace(CLEAN, networkpolicies=policies))
+
+    row = next(ns for ns in report.namespaces if ns.namespace == "gpu-training")
+    assert row.deny_all is False and row.quota == {"nvidia.com/gpu": "32"}
+    messages = [f.message for f in report.findings if f.namespace == "gpu-training"]
+    assert messages and all("deny-cross-namespace NetworkPolicy" in m and "ResourceQuota" not in m for m in messages)
+
+
 def test_the_articles_and_the_kubernetes_docs_deny_all_policies_fence_a_namespace_but_deny_ingress_does_not() -> None:
     def only(policy: dict[str, Any]) -> ClusterSnapshot:
         return replace(CLEAN, networkpolicies=[*outside(CLEAN.networkpolicies, "gpu-training"), policy])

@@ -13,6 +13,7 @@ import shutil
 import struct
 import subprocess
 import zlib
+from datetime import UTC, datetime
 from html.parser import HTMLParser
 from pathlib import Path
 
@@ -25,7 +26,9 @@ from tests.audit.clusters import TRAIN_0, clean_snapshot, edited, find_node, wor
 SKIP_ENV = "AKSGPU_SKIP_BROWSER_TESTS"
 HOSTILE_POD = '<script>document.title="owned"</script><img src=x onerror="document.title=1">'
 REQUESTED_BAR = (0x2E, 0x90, 0xFA)  # --req in components/aks_gpu/audit/html.py
-WINDOW = (1000, 700)
+# Tall enough that the screenshot reaches the chart below the header, the verdicts and the top actions.
+WINDOW = (1000, 1600)
+MADE_AT = datetime(2025, 10, 20, 9, 30, tzinfo=UTC)
 
 
 def chromium() -> str:
@@ -146,7 +149,7 @@ def test_chromium_renders_the_findings_the_chart_and_the_hostile_name_as_text(tm
     snapshot.pods[:] = [p for p in snapshot.pods if p["metadata"]["namespace"] != "gpu-inference"]  # gpu-idle
     report = run_audit(snapshot)
     page = tmp_path / "audit.html"
-    page.write_text(render_html(report, source="snapshot test"), encoding="utf-8")
+    page.write_text(render_html(report, made_at=MADE_AT, version="0.1.0", source="snapshot test"), encoding="utf-8")
 
     dom = _Dom()
     dom.feed(browse(page, tmp_path / "profile-dom", "--dump-dom").stdout.decode("utf-8"))

@@ -7,7 +7,7 @@ Both are built from the audit tests' clean cluster (``tests.audit.clusters``: AK
 json`` prints them, the article's quota and deny-all policy, ``nvidia-smi -q -x`` made from real outputs). The faulty
 one breaks, one each: an untainted GPU node with a web pod squatting on it, a node whose real ``nvidia-smi -q``
 (tests/fixtures/health/31_..., gpud's testdata) shows all eight H100s in HW slowdown and power brake, an inference
-node on a node image (and so a driver) four months old that nobody uses, a training node whose Node Problem
+node on a node image four months old that nobody uses, a training node whose Node Problem
 Detector reports Xid errors, and a workload namespace with no GPU quota.
 """
 
@@ -65,7 +65,7 @@ def faulty() -> ClusterSnapshot:
     conditions.append(
         npd_condition("XIDErrors", "True", "XIDErrorsDetected", "Xid 79 (GPU has fallen off the bus) in the kernel log")
     )
-    # The inference node: four months behind on its node image (and the GPU driver that comes with it), and idle.
+    # The inference node: four months behind on its node image, and idle.
     find_node(snapshot, INFER_0)["metadata"]["labels"][NODE_IMAGE_LABEL] = STALE_IMAGE
     snapshot.pods[:] = [pod for pod in snapshot.pods if pod["metadata"]["namespace"] != "gpu-inference"]
     # The training namespace lost its GPU quota.

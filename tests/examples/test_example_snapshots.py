@@ -4,12 +4,16 @@ to the verdict it is there to show, and the folders are what ``tests.examples.ex
 from __future__ import annotations
 
 import json
+import re
+from collections import Counter
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
 
 from aks_gpu.cli import main
 from tests.audit.clusters import INFER_0, TRAIN_0, TRAIN_1
+from tests.conftest import PROJECT_DIR
 from tests.examples.example_snapshots import EXAMPLES_DIR, TRAIN_2, write_examples
 
 FAULTY = str(EXAMPLES_DIR / "faulty")
@@ -48,6 +52,25 @@ def test_the_faulty_example_reads_in_the_terminal(capsys: pytest.CaptureFixture[
     output = capsys.readouterr().out
     assert "audit failed: 4 finding(s) fail" in output
     assert output.count("hw-slowdown") == 1
+
+
+@pytest.mark.parametrize("folder", [FAULTY, HEALTHY], ids=["faulty", "healthy"])
+def test_audit_and_validate_report_the_same_driver_versions(folder: str, capsys: pytest.CaptureFixture[str]) -> None:
+    """Both read each node's driver from its SMI output (the faulty example's hw-slowdown node is a real 535.161.08
+    output beside 565.57.01 ones, on the same node image): neither guesses it from the node image label."""
+    main(["audit", "--snapshot", folder, "--json"])
+    audited = {pool["pool"]: pool["driverVersions"] for pool in json.loads(capsys.readouterr().out)["summary"]["pools"]}
+    main(["validate", "--stack", "prod", "--project-dir", str(PROJECT_DIR), "--snapshot", folder, "--json"])
+    validated: dict[str, Counter[str]] = {}
+    for check in json.loads(capsys.readouterr().out)["checks"]:
+        if check["id"] == "driver-version":
+            found = re.match(r"driver ([0-9.]+) ", check["message"])
+            assert found, check["message"]
+            validated.setdefault(check["pool"], Counter())[found[1]] += 1
+
+    assert audited == {pool: dict(versions) for pool, versions in validated.items()}
+    if folder == FAULTY:
+        assert audited == {"infer": {"565.57.01": 1}, "train": {"535.161.08": 1, "565.57.01": 2}}
 
 
 def test_the_examples_are_what_the_generator_writes(tmp_path: Path) -> None:
@@ -90,5 +113,5 @@ def test_an_idle_node_no_price_table_knows_is_shown_unpriced(tmp_path: Path) -> 
     snapshot = read_snapshot(EXAMPLES_DIR / "faulty")
     for node in snapshot.nodes:
         node["metadata"]["labels"]["topology.kubernetes.io/region"] = "antarctica"
-    html = render_html(run_audit(snapshot))
+    html = render_html(run_audit(snapshot), made_at=datetime(2025, 10, 20, 9, 0, tzinfo=UTC), version="0.1.0")
     assert "not priced (no price for it)" in html and "a month at list price" not in html

@@ -107,7 +107,7 @@ def run_audit(snapshot: ClusterSnapshot, stack: StackExpectations | None = None,
         for node in nodes
         if node.name in idle
     )
-    faulty, judged = judge_health(run, nodes, snapshot, stack)
+    faulty, judged, drivers = judge_health(run, nodes, snapshot, stack)
     judge_faulty_schedulable(run, nodes, faulty, judged, stack)
     if not nodes:
         _nothing_to_judge(run, len(snapshot.nodes))
@@ -129,7 +129,7 @@ def run_audit(snapshot: ClusterSnapshot, stack: StackExpectations | None = None,
     registry_order = [finding for check in CHECKS for finding in check.finding_ids]
     return AuditReport(
         findings=tuple(findings),
-        pools=pool_summaries(nodes, on_node, idle, stack),
+        pools=pool_summaries(nodes, on_node, idle, stack, drivers),
         namespaces=namespace_summaries,
         checked=tuple(finding for finding in registry_order if finding in run.checked),
         not_checked=tuple(run.gaps),

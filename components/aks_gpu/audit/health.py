@@ -38,10 +38,13 @@ _OTHER_VENDORS_IDS: dict[str, frozenset[str]] = {
 
 def judge_health(
     run: Run, nodes: Sequence[GpuNode], snapshot: ClusterSnapshot, stack: StackExpectations | None
-) -> tuple[dict[str, list[str]], list[str]]:
+) -> tuple[dict[str, list[str]], list[str], dict[str, str]]:
     """Judges the health findings. Returns, for ``gpu-node-faulty-schedulable``, the nodes with a critical fault (node ->
-    what it is) and the nodes whose health was judged at all (an NPD GPU condition, or readable SMI output)."""
+    what it is) and the nodes whose health was judged at all (an NPD GPU condition, or readable SMI output); and, for
+    the pool summaries, the GPU driver each node's SMI output shows (node -> version), read as ``aksgpu validate``
+    reads it (the driver version of ``read_smi_and_health``'s SMI report), never guessed from the node image."""
     faulty: dict[str, list[str]] = defaultdict(list)
+    drivers: dict[str, str] = {}
     judged: list[str] = []
     no_output: list[str] = []
     exec_failed: list[str] = []
@@ -67,11 +70,11 @@ def judge_health(
             if condition.severity == "critical":
                 faulty[node.name].append(f"Node Problem Detector {condition.type}=True")
             detail = f"{condition.reason or 'no reason given'}{f': {condition.message}' if condition.message else ''}"
-            run.add(
+            run.add_health(
                 "gpu-condition",
                 "fail" if condition.severity == "critical" else "warn",
                 f"Node Problem Detector condition {condition.type}=True ({detail}): {condition.advice}",
-                node=node.name,
+                node.name,
             )
         text = snapshot.smi.get(node.name)
         if text is None:
@@ -83,11 +86,13 @@ def judge_health(
                 no_output.append(node.name)
             continue
         try:
-            _, health = read_smi_and_health(text, node.vendor or "auto", vm_size=node.labels.get(INSTANCE_TYPE_LABEL))
+            smi, health = read_smi_and_health(text, node.vendor or "auto", vm_size=node.labels.get(INSTANCE_TYPE_LABEL))
         except Exception as error:  # noqa: BLE001 - one node's output must not stop the audit of every other node
             unreadable.append(node.name)
             first_unreadable = first_unreadable or f"the parser failed ({type(error).__name__}: {str(error)[:200]})"
             continue
+        if smi.driver_version:
+            drivers[node.name] = smi.driver_version
         if health.unreadable is not None or not health.checked:
             unreadable.append(node.name)
             first_unreadable = first_unreadable or health.unreadable or "it shows no GPU health data"
@@ -110,7 +115,7 @@ def judge_health(
             if merged.severity == "critical":
                 on = ", ".join(merged.gpus)
                 faulty[node.name].append(f"{merged.id} on GPU {on}" if on else merged.id)
-            run.add(merged.id, "fail" if merged.severity == "critical" else "warn", merged.text(), node=node.name)
+            run.add_health(merged.id, "fail" if merged.severity == "critical" else "warn", merged.text(), node.name)
 
     collect = (
         f"`aksgpu validate collect --stack {stack.name} --out DIR`"
@@ -180,7 +185,7 @@ def judge_health(
                 "monitors, and not with --gpu-driver none)",
                 len(others),
             )
-    return faulty, judged
+    return faulty, judged, drivers
 
 
 def _no_npd_gpu_checks(nodes: Sequence[GpuNode], name: str, stack: StackExpectations | None) -> bool:
@@ -239,8 +244,8 @@ def judge_faulty_schedulable(
             "gpu-node-faulty-schedulable",
             "fail",
             f"GPU node of pool {node.pool} has a critical GPU fault ({', '.join(faults)}) and still takes new GPU pods: "
-            "it is neither cordoned nor tainted against GPU work, so the next GPU job can land on it and fail. Cordon "
-            f"it (`kubectl cordon {node.name}`), drain it and repair it; aks-gpu:remediation mode on quarantines such a "
-            "node within minutes (docs/remediation.md)",
+            "it is neither cordoned nor tainted against GPU work, so the next GPU job can land on it and fail",
+            f"Cordon the node now (`kubectl cordon {node.name}`), drain it and repair it; aks-gpu:remediation mode on "
+            "quarantines such a node within minutes",
             node=node.name,
         )

@@ -1,6 +1,9 @@
-"""``aksgpu audit --html FILE``: the report as one self-contained page a team can attach to a ticket. Pure: text out.
+"""``aksgpu audit --html FILE``: the report as one self-contained page a team can attach to a ticket, or hand to
+someone who has neither the cluster nor this repository. Pure: text out (the price tables aside, read once).
 
-Nothing is loaded from anywhere: no script at all, no font or image from the network (the system's sans-serif, CSS
+It opens with what such a reader needs first: when it was made and by which aksgpu, Microsoft's article as a link, the
+verdict of each practice, what the idle GPUs cost a month, and the top actions, each one a thing to do. Nothing is
+loaded from anywhere: no script at all, no font or image from the network (the system's sans-serif, CSS
 bars for the chart), and a Content-Security-Policy that forbids both, so even a page altered later cannot fetch.
 Every text that comes from the cluster (node, namespace and pod names, messages quoting labels) is HTML-escaped
 where it is written (``_e``), attribute values included.
@@ -8,14 +11,34 @@ where it is written (``_e``), attribute values included.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
 from fractions import Fraction
 from html import escape
 from typing import Any
 
-from aks_gpu.audit.prices import PriceTable, load_prices
-from aks_gpu.audit.registry import CHECK_BY_ID, CHECKS, PRACTICES, checks_of
-from aks_gpu.audit.report import AuditFinding, AuditReport, Gap, IdleNode, PoolSummary, practices_of
+from aks_gpu.audit.prices import Prices, PriceTable, load_prices
+from aks_gpu.audit.registry import (
+    ARTICLE_URL,
+    CHECK_BY_ID,
+    CHECKS,
+    NPD_URL,
+    PRACTICES,
+    Practice,
+    checks_of,
+    sentence,
+)
+from aks_gpu.audit.report import (
+    AuditFinding,
+    AuditReport,
+    Gap,
+    IdleNode,
+    PoolSummary,
+    practice_verdicts,
+    practices_of,
+)
 from aks_gpu.cluster.inventory import whole
 
 _STYLE = """
@@ -36,6 +59,8 @@ th { background: #f9fafb; font-weight: 600; }
 td.num { text-align: right; font-variant-numeric: tabular-nums; }
 td.message { overflow-wrap: anywhere; }
 td.badge, td code { white-space: nowrap; }
+/* A command inside a sentence wraps with it; only ids and names stay on one line. */
+td.message code, td.remedy code, .action code, .todo code, .gaps code { white-space: normal; overflow-wrap: anywhere; }
 .badge { font-weight: 700; text-transform: uppercase; font-size: .75rem; }
 .chart { margin: .5rem 0 1rem; }
 .chart .row { display: grid; grid-template-columns: 10rem 1fr 9rem; gap: .75rem; align-items: center; margin: .35rem 0; }
@@ -56,15 +81,38 @@ def _e(text: object) -> str:
     return escape(str(text), quote=True)
 
 
+_CODE_SPAN = re.compile(r"`([^`]+)`")
+
+
+def _prose(text: str) -> str:
+    """Escaped text whose backquoted commands (`az aks nodepool ...`) read as code, as they are meant to be run."""
+    return _CODE_SPAN.sub(r"<code>\1</code>", _e(text))
+
+
 def _n(value: Fraction | int) -> str:
     return _e(whole(value) if isinstance(value, Fraction) else value)
 
 
-def render_html(report: AuditReport, *, source: str | None = None, advice: Mapping[str, Any] | None = None) -> str:
+def _link(url: str, text: str) -> str:
+    return f'<a href="{_e(url)}">{_e(text)}</a>'
+
+
+def render_html(
+    report: AuditReport,
+    *,
+    made_at: datetime,
+    version: str,
+    source: str | None = None,
+    advice: Mapping[str, Any] | None = None,
+) -> str:
     """The whole page. It names the cluster by what the snapshot or the live read recorded (``report.cluster``: the
     kubeconfig context and API server), never by a local folder; ``source`` describes a live read where the report
-    holds no cluster name. ``advice``: ``aksgpu advise``'s document (``advise.report.advice_document``), shown after the
-    idle cost when the audit was given the exporters' history (``--metrics DIR``)."""
+    holds no cluster name. ``made_at`` and ``version``: when the page was made and by which aksgpu (the caller reads the
+    clock: this stays pure). ``advice``: ``aksgpu advise``'s document (``advise.report.advice_document``), shown after
+    the idle cost when the audit was given the exporters' history (``--metrics DIR``).
+
+    Its only links are the public pages the practices come from and anchors within the page: a reader who gets the
+    file alone has nothing else to follow."""
     fail, warn = report.count("fail"), report.count("warn")
     verdict = (
         f'<span class="fail">{fail} failing</span>' if fail else '<span class="ok">nothing fails</span>'
@@ -79,12 +127,14 @@ def render_html(report: AuditReport, *, source: str | None = None, advice: Mappi
         where = [_e(source) if source else "the snapshot does not name its cluster (meta.json has no cluster)"]
     stack = f" &middot; stack <strong>{_e(report.stack)}</strong>" if report.stack else ""
     collected = f" &middot; collected {_e(report.collected_at)}" if report.collected_at else " &middot; collection time unknown"
+    made = made_at.astimezone(UTC).strftime("%Y-%m-%d %H:%M UTC")
+    costs = _idle_costs(report.idle)
     parts = [
         "<!DOCTYPE html>",
         '<html lang="en">',
         "<head>",
         '<meta charset="utf-8">',
-        # No script, no network: styles inline only, images only as data: URLs (there are none).
+        # No script, no network: styles inline only, images only as data: URLs (there are none). Links are no fetch.
         "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src 'unsafe-inline'; img-src data:\">",
         '<meta name="viewport" content="width=device-width, initial-scale=1">',
         f"<title>aksgpu audit: {_e(name)}</title>",
@@ -93,11 +143,15 @@ def render_html(report: AuditReport, *, source: str | None = None, advice: Mappi
         "<body>",
         "<header>",
         f'<h1>AKS GPU audit: <span id="cluster">{_e(name)}</span></h1>',
-        f'<p class="muted">{" &middot; ".join(part for part in where if part)}{stack}{collected} &middot; against '
-        "Microsoft's <em>GPU best practices for AKS</em> (learn.microsoft.com/azure/aks/best-practices-gpu)</p>",
+        f'<p class="muted">{" &middot; ".join(part for part in where if part)}{stack}{collected}</p>',
+        f'<p id="made">Made <time datetime="{_e(made_at.astimezone(UTC).isoformat())}">{_e(made)}</time> by aksgpu '
+        f'<span id="version">{_e(version)}</span>, against Microsoft\'s '
+        f"{_link(ARTICLE_URL, 'GPU best practices for AKS')}.</p>",
         f'<p class="counts" id="verdict">{verdict}</p>',
+        f'<p id="idle-total">{_idle_headline(costs)}</p>',
         "</header>",
-        _top_actions(report),
+        _verdicts(report),
+        _top_actions(report, costs),
         _pools(report.pools),
     ]
     grouped = practices_of(report.findings)
@@ -105,9 +159,9 @@ def render_html(report: AuditReport, *, source: str | None = None, advice: Mappi
     for gap in report.not_checked:
         gaps[gap.practice].append(gap)
     for practice in PRACTICES:
-        parts.append(_practice(practice.id, practice.title, practice.article, grouped[practice.id], gaps[practice.id]))
+        parts.append(_practice(practice, grouped[practice.id], gaps[practice.id]))
         if practice.id == CHECK_BY_ID["gpu-idle"].practice and report.idle:
-            parts.append(_idle_cost(report.idle))
+            parts.append(_idle_cost(costs))
         if practice.id == CHECK_BY_ID["gpu-idle"].practice and advice is not None:
             parts.append(advice_section(advice))
     parts.append(_namespaces(report))
@@ -119,11 +173,39 @@ def render_html(report: AuditReport, *, source: str | None = None, advice: Mappi
     return "\n".join(parts) + "\n"
 
 
+_VERDICT_CLASS = {"fail": "fail", "warn": "warn", "pass": "ok", "not checked": "muted"}
+
+
+def _verdicts(report: AuditReport) -> str:
+    """One row per practice: its verdict and its count of findings, linked to its section and to its public source."""
+    rows = []
+    for one in practice_verdicts(report):
+        warnings = f"{one.findings - one.failing} warning(s)"
+        counts = f"{one.failing} failing, {warnings}" if one.failing else (warnings if one.findings else "")
+        note = " (in what was checked)" if one.gaps and one.verdict == "pass" else ""
+        gaps = f'<span class="muted">{one.gaps} part(s) not checked</span>' if one.gaps else ""
+        rows.append(
+            f'<tr class="verdict" data-practice="{_e(one.practice.id)}" data-verdict="{_e(one.verdict)}">'
+            f'<td><a href="#practice-{_e(one.practice.id)}">{_e(one.practice.title)}</a></td>'
+            f'<td class="badge {_VERDICT_CLASS[one.verdict]}">{_e(one.verdict)}{note}</td>'
+            f'<td class="num findings">{one.findings}</td><td>{_e(counts)}{"; " if counts and gaps else ""}{gaps}</td>'
+            f"<td>{_link(one.practice.source, _source_name(one.practice.source))}</td></tr>"
+        )
+    return (
+        '<section id="verdicts"><h2>Verdict per practice</h2><table><thead><tr><th>practice</th><th>verdict</th>'
+        "<th>findings</th><th>of which</th><th>source</th></tr></thead><tbody>" + "".join(rows) + "</tbody></table></section>"
+    )
+
+
+def _source_name(url: str) -> str:
+    return "Microsoft's article" if url == ARTICLE_URL else "AKS Node Problem Detector" if url == NPD_URL else url
+
+
 # The top actions listed first: the checks with findings, failing ones first, then by how many findings each has.
 MAX_TOP_ACTIONS = 5
 
 
-def _top_actions(report: AuditReport) -> str:
+def _top_actions(report: AuditReport, costs: _IdleCosts) -> str:
     by_check: dict[str, list[AuditFinding]] = {}
     for finding in report.findings:
         by_check.setdefault(CHECK_BY_ID[finding.id].id, []).append(finding)
@@ -147,12 +229,18 @@ def _top_actions(report: AuditReport) -> str:
         label = check.id if not check.ids else "GPU health (" + ", ".join(sorted({f.id for f in findings})) + ")"
         nodes = sorted({f.node for f in findings if f.node})
         namespaces = sorted({f.namespace for f in findings if f.namespace and not f.node})
+        if check.id == "gpu-pod-unfenced":
+            # Its findings name a node each, but what is to be fixed is their namespaces.
+            nodes, namespaces = [], sorted({f.namespace for f in findings if f.namespace})
         on = _listed(nodes, "node") if nodes else _listed(namespaces, "namespace")
-        cost = _idle_total(report.idle) if check.id == "gpu-idle" else ""
+        cost = f", {_idle_money(costs)}" if check.id == "gpu-idle" and costs.priced else ""
+        # One remedy for all its findings is what to do; several (one per node, say) are summed up by the check's.
+        remedies = sorted({f.remedy for f in findings})
+        action = remedies[0] if len(remedies) == 1 else sentence(check.fix)
         items.append(
             f'<li data-id="{_e(check.id)}"><span class="badge {severity}">{severity}</span> '
-            f"<strong><code>{_e(label)}</code></strong>: {len(findings)} finding(s){on}{cost}. "
-            f'<a href="#check-{_e(check.id)}">{_e(check.fix)}</a></li>'
+            f'<span class="action">{_prose(action)}</span> <span class="muted">(<code>{_e(label)}</code>: '
+            f'{len(findings)} finding(s){on}{cost})</span> <a href="#check-{_e(check.id)}">details</a></li>'
         )
     more = f'<p class="muted">+{len(ranked) - MAX_TOP_ACTIONS} more below.</p>' if len(ranked) > MAX_TOP_ACTIONS else ""
     return f'<section id="top-actions"><h2>Top actions</h2><ol>{"".join(items)}</ol>{more}</section>'
@@ -170,32 +258,64 @@ def _money(amount: float, currency: str) -> str:
     return f"{currency} {amount:,.0f}"
 
 
-def _idle_total(idle: Sequence[IdleNode]) -> str:
-    prices = load_prices()
-    priced = [prices.monthly(node.region, node.vm_size) for node in idle]
-    known = [found for found in priced if found is not None]
-    if not known:
-        return ""
-    total = sum(amount for amount, _ in known)
-    unpriced = f", {len(priced) - len(known)} more not priced" if len(known) < len(priced) else ""
-    return f", about {_money(total, prices.currency)} a month at list price{unpriced}"
+@dataclass(frozen=True)
+class _IdleCosts:
+    """What the idle GPU nodes cost a month at the dated list prices: each node's price (None: not priced), the
+    tables the prices come from, and the currency. The headline, the top action and the table all read this one."""
+
+    nodes: tuple[tuple[IdleNode, float | None], ...]
+    tables: tuple[PriceTable, ...]
+    prices: Prices
+
+    @property
+    def priced(self) -> list[float]:
+        return [amount for _, amount in self.nodes if amount is not None]
+
+    @property
+    def unpriced(self) -> int:
+        return len(self.nodes) - len(self.priced)
 
 
-def _idle_cost(idle: Sequence[IdleNode]) -> str:
-    """What the idle GPU nodes cost a month at the dated list prices of components/aks_gpu/data/gpu_prices.yaml, each price
-    with its region, the date it was read and its source."""
+def _idle_costs(idle: Sequence[IdleNode]) -> _IdleCosts:
     prices = load_prices()
-    rows = []
-    used: dict[str, PriceTable] = {}
+    nodes, used = [], {}
     for node in idle:
         found = prices.monthly(node.region, node.vm_size)
-        if found is None:
+        if found is not None:
+            used[found[1].region] = found[1]
+        nodes.append((node, found[0] if found is not None else None))
+    return _IdleCosts(tuple(nodes), tuple(used.values()), prices)
+
+
+def _idle_money(costs: _IdleCosts) -> str:
+    unpriced = f", {costs.unpriced} more not priced" if costs.unpriced else ""
+    return f"about {_money(sum(costs.priced), costs.prices.currency)} a month at list price{unpriced}"
+
+
+def _idle_headline(costs: _IdleCosts) -> str:
+    if not costs.nodes:
+        zero = _money(0, costs.prices.currency)
+        total = f'<span id="idle-cost-total">{_e(zero)} a month</span>'
+        return f'<strong class="ok">Idle GPUs cost {total}</strong>: no GPU node is idle.'
+    count = f"{len(costs.nodes)} idle GPU node(s)"
+    if not costs.priced:
+        return f'<strong class="warn">{count}</strong>, not priced (no price table has their region and VM size).'
+    return (
+        f'<strong class="warn">Idle GPUs cost <span id="idle-cost-total">{_e(_idle_money(costs))}</span></strong> '
+        f'({count}; <a href="#idle-cost">per node</a>).'
+    )
+
+
+def _idle_cost(costs: _IdleCosts) -> str:
+    """What the idle GPU nodes cost a month at the dated list prices of the package's price tables, each price with
+    its region, the date it was read and its source."""
+    rows = []
+    for node, amount in costs.nodes:
+        if amount is None:
             why = "no VM size label" if not node.vm_size else ("no region label" if not node.region else "no price for it")
             cost = f'<span class="muted">not priced ({_e(why)})</span>'
         else:
-            amount, table = found
-            used[table.region] = table
-            cost = _e(_money(amount, prices.currency))
+            cost = _e(_money(amount, costs.prices.currency))
         rows.append(
             f'<tr class="idle" data-node="{_e(node.node)}"><td>{_e(node.node)}</td><td>{_e(node.pool)}</td>'
             f"<td><code>{_e(node.vm_size or '?')}</code></td><td>{_e(node.region or '?')}</td>"
@@ -203,9 +323,9 @@ def _idle_cost(idle: Sequence[IdleNode]) -> str:
         )
     notes = "".join(
         f'<p class="muted price-source">Prices: {_e(table.region)} pay-as-you-go Linux list prices '
-        f"({_e(prices.currency)}, {prices.hours_per_month} hours a month), read {_e(table.read.isoformat())}; source: "
-        f"{_e(table.source)} (components/aks_gpu/data/gpu_prices.yaml). Reservations and savings plans cost less.</p>"
-        for table in used.values()
+        f"({_e(costs.prices.currency)}, {costs.prices.hours_per_month} hours a month), read {_e(table.read.isoformat())}; "
+        f"source: {_e(table.source)}. Reservations and savings plans cost less.</p>"
+        for table in costs.tables
     )
     return (
         '<section id="idle-cost"><h3>What the idle GPU nodes cost</h3><table><thead><tr><th>node</th><th>pool</th>'
@@ -233,11 +353,15 @@ def _pools(pools: Sequence[PoolSummary]) -> str:
         )
     table = [
         "<table><thead><tr><th>pool</th><th>vendor</th><th>GPU nodes</th><th>GPUs allocatable</th><th>GPUs requested</th>"
-        "<th>idle nodes</th><th>node images</th></tr></thead><tbody>"
+        "<th>idle nodes</th><th>node images</th><th>GPU drivers</th></tr></thead><tbody>"
     ]
     for pool in pools:
         images = (
             "<br>".join(f"{_e(image)} ({count})" for image, count in pool.node_images.items()) or '<span class="muted">-</span>'
+        )
+        drivers = (
+            "<br>".join(f"{_e(version)} ({count})" for version, count in pool.driver_versions.items())
+            or '<span class="muted">not read</span>'
         )
         expected = (
             f'<br><span class="muted">stack: {_e(pool.expected_resource)} x {_e(pool.expected_per_node)} per node</span>'
@@ -247,7 +371,7 @@ def _pools(pools: Sequence[PoolSummary]) -> str:
         table.append(
             f'<tr><td>{_e(pool.pool)}</td><td>{_e(pool.vendor or "?")}</td><td class="num">{pool.gpu_nodes}</td>'
             f'<td class="num">{_n(pool.gpus_allocatable)}{expected}</td><td class="num">{_n(pool.gpus_requested)}</td>'
-            f'<td class="num">{pool.idle_nodes}</td><td>{images}</td></tr>'
+            f'<td class="num">{pool.idle_nodes}</td><td>{images}</td><td class="drivers">{drivers}</td></tr>'
         )
     table.append("</tbody></table>")
     legend = (
@@ -263,7 +387,7 @@ def _pools(pools: Sequence[PoolSummary]) -> str:
     )
 
 
-def _practice(practice: str, title: str, article: str, findings: Sequence[AuditFinding], gaps: Sequence[Gap]) -> str:
+def _practice(practice: Practice, findings: Sequence[AuditFinding], gaps: Sequence[Gap]) -> str:
     fail = sum(1 for f in findings if f.severity == "fail")
     state = (
         f'<span class="fail">{fail} failing</span>, {len(findings) - fail} warning(s)'
@@ -273,21 +397,21 @@ def _practice(practice: str, title: str, article: str, findings: Sequence[AuditF
     if gaps and not findings:
         state += " in what was checked"
     parts = [
-        f'<section class="practice" id="practice-{_e(practice)}">',
-        f"<h2>{_e(title)}</h2>",
-        f'<p class="muted">{_e(article)}</p>',
+        f'<section class="practice" id="practice-{_e(practice.id)}">',
+        f"<h2>{_e(practice.title)}</h2>",
+        f'<p class="muted">{_e(practice.article)} ({_link(practice.source, _source_name(practice.source))})</p>',
         f'<p class="state">{state}{" (parts not checked: see below)" if gaps else ""}</p>',
     ]
-    for check in checks_of(practice):
+    for check in checks_of(practice.id):
         mine = [finding for finding in findings if finding.id in check.finding_ids]
         if not mine:
             continue
         label = check.id if not check.ids else "aksgpu smi health findings"
         parts.append(f'<h3 id="check-{_e(check.id)}"><code>{_e(label)}</code> ({len(mine)})</h3>')
-        parts.append(f'<div class="todo"><strong>What to do:</strong> {_e(check.fix)}</div>')
+        parts.append(f'<div class="todo"><strong>What to do:</strong> {_prose(sentence(check.fix))}</div>')
         parts.append(
-            "<table><thead><tr><th>severity</th><th>id</th><th>node</th><th>namespace</th><th>pod</th><th>message</th>"
-            "</tr></thead><tbody>"
+            "<table><thead><tr><th>severity</th><th>id</th><th>node</th><th>namespace</th><th>pod</th><th>found</th>"
+            "<th>what to do</th></tr></thead><tbody>"
         )
         for finding in mine:
             parts.append(
@@ -295,7 +419,7 @@ def _practice(practice: str, title: str, article: str, findings: Sequence[AuditF
                 f'<td class="badge {_e(finding.severity)}">{_e(finding.severity)}</td>'
                 f"<td><code>{_e(finding.id)}</code></td><td>{_e(finding.node or '')}</td>"
                 f"<td>{_e(finding.namespace or '')}</td><td>{_e(finding.pod or '')}</td>"
-                f'<td class="message">{_e(finding.message)}</td></tr>'
+                f'<td class="message">{_prose(finding.found)}</td><td class="remedy">{_prose(finding.remedy)}</td></tr>'
             )
         parts.append("</tbody></table>")
     if gaps:
@@ -303,7 +427,7 @@ def _practice(practice: str, title: str, article: str, findings: Sequence[AuditF
         for gap in gaps:
             what = ", ".join(gap.ids) if gap.ids else "summary"
             count = f" ({gap.count} object(s))" if gap.count is not None else ""
-            parts.append(f"<li><code>{_e(what)}</code>{count}: {_e(gap.reason)}</li>")
+            parts.append(f"<li><code>{_e(what)}</code>{count}: {_prose(gap.reason)}</li>")
         parts.append("</ul>")
     parts.append("</section>")
     return "\n".join(parts)
@@ -333,8 +457,9 @@ def _namespaces(report: AuditReport) -> str:
             else ("<br>".join(f"{_e(k)}={_e(v)}" for k, v in namespace.labels.items()) or '<span class="muted">-</span>')
         )
         rows.append(
-            f'<tr><td>{_e(namespace.namespace)}</td><td class="num">{namespace.gpu_pods}</td>'
-            f'<td class="num">{_n(namespace.gpus_requested)}</td><td>{quota}</td><td>{deny}</td><td>{labels}</td></tr>'
+            f'<tr data-namespace="{_e(namespace.namespace)}"><td>{_e(namespace.namespace)}</td>'
+            f'<td class="num">{namespace.gpu_pods}</td><td class="num">{_n(namespace.gpus_requested)}</td>'
+            f'<td class="quota">{quota}</td><td class="deny-all">{deny}</td><td>{labels}</td></tr>'
         )
     rows.append("</tbody></table></section>")
     return "".join(rows)

@@ -7,7 +7,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
 
-from aks_gpu.audit.registry import Severity
+from aks_gpu.audit.registry import Severity, health_remedy
 from aks_gpu.audit.report import AuditFinding, Gap
 from aks_gpu.audit.stack import StackExpectations
 from aks_gpu.cluster.inventory import whole
@@ -27,12 +27,20 @@ class Run:
         self,
         id_: str,
         severity: Severity,
-        message: str,
+        found: str,
+        remedy: str,
         node: str | None = None,
         namespace: str | None = None,
         pod: str | None = None,
     ) -> None:
-        self.findings.append(AuditFinding(id_, severity, node, namespace, pod, message))
+        """A finding whose message is what was found, then what to do (``remedy``: an imperative sentence)."""
+        self.findings.append(AuditFinding(id_, severity, node, namespace, pod, f"{found}. {remedy}", found, remedy))
+
+    def add_health(self, id_: str, severity: Severity, message: str, node: str) -> None:
+        """A GPU health finding: its message (the SMI or Node Problem Detector finding) already says what to do for
+        the GPU; the remedy is what to do with the node, from the registry."""
+        remedy = health_remedy(node, severity)
+        self.findings.append(AuditFinding(id_, severity, node, None, None, message, message, remedy))
 
     def gap(self, practice: str, ids: Sequence[str], reason: str, count: int | None = None) -> None:
         self.gaps.append(Gap(practice, tuple(ids), reason, count))

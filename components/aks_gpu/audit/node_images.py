@@ -97,8 +97,8 @@ def judge_node_images(
                 "node-image-mixed",
                 "warn",
                 f"pool {pool} runs {len(images)} node images: {spread}. A node image upgrade is half done (or nodes were "
-                f"reimaged one by one): let it finish, or run {commands.nodepool('upgrade', pool, ' --node-image-only')}; "
-                "one image per pool is one GPU driver per pool",
+                "reimaged one by one), and one image per pool is what keeps one GPU driver per pool",
+                f"Let the pool's node image upgrade finish, or run {commands.nodepool('upgrade', pool, ' --node-image-only')}",
             )
 
     # Where the snapshot has the pool's upgrade profile, a node image is judged against the latest one AKS offers that
@@ -115,9 +115,9 @@ def judge_node_images(
                 "node-image-stale",
                 "warn",
                 f"node image {node.image} is older than {latest}, the latest AKS offers pool {node.pool} (its upgrade "
-                f"profile in {NODEPOOL_UPGRADES_FILE}): it misses that image's GPU driver and security fixes. Upgrade the "
-                f"pool with {commands.nodepool('upgrade', node.pool, ' --node-image-only')}, or set the node OS upgrade "
-                "channel NodeImage with a maintenance window",
+                f"profile in {NODEPOOL_UPGRADES_FILE}): it misses that image's GPU driver and security fixes",
+                f"Upgrade the pool with {commands.nodepool('upgrade', node.pool, ' --node-image-only')}, or set the node "
+                "OS upgrade channel NodeImage with a maintenance window",
                 node=node.name,
             )
     if not by_age:
@@ -152,9 +152,10 @@ def judge_node_images(
                 "node-image-stale",
                 "warn",
                 f"node image {node.image} was built on {built.isoformat()}, {age} days before the snapshot "
-                f"({snapshot.collected_at}; more than {STALE_AFTER_DAYS}): it misses newer GPU drivers and security fixes. "
+                f"({snapshot.collected_at}; more than {STALE_AFTER_DAYS}): it misses the newer images' GPU drivers and "
+                f"security fixes ({profile_hint.format(pool=node.pool)})",
                 f"Upgrade pool {node.pool} with {commands.nodepool('upgrade', node.pool, ' --node-image-only')}, or set the "
-                f"node OS upgrade channel NodeImage with a maintenance window ({profile_hint.format(pool=node.pool)})",
+                "node OS upgrade channel NodeImage with a maintenance window",
                 node=node.name,
             )
     if len(undated) < len(by_age) or not nodes:

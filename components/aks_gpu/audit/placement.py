@@ -51,7 +51,7 @@ def judge_placement(
         problem = _untainted(node, stack, commands)
         if problem is not None:
             untainted.add(node.name)
-            run.add("gpu-node-untainted", "fail", problem, node=node.name)
+            run.add("gpu-node-untainted", "fail", *problem, node=node.name)
 
     exempt = set(GPU_STACK_NAMESPACES) | (set(stack.gpu_namespaces) if stack else set())
     for node in nodes:
@@ -67,16 +67,16 @@ def judge_placement(
                 "gpu-squatter",
                 "fail",
                 f"pod runs on GPU node {node.name} (pool {node.pool}) and requests no GPU: {how}. It takes the node's CPU "
-                "and memory from GPU work and keeps the autoscaler from removing the node; give it a node selector for a "
-                "CPU pool and no toleration of the GPU taint",
+                "and memory from GPU work and keeps the autoscaler from removing the node",
+                "Move the pod to a CPU pool: give its workload a node selector for a CPU pool and no toleration of the GPU taint",
                 node=node.name,
                 namespace=pod.namespace,
                 pod=pod.name,
             )
 
 
-def _untainted(node: GpuNode, stack: StackExpectations | None, commands: Commands) -> str | None:
-    """Why the node lacks its fence, None when it has it."""
+def _untainted(node: GpuNode, stack: StackExpectations | None, commands: Commands) -> tuple[str, str] | None:
+    """Why the node lacks its fence and what to do, None when it has it."""
     taints = ", ".join(str(taint) for taint in node.taints) or "none"
     required = _fences(node, stack)
     if required is not None:
@@ -90,8 +90,9 @@ def _untainted(node: GpuNode, stack: StackExpectations | None, commands: Command
         assert stack is not None and node.stack_pool is not None
         return (
             f"node lacks the taint(s) {', '.join(missing)} that pool {node.stack_pool} of stack {stack.name} sets (its "
-            f"taints: {taints}): pods that do not ask for a GPU can land here. `pulumi up --stack {stack.name}` puts the "
-            f"pool's taints back; new nodes get them from the pool, a node tainted by hand loses it on reimage"
+            f"taints: {taints}): pods that do not ask for a GPU can land here",
+            f"Run `pulumi up --stack {stack.name}` to put the pool's taints back (new nodes get them from the pool; a node "
+            "tainted by hand loses the taint on reimage)",
         )
     keys = [vendor_resource(node.vendor)] if node.vendor else [vendor_resource("nvidia"), vendor_resource("amd")]
     for taint in node.taints:
@@ -101,9 +102,9 @@ def _untainted(node: GpuNode, stack: StackExpectations | None, commands: Command
     why = f"its {', '.join(soft)} only asks the scheduler (PreferNoSchedule)" if soft else f"its taints: {taints}"
     fence = f"{keys[0]}=present:NoSchedule"
     return (
-        f"GPU node ({node.evidence}) has no NoSchedule taint that keeps general pods off ({why}): taint pool {node.pool} "
-        f"with {fence} (or sku=gpu:NoSchedule, as AKS's walkthrough does), e.g. "
-        f"{commands.nodepool('update', node.pool, f' --node-taints {fence}')}, and give GPU pods the toleration"
+        f"GPU node ({node.evidence}) has no NoSchedule taint that keeps general pods off ({why})",
+        f"Taint pool {node.pool} with {fence} (or sku=gpu:NoSchedule, as AKS's walkthrough does), e.g. "
+        f"{commands.nodepool('update', node.pool, f' --node-taints {fence}')}, and give GPU pods the toleration",
     )
 
 
@@ -128,7 +129,8 @@ def judge_validation(run: Run, nodes: Sequence[GpuNode], stack: StackExpectation
                 "device-plugin-missing",
                 "fail",
                 f"capacity has no {expected.resource}, the resource pool {expected.name} of stack {stack.name} exposes; "
-                f"{instead}. Check the device plugin pod on the node (`aksgpu validate --stack {stack.name}`)",
+                f"{instead}",
+                f"Check the device plugin pod on the node with `aksgpu validate --stack {stack.name}`",
                 node=node.name,
             )
             continue
@@ -139,7 +141,8 @@ def judge_validation(run: Run, nodes: Sequence[GpuNode], stack: StackExpectation
             "device-plugin-missing",
             "fail",
             f"GPU node ({node.evidence}) exposes no GPU resource ({'capacity ' + zero if zero else 'nothing in its capacity'}): "
-            "GPU pods cannot be scheduled here. Deploy the vendor's device plugin DaemonSet (or GPU Operator) so a pod of "
-            "it runs on this node (it must tolerate the node's taints), then read that pod's log",
+            "GPU pods cannot be scheduled here",
+            "Deploy the vendor's device plugin DaemonSet (or GPU Operator) so a pod of it runs on this node (it must "
+            "tolerate the node's taints), then read that pod's log",
             node=node.name,
         )

@@ -2,10 +2,9 @@
 to do, and which snapshot files it reads. The CLI help, the HTML report and the table of docs/audit.md are rendered from here
 (``tests/audit/test_registry.py`` holds the docs to it).
 
-The practices are the sections of Microsoft's *GPU best practices for AKS*
-(https://learn.microsoft.com/azure/aks/best-practices-gpu), plus GPU health from the AKS Node Problem Detector
-(https://learn.microsoft.com/azure/aks/node-problem-detector) and ``aksgpu smi health`` (NVIDIA's Xid catalog and
-health checks). Finding ids are a contract (issue 15): other tools match on them.
+The practices are the sections of Microsoft's *GPU best practices for AKS* (``ARTICLE_URL``), plus GPU health from
+the AKS Node Problem Detector (``NPD_URL``) and ``aksgpu smi health`` (NVIDIA's Xid catalog and health checks). Finding
+ids are a contract (issue 15): other tools match on them.
 """
 
 from __future__ import annotations
@@ -37,11 +36,16 @@ NODEPOOL_UPGRADES = NODEPOOL_UPGRADES_FILE
 SMI = f"{SMI_DIR}/"
 
 
+ARTICLE_URL = "https://learn.microsoft.com/azure/aks/best-practices-gpu"
+NPD_URL = "https://learn.microsoft.com/azure/aks/node-problem-detector"
+
+
 @dataclass(frozen=True)
 class Practice:
     id: str
     title: str
     article: str  # what the article asks, in a line
+    source: str = ARTICLE_URL  # the public page the practice comes from
 
 
 @dataclass(frozen=True)
@@ -91,9 +95,31 @@ PRACTICES: tuple[Practice, ...] = (
         "health",
         "GPU health",
         "hardware and fabric faults (ECC, Xid, lost GPUs, NVLink) stop jobs: the Node Problem Detector and SMI output show them",
+        NPD_URL,
     ),
 )
 PRACTICE_BY_ID = {practice.id: practice for practice in PRACTICES}
+
+# What to do with a node a GPU health finding names (a True Node Problem Detector GPU condition, an ``aksgpu smi
+# health`` finding): said once here for the checks' "what to do" and each finding's remedy. Every critical finding's own
+# advice comes down to drain, then reboot, reimage or a support case; every warning's to look again under load.
+CRITICAL_GPU_FAULT_FIX = (
+    "cordon the node (`kubectl cordon <node>`) and drain it, then repair it: reboot it, reimage it if that does not "
+    "clear the fault, and open an Azure support case if it comes back"
+)
+GPU_WARNING_FIX = "check the node again under load; if the finding stays, drain the node and open an Azure support case"
+_HEALTH_FIX = f"{CRITICAL_GPU_FAULT_FIX} (a critical finding); on a warning, {GPU_WARNING_FIX}"
+
+
+def sentence(text: str) -> str:
+    """``text`` as a sentence of its own: its first letter a capital."""
+    return text[:1].upper() + text[1:]
+
+
+def health_remedy(node: str, severity: Severity) -> str:
+    """What to do with ``node`` for a GPU health finding of ``severity``, naming the node."""
+    fix = CRITICAL_GPU_FAULT_FIX if severity == "fail" else GPU_WARNING_FIX
+    return sentence(fix.replace("<node>", node))
 
 CHECKS: tuple[AuditCheck, ...] = (
     AuditCheck(
@@ -153,8 +179,9 @@ CHECKS: tuple[AuditCheck, ...] = (
         "isolation",
         "every pod that requests GPUs runs in a namespace with a ResourceQuota on that GPU resource (requests.<resource>, "
         "no scopes) and a deny-all NetworkPolicy (every pod selected, Ingress and Egress, no rules)",
-        "give each workload namespace a ResourceQuota on its GPU resource and the article's deny-cross-namespace "
-        "NetworkPolicy, then allow only the traffic it needs (DNS, its own namespace, named peers)",
+        "give each namespace what its finding says it lacks: a ResourceQuota on its GPU resource, the article's "
+        "deny-cross-namespace NetworkPolicy (then allow only the traffic it needs: DNS, its own namespace, named peers), "
+        "or both",
         (PODS, RESOURCE_QUOTAS, NETWORK_POLICIES),
     ),
     AuditCheck(
@@ -172,7 +199,7 @@ CHECKS: tuple[AuditCheck, ...] = (
         "health",
         "no AKS Node Problem Detector GPU condition is True on a GPU node: GPUMissing, XIDErrors, NVLinkStatusInactive, "
         "IBLinkFlapping, UnhealthyNvidiaDevicePlugin, UnhealthyNvidiaDCGMServices fail, GPUClockThrottling warns",
-        "each message says what to do for its condition: drain and reboot or reimage the node, or open an Azure support case",
+        _HEALTH_FIX,
         (NODES,),
     ),
     AuditCheck(
@@ -183,8 +210,8 @@ CHECKS: tuple[AuditCheck, ...] = (
         "finding of `aksgpu smi health` in its saved SMI output) still takes new GPU pods: it is cordoned "
         "(spec.unschedulable) or carries a NoSchedule/NoExecute taint GPU pods do not tolerate (the quarantine taint "
         "aks-gpu/gpu-quarantine; with --stack: any taint beyond its pool's own)",
-        "cordon the node now (`kubectl cordon <node>`) and drain it, then repair it (reboot, reimage, support case); "
-        "to have it done within minutes, deploy the quarantine engine (aks-gpu:remediation mode on, docs/remediation.md)",
+        f"{CRITICAL_GPU_FAULT_FIX}; to have faulty nodes quarantined within minutes, set aks-gpu:remediation mode on "
+        "(the quarantine engine)",
         (NODES, SMI),
     ),
     AuditCheck(
@@ -193,7 +220,7 @@ CHECKS: tuple[AuditCheck, ...] = (
         "health",
         "no finding of `aksgpu smi health` in the node's saved SMI output (smi/<node>.txt, as `aksgpu validate "
         "collect` saves it): a critical one fails, a warning warns",
-        "each message says what to do: drain and reset (reboot) the node, reimage it, or open an Azure support case",
+        _HEALTH_FIX,
         (SMI,),
         ids=HEALTH_FINDING_IDS,
     ),

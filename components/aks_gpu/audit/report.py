@@ -6,20 +6,27 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from fractions import Fraction
-from typing import Any
+from typing import Any, Literal
 
-from aks_gpu.audit.registry import CHECK_BY_ID, PRACTICES, Severity
+from aks_gpu.audit.registry import CHECK_BY_ID, PRACTICES, Practice, Severity, checks_of
 from aks_gpu.cluster.inventory import whole
 
 
 @dataclass(frozen=True)
 class AuditFinding:
+    """One finding. ``message`` is what the terminal and ``--json`` print: what was found and what to do. ``found``
+    and ``remedy`` are its two halves for a reader who wants them apart (the HTML): ``remedy`` is an imperative a person
+    can carry out, never a restatement of the problem. A health finding's ``found`` is the whole message (the SMI or
+    Node Problem Detector finding, with its own advice for the GPU); its ``remedy`` is what to do with the node."""
+
     id: str
     severity: Severity
     node: str | None
     namespace: str | None
     pod: str | None
     message: str
+    found: str
+    remedy: str
 
     @property
     def practice(self) -> str:
@@ -60,6 +67,8 @@ class PoolSummary:
     idle_nodes: int
     resources: Mapping[str, tuple[Fraction, Fraction]]  # resource -> (allocatable, requested)
     node_images: Mapping[str, int]
+    # The GPU driver versions the nodes' SMI output shows (version -> nodes); nodes without readable output are not counted.
+    driver_versions: Mapping[str, int] = field(default_factory=dict)
     expected_resource: str | None = None
     expected_per_node: int | None = None
 
@@ -77,6 +86,7 @@ class PoolSummary:
                 for name, (allocatable, requested) in self.resources.items()
             },
             "nodeImages": dict(self.node_images),
+            "driverVersions": dict(self.driver_versions),
             "expectedResource": self.expected_resource,
             "expectedPerNode": self.expected_per_node,
         }
@@ -169,3 +179,35 @@ def practices_of(findings: Iterable[AuditFinding]) -> dict[str, list[AuditFindin
     for finding in findings:
         grouped[finding.practice].append(finding)
     return grouped
+
+
+Verdict = Literal["fail", "warn", "pass", "not checked"]
+
+
+@dataclass(frozen=True)
+class PracticeVerdict:
+    """One practice's verdict: ``fail`` (a finding fails), ``warn`` (findings, none failing: the audit still passes),
+    ``pass`` (judged, nothing found) or ``not checked`` (none of its findings could be judged). ``gaps`` counts what
+    of it was not checked: a pass with gaps passed only in what was checked."""
+
+    practice: Practice
+    verdict: Verdict
+    findings: int
+    failing: int
+    gaps: int
+
+
+def practice_verdicts(report: AuditReport) -> tuple[PracticeVerdict, ...]:
+    """Every practice of the registry, in its order, with its verdict over ``report``."""
+    grouped = practices_of(report.findings)
+    verdicts = []
+    for practice in PRACTICES:
+        findings = grouped[practice.id]
+        failing = sum(1 for finding in findings if finding.severity == "fail")
+        judged = any(finding in report.checked for check in checks_of(practice.id) for finding in check.finding_ids)
+        verdict: Verdict = (
+            "fail" if failing else "warn" if findings else "pass" if judged else "not checked"
+        )
+        gaps = sum(1 for gap in report.not_checked if gap.practice == practice.id)
+        verdicts.append(PracticeVerdict(practice, verdict, len(findings), failing, gaps))
+    return tuple(verdicts)

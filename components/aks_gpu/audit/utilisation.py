@@ -39,7 +39,8 @@ def judge_utilisation(
             "gpu-idle",
             "warn",
             f"GPU node of pool {node.pool}: none of its {gpus} is requested{short} ({pods}): the node is paid for and "
-            f"idle. Let the cluster autoscaler remove it ({autoscale}), scale the pool down, or share the GPUs (MIG, "
+            "idle",
+            f"Let the cluster autoscaler remove the node ({autoscale}), scale the pool down, or share the GPUs (MIG, "
             "time-slicing) so smaller jobs fill them",
             node=node.name,
         )
@@ -47,8 +48,14 @@ def judge_utilisation(
 
 
 def pool_summaries(
-    nodes: Sequence[GpuNode], on_node: Mapping[str, Sequence[PodInfo]], idle: set[str], stack: StackExpectations | None
+    nodes: Sequence[GpuNode],
+    on_node: Mapping[str, Sequence[PodInfo]],
+    idle: set[str],
+    stack: StackExpectations | None,
+    drivers: Mapping[str, str],
 ) -> tuple[PoolSummary, ...]:
+    """Per pool: GPUs allocatable and requested, idle nodes, node images (node labels) and GPU drivers (``drivers``:
+    what each node's SMI output shows)."""
     grouped: dict[str, list[GpuNode]] = defaultdict(list)
     for node in nodes:
         grouped[node.pool].append(node)
@@ -80,6 +87,7 @@ def pool_summaries(
                 idle_nodes=sum(1 for node in members if node.name in idle),
                 resources=resources,
                 node_images=dict(sorted(Counter(str(node.image) for node in members if node.image).items())),
+                driver_versions=dict(sorted(Counter(drivers[node.name] for node in members if node.name in drivers).items())),
                 expected_resource=expected.resource if expected else None,
                 expected_per_node=expected.count_per_node if expected else None,
             )

@@ -30,9 +30,8 @@ import threading  # noqa: E402
 import traceback  # noqa: E402
 from collections.abc import Callable, Sequence  # noqa: E402
 
-from aks_gpu import __version__  # noqa: E402
 from aks_gpu.cli import common  # noqa: E402
-from aks_gpu.cli.common import EXIT_INTERNAL, EXIT_USAGE, safe  # noqa: E402
+from aks_gpu.cli.common import EXIT_INTERNAL, EXIT_USAGE, aksgpu_version, safe  # noqa: E402
 from aks_gpu.config.problems import ConfigError  # noqa: E402
 from aks_gpu.internal_error import DEBUG_ENV, debug_requested, internal_error_message  # noqa: E402
 
@@ -65,7 +64,7 @@ def build_parser(commands: Sequence[str] = COMMANDS) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="aksgpu", description=_DESCRIPTION, epilog=_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("--version", action="version", version=f"aksgpu {__version__}")
+    parser.add_argument("--version", action="version", version=f"aksgpu {aksgpu_version()}")
     parser.add_argument("--debug", action="store_true", help=f"on an internal error, print the traceback (or set {DEBUG_ENV}=1)")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
     for command in commands:

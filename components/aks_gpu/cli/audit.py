@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +28,7 @@ from aks_gpu.cli.common import (
     EXIT_FAILED,
     EXIT_OK,
     EXIT_USAGE,
+    aksgpu_version,
     err,
     load_stack,
     out,
@@ -185,7 +187,13 @@ def run(args: argparse.Namespace) -> int:
         report = run_audit(snapshot, expected, shapes_checked=True)  # read_snapshot and the probe checked them
         if args.html is not None:
             # The page names the cluster by the context and API server the snapshot recorded, never a local folder.
-            page = render_html(report, source=None if args.snapshot is not None else source, advice=_advice(args))
+            page = render_html(
+                report,
+                made_at=datetime.now(UTC),
+                version=aksgpu_version(),
+                source=None if args.snapshot is not None else source,
+                advice=_advice(args),
+            )
             _write_html(args.html, page)
     except ConfigError as error:
         return report_config_error(error)
@@ -343,11 +351,14 @@ def print_report(report: AuditReport, *, source: str) -> None:
 
 
 def _print_pools(report: AuditReport) -> bool:
-    columns = ("pool", "vendor", "GPU nodes", "GPUs allocatable", "GPUs requested", "idle nodes", "node images")
-    right = [column for column in columns if column.startswith(("GPU", "idle"))]
+    columns = (
+        "pool", "vendor", "GPU nodes", "GPUs allocatable", "GPUs requested", "idle nodes", "node images", "GPU drivers"
+    )  # fmt: skip
+    right = ["GPU nodes", "GPUs allocatable", "GPUs requested", "idle nodes"]
     rows = []
     for pool in report.pools:
         images = ", ".join(f"{image} ({count})" for image, count in pool.node_images.items()) or "-"
+        drivers = ", ".join(f"{version} ({count})" for version, count in pool.driver_versions.items()) or "-"
         rows.append(
             (
                 safe(pool.pool),
@@ -357,10 +368,12 @@ def _print_pools(report: AuditReport) -> bool:
                 str(whole(pool.gpus_requested)),
                 str(pool.idle_nodes),
                 safe(images),
+                safe(drivers),
             )
         )
     flexible = {column: 9 for column in right}
-    return tables.print_table(out, "GPU pools", columns, rows, right=right, keep=("pool", "node images"), flexible=flexible)
+    keep = ("pool", "node images", "GPU drivers")
+    return tables.print_table(out, "GPU pools", columns, rows, right=right, keep=keep, flexible=flexible)
 
 
 # The narrowest a finding's message column may be before the findings are laid out as a list instead.

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import importlib.metadata
 import os
 import sys
 from collections.abc import Iterator
@@ -11,7 +12,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from aks_gpu import __version__
 from aks_gpu.config.problems import ConfigError, Problem, clipped
+from aks_gpu.naming import PACKAGE_NAME
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -25,6 +28,15 @@ EXIT_USAGE = 2
 EXIT_INTERNAL = 3
 # A cell or line of user or cluster text is cut past this many characters.
 MAX_TEXT_SHOWN = 2000
+
+
+def aksgpu_version() -> str:
+    """The version of the installed aks-gpu, as its package metadata records it (what pip and a bug report name);
+    a source tree that was never installed has no metadata, and says the version its source declares."""
+    try:
+        return importlib.metadata.version(PACKAGE_NAME)
+    except importlib.metadata.PackageNotFoundError:
+        return __version__
 
 
 def _console(stderr: bool) -> Console:
