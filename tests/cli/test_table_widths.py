@@ -4,11 +4,13 @@ one entry a finding (or pool), instead of folding ids and names or leaving the m
 
 from __future__ import annotations
 
+import io
 import json
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from rich.console import Console
 
 from aks_gpu.cli import common, main, tables
 from aks_gpu.cluster.inventory import is_gpu_node
@@ -129,3 +131,73 @@ def test_piped_output_follows_columns_when_it_is_set() -> None:
     assert max(len(line) for line in lines) <= 80
     words = {word.strip("│ ,():") for line in lines for word in line.split()}
     assert "gpu-node-untainted" in words and "aks-train-31415926-vmss000001" in words
+
+
+def _console(width: int) -> tuple[Console, io.StringIO]:
+    buffer = io.StringIO()
+    return Console(file=buffer, width=width, highlight=False, emoji=False), buffer
+
+
+def test_a_flexible_column_is_never_narrower_than_its_longest_word_header_included() -> None:
+    headers = ("pool", "GPUs allocatable")
+    rows = [("train", "24")]
+    # "allocatable" is 11 columns: a 9-column minimum would fold it
+    assert tables.column_widths(headers, rows, 40, flexible={"GPUs allocatable": 9}) == [5, 16]
+    assert tables.column_widths(headers, rows, 5 + 11 + 7, flexible={"GPUs allocatable": 9}) == [5, 11]
+    assert not tables.fits(headers, rows, 5 + 10 + 7, flexible={"GPUs allocatable": 9})
+
+
+def test_a_kept_column_needs_its_widest_cell_and_its_header_wraps_between_words() -> None:
+    headers = ("quota (az vm list-usage name)", "needed")
+    rows = [("standardNCADSA100v4Family", "48")]
+    assert tables.column_widths(headers, rows, 25 + 6 + 7, keep=headers[:1]) == [25, 6]
+    assert not tables.fits(headers, rows, 25 + 6 + 6, keep=headers[:1])
+
+
+@pytest.mark.parametrize("width", (72, 80, 100))
+def test_every_wrapped_column_keeps_its_minimum_however_rich_would_share_the_room(width: int) -> None:
+    from rich.text import Text
+
+    console, buffer = _console(width)
+    message = "a message that wraps " * 8
+    rows = [("gpu-node-untainted", message, "needs Standard_ND96isr_H100_v5 " * 3)]
+    headers = ("id", "message", "remedy")
+    assert not tables.print_table(console, None, headers, rows, keep=("id",), flexible={"message": 20, "remedy": 24})
+    printed = buffer.getvalue()
+    assert max(len(line) for line in printed.splitlines()) <= width
+    words = {word.strip("│") for word in printed.split()}
+    assert {"gpu-node-untainted", "Standard_ND96isr_H100_v5", "message"} <= words
+    assert " ".join(Text(printed).plain.split()).count("Standard_ND96isr_H100_v5") == 3
+
+
+def test_a_grouped_table_names_its_group_once_and_the_list_names_it_in_every_entry() -> None:
+    headers = ("pool", "node", "check")
+    rows = [("train", "(pool)", "pass"), ("train", "aks-train-0", ""), ("infer", "aks-infer-0", "FAIL")]
+    console, buffer = _console(60)
+    assert not tables.print_table(console, None, headers, rows, keep=headers, group=True, missing="-")
+    table = buffer.getvalue()
+    assert table.count("│ train") == 1 and table.count("│ infer") == 1 and "├" in table
+    assert "│ -     │" in table
+    console, buffer = _console(20)
+    assert tables.print_table(console, None, headers, rows, keep=headers, group=True, missing="-", lead=2)
+    listed = buffer.getvalue()
+    assert listed.count("  train ") == 2 and "check: -" not in listed and "check: FAIL" in listed
+
+
+def test_a_list_may_be_arranged_otherwise_than_the_table() -> None:
+    headers = ("node", "a", "b")
+    rows = [("aks-train-0", "pass", "FAIL")]
+    console, buffer = _console(20)
+    listed = (("node", "FAIL", "pass"), [("aks-train-0", "b", "a")])
+    assert tables.print_table(console, None, headers, rows, keep=headers, listed=listed)
+    assert buffer.getvalue().splitlines() == ["  aks-train-0", "    FAIL: b", "    pass: a"]
+
+
+def test_a_cell_of_several_lines_is_one_line_of_the_list() -> None:
+    console, buffer = _console(200)
+    rows = [("size", "MIG1g=1g.10gbx7\nMIG2g=2g.20gbx3", "Preview sizes.\nInfiniBand sizes; plan the pool in one zone.")]
+    tables.print_rows(console, None, ("vm size", "MIG profiles", "caveats"), rows)
+    assert buffer.getvalue().splitlines()[1:] == [
+        "    MIG profiles: MIG1g=1g.10gbx7, MIG2g=2g.20gbx3",
+        "    caveats: Preview sizes. InfiniBand sizes; plan the pool in one zone.",
+    ]

@@ -1,7 +1,8 @@
-"""The terminal tables of every command: a value people copy (a VM size, a taint, a resource name, a node name, a
-column header) is never cut with an ellipsis. A column narrower than its text wraps it (folded at the column's edge
-where a word is longer than the column), and ``--wide`` lays every table out at its natural width, one line a row,
-however narrow the terminal, for copying or for ``less -S``."""
+"""The terminal tables of every command: a value people copy (a VM size, a taint, a resource name, a node name, an
+id, a column header) is never cut with an ellipsis nor folded. ``print_table`` lays a table out where it fits the
+terminal with those whole and the wrapping columns (a message, a remedy) no narrower than their minimum; else the same
+rows as a list, one entry a row, each field on its own line, wrapped between words. ``--wide`` lays every table out at
+its natural width, one line a row, however narrow the terminal, for copying or for ``less -S``."""
 
 from __future__ import annotations
 
@@ -63,22 +64,82 @@ def add_column(made: Table, header: str, **options: Any) -> None:
 
 
 def fits(
-    headers: Sequence[str], rows: Iterable[Sequence[str]], width: int, *, flexible: Mapping[str, int] | None = None
+    headers: Sequence[str],
+    rows: Iterable[Sequence[str]],
+    width: int,
+    *,
+    flexible: Mapping[str, int] | None = None,
+    keep: Iterable[str] = (),
 ) -> bool:
-    """Whether a table of these columns fits ``width`` without folding a value people need: a column named in
-    ``flexible`` wraps and needs only its given width, every other one its widest cell (markup not counted), plus
-    rich's borders and padding (3 a column, and 1)."""
+    """Whether a table of these columns fits ``width`` without folding a value people need (see ``column_widths``)."""
+    return column_widths(headers, rows, width, flexible=flexible, keep=keep) is not None
+
+
+def _measure(headers: Sequence[str], rows: Iterable[Sequence[str]]) -> tuple[list[int], list[int], list[int], list[int]]:
+    """Per column, markup not counted: its natural width (the widest line of its header or cells), its widest cell
+    line, its header's longest word and the longest word of its header and cells."""
     from rich.cells import cell_len
     from rich.text import Text
 
-    wanted = [cell_len(header) for header in headers]
+    def lines(markup: str) -> list[str]:
+        return Text.from_markup(markup).plain.splitlines()
+
+    def longest(texts: Iterable[str]) -> int:
+        return max((cell_len(text) for text in texts), default=0)
+
+    header_lines = [lines(header) for header in headers]
+    natural = [longest(found) for found in header_lines]
+    widest = [0] * len(headers)
+    header_word = [longest(word for line in found for word in line.split()) for found in header_lines]
+    word = list(header_word)
     for row in rows:
-        for index, cell in enumerate(row):
-            longest = max((cell_len(line) for line in Text.from_markup(cell).plain.splitlines()), default=0)
-            wanted[index] = max(wanted[index], longest)
+        for index, cell in enumerate(row[: len(headers)]):
+            found = lines(cell)
+            widest[index] = max(widest[index], longest(found))
+            word[index] = max(word[index], longest(part for line in found for part in line.split()))
+    natural = [max(pair) for pair in zip(natural, widest, strict=True)]
+    return natural, widest, header_word, word
+
+
+def column_widths(
+    headers: Sequence[str],
+    rows: Iterable[Sequence[str]],
+    width: int,
+    *,
+    flexible: Mapping[str, int] | None = None,
+    keep: Iterable[str] = (),
+) -> list[int] | None:
+    """Each column's width in a table of these columns ``width`` wide where nothing people need is folded, or None
+    where no such table fits: a ``keep`` column needs its widest cell on one line (its header may wrap between
+    words), a column named in ``flexible`` wraps between words and needs the given width (never less than its longest
+    word, never more than its natural width), every other one its natural width (its widest line, header included);
+    rich's borders and padding take 3 a column, and 1. Room left over widens the columns that wrap, each toward its
+    natural width in proportion to what it lacks."""
+    natural, widest, header_word, word = _measure(headers, list(rows))
     room = flexible or {}
-    needed = sum(room.get(header, wanted[index]) for index, header in enumerate(headers))
-    return needed + 3 * len(headers) + 1 <= width
+    whole = set(keep)
+    needed = []
+    for index, header in enumerate(headers):
+        if header in room:
+            needed.append(min(natural[index], max(room[header], word[index])))
+        elif header in whole:
+            needed.append(max(widest[index], header_word[index]))
+        else:
+            needed.append(natural[index])
+    spare = width - (sum(needed) + 3 * len(headers) + 1)
+    if spare < 0:
+        return None
+    lacking = [most - least for most, least in zip(natural, needed, strict=True)]
+    total = sum(lacking)
+    if total <= spare:
+        return natural
+    widths = [least + spare * short // total for least, short in zip(needed, lacking, strict=True)]
+    # what the rounding down left, one column each, the ones that lack most first
+    left = width - (sum(widths) + 3 * len(headers) + 1)
+    for index in sorted(range(len(headers)), key=lambda index: natural[index] - widths[index], reverse=True)[:left]:
+        if widths[index] < natural[index]:
+            widths[index] += 1
+    return widths
 
 
 def width_of(console: Any) -> int:
@@ -89,6 +150,15 @@ def list_note(*, json: bool = True) -> str:
     """The line under output that was laid out as a list, telling the ways to a table or to every field."""
     every = ", --json for every field" if json else ""
     return f"(laid out as a list: the table does not fit this terminal; --wide for one line a row{every})"
+
+
+def _joined(cell: str) -> str:
+    """A cell's lines as one line of the list: a comma between items, a space after a line that ends a sentence."""
+    joined = ""
+    for part in (part.strip() for part in cell.split("\n")):
+        if part:
+            joined += ("" if not joined else " " if joined.endswith((".", ";", ":")) else ", ") + part
+    return joined
 
 
 def print_rows(
@@ -121,8 +191,7 @@ def print_rows(
             if not Text.from_markup(cell).plain.strip():
                 continue
             label = "" if header in unlabeled else f"[dim]{header}:[/] "
-            cell = ", ".join(part for part in cell.split("\n") if part.strip())
-            indented(f"{label}{cell}", 4)
+            indented(f"{label}{_joined(cell)}", 4)
 
 
 def print_table(
@@ -136,15 +205,46 @@ def print_table(
     flexible: Mapping[str, int] | None = None,
     lead: int = 1,
     bare: Iterable[str] = (),
+    missing: str | None = None,
+    group: bool = False,
+    table_headers: Sequence[str] | None = None,
+    listed: tuple[Sequence[str], Sequence[Sequence[str]]] | None = None,
     **options: Any,
 ) -> bool:
-    """The table where it fits the console's width with every kept value whole (see ``fits``), else the same rows
-    as a list (``print_rows``). Returns whether it printed the list."""
-    if fits(headers, rows, width_of(console), flexible=flexible):
-        made = table(title, headers, right=right, keep=keep, **options)
-        for row in rows:
-            made.add_row(*row)
-        console.print(made)
-        return False
-    print_rows(console, title, headers, rows, lead=lead, bare=bare)
-    return True
+    """The table where it fits the console's width with every kept value whole (see ``column_widths``), else the
+    same rows as a list (``print_rows``). Returns whether it printed the list.
+
+    ``missing``: what an empty cell shows in the table (the list leaves the field out). ``group``: rows whose first
+    cell is the previous row's make a group: the table shows that cell once and rules a line between groups (the list
+    names it in every entry). ``table_headers``: the headers as the table shows them where they differ from the
+    list's labels (a check id broken at its hyphens, which rich would not wrap at). ``listed``: the headers and rows
+    the list lays out instead of ``headers`` and ``rows``, where a list reads better arranged otherwise."""
+    shown = table_headers or headers
+    named = dict(zip(headers, shown, strict=True))
+    room = {named[header]: least for header, least in (flexible or {}).items()}
+    whole = [named[header] for header in keep]
+    filled = [[cell or (missing or "") for cell in row] for row in rows]
+    widths = column_widths(shown, filled, width_of(console), flexible=room, keep=whole)
+    if widths is None:
+        list_headers, list_rows = listed or (headers, rows)
+        print_rows(console, title, list_headers, list_rows, lead=lead, bare=bare)
+        return True
+    aligned = {named[header] for header in right}
+    made = table(title, shown, right=aligned, keep=whole, **options)
+    natural, *_ = _measure(shown, filled)
+    if widths != natural:
+        # some columns wrap: each at the width worked out, none collapsed by rich below what it needs
+        for column, fixed in zip(made.columns, widths, strict=True):
+            column.width = fixed
+            column.no_wrap = False
+    previous: str | None = None
+    for row, cells in zip(rows, filled, strict=True):
+        if group:
+            if previous is not None and row[0] != previous:
+                made.add_section()
+            if row[0] == previous:
+                cells[0] = ""
+            previous = row[0]
+        made.add_row(*cells)
+    console.print(made)
+    return False
