@@ -201,3 +201,50 @@ def test_a_cell_of_several_lines_is_one_line_of_the_list() -> None:
         "    MIG profiles: MIG1g=1g.10gbx7, MIG2g=2g.20gbx3",
         "    caveats: Preview sizes. InfiniBand sizes; plan the pool in one zone.",
     ]
+
+
+def _words(output: str) -> set[str]:
+    """The output's words, a table's borders and the punctuation around a name stripped."""
+    return {word.strip("│ ,():;") for line in output.splitlines() for word in line.split()}
+
+
+def _flat(output: str) -> str:
+    """The output with its whitespace (and a table's borders) normalised, for text a list wraps between words."""
+    return " ".join(output.replace("│", " ").split())
+
+
+def _says_wide_and_json(output: str) -> bool:
+    flat = _flat(output)
+    return "--wide for one line a row" in flat and "--json for every field" in flat
+
+
+@pytest.mark.parametrize("width", WIDTHS, indirect=True)
+def test_the_catalog_shows_every_size_series_profile_and_caveat_whole(width: int, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["catalog", "--json"]) == 0
+    sizes = json.loads(capsys.readouterr().out)
+    assert main(["catalog"]) == 0
+    output = capsys.readouterr().out
+    assert max(len(line) for line in output.splitlines()) <= width
+    assert "…" not in output
+    words, flat = _words(output), _flat(output)
+    for size in sizes:
+        assert size["vmSize"] in words and size["series"] in words, size["vmSize"]
+        for name, profile in size["migProfiles"].items():
+            assert any(word.startswith(f"{name}={profile}x") for word in words), (size["vmSize"], name)
+        for caveat in size["caveats"]:
+            assert " ".join(caveat.split()) in flat, caveat
+    assert _says_wide_and_json(output)
+
+
+def test_the_catalog_is_a_table_with_wide(capsys: pytest.CaptureFixture[str]) -> None:
+    before = common.out._width
+    tables._REPLACED_WIDTH.clear()
+    common.out.width = 80
+    try:
+        assert main(["catalog", "--wide"]) == 0
+    finally:
+        tables._REPLACED_WIDTH.clear()
+        common.out.width = before  # type: ignore[assignment]
+    lines = capsys.readouterr().out.splitlines()
+    assert any("Standard_ND96isr_H100_v5" in line and "MIG1g=1g.10gbx7" in line and "8 disks" in line for line in lines)
+    assert not any("laid out as a list" in line for line in lines)

@@ -12,6 +12,10 @@ from aks_gpu.catalog import load_catalog
 from aks_gpu.cli import tables
 from aks_gpu.cli.common import EXIT_OK, out
 
+COLUMNS = ("vm size", "series", "cpu", "gpus", "memory/gpu", "MIG profiles", "local NVMe", "caveats")
+# The narrowest the caveats column may be before the sizes are laid out as a list instead.
+CAVEAT_MIN_WIDTH = 40
+
 
 def register(subparsers: Any) -> None:
     parser = subparsers.add_parser(
@@ -48,14 +52,12 @@ def run(args: argparse.Namespace) -> int:
         ]
         out.print_json(json.dumps(rows))
         return EXIT_OK
-    table = tables.table(
-        "AKS GPU VM sizes",
-        ("vm size", "series", "cpu", "gpus", "memory/gpu", "MIG profiles", "local NVMe", "caveats"),
-        keep=("vm size",),
-    )
+    cells_of: list[tuple[str, ...]] = []
+    entries: list[tuple[str, ...]] = []
     for size in catalog.vm_sizes.values():
-        mig = ", ".join(f"{name}={m.profile}x{m.max_instances}" for name, m in size.gpu.mig.items()) or "-"
-        nvme = f"{size.nvme.disks} disks, {size.nvme.capacity_gib} GiB" if size.nvme else "-"
+        # one MIG profile a line: a profile is a name people copy, never split between two lines
+        mig = "\n".join(f"{name}={m.profile}x{m.max_instances}" for name, m in size.gpu.mig.items())
+        nvme = f"{size.nvme.disks} disks, {size.nvme.capacity_gib} GiB" if size.nvme else ""
         cells = (
             size.name,
             size.series,
@@ -66,6 +68,21 @@ def run(args: argparse.Namespace) -> int:
             nvme,
         )
         # The catalog's text is data too: a caveat such as "[preview]" must show, not vanish as markup.
-        table.add_row(*(escape(cell) for cell in cells), "\n".join(escape(caveat) for caveat in size.caveats))
-    out.print(table)
+        caveats = "\n".join(escape(caveat) for caveat in size.caveats)
+        cells_of.append((*(escape(cell) for cell in cells), caveats))
+        # the list: a size's series, CPU and GPUs on one line under its name, then what it has besides
+        gpus = f"{size.series} series, {size.cpu_architecture}: {cells[3]}, {cells[4]} a GPU"
+        entries.append((escape(size.name), escape(gpus), escape(mig), escape(nvme), caveats))
+    if tables.print_table(
+        out,
+        "AKS GPU VM sizes",
+        COLUMNS,
+        cells_of,
+        keep=("vm size", "series", "cpu", "memory/gpu", "MIG profiles"),
+        flexible={"gpus": 16, "local NVMe": 9, "caveats": CAVEAT_MIN_WIDTH},
+        missing="-",
+        bare=("gpus",),
+        listed=(("vm size", "gpus", "MIG profiles", "local NVMe", "caveats"), entries),
+    ):
+        out.print(f"[dim]{tables.list_note(json=True)}[/]")
     return EXIT_OK

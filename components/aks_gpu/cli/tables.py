@@ -171,16 +171,24 @@ def print_rows(
     bare: Iterable[str] = (),
 ) -> None:
     """A table laid out as a list, one entry a row: its ``lead`` first cells on the entry's first line, then one
-    indented line per other non-empty cell (``header: value``, the value alone for a ``bare`` column), wrapped at the
-    terminal's edge, never cut. Cells are rich markup (already escaped), like a table's."""
+    indented line per other non-empty cell (``header: value``, the value alone for a ``bare`` column; a cell's lines
+    joined), wrapped between words at the terminal's edge, the lines it wraps onto indented further, never cut.
+    Cells are rich markup (already escaped), like a table's."""
     from rich.text import Text
 
     def indented(markup: str, indent: int) -> None:
-        # wrapped at the terminal's edge less the indent, a word longer than that folded; no padding to the right
-        width = max(10, int(console.width) - indent)
-        for line in Text.from_markup(markup).wrap(console, width, overflow="fold"):
+        # wrapped at the terminal's edge less the indent, the lines after the first indented 2 more (told from the
+        # next field), a word longer than that folded; no padding to the right
+        text = Text.from_markup(markup)
+        first = text.wrap(console, max(10, int(console.width) - indent), overflow="fold")
+        lines = [first[0]] if first else []
+        if len(first) > 1:
+            start = len(first[0].plain)
+            start += len(text.plain[start:]) - len(text.plain[start:].lstrip(" "))
+            lines += text[start:].wrap(console, max(10, int(console.width) - indent - 2), overflow="fold")
+        for number, line in enumerate(lines):
             line.rstrip()
-            console.print(Text(" " * indent) + line, soft_wrap=True)
+            console.print(Text(" " * (indent + (2 if number else 0))) + line, soft_wrap=True)
 
     unlabeled = set(bare)
     if title:
