@@ -17,7 +17,7 @@ import pytest
 
 from aks_gpu.azure import arm
 from aks_gpu.azure.quota import load_quota_facts, quota_plan
-from aks_gpu.cli import main, preflight
+from aks_gpu.cli import common, main, preflight, tables
 from tests.conftest import PROJECT_DIR, stack_config
 
 SUBSCRIPTION = "11111111-2222-3333-4444-555555555555"
@@ -120,9 +120,10 @@ def run_preflight(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture
     monkeypatch.setenv(arm.TOKEN_ENV, TOKEN)
     monkeypatch.setenv("ARM_SUBSCRIPTION_ID", SUBSCRIPTION)
 
-    def go(fake: FakeArm, *extra: str, stack: str = "prod") -> tuple[int, str, str]:
+    def go(fake: FakeArm, *extra: str, stack: str = "prod", wide: bool = True) -> tuple[int, str, str]:
         monkeypatch.setattr(preflight, "ARM_BASE", fake.base)
-        code = main(["preflight", "--stack", stack, "--project-dir", str(PROJECT_DIR), "--wide", *extra])
+        flags = ["--wide"] if wide else []
+        code = main(["preflight", "--stack", stack, "--project-dir", str(PROJECT_DIR), *flags, *extra])
         printed = capsys.readouterr()
         for text in (printed.out, printed.err):
             assert TOKEN not in text and TOKEN[:20] not in text and "c2lnbmF0dXJl" not in text
@@ -166,6 +167,37 @@ def test_an_unregistered_provider_is_exit_1_naming_the_register_command(serve: A
     assert code == 1
     assert "not registered resource provider Microsoft.ContainerService" in out
     assert "az provider register --namespace Microsoft.ContainerService --wait" in out
+
+
+@pytest.mark.parametrize("width", (80, 100, 120))
+def test_at_80_columns_and_wider_every_quota_label_and_command_shows_whole(
+    width: int, serve: Any, run_preflight: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    answers = arm_answers(spare=-1, unregistered=("Microsoft.ContainerService",))
+    _, out, _ = run_preflight(serve(answers), "--json")
+    report = json.loads(out)
+    tables._REPLACED_WIDTH.clear()
+    monkeypatch.setattr(common.out, "width", width)
+    code, out, _ = run_preflight(serve(answers), wide=False)
+    assert code == 1
+    assert "…" not in out
+    words = {word.strip("│ ,():") for line in out.splitlines() for word in line.split()}
+    flat = " ".join(out.replace("│", " ").split())
+    for quota in report["quotas"]:
+        assert quota["quota"] in words, quota["quota"]
+        # a label wraps between its words in a table's column, never inside one
+        assert set(quota["localName"].split()) <= words, quota["localName"]
+        assert quota["verdict"] in flat
+    # each command on one line of its own, however long (the terminal wraps it; it copies whole)
+    lines = [line.strip() for line in out.splitlines()]
+    for command in report["requests"]:
+        assert command in lines, command
+    assert "az provider register --namespace Microsoft.ContainerService --wait" in lines
+    table = [line for line in out.splitlines() if not line.startswith("  az ")]
+    assert max(len(line) for line in table) <= width
+    if "laid out as a list" in flat:
+        assert "--wide for one line a row" in flat and "--json for every field" in flat
+        assert all(" ".join(quota["localName"].split()) in flat for quota in report["quotas"])
 
 
 def test_json_reports_every_quota_and_provider_and_nothing_else_on_stdout(serve: Any, run_preflight: Any) -> None:

@@ -24,6 +24,7 @@ PROVIDERS_API_VERSION = "2021-04-01"
 FEATURES_API_VERSION = "2021-07-01"
 # The base every request goes to; tests point it at their own server on 127.0.0.1 (ArmClient refuses anything else).
 ARM_BASE = "https://management.azure.com"
+QUOTA_COLUMNS = ("quota", "portal label", "needed", "limit", "used", "free", "verdict")
 # An ARM location name: lowercase letters and digits (swedencentral); a provider namespace: Microsoft.Xyz.
 _LOCATION = re.compile(r"^[a-z0-9]{2,40}$")
 
@@ -154,24 +155,31 @@ def _report(
 def _print(
     stack: str, subscription: str, plan: Any, checks: list[Any], needed: list[Any], missing: list[Any], limits: dict[str, int]
 ) -> None:
-    table = tables.table(
-        f"compute quota for stack {stack} in {plan.location} (subscription {subscription})",
-        ("quota", "portal label", "needed", "limit", "used", "free", "verdict"),
-        right=("needed", "limit", "used", "free"),
-        keep=("quota",),
-    )
+    title = f"compute quota for stack {safe(stack)} in {safe(plan.location)} (subscription {safe(subscription)})"
     styles = {"enough": "green", "short": "bold red", "not offered": "bold red", "unknown": "yellow"}
+    rows: list[tuple[str, ...]] = []
+    entries: list[tuple[str, ...]] = []
     for check in checks:
-        number = [str(value) if value is not None else "-" for value in (check.limit, check.used, check.free)]
-        needed_text = f"{check.line.vcpus}" + (" + unknown" if check.line.unknown else "")
-        table.add_row(
-            safe(check.line.family),
-            safe(check.line.local_name or "-"),
-            safe(needed_text),
-            *number,
-            f"[{styles[check.verdict]}]{check.verdict}[/]",
-        )
-    out.print(table)
+        limit, used, free = (str(value) if value is not None else "-" for value in (check.limit, check.used, check.free))
+        needed_text = safe(f"{check.line.vcpus}" + (" + unknown" if check.line.unknown else ""))
+        verdict = f"[{styles[check.verdict]}]{check.verdict}[/]"
+        rows.append((safe(check.line.family), safe(check.line.local_name or "-"), needed_text, limit, used, free, verdict))
+        # the list: the verdict and the quota first, as the audit's severity and id
+        counts = f"needed {needed_text}, limit {limit}, used {used}, free {free}"
+        entries.append((verdict, safe(check.line.family), safe(check.line.local_name or ""), counts))
+    if tables.print_table(
+        out,
+        title,
+        QUOTA_COLUMNS,
+        rows,
+        right=("needed", "limit", "used", "free"),
+        keep=("quota", "needed", "limit", "used", "free", "verdict"),
+        flexible={"portal label": 0},
+        lead=2,
+        bare=("vCPUs",),
+        listed=(("verdict", "quota", "portal label", "vCPUs"), entries),
+    ):
+        out.print(f"[dim]{tables.list_note(json=True)}[/]")
     for need in plan.unknown:
         out.print(
             f"[yellow]unknown[/] {safe(need.pool)}: no quota facts for {safe(need.vm_size)}: read its family with `az vm "
@@ -189,10 +197,12 @@ def _print(
 
         out.print(f"request more on the portal's Quotas page ({QUOTA_REQUEST_DOC}) or:", markup=False)
         for command in plan.request_commands(subscription, limits):
-            out.print(f"  {command}", markup=False)
+            # one line, never broken: the terminal wraps it, and it copies whole
+            out.print(f"  {command}", markup=False, soft_wrap=True)
     missing_names = {item.what for item in missing}
     for item in needed:
         if item.what in missing_names:
-            out.print(f"[bold red]not registered[/] {safe(item.what)} ({safe(item.why)}): {safe(item.command)}")
+            out.print(f"[bold red]not registered[/] {safe(item.what)} ({safe(item.why)}):")
+            out.print(f"  {item.command}", markup=False, soft_wrap=True)
         else:
             out.print(f"[green]registered[/] {safe(item.what)}")
