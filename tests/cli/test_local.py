@@ -1,9 +1,11 @@
-"""`aksgpu local` without its tools or with bad input: exit 2 and one line that says what to do."""
+"""`aksgpu local` without its tools or with bad input: exit 2 and one line that says what to do; `local status` at
+80 columns and wider: every value whole."""
 
 from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
@@ -63,3 +65,56 @@ def test_local_needs_a_subcommand_and_a_stack(capsys: pytest.CaptureFixture[str]
             main(argv)
         assert exit_info.value.code == 2
     assert os.environ.get("KWOK_WORKDIR") is None
+
+
+STATUS: dict[str, Any] = {
+    "running": True,
+    "server": "https://127.0.0.1:46123",
+    "kubernetesVersion": "v1.33.1",
+    "nodes": 4,
+    "gpuNodes": 3,
+    "pulumi": {
+        "cli": "v3.190.0",
+        "stack": "a-stack-name-as-long-as-people-give-them-for-their-clusters",
+        "resources": 61,
+        "pendingChanges": 0,
+    },
+}
+
+
+@pytest.mark.parametrize("width", (80, 100, 120))
+def test_status_shows_every_value_whole_at_80_columns_and_wider(
+    width: int, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import json
+
+    from aks_gpu.cli import common, local, tables
+
+    monkeypatch.setattr(local, "status_document", lambda args: STATUS)
+    tables._REPLACED_WIDTH.clear()
+    monkeypatch.setattr(common.out, "width", width)
+    stack = STATUS["pulumi"]["stack"]
+    assert main(["local", "status", "--stack", stack]) == 0
+    output = capsys.readouterr().out
+    assert "…" not in output and max(len(line) for line in output.splitlines()) <= width
+    words = {word.strip("│ ,():") for line in output.splitlines() for word in line.split()}
+    assert {"https://127.0.0.1:46123", "v1.33.1", "v3.190.0", stack} <= words
+    assert main(["local", "status", "--stack", stack, "--json"]) == 0
+    assert json.loads(capsys.readouterr().out) == STATUS
+
+
+def test_status_lays_out_a_list_in_a_narrow_terminal_and_says_how_to_get_the_table(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from aks_gpu.cli import common, local, tables
+
+    monkeypatch.setattr(local, "status_document", lambda args: {**STATUS, "server": "https://127.0.0.1:46123/" + "x" * 40})
+    tables._REPLACED_WIDTH.clear()
+    monkeypatch.setattr(common.out, "width", 80)
+    assert main(["local", "status", "--stack", "dev"]) == 0
+    output = " ".join(capsys.readouterr().out.split())
+    assert "dev running: True server: https://127.0.0.1:46123/" + "x" * 40 in output
+    assert "--wide for one line a row" in output and "--json for every field" in output
+    assert main(["local", "status", "--stack", "dev", "--wide"]) == 0
+    assert any("https://127.0.0.1:46123/" in line and "│" in line for line in capsys.readouterr().out.splitlines())
+    tables._REPLACED_WIDTH.clear()

@@ -11,6 +11,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from aks_gpu.cli import tables
 from aks_gpu.cli.common import EXIT_OK, EXIT_USAGE, err, escape, out
 
 DEFAULT_NODES_PER_POOL = 1
@@ -51,6 +52,7 @@ def register(subparsers: Any) -> None:
     )
     _stack_argument(status)
     status.add_argument("--json", action="store_true", help="print one JSON object on stdout, nothing else")
+    tables.add_wide_argument(status)
     status.set_defaults(handler=run_status)
     down = commands.add_parser(
         "down",
@@ -250,6 +252,7 @@ def _gpu_node(node: dict[str, Any]) -> bool:
 def run_status(args: argparse.Namespace) -> int:
     from aks_gpu.local.engine import LocalError
 
+    tables.apply_wide(args)
     try:
         document = status_document(args)
     except LocalError as exc:
@@ -257,21 +260,24 @@ def run_status(args: argparse.Namespace) -> int:
     if args.json:
         out.print_json(json.dumps(document))
         return EXIT_OK
-    from aks_gpu.cli import tables
-
-    table = tables.table(f"aksgpu local: {args.stack}", ("what", "value"), keep=("what",))
     pulumi = document["pulumi"]
-    for what, value in (
-        ("running", document["running"]),
-        ("server", document["server"]),
-        ("Kubernetes", document["kubernetesVersion"]),
-        ("nodes (GPU)", f"{document['nodes']} ({document['gpuNodes']})"),
-        ("Pulumi CLI", pulumi["cli"]),
-        ("resources", pulumi["resources"]),
-        ("pending changes", pulumi["pendingChanges"]),
-    ):
-        table.add_row(what, escape(str(value)))
-    out.print(table)
+    rows = [
+        (what, escape(str(value)))
+        for what, value in (
+            ("running", document["running"]),
+            ("server", document["server"]),
+            ("Kubernetes", document["kubernetesVersion"]),
+            ("nodes (GPU)", f"{document['nodes']} ({document['gpuNodes']})"),
+            ("Pulumi CLI", pulumi["cli"]),
+            ("resources", pulumi["resources"]),
+            ("pending changes", pulumi["pendingChanges"]),
+        )
+    ]
+    # the list: one entry, the stack, each value on a line of its own under it
+    listed = (("stack", *(what for what, _ in rows)), [(escape(args.stack), *(value for _, value in rows))])
+    title = f"aksgpu local: {escape(args.stack)}"
+    if tables.print_table(out, title, ("what", "value"), rows, keep=("what", "value"), listed=listed):
+        out.print(f"[dim]{tables.list_note(json=True)}[/]")
     return EXIT_OK
 
 

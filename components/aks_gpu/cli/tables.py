@@ -238,7 +238,13 @@ def print_table(
         print_rows(console, title, list_headers, list_rows, lead=lead, bare=bare)
         return True
     aligned = {named[header] for header in right}
-    made = table(title, shown, right=aligned, keep=whole, **options)
+    # a title wider than the table would wrap at its width, folding a long name in it: it goes above the table instead
+    above = title is not None and _measure((title,), ())[0][0] > sum(widths) + 3 * len(widths) + 1
+    if above:
+        from rich.text import Text
+
+        console.print(Text.from_markup(f"[bold]{title}[/]"))
+    made = table(None if above else title, shown, right=aligned, keep=whole, **options)
     natural, *_ = _measure(shown, filled)
     if widths != natural:
         # some columns wrap: each at the width worked out, none collapsed by rich below what it needs
