@@ -14,7 +14,7 @@ from rich.console import Console
 
 from aks_gpu.cli import common, main, tables
 from aks_gpu.cluster.inventory import is_gpu_node
-from tests.conftest import PROJECT_DIR
+from tests.conftest import FIXTURES_DIR, PROJECT_DIR
 from tests.examples.example_snapshots import EXAMPLES_DIR
 
 FAULTY = EXAMPLES_DIR / "faulty"
@@ -248,3 +248,26 @@ def test_the_catalog_is_a_table_with_wide(capsys: pytest.CaptureFixture[str]) ->
     lines = capsys.readouterr().out.splitlines()
     assert any("Standard_ND96isr_H100_v5" in line and "MIG1g=1g.10gbx7" in line and "8 disks" in line for line in lines)
     assert not any("laid out as a list" in line for line in lines)
+
+
+@pytest.mark.parametrize("width", WIDTHS, indirect=True)
+def test_advise_shows_every_workload_profile_and_reason_whole(width: int, capsys: pytest.CaptureFixture[str]) -> None:
+    metrics = str(FIXTURES_DIR / "advise" / "dcgm")
+    main(["advise", "--metrics", metrics, "--json"])
+    document = json.loads(capsys.readouterr().out)
+    main(["advise", "--metrics", metrics])
+    output = capsys.readouterr().out
+    assert max(len(line) for line in output.splitlines()) <= width
+    assert "…" not in output
+    words, flat = _words(output), _flat(output)
+    for row in document["recommendations"]:
+        for name in (row["namespace"], row["owner"], row["pod"], row["gpuModel"]):
+            assert name in words, name
+        if row["profile"]:
+            assert f"{row['recommend']} {row['profile']}" in flat
+        assert " ".join(row["why"].split()) in flat, row["why"]
+    for change in document["poolChanges"]:
+        assert " ".join(change["change"].split()) in flat
+    for skipped in document["notEvaluated"]:
+        assert set(skipped["what"].split()) <= words
+    assert _says_wide_and_json(output)

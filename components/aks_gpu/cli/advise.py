@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from aks_gpu.cli import tables
 from aks_gpu.cli.common import EXIT_FAILED, EXIT_OK, EXIT_USAGE, err, load_stack, out, safe, write_text_file
 
 _DESCRIPTION = """\
@@ -54,6 +55,7 @@ def register(subparsers: Any) -> None:
     )
     parser.add_argument("--json", action="store_true", help='print {"recommendations": [...], "window", "notEvaluated"} only')
     parser.add_argument("--html", type=Path, metavar="FILE", help="also write the advice as one self-contained HTML page")
+    tables.add_wide_argument(parser)
     parser.set_defaults(handler=run)
 
 
@@ -135,6 +137,7 @@ def _live(args: argparse.Namespace) -> tuple[Any, bool]:
 def run(args: argparse.Namespace) -> int:
     from aks_gpu.advise.report import advice_document
 
+    tables.apply_wide(args)
     try:
         if args.html is not None and args.html.is_dir():
             raise AdviceUsageError(f"--html {args.html}: is a folder; give the file to write")
@@ -163,37 +166,39 @@ def _money(amount: float | None, currency: str) -> str:
     return "?" if amount is None else f"{currency} {amount:,.0f}"
 
 
-def print_advice(document: dict[str, Any]) -> None:
-    from rich.table import Table
+ADVICE_COLUMNS = ("namespace", "owner", "pod", "GPU", "GPUs", "peak MiB", "p95 MiB", "p95 active", "advice", "a month", "why")
+_NUMBERS = ("GPUs", "peak MiB", "p95 MiB", "p95 active", "a month")
+# The narrowest the why column may be before the workloads are laid out as a list instead.
+WHY_MIN_WIDTH = 30
 
+
+def print_advice(document: dict[str, Any]) -> None:
     window = document["window"]
     currency = document["currency"]
     out.print(
         f"[bold]aksgpu advise[/]: {len(document['recommendations'])} workload pod(s) over {window['days']} day(s) "
         f"({safe(window['start'])} to {safe(window['end'])}, {window['series']} series)"
     )
-    table = Table(show_lines=False)
-    for column in ("namespace", "owner", "pod", "GPU", "GPUs", "peak MiB", "p95 MiB", "p95 active", "advice", "a month", "why"):
-        table.add_column(
-            column, justify="right" if column in ("GPUs", "peak MiB", "p95 MiB", "p95 active", "a month") else "left"
-        )
     styles = {"mig": "green", "time-slicing": "green", "release": "yellow", "keep": "dim"}
+    rows: list[tuple[str, ...]] = []
+    entries: list[tuple[str, ...]] = []
     for row in document["recommendations"]:
-        advice = row["recommend"] + (f" {row['profile']}" if row["profile"] else "")
-        table.add_row(
-            safe(row["namespace"]),
-            safe(row["owner"]),
-            safe(row["pod"]),
-            safe(row["gpuModel"]),
-            str(row["gpus"]),
-            f"{row['peakMemoryMiB']:,}",
-            f"{row['p95MemoryMiB']:,}",
-            f"{row['p95Activity'] * 100:.1f}%",
-            f"[{styles[row['recommend']]}]{safe(advice)}[/]",
-            "" if row["recommend"] == "keep" else _money(row["monthlySaving"], currency),
-            safe(row["why"]),
-        )
-    out.print(table)
+        recommend = row["recommend"] + (f" {row['profile']}" if row["profile"] else "")
+        advice = f"[{styles[row['recommend']]}]{safe(recommend)}[/]"
+        peak, p95, active = f"{row['peakMemoryMiB']:,}", f"{row['p95MemoryMiB']:,}", f"{row['p95Activity'] * 100:.1f}%"
+        saving = "" if row["recommend"] == "keep" else _money(row["monthlySaving"], currency)
+        names = (safe(row["namespace"]), safe(row["owner"]), safe(row["pod"]), safe(row["gpuModel"]))
+        rows.append((*names, str(row["gpus"]), peak, p95, active, advice, saving, safe(row["why"])))
+        # the list: the advice and the pod first, as the audit's severity and id
+        usage = f"{row['gpus']} x {names[3]}, peak {peak} MiB, p95 {p95} MiB, p95 active {active}"
+        entries.append((advice, names[2], names[0], names[1], usage, saving, safe(row["why"])))
+    listed = (("advice", "pod", "namespace", "owner", "GPUs", "saves a month", "why"), entries)
+    keep = [column for column in ADVICE_COLUMNS if column != "why"]
+    flexible = {"why": WHY_MIN_WIDTH}
+    if tables.print_table(
+        out, None, ADVICE_COLUMNS, rows, right=_NUMBERS, keep=keep, flexible=flexible, lead=2, bare=("why",), listed=listed
+    ):
+        out.print(f"[dim]{tables.list_note(json=True)}[/]")
     if document["poolChanges"]:
         out.print("[bold]pool changes[/]")
         for change in document["poolChanges"]:
