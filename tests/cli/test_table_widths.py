@@ -95,13 +95,54 @@ def test_the_plan_shows_the_gpu_columns_of_every_pool(width: int, capsys: pytest
 
 
 @pytest.mark.parametrize("width", WIDTHS, indirect=True)
-def test_validate_shows_every_node_name_whole(width: int, capsys: pytest.CaptureFixture[str]) -> None:
+def test_validate_shows_every_node_name_check_id_and_message_whole(width: int, capsys: pytest.CaptureFixture[str]) -> None:
     argv = ["validate", "--stack", "prod", "--project-dir", str(PROJECT_DIR), "--snapshot", str(FAULTY)]
-    main(argv)
+    main([*argv, "--json"])
+    checks = json.loads(capsys.readouterr().out)["checks"]
+    main([*argv, "--verbose"])
     output = capsys.readouterr().out
+    words, flat = _words(output), _flat(output)
     for node in _node_names(FAULTY):
-        assert node in output, node
+        assert node in words, node
+    for check in checks:
+        assert check["id"] in words and check["pool"] in words, check
+        assert " ".join(check["message"].split()) in flat, check["message"]
     assert max(len(line) for line in output.splitlines()) <= width
+    assert "…" not in output
+    assert _says_wide_and_json(output)
+
+
+def test_validate_lists_each_node_with_its_checks_by_status(capsys: pytest.CaptureFixture[str]) -> None:
+    before = common.out._width
+    tables._REPLACED_WIDTH.clear()
+    common.out.width = 100
+    try:
+        main(["validate", "--stack", "prod", "--project-dir", str(PROJECT_DIR), "--snapshot", str(FAULTY)])
+    finally:
+        common.out.width = before  # type: ignore[assignment]
+    lines = capsys.readouterr().out.splitlines()
+    start = lines.index("  train aks-train-31415926-vmss000000")
+    assert lines[start + 1 : start + 4] == [
+        "    fail: driver-version",
+        "    warn: gpu-health",
+        "    pass: device-plugin-ready, gpu-schedulable, smi-error, gpu-count, mig-mode",
+    ]
+
+
+def test_validate_is_a_table_with_wide(capsys: pytest.CaptureFixture[str]) -> None:
+    before = common.out._width
+    tables._REPLACED_WIDTH.clear()
+    common.out.width = 80
+    try:
+        main(["validate", "--stack", "prod", "--project-dir", str(PROJECT_DIR), "--snapshot", str(FAULTY), "--wide"])
+    finally:
+        tables._REPLACED_WIDTH.clear()
+        common.out.width = before  # type: ignore[assignment]
+    lines = capsys.readouterr().out.splitlines()
+    header = next(line for line in lines if "device-plugin-ready" in line)
+    assert "driver-consistency" in header and "gpu-health" in header
+    assert sum(1 for line in lines if line.startswith("│ train ")) == 1  # the pool named once, its nodes under it
+    assert any("aks-train-31415926-vmss000000" in line and "FAIL" in line and "warn" in line for line in lines)
 
 
 def test_fits_counts_kept_columns_whole_and_flexible_ones_at_their_minimum() -> None:

@@ -45,16 +45,19 @@ def table(
     *,
     right: Iterable[str] = (),
     keep: Iterable[str] = (),
+    center: Iterable[str] = (),
     **options: Any,
 ) -> Table:
     """A rich table whose every column folds rather than cuts: ``right`` names the columns aligned right (counts),
-    ``keep`` those whose values stay on one line while the others wrap (names people copy: a node, a VM size)."""
+    ``center`` those centred (a status), ``keep`` those whose values stay on one line while the others wrap (names
+    people copy: a node, a VM size)."""
     from rich.table import Table
 
     made = Table(title=title, **options)
-    aligned, whole = set(right), set(keep)
+    aligned, centred, whole = set(right), set(center), set(keep)
     for column in columns:
-        add_column(made, column, justify="right" if column in aligned else "left", no_wrap=column in whole)
+        justify = "right" if column in aligned else "center" if column in centred else "left"
+        add_column(made, column, justify=justify, no_wrap=column in whole)
     return made
 
 
@@ -210,12 +213,12 @@ def print_table(
     *,
     right: Iterable[str] = (),
     keep: Iterable[str] = (),
+    center: Iterable[str] = (),
     flexible: Mapping[str, int] | None = None,
     lead: int = 1,
     bare: Iterable[str] = (),
     missing: str | None = None,
     group: bool = False,
-    table_headers: Sequence[str] | None = None,
     listed: tuple[Sequence[str], Sequence[Sequence[str]]] | None = None,
     **options: Any,
 ) -> bool:
@@ -224,28 +227,23 @@ def print_table(
 
     ``missing``: what an empty cell shows in the table (the list leaves the field out). ``group``: rows whose first
     cell is the previous row's make a group: the table shows that cell once and rules a line between groups (the list
-    names it in every entry). ``table_headers``: the headers as the table shows them where they differ from the
-    list's labels (a check id broken at its hyphens, which rich would not wrap at). ``listed``: the headers and rows
-    the list lays out instead of ``headers`` and ``rows``, where a list reads better arranged otherwise."""
-    shown = table_headers or headers
-    named = dict(zip(headers, shown, strict=True))
-    room = {named[header]: least for header, least in (flexible or {}).items()}
-    whole = [named[header] for header in keep]
+    names it in every entry). ``listed``: the headers and rows the list lays out instead of ``headers`` and ``rows``,
+    where a list reads better arranged otherwise (a quota's verdict first, a node's checks by status)."""
+    right, keep, center = tuple(right), tuple(keep), tuple(center)
     filled = [[cell or (missing or "") for cell in row] for row in rows]
-    widths = column_widths(shown, filled, width_of(console), flexible=room, keep=whole)
+    widths = column_widths(headers, filled, width_of(console), flexible=flexible, keep=keep)
     if widths is None:
         list_headers, list_rows = listed or (headers, rows)
         print_rows(console, title, list_headers, list_rows, lead=lead, bare=bare)
         return True
-    aligned = {named[header] for header in right}
     # a title wider than the table would wrap at its width, folding a long name in it: it goes above the table instead
     above = title is not None and _measure((title,), ())[0][0] > sum(widths) + 3 * len(widths) + 1
     if above:
         from rich.text import Text
 
         console.print(Text.from_markup(f"[bold]{title}[/]"))
-    made = table(None if above else title, shown, right=aligned, keep=whole, **options)
-    natural, *_ = _measure(shown, filled)
+    made = table(None if above else title, headers, right=right, keep=keep, center=center, **options)
+    natural, *_ = _measure(headers, filled)
     if widths != natural:
         # some columns wrap: each at the width worked out, none collapsed by rich below what it needs
         for column, fixed in zip(made.columns, widths, strict=True):

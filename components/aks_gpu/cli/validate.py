@@ -16,7 +16,6 @@ from pathlib import Path
 from typing import Any
 
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-from rich.table import Table
 
 from aks_gpu.cli import tables
 from aks_gpu.cli.common import (
@@ -243,53 +242,45 @@ def _probe(
 # ---------------------------------------------------------------- rendering
 
 
-def results_table(model: PlatformModel, results: Sequence[CheckResult]) -> Table:
-    """One row per pool (its pool-wide checks) and per GPU node, one column per check."""
-    rows: dict[tuple[str, str | None], dict[str, CheckResult]] = {}
-    for result in results:
-        rows.setdefault((result.pool, result.node), {})[result.id] = result
-    title = f"GPU pools of {safe(model.cluster.name)}" if model.cluster else "GPU pools"
-    table = Table(title=title, show_lines=False)
-    tables.add_column(table, "pool", style="bold", no_wrap=True)
-    tables.add_column(table, "node", no_wrap=True)
-    for check in CHECK_IDS:
-        tables.add_column(table, check, justify="center")
-    previous_pool: str | None = None
-    for (pool, node), cells in rows.items():
-        if previous_pool is not None and pool != previous_pool:
-            table.add_section()
-        table.add_row(
-            safe(pool) if pool != previous_pool else "",
-            safe(node) if node is not None else "[dim](pool)[/]",
-            *(_cell(cells.get(check)) for check in CHECK_IDS),
-        )
-        previous_pool = pool
-    return table
-
-
 def _cell(result: CheckResult | None) -> str:
     if result is None:
-        return "[dim]-[/]"
+        return ""
     return f"[{_STYLE[result.status]}]{_CELL[result.status]}[/]"
 
 
+# The list's fields under each pool and node: its checks by status, the failed first.
+_LISTED = ("fail", "warn", "pass")
+
+
 def print_results(model: PlatformModel, results: Sequence[CheckResult], *, verbose: bool, source: str | None) -> None:
+    """One row per pool (its pool-wide checks) and per GPU node, one column per check (a table where every node name
+    and check id fits whole, else a list: each pool and node with its checks by status), then the results' messages
+    and the counts."""
     rows: dict[tuple[str, str | None], dict[str, CheckResult]] = {}
     for result in results:
         rows.setdefault((result.pool, result.node), {})[result.id] = result
-    cells = [
-        (safe(pool), safe(node) if node is not None else "[dim](pool)[/]", *(_cell(row.get(check)) for check in CHECK_IDS))
-        for (pool, node), row in rows.items()
-    ]
-    headers = ("pool", "node", *CHECK_IDS)
-    # a check's column is as wide as its longest word (its header wraps at the hyphens' words, its cell is a status)
-    flexible: dict[str, int] = {check: max(4, *(len(word) for word in check.split("-"))) + 1 for check in CHECK_IDS}
-    if tables.fits(headers, cells, tables.width_of(out), flexible=flexible):
-        out.print(results_table(model, results))
-    else:
-        title = f"GPU pools of {safe(model.cluster.name)}" if model.cluster else "GPU pools"
-        applied = [tuple("" if cell == _cell(None) else cell for cell in row) for row in cells]
-        tables.print_rows(out, title, headers, applied, lead=2)
+    cells: list[tuple[str, ...]] = []
+    entries: list[tuple[str, ...]] = []
+    for (pool, node), row in rows.items():
+        where = safe(node) if node is not None else "[dim](pool)[/]"
+        cells.append((f"[bold]{safe(pool)}[/]", where, *(_cell(row.get(check)) for check in CHECK_IDS)))
+        by_status = [
+            ", ".join(check for check in CHECK_IDS if check in row and row[check].status == wanted) for wanted in _LISTED
+        ]
+        entries.append((safe(pool), where, *by_status))
+    title = f"GPU pools of {safe(model.cluster.name)}" if model.cluster else "GPU pools"
+    if tables.print_table(
+        out,
+        title,
+        ("pool", "node", *CHECK_IDS),
+        cells,
+        keep=("pool", "node", *CHECK_IDS),
+        center=CHECK_IDS,
+        lead=2,
+        missing="[dim]-[/]",
+        group=True,
+        listed=(("pool", "node", *_LISTED), entries),
+    ):
         out.print(f"[dim]{tables.list_note()}[/]")
     shown = [result for result in results if verbose or result.status != "pass"]
     if shown:
