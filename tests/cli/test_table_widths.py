@@ -12,9 +12,11 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
+from aks_gpu.azure.prerequisites import subscription_prerequisites
+from aks_gpu.azure.quota import quota_plan
 from aks_gpu.cli import common, main, tables
 from aks_gpu.cluster.inventory import is_gpu_node
-from tests.conftest import FIXTURES_DIR, PROJECT_DIR
+from tests.conftest import FIXTURES_DIR, PROJECT_DIR, stack_config
 from tests.examples.example_snapshots import EXAMPLES_DIR
 
 FAULTY = EXAMPLES_DIR / "faulty"
@@ -92,6 +94,11 @@ def test_the_plan_shows_the_gpu_columns_of_every_pool(width: int, capsys: pytest
     assert "MIG1g (1g.10gb, single)" in " ".join(output.split())
     assert "nvidia.com/gpu=present:NoSchedule" in output
     assert "…" not in output
+    # each command on a line of its own, never broken (the terminal wraps it; it copies whole)
+    lines = [line.strip() for line in output.splitlines()]
+    config = stack_config("prod")
+    for command in [*quota_plan(config).request_commands(), *(item.command for item in subscription_prerequisites(config))]:
+        assert command in lines, command
 
 
 @pytest.mark.parametrize("width", WIDTHS, indirect=True)

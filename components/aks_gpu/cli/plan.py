@@ -107,13 +107,13 @@ def run(args: argparse.Namespace) -> int:
         out.print(f"[dim]{tables.list_note(json=False)}[/]")
     out.print(resource_group_line(model), markup=False)
     for line in prerequisite_lines(model):
-        out.print(line, markup=False)
+        print_line(line)
     if isinstance(model.config, StackConfig):
         quota = quota_plan(model.config)
         if print_quota(quota):
             out.print(f"[dim]{tables.list_note(json=False)}[/]")
         for line in quota_lines(quota):
-            out.print(line, markup=False)
+            print_line(line)
     print_replacements(changes)
     for decision in smoke_plan(model):
         out.print(f"smoke Job [bold]{safe(decision.pool)}[/]: {safe(decision.reason)}")
@@ -224,13 +224,21 @@ def resource_group_line(model: PlatformModel) -> str:
     return f"resource group {cluster.resource_group}: {how}"
 
 
+def print_line(line: str) -> None:
+    """A line of plain text; a command (``az ...``) on one line, never broken: the terminal wraps it, and it copies
+    whole."""
+    out.print(line, markup=False, soft_wrap=line.lstrip().startswith("az "))
+
+
 def prerequisite_lines(model: PlatformModel) -> list[str]:
-    """What a fresh subscription must have before the first pulumi up (docs/deploying.md), one command each."""
+    """What a fresh subscription must have before the first pulumi up (docs/deploying.md), one command each, on a
+    line of its own."""
     if not isinstance(model.config, StackConfig):
         return []
     needed = subscription_prerequisites(model.config)
     lines = ["before the first pulumi up on a fresh subscription (the provider registers nothing itself):"]
-    lines += [f"  {item.what} ({item.why}): {item.command}" for item in needed]
+    for item in needed:
+        lines += [f"  {item.what} ({item.why}):", f"    {item.command}"]
     return lines
 
 
@@ -279,12 +287,14 @@ def print_quota(plan: QuotaPlan) -> bool:
 
 def quota_lines(plan: QuotaPlan) -> list[str]:
     """How to get the quota: what is unknown, the portal page and one command per family (docs/deploying.md)."""
-    lines = [
-        f"  {need.pool}: no quota facts for {need.vm_size} (components/aks_gpu/data/vm_quota_families.yaml); read its vCPUs"
-        f" and family with: az vm list-skus --location {plan.location} --size {need.vm_size} --query"
-        " \"[].{family:family, vCPUs:capabilities[?name=='vCPUs'].value}\""
-        for need in plan.unknown
-    ]
+    lines: list[str] = []
+    for need in plan.unknown:
+        lines += [
+            f"  {need.pool}: no quota facts for {need.vm_size} (components/aks_gpu/data/vm_quota_families.yaml); read its"
+            " vCPUs and family with:",
+            f"    az vm list-skus --location {plan.location} --size {need.vm_size} --query"
+            " \"[].{family:family, vCPUs:capabilities[?name=='vCPUs'].value}\"",
+        ]
     lines.append(
         f"quota: check what the subscription has with `aksgpu preflight` or `az vm list-usage --location {plan.location}`;"
         f" request more on the portal's Quotas page ({QUOTA_REQUEST_DOC}) or with az quota ({QUOTA_CLI_DOC}):"
