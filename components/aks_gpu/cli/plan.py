@@ -264,14 +264,6 @@ def quota_rows(plan: QuotaPlan) -> list[tuple[str, ...]]:
     return rows
 
 
-def quota_table(plan: QuotaPlan) -> Table:
-    """Per quota of the region: the vCPUs the stack needs at once, every pool at maxCount and surging."""
-    table = tables.table(quota_title(plan), QUOTA_COLUMNS, right=("vCPUs needed",), keep=(QUOTA_COLUMNS[0],))
-    for row in quota_rows(plan):
-        table.add_row(*row)
-    return table
-
-
 def print_quota(plan: QuotaPlan) -> bool:
     """The quota table where the quota names fit whole beside the wrapped others, else one entry a quota."""
     flexible = {"quota (az vm list-usage name)": 0, "portal label": 14, "pools": 20, "vCPUs needed": 6}
