@@ -13,21 +13,26 @@ import requests
 import yaml
 
 TIMEOUT_S = 20
-# Where each kind the fixtures hold is created: (API path prefix, plural, namespaced).
-RESOURCES: dict[str, tuple[str, str, bool]] = {
-    "Pod": ("/api/v1", "pods", True),
-    "ConfigMap": ("/api/v1", "configmaps", True),
-    "Secret": ("/api/v1", "secrets", True),
-    "Service": ("/api/v1", "services", True),
-    "ReplicationController": ("/api/v1", "replicationcontrollers", True),
-    "Namespace": ("/api/v1", "namespaces", False),
-    "Deployment": ("/apis/apps/v1", "deployments", True),
-    "ReplicaSet": ("/apis/apps/v1", "replicasets", True),
-    "StatefulSet": ("/apis/apps/v1", "statefulsets", True),
-    "DaemonSet": ("/apis/apps/v1", "daemonsets", True),
-    "Job": ("/apis/batch/v1", "jobs", True),
-    "CronJob": ("/apis/batch/v1", "cronjobs", True),
+# The built-in kinds these tests create, by apiVersion and kind (a custom resource's kind may share a built-in's name:
+# Volcano's batch.volcano.sh/v1alpha1 Job is no batch/v1 Job): the collection path and whether it is namespaced.
+RESOURCES: dict[tuple[str, str], tuple[str, bool]] = {
+    ("v1", "Pod"): ("/api/v1/pods", True),
+    ("v1", "ConfigMap"): ("/api/v1/configmaps", True),
+    ("v1", "Secret"): ("/api/v1/secrets", True),
+    ("v1", "Service"): ("/api/v1/services", True),
+    ("v1", "ReplicationController"): ("/api/v1/replicationcontrollers", True),
+    ("v1", "Namespace"): ("/api/v1/namespaces", False),
+    ("apps/v1", "Deployment"): ("/apis/apps/v1/deployments", True),
+    ("apps/v1", "ReplicaSet"): ("/apis/apps/v1/replicasets", True),
+    ("apps/v1", "StatefulSet"): ("/apis/apps/v1/statefulsets", True),
+    ("apps/v1", "DaemonSet"): ("/apis/apps/v1/daemonsets", True),
+    ("batch/v1", "Job"): ("/apis/batch/v1/jobs", True),
+    ("batch/v1", "CronJob"): ("/apis/batch/v1/cronjobs", True),
 }
+
+
+def built_in(obj: dict[str, Any]) -> bool:
+    return (str(obj.get("apiVersion", "")), str(obj.get("kind", ""))) in RESOURCES
 
 
 @dataclass(frozen=True)
@@ -53,8 +58,11 @@ class Server:
         self.session.cert = (str(user["client-certificate"]), str(user["client-key"]))
 
     def _path(self, obj: dict[str, Any], namespace: str | None) -> str:
-        prefix, plural, namespaced = RESOURCES[str(obj["kind"])]
-        return f"{prefix}/namespaces/{namespace}/{plural}" if namespaced else f"{prefix}/{plural}"
+        collection, namespaced = RESOURCES[(str(obj.get("apiVersion", "")), str(obj["kind"]))]
+        if not namespaced:
+            return collection
+        group, plural = collection.rsplit("/", 1)
+        return f"{group}/namespaces/{namespace}/{plural}"
 
     def create(self, obj: dict[str, Any], *, dry_run: bool) -> Answer:
         namespace = (obj.get("metadata") or {}).get("namespace") or "default"

@@ -21,7 +21,7 @@ import yaml
 from aks_gpu.admission.check import pods_of
 from tests.admission.test_corpus import EXPECTED, MANIFESTS
 from tests.e2e.conftest import Clusters, LocalCluster
-from tests.e2e.kube import RESOURCES, Server
+from tests.e2e.kube import Server, built_in
 
 STACK = "prod"
 FORBIDDEN = " is forbidden: "
@@ -47,7 +47,7 @@ def refusal(line: str) -> str:
 
 
 def server_decides(server: Server, obj: dict[str, Any]) -> dict[str, str]:
-    if obj["kind"] in RESOURCES:
+    if built_in(obj):
         own = server.create(obj, dry_run=True)
         assert own.decision in ("admitted", "denied"), own
         if own.decision == "denied":
