@@ -83,4 +83,22 @@ BENCHMARKS: tuple[Benchmark, ...] = (
         "aksgpu plan for dev, prod and 10/50/99-pool stacks vs bare Pulumi (target: at most +30% per resource, linear)",
         "bench.plan_cost",
     ),
+    Benchmark(
+        "local-up",
+        "aksgpu local up --stack prod with the tools cached, then the second up (target: the first under 90 s)",
+        "bench.local_engines",
+        "run_up",
+    ),
+    Benchmark(
+        "audit-live-local",
+        "aksgpu audit live over 1,000 simulated GPU nodes through the real API server (target: under 5 s)",
+        "bench.local_engines",
+        "run_audit",
+    ),
+    Benchmark(
+        "admission-vs-server",
+        "admission check of 1,000 objects offline vs a dry-run create of each on the real API server (target: 2x ahead)",
+        "bench.local_engines",
+        "run_admission",
+    ),
 )
