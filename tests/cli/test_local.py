@@ -118,3 +118,21 @@ def test_status_lays_out_a_list_in_a_narrow_terminal_and_says_how_to_get_the_tab
     assert main(["local", "status", "--stack", "dev", "--wide"]) == 0
     assert any("https://127.0.0.1:46123/" in line and "│" in line for line in capsys.readouterr().out.splitlines())
     tables._REPLACED_WIDTH.clear()
+
+
+def test_up_reports_each_post_deploy_verdict_once_as_the_hook_wrote_it() -> None:
+    from aks_gpu.cli.local import deploy_hook_lines
+
+    # The Pulumi CLI's update output: the hook's warning as it happens and again under Diagnostics.
+    engine_output = "\n".join(
+        [
+            "Updating (prod):",
+            "    warning: [platform-gpu-validate-infer-train] aks-gpu post-deploy validation FAILED: 2 failed, 10 warnings",
+            "      pool train: 1 failed",
+            "Diagnostics:",
+            "  kubernetes:apps/v1:DaemonSet (platform-gpu-daemonset-nvidia-device-plugin-daemonset):",
+            "    warning: [platform-gpu-validate-infer-train] aks-gpu post-deploy validation FAILED: 2 failed, 10 warnings",
+        ]
+    )
+    assert deploy_hook_lines(engine_output) == ["aks-gpu post-deploy validation FAILED: 2 failed, 10 warnings"]
+    assert deploy_hook_lines("Updating (prod):\n    no changes\n") == []

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import STACK_NAMES, stack_config, stack_model
+from tests.conftest import PROJECT_DIR, STACK_NAMES, stack_config, stack_model
 from tests.e2e.conftest import ENV, Clusters, LocalCluster
 
 
@@ -118,6 +118,74 @@ def test_the_server_enforces_the_gpu_quota(cluster: LocalCluster) -> None:
     done = cluster.kubectl("create", "--dry-run=server", "-f", "-", stdin=pod("over-quota", workload.name, spec))
     assert done.returncode != 0
     assert "exceeded quota" in done.stderr, done.stderr
+
+
+def deployed_state(cluster: LocalCluster) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """The stack's config as `local up` deployed it, and the resources of its file-backend state."""
+    import yaml
+
+    from aks_gpu.local.control_plane import LocalPaths
+
+    paths = LocalPaths(cluster.project, cluster.stack)
+    config = yaml.safe_load((paths.workspace / f"Pulumi.{cluster.stack}.yaml").read_text())["config"]
+    (state_file,) = paths.state.glob(f".pulumi/stacks/*/{cluster.stack}.json")
+    return config, json.loads(state_file.read_text())["checkpoint"]["latest"]["resources"]
+
+
+def test_the_real_engine_registers_the_mock_engines_urns(cluster: LocalCluster) -> None:
+    # The URN drift test (tests/test_urns.py) and `aksgpu plan` ask the mock engine; the real one must agree on the
+    # same program and config, or a URN the drift test holds still is not the one Pulumi deploys.
+    from aks_gpu.mock_engine.runner import run_program
+
+    config, resources = deployed_state(cluster)
+    deployed = {r["urn"] for r in resources if not r["type"].startswith("pulumi:")}
+    planned = {r.urn for r in run_program(PROJECT_DIR, cluster.stack, config).resources if not r.type.startswith("pulumi:")}
+    assert deployed == planned, {"only deployed": sorted(deployed - planned), "only planned": sorted(planned - deployed)}
+
+
+def test_the_post_deploy_hook_ran_under_the_real_engine(cluster: LocalCluster) -> None:
+    # The hook is bound to the device plugin's resources in the state, and its verdict is in the first up's output
+    # (warn here: local up runs it with onDeploy warn, the simulated nodes having no GPU to run nvidia-smi on).
+    _, resources = deployed_state(cluster)
+    bound = [r for r in resources if (r.get("resourceHooks") or {}).get("AfterCreate")]
+    assert bound, "no resource carries the post-deploy validation hook"
+    first = cluster.first_up  # type: ignore[attr-defined]
+    verdicts = [line for line in first.stdout.splitlines() if line.startswith("post-deploy hook (run by the Pulumi engine): ")]
+    assert verdicts and all("aks-gpu post-deploy validation " in line for line in verdicts), first.stdout
+
+
+def test_an_earlier_releases_state_is_taken_over_through_the_aliases(cluster: LocalCluster) -> None:
+    # The state an earlier release left (tests/urns/<stack>.retired.txt: the URNs before the renames), imported into
+    # the real engine: its preview must update in place, never create, delete or replace, as the mock engine's alias
+    # model (aks_gpu.mock_engine.previous_urns) says.
+    from aks_gpu.local.control_plane import LocalPaths, tools_dir
+    from aks_gpu.local.engine import PulumiRun
+    from aks_gpu.mock_engine import previous_urns
+    from aks_gpu.mock_engine.runner import run_program
+    from aks_gpu.program import run_platform
+    from tests.urns import read_urns, retired_file
+
+    config, _ = deployed_state(cluster)
+    records = run_program(PROJECT_DIR, cluster.stack, config).resources
+    older = {new: old for new, old in previous_urns(records, set(read_urns(retired_file(cluster.stack)))).items() if new != old}
+    if not older:
+        pytest.skip(f"no retired URN of stack {cluster.stack} names an in-cluster resource")
+    paths = LocalPaths(cluster.project, cluster.stack)
+    with PulumiRun(paths, tools_dir(cluster.project), config, run_platform).stack() as stack:
+        from pulumi.automation import Deployment
+
+        current = stack.export_stack()
+        text = json.dumps(current.deployment)
+        for new, old in older.items():
+            # A URN stands alone in the state ("urn", "parent", dependencies) or before "::<id>" in a provider reference.
+            text = text.replace(f'"{new}"', f'"{old}"').replace(f'"{new}::', f'"{old}::')
+        stack.import_stack(Deployment(version=current.version, deployment=json.loads(text)))
+        try:
+            preview = stack.preview(color="never")
+        finally:
+            stack.import_stack(current)
+    changes = {op: count for op, count in preview.change_summary.items() if count}
+    assert not set(changes) & {"create", "delete", "replace", "create-replacement", "delete-replaced"}, (changes, older)
 
 
 def test_destroy_leaves_nothing_in_the_state_or_on_the_server(cluster: LocalCluster) -> None:

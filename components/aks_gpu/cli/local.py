@@ -154,6 +154,7 @@ def run_up(args: argparse.Namespace) -> int:
             with run.stack() as stack:
                 result = engine_call(lambda: stack.up(color="never"))
             changes = change_counts(result.summary.resource_changes)
+            hook_lines = deploy_hook_lines(result.stdout)
         except KeyboardInterrupt:
             # Ctrl-C (or SIGTERM) during `up`: the Pulumi CLI and its plugin end with it, and what this call started
             # stops (a failed step leaves it running, to look at).
@@ -167,8 +168,19 @@ def run_up(args: argparse.Namespace) -> int:
         f"stack {escape(args.stack)}: {len(nodes)} simulated nodes, Pulumi changes: "
         f"{escape(json.dumps(changes) if changes else 'none')}"
     )
+    for line in hook_lines:
+        out.print(f"post-deploy hook (run by the Pulumi engine): {escape(line)}")
     out.print(f"kubeconfig: {escape(str(paths.kubeconfig))}  (KUBECONFIG={escape(str(paths.kubeconfig))} kubectl get nodes)")
     return EXIT_OK
+
+
+def deploy_hook_lines(engine_output: str) -> list[str]:
+    """The post-deploy validation's verdicts in the Pulumi CLI's output of an update (one per hook that ran; none when
+    nothing changed), each line as the hook reported it, without the engine's prefix; the CLI prints a diagnostic
+    both as it happens and in its closing summary, so each line is kept once."""
+    marker = "aks-gpu post-deploy validation"
+    lines = (line[line.index(marker) :].strip() for line in engine_output.splitlines() if marker in line)
+    return list(dict.fromkeys(lines))
 
 
 def _interrupt(signum: int, frame: object) -> None:
