@@ -1,6 +1,6 @@
 """Facts about Azure and AKS the rules and the plan rely on, read from the data files that hold them with their
 sources (``data/aks_versions.yaml``, ``data/arm_refusals.yaml``, ``data/immutable_fields.yaml``,
-``data/arm64_support.yaml``).
+``data/arm64_support.yaml``, ``data/azure_locations.yaml``, ``data/vm_size_regions.yaml``).
 
 Pure: each file is read once and turned into frozen dataclasses; the date a version rule is evaluated on is the
 caller's (the loader passes today, tests a fixed day).
@@ -22,6 +22,7 @@ REFUSALS_FILE = DATA_DIR / "arm_refusals.yaml"
 IMMUTABLE_FILE = DATA_DIR / "immutable_fields.yaml"
 ARM64_FILE = DATA_DIR / "arm64_support.yaml"
 LOCATIONS_FILE = DATA_DIR / "azure_locations.yaml"
+VM_SIZE_REGIONS_FILE = DATA_DIR / "vm_size_regions.yaml"
 API_VERSIONS_FILE = DATA_DIR / "azure_api_versions.yaml"
 
 
@@ -150,6 +151,55 @@ def refusal_tag(refusal_id: str) -> str:
 def azure_locations() -> frozenset[str]:
     """The ARM location names of a recorded ``az account list-locations`` (``data/azure_locations.yaml``)."""
     return frozenset(str(name) for name in _read(LOCATIONS_FILE)["locations"])
+
+
+RegionList = Literal["complete", "partial", "none"]
+
+
+@dataclass(frozen=True)
+class SizeRegions:
+    """The regions recorded as offering one VM size; ``coverage`` (the file's ``list``) says how far they go: all of
+    them (``complete``), the ones a source confirms (``partial``), or none found (``none``). ``source`` (a URL) and
+    ``as_of`` are the recording's."""
+
+    size: str
+    coverage: RegionList
+    regions: frozenset[str] = frozenset()
+    source: str | None = None
+    as_of: dt.date | None = None
+
+
+@dataclass(frozen=True)
+class VmSizeRegions:
+    read_on: dt.date
+    sizes: dict[str, SizeRegions]  # by the size's name in lowercase: Azure compares sizes without case
+
+    def get(self, size: str) -> SizeRegions | None:
+        return self.sizes.get(size.lower())
+
+
+@lru_cache(maxsize=1)
+def vm_size_regions() -> VmSizeRegions:
+    """The regions of each VM size (``data/vm_size_regions.yaml``); ValueError for an entry that is not one."""
+    raw = _read(VM_SIZE_REGIONS_FILE)
+    sources: dict[str, str] = raw["sources"]
+    sizes: dict[str, SizeRegions] = {}
+    for name, entry in raw["sizes"].items():
+        kind = entry["list"]
+        regions = frozenset(str(region) for region in entry.get("regions") or ())
+        source = entry.get("source")
+        if kind not in ("complete", "partial", "none"):
+            raise ValueError(f"{VM_SIZE_REGIONS_FILE}: {name}: list {kind!r} is not complete, partial or none")
+        if (kind == "none") != (not regions and source is None and entry.get("as_of") is None):
+            raise ValueError(f"{VM_SIZE_REGIONS_FILE}: {name}: a list of regions names its source and day; none names none")
+        if source is not None and source not in sources:
+            raise ValueError(f"{VM_SIZE_REGIONS_FILE}: {name}: source {source!r} is not under sources")
+        if str(name).lower() in sizes:
+            raise ValueError(f"{VM_SIZE_REGIONS_FILE}: {name} is listed twice")
+        sizes[str(name).lower()] = SizeRegions(
+            str(name), kind, regions, sources[source] if source else None, entry.get("as_of")
+        )
+    return VmSizeRegions(read_on=raw["read_on"], sizes=sizes)
 
 
 @lru_cache(maxsize=1)

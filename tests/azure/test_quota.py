@@ -17,14 +17,27 @@ from aks_gpu.azure.quota import (
     surge_nodes,
 )
 from aks_gpu.catalog import load_catalog
-from aks_gpu.config.models import SystemPool
+from aks_gpu.config.models import CpuPoolConfig, SystemPool
 from aks_gpu.resolved.stack import validate_stack
 from tests.conftest import minimal_raw, stack_config
 
+SHIPPED = ("dev", "prod", "amd")
 
-def test_every_catalog_size_and_the_system_default_has_quota_facts_or_says_unknown() -> None:
+
+def shipped_sizes() -> set[str]:
+    """Every VM size a shipped stack's pools run: the system pool, the GPU pools and the CPU pools."""
+    sizes: set[str] = set()
+    for stack in SHIPPED:
+        config = stack_config(stack)
+        sizes.add(config.cluster.system_pool.vm_size)
+        sizes |= {pool.vm_size for pool in config.gpu_pools} | {pool.vm_size for pool in config.cpu_pools}
+    return sizes
+
+
+def test_every_catalog_size_the_pool_defaults_and_the_shipped_sizes_have_quota_facts_or_say_unknown() -> None:
     facts = load_quota_facts()
-    wanted = {*load_catalog().vm_sizes, SystemPool.model_fields["vm_size"].default}
+    defaults = {SystemPool.model_fields["vm_size"].default, CpuPoolConfig.model_fields["vm_size"].default}
+    wanted = {*load_catalog().vm_sizes, *defaults, *shipped_sizes()}
     assert wanted <= set(facts.sizes), f"sizes without quota facts: {sorted(wanted - set(facts.sizes))}"
     for name, entry in facts.sizes.items():
         known = entry.vcpus is not None and entry.family is not None
@@ -68,8 +81,35 @@ def test_the_regional_total_is_every_pool_family_summed() -> None:
     total = next(line for line in plan.lines if line.kind == "total")
     assert total.family == "cores" and total.local_name == "Total Regional vCPUs"
     assert total.vcpus == sum(line.vcpus for line in families)
-    assert set(total.pools) == {"system", "train", "infer"}
+    assert set(total.pools) == {"system", "train", "infer", "cpu"}
+    # train 96 x (4 + 1) = 480, infer 24 x (3 + 1) = 96, system 4 x (3 + 1) = 16, cpu 8 x (3 + 1) = 32.
+    assert total.vcpus == 624
     assert plan.location == "swedencentral"
+
+
+def test_the_cpu_pool_draws_on_its_own_family_with_the_system_pool_at_max_count_plus_one_surge_node() -> None:
+    config = stack_config("prod")
+    cpu = config.cpu_pools[0]
+    assert (cpu.vm_size, cpu.max_count) == ("Standard_D8ds_v5", 3)  # what the stack file says
+    plan = quota_plan(config)
+    need = next(need for need in plan.pools if need.pool == "cpu")
+    # CPU pools are sent no upgradeSettings: AKS surges them by one node, like the system pool.
+    assert (need.nodes, need.surge, need.vcpus) == (3, 1, 32)
+    line = next(line for line in plan.lines if line.family == "standardDDSv5Family")
+    assert line.local_name == "Standard DDSv5 Family vCPUs"
+    # The system pool (Standard_D4ds_v5, 3 nodes + 1 surge: 16 vCPUs) is of the same family: one quota, 16 + 32.
+    assert line.pools == ("system", "cpu") and line.vcpus == 48
+    assert not plan.unknown
+
+
+def test_every_cpu_pool_counts_even_on_an_adopted_cluster() -> None:
+    raw = minimal_raw()
+    raw["aks-gpu:cluster"] = {**raw["aks-gpu:cluster"], "existing": True}
+    raw["aks-gpu:cpuPools"] = [{"name": "cpua", "maxCount": 2}, {"name": "cpub", "vmSize": "Standard_D4ds_v5", "maxCount": 5}]
+    plan = quota_plan(validate_stack(raw, "test").config)
+    line = next(line for line in plan.lines if line.family == "standardDDSv5Family")
+    # cpua: the default Standard_D8ds_v5, 8 x (2 + 1) = 24; cpub: 4 x (5 + 1) = 24. The adopted system pool is not sized.
+    assert line.pools == ("cpua", "cpub") and line.vcpus == 48
 
 
 def test_spot_pools_draw_on_the_regional_spot_quota_and_surge_nothing() -> None:
@@ -98,7 +138,7 @@ def test_max_unavailable_without_max_surge_needs_no_spare_quota() -> None:
     assert gpu.surge == 0 and gpu.vcpus == 24 * 2
 
 
-def test_an_adopted_cluster_sizes_only_its_gpu_pools() -> None:
+def test_an_adopted_cluster_sizes_only_its_own_pools() -> None:
     raw = minimal_raw()
     raw["aks-gpu:cluster"] = {**raw["aks-gpu:cluster"], "existing": True}
     plan = quota_plan(validate_stack(raw, "test").config)

@@ -23,3 +23,6 @@ def test_plan_prints_each_family_the_total_and_how_to_request_them(tmp_path: Pat
     assert QUOTA_REQUEST_DOC in printed
     assert "az quota update --resource-name 'standardNDSH100v5Family'" in printed
     assert "/locations/swedencentral" in printed
+    # The CPU pool (3 + 1 surge nodes of 8 vCPUs) shares the system pool's DDSv5 family: 16 + 32 vCPUs in one request.
+    assert "cpu (Standard_D8ds_v5: 3+1 x 8)" in printed
+    assert "az quota update --resource-name 'standardDDSv5Family'" in printed and "value=<used + 48>" in printed

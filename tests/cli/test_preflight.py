@@ -25,6 +25,14 @@ SUBSCRIPTION = "11111111-2222-3333-4444-555555555555"
 TOKEN = "eyJ0eXAiOiJKV1QiLCJhbGciOiJSUzI1NiJ9.eyJhdWQiOiJodHRwczovL21hbmFnZW1lbnQuYXp1cmUuY29tLyJ9.c2lnbmF0dXJlLXNlY3JldA"
 USAGES = re.compile(rf"^/subscriptions/{SUBSCRIPTION}/providers/Microsoft\.Compute/locations/(\w+)/usages\?api-version=")
 PROVIDER = re.compile(rf"^/subscriptions/{SUBSCRIPTION}/providers/([\w.]+)\?api-version=")
+SKUS = re.compile(rf"^/subscriptions/{SUBSCRIPTION}/providers/Microsoft\.Compute/skus\?api-version=2021-07-01&")
+# A Location restriction as the skus list gives one (az vm list-skus: "NotAvailableForSubscription, type: Location").
+NOT_FOR_SUBSCRIPTION = {
+    "type": "Location",
+    "values": ["swedencentral"],
+    "restrictionInfo": {"locations": ["swedencentral"]},
+    "reasonCode": "NotAvailableForSubscription",
+}
 
 Answer = tuple[int, dict[str, str], bytes]
 # A header the stand-in reads as "send no Content-Length" (HTTP/1.0: the body ends when the connection closes).
@@ -100,12 +108,40 @@ def usages_for(stack: str, spare: int = 0, drop: str | None = None) -> dict[str,
     return {"value": rows}
 
 
+def skus_for(stack: str, restrictions: dict[str, list[dict[str, Any]]], absent: tuple[str, ...]) -> dict[str, Any]:
+    """A skus list of swedencentral with each VM size the stack's pools run (zones 1-3, the restrictions given), but
+    the ``absent`` ones, and rows of other resource types, which are not VM sizes."""
+    rows: list[dict[str, Any]] = [{"resourceType": "disks", "name": "Premium_LRS", "locations": ["swedencentral"]}]
+    for size in sorted({need.vm_size for need in quota_plan(stack_config(stack)).pools} - set(absent)):
+        rows.append(
+            {
+                "resourceType": "virtualMachines",
+                "name": size,
+                "tier": "Standard",
+                # ARM spells the region as it pleases in this list (az vm list-skus prints "SwedenCentral").
+                "locations": ["SwedenCentral"],
+                "locationInfo": [{"location": "SwedenCentral", "zones": ["2", "1", "3"]}],
+                "capabilities": [{"name": "vCPUs", "value": "8"}],
+                "restrictions": restrictions.get(size, []),
+            }
+        )
+    return {"value": rows}
+
+
 def arm_answers(
-    stack: str = "prod", spare: int = 0, unregistered: tuple[str, ...] = (), drop: str | None = None
+    stack: str = "prod",
+    spare: int = 0,
+    unregistered: tuple[str, ...] = (),
+    drop: str | None = None,
+    restrictions: dict[str, list[dict[str, Any]]] | None = None,
+    absent: tuple[str, ...] = (),
+    skus: Answer | None = None,
 ) -> Callable[[str], Answer]:
     def answer(path: str) -> Answer:
         if USAGES.match(path):
             return _json(usages_for(stack, spare, drop))
+        if SKUS.match(path):
+            return skus or _json(skus_for(stack, restrictions or {}, absent))
         provider = PROVIDER.match(path)
         if provider:
             state = "NotRegistered" if provider.group(1) in unregistered else "Registered"
@@ -143,6 +179,10 @@ def test_everything_fits_exit_0_and_the_token_went_only_as_a_bearer_header(serve
     assert "registered resource provider Microsoft.ContainerService" in out
     assert fake.seen and all(header == f"Bearer {TOKEN}" for _, header in fake.seen)
     assert any("/locations/swedencentral/usages?api-version=2024-07-01" in path for path, _ in fake.seen)
+    # The region's Compute SKUs, filtered by location: what az vm list-skus --location swedencentral --all reads.
+    assert any(path.endswith("/skus?api-version=2021-07-01&$filter=location%20eq%20%27swedencentral%27") for path, _ in fake.seen)
+    assert "offered Standard_ND96isr_H100_v5 (train) in swedencentral, zones 1,2,3" in out
+    assert "offered Standard_D4ds_v5 (system) in swedencentral" in out and "offered Standard_D8ds_v5 (cpu)" in out
 
 
 def test_a_family_one_vcpu_short_is_exit_1_with_the_request_that_covers_it(serve: Any, run_preflight: Any) -> None:
@@ -209,6 +249,67 @@ def test_json_reports_every_quota_and_provider_and_nothing_else_on_stdout(serve:
     assert h100["verdict"] == "short" and h100["free"] == h100["needed"] - 1 and h100["used"] == 8
     assert any(q["quota"] == "cores" and q["kind"] == "total" for q in report["quotas"])
     assert all(p["registered"] for p in report["providers"])
+
+
+def test_json_reports_each_pool_vm_size_offered_in_the_location(serve: Any, run_preflight: Any) -> None:
+    code, out, _ = run_preflight(serve(arm_answers()), "--json")
+    assert code == 0
+    sizes = {entry["vmSize"]: entry for entry in json.loads(out)["vmSizes"]}
+    # Every pool the stack creates, each size once with the pools that run it.
+    assert {size: entry["pools"] for size, entry in sizes.items()} == {
+        "Standard_D4ds_v5": ["system"],
+        "Standard_ND96isr_H100_v5": ["train"],
+        "Standard_NC24ads_A100_v4": ["infer"],
+        "Standard_D8ds_v5": ["cpu"],
+    }
+    assert all(entry["offered"] and entry["restrictions"] == [] and entry["zones"] == ["1", "2", "3"] for entry in sizes.values())
+
+
+def test_a_size_not_available_for_the_subscription_is_not_offered_exit_1_with_its_reason(
+    serve: Any, run_preflight: Any
+) -> None:
+    fake = serve(arm_answers(restrictions={"Standard_ND96isr_H100_v5": [NOT_FOR_SUBSCRIPTION]}))
+    code, out, _ = run_preflight(fake)
+    assert code == 1
+    line = next(line for line in out.splitlines() if "Standard_ND96isr_H100_v5 (train)" in line)
+    assert line.startswith("not offered") and "NotAvailableForSubscription (Location)" in line
+    # The quota itself has room: the size, not the quota, is what stops the pool.
+    assert "enough" in next(line for line in out.splitlines() if "standardNDSH100v5Family" in line)
+    code, out, _ = run_preflight(fake, "--json")
+    report = json.loads(out)
+    h100 = next(entry for entry in report["vmSizes"] if entry["vmSize"] == "Standard_ND96isr_H100_v5")
+    assert code == 1 and report["fits"] is False and h100["offered"] is False and h100["offer"] == "restricted"
+    assert h100["restrictions"] == [
+        {"type": "Location", "reasonCode": "NotAvailableForSubscription", "locations": ["swedencentral"], "zones": []}
+    ]
+
+
+def test_a_size_the_region_does_not_list_is_not_offered_exit_1(serve: Any, run_preflight: Any) -> None:
+    code, out, _ = run_preflight(serve(arm_answers(absent=("Standard_NC24ads_A100_v4",))))
+    assert code == 1
+    assert (
+        "not offered Standard_NC24ads_A100_v4 (infer): swedencentral lists no such VM size (`az vm list-skus --location "
+        "swedencentral --size Standard_NC24ads_A100_v4 --all --output table`)" in " ".join(out.split())
+    )
+
+
+def test_a_zone_restriction_leaves_the_size_offered_and_names_the_closed_zones(serve: Any, run_preflight: Any) -> None:
+    zone = {**NOT_FOR_SUBSCRIPTION, "type": "Zone", "restrictionInfo": {"locations": ["swedencentral"], "zones": ["1"]}}
+    code, out, _ = run_preflight(serve(arm_answers(restrictions={"Standard_NC24ads_A100_v4": [zone]})))
+    assert code == 0, out
+    assert "offered Standard_NC24ads_A100_v4 (infer) in swedencentral, zones 1,2,3 (zones 1 not for this subscription)" in out
+
+
+def test_a_restriction_in_another_region_does_not_count_here(serve: Any, run_preflight: Any) -> None:
+    elsewhere = {**NOT_FOR_SUBSCRIPTION, "values": ["westeurope"], "restrictionInfo": {"locations": ["westeurope"]}}
+    code, out, _ = run_preflight(serve(arm_answers(restrictions={"Standard_D8ds_v5": [elsewhere]})), "--json")
+    assert code == 0 and all(entry["offered"] for entry in json.loads(out)["vmSizes"])
+
+
+def test_a_skus_list_of_the_wrong_shape_is_exit_2(serve: Any, run_preflight: Any) -> None:
+    broken = {"value": [{"resourceType": "virtualMachines", "name": "Standard_D4ds_v5", "locations": "swedencentral"}]}
+    code, _, err = run_preflight(serve(arm_answers(skus=_json(broken))))
+    assert code == 2 and "Compute SKUs" in err and "not the documented list" in err
 
 
 def test_a_401_is_exit_2_with_a_login_hint_and_an_echoed_token_is_redacted(serve: Any, run_preflight: Any) -> None:

@@ -144,7 +144,9 @@ def test_a_size_the_catalog_lacks_plans_when_the_pool_describes_its_gpus() -> No
     [message] = errors_of(minimal_raw(**{"aks-gpu:gpuPools": [pool(vmSize="Standard_NC48ads_B200_v7", gpuCount=1)]}))
     assert "'Standard_NC48ads_B200_v7' is not in the GPU catalog" in message and "state gpuModel on the pool" in message
     stated = pool(vmSize="Standard_NC48ads_B200_v7", gpuCount=1, gpuModel="T4")
-    assert not any("vmSize" in w for w in warnings_of(minimal_raw(**{"aks-gpu:gpuPools": [stated]})))
+    # What remains is the region's: data/vm_size_regions.yaml has no record of a size the catalog lacks.
+    [warning] = [w for w in warnings_of(minimal_raw(**{"aks-gpu:gpuPools": [stated]})) if "vmSize" in w]
+    assert "whether Standard_NC48ads_B200_v7 is offered in swedencentral is not recorded" in warning
 
 
 def test_an_unknown_gpu_model_suggests_the_nearest() -> None:

@@ -3,7 +3,8 @@ config and the quota facts (``data/vm_quota_families.yaml``) in, needs out; usag
 
 Azure checks two quotas on every VM it creates: its family's vCPUs and the region's total vCPUs (a spot VM: the
 region's spot vCPUs instead of its family's). A pool needs, at most, ``maxCount`` nodes, plus ``maxSurge`` extra nodes
-while AKS upgrades it: "Extra GPU VMs added while old ones drain (needs that much GPU quota to spare)".
+while AKS upgrades it: "Extra GPU VMs added while old ones drain (needs that much GPU quota to spare)". Every pool the
+stack creates counts: the system pool, each GPU pool and each CPU user pool, each in its own VM family.
 """
 
 from __future__ import annotations
@@ -27,8 +28,9 @@ QUOTA_FILE = Path(__file__).resolve().parent.parent / "data" / "vm_quota_familie
 # provider registered and the azure-cli `quota` extension).
 QUOTA_REQUEST_DOC = "https://learn.microsoft.com/azure/quotas/per-vm-quota-requests"
 QUOTA_CLI_DOC = "https://learn.microsoft.com/cli/azure/quota#az-quota-update"
-# The system pool sends no upgradeSettings (azure/cluster.py): counted as one surge node, AKS's long-standing default
-# and what a GPU pool gets when it sets none (UpgradeSettings.effective_max_surge). Newer AKS API versions may default
+# The system pool and the CPU user pools send no upgradeSettings (azure/cluster.py, azure/node_pool.py
+# cpu_agent_pool_inputs): counted as one surge node, AKS's long-standing default and what a GPU pool gets when it sets
+# none (UpgradeSettings.effective_max_surge). Newer AKS API versions may default
 # new pools to a percentage instead; that is not read here, and for a system pool of up to 10 nodes 10% is one node too.
 DEFAULT_SURGE = "1"
 # A subscription id is a GUID: anything else is refused before it reaches a URL or a command line.
@@ -176,6 +178,10 @@ def quota_plan(config: StackConfig, facts: QuotaFacts | None = None) -> QuotaPla
         # AKS upgrades spot pools without surge nodes (config/models.py UpgradeSettings; the rules refuse maxSurge there).
         surge = 0 if pool.spot else surge_nodes(pool.upgrade.effective_max_surge, nodes)
         pools.append(PoolNeed(pool.name, pool.vm_size, nodes, surge, pool.spot, facts.size(pool.vm_size)))
+    for cpu in config.cpu_pools:
+        # CPU user pools always autoscale (cpu_agent_pool_inputs: enableAutoScaling, minCount..maxCount).
+        surge = surge_nodes(DEFAULT_SURGE, cpu.max_count)
+        pools.append(PoolNeed(cpu.name, cpu.vm_size, cpu.max_count, surge, False, facts.size(cpu.vm_size)))
     return QuotaPlan(
         location=cluster_location(config),
         pools=tuple(pools),

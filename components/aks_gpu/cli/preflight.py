@@ -1,5 +1,5 @@
-"""``aksgpu preflight``: before ``pulumi up``, read (never change) the subscription's compute quota in the stack's region
-and its resource provider registrations, and say whether the stack fits."""
+"""``aksgpu preflight``: before ``pulumi up``, read (never change) the subscription's compute quota in the stack's region,
+the VM sizes it is offered there and its resource provider registrations, and say whether the stack fits."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ import os
 import re
 import sys
 from typing import Any
+from urllib.parse import quote
 
 from aks_gpu.cli import tables
 from aks_gpu.cli.common import EXIT_FAILED, EXIT_OK, EXIT_USAGE, add_stack_arguments, err, load_stack, out, report_warnings, safe
@@ -16,6 +17,13 @@ from aks_gpu.cli.common import EXIT_FAILED, EXIT_OK, EXIT_USAGE, add_stack_argum
 # The Compute usages list: "GET https://management.azure.com/subscriptions/{subscriptionId}/providers/Microsoft.Compute/
 # locations/{location}/usages?api-version=2024-07-01" (https://learn.microsoft.com/rest/api/compute/usage/list).
 USAGES_API_VERSION = "2024-07-01"
+# Resource Skus - List: "GET https://management.azure.com/subscriptions/{subscriptionId}/providers/Microsoft.Compute/
+# skus?api-version=2021-07-01&$filter={$filter}", the filter "location eq 'westus'"
+# (https://learn.microsoft.com/rest/api/compute/resource-skus/list): what `az vm list-skus --location L --all` reads.
+SKUS_API_VERSION = "2021-07-01"
+# A region's skus list is every Compute SKU there (VM sizes, disks, host groups...) with its capabilities: megabytes,
+# well past the usages' limit (arm.MAX_RESPONSE_BYTES). Past this it is not ARM's answer.
+SKUS_MAX_RESPONSE_BYTES = 64 << 20
 # Providers - Get: GET /subscriptions/{subscriptionId}/providers/{resourceProviderNamespace}?api-version=2021-04-01,
 # `registrationState` (https://learn.microsoft.com/rest/api/resources/providers/get).
 PROVIDERS_API_VERSION = "2021-04-01"
@@ -37,7 +45,9 @@ def register(subparsers: Any) -> None:
         "registrations, and compare them with what the stack needs (the quota `aksgpu plan` prints): per quota, needed, "
         "limit, used, free and a verdict. Read-only. The token comes from AKSGPU_ARM_TOKEN or `az account "
         "get-access-token`, and goes to management.azure.com only. Exit 0: everything fits; 1: a quota is short, not "
-        "offered or unknown, or a provider is not registered; 2: usage, config, login or network error.",
+        "offered or unknown, or a provider is not registered; 2: usage, config, login or network error. It also reads "
+        "the region's Compute SKUs (az vm list-skus) and exits 1 when a pool's VM size is not offered to the "
+        "subscription there.",
     )
     add_stack_arguments(parser)
     tables.add_wide_argument(parser)
@@ -54,6 +64,7 @@ def run(args: argparse.Namespace) -> int:
     from aks_gpu.azure.arm import ArmClient, ArmError, get_login
     from aks_gpu.azure.prerequisites import missing_prerequisites, subscription_prerequisites
     from aks_gpu.azure.quota import SUBSCRIPTION_ID, UsageShapeError, check_quota, quota_plan, read_usages
+    from aks_gpu.azure.vm_skus import SkuShapeError, read_skus, size_offers
     from aks_gpu.config.models import StackConfig
 
     tables.apply_wide(args)
@@ -84,6 +95,10 @@ def run(args: argparse.Namespace) -> int:
         usages_path = f"{root}/providers/Microsoft.Compute/locations/{plan.location}/usages"
         rows = client.get_list(f"{usages_path}?api-version={USAGES_API_VERSION}")
         usages = read_usages({"value": rows})
+        skus_client = ArmClient(login.token, ARM_BASE, limit=SKUS_MAX_RESPONSE_BYTES)
+        location_filter = quote(f"location eq '{plan.location}'")
+        skus_path = f"{root}/providers/Microsoft.Compute/skus?api-version={SKUS_API_VERSION}&$filter={location_filter}"
+        skus = read_skus(skus_client.get_list(skus_path))
         providers: dict[str, str] = {}
         features: dict[str, str] = {}
         for item in needed:
@@ -99,18 +114,21 @@ def run(args: argparse.Namespace) -> int:
         return _usage_error(str(error))
     except UsageShapeError as error:
         return _usage_error(f"the usages ARM answered are not the documented list: {error}")
+    except SkuShapeError as error:
+        return _usage_error(f"the Compute SKUs ARM answered are not the documented list: {error}")
 
     checks = check_quota(plan, usages)
+    offers = size_offers(((need.pool, need.vm_size) for need in plan.pools), skus, plan.location)
     missing = missing_prerequisites(needed, providers, features)
     # What to ask for: the family's usage plus the need (a quota request sets the new limit).
     limits = {check.line.family: (check.used or 0) + check.line.vcpus for check in checks if check.verdict == "short"}
     short = [check for check in checks if check.verdict != "enough"]
-    fits = not short and not missing and not plan.unknown
+    fits = not short and not missing and not plan.unknown and all(offer.offered for offer in offers)
     if args.json:
-        report = _report(loaded.stack, subscription, plan, checks, needed, missing, fits, limits)
+        report = _report(loaded.stack, subscription, plan, checks, needed, missing, fits, limits, offers)
         sys.stdout.write(json.dumps(report, indent=2) + "\n")
         return EXIT_OK if fits else EXIT_FAILED
-    _print(loaded.stack, subscription, plan, checks, needed, missing, limits)
+    _print(loaded.stack, subscription, plan, checks, needed, missing, limits, offers)
     return EXIT_OK if fits else EXIT_FAILED
 
 
@@ -121,7 +139,7 @@ def _usage_error(message: str) -> int:
 
 def _report(
     stack: str, subscription: str, plan: Any, checks: list[Any], needed: list[Any], missing: list[Any], fits: bool,
-    limits: dict[str, int],
+    limits: dict[str, int], offers: list[Any],
 ) -> dict[str, Any]:
     missing_names = {item.what for item in missing}
     return {
@@ -145,6 +163,22 @@ def _report(
             for check in checks
         ],
         "unknownSizes": [{"pool": need.pool, "vmSize": need.vm_size} for need in plan.unknown],
+        # Per VM size the pools run: whether the subscription is offered it in the location, and the restrictions
+        # the skus list gives it there (reasonCode NotAvailableForSubscription or QuotaId).
+        "vmSizes": [
+            {
+                "vmSize": offer.vm_size,
+                "pools": list(offer.pools),
+                "offered": offer.offered,
+                "offer": offer.offer,
+                "zones": list(offer.zones),
+                "restrictions": [
+                    {"type": r.type, "reasonCode": r.reason, "locations": list(r.locations), "zones": list(r.zones)}
+                    for r in offer.restrictions
+                ],
+            }
+            for offer in offers
+        ],
         "providers": [
             {"what": item.what, "registered": item.what not in missing_names, "command": item.command} for item in needed
         ],
@@ -153,7 +187,8 @@ def _report(
 
 
 def _print(
-    stack: str, subscription: str, plan: Any, checks: list[Any], needed: list[Any], missing: list[Any], limits: dict[str, int]
+    stack: str, subscription: str, plan: Any, checks: list[Any], needed: list[Any], missing: list[Any], limits: dict[str, int],
+    offers: list[Any],
 ) -> None:
     title = f"compute quota for stack {safe(stack)} in {safe(plan.location)} (subscription {safe(subscription)})"
     styles = {"enough": "green", "short": "bold red", "not offered": "bold red", "unknown": "yellow"}
@@ -199,6 +234,7 @@ def _print(
         for command in plan.request_commands(subscription, limits):
             # one line, never broken: the terminal wraps it, and it copies whole
             out.print(f"  {command}", markup=False, soft_wrap=True)
+    _print_offers(plan.location, offers)
     missing_names = {item.what for item in missing}
     for item in needed:
         if item.what in missing_names:
@@ -206,3 +242,28 @@ def _print(
             out.print(f"  {item.command}", markup=False, soft_wrap=True)
         else:
             out.print(f"[green]registered[/] {safe(item.what)}")
+
+
+def _print_offers(location: str, offers: list[Any]) -> None:
+    from aks_gpu.azure.vm_skus import SKU_NOT_AVAILABLE_DOC
+
+    where = safe(location)
+    for offer in offers:
+        pools = safe(", ".join(offer.pools))
+        size = safe(offer.vm_size)
+        zone_closed = sorted({zone for r in offer.restrictions if r.type.lower() == "zone" for zone in r.zones})
+        if offer.offer == "offered":
+            zones = f", zones {safe(','.join(offer.zones))}" if offer.zones else ""
+            closed = f" (zones {safe(','.join(zone_closed))} not for this subscription)" if zone_closed else ""
+            out.print(f"[green]offered[/] {size} ({pools}) in {where}{zones}{closed}")
+        elif offer.offer == "restricted":
+            reasons = safe(", ".join(sorted({f"{r.reason or '?'} ({r.type})" for r in offer.restrictions})))
+            out.print(
+                f"[bold red]not offered[/] {size} ({pools}): {where} has it but not for this subscription: {reasons};"
+                f" choose another region or size, or ask Azure support for it ({SKU_NOT_AVAILABLE_DOC})"
+            )
+        else:
+            out.print(
+                f"[bold red]not offered[/] {size} ({pools}): {where} lists no such VM size (`az vm list-skus --location"
+                f" {where} --size {size} --all --output table`); choose another region or size"
+            )

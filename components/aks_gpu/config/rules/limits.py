@@ -1,7 +1,7 @@
 """Limits Azure enforces on the cluster as a whole, and values the ARM specs leave open: node pools and nodes per
 cluster, the overlay pod range against the nodes the pools can reach, the service range's size, IPv4 ranges,
-availability zone names and the region. Pure: config and the AKS facts in, problems (with key paths) out; each
-refusal is in data/arm_refusals.yaml with its source."""
+availability zone names, the region and whether it offers each pool's VM size. Pure: config and the AKS facts in,
+problems (with key paths) out; each refusal is in data/arm_refusals.yaml with its source."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import math
 import re
 
 from aks_gpu import naming
-from aks_gpu.aks_facts import azure_locations, refusal_tag
+from aks_gpu.aks_facts import azure_locations, refusal_tag, vm_size_regions
 from aks_gpu.config.models import GpuPoolConfig, StackConfig
 from aks_gpu.config.problems import Problem
 
@@ -88,7 +88,11 @@ def limit_rules(config: StackConfig) -> list[Problem]:
             )
         )
     problems += zone_problems(config)
-    problems += location_problems(config)
+    location = location_problems(config)
+    problems += location
+    if not any(problem.severity == "error" for problem in location):
+        # A name that is no region (refused above) offers nothing: the sizes are checked against a real one only.
+        problems += vm_size_region_problems(config)
     if not cluster.existing:
         problems += _range_rules(config, nodes)
     return problems
@@ -187,3 +191,70 @@ def location_problems(config: StackConfig) -> list[Problem]:
             "warning",
         )
     ]
+
+
+# What settles whether a size is offered in a region, for a subscription: the Restrictions column says
+# NotAvailableForSubscription where the region has the size but not for this subscription
+# (https://learn.microsoft.com/azure/azure-resource-manager/troubleshooting/error-sku-not-available).
+LIST_SKUS = "az vm list-skus --location {location} --size {size} --all --output table"
+REGIONS_FILE = "components/aks_gpu/data/vm_size_regions.yaml"
+
+
+def pool_sizes(config: StackConfig) -> list[tuple[str, str]]:
+    """(key path, VM size) of every pool the stack creates in Azure: the system pool (unless the cluster is adopted),
+    each GPU pool and each CPU pool; none when the cluster is given by a kubeconfig (no Azure resource is created)."""
+    cluster = config.cluster
+    if cluster.kubeconfig is not None:
+        return []
+    sizes = [] if cluster.existing else [(f"{P}:cluster.systemPool.vmSize", cluster.system_pool.vm_size)]
+    sizes += [(f"{P}:gpuPools[{i}].vmSize", pool.vm_size) for i, pool in enumerate(config.gpu_pools)]
+    sizes += [(f"{P}:cpuPools[{i}].vmSize", pool.vm_size) for i, pool in enumerate(config.cpu_pools)]
+    return sizes
+
+
+def vm_size_region_problems(config: StackConfig) -> list[Problem]:
+    """Each pool's VM size against the regions recorded as offering it (data/vm_size_regions.yaml): refused where the
+    record is complete and lacks the location; a warning where it is partial and lacks it, or where nothing is
+    recorded, with the ``az vm list-skus`` that settles it."""
+    given = config.cluster.location or config.location
+    location = given.replace(" ", "").lower()
+    facts = vm_size_regions()
+    problems: list[Problem] = []
+    for key, size in pool_sizes(config):
+        check = LIST_SKUS.format(location=location, size=size)
+        entry = facts.get(size)
+        if entry is None or entry.coverage == "none":
+            problems.append(
+                Problem(
+                    key,
+                    f"whether {size} is offered in {location} is not recorded ({REGIONS_FILE} has no regions for it): "
+                    f"check with `{check}` (no row: not offered there; NotAvailableForSubscription: not to this "
+                    "subscription) before the deploy",
+                    "warning",
+                )
+            )
+            continue
+        if location in entry.regions:
+            continue
+        recorded = ", ".join(sorted(entry.regions))
+        if entry.coverage == "complete":
+            problems.append(
+                Problem(
+                    key,
+                    f"{size} is not offered in {location}: the regions that offer it, as `az vm list-skus --all` listed "
+                    f"them on {entry.as_of} ({REGIONS_FILE}), are {recorded}; choose one of them or another size (if Azure "
+                    f"offers it there since, `{check}` shows it: add the region to the file) "
+                    + refusal_tag("vm-size-not-in-region"),
+                )
+            )
+        else:
+            problems.append(
+                Problem(
+                    key,
+                    f"{size} is not confirmed in {location}: the recorded list of its regions is partial (as of "
+                    f"{entry.as_of}: {recorded}; {REGIONS_FILE}); check with `{check}` (no row: not offered there; "
+                    "NotAvailableForSubscription: not to this subscription) before the deploy",
+                    "warning",
+                )
+            )
+    return problems
