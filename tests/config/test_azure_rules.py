@@ -446,3 +446,17 @@ def test_a_temp_disk_under_128_gib_cannot_take_akss_default_ephemeral_disk(catal
     fits = raw["aks-gpu:gpuPools"][0] | {"osDiskSizeGb": 100}
     config = validate_stack({**raw, "aks-gpu:gpuPools": [fits]}, SOURCE, today=ON).config
     assert not [p for p in check_rules(config, small, today=ON) if "ephemeral-os-disk-too-large" in p.message]
+
+
+def test_cpu_pools_count_in_the_overlay_pod_range_and_the_node_pool_limit() -> None:
+    # A /21 holds 8 node ranges: the system pool (3 + 1 surge) and the GPU pool (2 + 1) fit; a CPU pool of 3 (+ 1)
+    # makes 11 nodes, which AKS could not give a /24 each.
+    cluster = {"resourceGroup": "rg-test", "name": "aks-test", "podCidr": "10.244.0.0/21"}
+    errors, _ = problems(minimal_raw(**{"aks-gpu:cluster": cluster}))
+    assert not has(errors, "node ranges")
+    cpu = [{"name": "cpu", "vmSize": "Standard_D8ds_v5", "maxCount": 3}]
+    errors, _ = problems(minimal_raw(**{"aks-gpu:cluster": cluster, "aks-gpu:cpuPools": cpu}))
+    assert has(errors, "holds 8 /24 node ranges", "reach 11 nodes"), errors
+    many = [{"name": f"cpu{i}", "vmSize": "Standard_D8ds_v5", "maxCount": 1} for i in range(99)]
+    errors, _ = problems(minimal_raw(**{"aks-gpu:cpuPools": many}))
+    assert has(errors, "99 CPU pools", "make 101 node pools"), errors

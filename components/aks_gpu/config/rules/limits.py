@@ -58,19 +58,20 @@ def surge_nodes(pool: GpuPoolConfig, nodes: int) -> int:
 def limit_rules(config: StackConfig) -> list[Problem]:
     problems: list[Problem] = []
     cluster = config.cluster
-    pools = len(config.gpu_pools) + (0 if cluster.existing else 1)
+    pools = len(config.gpu_pools) + len(config.cpu_pools) + (0 if cluster.existing else 1)
     if pools > MAX_NODE_POOLS:
         problems.append(
             Problem(
                 f"{P}:gpuPools",
                 f"{len(config.gpu_pools)} GPU pools"
+                + (f", {len(config.cpu_pools)} CPU pools" if config.cpu_pools else "")
                 + ("" if cluster.existing else " and the system pool")
                 + f" make {pools} node pools; an AKS cluster holds at most {MAX_NODE_POOLS} (a limit AKS does not raise): "
                 "merge pools of the same VM size and workload " + refusal_tag("cluster-node-pool-limit"),
             )
         )
     system = 0 if cluster.existing else cluster.system_pool.max_count
-    nodes = system + sum(pool_nodes(pool) for pool in config.gpu_pools)
+    nodes = system + sum(pool_nodes(pool) for pool in config.gpu_pools) + sum(pool.max_count for pool in config.cpu_pools)
     limit = MAX_NODES[cluster.sku_tier]
     if nodes > limit:
         fix = (
@@ -82,7 +83,7 @@ def limit_rules(config: StackConfig) -> list[Problem]:
             Problem(
                 f"{P}:cluster.skuTier",
                 f"{cluster.sku_tier} holds at most {limit} nodes per cluster, and the pools reach {nodes} "
-                "(each GPU pool's maxCount, or count, and the system pool's maxCount): "
+                "(each GPU pool's maxCount, or count, each CPU pool's and the system pool's maxCount): "
                 + f"{fix} "
                 + refusal_tag("cluster-node-limit"),
             )
@@ -114,7 +115,9 @@ def _range_rules(config: StackConfig, nodes: int) -> list[Problem]:
             )
         )
     elif pods is not None:
-        reach = nodes + SYSTEM_POOL_SURGE + sum(surge_nodes(pool, pool_nodes(pool)) for pool in config.gpu_pools)
+        # A CPU pool is sent no upgrade settings: AKS's default surge of one node, as the system pool's.
+        surge = SYSTEM_POOL_SURGE * (1 + len(config.cpu_pools)) + sum(surge_nodes(p, pool_nodes(p)) for p in config.gpu_pools)
+        reach = nodes + surge
         blocks = 2 ** (OVERLAY_NODE_PREFIX - pods.prefixlen) if pods.prefixlen <= OVERLAY_NODE_PREFIX else 0
         if reach > blocks:
             wanted = OVERLAY_NODE_PREFIX - max(0, math.ceil(math.log2(reach)))
