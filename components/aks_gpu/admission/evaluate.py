@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from datetime import date, datetime
 from typing import Any
 
-from aks_gpu.admission import chain, cost
+from aks_gpu.admission import chain, cost, kinds
 from aks_gpu.admission.engine import CelError, Compiled, Engine, engine_named
 from aks_gpu.admission.quantity import go_base64_canonical
 from aks_gpu.naming import NAMESPACE_NAME_LABEL
@@ -34,48 +34,6 @@ BINDING_KIND = "ValidatingAdmissionPolicyBinding"
 DEFAULT_NAMESPACE = "default"
 CHECK_USER = "aksgpu-admission-check"
 
-# kind -> (API group, plural resource) for the kinds one writes in manifests. Anything else is assumed
-# namespaced and plural by adding "s", which is enough to tell that these policies do not match it.
-KNOWN_KINDS: dict[str, tuple[str, str]] = {
-    "Pod": ("", "pods"),
-    "Deployment": ("apps", "deployments"),
-    "ReplicaSet": ("apps", "replicasets"),
-    "StatefulSet": ("apps", "statefulsets"),
-    "DaemonSet": ("apps", "daemonsets"),
-    "Job": ("batch", "jobs"),
-    "CronJob": ("batch", "cronjobs"),
-    "PodTemplate": ("", "podtemplates"),
-    "ReplicationController": ("", "replicationcontrollers"),
-    "Service": ("", "services"),
-    "ConfigMap": ("", "configmaps"),
-    "Secret": ("", "secrets"),
-    "ServiceAccount": ("", "serviceaccounts"),
-    "PersistentVolumeClaim": ("", "persistentvolumeclaims"),
-    "Namespace": ("", "namespaces"),
-    "Node": ("", "nodes"),
-    "PersistentVolume": ("", "persistentvolumes"),
-    "StorageClass": ("storage.k8s.io", "storageclasses"),
-    "PriorityClass": ("scheduling.k8s.io", "priorityclasses"),
-    "ClusterRole": ("rbac.authorization.k8s.io", "clusterroles"),
-    "ClusterRoleBinding": ("rbac.authorization.k8s.io", "clusterrolebindings"),
-    "CustomResourceDefinition": ("apiextensions.k8s.io", "customresourcedefinitions"),
-    POLICY_KIND: ("admissionregistration.k8s.io", "validatingadmissionpolicies"),
-    BINDING_KIND: ("admissionregistration.k8s.io", "validatingadmissionpolicybindings"),
-}
-CLUSTER_SCOPED_KINDS = frozenset(
-    {
-        "Namespace",
-        "Node",
-        "PersistentVolume",
-        "StorageClass",
-        "PriorityClass",
-        "ClusterRole",
-        "ClusterRoleBinding",
-        "CustomResourceDefinition",
-        POLICY_KIND,
-        BINDING_KIND,
-    }
-)
 DEFAULT_API_VERSIONS = {"": "v1", "apps": "apps/v1", "batch": "batch/v1"}
 
 
@@ -108,7 +66,7 @@ class Decision:
     def to_json(self) -> dict[str, Any]:
         return {
             "kind": self.kind,
-            "namespace": self.namespace,
+            "namespace": self.namespace or None,  # null: a cluster-scoped object
             "name": self.name,
             "allowed": self.allowed,
             "message": self.message,
@@ -261,9 +219,14 @@ class Request:
 
 def api_group_version(obj: Mapping[str, Any]) -> tuple[str, str]:
     kind = str(obj.get("kind", ""))
-    api_version = obj.get("apiVersion") or DEFAULT_API_VERSIONS.get(KNOWN_KINDS.get(kind, ("", ""))[0], "v1")
+    api_version = obj.get("apiVersion") or DEFAULT_API_VERSIONS.get(kinds.default_group(kind), "v1")
     group, _, version = str(api_version).rpartition("/")
     return group, version
+
+
+def namespaced(obj: Mapping[str, Any]) -> bool:
+    """Whether the object's kind lives in a namespace (kubernetes_scopes.yaml; an unknown kind does)."""
+    return kinds.kind_of(api_group_version(obj)[0], str(obj.get("kind", ""))).namespaced
 
 
 def prepare(obj: Mapping[str, Any]) -> dict[str, Any]:
@@ -274,7 +237,10 @@ def prepare(obj: Mapping[str, Any]) -> dict[str, Any]:
     prepared: dict[str, Any] = _decoded(obj, "")
     kind = str(prepared.get("kind", ""))
     metadata = prepared.setdefault("metadata", {})
-    if kind not in CLUSTER_SCOPED_KINDS and not metadata.get("namespace"):
+    if not namespaced(prepared):
+        # rest.BeforeCreate clears a cluster-scoped object's namespace before validating admission reads it.
+        metadata.pop("namespace", None)
+    elif not metadata.get("namespace"):
         metadata["namespace"] = DEFAULT_NAMESPACE
     bytes_field = {"Secret": "data", "ConfigMap": "binaryData"}.get(kind)
     if bytes_field and isinstance(prepared.get(bytes_field), dict):
@@ -347,9 +313,10 @@ def build_request(
     prepared = prepare(obj)
     kind = str(prepared.get("kind", ""))
     group, version = api_group_version(prepared)
-    resource = KNOWN_KINDS.get(kind, (group, kind.lower() + "s"))[1]
+    served = kinds.kind_of(group, kind)
+    resource = served.plural
     metadata = prepared.get("metadata") or {}
-    namespace = "" if kind in CLUSTER_SCOPED_KINDS else str(metadata.get("namespace"))
+    namespace = str(metadata.get("namespace")) if served.namespaced else ""
     namespace_object = (
         (namespaces[namespace] if isinstance(namespaces, _NamespaceCache) else namespace_for(namespace, namespaces or {}))
         if namespace

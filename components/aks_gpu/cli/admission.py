@@ -29,7 +29,8 @@ Evaluate the stack's ValidatingAdmissionPolicy (aks-gpu-gpu-placement) against K
 files: Pods and the Pod templates of Deployments, ReplicaSets, StatefulSets, DaemonSets, Jobs and CronJobs.
 Files may hold several documents and `kind: List`. Each object is judged as the API server would judge its
 CREATE, with the same CEL. Namespace objects in the files are read for their labels (rule 3); the stack's
-workload namespaces are known already; an object without a namespace is in "default".
+workload namespaces are known already; a namespaced object without a namespace is in "default", a
+cluster-scoped one (DeviceClass, ClusterRole...) has none.
 
 A violation is reported as "denied" whatever the stack's validationActions: with [Warn] or [Audit] a cluster
 would still admit the object, with a warning or an audit annotation. The output names the actions.
