@@ -259,3 +259,43 @@ def test_past_500_objects_the_denied_ones_are_listed_and_the_admitted_counted(
         and "with binding 'aks-gpu-gpu-placement' denied request: spec.nodeName is set (n)" in output
     )
     assert "600 admitted, 3 denied (more than 500 objects: only the denied ones are listed" in " ".join(output.split())
+
+
+SYSTEM_PODS = """\
+apiVersion: v1
+kind: Pod
+metadata: {name: agent, namespace: gpu-resources}
+spec: {containers: [{name: c, image: busybox}]}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: agent, namespace: kube-system}
+spec: {containers: [{name: c, image: busybox}]}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: web, namespace: team-x}
+spec: {containers: [{name: c, image: busybox}]}
+"""
+
+
+def test_a_system_namespace_is_called_one_not_a_namespace_the_stack_does_not_create(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    pods = tmp_path / "pods.yaml"
+    pods.write_text(SYSTEM_PODS)
+    assert run(["admission", "check", "--stack", "prod", "--json", str(pods)]) == 0
+    first = [d["notEvaluated"][0] for d in json.loads(capsys.readouterr().out)]
+    assert first == [
+        "Pod Security and ResourceQuota of namespace gpu-resources, a system namespace (aks-gpu runs its agents there)",
+        "Pod Security and ResourceQuota of namespace kube-system, a system namespace (AKS runs its agents there)",
+        "Pod Security and ResourceQuota of a namespace the stack does not create (no workload namespace)",
+    ]
+    # Without GPU pools the stack creates no gpu-resources: the exemption stays, and the words say so.
+    stack = tmp_path / "Pulumi.nopools.yaml"
+    stack.write_text("config:\n  azure-native:location: swedencentral\n  aks-gpu:cluster: {resourceGroup: rg, name: aks}\n")
+    assert run(["admission", "check", "--stack", "nopools", "--config-file", str(stack), "--json", str(pods)]) == 0
+    assert json.loads(capsys.readouterr().out)[0]["notEvaluated"][0] == (
+        "Pod Security and ResourceQuota of namespace gpu-resources, the system namespace of the stack's GPU agents, "
+        "created only with GPU pools (none here)"
+    )

@@ -37,9 +37,12 @@ def check(
     facts: Mapping[str, NamespaceFacts],
     baseline: Sequence[Mapping[str, Any]],
     engine: Engine,
+    system: Mapping[str, str] | None = None,
 ) -> list[Decision]:
     """One decision per object (``manifests``: the stack's policies and bindings; ``baseline``: the Pod Security
-    baseline policies of the namespaces that enforce it)."""
+    baseline policies of the namespaces that enforce it; ``system``: the namespaces the policies leave out, each
+    with what it is, :func:`aks_gpu.admission.policy.system_namespaces`)."""
+    system = system or {}
     expanded = [pods_of(obj) for obj in objects]
     evaluated: list[Mapping[str, Any]] = list(objects)
     for pods, _ in expanded:
@@ -51,7 +54,9 @@ def check(
 
     def completed(index: int) -> Decision:
         obj, decision = evaluated[index], decisions[index]
-        return complete(decision, obj, facts.get(decision.namespace), baseline_decisions[index] if baseline_decisions else None)
+        namespace = decision.namespace
+        own_baseline = baseline_decisions[index] if baseline_decisions else None
+        return complete(decision, obj, facts.get(namespace), own_baseline, system.get(namespace))
 
     results = []
     cursor = len(objects)

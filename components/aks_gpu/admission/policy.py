@@ -62,6 +62,7 @@ from typing import Any
 
 from aks_gpu.admission.chain import NODE_SELECTOR_ANNOTATION, placement_selector
 from aks_gpu.naming import (
+    GPU_NAMESPACE,
     GPU_TAINT_VALUE,
     NAMESPACE_NAME_LABEL,
     POOL_LABEL,
@@ -70,7 +71,7 @@ from aks_gpu.naming import (
     platform_object_name,
     vendor_resource,
 )
-from aks_gpu.resolved.exemptions import exempt_namespaces
+from aks_gpu.resolved.exemptions import USER_REASON, exempt_namespaces, exemptions
 from aks_gpu.resolved.model import PlatformModel, ResolvedPool, Taint
 
 Manifest = dict[str, Any]
@@ -212,6 +213,22 @@ def policy_exempt_namespaces(model: PlatformModel, network_policy: str | None = 
     policy comes from the model when it holds the whole stack, else from ``network_policy``."""
     cluster = model.cluster
     return exempt_namespaces(model.config, cluster.network_policy if cluster is not None else network_policy)
+
+
+def system_namespaces(model: PlatformModel, network_policy: str | None = None) -> dict[str, str]:
+    """The namespaces the policies leave out, each with what it is in words (``kube-system, a system namespace (AKS's
+    agents run there)``), for a reader of ``aksgpu admission check``."""
+    cluster = model.cluster
+    described = {}
+    for item in exemptions(model.config, cluster.network_policy if cluster is not None else network_policy):
+        if item.reason == USER_REASON:
+            what = f"{item.namespace}, {USER_REASON}"
+        elif item.namespace == GPU_NAMESPACE and not model.pools:
+            what = f"{item.namespace}, the system namespace of the stack's GPU agents, created only with GPU pools (none here)"
+        else:
+            what = f"{item.namespace}, a system namespace ({item.installed_by} runs its agents there)"
+        described[item.namespace] = what
+    return described
 
 
 # ---------------------------------------------------------------- CEL building blocks

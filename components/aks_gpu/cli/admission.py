@@ -7,7 +7,13 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from aks_gpu.admission.policy import DEVICE_ENV_POLICY_NAME, POLICY_NAME, render_policy, workload_namespaces
+from aks_gpu.admission.policy import (
+    DEVICE_ENV_POLICY_NAME,
+    POLICY_NAME,
+    render_policy,
+    system_namespaces,
+    workload_namespaces,
+)
 from aks_gpu.admission.reader import InputError, SourcedObject, read_text
 from aks_gpu.cli.common import (
     EXIT_FAILED,
@@ -108,7 +114,8 @@ def run_check(args: argparse.Namespace) -> int:
     baseline = [m for ns in facts.values() if ns.pod_security == "baseline" for m in baseline_policy_manifests(ns.name)]
     try:
         engine = engine_named(args.engine)
-        decisions = check([item.obj for item in objects], manifests, namespaces, facts, baseline, engine)
+        objs = [item.obj for item in objects]
+        decisions = check(objs, manifests, namespaces, facts, baseline, engine, system_namespaces(model))
     except (CelError, PolicyError, ImportError) as error:
         err.print(f"[bold red]error[/] the stack's admission policy cannot be evaluated: {escape(str(error))}")
         return EXIT_USAGE
