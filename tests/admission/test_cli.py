@@ -113,6 +113,7 @@ def test_json_is_the_only_thing_on_stdout(capsys: pytest.CaptureFixture[str], tm
                 "ResourceQuota usage by other pods (the namespace is taken as empty: used = 0)",
                 "other admission webhooks and policies of the cluster",
             ],
+            "warnings": [],
         }
     ]
 

@@ -16,6 +16,7 @@ from typing import Any
 from aks_gpu.admission.engine import Engine
 from aks_gpu.admission.evaluate import Decision, evaluate
 from aks_gpu.admission.namespace_admission import NamespaceFacts, complete, replicas_step
+from aks_gpu.admission.platform_warnings import Platform, warnings
 from aks_gpu.admission.workload_pods import PodOf, not_evaluated_reason, operator_pods, template_pod
 
 OPERATOR_STEP = "the operator's own changes to the Pods it creates (labels, environment, sidecars)"
@@ -38,11 +39,14 @@ def check(
     baseline: Sequence[Mapping[str, Any]],
     engine: Engine,
     system: Mapping[str, str] | None = None,
+    platform: Platform | None = None,
 ) -> list[Decision]:
     """One decision per object (``manifests``: the stack's policies and bindings; ``baseline``: the Pod Security
     baseline policies of the namespaces that enforce it; ``system``: the namespaces the policies leave out, each
-    with what it is, :func:`aks_gpu.admission.policy.system_namespaces`)."""
+    with what it is, :func:`aks_gpu.admission.policy.system_namespaces`; ``platform``: what the stack runs, for the
+    warnings of :mod:`aks_gpu.admission.platform_warnings`)."""
     system = system or {}
+    platform = platform or Platform()
     expanded = [pods_of(obj) for obj in objects]
     evaluated: list[Mapping[str, Any]] = list(objects)
     for pods, _ in expanded:
@@ -50,7 +54,8 @@ def check(
     decisions = evaluate(evaluated, manifests, namespaces, engine=engine)
     baseline_decisions = evaluate(evaluated, baseline, namespaces, engine=engine) if baseline else None
     if not manifests:
-        return decisions[: len(objects)]
+        given = zip(objects, decisions[: len(objects)], expanded, strict=True)
+        return [_warned(obj, decision, pods, platform) for obj, decision, (pods, _) in given]
 
     def completed(index: int) -> Decision:
         obj, decision = evaluated[index], decisions[index]
@@ -65,14 +70,20 @@ def check(
         pod_decisions = [completed(cursor + offset) for offset in range(len(pods))]
         cursor += len(pods)
         if str(obj.get("kind")) == "Pod" and not pods:
-            results.append(completed(index))
+            results.append(_warned(obj, completed(index), pods, platform))
             continue
         folded = _folded(obj, own, pods, pod_decisions, from_operator)
         step = replicas_step(obj, pods[0].pod, facts.get(own.namespace)) if pods and not from_operator else None
         if step is not None and folded.allowed:
             folded = replace(folded, not_evaluated=(step, *folded.not_evaluated))
-        results.append(folded)
+        results.append(_warned(obj, folded, pods, platform))
     return results
+
+
+def _warned(obj: Mapping[str, Any], decision: Decision, pods: list[PodOf], platform: Platform) -> Decision:
+    own = pods or ([PodOf("", dict(obj))] if str(obj.get("kind")) == "Pod" else [])
+    found = warnings(obj, decision.namespace, own, platform)
+    return replace(decision, warnings=(*decision.warnings, *found)) if found else decision
 
 
 def _folded(

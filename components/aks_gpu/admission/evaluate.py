@@ -62,6 +62,9 @@ class Decision:
     # Per policy that applied, the runtime cost of its validations and the variables they read, as the API server
     # counts it against its budget; absent where the engine did not cost the evaluation (cel-cpp on a small object).
     costs: Mapping[str, int] = field(default_factory=dict, compare=False)
+    # What the server admits but a reader should know (an object that replaces the platform's own, a workload in a
+    # system namespace): aks_gpu.admission.platform_warnings.
+    warnings: tuple[str, ...] = ()
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -72,6 +75,7 @@ class Decision:
             "message": self.message,
             "messages": list(self.messages),
             "notEvaluated": list(self.not_evaluated),
+            "warnings": list(self.warnings),
         }
 
 

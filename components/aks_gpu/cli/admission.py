@@ -87,6 +87,7 @@ def run_check(args: argparse.Namespace) -> int:
     from aks_gpu.admission.engine import CelError, engine_named
     from aks_gpu.admission.evaluate import PolicyError
     from aks_gpu.admission.pod_security import baseline_policy_manifests
+    from aks_gpu.kube.platform_objects import platform
     from aks_gpu.kube.workload_manifests import namespace_facts
 
     loaded = load_stack(args)  # ConfigError: the command line turns it into exit status 2
@@ -115,7 +116,7 @@ def run_check(args: argparse.Namespace) -> int:
     try:
         engine = engine_named(args.engine)
         objs = [item.obj for item in objects]
-        decisions = check(objs, manifests, namespaces, facts, baseline, engine, system_namespaces(model))
+        decisions = check(objs, manifests, namespaces, facts, baseline, engine, system_namespaces(model), platform(model))
     except (CelError, PolicyError, ImportError) as error:
         err.print(f"[bold red]error[/] the stack's admission policy cannot be evaluated: {escape(str(error))}")
         return EXIT_USAGE
@@ -186,7 +187,8 @@ def print_report(stack: str, actions: list[str], objects: list[SourcedObject], d
         header = f"stack [bold]{escape(stack)}[/]: admission is disabled (admission.enabled: false); nothing is checked"
     out.print(header)
     # A table of thousands of rows helps nobody and takes seconds to lay out: past LIST_ALL_UP_TO objects the
-    # denied ones are listed a few lines each, the admitted ones counted (--json has every decision).
+    # denied ones (and the admitted ones with a warning) are listed a few lines each, the others counted (--json has
+    # every decision).
     list_admitted = len(decisions) <= LIST_ALL_UP_TO
     if not list_admitted:
         print_denied_list(objects, decisions)
@@ -199,6 +201,8 @@ def print_report(stack: str, actions: list[str], objects: list[SourcedObject], d
             continue
         # Text, not markup: names and messages are shown as written ("[/x]" included), and nothing is parsed.
         details = Text(denial_text(decision)) if decision.messages else Text(decision.note, style="dim")
+        for warning in decision.warnings:
+            details.append(f"\nwarning: {warning}", style="yellow")
         table.add_row(
             Text(f"{decision.kind}/{decision.name}"),
             Text(decision.namespace or "-"),
@@ -226,13 +230,17 @@ def denial_text(decision: Decision) -> str:
 
 
 def print_denied_list(objects: list[SourcedObject], decisions: list[Decision]) -> None:
-    """The denied objects, one line each and a line per message (plain text: nothing in them is markup)."""
+    """The denied objects, and the admitted ones with a warning, one line each and a line per message and warning
+    (plain text: nothing in them is markup)."""
     from rich.text import Text
 
     lines = []
     for item, decision in zip(objects, decisions, strict=True):
-        if decision.allowed:
+        if decision.allowed and not decision.warnings:
             continue
-        lines.append(f"denied {decision.kind}/{decision.name} in {decision.namespace or '-'} ({item.source})")
-        lines += [f"  {line}" for line in denial_text(decision).splitlines()]
+        verdict = "admitted" if decision.allowed else "denied"
+        lines.append(f"{verdict} {decision.kind}/{decision.name} in {decision.namespace or '-'} ({item.source})")
+        if decision.messages:
+            lines += [f"  {line}" for line in denial_text(decision).splitlines()]
+        lines += [f"  warning: {warning}" for warning in decision.warnings]
     out.print(Text("\n".join(lines)), soft_wrap=True)
