@@ -95,6 +95,7 @@ def test_json_is_the_only_thing_on_stdout(capsys: pytest.CaptureFixture[str], tm
             "kind": "Pod",
             "namespace": "gpu-training",
             "name": "trainer",
+            "decision": "denied",
             "allowed": False,
             # The API server's answer, verbatim (dispatcher.go; checked against cel-go + k8s.io/apiserver, see
             # tests/fixtures/kubernetes_cel/SOURCES.md).

@@ -14,7 +14,7 @@ from dataclasses import replace
 from typing import Any
 
 from aks_gpu.admission.engine import Engine
-from aks_gpu.admission.evaluate import Decision, evaluate
+from aks_gpu.admission.evaluate import DEFAULT_NAMESPACE, NOT_EVALUATED, REFUSED, Decision, evaluate, namespaced
 from aks_gpu.admission.namespace_admission import NamespaceFacts, complete, replicas_step
 from aks_gpu.admission.platform_warnings import Platform, warnings
 from aks_gpu.admission.workload_pods import PodOf, not_evaluated_reason, operator_pods, template_pod
@@ -125,3 +125,25 @@ def _folded(
     elif from_operator:
         note = f"{len(pods)} pod template(s) judged as the Pods {who}"
     return replace(own, allowed=not messages, messages=tuple(messages), message=first, not_evaluated=tuple(steps), note=note)
+
+
+def _identity(obj: Mapping[str, Any]) -> tuple[str, str, str]:
+    """(kind, namespace, name) of an object that reached no admission step, as written where it is well typed."""
+    raw = obj.get("metadata")
+    metadata: Mapping[str, Any] = raw if isinstance(raw, Mapping) else {}
+    name = next((str(metadata[f]) for f in ("name", "generateName") if isinstance(metadata.get(f), str) and metadata[f]), "")
+    written = metadata.get("namespace")
+    namespace = (written if isinstance(written, str) and written else DEFAULT_NAMESPACE) if namespaced(obj) else ""
+    return str(obj.get("kind", "")), namespace, name
+
+
+def refused(obj: Mapping[str, Any], line: str) -> Decision:
+    """An object the API server refuses before admission (its own validation): ``line`` is the refusal."""
+    kind, namespace, name = _identity(obj)
+    return Decision(kind, namespace, name, False, (line,), message=line, verdict=REFUSED)
+
+
+def not_evaluated(obj: Mapping[str, Any], reason: str) -> Decision:
+    """An object that is not what will reach the server (a template still to render): ``reason`` says why."""
+    kind, namespace, name = _identity(obj)
+    return Decision(kind, namespace, name, False, message=reason, note=reason, not_evaluated=(reason,), verdict=NOT_EVALUATED)

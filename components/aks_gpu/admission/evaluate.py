@@ -32,6 +32,8 @@ from aks_gpu.naming import NAMESPACE_NAME_LABEL
 POLICY_KIND = "ValidatingAdmissionPolicy"
 BINDING_KIND = "ValidatingAdmissionPolicyBinding"
 DEFAULT_NAMESPACE = "default"
+# What ``aksgpu admission check`` says of each object (the JSON "decision").
+ADMITTED, DENIED, REFUSED, NOT_EVALUATED = "admitted", "denied", "refused", "not evaluated"
 CHECK_USER = "aksgpu-admission-check"
 
 DEFAULT_API_VERSIONS = {"": "v1", "apps": "apps/v1", "batch": "batch/v1"}
@@ -65,13 +67,26 @@ class Decision:
     # What the server admits but a reader should know (an object that replaces the platform's own, a workload in a
     # system namespace): aks_gpu.admission.platform_warnings.
     warnings: tuple[str, ...] = ()
+    # REFUSED (before admission) or NOT_EVALUATED where the object never reached admission; "" for a decided one.
+    verdict: str = ""
+
+    @property
+    def decision(self) -> str:
+        """admitted, denied, refused (before admission: the object's own validation) or not evaluated."""
+        return self.verdict or (ADMITTED if self.allowed else DENIED)
+
+    @property
+    def evaluated(self) -> bool:
+        return self.decision in (ADMITTED, DENIED)
 
     def to_json(self) -> dict[str, Any]:
         return {
             "kind": self.kind,
             "namespace": self.namespace or None,  # null: a cluster-scoped object
             "name": self.name,
-            "allowed": self.allowed,
+            "decision": self.decision,
+            # null where nothing was decided (not evaluated): neither admitted nor denied
+            "allowed": self.allowed if self.decision != NOT_EVALUATED else None,
             "message": self.message,
             "messages": list(self.messages),
             "notEvaluated": list(self.not_evaluated),
