@@ -14,7 +14,15 @@ from dataclasses import replace
 from typing import Any
 
 from aks_gpu.admission.engine import Engine
-from aks_gpu.admission.evaluate import DEFAULT_NAMESPACE, NOT_EVALUATED, REFUSED, Decision, evaluate, namespaced
+from aks_gpu.admission.evaluate import (
+    ADMITTED,
+    DEFAULT_NAMESPACE,
+    NOT_EVALUATED,
+    REFUSED,
+    Decision,
+    evaluate,
+    namespaced,
+)
 from aks_gpu.admission.namespace_admission import NamespaceFacts, complete, replicas_step
 from aks_gpu.admission.platform_warnings import Platform, warnings
 from aks_gpu.admission.workload_pods import PodOf, not_evaluated_reason, operator_pods, template_pod
@@ -67,17 +75,39 @@ def check(
     cursor = len(objects)
     for index, (obj, (pods, from_operator)) in enumerate(zip(objects, expanded, strict=True)):
         own = decisions[index]
-        pod_decisions = [completed(cursor + offset) for offset in range(len(pods))]
+        at = range(cursor, cursor + len(pods))
+        pod_decisions = [completed(pod_index) for pod_index in at]
         cursor += len(pods)
         if str(obj.get("kind")) == "Pod" and not pods:
             results.append(_warned(obj, completed(index), pods, platform))
             continue
         folded = _folded(obj, own, pods, pod_decisions, from_operator)
+        if own.allowed and not folded.allowed:
+            # The server stores the object (its own CREATE is admitted) and refuses the Pods it creates.
+            folded = replace(folded, verdict=ADMITTED)
+        if own.allowed and not from_operator and baseline_decisions is not None:
+            warned = _pod_security_warning(facts.get(own.namespace), [baseline_decisions[pod_index] for pod_index in at])
+            if warned:
+                folded = replace(folded, warnings=(*folded.warnings, warned))
         step = replicas_step(obj, pods[0].pod, facts.get(own.namespace)) if pods and not from_operator else None
         if step is not None and folded.allowed:
             folded = replace(folded, not_evaluated=(step, *folded.not_evaluated))
         results.append(_warned(obj, folded, pods, platform))
     return results
+
+
+def _pod_security_warning(facts: NamespaceFacts | None, baseline: list[Decision]) -> str:
+    """What Pod Security admission warns when a workload object (Deployment, Job...) is created in a namespace that
+    warns at a level its template breaks: enforce judges the Pods only, warn and audit the template too
+    (https://kubernetes.io/docs/concepts/security/pod-security-admission/#workload-resources-and-pod-templates). The
+    stack's namespaces warn at restricted, which contains baseline; only baseline is evaluated offline, so the
+    detail lists the baseline controls broken (the server's warning lists the restricted ones too)."""
+    if facts is None or not facts.warn_level:
+        return ""
+    broken = [message for decision in baseline if not decision.allowed for message in decision.messages]
+    if not broken:
+        return ""
+    return f'would violate PodSecurity "{facts.warn_level}:latest": {"; ".join(dict.fromkeys(broken))}'
 
 
 def _warned(obj: Mapping[str, Any], decision: Decision, pods: list[PodOf], platform: Platform) -> Decision:

@@ -57,6 +57,8 @@ class NamespaceFacts:
     quota: Mapping[str, str] = field(default_factory=dict)
     # Its LimitRange's defaultRequest per container (cpu, memory): what the LimitRanger plugin sets before quota.
     default_requests: Mapping[str, str] = field(default_factory=dict)
+    # The Pod Security level it warns at (pod-security.kubernetes.io/warn), which workload objects meet too; "" none.
+    warn_level: str = ""
 
     def hard(self) -> Mapping[str, str]:
         return self.quota or self.gpu_quota

@@ -210,7 +210,9 @@ def print_report(stack: str, actions: list[str], objects: list[SourcedObject], d
     from rich.table import Table
     from rich.text import Text
 
-    denied = sum(d.decision == "denied" for d in decisions)
+    # Denied: the object, or the Pods it creates (stored by the server, its Pods refused: "pods denied").
+    denied = sum(d.evaluated and not d.allowed for d in decisions)
+    stored = sum(d.decision == "admitted" and not d.allowed for d in decisions)
     refused = sum(d.decision == "refused" for d in decisions)
     skipped = sum(d.decision == "not evaluated" for d in decisions)
     admitted = len(decisions) - denied - refused - skipped
@@ -230,6 +232,7 @@ def print_report(stack: str, actions: list[str], objects: list[SourcedObject], d
     for column in ("object", "namespace", "decision", "messages", "source"):
         table.add_column(column, overflow="fold")
     styles = {"admitted": "green", "denied": "bold red", "refused": "bold red", "not evaluated": "yellow"}
+    pods_denied = Text("admitted, pods denied", style="bold red")
     for item, decision in zip(objects, decisions, strict=True):
         if decision.allowed and not list_admitted:
             continue
@@ -243,13 +246,17 @@ def print_report(stack: str, actions: list[str], objects: list[SourcedObject], d
         table.add_row(
             Text(f"{decision.kind}/{decision.name}"),
             Text(decision.namespace or "-"),
-            Text(decision.decision, style=styles[decision.decision]),
+            Text(decision.decision, style=styles[decision.decision])
+            if decision.allowed or decision.decision != "admitted"
+            else pods_denied,
             details,
             Text(item.source),
         )
     if list_admitted:
         out.print(table)
     summary = f"{admitted} admitted, {denied} denied"
+    if stored:
+        summary += f" ({stored} stored by the server, their Pods refused)"
     if refused:
         summary += f", {refused} refused before admission"
     if skipped:
@@ -279,7 +286,8 @@ def print_denied_list(objects: list[SourcedObject], decisions: list[Decision]) -
     for item, decision in zip(objects, decisions, strict=True):
         if decision.allowed and not decision.warnings:
             continue
-        lines.append(f"{decision.decision} {decision.kind}/{decision.name} in {decision.namespace or '-'} ({item.source})")
+        verdict = "admitted, pods denied" if decision.decision == "admitted" and not decision.allowed else decision.decision
+        lines.append(f"{verdict} {decision.kind}/{decision.name} in {decision.namespace or '-'} ({item.source})")
         if decision.messages:
             lines += [f"  {line}" for line in denial_text(decision).splitlines()]
         elif not decision.allowed:
