@@ -301,3 +301,35 @@ def test_a_system_namespace_is_called_one_not_a_namespace_the_stack_does_not_cre
         "Pod Security and ResourceQuota of namespace gpu-resources, the system namespace of the stack's GPU agents, "
         "created only with GPU pools (none here)"
     )
+
+
+GENERATED = """\
+apiVersion: v1
+kind: Pod
+metadata: {generateName: trainer-, namespace: default}
+spec:
+  containers: [{name: c, image: busybox, resources: {limits: {nvidia.com/gpu: 1}}}]
+---
+apiVersion: v1
+kind: Pod
+metadata: {generateName: conflict-, namespace: gpu-training}
+spec:
+  nodeSelector: {serves.aks-gpu/training: "false"}
+  containers: [{name: c, image: busybox}]
+"""
+
+
+def test_a_generatename_denial_names_the_object_as_the_server_does(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    """The registry names the object (prefix + 5 random characters) after mutating admission and before validating
+    admission: a policy's denial names it, offline with "…" for the random part; PodNodeSelector, a mutating plugin,
+    refuses before there is a name."""
+    pods = tmp_path / "generated.yaml"
+    pods.write_text(GENERATED)
+    assert run(["admission", "check", "--stack", "prod", "--json", str(pods)]) == 1
+    trainer, conflict = json.loads(capsys.readouterr().out)
+    assert trainer["name"] == "trainer-\u2026"
+    assert trainer["message"].startswith('pods "trainer-\u2026" is forbidden: ValidatingAdmissionPolicy')
+    assert conflict["message"] == "pods is forbidden: pod node label selector conflicts with its namespace node label selector"
+    assert conflict["name"] == "conflict-"
+    assert run(["admission", "check", "--stack", "prod", str(pods)]) == 1
+    assert "Pod/trainer-\u2026" in capsys.readouterr().out

@@ -27,6 +27,7 @@ from typing import Any
 from aks_gpu.admission import chain, cost, kinds
 from aks_gpu.admission.engine import CelError, Compiled, Engine, engine_named
 from aks_gpu.admission.quantity import go_base64_canonical
+from aks_gpu.admission.reader import GENERATED_SUFFIX
 from aks_gpu.naming import NAMESPACE_NAME_LABEL
 
 POLICY_KIND = "ValidatingAdmissionPolicy"
@@ -345,10 +346,19 @@ def build_request(
     if kind == "Pod" and group == "" and not subresource:
         # AKS's mutating plugins run before any validating policy (aks_gpu.admission.chain).
         if operation == "CREATE" and chain.selector_conflict(prepared.get("spec") or {}, namespace_object):
+            # PodNodeSelector refuses before the name is generated: a generateName Pod's line names none.
             name = str(metadata.get("name") or "")
-            refusal = f'pods "{name}" is forbidden: {chain.SELECTOR_CONFLICT}'
+            refusal = f'pods "{name}" is forbidden: ' if name else "pods is forbidden: "
+            refusal += chain.SELECTOR_CONFLICT
         else:
             prepared = chain.mutate_pod(prepared, namespace_object, operation)
+    generate = metadata.get("generateName")
+    if operation == "CREATE" and not refusal and not metadata.get("name") and isinstance(generate, str) and generate:
+        # The registry names the object after mutating admission and before validating admission (Store.create:
+        # SetName(GenerateName(generateName)), then BeforeCreate, then createValidation): the policies read a name,
+        # and the denial names the object. The server adds 5 random characters; offline they are GENERATED_SUFFIX.
+        # The request's own name stays empty, as the server's admission attributes have it.
+        prepared = {**prepared, "metadata": {**(prepared.get("metadata") or {}), "name": generate + GENERATED_SUFFIX}}
     return Request(
         refusal=refusal,
         operation=operation,
@@ -359,7 +369,7 @@ def build_request(
         version=version,
         resource=resource,
         namespace=namespace,
-        name=str(metadata.get("name") or metadata.get("generateName") or ""),
+        name=str(metadata.get("name") or ""),
         namespace_object=namespace_object,
         subresource=subresource,
         user=(user[0], tuple(user[1])) if user is not None else (CHECK_USER, ("system:authenticated",)),
@@ -608,10 +618,17 @@ def server_message(request: Request, policy: str, binding: str, message: str) ->
     return f'{resource} "{name}" is forbidden: {denial}' if name else f"{resource} is forbidden: {denial}"
 
 
+def shown_name(request: Request) -> str:
+    """The object's name as the server's answer names it: its own, or the one generated from generateName (its
+    generateName where it was refused before the name was generated)."""
+    metadata = request.object.get("metadata") or {}
+    return str(metadata.get("name") or metadata.get("generateName") or request.name)
+
+
 def evaluate_request(request: Request, bindings: Sequence[CompiledBinding]) -> Decision:
     if request.refusal:
         refused = request.refusal.split(" is forbidden: ", 1)[-1]
-        return Decision(request.kind, request.namespace, request.name, False, (refused,), message=request.refusal)
+        return Decision(request.kind, request.namespace, shown_name(request), False, (refused,), message=request.refusal)
     messages: list[str] = []
     actions: list[str] = []
     skipped: list[str] = []
@@ -643,7 +660,7 @@ def evaluate_request(request: Request, bindings: Sequence[CompiledBinding]) -> D
     return Decision(
         kind=request.kind,
         namespace=request.namespace,
-        name=request.name,
+        name=shown_name(request),
         allowed=not messages,
         messages=tuple(messages),
         actions=tuple(actions),

@@ -83,6 +83,10 @@ class _FileLimitError(InputError):
 
 
 REFUSED_BEFORE_ADMISSION = "the API server refuses it before admission (422): "
+# What stands for the 5 random characters the API server appends to a generateName (k8s.io/apiserver
+# pkg/storage/names SimpleNameGenerator) when it names the object, before validating it and before validating
+# admission (registry Store.create): offline the name is the prefix and this.
+GENERATED_SUFFIX = "\u2026"
 
 
 @dataclass(frozen=True)
@@ -307,7 +311,8 @@ def _check_object(obj: Mapping[str, Any], kind: str, label: str) -> None:
     _check_pod_spec(spec, label, where)
     problems = pod_spec_problems(spec, where, pod=kind == "Pod")
     if problems:
-        name = str((metadata or {}).get("name") or (metadata or {}).get("generateName") or "")
+        generated = (metadata or {}).get("generateName")
+        name = str((metadata or {}).get("name") or (f"{generated}{GENERATED_SUFFIX}" if generated else ""))
         listed = problems[0] if len(problems) == 1 else "[" + ", ".join(problems) + "]"
         # apierrors.NewInvalid names the kind with its group (schema.GroupKind.String(): CronJob.batch), as the
         # server answers (the e2e test test_admission_agrees compares them).
