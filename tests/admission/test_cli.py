@@ -10,8 +10,10 @@ import pytest
 import yaml
 
 from aks_gpu.cli import admission
-from aks_gpu.cli.common import report_config_error
+from aks_gpu.cli.common import in_section, report_config_error
+from aks_gpu.config.loader import load_stack_file
 from aks_gpu.config.problems import ConfigError
+from aks_gpu.resolved.stack import validate_stack
 
 OBJECTS = Path(__file__).parent / "objects"
 GOOD = str(OBJECTS / "pods-good.yaml")
@@ -333,3 +335,31 @@ def test_a_generatename_denial_names_the_object_as_the_server_does(capsys: pytes
     assert conflict["name"] == "conflict-"
     assert run(["admission", "check", "--stack", "prod", str(pods)]) == 1
     assert "Pod/trainer-\u2026" in capsys.readouterr().out
+
+
+def test_only_the_admission_sections_config_warnings_are_shown(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    """A warning about monitoring changes no admission decision: the check leaves it to `aksgpu validate`; one about
+    the admission section is shown."""
+    text = (Path(__file__).parents[2] / "stacks" / "Pulumi.prod.yaml").read_text()
+    text = text.replace(
+        "  aks-gpu:admission:\n    validationActions: [Deny]\n",
+        "  aks-gpu:admission:\n    validationActions: [Deny]\n    gpuNamespaces: [gpu-training]\n",
+    )
+    text = text.replace(
+        "  aks-gpu:monitoring:\n", "  aks-gpu:monitoring:\n    prometheusOperator: {alertmanagerReceiver: team}\n"
+    )
+    stack = tmp_path / "Pulumi.warned.yaml"
+    stack.write_text(text)
+    config = ["--stack", "warned", "--config-file", str(stack)]
+    # The stack as every command reads it: both warnings exist.
+    warned = validate_stack(load_stack_file(stack), str(stack)).warnings
+    assert {w.path for w in warned} >= {
+        "aks-gpu:admission.gpuNamespaces",
+        "aks-gpu:monitoring.prometheusOperator.alertmanagerReceiver",
+    }
+    assert in_section("aks-gpu:admission.gpuNamespaces", "admission")
+    assert not in_section("aks-gpu:admissionExtra", "admission") and not in_section("aks-gpu:monitoring", "admission")
+    assert run(["admission", "check", *config, "--json", GOOD]) in (0, 1)
+    err = " ".join(capsys.readouterr().err.split())
+    assert "aks-gpu:admission.gpuNamespaces: gpu-training is a workload namespace already" in err
+    assert "alertmanagerReceiver" not in err and "monitoring" not in err

@@ -94,7 +94,9 @@ def run_check(args: argparse.Namespace) -> int:
     from aks_gpu.kube.workload_manifests import namespace_facts
 
     loaded = load_stack(args)  # ConfigError: the command line turns it into exit status 2
-    report_warnings(loaded)  # on stderr: stdout stays pure JSON with --json
+    # On stderr (stdout stays pure JSON with --json), and only the admission section's: the rest does not change a
+    # decision.
+    report_warnings(loaded, "admission")
     # One file that cannot be read stops nothing else: its error is printed, every other file is decided, and the
     # exit status is 2. An object the API server refuses before admission is reported refused (exit 2), one not
     # rendered yet not evaluated; the others are decided.
