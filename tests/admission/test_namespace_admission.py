@@ -271,4 +271,4 @@ def test_a_stored_object_whose_pods_are_refused_is_told_from_one_refused_itself(
     assert main(["admission", "check", "--stack", "prod", str(objects)]) == 1
     output = " ".join(capsys.readouterr().out.split())
     assert "│ admitted, pods denied │" in output and "│ denied │" in output
-    assert "0 admitted, 2 denied (1 stored by the server, their Pods refused)" in output
+    assert "0 admitted, 2 denied (1 of them admitted by the server, but their Pods would not run)" in output

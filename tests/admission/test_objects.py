@@ -34,7 +34,7 @@ EXPECT = "expect.aks-gpu.test/"
 FILE_STACKS = {"timesliced.yaml": "dev"}
 # Objects the API server refuses before admission: the check exits 2 with the server's refusal.
 REFUSED_FILE = "refused-before-admission.yaml"
-ATTACKER_FILES = {"adversarial.yaml", "timesliced.yaml", REFUSED_FILE}
+ATTACKER_FILES = {"adversarial.yaml", "timesliced.yaml", "dra.yaml", REFUSED_FILE}
 
 
 def expanded(document: dict[str, Any]) -> list[dict[str, Any]]:

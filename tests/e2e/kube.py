@@ -27,6 +27,8 @@ RESOURCES: dict[str, tuple[str, str, bool]] = {
     "DaemonSet": ("/apis/apps/v1", "daemonsets", True),
     "Job": ("/apis/batch/v1", "jobs", True),
     "CronJob": ("/apis/batch/v1", "cronjobs", True),
+    "ResourceClaim": ("/apis/resource.k8s.io/v1", "resourceclaims", True),
+    "ResourceClaimTemplate": ("/apis/resource.k8s.io/v1", "resourceclaimtemplates", True),
 }
 
 

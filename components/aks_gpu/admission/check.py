@@ -13,6 +13,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
+from aks_gpu.admission.dra import ClaimKey, claims_given, pod_claims
 from aks_gpu.admission.engine import Engine
 from aks_gpu.admission.evaluate import (
     ADMITTED,
@@ -25,8 +26,12 @@ from aks_gpu.admission.evaluate import (
 )
 from aks_gpu.admission.namespace_admission import NamespaceFacts, complete, replicas_step
 from aks_gpu.admission.platform_warnings import Platform, warnings
+from aks_gpu.admission.policy import DRA_POLICY_NAME
 from aks_gpu.admission.workload_pods import PodOf, not_evaluated_reason, operator_pods, template_pod
 
+# How the table names an object the server admits that will not run as written.
+PODS_DENIED = "admitted, pods denied"
+STAYS_PENDING = "admitted, stays Pending"
 OPERATOR_STEP = "the operator's own changes to the Pods it creates (labels, environment, sidecars)"
 
 
@@ -71,6 +76,7 @@ def check(
         own_baseline = baseline_decisions[index] if baseline_decisions else None
         return complete(decision, obj, facts.get(namespace), own_baseline, system.get(namespace))
 
+    claims = claims_given((obj, decision.namespace) for obj, decision in zip(objects, decisions, strict=False))
     results = []
     cursor = len(objects)
     for index, (obj, (pods, from_operator)) in enumerate(zip(objects, expanded, strict=True)):
@@ -79,12 +85,16 @@ def check(
         pod_decisions = [completed(pod_index) for pod_index in at]
         cursor += len(pods)
         if str(obj.get("kind")) == "Pod" and not pods:
-            results.append(_warned(obj, completed(index), pods, platform))
+            pod = _claimed(completed(index), [PodOf("", dict(obj))], claims, facts, platform, "the pod")
+            results.append(_warned(obj, pod, pods, platform))
             continue
         folded = _folded(obj, own, pods, pod_decisions, from_operator)
         if own.allowed and not folded.allowed:
             # The server stores the object (its own CREATE is admitted) and refuses the Pods it creates.
-            folded = replace(folded, verdict=ADMITTED)
+            folded = replace(folded, verdict=ADMITTED, label=PODS_DENIED)
+        if own.allowed:
+            who = "the pods its operator creates" if from_operator else "the pods it creates"
+            folded = _claimed(folded, pods, claims, facts, platform, who)
         if own.allowed and not from_operator and baseline_decisions is not None:
             warned = _pod_security_warning(facts.get(own.namespace), [baseline_decisions[pod_index] for pod_index in at])
             if warned:
@@ -94,6 +104,56 @@ def check(
             folded = replace(folded, not_evaluated=(step, *folded.not_evaluated))
         results.append(_warned(obj, folded, pods, platform))
     return results
+
+
+def _claimed(
+    decision: Decision,
+    pods: Sequence[PodOf],
+    claims: Mapping[ClaimKey, Sequence[str]],
+    facts: Mapping[str, NamespaceFacts],
+    platform: Platform,
+    who: str,
+) -> Decision:
+    """The decision with what the Pods' DRA claims ask for: GPUs through a claim or template among the objects
+    are never allocated on this stack (no DRA driver for GPUs), so the Pods would stay Pending; the server admits
+    them (it refuses the claim or template itself, aks-gpu-dra-claims), so the object stays admitted and the check
+    says it will not run. A claim that is not among the objects is named as not evaluated."""
+    namespace = decision.namespace
+    found = [pod_claims(pod.pod.get("spec") or {}, namespace, claims) for pod in pods]
+    gpus = list(dict.fromkeys(entry for claimed in found for entry in claimed.gpus))
+    unknown = list(dict.fromkeys(entry for claimed in found for entry in claimed.unknown))
+    steps = tuple(
+        f"whether the {name} {who} claims asks for GPUs: it is not among the files (the stack's policy "
+        f"{DRA_POLICY_NAME} refuses one that does when it is created)"
+        for name in unknown
+    )
+    if steps:
+        decision = replace(decision, not_evaluated=(*decision.not_evaluated, *steps))
+    if not gpus:
+        return decision
+    facts_here = facts.get(namespace)
+    if facts_here is not None and facts_here.exposes:
+        ask = f"{facts_here.exposes} (what the pools of {namespace} expose)"
+    else:
+        ask = " or ".join(platform.gpu_resources) or "a GPU resource"
+    stays = "stays" if who == "the pod" else "stay"
+    line = (
+        f"{who} {'claims' if who == 'the pod' else 'claim'} GPUs through Dynamic Resource Allocation "
+        f"({'; '.join(gpus)}), but this stack deploys no DRA driver for GPUs: its GPU pools run the device plugin, so "
+        f"the claim is never allocated and {who} {stays} Pending. Ask for {ask} in the resources.limits of the "
+        "container instead, and drop the claim"
+    )
+    if decision.decision == ADMITTED or decision.allowed:
+        label = decision.label or STAYS_PENDING
+        return replace(
+            decision,
+            allowed=False,
+            messages=(*decision.messages, line),
+            message=decision.message or line,
+            verdict=ADMITTED,
+            label=label,
+        )
+    return replace(decision, messages=(*decision.messages, line))
 
 
 def _pod_security_warning(facts: NamespaceFacts | None, baseline: list[Decision]) -> str:

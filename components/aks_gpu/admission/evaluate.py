@@ -70,6 +70,8 @@ class Decision:
     warnings: tuple[str, ...] = ()
     # REFUSED (before admission) or NOT_EVALUATED where the object never reached admission; "" for a decided one.
     verdict: str = ""
+    # How a table names a decision that "admitted"/"denied" would misstate (admitted, its Pods denied); "" none.
+    label: str = ""
 
     @property
     def decision(self) -> str:

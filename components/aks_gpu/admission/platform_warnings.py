@@ -37,6 +37,8 @@ class Platform:
     plugin_images: tuple[str, ...] = ()
     # the system namespaces the policies leave out, each described (aks_gpu.admission.policy.system_namespaces)
     system: Mapping[str, str] = field(default_factory=dict)
+    # the GPU resources the stack's pools offer (nvidia.com/gpu...)
+    gpu_resources: tuple[str, ...] = ()
 
 
 def image_path(image: str) -> str:

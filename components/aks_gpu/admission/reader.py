@@ -12,6 +12,7 @@ the limit when one is hit. Each problem names the object: its place in the file,
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from datetime import date, datetime
@@ -19,6 +20,8 @@ from typing import Any
 
 import yaml
 
+from aks_gpu.admission.dra import GROUP as DRA_GROUP
+from aks_gpu.admission.dra import device_choices, is_claim
 from aks_gpu.admission.placeholders import RENDER_FIRST, placeholders, unrendered_template
 from aks_gpu.admission.quantity import Quantity, go_base64_decode
 
@@ -297,6 +300,8 @@ def _check_object(obj: Mapping[str, Any], kind: str, label: str) -> None:
                     f"{label}: {_join(bytes_field, key)}: illegal base64 data (the API server refuses it: "
                     f'{kind} in version "v1" cannot be handled as a {kind})'
                 ) from None
+    if is_claim(obj):
+        _check_claim(obj, kind, label)
     path = POD_SPEC_PATHS.get(kind) if builtin_kind(obj) else None
     if path is None:
         return
@@ -318,6 +323,40 @@ def _check_object(obj: Mapping[str, Any], kind: str, label: str) -> None:
         # server answers (the e2e test test_admission_agrees compares them).
         qualified = f"{kind}.{BUILTIN_GROUPS[kind]}" if BUILTIN_GROUPS.get(kind) else kind
         raise InputError(f'{label}: {REFUSED_BEFORE_ADMISSION}{qualified} "{name}" is invalid: {listed}')
+
+
+# k8s.io/apimachinery pkg/util/validation IsDNS1123Subdomain, which a claim's deviceClassName must be
+# (pkg/apis/resource/validation: validateDeviceClassName = ValidateDNS1123Subdomain).
+DNS1123_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+DNS1123_SUBDOMAIN_ERROR = (
+    "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start "
+    "and end with an alphanumeric character (e.g. 'example.com', regex used for validation is "
+    "'[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')"
+)
+MAX_SUBDOMAIN = 253
+
+
+def _check_claim(obj: Mapping[str, Any], kind: str, label: str) -> None:
+    """A ResourceClaim's or template's device class names, as the server validates them before admission: a class
+    written in capitals (``GPU.nvidia.com``) is refused (422), never judged. The field path is the internal
+    version's, ``exactly`` included, whatever version the object is written in."""
+    problems = []
+    for _, where, choice in device_choices(obj):
+        class_name = choice.get("deviceClassName")
+        written_v1beta1 = where.rsplit(".", 1)[-1].startswith("requests[")  # the class at the request itself
+        at = f"{where}.exactly.deviceClassName" if written_v1beta1 else f"{where}.deviceClassName"
+        if class_name is None:
+            continue
+        if not isinstance(class_name, str):
+            raise InputError(f"{label}: {at}: a string is required, not {_type_name(class_name)} (quote it in YAML)")
+        if len(class_name) > MAX_SUBDOMAIN or not DNS1123_SUBDOMAIN.match(class_name):
+            problems.append(_invalid(at, class_name, DNS1123_SUBDOMAIN_ERROR))
+    if problems:
+        metadata = obj.get("metadata") or {}
+        generated = metadata.get("generateName")
+        name = str(metadata.get("name") or (f"{generated}{GENERATED_SUFFIX}" if generated else ""))
+        listed = problems[0] if len(problems) == 1 else "[" + ", ".join(problems) + "]"
+        raise InputError(f'{label}: {REFUSED_BEFORE_ADMISSION}{kind}.{DRA_GROUP} "{name}" is invalid: {listed}')
 
 
 def _check_pod_spec(spec: Mapping[str, Any], label: str, where: str) -> None:

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from aks_gpu.admission.policy import (
     DEVICE_ENV_POLICY_NAME,
+    DRA_POLICY_NAME,
     POLICY_NAME,
     render_policy,
     system_namespaces,
@@ -212,14 +213,14 @@ def print_report(stack: str, actions: list[str], objects: list[SourcedObject], d
     from rich.table import Table
     from rich.text import Text
 
-    # Denied: the object, or the Pods it creates (stored by the server, its Pods refused: "pods denied").
+    # Denied: the object, or what it runs (admitted by the server, its Pods refused or never scheduled: its label).
     denied = sum(d.evaluated and not d.allowed for d in decisions)
     stored = sum(d.decision == "admitted" and not d.allowed for d in decisions)
     refused = sum(d.decision == "refused" for d in decisions)
     skipped = sum(d.decision == "not evaluated" for d in decisions)
     admitted = len(decisions) - denied - refused - skipped
     if actions:
-        policies = f"{POLICY_NAME}, {DEVICE_ENV_POLICY_NAME}"
+        policies = f"{POLICY_NAME}, {DEVICE_ENV_POLICY_NAME}, {DRA_POLICY_NAME}"
         header = f"stack [bold]{escape(stack)}[/]: policies {policies}, validationActions {escape(str(actions))}"
     else:
         header = f"stack [bold]{escape(stack)}[/]: admission is disabled (admission.enabled: false); nothing is checked"
@@ -234,7 +235,6 @@ def print_report(stack: str, actions: list[str], objects: list[SourcedObject], d
     for column in ("object", "namespace", "decision", "messages", "source"):
         table.add_column(column, overflow="fold")
     styles = {"admitted": "green", "denied": "bold red", "refused": "bold red", "not evaluated": "yellow"}
-    pods_denied = Text("admitted, pods denied", style="bold red")
     for item, decision in zip(objects, decisions, strict=True):
         if decision.allowed and not list_admitted:
             continue
@@ -248,9 +248,7 @@ def print_report(stack: str, actions: list[str], objects: list[SourcedObject], d
         table.add_row(
             Text(f"{decision.kind}/{decision.name}"),
             Text(decision.namespace or "-"),
-            Text(decision.decision, style=styles[decision.decision])
-            if decision.allowed or decision.decision != "admitted"
-            else pods_denied,
+            Text(decision.label or decision.decision, style=styles[decision.decision] if decision.allowed else "bold red"),
             details,
             Text(item.source),
         )
@@ -258,7 +256,7 @@ def print_report(stack: str, actions: list[str], objects: list[SourcedObject], d
         out.print(table)
     summary = f"{admitted} admitted, {denied} denied"
     if stored:
-        summary += f" ({stored} stored by the server, their Pods refused)"
+        summary += f" ({stored} of them admitted by the server, but their Pods would not run)"
     if refused:
         summary += f", {refused} refused before admission"
     if skipped:
@@ -288,7 +286,7 @@ def print_denied_list(objects: list[SourcedObject], decisions: list[Decision]) -
     for item, decision in zip(objects, decisions, strict=True):
         if decision.allowed and not decision.warnings:
             continue
-        verdict = "admitted, pods denied" if decision.decision == "admitted" and not decision.allowed else decision.decision
+        verdict = decision.label or decision.decision
         lines.append(f"{verdict} {decision.kind}/{decision.name} in {decision.namespace or '-'} ({item.source})")
         if decision.messages:
             lines += [f"  {line}" for line in denial_text(decision).splitlines()]

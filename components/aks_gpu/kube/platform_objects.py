@@ -36,4 +36,4 @@ def platform(model: PlatformModel) -> Platform:
     cluster = model.cluster
     derived = {item.namespace for item in derived_exemptions(model.config, cluster.network_policy if cluster else None)}
     system = {name: text for name, text in system_namespaces(model).items() if name in derived}
-    return Platform(objects=objects, plugin_images=images, system=system)
+    return Platform(objects=objects, plugin_images=images, system=system, gpu_resources=tuple(gpu_resources))
