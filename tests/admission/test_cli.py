@@ -10,8 +10,10 @@ import pytest
 import yaml
 
 from aks_gpu.cli import admission
-from aks_gpu.cli.common import report_config_error
+from aks_gpu.cli.common import in_section, report_config_error
+from aks_gpu.config.loader import load_stack_file
 from aks_gpu.config.problems import ConfigError
+from aks_gpu.resolved.stack import validate_stack
 
 OBJECTS = Path(__file__).parent / "objects"
 GOOD = str(OBJECTS / "pods-good.yaml")
@@ -95,6 +97,7 @@ def test_json_is_the_only_thing_on_stdout(capsys: pytest.CaptureFixture[str], tm
             "kind": "Pod",
             "namespace": "gpu-training",
             "name": "trainer",
+            "decision": "denied",
             "allowed": False,
             # The API server's answer, verbatim (dispatcher.go; checked against cel-go + k8s.io/apiserver, see
             # tests/fixtures/kubernetes_cel/SOURCES.md).
@@ -113,6 +116,7 @@ def test_json_is_the_only_thing_on_stdout(capsys: pytest.CaptureFixture[str], tm
                 "ResourceQuota usage by other pods (the namespace is taken as empty: used = 0)",
                 "other admission webhooks and policies of the cluster",
             ],
+            "warnings": [],
         }
     ]
 
@@ -259,3 +263,103 @@ def test_past_500_objects_the_denied_ones_are_listed_and_the_admitted_counted(
         and "with binding 'aks-gpu-gpu-placement' denied request: spec.nodeName is set (n)" in output
     )
     assert "600 admitted, 3 denied (more than 500 objects: only the denied ones are listed" in " ".join(output.split())
+
+
+SYSTEM_PODS = """\
+apiVersion: v1
+kind: Pod
+metadata: {name: agent, namespace: gpu-resources}
+spec: {containers: [{name: c, image: busybox}]}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: agent, namespace: kube-system}
+spec: {containers: [{name: c, image: busybox}]}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: web, namespace: team-x}
+spec: {containers: [{name: c, image: busybox}]}
+"""
+
+
+def test_a_system_namespace_is_called_one_not_a_namespace_the_stack_does_not_create(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    pods = tmp_path / "pods.yaml"
+    pods.write_text(SYSTEM_PODS)
+    assert run(["admission", "check", "--stack", "prod", "--json", str(pods)]) == 0
+    first = [d["notEvaluated"][0] for d in json.loads(capsys.readouterr().out)]
+    assert first == [
+        "Pod Security and ResourceQuota of namespace gpu-resources, a system namespace (aks-gpu runs its agents there)",
+        "Pod Security and ResourceQuota of namespace kube-system, a system namespace (AKS runs its agents there)",
+        "Pod Security and ResourceQuota of a namespace the stack does not create (no workload namespace)",
+    ]
+    # Without GPU pools the stack creates no gpu-resources: the exemption stays, and the words say so.
+    stack = tmp_path / "Pulumi.nopools.yaml"
+    stack.write_text("config:\n  azure-native:location: swedencentral\n  aks-gpu:cluster: {resourceGroup: rg, name: aks}\n")
+    assert run(["admission", "check", "--stack", "nopools", "--config-file", str(stack), "--json", str(pods)]) == 0
+    assert json.loads(capsys.readouterr().out)[0]["notEvaluated"][0] == (
+        "Pod Security and ResourceQuota of namespace gpu-resources, the system namespace of the stack's GPU agents, "
+        "created only with GPU pools (none here)"
+    )
+
+
+GENERATED = """\
+apiVersion: v1
+kind: Pod
+metadata: {generateName: trainer-, namespace: default}
+spec:
+  containers: [{name: c, image: busybox, resources: {limits: {nvidia.com/gpu: 1}}}]
+---
+apiVersion: v1
+kind: Pod
+metadata: {generateName: conflict-, namespace: gpu-training}
+spec:
+  nodeSelector: {serves.aks-gpu/training: "false"}
+  containers: [{name: c, image: busybox}]
+"""
+
+
+def test_a_generatename_denial_names_the_object_as_the_server_does(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    """The registry names the object (prefix + 5 random characters) after mutating admission and before validating
+    admission: a policy's denial names it, offline with "…" for the random part; PodNodeSelector, a mutating plugin,
+    refuses before there is a name."""
+    pods = tmp_path / "generated.yaml"
+    pods.write_text(GENERATED)
+    assert run(["admission", "check", "--stack", "prod", "--json", str(pods)]) == 1
+    trainer, conflict = json.loads(capsys.readouterr().out)
+    assert trainer["name"] == "trainer-\u2026"
+    assert trainer["message"].startswith('pods "trainer-\u2026" is forbidden: ValidatingAdmissionPolicy')
+    assert conflict["message"] == "pods is forbidden: pod node label selector conflicts with its namespace node label selector"
+    assert conflict["name"] == "conflict-"
+    assert run(["admission", "check", "--stack", "prod", str(pods)]) == 1
+    assert "Pod/trainer-\u2026" in capsys.readouterr().out
+
+
+def test_only_the_admission_sections_config_warnings_are_shown(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    """A warning about monitoring changes no admission decision: the check leaves it to `aksgpu validate`; one about
+    the admission section is shown."""
+    text = (Path(__file__).parents[2] / "stacks" / "Pulumi.prod.yaml").read_text()
+    text = text.replace(
+        "  aks-gpu:admission:\n    validationActions: [Deny]\n",
+        "  aks-gpu:admission:\n    validationActions: [Deny]\n    gpuNamespaces: [gpu-training]\n",
+    )
+    text = text.replace(
+        "  aks-gpu:monitoring:\n", "  aks-gpu:monitoring:\n    prometheusOperator: {alertmanagerReceiver: team}\n"
+    )
+    stack = tmp_path / "Pulumi.warned.yaml"
+    stack.write_text(text)
+    config = ["--stack", "warned", "--config-file", str(stack)]
+    # The stack as every command reads it: both warnings exist.
+    warned = validate_stack(load_stack_file(stack), str(stack)).warnings
+    assert {w.path for w in warned} >= {
+        "aks-gpu:admission.gpuNamespaces",
+        "aks-gpu:monitoring.prometheusOperator.alertmanagerReceiver",
+    }
+    assert in_section("aks-gpu:admission.gpuNamespaces", "admission")
+    assert not in_section("aks-gpu:admissionExtra", "admission") and not in_section("aks-gpu:monitoring", "admission")
+    assert run(["admission", "check", *config, "--json", GOOD]) in (0, 1)
+    err = " ".join(capsys.readouterr().err.split())
+    assert "aks-gpu:admission.gpuNamespaces: gpu-training is a workload namespace already" in err
+    assert "alertmanagerReceiver" not in err and "monitoring" not in err

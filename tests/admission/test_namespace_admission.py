@@ -213,10 +213,62 @@ def test_the_check_applies_pod_security_and_the_quota(tmp_path: Path, capsys: py
     objects.write_text(JOB_WITH_IPC_LOCK)
     assert main(["admission", "check", "--stack", "prod", "--json", str(objects)]) == 1
     job, pod = json.loads(capsys.readouterr().out)
+    # As the server answers: the Job is created, with Pod Security's warning (the namespace warns at restricted,
+    # which holds baseline), and the Pods its controller creates are refused (enforce judges Pods only).
+    assert (job["decision"], job["allowed"]) == ("admitted", False)
     assert job["message"].startswith('the pods it creates would be refused: violates PodSecurity "baseline:latest"')
     assert "c adds IPC_LOCK" in job["message"]
+    [warning] = job["warnings"]
+    assert warning.startswith('would violate PodSecurity "restricted:latest": ') and "c adds IPC_LOCK" in warning
+    assert pod["decision"] == "denied" and pod["warnings"] == []
     assert pod["message"].startswith(
         'pods "greedy" is forbidden: exceeded quota: gpu-quota, requested: requests.nvidia.com/gpu=33'
     )
     assert "Pod Security restricted" not in " ".join(pod["notEvaluated"])
     assert "ResourceQuota usage by other pods (the namespace is taken as empty: used = 0)" in pod["notEvaluated"]
+
+
+TWO_DEPLOYMENTS = """\
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: notebook, namespace: gpu-training}
+spec:
+  selector: {matchLabels: {app: n}}
+  template:
+    metadata: {labels: {app: n}}
+    spec:
+      containers:
+        - {name: n, image: x, ports: [{containerPort: 8888, hostPort: 8888}], resources: {limits: {nvidia.com/gpu: 1}}}
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: pinned, namespace: gpu-training}
+spec:
+  selector: {matchLabels: {app: p}}
+  template:
+    metadata: {labels: {app: p}}
+    spec:
+      nodeName: aks-train-12345678-vmss000000
+      containers: [{name: p, image: x, resources: {limits: {nvidia.com/gpu: 1}}}]
+"""
+
+
+def test_a_stored_object_whose_pods_are_refused_is_told_from_one_refused_itself(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """kubectl apply creates `notebook` (with Pod Security's warning) and its ReplicaSet's Pods are refused; `pinned`
+    is refused itself by the placement policy, so nothing is stored."""
+    objects = tmp_path / "deployments.yaml"
+    objects.write_text(TWO_DEPLOYMENTS)
+    assert main(["admission", "check", "--stack", "prod", "--json", str(objects)]) == 1
+    notebook, pinned = json.loads(capsys.readouterr().out)
+    assert (notebook["decision"], notebook["allowed"]) == ("admitted", False)
+    assert notebook["message"].startswith("the pods it creates would be refused: violates PodSecurity")
+    assert notebook["warnings"][0].startswith('would violate PodSecurity "restricted:latest": ')
+    assert (pinned["decision"], pinned["allowed"]) == ("denied", False)
+    assert pinned["message"].startswith('deployments.apps "pinned" is forbidden: ')
+    assert pinned["warnings"] == []
+    assert main(["admission", "check", "--stack", "prod", str(objects)]) == 1
+    output = " ".join(capsys.readouterr().out.split())
+    assert "│ admitted, pods denied │" in output and "│ denied │" in output
+    assert "0 admitted, 2 denied (1 of them admitted by the server, but their Pods would not run)" in output

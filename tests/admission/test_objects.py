@@ -25,7 +25,7 @@ import yaml
 from aks_gpu.admission.engine import ENGINE_NAMES, engine_named
 from aks_gpu.admission.evaluate import Decision, evaluate
 from aks_gpu.admission.policy import render_policy, workload_namespaces
-from aks_gpu.admission.reader import InputError, read_text
+from aks_gpu.admission.reader import GENERATED_SUFFIX, InputError, read_text
 from aks_gpu.cli import admission
 from tests.conftest import stack_model
 
@@ -34,7 +34,7 @@ EXPECT = "expect.aks-gpu.test/"
 FILE_STACKS = {"timesliced.yaml": "dev"}
 # Objects the API server refuses before admission: the check exits 2 with the server's refusal.
 REFUSED_FILE = "refused-before-admission.yaml"
-ATTACKER_FILES = {"adversarial.yaml", "timesliced.yaml", REFUSED_FILE}
+ATTACKER_FILES = {"adversarial.yaml", "timesliced.yaml", "dra.yaml", REFUSED_FILE}
 
 
 def expanded(document: dict[str, Any]) -> list[dict[str, Any]]:
@@ -109,8 +109,12 @@ def test_decision_and_message(decisions: dict[str, list[dict[str, Any]]], file: 
         assert str(refused.value).endswith("the API server refuses it before admission (422): " + expect["message"])
         return
     decision = decisions[file][index]
-    assert (decision["kind"], decision["name"]) == (obj["kind"], name_of(obj))
-    assert decision["namespace"] == obj["metadata"].get("namespace", "" if obj["kind"] == "Namespace" else "default")
+    # A generateName object is named as the server names it before validating admission: the prefix and 5 random
+    # characters, offline GENERATED_SUFFIX.
+    shown = obj["metadata"].get("name") or obj["metadata"]["generateName"] + GENERATED_SUFFIX
+    assert (decision["kind"], decision["name"]) == (obj["kind"], shown)
+    # A cluster-scoped object (a Namespace) has none: null in JSON.
+    assert decision["namespace"] == (None if obj["kind"] == "Namespace" else obj["metadata"].get("namespace", "default"))
     assert decision["allowed"] is (expect["decision"] == "admitted"), decision["messages"]
     if expect["decision"] == "admitted":
         assert decision["messages"] == []

@@ -52,7 +52,7 @@ def expressions(policy: dict[str, Any]) -> list[str]:
 
 @pytest.mark.parametrize("stack", STACK_NAMES)
 def test_every_stack_gets_the_named_policy_and_binding(stack: str) -> None:
-    policy, binding, env_policy, env_binding = render_policy(stack_model(stack))
+    policy, binding, env_policy, env_binding, dra_policy, dra_binding = render_policy(stack_model(stack))
     assert (policy["kind"], policy["metadata"]["name"]) == ("ValidatingAdmissionPolicy", POLICY_NAME)
     assert (binding["kind"], binding["metadata"]["name"]) == ("ValidatingAdmissionPolicyBinding", BINDING_NAME)
     assert (env_policy["kind"], env_policy["metadata"]["name"]) == ("ValidatingAdmissionPolicy", DEVICE_ENV_POLICY_NAME)
@@ -66,6 +66,13 @@ def test_every_stack_gets_the_named_policy_and_binding(stack: str) -> None:
     [rule] = env_policy["spec"]["matchConstraints"]["resourceRules"]
     assert (rule["apiGroups"], rule["resources"], rule["operations"]) == ([""], ["configmaps", "secrets"], ["CREATE", "UPDATE"])
     assert env_policy["spec"]["matchConstraints"]["namespaceSelector"] == policy["spec"]["matchConstraints"]["namespaceSelector"]
+    # The DRA claim policy judges ResourceClaims and their templates, in the same namespaces, with the same actions.
+    assert (dra_policy["metadata"]["name"], dra_binding["spec"]["policyName"]) == ("aks-gpu-dra-claims",) * 2
+    [rule] = dra_policy["spec"]["matchConstraints"]["resourceRules"]
+    assert (rule["apiGroups"], rule["resources"]) == (["resource.k8s.io"], ["resourceclaims", "resourceclaimtemplates"])
+    assert dra_policy["spec"]["matchConstraints"]["namespaceSelector"] == policy["spec"]["matchConstraints"]["namespaceSelector"]
+    assert dra_binding["spec"]["validationActions"] == binding["spec"]["validationActions"]
+    assert dra_policy["spec"]["failurePolicy"] == "Fail"
 
 
 def test_prod_denies_and_dev_warns_and_audits() -> None:

@@ -28,6 +28,8 @@ RESOURCES: dict[tuple[str, str], tuple[str, bool]] = {
     ("apps/v1", "DaemonSet"): ("/apis/apps/v1/daemonsets", True),
     ("batch/v1", "Job"): ("/apis/batch/v1/jobs", True),
     ("batch/v1", "CronJob"): ("/apis/batch/v1/cronjobs", True),
+    ("resource.k8s.io/v1", "ResourceClaim"): ("/apis/resource.k8s.io/v1/resourceclaims", True),
+    ("resource.k8s.io/v1", "ResourceClaimTemplate"): ("/apis/resource.k8s.io/v1/resourceclaimtemplates", True),
 }
 
 

@@ -13,7 +13,8 @@ from typing import Any
 import pytest
 import yaml
 
-from aks_gpu.admission.evaluate import KNOWN_KINDS, evaluate
+from aks_gpu.admission.evaluate import evaluate
+from aks_gpu.admission.kinds import known_kinds
 from aks_gpu.admission.policy import RESOURCE_RULES, render_policy, workload_namespaces
 from aks_gpu.mock_engine import PlanResult, run_mocked
 from aks_gpu.resolved.stack import validate_stack
@@ -26,7 +27,7 @@ _FENCE = re.compile(r"^(?P<indent>[ \t]*)```(?P<lang>[\w+-]*)[ \t]*$")
 STACK_CONFIG_NAMESPACES = ("aks-gpu", "azure-native")
 # The kinds whose pod spec the GPU admission policy reads.
 POD_KINDS = frozenset(
-    kind for kind, (group, resource) in KNOWN_KINDS.items() if any(group == g and resource in rs for g, rs in RESOURCE_RULES)
+    known.kind for known in known_kinds() if any(known.group == g and known.plural in rs for g, rs in RESOURCE_RULES)
 )
 
 

@@ -40,10 +40,11 @@ def test_registers_the_policy_and_its_binding(harness: MockHarness, stack: str, 
     policies = {record.name: record for record in result.by_type(POLICY_TYPE)}
     bindings = {record.name: record for record in result.by_type(BINDING_TYPE)}
     component = only(result, "aks-gpu:index:GpuAdmissionPolicy")
-    # The placement policy keeps its URN; the device-env policy (ConfigMaps and Secrets) comes beside it.
-    assert set(policies) == {"admission-policy", "admission-device-env-policy"}
-    assert set(bindings) == {"admission-binding", "admission-device-env-binding"}
-    for prefix in ("admission", "admission-device-env"):
+    # The placement policy keeps its URN; the device-env policy (ConfigMaps and Secrets) and the DRA claim policy
+    # come beside it.
+    assert set(policies) == {"admission-policy", "admission-device-env-policy", "admission-dra-claims-policy"}
+    assert set(bindings) == {"admission-binding", "admission-device-env-binding", "admission-dra-claims-binding"}
+    for prefix in ("admission", "admission-device-env", "admission-dra-claims"):
         policy, binding = policies[f"{prefix}-policy"], bindings[f"{prefix}-binding"]
         assert policy.parent == binding.parent == component.urn
         assert policy.options["provider"] == binding.options["provider"] == "cluster-id"
@@ -54,11 +55,14 @@ def test_registers_the_policy_and_its_binding(harness: MockHarness, stack: str, 
     applied_binding = manifests["validatingadmissionpolicybinding-_-aks-gpu-gpu-placement.yaml"]
     applied_env = manifests["validatingadmissionpolicy-_-aks-gpu-device-env.yaml"]
     applied_env_binding = manifests["validatingadmissionpolicybinding-_-aks-gpu-device-env.yaml"]
-    assert [applied_policy, applied_binding, applied_env, applied_env_binding] == [
+    applied_dra = manifests["validatingadmissionpolicy-_-aks-gpu-dra-claims.yaml"]
+    applied_dra_binding = manifests["validatingadmissionpolicybinding-_-aks-gpu-dra-claims.yaml"]
+    assert [applied_policy, applied_binding, applied_env, applied_env_binding, applied_dra, applied_dra_binding] == [
         labelled(m) for m in render_policy(stack_model(stack))
     ]
     assert applied_binding["spec"] == {"policyName": "aks-gpu-gpu-placement", "validationActions": actions}
     assert applied_env_binding["spec"] == {"policyName": "aks-gpu-device-env", "validationActions": actions}
+    assert applied_dra_binding["spec"] == {"policyName": "aks-gpu-dra-claims", "validationActions": actions}
     assert applied_policy["spec"]["failurePolicy"] == "Fail"
     rules = applied_policy["spec"]["matchConstraints"]["resourceRules"]
     assert {resource for rule in rules for resource in rule["resources"]} >= {"pods", "deployments", "cronjobs", "jobs"}
@@ -79,9 +83,9 @@ def test_plans_are_deterministic(harness: MockHarness) -> None:
 
 def test_the_component_exempts_calico_only_when_told_the_cluster_runs_it(harness: MockHarness) -> None:
     def exempt(result: PlanResult) -> list[str]:
-        # Both policies (placement, device-env) leave out the same namespaces.
+        # The three policies (placement, device-env, DRA claims) leave out the same namespaces.
         selectors = [record.inputs["spec"]["matchConstraints"]["namespaceSelector"] for record in result.by_type(POLICY_TYPE)]
-        assert len(selectors) == 2 and selectors[0] == selectors[1]
+        assert len(selectors) == 3 and selectors[0] == selectors[1] == selectors[2]
         return list(selectors[0]["matchExpressions"][0]["values"])
 
     # prod runs the quarantine engine (remediation.mode on): its namespace is exempt too.

@@ -13,11 +13,25 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
+from aks_gpu.admission.dra import ClaimKey, claims_given, pod_claims
 from aks_gpu.admission.engine import Engine
-from aks_gpu.admission.evaluate import Decision, evaluate
+from aks_gpu.admission.evaluate import (
+    ADMITTED,
+    DEFAULT_NAMESPACE,
+    NOT_EVALUATED,
+    REFUSED,
+    Decision,
+    evaluate,
+    namespaced,
+)
 from aks_gpu.admission.namespace_admission import NamespaceFacts, complete, replicas_step
+from aks_gpu.admission.platform_warnings import Platform, warnings
+from aks_gpu.admission.policy import DRA_POLICY_NAME
 from aks_gpu.admission.workload_pods import PodOf, not_evaluated_reason, operator_pods, template_pod
 
+# How the table names an object the server admits that will not run as written.
+PODS_DENIED = "admitted, pods denied"
+STAYS_PENDING = "admitted, stays Pending"
 OPERATOR_STEP = "the operator's own changes to the Pods it creates (labels, environment, sidecars)"
 
 
@@ -37,9 +51,15 @@ def check(
     facts: Mapping[str, NamespaceFacts],
     baseline: Sequence[Mapping[str, Any]],
     engine: Engine,
+    system: Mapping[str, str] | None = None,
+    platform: Platform | None = None,
 ) -> list[Decision]:
     """One decision per object (``manifests``: the stack's policies and bindings; ``baseline``: the Pod Security
-    baseline policies of the namespaces that enforce it)."""
+    baseline policies of the namespaces that enforce it; ``system``: the namespaces the policies leave out, each
+    with what it is, :func:`aks_gpu.admission.policy.system_namespaces`; ``platform``: what the stack runs, for the
+    warnings of :mod:`aks_gpu.admission.platform_warnings`)."""
+    system = system or {}
+    platform = platform or Platform()
     expanded = [pods_of(obj) for obj in objects]
     evaluated: list[Mapping[str, Any]] = list(objects)
     for pods, _ in expanded:
@@ -47,27 +67,113 @@ def check(
     decisions = evaluate(evaluated, manifests, namespaces, engine=engine)
     baseline_decisions = evaluate(evaluated, baseline, namespaces, engine=engine) if baseline else None
     if not manifests:
-        return decisions[: len(objects)]
+        given = zip(objects, decisions[: len(objects)], expanded, strict=True)
+        return [_warned(obj, decision, pods, platform) for obj, decision, (pods, _) in given]
 
     def completed(index: int) -> Decision:
         obj, decision = evaluated[index], decisions[index]
-        return complete(decision, obj, facts.get(decision.namespace), baseline_decisions[index] if baseline_decisions else None)
+        namespace = decision.namespace
+        own_baseline = baseline_decisions[index] if baseline_decisions else None
+        return complete(decision, obj, facts.get(namespace), own_baseline, system.get(namespace))
 
+    claims = claims_given((obj, decision.namespace) for obj, decision in zip(objects, decisions, strict=False))
     results = []
     cursor = len(objects)
     for index, (obj, (pods, from_operator)) in enumerate(zip(objects, expanded, strict=True)):
         own = decisions[index]
-        pod_decisions = [completed(cursor + offset) for offset in range(len(pods))]
+        at = range(cursor, cursor + len(pods))
+        pod_decisions = [completed(pod_index) for pod_index in at]
         cursor += len(pods)
         if str(obj.get("kind")) == "Pod" and not pods:
-            results.append(completed(index))
+            pod = _claimed(completed(index), [PodOf("", dict(obj))], claims, facts, platform, "the pod")
+            results.append(_warned(obj, pod, pods, platform))
             continue
         folded = _folded(obj, own, pods, pod_decisions, from_operator)
+        if own.allowed and not folded.allowed:
+            # The server stores the object (its own CREATE is admitted) and refuses the Pods it creates.
+            folded = replace(folded, verdict=ADMITTED, label=PODS_DENIED)
+        if own.allowed:
+            who = "the pods its operator creates" if from_operator else "the pods it creates"
+            folded = _claimed(folded, pods, claims, facts, platform, who)
+        if own.allowed and not from_operator and baseline_decisions is not None:
+            warned = _pod_security_warning(facts.get(own.namespace), [baseline_decisions[pod_index] for pod_index in at])
+            if warned:
+                folded = replace(folded, warnings=(*folded.warnings, warned))
         step = replicas_step(obj, pods[0].pod, facts.get(own.namespace)) if pods and not from_operator else None
         if step is not None and folded.allowed:
             folded = replace(folded, not_evaluated=(step, *folded.not_evaluated))
-        results.append(folded)
+        results.append(_warned(obj, folded, pods, platform))
     return results
+
+
+def _claimed(
+    decision: Decision,
+    pods: Sequence[PodOf],
+    claims: Mapping[ClaimKey, Sequence[str]],
+    facts: Mapping[str, NamespaceFacts],
+    platform: Platform,
+    who: str,
+) -> Decision:
+    """The decision with what the Pods' DRA claims ask for: GPUs through a claim or template among the objects
+    are never allocated on this stack (no DRA driver for GPUs), so the Pods would stay Pending; the server admits
+    them (it refuses the claim or template itself, aks-gpu-dra-claims), so the object stays admitted and the check
+    says it will not run. A claim that is not among the objects is named as not evaluated."""
+    namespace = decision.namespace
+    found = [pod_claims(pod.pod.get("spec") or {}, namespace, claims) for pod in pods]
+    gpus = list(dict.fromkeys(entry for claimed in found for entry in claimed.gpus))
+    unknown = list(dict.fromkeys(entry for claimed in found for entry in claimed.unknown))
+    steps = tuple(
+        f"whether the {name} {who} claims asks for GPUs: it is not among the files (the stack's policy "
+        f"{DRA_POLICY_NAME} refuses one that does when it is created)"
+        for name in unknown
+    )
+    if steps:
+        decision = replace(decision, not_evaluated=(*decision.not_evaluated, *steps))
+    if not gpus:
+        return decision
+    facts_here = facts.get(namespace)
+    if facts_here is not None and facts_here.exposes:
+        ask = f"{facts_here.exposes} (what the pools of {namespace} expose)"
+    else:
+        ask = " or ".join(platform.gpu_resources) or "a GPU resource"
+    stays = "stays" if who == "the pod" else "stay"
+    line = (
+        f"{who} {'claims' if who == 'the pod' else 'claim'} GPUs through Dynamic Resource Allocation "
+        f"({'; '.join(gpus)}), but this stack deploys no DRA driver for GPUs: its GPU pools run the device plugin, so "
+        f"the claim is never allocated and {who} {stays} Pending. Ask for {ask} in the resources.limits of the "
+        "container instead, and drop the claim"
+    )
+    if decision.decision == ADMITTED or decision.allowed:
+        label = decision.label or STAYS_PENDING
+        return replace(
+            decision,
+            allowed=False,
+            messages=(*decision.messages, line),
+            message=decision.message or line,
+            verdict=ADMITTED,
+            label=label,
+        )
+    return replace(decision, messages=(*decision.messages, line))
+
+
+def _pod_security_warning(facts: NamespaceFacts | None, baseline: list[Decision]) -> str:
+    """What Pod Security admission warns when a workload object (Deployment, Job...) is created in a namespace that
+    warns at a level its template breaks: enforce judges the Pods only, warn and audit the template too
+    (https://kubernetes.io/docs/concepts/security/pod-security-admission/#workload-resources-and-pod-templates). The
+    stack's namespaces warn at restricted, which contains baseline; only baseline is evaluated offline, so the
+    detail lists the baseline controls broken (the server's warning lists the restricted ones too)."""
+    if facts is None or not facts.warn_level:
+        return ""
+    broken = [message for decision in baseline if not decision.allowed for message in decision.messages]
+    if not broken:
+        return ""
+    return f'would violate PodSecurity "{facts.warn_level}:latest": {"; ".join(dict.fromkeys(broken))}'
+
+
+def _warned(obj: Mapping[str, Any], decision: Decision, pods: list[PodOf], platform: Platform) -> Decision:
+    own = pods or ([PodOf("", dict(obj))] if str(obj.get("kind")) == "Pod" else [])
+    found = warnings(obj, decision.namespace, own, platform)
+    return replace(decision, warnings=(*decision.warnings, *found)) if found else decision
 
 
 def _folded(
@@ -109,3 +215,25 @@ def _folded(
     elif from_operator:
         note = f"{len(pods)} pod template(s) judged as the Pods {who}"
     return replace(own, allowed=not messages, messages=tuple(messages), message=first, not_evaluated=tuple(steps), note=note)
+
+
+def _identity(obj: Mapping[str, Any]) -> tuple[str, str, str]:
+    """(kind, namespace, name) of an object that reached no admission step, as written where it is well typed."""
+    raw = obj.get("metadata")
+    metadata: Mapping[str, Any] = raw if isinstance(raw, Mapping) else {}
+    name = next((str(metadata[f]) for f in ("name", "generateName") if isinstance(metadata.get(f), str) and metadata[f]), "")
+    written = metadata.get("namespace")
+    namespace = (written if isinstance(written, str) and written else DEFAULT_NAMESPACE) if namespaced(obj) else ""
+    return str(obj.get("kind", "")), namespace, name
+
+
+def refused(obj: Mapping[str, Any], line: str) -> Decision:
+    """An object the API server refuses before admission (its own validation): ``line`` is the refusal."""
+    kind, namespace, name = _identity(obj)
+    return Decision(kind, namespace, name, False, (line,), message=line, verdict=REFUSED)
+
+
+def not_evaluated(obj: Mapping[str, Any], reason: str) -> Decision:
+    """An object that is not what will reach the server (a template still to render): ``reason`` says why."""
+    kind, namespace, name = _identity(obj)
+    return Decision(kind, namespace, name, False, message=reason, note=reason, not_evaluated=(reason,), verdict=NOT_EVALUATED)

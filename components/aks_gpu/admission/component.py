@@ -1,8 +1,8 @@
 """``GpuAdmissionPolicy``: the GPU placement ValidatingAdmissionPolicy and its binding, registered in the cluster.
 
 The manifests come from :func:`aks_gpu.admission.policy.render_policy` (pure, tested without Pulumi); this
-component only registers them (the placement policy and the device-env policy), each binding after the policy it
-names. With ``admission.enabled: false`` it
+component only registers them (the placement policy, the device-env policy and the DRA claim policy), each binding
+after the policy it names. With ``admission.enabled: false`` it
 registers nothing.
 """
 
@@ -37,7 +37,8 @@ class GpuAdmissionPolicy(GpuComponent[AdmissionInputs]):
     pods without the GPU toleration, outside workload namespaces or on another type's pools, GPU requests that differ
     from their limits, pods that tolerate the GPU taint without a GPU request, client-set ``spec.nodeName``, and the
     NVIDIA device-selection environment variables (set directly, through an envFrom prefix, or held in a ConfigMap
-    or Secret for envFrom: the second policy, ``aks-gpu-device-env``).
+    or Secret for envFrom: the second policy, ``aks-gpu-device-env``), and GPUs claimed through Dynamic Resource
+    Allocation, which the stack does not serve (the third, ``aks-gpu-dra-claims``).
 
     Outputs: ``policy_name`` and ``validation_actions`` ("" and ``[]`` when admission is disabled).
     """
@@ -59,13 +60,16 @@ class GpuAdmissionPolicy(GpuComponent[AdmissionInputs]):
         self.binding: pulumi.CustomResource | None = None
         manifests = render_policy(inputs.model, inputs.network_policy)
         if manifests:
-            policy, binding, env_policy, env_binding = manifests
+            policy, binding, env_policy, env_binding, dra_policy, dra_binding = manifests
             self.policy = kube_resource(f"{name}-policy", policy, self.child())
             # A binding whose policy is missing binds nothing; create it only once the policy exists.
             self.binding = kube_resource(f"{name}-binding", binding, self.child(after=[self.policy]))
             # The device-env policy (ConfigMaps and Secrets) closes what envFrom without a prefix could set.
             env = kube_resource(f"{name}-device-env-policy", env_policy, self.child())
             kube_resource(f"{name}-device-env-binding", env_binding, self.child(after=[env]))
+            # The DRA claim policy: no GPU through resource.k8s.io claims, which this stack does not serve.
+            dra = kube_resource(f"{name}-dra-claims-policy", dra_policy, self.child())
+            kube_resource(f"{name}-dra-claims-binding", dra_binding, self.child(after=[dra]))
         self.policy_name = plain_output(manifests[0]["metadata"]["name"] if manifests else "")
         self.validation_actions = plain_output(list(manifests[1]["spec"]["validationActions"]) if manifests else [])
         return {"policyName": self.policy_name, "validationActions": self.validation_actions}

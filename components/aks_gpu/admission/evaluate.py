@@ -24,58 +24,19 @@ from dataclasses import dataclass, field
 from datetime import date, datetime
 from typing import Any
 
-from aks_gpu.admission import chain, cost
+from aks_gpu.admission import chain, cost, kinds
 from aks_gpu.admission.engine import CelError, Compiled, Engine, engine_named
 from aks_gpu.admission.quantity import go_base64_canonical
+from aks_gpu.admission.reader import GENERATED_SUFFIX
 from aks_gpu.naming import NAMESPACE_NAME_LABEL
 
 POLICY_KIND = "ValidatingAdmissionPolicy"
 BINDING_KIND = "ValidatingAdmissionPolicyBinding"
 DEFAULT_NAMESPACE = "default"
+# What ``aksgpu admission check`` says of each object (the JSON "decision").
+ADMITTED, DENIED, REFUSED, NOT_EVALUATED = "admitted", "denied", "refused", "not evaluated"
 CHECK_USER = "aksgpu-admission-check"
 
-# kind -> (API group, plural resource) for the kinds one writes in manifests. Anything else is assumed
-# namespaced and plural by adding "s", which is enough to tell that these policies do not match it.
-KNOWN_KINDS: dict[str, tuple[str, str]] = {
-    "Pod": ("", "pods"),
-    "Deployment": ("apps", "deployments"),
-    "ReplicaSet": ("apps", "replicasets"),
-    "StatefulSet": ("apps", "statefulsets"),
-    "DaemonSet": ("apps", "daemonsets"),
-    "Job": ("batch", "jobs"),
-    "CronJob": ("batch", "cronjobs"),
-    "PodTemplate": ("", "podtemplates"),
-    "ReplicationController": ("", "replicationcontrollers"),
-    "Service": ("", "services"),
-    "ConfigMap": ("", "configmaps"),
-    "Secret": ("", "secrets"),
-    "ServiceAccount": ("", "serviceaccounts"),
-    "PersistentVolumeClaim": ("", "persistentvolumeclaims"),
-    "Namespace": ("", "namespaces"),
-    "Node": ("", "nodes"),
-    "PersistentVolume": ("", "persistentvolumes"),
-    "StorageClass": ("storage.k8s.io", "storageclasses"),
-    "PriorityClass": ("scheduling.k8s.io", "priorityclasses"),
-    "ClusterRole": ("rbac.authorization.k8s.io", "clusterroles"),
-    "ClusterRoleBinding": ("rbac.authorization.k8s.io", "clusterrolebindings"),
-    "CustomResourceDefinition": ("apiextensions.k8s.io", "customresourcedefinitions"),
-    POLICY_KIND: ("admissionregistration.k8s.io", "validatingadmissionpolicies"),
-    BINDING_KIND: ("admissionregistration.k8s.io", "validatingadmissionpolicybindings"),
-}
-CLUSTER_SCOPED_KINDS = frozenset(
-    {
-        "Namespace",
-        "Node",
-        "PersistentVolume",
-        "StorageClass",
-        "PriorityClass",
-        "ClusterRole",
-        "ClusterRoleBinding",
-        "CustomResourceDefinition",
-        POLICY_KIND,
-        BINDING_KIND,
-    }
-)
 DEFAULT_API_VERSIONS = {"": "v1", "apps": "apps/v1", "batch": "batch/v1"}
 
 
@@ -104,16 +65,35 @@ class Decision:
     # Per policy that applied, the runtime cost of its validations and the variables they read, as the API server
     # counts it against its budget; absent where the engine did not cost the evaluation (cel-cpp on a small object).
     costs: Mapping[str, int] = field(default_factory=dict, compare=False)
+    # What the server admits but a reader should know (an object that replaces the platform's own, a workload in a
+    # system namespace): aks_gpu.admission.platform_warnings.
+    warnings: tuple[str, ...] = ()
+    # REFUSED (before admission) or NOT_EVALUATED where the object never reached admission; "" for a decided one.
+    verdict: str = ""
+    # How a table names a decision that "admitted"/"denied" would misstate (admitted, its Pods denied); "" none.
+    label: str = ""
+
+    @property
+    def decision(self) -> str:
+        """admitted, denied, refused (before admission: the object's own validation) or not evaluated."""
+        return self.verdict or (ADMITTED if self.allowed else DENIED)
+
+    @property
+    def evaluated(self) -> bool:
+        return self.decision in (ADMITTED, DENIED)
 
     def to_json(self) -> dict[str, Any]:
         return {
             "kind": self.kind,
-            "namespace": self.namespace,
+            "namespace": self.namespace or None,  # null: a cluster-scoped object
             "name": self.name,
-            "allowed": self.allowed,
+            "decision": self.decision,
+            # null where nothing was decided (not evaluated): neither admitted nor denied
+            "allowed": self.allowed if self.decision != NOT_EVALUATED else None,
             "message": self.message,
             "messages": list(self.messages),
             "notEvaluated": list(self.not_evaluated),
+            "warnings": list(self.warnings),
         }
 
 
@@ -261,9 +241,14 @@ class Request:
 
 def api_group_version(obj: Mapping[str, Any]) -> tuple[str, str]:
     kind = str(obj.get("kind", ""))
-    api_version = obj.get("apiVersion") or DEFAULT_API_VERSIONS.get(KNOWN_KINDS.get(kind, ("", ""))[0], "v1")
+    api_version = obj.get("apiVersion") or DEFAULT_API_VERSIONS.get(kinds.default_group(kind), "v1")
     group, _, version = str(api_version).rpartition("/")
     return group, version
+
+
+def namespaced(obj: Mapping[str, Any]) -> bool:
+    """Whether the object's kind lives in a namespace (kubernetes_scopes.yaml; an unknown kind does)."""
+    return kinds.kind_of(api_group_version(obj)[0], str(obj.get("kind", ""))).namespaced
 
 
 def prepare(obj: Mapping[str, Any]) -> dict[str, Any]:
@@ -274,7 +259,10 @@ def prepare(obj: Mapping[str, Any]) -> dict[str, Any]:
     prepared: dict[str, Any] = _decoded(obj, "")
     kind = str(prepared.get("kind", ""))
     metadata = prepared.setdefault("metadata", {})
-    if kind not in CLUSTER_SCOPED_KINDS and not metadata.get("namespace"):
+    if not namespaced(prepared):
+        # rest.BeforeCreate clears a cluster-scoped object's namespace before validating admission reads it.
+        metadata.pop("namespace", None)
+    elif not metadata.get("namespace"):
         metadata["namespace"] = DEFAULT_NAMESPACE
     bytes_field = {"Secret": "data", "ConfigMap": "binaryData"}.get(kind)
     if bytes_field and isinstance(prepared.get(bytes_field), dict):
@@ -347,9 +335,10 @@ def build_request(
     prepared = prepare(obj)
     kind = str(prepared.get("kind", ""))
     group, version = api_group_version(prepared)
-    resource = KNOWN_KINDS.get(kind, (group, kind.lower() + "s"))[1]
+    served = kinds.kind_of(group, kind)
+    resource = served.plural
     metadata = prepared.get("metadata") or {}
-    namespace = "" if kind in CLUSTER_SCOPED_KINDS else str(metadata.get("namespace"))
+    namespace = str(metadata.get("namespace")) if served.namespaced else ""
     namespace_object = (
         (namespaces[namespace] if isinstance(namespaces, _NamespaceCache) else namespace_for(namespace, namespaces or {}))
         if namespace
@@ -359,10 +348,19 @@ def build_request(
     if kind == "Pod" and group == "" and not subresource:
         # AKS's mutating plugins run before any validating policy (aks_gpu.admission.chain).
         if operation == "CREATE" and chain.selector_conflict(prepared.get("spec") or {}, namespace_object):
+            # PodNodeSelector refuses before the name is generated: a generateName Pod's line names none.
             name = str(metadata.get("name") or "")
-            refusal = f'pods "{name}" is forbidden: {chain.SELECTOR_CONFLICT}'
+            refusal = f'pods "{name}" is forbidden: ' if name else "pods is forbidden: "
+            refusal += chain.SELECTOR_CONFLICT
         else:
             prepared = chain.mutate_pod(prepared, namespace_object, operation)
+    generate = metadata.get("generateName")
+    if operation == "CREATE" and not refusal and not metadata.get("name") and isinstance(generate, str) and generate:
+        # The registry names the object after mutating admission and before validating admission (Store.create:
+        # SetName(GenerateName(generateName)), then BeforeCreate, then createValidation): the policies read a name,
+        # and the denial names the object. The server adds 5 random characters; offline they are GENERATED_SUFFIX.
+        # The request's own name stays empty, as the server's admission attributes have it.
+        prepared = {**prepared, "metadata": {**(prepared.get("metadata") or {}), "name": generate + GENERATED_SUFFIX}}
     return Request(
         refusal=refusal,
         operation=operation,
@@ -373,7 +371,7 @@ def build_request(
         version=version,
         resource=resource,
         namespace=namespace,
-        name=str(metadata.get("name") or metadata.get("generateName") or ""),
+        name=str(metadata.get("name") or ""),
         namespace_object=namespace_object,
         subresource=subresource,
         user=(user[0], tuple(user[1])) if user is not None else (CHECK_USER, ("system:authenticated",)),
@@ -622,10 +620,17 @@ def server_message(request: Request, policy: str, binding: str, message: str) ->
     return f'{resource} "{name}" is forbidden: {denial}' if name else f"{resource} is forbidden: {denial}"
 
 
+def shown_name(request: Request) -> str:
+    """The object's name as the server's answer names it: its own, or the one generated from generateName (its
+    generateName where it was refused before the name was generated)."""
+    metadata = request.object.get("metadata") or {}
+    return str(metadata.get("name") or metadata.get("generateName") or request.name)
+
+
 def evaluate_request(request: Request, bindings: Sequence[CompiledBinding]) -> Decision:
     if request.refusal:
         refused = request.refusal.split(" is forbidden: ", 1)[-1]
-        return Decision(request.kind, request.namespace, request.name, False, (refused,), message=request.refusal)
+        return Decision(request.kind, request.namespace, shown_name(request), False, (refused,), message=request.refusal)
     messages: list[str] = []
     actions: list[str] = []
     skipped: list[str] = []
@@ -657,7 +662,7 @@ def evaluate_request(request: Request, bindings: Sequence[CompiledBinding]) -> D
     return Decision(
         kind=request.kind,
         namespace=request.namespace,
-        name=request.name,
+        name=shown_name(request),
         allowed=not messages,
         messages=tuple(messages),
         actions=tuple(actions),

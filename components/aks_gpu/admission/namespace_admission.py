@@ -57,6 +57,8 @@ class NamespaceFacts:
     quota: Mapping[str, str] = field(default_factory=dict)
     # Its LimitRange's defaultRequest per container (cpu, memory): what the LimitRanger plugin sets before quota.
     default_requests: Mapping[str, str] = field(default_factory=dict)
+    # The Pod Security level it warns at (pod-security.kubernetes.io/warn), which workload objects meet too; "" none.
+    warn_level: str = ""
 
     def hard(self) -> Mapping[str, str]:
         return self.quota or self.gpu_quota
@@ -258,11 +260,13 @@ def replicas_step(obj: Mapping[str, Any], pod: Mapping[str, Any], facts: Namespa
     )
 
 
-def not_evaluated(facts: NamespaceFacts | None) -> list[str]:
-    """The admission steps this check does not evaluate for an object in that namespace."""
+def not_evaluated(facts: NamespaceFacts | None, system: str | None = None) -> list[str]:
+    """The admission steps this check does not evaluate for an object in that namespace (``system``: what a system
+    namespace the policies leave out is, in words, when it is one)."""
     steps = ["other admission webhooks and policies of the cluster"]
     if facts is None:
-        steps.insert(0, "Pod Security and ResourceQuota of a namespace the stack does not create")
+        where = f"namespace {system}" if system else "a namespace the stack does not create (no workload namespace)"
+        steps.insert(0, f"Pod Security and ResourceQuota of {where}")
         return steps
     if facts.pod_security == "restricted":
         steps.insert(0, "Pod Security restricted (only baseline is evaluated offline)")
@@ -275,9 +279,16 @@ def not_evaluated(facts: NamespaceFacts | None) -> list[str]:
     return steps
 
 
-def complete(decision: Decision, obj: Mapping[str, Any], facts: NamespaceFacts | None, baseline: Decision | None) -> Decision:
+def complete(
+    decision: Decision,
+    obj: Mapping[str, Any],
+    facts: NamespaceFacts | None,
+    baseline: Decision | None,
+    system: str | None = None,
+) -> Decision:
     """The policies' decision with the namespace's Pod Security (``baseline``: the baseline controls' decision
-    for the object, when the namespace enforces baseline) and GPU quota added, and the steps left unevaluated."""
+    for the object, when the namespace enforces baseline) and GPU quota added, and the steps left unevaluated
+    (``system``: :func:`not_evaluated`)."""
     messages, first = list(decision.messages), decision.message
     name = str((obj.get("metadata") or {}).get("name") or "")
     template = obj.get("kind") != "Pod"
@@ -293,5 +304,5 @@ def complete(decision: Decision, obj: Mapping[str, Any], facts: NamespaceFacts |
     if refused is not None:
         messages.append(refused)
         first = first or refused
-    steps = tuple(not_evaluated(facts)) if pod_spec(obj) is not None else ()
+    steps = tuple(not_evaluated(facts, system)) if pod_spec(obj) is not None else ()
     return replace(decision, allowed=not messages, messages=tuple(messages), message=first, not_evaluated=steps)

@@ -61,7 +61,9 @@ from collections.abc import Iterable
 from typing import Any
 
 from aks_gpu.admission.chain import NODE_SELECTOR_ANNOTATION, placement_selector
+from aks_gpu.admission.dra import CLAIM_SPEC_PATHS, GROUP, TEMPLATE, gpu_devices
 from aks_gpu.naming import (
+    GPU_NAMESPACE,
     GPU_TAINT_VALUE,
     NAMESPACE_NAME_LABEL,
     POOL_LABEL,
@@ -70,7 +72,7 @@ from aks_gpu.naming import (
     platform_object_name,
     vendor_resource,
 )
-from aks_gpu.resolved.exemptions import exempt_namespaces
+from aks_gpu.resolved.exemptions import USER_REASON, exempt_namespaces, exemptions
 from aks_gpu.resolved.model import PlatformModel, ResolvedPool, Taint
 
 Manifest = dict[str, Any]
@@ -121,6 +123,10 @@ HARMLESS_DEVICE_VALUES = ("", "void", "none")
 DEVICE_ENV_POLICY_NAME = platform_object_name("device-env")
 DEVICE_ENV_RESOURCES = ("configmaps", "secrets")
 HARMLESS_DEVICE_VALUES_BASE64 = tuple(base64.b64encode(value.encode()).decode() for value in HARMLESS_DEVICE_VALUES)
+# Claims for devices through Dynamic Resource Allocation (resource.k8s.io/v1): the third policy refuses those that
+# ask for GPUs, which this stack serves through the device plugin only (aks_gpu.admission.dra).
+DRA_POLICY_NAME = platform_object_name("dra-claims")
+DRA_RESOURCES = ("resourceclaims", "resourceclaimtemplates")
 # The kubelet's mirror pods: annotated so, created by a member of system:nodes.
 # https://kubernetes.io/docs/reference/labels-annotations-taints/#kubernetes-io-config-mirror
 MIRROR_ANNOTATION = "kubernetes.io/config.mirror"
@@ -212,6 +218,22 @@ def policy_exempt_namespaces(model: PlatformModel, network_policy: str | None = 
     policy comes from the model when it holds the whole stack, else from ``network_policy``."""
     cluster = model.cluster
     return exempt_namespaces(model.config, cluster.network_policy if cluster is not None else network_policy)
+
+
+def system_namespaces(model: PlatformModel, network_policy: str | None = None) -> dict[str, str]:
+    """The namespaces the policies leave out, each with what it is in words (``kube-system, a system namespace (AKS's
+    agents run there)``), for a reader of ``aksgpu admission check``."""
+    cluster = model.cluster
+    described = {}
+    for item in exemptions(model.config, cluster.network_policy if cluster is not None else network_policy):
+        if item.reason == USER_REASON:
+            what = f"{item.namespace}, {USER_REASON}"
+        elif item.namespace == GPU_NAMESPACE and not model.pools:
+            what = f"{item.namespace}, the system namespace of the stack's GPU agents, created only with GPU pools (none here)"
+        else:
+            what = f"{item.namespace}, a system namespace ({item.installed_by} runs its agents there)"
+        described[item.namespace] = what
+    return described
 
 
 # ---------------------------------------------------------------- CEL building blocks
@@ -536,13 +558,21 @@ def _validations(model: PlatformModel, exempt: tuple[str, ...]) -> list[dict[str
         "variables.requestedTaintKeys.join(', ') + ' to every pod that names that resource, even with 0 "
         "(ExtendedResourceToleration): remove the zero request.' : '')"
     )
+    # A pod that claims its GPUs through DRA (spec.resourceClaims) is told why they count for nothing here.
+    claims = "variables.podSpec.resourceClaims"
+    dra = (
+        f"(has({claims}) && size({claims}) > 0 ? ' Its resourceClaims (Dynamic Resource Allocation) are no GPU "
+        "request on this stack, which runs no DRA driver for GPUs (its GPU pools run the device plugin): ask for ' + "
+        "(size(variables.offeredResources) == 0 ? 'a GPU resource' : variables.offeredResources.join(' or ')) + "
+        "' in resources.limits instead.' : '')"
+    )
     validations += [
         _validation(
             "size(variables.gpuContainers) > 0 || (size(variables.gpuTolerations) == 0 && size(variables.ertKeys) == 0)",
             f"a pod that requests no GPU must not tolerate a GPU node taint; only these namespaces may: {exempt_text}",
             f"'the pod requests no GPU but tolerates the GPU node taint (' + {keys} + '), so it could hold a GPU node "
             f"that GPU work is waiting for: remove that toleration or request a GPU (a quantity above 0; only these "
-            f"namespaces may run such pods: {exempt_text}).' + {zero}",
+            f"namespaces may run such pods: {exempt_text}).' + {zero} + {dra}",
         ),
         _validation(
             "size(variables.unofferedRequests) == 0",
@@ -737,9 +767,84 @@ def device_env_policy_manifest(model: PlatformModel, network_policy: str | None 
     }
 
 
+def _dra_gpu_choice(choice: str) -> str:
+    """A device choice (``exactly``, a ``firstAvailable`` alternative, a v1beta1 request) asks for GPUs: a GPU device
+    class, or a CEL selector that names a GPU driver (``device.driver == 'gpu.nvidia.com'``,
+    ``device.attributes['gpu.nvidia.com']...``) whatever its class."""
+    return (
+        f"((has({choice}.deviceClassName) && {choice}.deviceClassName in variables.gpuClasses) || "
+        f"(has({choice}.selectors) && {choice}.selectors.exists(s, has(s.cel) && has(s.cel.expression) && "
+        "variables.gpuDrivers.exists(d, s.cel.expression.contains(d)))))"
+    )
+
+
+def dra_policy_manifest(model: PlatformModel, network_policy: str | None = None) -> Manifest:
+    """ResourceClaims and ResourceClaimTemplates (resource.k8s.io) outside the exempt namespaces ask for no GPU: the
+    stack deploys no DRA driver for GPUs, so such a claim would never be allocated and its Pods would stay Pending,
+    and with a driver added outside the stack they would take GPUs past the quota and the placement rules. The
+    request is read as v1 and v1beta2 write it (``exactly``, ``firstAvailable``) and as v1beta1 does (the class at the
+    request); a request for another version of the same resource is judged too (matchPolicy Equivalent)."""
+    exempt = policy_exempt_namespaces(model, network_policy)
+    devices = gpu_devices()
+    template_spec = "object." + ".".join(CLAIM_SPEC_PATHS[TEMPLATE])
+    claim_spec = (
+        f"request.kind.kind == {lit(TEMPLATE)} ? (has(object.spec) && has({template_spec}) ? {template_spec} : {{}}) : "
+        "(has(object.spec) ? object.spec : {})"
+    )
+    spec_ = "variables.claimSpec"
+    asks = (
+        f"(has(r.exactly) && {_dra_gpu_choice('r.exactly')}) || "
+        f"(has(r.firstAvailable) && r.firstAvailable.exists(c, {_dra_gpu_choice('c')})) || {_dra_gpu_choice('r')}"
+    )
+    name = "(has(object.metadata.name) ? object.metadata.name : '')"
+    offered = "variables.offeredResources"
+    spec: dict[str, Any] = {
+        "failurePolicy": "Fail",
+        "matchConstraints": match_constraints(_outside(exempt), [(GROUP, DRA_RESOURCES)]),
+        "matchConditions": [
+            {
+                # A claim's spec is immutable; the resource claim controller updates claims' metadata (finalizers).
+                "name": "created-or-spec-changed",
+                "expression": "request.operation != 'UPDATE' || object.spec != oldObject.spec",
+            }
+        ],
+        "variables": [
+            _variable("claimSpec", claim_spec),
+            _variable(
+                "deviceRequests",
+                f"has({spec_}.devices) && has({spec_}.devices.requests) ? {spec_}.devices.requests : []",
+            ),
+            _variable("gpuClasses", lit_list(devices.classes)),
+            _variable("gpuDrivers", lit_list(devices.drivers)),
+            _variable("gpuRequests", f"variables.deviceRequests.filter(r, {asks})"),
+            _variable("offeredResources", lit_list(sorted({pool.resource.name for pool in model.pools}))),
+        ],
+        "validations": [
+            _validation(
+                "size(variables.gpuRequests) == 0",
+                "this stack deploys no DRA driver for GPUs (its GPU pools run the device plugin): request GPUs in a "
+                f"container's resources.limits, not through a claim for {', '.join(devices.classes)}",
+                f"request.kind.kind + ' ' + {name} + ' asks for GPUs through Dynamic Resource Allocation (' + "
+                "variables.gpuRequests.map(r, 'request ' + (has(r.name) ? r.name : '')).join(', ') + '), but this "
+                "stack deploys no DRA driver for GPUs: its GPU pools run the device plugin, so the claim would never "
+                "be allocated and the Pods using it would stay Pending. Ask for ' + "
+                f"(size({offered}) == 0 ? 'a GPU resource' : {offered}.join(' or ')) + "
+                "' in the resources.limits of the container instead, and drop the claim'",
+                reason="Forbidden",
+            )
+        ],
+    }
+    return {
+        "apiVersion": API_VERSION,
+        "kind": "ValidatingAdmissionPolicy",
+        "metadata": {"name": DRA_POLICY_NAME},
+        "spec": spec,
+    }
+
+
 def render_policy(model: PlatformModel, network_policy: str | None = None) -> list[Manifest]:
-    """The placement policy and its binding, then the device-env policy and its binding; nothing when
-    ``admission.enabled`` is false."""
+    """The placement policy and its binding, then the device-env policy and its binding, then the DRA claim policy
+    and its binding; nothing when ``admission.enabled`` is false."""
     if not model.config.admission.enabled:
         return []
     return [
@@ -747,4 +852,6 @@ def render_policy(model: PlatformModel, network_policy: str | None = None) -> li
         binding_manifest(model),
         device_env_policy_manifest(model, network_policy),
         binding_manifest(model, DEVICE_ENV_POLICY_NAME, DEVICE_ENV_POLICY_NAME),
+        dra_policy_manifest(model, network_policy),
+        binding_manifest(model, DRA_POLICY_NAME, DRA_POLICY_NAME),
     ]

@@ -12,6 +12,7 @@ the limit when one is hit. Each problem names the object: its place in the file,
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from datetime import date, datetime
@@ -19,6 +20,9 @@ from typing import Any
 
 import yaml
 
+from aks_gpu.admission.dra import GROUP as DRA_GROUP
+from aks_gpu.admission.dra import device_choices, is_claim
+from aks_gpu.admission.placeholders import RENDER_FIRST, placeholders, unrendered_template
 from aks_gpu.admission.quantity import Quantity, go_base64_decode
 
 MAX_DEPTH = 64  # a CronJob's containers sit 9 levels down; Kubernetes' own JSON decoder stops at 10,000
@@ -73,10 +77,40 @@ class InputError(Exception):
     """A file that cannot be read, or a document that is not a Kubernetes object the API server would accept."""
 
 
+class UnrenderedFileError(InputError):
+    """A file that is no YAML because it is a template still to render (``{{- if .Values.x }}``): not evaluated."""
+
+
+class _FileLimitError(InputError):
+    """A bound of the reader (values in a file) passed: the file is not read, whatever object it was in."""
+
+
+REFUSED_BEFORE_ADMISSION = "the API server refuses it before admission (422): "
+# What stands for the 5 random characters the API server appends to a generateName (k8s.io/apiserver
+# pkg/storage/names SimpleNameGenerator) when it names the object, before validating it and before validating
+# admission (registry Store.create): offline the name is the prefix and this.
+GENERATED_SUFFIX = "\u2026"
+
+
 @dataclass(frozen=True)
 class SourcedObject:
     source: str  # file and document number, for people reading the table
     obj: dict[str, Any]
+    # Why the API server refuses the object before admission (the field and what is wrong with it, or its 422
+    # answer), "" when it does not: the object is reported refused, never decided.
+    refused: str = ""
+    # The placeholders that show the object is not rendered yet (aks_gpu.admission.placeholders), "" when none: the
+    # object is reported not evaluated.
+    unrendered: str = ""
+
+    @property
+    def label(self) -> str:
+        return _label(self.obj, str(self.obj.get("kind", "")), self.source)
+
+    @property
+    def refusal_line(self) -> str:
+        """The refusal as the API server words it where the check knows its words (422), else the check's own."""
+        return self.refused.split(REFUSED_BEFORE_ADMISSION, 1)[-1]
 
 
 class _StrictLoader(yaml.CSafeLoader if yaml.__with_libyaml__ else yaml.SafeLoader):  # type: ignore[misc]
@@ -100,11 +134,26 @@ _StrictLoader.add_constructor("tag:yaml.org,2002:map", _StrictLoader.construct_m
 
 
 def read_text(text: str, name: str) -> list[SourcedObject]:
-    """Every Kubernetes object in ``text`` (the content of file ``name``), each checked; InputError otherwise."""
+    """Every Kubernetes object in ``text`` (the content of file ``name``), each checked; InputError otherwise (the
+    first object refused or not rendered yet stops the file: :func:`read_documents` reports each one instead)."""
+    objects = read_documents(text, name)
+    for item in objects:
+        if item.refused or item.unrendered:
+            raise InputError(f"{item.label}: {item.refused or item.unrendered}")
+    return objects
+
+
+def read_documents(text: str, name: str) -> list[SourcedObject]:
+    """Every Kubernetes object in ``text`` (the content of file ``name``), each checked: one the API server refuses
+    carries why (``refused``), one with placeholders says which (``unrendered``). InputError for what stops the
+    whole file (not YAML, not an object, a bound of the reader; :class:`UnrenderedFileError` for a template)."""
     try:
         _check_nesting(text, name)
         documents = list(yaml.load_all(text, Loader=_StrictLoader))
     except yaml.YAMLError as error:
+        line = unrendered_template(text)
+        if line is not None:
+            raise UnrenderedFileError(f"{name}: an unrendered template ({{{{ ... }}}} at line {line}): {RENDER_FIRST}") from None
         raise InputError(f"{name}: not valid YAML: {error}") from None
     except RecursionError:
         raise InputError(f"{name}: nested too deeply to read (the limit is {MAX_DEPTH} levels)") from None
@@ -144,7 +193,7 @@ class _Budget:
     def spend(self, where: str) -> None:
         self.nodes += 1
         if self.nodes > MAX_NODES:
-            raise InputError(
+            raise _FileLimitError(
                 f"{where}: more than {MAX_NODES:,} values in {self.name} (YAML aliases count each time they are used); "
                 "split the file"
             )
@@ -164,8 +213,19 @@ def _objects_of(document: Any, source: str, budget: _Budget) -> Iterator[Sourced
             yield from _objects_of(item, f"{source}.items[{index}]", budget)
         return
     label = _label(document, kind, source)
-    _check_data(document, label, "", 0, budget)
-    _check_object(document, kind, label)
+    try:
+        _check_data(document, label, "", 0, budget)
+        found = placeholders(document)
+        if found:
+            unrendered = f"not rendered yet: {'; '.join(found)}; {RENDER_FIRST}"
+            yield SourcedObject(source=source, obj=document, unrendered=unrendered)
+            return
+        _check_object(document, kind, label)
+    except _FileLimitError:
+        raise
+    except InputError as error:
+        yield SourcedObject(source=source, obj=document, refused=str(error).removeprefix(f"{label}: "))
+        return
     yield SourcedObject(source=source, obj=document)
 
 
@@ -240,6 +300,8 @@ def _check_object(obj: Mapping[str, Any], kind: str, label: str) -> None:
                     f"{label}: {_join(bytes_field, key)}: illegal base64 data (the API server refuses it: "
                     f'{kind} in version "v1" cannot be handled as a {kind})'
                 ) from None
+    if is_claim(obj):
+        _check_claim(obj, kind, label)
     path = POD_SPEC_PATHS.get(kind) if builtin_kind(obj) else None
     if path is None:
         return
@@ -254,14 +316,47 @@ def _check_object(obj: Mapping[str, Any], kind: str, label: str) -> None:
     _check_pod_spec(spec, label, where)
     problems = pod_spec_problems(spec, where, pod=kind == "Pod")
     if problems:
-        name = str((metadata or {}).get("name") or (metadata or {}).get("generateName") or "")
+        generated = (metadata or {}).get("generateName")
+        name = str((metadata or {}).get("name") or (f"{generated}{GENERATED_SUFFIX}" if generated else ""))
         listed = problems[0] if len(problems) == 1 else "[" + ", ".join(problems) + "]"
         # apierrors.NewInvalid names the kind with its group (schema.GroupKind.String(): CronJob.batch), as the
         # server answers (the e2e test test_admission_agrees compares them).
         qualified = f"{kind}.{BUILTIN_GROUPS[kind]}" if BUILTIN_GROUPS.get(kind) else kind
-        raise InputError(
-            f'{label}: the API server refuses it before admission (422): {qualified} "{name}" is invalid: {listed}'
-        )
+        raise InputError(f'{label}: {REFUSED_BEFORE_ADMISSION}{qualified} "{name}" is invalid: {listed}')
+
+
+# k8s.io/apimachinery pkg/util/validation IsDNS1123Subdomain, which a claim's deviceClassName must be
+# (pkg/apis/resource/validation: validateDeviceClassName = ValidateDNS1123Subdomain).
+DNS1123_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+DNS1123_SUBDOMAIN_ERROR = (
+    "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start "
+    "and end with an alphanumeric character (e.g. 'example.com', regex used for validation is "
+    "'[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')"
+)
+MAX_SUBDOMAIN = 253
+
+
+def _check_claim(obj: Mapping[str, Any], kind: str, label: str) -> None:
+    """A ResourceClaim's or template's device class names, as the server validates them before admission: a class
+    written in capitals (``GPU.nvidia.com``) is refused (422), never judged. The field path is the internal
+    version's, ``exactly`` included, whatever version the object is written in."""
+    problems = []
+    for _, where, choice in device_choices(obj):
+        class_name = choice.get("deviceClassName")
+        written_v1beta1 = where.rsplit(".", 1)[-1].startswith("requests[")  # the class at the request itself
+        at = f"{where}.exactly.deviceClassName" if written_v1beta1 else f"{where}.deviceClassName"
+        if class_name is None:
+            continue
+        if not isinstance(class_name, str):
+            raise InputError(f"{label}: {at}: a string is required, not {_type_name(class_name)} (quote it in YAML)")
+        if len(class_name) > MAX_SUBDOMAIN or not DNS1123_SUBDOMAIN.match(class_name):
+            problems.append(_invalid(at, class_name, DNS1123_SUBDOMAIN_ERROR))
+    if problems:
+        metadata = obj.get("metadata") or {}
+        generated = metadata.get("generateName")
+        name = str(metadata.get("name") or (f"{generated}{GENERATED_SUFFIX}" if generated else ""))
+        listed = problems[0] if len(problems) == 1 else "[" + ", ".join(problems) + "]"
+        raise InputError(f'{label}: {REFUSED_BEFORE_ADMISSION}{kind}.{DRA_GROUP} "{name}" is invalid: {listed}')
 
 
 def _check_pod_spec(spec: Mapping[str, Any], label: str, where: str) -> None:

@@ -7,8 +7,15 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from aks_gpu.admission.policy import DEVICE_ENV_POLICY_NAME, POLICY_NAME, render_policy, workload_namespaces
-from aks_gpu.admission.reader import InputError, SourcedObject, read_text
+from aks_gpu.admission.policy import (
+    DEVICE_ENV_POLICY_NAME,
+    DRA_POLICY_NAME,
+    POLICY_NAME,
+    render_policy,
+    system_namespaces,
+    workload_namespaces,
+)
+from aks_gpu.admission.reader import InputError, SourcedObject, UnrenderedFileError, read_documents
 from aks_gpu.cli.common import (
     EXIT_FAILED,
     EXIT_OK,
@@ -29,15 +36,19 @@ Evaluate the stack's ValidatingAdmissionPolicy (aks-gpu-gpu-placement) against K
 files: Pods and the Pod templates of Deployments, ReplicaSets, StatefulSets, DaemonSets, Jobs and CronJobs.
 Files may hold several documents and `kind: List`. Each object is judged as the API server would judge its
 CREATE, with the same CEL. Namespace objects in the files are read for their labels (rule 3); the stack's
-workload namespaces are known already; an object without a namespace is in "default".
+workload namespaces are known already; a namespaced object without a namespace is in "default", a
+cluster-scoped one (DeviceClass, ClusterRole...) has none.
 
 A violation is reported as "denied" whatever the stack's validationActions: with [Warn] or [Audit] a cluster
 would still admit the object, with a warning or an audit annotation. The output names the actions.
 
 Objects the API server would refuse before admission (a field of the wrong type, a quantity it cannot parse, a
-duplicate key) are input errors that name the file, the object and the field; so is a file with no object.
+duplicate key) are reported "refused", naming the file, the object and the field (exit 2); a file with no object is
+an input error. An object not rendered yet (a Helm template, ${VAR}, <your-namespace>, FILLED_BY_VALIDATOR in its
+name, namespace or resources), and a file that is a template, are "not evaluated": render them first.
 
-exit status: 0 every object admitted, 1 any denied, 2 usage, file, YAML, object or stack config error
+exit status: 0 every evaluated object admitted, 1 any denied, 2 usage, file, YAML, refused object or stack config
+error, or nothing evaluated at all (an object not evaluated changes nothing when others were)
 """
 
 
@@ -76,49 +87,81 @@ LIST_ALL_UP_TO = 500
 def run_check(args: argparse.Namespace) -> int:
     """Print a decision per object and return the exit status."""
     # The CEL engines load only for this command, not for every `aksgpu` invocation.
-    from aks_gpu.admission.check import check
+    from aks_gpu.admission.check import check, not_evaluated, refused
     from aks_gpu.admission.engine import CelError, engine_named
     from aks_gpu.admission.evaluate import PolicyError
     from aks_gpu.admission.pod_security import baseline_policy_manifests
+    from aks_gpu.kube.platform_objects import platform
     from aks_gpu.kube.workload_manifests import namespace_facts
 
     loaded = load_stack(args)  # ConfigError: the command line turns it into exit status 2
-    report_warnings(loaded)  # on stderr: stdout stays pure JSON with --json
+    # On stderr (stdout stays pure JSON with --json), and only the admission section's: the rest does not change a
+    # decision.
+    report_warnings(loaded, "admission")
     # One file that cannot be read stops nothing else: its error is printed, every other file is decided, and the
-    # exit status is 2.
+    # exit status is 2. An object the API server refuses before admission is reported refused (exit 2), one not
+    # rendered yet not evaluated; the others are decided.
     objects: list[SourcedObject] = []
     input_errors: list[str] = []
+    unrendered_files: list[str] = []
     for path in args.files:
         if path.is_dir() and not expand_paths([path]):
             input_errors.append(f"{path}: a folder without any {', '.join(YAML_SUFFIXES)} file")
     for path in expand_paths(args.files):
         try:
             objects += read_objects(path)
+        except UnrenderedFileError as error:
+            unrendered_files.append(str(error))
         except InputError as error:
             input_errors.append(str(error))
     for message in input_errors:
         err.print(f"[bold red]error[/] {escape(message)}")
+    for item in objects:
+        if item.refused:
+            err.print(f"[bold red]error[/] {escape(item.label)}: {escape(item.refused)}")
+    for message in unrendered_files:
+        err.print(f"[yellow]not evaluated[/] {escape(message)}")
     if not objects:
         return EXIT_USAGE
     model = loaded.validated.model
     manifests = render_policy(model)
-    namespaces = {**workload_namespaces(model), **namespaces_in(objects)}
+    decidable = [item for item in objects if not item.refused and not item.unrendered]
+    namespaces = {**workload_namespaces(model), **namespaces_in(decidable)}
     facts = namespace_facts(model) if manifests else {}
     baseline = [m for ns in facts.values() if ns.pod_security == "baseline" for m in baseline_policy_manifests(ns.name)]
     try:
         engine = engine_named(args.engine)
-        decisions = check([item.obj for item in objects], manifests, namespaces, facts, baseline, engine)
+        objs = [item.obj for item in decidable]
+        decided = iter(check(objs, manifests, namespaces, facts, baseline, engine, system_namespaces(model), platform(model)))
     except (CelError, PolicyError, ImportError) as error:
         err.print(f"[bold red]error[/] the stack's admission policy cannot be evaluated: {escape(str(error))}")
         return EXIT_USAGE
+    decisions = [
+        refused(item.obj, item.refusal_line)
+        if item.refused
+        else not_evaluated(item.obj, item.unrendered)
+        if item.unrendered
+        else next(decided)
+        for item in objects
+    ]
     if args.json:
         print(json.dumps([decision.to_json() for decision in decisions], indent=2))
     else:
         actions = manifests[1]["spec"]["validationActions"] if manifests else []
         print_report(loaded.stack, actions, objects, decisions)
-    if input_errors:
+    return exit_status(decisions, bool(input_errors))
+
+
+def exit_status(decisions: list[Decision], input_errors: bool) -> int:
+    """2 for a file that cannot be read, an object the API server refuses before admission, or nothing evaluated at
+    all (every object a template still to render); else 1 when any evaluated object is denied, 0 when none is. An
+    object not evaluated changes nothing when others were."""
+    from aks_gpu.admission.evaluate import REFUSED
+
+    evaluated = [decision for decision in decisions if decision.evaluated]
+    if input_errors or not evaluated or any(decision.decision == REFUSED for decision in decisions):
         return EXIT_USAGE
-    return EXIT_OK if all(decision.allowed for decision in decisions) else EXIT_FAILED
+    return EXIT_OK if all(decision.allowed for decision in evaluated) else EXIT_FAILED
 
 
 YAML_SUFFIXES = (".yaml", ".yml", ".json")
@@ -153,7 +196,7 @@ def read_objects(path: Path) -> list[SourcedObject]:
         raise InputError(
             f"{path}: not UTF-8 text (byte 0x{data[error.start]:02x} at offset {error.start}); is it binary?"
         ) from None
-    return read_text(text, str(path))
+    return read_documents(text, str(path))
 
 
 def namespaces_in(objects: list[SourcedObject]) -> dict[str, dict[str, Any]]:
@@ -170,37 +213,54 @@ def print_report(stack: str, actions: list[str], objects: list[SourcedObject], d
     from rich.table import Table
     from rich.text import Text
 
-    denied = sum(not d.allowed for d in decisions)
+    # Denied: the object, or what it runs (admitted by the server, its Pods refused or never scheduled: its label).
+    denied = sum(d.evaluated and not d.allowed for d in decisions)
+    stored = sum(d.decision == "admitted" and not d.allowed for d in decisions)
+    refused = sum(d.decision == "refused" for d in decisions)
+    skipped = sum(d.decision == "not evaluated" for d in decisions)
+    admitted = len(decisions) - denied - refused - skipped
     if actions:
-        policies = f"{POLICY_NAME}, {DEVICE_ENV_POLICY_NAME}"
+        policies = f"{POLICY_NAME}, {DEVICE_ENV_POLICY_NAME}, {DRA_POLICY_NAME}"
         header = f"stack [bold]{escape(stack)}[/]: policies {policies}, validationActions {escape(str(actions))}"
     else:
         header = f"stack [bold]{escape(stack)}[/]: admission is disabled (admission.enabled: false); nothing is checked"
     out.print(header)
     # A table of thousands of rows helps nobody and takes seconds to lay out: past LIST_ALL_UP_TO objects the
-    # denied ones are listed a few lines each, the admitted ones counted (--json has every decision).
+    # denied ones (and the admitted ones with a warning) are listed a few lines each, the others counted (--json has
+    # every decision).
     list_admitted = len(decisions) <= LIST_ALL_UP_TO
     if not list_admitted:
         print_denied_list(objects, decisions)
     table = Table(title="admission check (as the API server would decide a CREATE)")
     for column in ("object", "namespace", "decision", "messages", "source"):
         table.add_column(column, overflow="fold")
-    admitted, refused = Text("admitted", style="green"), Text("denied", style="bold red")
+    styles = {"admitted": "green", "denied": "bold red", "refused": "bold red", "not evaluated": "yellow"}
     for item, decision in zip(objects, decisions, strict=True):
         if decision.allowed and not list_admitted:
             continue
         # Text, not markup: names and messages are shown as written ("[/x]" included), and nothing is parsed.
-        details = Text(denial_text(decision)) if decision.messages else Text(decision.note, style="dim")
+        if decision.messages:
+            details = Text(denial_text(decision))
+        else:
+            details = Text(decision.note, style="" if decision.decision == "not evaluated" else "dim")
+        for warning in decision.warnings:
+            details.append(f"\nwarning: {warning}", style="yellow")
         table.add_row(
             Text(f"{decision.kind}/{decision.name}"),
             Text(decision.namespace or "-"),
-            admitted if decision.allowed else refused,
+            Text(decision.label or decision.decision, style=styles[decision.decision] if decision.allowed else "bold red"),
             details,
             Text(item.source),
         )
     if list_admitted:
         out.print(table)
-    summary = f"{len(decisions) - denied} admitted, {denied} denied"
+    summary = f"{admitted} admitted, {denied} denied"
+    if stored:
+        summary += f" ({stored} of them admitted by the server, but their Pods would not run)"
+    if refused:
+        summary += f", {refused} refused before admission"
+    if skipped:
+        summary += f", {skipped} not evaluated"
     if not list_admitted:
         summary += f" (more than {LIST_ALL_UP_TO} objects: only the denied ones are listed; --json gives every decision)"
     if denied and actions and "Deny" not in actions:
@@ -218,13 +278,19 @@ def denial_text(decision: Decision) -> str:
 
 
 def print_denied_list(objects: list[SourcedObject], decisions: list[Decision]) -> None:
-    """The denied objects, one line each and a line per message (plain text: nothing in them is markup)."""
+    """The denied objects, and the admitted ones with a warning, one line each and a line per message and warning
+    (plain text: nothing in them is markup)."""
     from rich.text import Text
 
     lines = []
     for item, decision in zip(objects, decisions, strict=True):
-        if decision.allowed:
+        if decision.allowed and not decision.warnings:
             continue
-        lines.append(f"denied {decision.kind}/{decision.name} in {decision.namespace or '-'} ({item.source})")
-        lines += [f"  {line}" for line in denial_text(decision).splitlines()]
+        verdict = decision.label or decision.decision
+        lines.append(f"{verdict} {decision.kind}/{decision.name} in {decision.namespace or '-'} ({item.source})")
+        if decision.messages:
+            lines += [f"  {line}" for line in denial_text(decision).splitlines()]
+        elif not decision.allowed:
+            lines.append(f"  {decision.note}")
+        lines += [f"  warning: {warning}" for warning in decision.warnings]
     out.print(Text("\n".join(lines)), soft_wrap=True)

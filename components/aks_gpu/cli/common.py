@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from aks_gpu import __version__
 from aks_gpu.config.problems import ConfigError, Problem, clipped
-from aks_gpu.naming import PACKAGE_NAME
+from aks_gpu.naming import CONFIG_NAMESPACE, PACKAGE_NAME
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -258,6 +258,16 @@ def report_config_error(exc: ConfigError) -> int:
     return EXIT_USAGE
 
 
-def report_warnings(loaded: LoadedStack) -> None:
+def report_warnings(loaded: LoadedStack, section: str | None = None) -> None:
+    """The stack config's warnings on stderr; with ``section`` (``admission``), only those on that key of the
+    ``aks-gpu`` namespace and below it: a command that reads one section does not repeat the others' warnings."""
     for warning in loaded.validated.warnings:
+        if section is not None and not in_section(warning.path, section):
+            continue
         __getattr__("err").print(f"[yellow]warning[/] {escape(warning.render(loaded.validated.source))}")
+
+
+def in_section(path: str, section: str) -> bool:
+    """``aks-gpu:admission.gpuNamespaces`` is in section ``admission``; ``aks-gpu:monitoring...`` is not."""
+    key = f"{CONFIG_NAMESPACE}:{section}"
+    return path == key or path.startswith((f"{key}.", f"{key}["))

@@ -397,5 +397,6 @@ def namespace_facts(model: PlatformModel) -> dict[str, NamespaceFacts]:
                 "cpu": workload.config.default_requests.cpu,
                 "memory": workload.config.default_requests.memory,
             },
+            warn_level=PSA_WARN_LEVEL,
         )
     return facts
