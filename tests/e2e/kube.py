@@ -82,6 +82,9 @@ class Server:
             message = response.text
         line = message.splitlines()[0] if message else ""
         decision = {403: "denied", 422: "refused", 400: "refused"}.get(response.status_code, "other")
+        if "ValidatingAdmissionPolicy '" in line:
+            # A policy validation with reason Invalid answers 422: still an admission denial, not schema validation.
+            decision = "denied"
         return Answer(decision, line, response.status_code)
 
     def exists(self, path: str) -> bool:
