@@ -4,7 +4,6 @@ claims (tests/admission/objects/dra.yaml holds the rest, decided by the real CEL
 
 from __future__ import annotations
 
-import argparse
 import json
 from pathlib import Path
 
@@ -15,7 +14,7 @@ from aks_gpu.admission.dra import gpu_asks, gpu_devices
 from aks_gpu.admission.engine import ENGINE_NAMES, engine_named
 from aks_gpu.admission.evaluate import evaluate
 from aks_gpu.admission.policy import DRA_POLICY_NAME, render_policy, workload_namespaces
-from aks_gpu.cli import admission
+from tests.admission.test_cli import run
 from tests.conftest import stack_model
 
 # resource.k8s.io/v1beta1 puts the class on the request itself; a server serving it converts the request to v1 for a
@@ -46,14 +45,6 @@ spec:
   resourceClaims: [{name: gpu, resourceClaimTemplateName: gpu}]
   containers: [{name: c, image: busybox, resources: {claims: [{name: gpu}]}}]
 """
-
-
-def run(argv: list[str]) -> int:
-    parser = argparse.ArgumentParser(prog="aksgpu")
-    admission.register(parser.add_subparsers(dest="command"))
-    args = parser.parse_args(argv)
-    code: int = args.handler(args)
-    return code
 
 
 @pytest.mark.parametrize("engine", ENGINE_NAMES)

@@ -3,7 +3,6 @@ object has no namespace: `-` in the table, null in JSON)."""
 
 from __future__ import annotations
 
-import argparse
 import json
 from pathlib import Path
 
@@ -13,7 +12,7 @@ import yaml
 from aks_gpu.admission.evaluate import evaluate
 from aks_gpu.admission.kinds import guess_plural, kind_of, known_kinds
 from aks_gpu.admission.policy import render_policy, workload_namespaces
-from aks_gpu.cli import admission
+from tests.admission.test_cli import run
 from tests.conftest import stack_model
 
 DEVICE_CLASS = """\
@@ -32,14 +31,6 @@ apiVersion: gateway.networking.k8s.io/v1
 kind: Gateway
 metadata: {name: web, namespace: team-a}
 """
-
-
-def run(argv: list[str]) -> int:
-    parser = argparse.ArgumentParser(prog="aksgpu")
-    admission.register(parser.add_subparsers(dest="command"))
-    args = parser.parse_args(argv)
-    code: int = args.handler(args)
-    return code
 
 
 @pytest.mark.parametrize(

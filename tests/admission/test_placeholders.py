@@ -4,7 +4,6 @@ comes from what could be evaluated (2 only when nothing could). Refused objects 
 
 from __future__ import annotations
 
-import argparse
 import json
 import re
 from pathlib import Path
@@ -14,7 +13,7 @@ import pytest
 
 from aks_gpu.admission.placeholders import placeholder_kind, placeholders
 from aks_gpu.admission.quantity import Quantity
-from aks_gpu.cli import admission
+from tests.admission.test_cli import run
 
 GOOD_POD = """\
 apiVersion: v1
@@ -57,14 +56,6 @@ spec:
 """
 # A lowercase RFC 1123 label or subdomain: what the API server accepts as a namespace or a Pod's name.
 DNS_NAME = re.compile(r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$")
-
-
-def run(argv: list[str]) -> int:
-    parser = argparse.ArgumentParser(prog="aksgpu")
-    admission.register(parser.add_subparsers(dest="command"))
-    args = parser.parse_args(argv)
-    code: int = args.handler(args)
-    return code
 
 
 def write(tmp_path: Path, name: str, text: str) -> str:

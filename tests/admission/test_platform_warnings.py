@@ -3,15 +3,13 @@ replace. Exit codes do not change; every object keeps its decision."""
 
 from __future__ import annotations
 
-import argparse
 import json
 from pathlib import Path
 
 import pytest
 
 from aks_gpu.admission.platform_warnings import image_path
-from aks_gpu.cli import admission
-from tests.admission.test_cli import GOOD
+from tests.admission.test_cli import GOOD, run
 
 # The attacker's or the careless user's shapes: the stack's own DaemonSet rewritten, the plugin pulled through a
 # mirror by digest, an init container running it, a workload hidden in a system namespace, the stack's quota
@@ -58,14 +56,6 @@ kind: ConfigMap
 metadata: {name: settings, namespace: kube-system}
 data: {a: b}
 """
-
-
-def run(argv: list[str]) -> int:
-    parser = argparse.ArgumentParser(prog="aksgpu")
-    admission.register(parser.add_subparsers(dest="command"))
-    args = parser.parse_args(argv)
-    code: int = args.handler(args)
-    return code
 
 
 @pytest.mark.parametrize(
