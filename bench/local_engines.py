@@ -18,15 +18,10 @@ from __future__ import annotations
 
 import json
 import math
-import os
-import shutil
-import subprocess
-import sys
 import tempfile
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -40,9 +35,9 @@ from aks_gpu.naming import AKS_AGENTPOOL_LABEL
 from aks_gpu.resolved.stack import validate_stack
 from bench.admission_check import generated
 from bench.common import PROJECT_DIR, prod_model, timed
+from tests.e2e.conftest import TOOLS, LocalCluster, project_copy
 
 STACK = "prod"
-TOOLS = PROJECT_DIR / ".tools" / "bin"
 UP_TARGET_S = 90.0
 AUDIT_NODES = 1_000
 AUDIT_TARGET_S = 5.0
@@ -53,39 +48,8 @@ UP_TIMEOUT_S = 600
 # the DaemonSets' pods of 1,000 nodes to be created and run on kwok.
 NODE_BATCH = 200
 PODS_READY_TIMEOUT_S = 900
-ENV = {**os.environ, "PYTHONPATH": str(PROJECT_DIR / "components")}
-
-
-@dataclass(frozen=True)
-class Project:
-    root: Path
-
-    @property
-    def kubeconfig(self) -> Path:
-        return self.root / ".local" / STACK / "kubeconfig"
-
-    def aksgpu(self, *args: str, timeout: float = UP_TIMEOUT_S) -> subprocess.CompletedProcess[str]:
-        local = ["--project-dir", str(self.root)] if args[0] == "local" else []
-        return subprocess.run(
-            [sys.executable, "-m", "aks_gpu.cli", *args, *local],
-            capture_output=True,
-            text=True,
-            timeout=timeout,
-            env=ENV,
-            cwd=self.root,
-            check=False,
-            stdin=subprocess.DEVNULL,
-        )
-
-    def kubectl(self, *args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
-        return subprocess.run(
-            [str(TOOLS / "kubectl"), "--kubeconfig", str(self.kubeconfig), *args],
-            input=stdin,
-            capture_output=True,
-            text=True,
-            timeout=300,
-            check=False,
-        )
+# Lists and applies of a thousand nodes' objects: longer than the e2e suite's calls of a few objects.
+KUBECTL_TIMEOUT_S = 300
 
 
 def tools_missing(console: Console) -> bool:
@@ -96,21 +60,23 @@ def tools_missing(console: Console) -> bool:
 
 
 @contextmanager
-def project() -> Iterator[Project]:
+def project() -> Iterator[LocalCluster]:
+    """A project copy in a temporary folder, as the e2e suite makes one, its cluster always stopped and purged."""
     with tempfile.TemporaryDirectory(prefix="aksgpu-bench-local-") as folder:
-        root = Path(folder)
-        shutil.copy(PROJECT_DIR / "Pulumi.yaml", root / "Pulumi.yaml")
-        (root / "stacks").symlink_to(PROJECT_DIR / "stacks")
-        (root / ".tools").symlink_to(PROJECT_DIR / ".tools")
-        copy = Project(root)
+        copy = LocalCluster(project_copy(Path(folder)), STACK)
         try:
             yield copy
         finally:
             copy.aksgpu("local", "down", "--stack", STACK, "--purge", timeout=180)
 
 
-def up(copy: Project) -> float:
-    done, seconds = timed(lambda: copy.aksgpu("local", "up", "--stack", STACK))
+def listed(copy: LocalCluster, *what: str) -> list[dict[str, Any]]:
+    items: list[dict[str, Any]] = json.loads(copy.kubectl("get", *what, "-o", "json", timeout=KUBECTL_TIMEOUT_S).stdout)["items"]
+    return items
+
+
+def up(copy: LocalCluster) -> float:
+    done, seconds = timed(lambda: copy.aksgpu("local", "up", "--stack", STACK, timeout=UP_TIMEOUT_S))
     if done.returncode != 0:
         raise RuntimeError(f"local up exited {done.returncode}: {done.stderr[-2000:]}")
     return seconds
@@ -139,13 +105,13 @@ def run_up(console: Console) -> bool:
     return first < UP_TARGET_S
 
 
-def extra_gpu_nodes(copy: Project, count: int) -> list[dict[str, Any]]:
+def extra_gpu_nodes(copy: LocalCluster, count: int) -> list[dict[str, Any]]:
     """Simulated GPU nodes of the stack's GPU pools, as ``local up`` makes them, until there are ``count`` in all."""
     validated = validate_stack(load_stack_file(PROJECT_DIR / "stacks" / f"Pulumi.{STACK}.yaml"), f"stacks/Pulumi.{STACK}.yaml")
     config, model = validated.config, validated.model
     gpu_pools = {pool.name for pool in model.pools}
     per_pool = math.ceil(count / len(gpu_pools))
-    existing = {n["metadata"]["name"] for n in json.loads(copy.kubectl("get", "nodes", "-o", "json").stdout)["items"]}
+    existing = {n["metadata"]["name"] for n in listed(copy, "nodes")}
     wanted = [
         node
         for node in node_manifests(config, model, per_pool)
@@ -154,18 +120,18 @@ def extra_gpu_nodes(copy: Project, count: int) -> list[dict[str, Any]]:
     return [node for node in wanted if node["metadata"]["name"] not in existing]
 
 
-def pods_running(copy: Project) -> tuple[int, int]:
-    pods = json.loads(copy.kubectl("get", "pods", "-A", "-o", "json").stdout)["items"]
+def pods_running(copy: LocalCluster) -> tuple[int, int]:
+    pods = listed(copy, "pods", "-A")
     return sum(1 for pod in pods if (pod.get("status") or {}).get("phase") == "Running"), len(pods)
 
 
-def wait_for_daemonsets(copy: Project, added: int) -> None:
+def wait_for_daemonsets(copy: LocalCluster, added: int) -> None:
     """Until every DaemonSet has a ready pod on each node it selects, the new nodes counted, and that holds for three
     polls in a row (the DaemonSet controller counts the nodes in its own time)."""
     deadline = time.monotonic() + PODS_READY_TIMEOUT_S
     steady, last = 0, -1
     while time.monotonic() < deadline:
-        items = json.loads(copy.kubectl("get", "daemonsets", "-A", "-o", "json").stdout)["items"]
+        items = listed(copy, "daemonsets", "-A")
         desired = sum(int((ds.get("status") or {}).get("desiredNumberScheduled", 0)) for ds in items)
         ready = all(
             (ds.get("status") or {}).get("numberReady", 0) == (ds.get("status") or {}).get("desiredNumberScheduled", 0)
@@ -188,7 +154,7 @@ def run_audit(console: Console) -> bool:
         start = time.perf_counter()
         for index in range(0, len(nodes), NODE_BATCH):
             batch = {"apiVersion": "v1", "kind": "List", "items": nodes[index : index + NODE_BATCH]}
-            applied = copy.kubectl("apply", "-f", "-", stdin=json.dumps(batch))
+            applied = copy.kubectl("apply", "-f", "-", stdin=json.dumps(batch), timeout=KUBECTL_TIMEOUT_S)
             if applied.returncode != 0:
                 raise RuntimeError(applied.stderr[-2000:])
         wait_for_daemonsets(copy, len(nodes))
