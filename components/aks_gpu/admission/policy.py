@@ -373,6 +373,10 @@ def _variable(name: str, expression: str) -> dict[str, str]:
     return {"name": name, "expression": expression}
 
 
+def _policy_manifest(name: str, spec: dict[str, Any]) -> Manifest:
+    return {"apiVersion": API_VERSION, "kind": "ValidatingAdmissionPolicy", "metadata": {"name": name}, "spec": spec}
+
+
 def _validation(expression: str, message: str, message_expression: str, reason: str = "Invalid") -> dict[str, str]:
     return {"expression": expression, "message": message, "messageExpression": message_expression, "reason": reason}
 
@@ -708,12 +712,7 @@ def policy_manifest(model: PlatformModel, network_policy: str | None = None) -> 
         "variables": _variables(model),
         "validations": _validations(model, exempt),
     }
-    return {
-        "apiVersion": API_VERSION,
-        "kind": "ValidatingAdmissionPolicy",
-        "metadata": {"name": POLICY_NAME},
-        "spec": spec,
-    }
+    return _policy_manifest(POLICY_NAME, spec)
 
 
 def binding_manifest(model: PlatformModel, policy_name: str = POLICY_NAME, binding_name: str = BINDING_NAME) -> Manifest:
@@ -759,12 +758,7 @@ def device_env_policy_manifest(model: PlatformModel, network_policy: str | None 
             )
         ],
     }
-    return {
-        "apiVersion": API_VERSION,
-        "kind": "ValidatingAdmissionPolicy",
-        "metadata": {"name": DEVICE_ENV_POLICY_NAME},
-        "spec": spec,
-    }
+    return _policy_manifest(DEVICE_ENV_POLICY_NAME, spec)
 
 
 def _dra_gpu_choice(choice: str) -> str:
@@ -834,12 +828,7 @@ def dra_policy_manifest(model: PlatformModel, network_policy: str | None = None)
             )
         ],
     }
-    return {
-        "apiVersion": API_VERSION,
-        "kind": "ValidatingAdmissionPolicy",
-        "metadata": {"name": DRA_POLICY_NAME},
-        "spec": spec,
-    }
+    return _policy_manifest(DRA_POLICY_NAME, spec)
 
 
 def render_policy(model: PlatformModel, network_policy: str | None = None) -> list[Manifest]:
