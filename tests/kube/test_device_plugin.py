@@ -864,7 +864,8 @@ def test_amd_gpu_operator_mode_is_refused_without_cert_manager_and_a_driver_imag
     raw["aks-gpu:devicePlugin"] = {"amdMode": "gpu-operator"}
     with pytest.raises(ConfigError) as error:
         validate_stack(raw, "test")
-    paths = {problem.path for problem in error.value.problems}
+    # The errors alone: the amd stack also warns that its VM size is not confirmed in its region (vm_size_regions.yaml).
+    paths = {problem.path for problem in error.value.problems if problem.severity == "error"}
     assert paths == {"aks-gpu:devicePlugin.certManagerInstalled", "aks-gpu:devicePlugin.amdDriverImage"}
     assert any("helm install cert-manager" in problem.message for problem in error.value.problems)
 
