@@ -99,10 +99,19 @@ def model_of(raw: dict[str, Any]) -> PlatformModel:
     return validate_stack(raw, "test").model
 
 
-def with_plugin(stack: str, **device_plugin: Any) -> PlatformModel:
+def with_plugin(stack: str, pins: dict[str, str] | None = None, **device_plugin: Any) -> PlatformModel:
+    """``stack`` with device plugin keys changed; ``pins`` gives workloads (by name) the pool they name."""
     raw = raw_stack(stack)
     raw["aks-gpu:devicePlugin"] = {**(raw.get("aks-gpu:devicePlugin") or {}), **device_plugin}
+    for workload in raw.get("aks-gpu:workloads") or []:
+        if workload["name"] in (pins or {}):
+            workload["pool"] = (pins or {})[workload["name"]]
     return model_of(raw)
+
+
+# Under the mixed strategy prod's infer pool exposes nvidia.com/mig-1g.10gb and inferfull whole nvidia.com/gpu: a
+# namespace's quota meters one resource, so the config rules ask gpu-inference to name one pool (here the MIG one).
+PROD_MIXED_PINS = {"gpu-inference": "infer"}
 
 
 def daemonsets(model: PlatformModel) -> list[dict[str, Any]]:
@@ -428,11 +437,16 @@ def test_azure_linux_mig_pool_sets_the_mig_monitor() -> None:
 
 
 def test_mixed_strategy_reaches_the_config_and_the_targets() -> None:
-    model = with_plugin("prod", migStrategy="mixed")
+    with pytest.raises(ConfigError, match=r"the pools of type 'inference' expose different resources .*name one pool"):
+        with_plugin("prod", migStrategy="mixed")
+    model = with_plugin("prod", PROD_MIXED_PINS, migStrategy="mixed")
     assert plugin_config(model, "infer")["flags"]["migStrategy"] == "mixed"
     target = plugin_targets(model)["infer"]
     assert (target.resource_name, target.count_per_node, target.mig_strategy) == ("nvidia.com/mig-1g.10gb", 7, "mixed")
     assert plugin_targets(model)["train"].mig_strategy is None
+    # Whole H100s without MIG: nvidia.com/gpu under either strategy.
+    whole = plugin_targets(model)["inferfull"]
+    assert (whole.resource_name, whole.count_per_node, whole.mig_strategy) == ("nvidia.com/gpu", 8, None)
 
 
 def test_time_slicing_goes_into_the_config_and_the_count() -> None:
@@ -780,7 +794,7 @@ def test_one_nfd_serves_both_operators(harness: MockHarness) -> None:
 STACK_VARIANTS: dict[str, tuple[str, dict[str, Any]]] = {
     **{stack: (stack, {}) for stack in STACK_NAMES},
     "prod-operator": ("prod", {"mode": "gpu-operator"}),
-    "prod-mixed": ("prod", {"migStrategy": "mixed", "timeSlicingReplicas": 3}),
+    "prod-mixed": ("prod", {"migStrategy": "mixed", "timeSlicingReplicas": 3, "pins": PROD_MIXED_PINS}),
     "amd-operator": ("amd", AMD_OPERATOR),
 }
 
@@ -840,12 +854,15 @@ def test_operator_mode_labels_point_each_pool_at_its_config_and_keep_aks_drivers
     model = resolve(config)
     (release,) = operator_releases(model, resolve_pins(config.device_plugin), dcgm_operator_values(model))
     data = release.values["devicePlugin"]["config"]["data"]
-    train, infer = (plugin_node_labels(pool, config) for pool in config.gpu_pools)
+    labels = {pool.name: plugin_node_labels(pool, config) for pool in config.gpu_pools}
+    train, infer, inferfull = labels["train"], labels["infer"], labels["inferfull"]
     assert yaml.safe_load(data[train["nvidia.com/device-plugin.config"]]) == plugin_config_of(model, "train")
     assert yaml.safe_load(data[infer["nvidia.com/device-plugin.config"]])["flags"]["migStrategy"] == "single"
-    # AKS installs train's driver: the operator's driver and toolkit stay off it, and on for infer.
+    assert yaml.safe_load(data[inferfull["nvidia.com/device-plugin.config"]]) == plugin_config_of(model, "inferfull")
+    # AKS installs train's driver: the operator's driver and toolkit stay off it, and on for both inference pools.
     assert train["nvidia.com/gpu.deploy.driver"] == train["nvidia.com/gpu.deploy.container-toolkit"] == "false"
     assert "nvidia.com/gpu.deploy.driver" not in infer and release.values["driver"]["enabled"] is True
+    assert "nvidia.com/gpu.deploy.driver" not in inferfull
     # Daemonset mode: the config label, and nvidia.com/gpu.present while NVSentinel runs (prod runs it: its kernel-log
     # monitor schedules on that label, components/aks_gpu/resolved/node_labels.py); the operator's deploy labels mean
     # nothing there.
