@@ -150,9 +150,10 @@ def test_a_family_one_vcpu_short_is_exit_1_with_the_request_that_covers_it(serve
     row = next(line for line in out.splitlines() if "standardNDSH100v5Family" in line and "│" in line)
     assert "short" in row and re.search(r"│\s+-1\s+│", row) is None  # free is need - 1, shown as a number
     h100 = load_quota_facts().size("Standard_ND96isr_H100_v5").vcpus or 0
-    # The request asks for the family's usage (8) plus the need: 4 nodes + 1 surge node of 96 vCPUs.
+    # The request asks for the family's usage (8) plus the need of its two pools, 96 vCPUs a node: train's 4 nodes +
+    # 1 surge node and inferfull's 2 nodes + 1 surge node.
     scope = f"/subscriptions/{SUBSCRIPTION}/providers/Microsoft.Compute/locations/swedencentral"
-    assert f"--resource-name 'standardNDSH100v5Family' --scope {scope} --limit-object value={8 + 5 * h100}" in out
+    assert f"--resource-name 'standardNDSH100v5Family' --scope {scope} --limit-object value={8 + (5 + 3) * h100}" in out
 
 
 def test_a_family_the_region_does_not_list_is_not_offered_exit_1(serve: Any, run_preflight: Any) -> None:
