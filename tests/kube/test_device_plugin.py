@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from collections.abc import Callable
+from functools import partial
 from typing import Any, cast
 
 import kubernetes_validate
@@ -99,19 +101,24 @@ def model_of(raw: dict[str, Any]) -> PlatformModel:
     return validate_stack(raw, "test").model
 
 
-def with_plugin(stack: str, pins: dict[str, str] | None = None, **device_plugin: Any) -> PlatformModel:
-    """``stack`` with device plugin keys changed; ``pins`` gives workloads (by name) the pool they name."""
+def raw_with_plugin(stack: str, device_plugin: dict[str, Any]) -> dict[str, Any]:
     raw = raw_stack(stack)
     raw["aks-gpu:devicePlugin"] = {**(raw.get("aks-gpu:devicePlugin") or {}), **device_plugin}
-    for workload in raw.get("aks-gpu:workloads") or []:
-        if workload["name"] in (pins or {}):
-            workload["pool"] = (pins or {})[workload["name"]]
+    return raw
+
+
+def with_plugin(stack: str, **device_plugin: Any) -> PlatformModel:
+    return model_of(raw_with_plugin(stack, device_plugin))
+
+
+def prod_mixed(**device_plugin: Any) -> PlatformModel:
+    """prod under the mixed strategy. Its infer pool then exposes nvidia.com/mig-1g.10gb and inferfull whole
+    nvidia.com/gpu: a namespace's quota meters one resource, so the config rules ask gpu-inference to name one pool
+    (here the MIG one)."""
+    raw = raw_with_plugin("prod", {"migStrategy": "mixed", **device_plugin})
+    (inference,) = [workload for workload in raw["aks-gpu:workloads"] if workload["name"] == "gpu-inference"]
+    inference["pool"] = "infer"
     return model_of(raw)
-
-
-# Under the mixed strategy prod's infer pool exposes nvidia.com/mig-1g.10gb and inferfull whole nvidia.com/gpu: a
-# namespace's quota meters one resource, so the config rules ask gpu-inference to name one pool (here the MIG one).
-PROD_MIXED_PINS = {"gpu-inference": "infer"}
 
 
 def daemonsets(model: PlatformModel) -> list[dict[str, Any]]:
@@ -439,7 +446,7 @@ def test_azure_linux_mig_pool_sets_the_mig_monitor() -> None:
 def test_mixed_strategy_reaches_the_config_and_the_targets() -> None:
     with pytest.raises(ConfigError, match=r"the pools of type 'inference' expose different resources .*name one pool"):
         with_plugin("prod", migStrategy="mixed")
-    model = with_plugin("prod", PROD_MIXED_PINS, migStrategy="mixed")
+    model = prod_mixed()
     assert plugin_config(model, "infer")["flags"]["migStrategy"] == "mixed"
     target = plugin_targets(model)["infer"]
     assert (target.resource_name, target.count_per_node, target.mig_strategy) == ("nvidia.com/mig-1g.10gb", 7, "mixed")
@@ -791,19 +798,18 @@ def test_one_nfd_serves_both_operators(harness: MockHarness) -> None:
 # ---------------------------------------------------------------- rendered manifests
 
 
-STACK_VARIANTS: dict[str, tuple[str, dict[str, Any]]] = {
-    **{stack: (stack, {}) for stack in STACK_NAMES},
-    "prod-operator": ("prod", {"mode": "gpu-operator"}),
-    "prod-mixed": ("prod", {"migStrategy": "mixed", "timeSlicingReplicas": 3, "pins": PROD_MIXED_PINS}),
-    "amd-operator": ("amd", AMD_OPERATOR),
+STACK_VARIANTS: dict[str, Callable[[], PlatformModel]] = {
+    **{stack: partial(stack_model, stack) for stack in STACK_NAMES},
+    "prod-operator": partial(with_plugin, "prod", mode="gpu-operator"),
+    "prod-mixed": partial(prod_mixed, timeSlicingReplicas=3),
+    "amd-operator": partial(with_plugin, "amd", **AMD_OPERATOR),
 }
 
 
 @pytest.mark.parametrize("variant", sorted(STACK_VARIANTS))
 @pytest.mark.parametrize("kubernetes", AKS_VERSIONS)
 def test_rendered_manifests_are_valid_kubernetes(variant: str, kubernetes: str, harness: MockHarness) -> None:
-    stack, overrides = STACK_VARIANTS[variant]
-    model = with_plugin(stack, **overrides) if overrides else stack_model(stack)
+    model = STACK_VARIANTS[variant]()
     result, _ = run_component(harness, model)
     manifests = result.manifests()
     assert manifests
