@@ -157,16 +157,16 @@ spec:
       containers:
         - name: embed
           image: mcr.microsoft.com/azuredocs/samples-tf-mnist-demo:gpu
-          resources: {requests: {cpu: 40, memory: 100Gi}, limits: {nvidia.com/gpu: 1, memory: 100Gi}}
+          resources: {requests: {cpu: 80, memory: 100Gi}, limits: {nvidia.com/gpu: 1, memory: 100Gi}}
 """
 
 
 def test_a_deployment_whose_one_pod_fits_is_admitted_and_its_replicas_are_named(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    # Quota admission judges each Pod as the ReplicaSet creates it: the Deployment is stored and its first two Pods
-    # run, the third and fourth are refused (FailedCreate events). The server admits the object, so does the check;
-    # what the replicas ask together is said among what it did not decide.
+    # Quota admission judges each Pod as the ReplicaSet creates it: the Deployment is stored and its first three Pods
+    # run (240 of gpu-inference's 288 CPUs), the fourth is refused (FailedCreate events). The server admits the object,
+    # so does the check; what the replicas ask together is said among what it did not decide.
     objects = tmp_path / "objects.yaml"
     objects.write_text(DEPLOYMENT_OF_FOUR)
     main(["admission", "check", "--stack", "prod", "--json", str(objects)])
@@ -174,7 +174,7 @@ def test_a_deployment_whose_one_pod_fits_is_admitted_and_its_replicas_are_named(
     assert deployment["allowed"] is True, deployment["messages"]
     assert deployment["notEvaluated"][0] == (
         "ResourceQuota over all 4 Pods together (each is judged alone, as it is created; together they ask "
-        "requests.cpu=160 of 96: the Pods created once the quota is used up would be refused)"
+        "requests.cpu=320 of 288: the Pods created once the quota is used up would be refused)"
     )
 
 

@@ -221,7 +221,7 @@ def test_what_counts_as_a_gpu_resource(resource: str, is_gpu: bool) -> None:
 
 
 def test_pools_by_type_follow_the_model() -> None:
-    assert pools_by_type(stack_model("prod")) == {"inference": ("infer",), "training": ("train",)}
+    assert pools_by_type(stack_model("prod")) == {"inference": ("infer", "inferfull"), "training": ("train",)}
 
 
 def gpu_pod(namespace: str) -> dict[str, Any]:

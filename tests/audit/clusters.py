@@ -30,7 +30,6 @@ TARGETS = plugin_targets(PROD)
 # An image built 14 days before the snapshot; the label as AKS writes it (see node_images._IMAGE_DATE).
 COLLECTED_AT = "2025-10-20T08:00:00Z"
 FRESH_IMAGE = "AKSUbuntu-2204gen2containerd-202510.06.0"
-NAMESPACE_OF_POOL = {"train": "gpu-training", "infer": "gpu-inference"}
 NPD_GPU_CONDITIONS = {
     # type -> (reason, message) when False, as AKS's Node Problem Detector reports a healthy GPU node
     "GPUMissing": ("NoGPUMissing", "Observed GPU count matches expected GPU count"),
@@ -151,10 +150,18 @@ def find_node(snapshot: ClusterSnapshot, name: str) -> dict[str, Any]:
     return next(node for node in snapshot.nodes if node["metadata"]["name"] == name)
 
 
+def namespace_of_pool(model: PlatformModel) -> dict[str, str]:
+    """Each pool's workload namespace: the one whose workload type the pool serves (prod: train -> gpu-training,
+    infer and inferfull -> gpu-inference)."""
+    return {pool.name: workload.name for workload in model.workloads for pool in workload.pools}
+
+
 def clean_snapshot(nodes: dict[str, int] | None = None, model: PlatformModel = PROD) -> ClusterSnapshot:
-    """The prod stack as the article asks, ``nodes`` GPU nodes per pool (2 train, 1 infer by default)."""
+    """The prod stack as the article asks, ``nodes`` GPU nodes per pool (by default 2 train, 1 infer, and no
+    inferfull node: that pool keeps minCount 0 and scales from zero only for whole-GPU inference)."""
     targets = plugin_targets(model)
     base = healthy_snapshot(model, targets, nodes or {"train": 2, "infer": 1})
+    namespace_of = namespace_of_pool(model)
     pods = list(base.pods)
     for node in base.nodes:
         labels = node["metadata"]["labels"]
@@ -168,7 +175,7 @@ def clean_snapshot(nodes: dict[str, int] | None = None, model: PlatformModel = P
         name = node["metadata"]["name"]
         pods.append(
             workload_pod(
-                NAMESPACE_OF_POOL[pool], f"{pool}-job-{name[-4:]}-x7k2p", name, {target.resource_name: str(target.count_per_node)}
+                namespace_of[pool], f"{pool}-job-{name[-4:]}-x7k2p", name, {target.resource_name: str(target.count_per_node)}
             )
         )
     namespaces = [namespace("kube-system"), namespace("gpu-resources", {"app.kubernetes.io/part-of": "aks-gpu"})]

@@ -105,10 +105,27 @@ def test_a_cluster_built_as_the_article_asks_has_no_finding_and_nothing_unchecke
         "train": (2, 16, 16),
     }
     assert {ns.namespace: (ns.quota, ns.deny_all) for ns in report.namespaces} == {
-        "gpu-inference": ({"nvidia.com/gpu": "14"}, True),
+        # 14 MIG slices of the infer pool plus the inferfull pool's 2 nodes x 8 whole GPUs.
+        "gpu-inference": ({"nvidia.com/gpu": "30"}, True),
         "gpu-training": ({"nvidia.com/gpu": "32"}, True),
     }
     assert "gpu-pod-unfenced" in report.checked and "node-image-stale" in report.checked and "gpu-condition" in report.checked
+
+
+@pytest.mark.parametrize("stack", [False, True], ids=["no stack", "--stack prod"])
+def test_a_whole_gpu_inference_node_serving_its_namespace_has_no_finding(stack: bool) -> None:
+    # The inferfull pool scaled up for an 8-GPU model: its node's pod is in gpu-inference, as the namespace's
+    # selector (serves.aks-gpu/inference) allows, and uses all 8 H100s.
+    report = audit(clean_snapshot({"train": 2, "infer": 1, "inferfull": 1}), stack)
+
+    assert report.findings == ()
+    assert gaps(report) == ()
+    assert report.gpu_nodes == 4
+    assert {pool.pool: (pool.gpu_nodes, int(pool.gpus_allocatable), int(pool.gpus_requested)) for pool in report.pools} == {
+        "infer": (1, 7, 7),
+        "inferfull": (1, 8, 8),
+        "train": (2, 16, 16),
+    }
 
 
 def test_the_json_report_is_the_contract() -> None:

@@ -61,18 +61,25 @@ def test_a_size_not_in_the_facts_is_unknown_and_sizes_compare_without_case() -> 
     assert facts.size("Standard_Made_Up_v9").vcpus is None
 
 
-def test_prod_needs_the_h100_family_at_max_count_plus_its_surge_node() -> None:
+def test_prod_needs_the_h100_family_at_max_count_plus_its_surge_nodes() -> None:
     config = stack_config("prod")
     facts = load_quota_facts()
     plan = quota_plan(config)
     train = next(pool for pool in config.gpu_pools if pool.name == "train")
+    inferfull = next(pool for pool in config.gpu_pools if pool.name == "inferfull")
     per_node = facts.size(train.vm_size).vcpus
     assert per_node == 96 and train.max_count == 4  # what the stack file says: 4 x ND96isr_H100_v5
+    assert inferfull.vm_size == train.vm_size and inferfull.max_count == 2  # and 2 more for whole-GPU inference
     line = next(line for line in plan.lines if line.family == "standardNDSH100v5Family")
     assert line.local_name == "Standard NDSH100v5 Family vCPUs"
-    # 4 nodes at maxCount = 384 vCPUs, plus the one surge node of upgrade.maxSurge "1" while AKS upgrades the pool.
-    assert line.vcpus == per_node * (4 + 1) == 480
-    assert line.pools == ("train",)
+    # train: 4 nodes at maxCount, plus the one surge node of upgrade.maxSurge "1" while AKS upgrades the pool;
+    # inferfull: 2 nodes at maxCount, plus the one surge node a pool that sets no upgrade gets (AKS's default).
+    assert [(need.pool, need.nodes, need.surge) for need in plan.pools if need.quota.family == line.family] == [
+        ("train", 4, 1),
+        ("inferfull", 2, 1),
+    ]
+    assert line.vcpus == per_node * (4 + 1) + per_node * (2 + 1) == 768
+    assert line.pools == ("train", "inferfull")
 
 
 def test_the_regional_total_is_every_pool_family_summed() -> None:
@@ -81,9 +88,10 @@ def test_the_regional_total_is_every_pool_family_summed() -> None:
     total = next(line for line in plan.lines if line.kind == "total")
     assert total.family == "cores" and total.local_name == "Total Regional vCPUs"
     assert total.vcpus == sum(line.vcpus for line in families)
-    assert set(total.pools) == {"system", "train", "infer", "cpu"}
-    # train 96 x (4 + 1) = 480, infer 24 x (3 + 1) = 96, system 4 x (3 + 1) = 16, cpu 8 x (3 + 1) = 32.
-    assert total.vcpus == 624
+    assert set(total.pools) == {"system", "train", "infer", "inferfull", "cpu"}
+    # train 96 x (4 + 1) = 480, inferfull 96 x (2 + 1) = 288, infer 24 x (3 + 1) = 96, system 4 x (3 + 1) = 16,
+    # cpu 8 x (3 + 1) = 32.
+    assert total.vcpus == 912
     assert plan.location == "swedencentral"
 
 
@@ -161,7 +169,8 @@ def test_request_commands_name_each_family_and_the_region_never_the_total() -> N
     assert len(commands) == len([line for line in plan.lines if line.kind != "total"])
     assert all("/locations/swedencentral" in command for command in commands)
     assert not any("'cores'" in command for command in commands)
-    assert any("value=<used + 480>" in command and "standardNDSH100v5Family" in command for command in commands)
+    # One request for the H100 family, both pools of that size together (train 480 + inferfull 288).
+    assert any("value=<used + 768>" in command and "standardNDSH100v5Family" in command for command in commands)
 
 
 # ---------------------------------------------------------------- against a subscription's usage

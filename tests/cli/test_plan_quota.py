@@ -15,9 +15,13 @@ def test_plan_prints_each_family_the_total_and_how_to_request_them(tmp_path: Pat
     assert main(["plan", "--stack", "prod", "--out", str(tmp_path), "--project-dir", str(PROJECT_DIR), "--wide"]) == 0
     printed = capsys.readouterr().out
     h100 = load_quota_facts().size("Standard_ND96isr_H100_v5")
-    row = next(line for line in printed.splitlines() if "standardNDSH100v5Family" in line and "│" in line)
-    # train: 4 nodes at maxCount plus 1 surge node, 96 vCPUs each.
-    assert f"4+1 x {h100.vcpus}" in row and f"{5 * (h100.vcpus or 0)}" in row and "Standard NDSH100v5 Family vCPUs" in row
+    lines = printed.splitlines()
+    at = next(index for index, line in enumerate(lines) if "standardNDSH100v5Family" in line and "│" in line)
+    row, below = lines[at], lines[at + 1]
+    # One family, two pools of 96 vCPUs a node: train 4 nodes at maxCount plus 1 surge node, inferfull 2 plus 1.
+    assert f"train (Standard_ND96isr_H100_v5: 4+1 x {h100.vcpus})" in row and "Standard NDSH100v5 Family vCPUs" in row
+    assert f"{(5 + 3) * (h100.vcpus or 0)}" in row
+    assert f"inferfull (Standard_ND96isr_H100_v5: 2+1 x {h100.vcpus})" in below and "standardNDSH100v5Family" not in below
     total = next(line.vcpus for line in quota_plan(stack_config("prod")).lines if line.kind == "total")
     assert any("Total Regional vCPUs" in line and str(total) in line for line in printed.splitlines())
     assert QUOTA_REQUEST_DOC in printed

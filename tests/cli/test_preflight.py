@@ -181,7 +181,7 @@ def test_everything_fits_exit_0_and_the_token_went_only_as_a_bearer_header(serve
     assert any("/locations/swedencentral/usages?api-version=2024-07-01" in path for path, _ in fake.seen)
     # The region's Compute SKUs, filtered by location: what az vm list-skus --location swedencentral --all reads.
     assert any(path.endswith("/skus?api-version=2021-07-01&$filter=location%20eq%20%27swedencentral%27") for path, _ in fake.seen)
-    assert "offered Standard_ND96isr_H100_v5 (train) in swedencentral, zones 1,2,3" in out
+    assert "offered Standard_ND96isr_H100_v5 (train, inferfull) in swedencentral, zones 1,2,3" in out
     assert "offered Standard_D4ds_v5 (system) in swedencentral" in out and "offered Standard_D8ds_v5 (cpu)" in out
 
 
@@ -191,9 +191,10 @@ def test_a_family_one_vcpu_short_is_exit_1_with_the_request_that_covers_it(serve
     row = next(line for line in out.splitlines() if "standardNDSH100v5Family" in line and "│" in line)
     assert "short" in row and re.search(r"│\s+-1\s+│", row) is None  # free is need - 1, shown as a number
     h100 = load_quota_facts().size("Standard_ND96isr_H100_v5").vcpus or 0
-    # The request asks for the family's usage (8) plus the need: 4 nodes + 1 surge node of 96 vCPUs.
+    # The request asks for the family's usage (8) plus the need of its two pools, 96 vCPUs a node: train's 4 nodes +
+    # 1 surge node and inferfull's 2 nodes + 1 surge node.
     scope = f"/subscriptions/{SUBSCRIPTION}/providers/Microsoft.Compute/locations/swedencentral"
-    assert f"--resource-name 'standardNDSH100v5Family' --scope {scope} --limit-object value={8 + 5 * h100}" in out
+    assert f"--resource-name 'standardNDSH100v5Family' --scope {scope} --limit-object value={8 + (5 + 3) * h100}" in out
 
 
 def test_a_family_the_region_does_not_list_is_not_offered_exit_1(serve: Any, run_preflight: Any) -> None:
@@ -258,7 +259,7 @@ def test_json_reports_each_pool_vm_size_offered_in_the_location(serve: Any, run_
     # Every pool the stack creates, each size once with the pools that run it.
     assert {size: entry["pools"] for size, entry in sizes.items()} == {
         "Standard_D4ds_v5": ["system"],
-        "Standard_ND96isr_H100_v5": ["train"],
+        "Standard_ND96isr_H100_v5": ["train", "inferfull"],
         "Standard_NC24ads_A100_v4": ["infer"],
         "Standard_D8ds_v5": ["cpu"],
     }
@@ -271,7 +272,7 @@ def test_a_size_not_available_for_the_subscription_is_not_offered_exit_1_with_it
     fake = serve(arm_answers(restrictions={"Standard_ND96isr_H100_v5": [NOT_FOR_SUBSCRIPTION]}))
     code, out, _ = run_preflight(fake)
     assert code == 1
-    line = next(line for line in out.splitlines() if "Standard_ND96isr_H100_v5 (train)" in line)
+    line = next(line for line in out.splitlines() if "Standard_ND96isr_H100_v5 (train, inferfull)" in line)
     assert line.startswith("not offered") and "NotAvailableForSubscription (Location)" in line
     # The quota itself has room: the size, not the quota, is what stops the pool.
     assert "enough" in next(line for line in out.splitlines() if "standardNDSH100v5Family" in line)

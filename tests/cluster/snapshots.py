@@ -398,6 +398,14 @@ def daemonset_name(target: PluginTarget) -> str:
     return app if app.endswith("-daemonset") else f"{app}-daemonset"
 
 
+def nodes_in_every_pool(model: PlatformModel, count: int = 1, **counts: int) -> dict[str, int]:
+    """``count`` nodes in each of ``model``'s GPU pools, ``counts[pool]`` where given: a snapshot where no pool is
+    left "not checked: no nodes yet" (a pool at minCount 0, such as prod's inferfull, has none until it scales)."""
+    nodes = {pool.name: counts.get(pool.name, count) for pool in model.pools}
+    assert set(counts) <= set(nodes), f"no such pool: {sorted(set(counts) - set(nodes))}"
+    return nodes
+
+
 def healthy_snapshot(
     model: PlatformModel,
     targets: Mapping[str, PluginTarget],

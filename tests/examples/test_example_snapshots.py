@@ -27,6 +27,20 @@ def test_the_healthy_example_passes_with_nothing_to_do(capsys: pytest.CaptureFix
     assert json.loads(capsys.readouterr().out)["findings"] == []
 
 
+def test_the_healthy_example_validates_with_only_the_pool_at_zero_nodes_unchecked(capsys: pytest.CaptureFixture[str]) -> None:
+    # prod's inferfull pool (minCount 0) has no node in the example: said, never failed.
+    argv = ["validate", "--stack", "prod", "--project-dir", str(PROJECT_DIR), "--snapshot", HEALTHY, "--json"]
+    assert main(argv) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["passed"] is True
+    unchecked = [check for check in report["checks"] if check["status"] != "pass"]
+    assert {(c["pool"], c["node"], c["id"], c["status"]) for c in unchecked} == {
+        ("inferfull", None, "gpu-schedulable", "warn"),
+        ("inferfull", None, "driver-consistency", "warn"),
+    }
+    assert all(c["message"].startswith("not checked: no nodes yet") for c in unchecked)
+
+
 def test_the_faulty_example_fails_with_each_common_fault_once(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["audit", "--snapshot", FAULTY, "--json"]) == 1
     report = json.loads(capsys.readouterr().out)

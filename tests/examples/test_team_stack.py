@@ -304,7 +304,7 @@ def test_a_wrong_setting_stops_cleanly_before_anything_is_created(failures: dict
 
 def test_an_unknown_pool_names_the_platforms_pools(failures: dict[str, dict[str, Any]]) -> None:
     message = failures["unknown pool"]["message"]
-    assert message == "gpuPool: the platform stack has no GPU pool 'gpu'; its pools: infer, train"
+    assert message == "gpuPool: the platform stack has no GPU pool 'gpu'; its pools: infer, inferfull, train"
 
 
 def test_more_gpus_than_one_node_or_the_quota_is_refused(

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from collections.abc import Callable
+from functools import partial
 from typing import Any, cast
 
 import kubernetes_validate
@@ -99,9 +101,23 @@ def model_of(raw: dict[str, Any]) -> PlatformModel:
     return validate_stack(raw, "test").model
 
 
-def with_plugin(stack: str, **device_plugin: Any) -> PlatformModel:
+def raw_with_plugin(stack: str, device_plugin: dict[str, Any]) -> dict[str, Any]:
     raw = raw_stack(stack)
     raw["aks-gpu:devicePlugin"] = {**(raw.get("aks-gpu:devicePlugin") or {}), **device_plugin}
+    return raw
+
+
+def with_plugin(stack: str, **device_plugin: Any) -> PlatformModel:
+    return model_of(raw_with_plugin(stack, device_plugin))
+
+
+def prod_mixed(**device_plugin: Any) -> PlatformModel:
+    """prod under the mixed strategy. Its infer pool then exposes nvidia.com/mig-1g.10gb and inferfull whole
+    nvidia.com/gpu: a namespace's quota meters one resource, so the config rules ask gpu-inference to name one pool
+    (here the MIG one)."""
+    raw = raw_with_plugin("prod", {"migStrategy": "mixed", **device_plugin})
+    (inference,) = [workload for workload in raw["aks-gpu:workloads"] if workload["name"] == "gpu-inference"]
+    inference["pool"] = "infer"
     return model_of(raw)
 
 
@@ -428,11 +444,16 @@ def test_azure_linux_mig_pool_sets_the_mig_monitor() -> None:
 
 
 def test_mixed_strategy_reaches_the_config_and_the_targets() -> None:
-    model = with_plugin("prod", migStrategy="mixed")
+    with pytest.raises(ConfigError, match=r"the pools of type 'inference' expose different resources .*name one pool"):
+        with_plugin("prod", migStrategy="mixed")
+    model = prod_mixed()
     assert plugin_config(model, "infer")["flags"]["migStrategy"] == "mixed"
     target = plugin_targets(model)["infer"]
     assert (target.resource_name, target.count_per_node, target.mig_strategy) == ("nvidia.com/mig-1g.10gb", 7, "mixed")
     assert plugin_targets(model)["train"].mig_strategy is None
+    # Whole H100s without MIG: nvidia.com/gpu under either strategy.
+    whole = plugin_targets(model)["inferfull"]
+    assert (whole.resource_name, whole.count_per_node, whole.mig_strategy) == ("nvidia.com/gpu", 8, None)
 
 
 def test_time_slicing_goes_into_the_config_and_the_count() -> None:
@@ -777,19 +798,18 @@ def test_one_nfd_serves_both_operators(harness: MockHarness) -> None:
 # ---------------------------------------------------------------- rendered manifests
 
 
-STACK_VARIANTS: dict[str, tuple[str, dict[str, Any]]] = {
-    **{stack: (stack, {}) for stack in STACK_NAMES},
-    "prod-operator": ("prod", {"mode": "gpu-operator"}),
-    "prod-mixed": ("prod", {"migStrategy": "mixed", "timeSlicingReplicas": 3}),
-    "amd-operator": ("amd", AMD_OPERATOR),
+STACK_VARIANTS: dict[str, Callable[[], PlatformModel]] = {
+    **{stack: partial(stack_model, stack) for stack in STACK_NAMES},
+    "prod-operator": partial(with_plugin, "prod", mode="gpu-operator"),
+    "prod-mixed": partial(prod_mixed, timeSlicingReplicas=3),
+    "amd-operator": partial(with_plugin, "amd", **AMD_OPERATOR),
 }
 
 
 @pytest.mark.parametrize("variant", sorted(STACK_VARIANTS))
 @pytest.mark.parametrize("kubernetes", AKS_VERSIONS)
 def test_rendered_manifests_are_valid_kubernetes(variant: str, kubernetes: str, harness: MockHarness) -> None:
-    stack, overrides = STACK_VARIANTS[variant]
-    model = with_plugin(stack, **overrides) if overrides else stack_model(stack)
+    model = STACK_VARIANTS[variant]()
     result, _ = run_component(harness, model)
     manifests = result.manifests()
     assert manifests
@@ -840,12 +860,15 @@ def test_operator_mode_labels_point_each_pool_at_its_config_and_keep_aks_drivers
     model = resolve(config)
     (release,) = operator_releases(model, resolve_pins(config.device_plugin), dcgm_operator_values(model))
     data = release.values["devicePlugin"]["config"]["data"]
-    train, infer = (plugin_node_labels(pool, config) for pool in config.gpu_pools)
+    labels = {pool.name: plugin_node_labels(pool, config) for pool in config.gpu_pools}
+    train, infer, inferfull = labels["train"], labels["infer"], labels["inferfull"]
     assert yaml.safe_load(data[train["nvidia.com/device-plugin.config"]]) == plugin_config_of(model, "train")
     assert yaml.safe_load(data[infer["nvidia.com/device-plugin.config"]])["flags"]["migStrategy"] == "single"
-    # AKS installs train's driver: the operator's driver and toolkit stay off it, and on for infer.
+    assert yaml.safe_load(data[inferfull["nvidia.com/device-plugin.config"]]) == plugin_config_of(model, "inferfull")
+    # AKS installs train's driver: the operator's driver and toolkit stay off it, and on for both inference pools.
     assert train["nvidia.com/gpu.deploy.driver"] == train["nvidia.com/gpu.deploy.container-toolkit"] == "false"
     assert "nvidia.com/gpu.deploy.driver" not in infer and release.values["driver"]["enabled"] is True
+    assert "nvidia.com/gpu.deploy.driver" not in inferfull
     # Daemonset mode: the config label, and nvidia.com/gpu.present while NVSentinel runs (prod runs it: its kernel-log
     # monitor schedules on that label, components/aks_gpu/resolved/node_labels.py); the operator's deploy labels mean
     # nothing there.

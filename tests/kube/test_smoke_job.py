@@ -18,10 +18,17 @@ def model_of(raw: dict[str, Any]) -> PlatformModel:
     return validate_stack(raw, "test").model
 
 
-def prod_with(pool_changes: dict[str, dict[str, Any]] | None = None, **stack: Any) -> PlatformModel:
+def prod_with(
+    pool_changes: dict[str, dict[str, Any]] | None = None, pins: dict[str, str] | None = None, **stack: Any
+) -> PlatformModel:
+    """The prod stack with some pool keys (by pool name) or top-level keys changed; ``pins`` gives workloads (by name)
+    the pool they name."""
     raw = copy.deepcopy(raw_stack("prod"))
     for pool in raw["aks-gpu:gpuPools"]:
         pool.update((pool_changes or {}).get(pool["name"], {}))
+    for workload in raw["aks-gpu:workloads"]:
+        if workload["name"] in (pins or {}):
+            workload["pool"] = (pins or {})[workload["name"]]
     raw.update(stack)
     return model_of(raw)
 
@@ -37,6 +44,8 @@ def test_prod_tests_the_inference_pool_but_does_not_wake_the_training_pool() -> 
     plan = decisions(stack_model("prod"))
     assert plan["train"] == (False, "off: minCount 0 would start a GPU node; set smokeTest: true to run it")
     assert plan["infer"] == (True, "on: minCount 1 keeps a GPU node running")
+    # Nor the whole-GPU inference pool, which also scales from zero.
+    assert plan["inferfull"] == (False, "off: minCount 0 would start a GPU node; set smokeTest: true to run it")
 
 
 def test_smoke_test_true_runs_it_on_a_scale_to_zero_pool_and_says_what_it_costs() -> None:
@@ -48,7 +57,11 @@ def test_smoke_test_false_and_the_stack_switch_turn_it_off() -> None:
     assert decisions(prod_with({"infer": {"smokeTest": False}}))["infer"] == (False, "off: smokeTest is false on this pool")
     validation = {**raw_stack("prod")["aks-gpu:validation"], "smokeJob": {"enabled": False}}
     model = prod_with({"train": {"smokeTest": True}}, **{"aks-gpu:validation": validation})
-    assert {pool: enabled for pool, (enabled, _) in decisions(model).items()} == {"train": False, "infer": False}
+    assert {pool: enabled for pool, (enabled, _) in decisions(model).items()} == {
+        "train": False,
+        "infer": False,
+        "inferfull": False,
+    }
     assert smoke_job_manifests(model) == {}
 
 
@@ -109,7 +122,8 @@ def test_the_job_is_hardened() -> None:
 
 def test_a_mig_pool_under_mixed_requests_its_mig_slice() -> None:
     plugin: dict[str, Any] = {"mode": "daemonset", "migStrategy": "mixed"}
-    model = prod_with(None, **{"aks-gpu:devicePlugin": plugin})
+    # Under mixed, infer's mig-1g.10gb and inferfull's whole GPUs differ: gpu-inference names its pool (config rules).
+    model = prod_with(None, {"gpu-inference": "infer"}, **{"aks-gpu:devicePlugin": plugin})
     limits = container_of(smoke_job_manifests(model)["infer"])["resources"]["limits"]
     assert limits[model.pool("infer").resource.name] == "1"
     assert model.pool("infer").resource.name.startswith("nvidia.com/mig-")

@@ -198,20 +198,28 @@ def test_dev_namespace_gets_the_time_sliced_gpu_quota(harness: MockHarness, via:
 
 @pytest.mark.parametrize("via", VIAS)
 def test_prod_quota_caps_gpus_cpu_memory_and_pods(harness: MockHarness, via: str) -> None:
-    quota = objects(rendered(harness, "prod", via))[("ResourceQuota", "gpu-training", "gpu-quota")]
-    assert quota["spec"]["hard"] == {
+    found = objects(rendered(harness, "prod", via))
+    assert found[("ResourceQuota", "gpu-training", "gpu-quota")]["spec"]["hard"] == {
         "requests.nvidia.com/gpu": "32",
         "requests.cpu": "384",
         "requests.memory": "7000Gi",
         "pods": "200",
+    }
+    # Both inference pools: 14 of infer's MIG slices plus inferfull's 2 nodes x 8 GPUs (and their 2 x 96 vCPUs).
+    assert found[("ResourceQuota", "gpu-inference", "gpu-quota")]["spec"]["hard"] == {
+        "requests.nvidia.com/gpu": "30",
+        "requests.cpu": "288",
+        "requests.memory": "4000Gi",
+        "pods": "100",
     }
 
 
 @pytest.mark.parametrize("via", VIAS)
 def test_outputs_tell_other_stacks_where_and_how_to_place_jobs(harness: MockHarness, via: str) -> None:
     found = placements(rendered(harness, "prod", via), via)
+    # Two inference pools (infer's MIG slices, inferfull's whole GPUs): selected by workload type, not one pool.
     assert found["gpu-inference"] == {
-        "nodeSelector": {"aks-gpu/pool": "infer"},
+        "nodeSelector": {"aks-gpu/workload": "inference"},
         "tolerations": [GPU_TOLERATION],
         "resources": {"limits": {"nvidia.com/gpu": 1}},
     }
@@ -222,7 +230,7 @@ def test_component_outputs_name_the_namespace_resource_and_quota(harness: MockHa
     inference = run(harness, *stack_model("prod").workloads).outputs["gpu-inference"]
     assert inference["namespace"] == "gpu-inference"
     assert inference["resource"] == "nvidia.com/gpu" and inference["quotaKey"] == "requests.nvidia.com/gpu"
-    assert inference["quota"] == 14
+    assert inference["quota"] == 30
 
 
 def test_two_platforms_can_hold_the_same_workload_without_urn_clashes(harness: MockHarness) -> None:

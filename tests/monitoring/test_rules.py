@@ -134,13 +134,14 @@ def test_the_critical_xid_alert_and_the_smi_health_table_agree() -> None:
 
 
 def test_gpu_missing_expects_what_the_pool_advertises() -> None:
-    """Counts from the model: 8 H100s; 7 MIG 1g slices of one A100 (single strategy); a T4 time-sliced 4 ways."""
+    """Counts from the model: 8 H100s (train, and inferfull's whole GPUs); 7 MIG 1g slices of one A100 (single
+    strategy); a T4 time-sliced 4 ways."""
     expected = {}
     for stack in ("prod", "dev", "amd"):
         for rule in all_rules(stack):
             if rule.alert == "GpuMissing":
                 expected[rule.labels["pool"]] = int(re.search(r"\) < (\d+)", rule.expr).group(1))  # type: ignore[union-attr]
-    assert expected == {"train": 8, "infer": 7, "dev": 4, "mi300x": 8}
+    assert expected == {"train": 8, "infer": 7, "inferfull": 8, "dev": 4, "mi300x": 8}
     (amd,) = [r for r in all_rules("amd") if r.alert == "GpuMissing"]
     assert 'resource="amd_com_gpu"' in amd.expr and f'{POOL_LABEL_METRIC}="mi300x"' in amd.expr
 
@@ -175,6 +176,7 @@ def test_empty_node_rule_follows_min_count_and_autoscaling() -> None:
     rules = [r for r in all_rules("prod") if r.alert == "GpuNodeEmpty"]
     by_pool = {r.labels["pool"]: r for r in rules}
     assert by_pool["train"].expr.endswith("> 0") and by_pool["infer"].expr.endswith("> 1")
+    assert by_pool["inferfull"].expr.endswith("> 0")  # minCount 0: any idle whole-GPU inference node costs money
     raw = minimal_raw()
     raw["aks-gpu:gpuPools"][0] |= {"autoscaling": False, "count": 2, "minCount": 0}
     from aks_gpu.resolved.stack import validate_stack

@@ -1,5 +1,5 @@
-"""``run_checks`` over snapshots of the prod stack (8x H100 training pool, A100 MIG inference pool) and a few
-other pools, each test breaking one thing the way it breaks on a real cluster."""
+"""``run_checks`` over snapshots of the prod stack (8x H100 training pool, A100 MIG inference pool, 8x H100
+whole-GPU inference pool) and a few other pools, each test breaking one thing the way it breaks on a real cluster."""
 
 from __future__ import annotations
 
@@ -22,6 +22,7 @@ from tests.cluster.snapshots import (
     fixture_text,
     healthy_snapshot,
     node_name,
+    nodes_in_every_pool,
     nvidia_smi_table,
     pods_on,
     set_not_ready,
@@ -32,6 +33,9 @@ from tests.conftest import HEALTH_FIXTURES_DIR, raw_stack, stack_model
 PROD = stack_model("prod")
 TRAIN_0, TRAIN_1 = node_name("train", 0), node_name("train", 1)
 INFER_0, INFER_1 = node_name("infer", 0), node_name("infer", 1)
+INFERFULL_0, INFERFULL_1 = node_name("inferfull", 0), node_name("inferfull", 1)
+POOLS = tuple(pool.name for pool in PROD.pools)
+NODES = tuple(node_name(pool, index) for pool in POOLS for index in range(2))  # prod_snapshot()'s GPU nodes, in order
 PER_NODE = ("device-plugin-ready", "gpu-schedulable", "smi-error", "driver-version", "gpu-count", "mig-mode", "gpu-health")
 
 
@@ -44,8 +48,9 @@ def model_with(pool_changes: dict[str, dict[str, Any]] | None = None, **stack_ch
     return validate_stack(raw, "test").model
 
 
-def prod_snapshot(model: PlatformModel = PROD, train: int = 2, infer: int = 2) -> ClusterSnapshot:
-    return edited(healthy_snapshot(model, plugin_targets(model), {"train": train, "infer": infer}))
+def prod_snapshot(model: PlatformModel = PROD, **nodes: int) -> ClusterSnapshot:
+    """Two nodes in every pool of ``model`` (prod: train, infer, inferfull), ``nodes[pool]`` where given."""
+    return edited(healthy_snapshot(model, plugin_targets(model), nodes_in_every_pool(model, 2, **nodes)))
 
 
 def check(snapshot: ClusterSnapshot, model: PlatformModel = PROD) -> list[CheckResult]:
@@ -69,12 +74,13 @@ def test_a_healthy_cluster_passes_every_check_on_every_gpu_node() -> None:
     results = check(prod_snapshot())
 
     assert not_passing(results) == set()
-    for node in (TRAIN_0, TRAIN_1, INFER_0, INFER_1):
+    assert NODES == (TRAIN_0, TRAIN_1, INFER_0, INFER_1, INFERFULL_0, INFERFULL_1)
+    for node in NODES:
         assert {r.id for r in results if r.node == node} == set(PER_NODE)
-    for pool in ("train", "infer"):
+    for pool in POOLS:
         assert {r.id for r in results if r.pool == pool and r.node is None} == {"device-plugin-ready", "driver-consistency"}
     # The system node and the coredns pod of the snapshot are no GPU pool's business.
-    assert {r.node for r in results} == {None, TRAIN_0, TRAIN_1, INFER_0, INFER_1}
+    assert {r.node for r in results} == {None, *NODES}
 
 
 def test_pass_messages_say_what_was_found() -> None:
@@ -86,6 +92,10 @@ def test_pass_messages_say_what_was_found() -> None:
     assert "single strategy" in one(results, "gpu-schedulable", INFER_0).message
     assert one(results, "mig-mode", INFER_0).message == "MIG on, 7 x 1g.10gb (1 GPU(s) x 7)"
     assert one(results, "driver-consistency", None, "train").message == "all 2 node(s) read run driver 565.57.01"
+    # The whole-GPU inference pool: the same H100 VM as training, no MIG, every GPU schedulable.
+    assert one(results, "gpu-count", INFERFULL_0).message == "8 GPU(s), as Standard_ND96isr_H100_v5 has"
+    assert "nvidia.com/gpu x 8" in one(results, "gpu-schedulable", INFERFULL_0).message
+    assert one(results, "mig-mode", INFERFULL_0).status == "pass"
 
 
 def test_results_come_in_pool_order_pool_wide_first_then_nodes_by_name() -> None:
@@ -96,7 +106,7 @@ def test_results_come_in_pool_order_pool_wide_first_then_nodes_by_name() -> None
     keys = [(r.pool, r.node) for r in results]
     assert keys[:2] == [("train", None), ("train", None)]
     nodes_in_order = list(dict.fromkeys(node for _, node in keys if node))
-    assert nodes_in_order == [TRAIN_0, TRAIN_1, INFER_0, INFER_1]
+    assert nodes_in_order == list(NODES)
     per_node = [r.id for r in results if r.node == TRAIN_0]
     assert per_node == [c for c in CHECK_IDS if c in PER_NODE]
 
@@ -109,8 +119,8 @@ def test_each_node_output_is_read_once(monkeypatch: pytest.MonkeyPatch) -> None:
         return read_smi_and_health(text, vendor, **options)
 
     monkeypatch.setattr("aks_gpu.validation.checks.read_smi_and_health", counting)
-    check(prod_snapshot(train=3, infer=2))
-    assert len(calls) == 5
+    check(prod_snapshot(train=3, infer=2, inferfull=1))
+    assert len(calls) == 6
 
 
 # ---------------------------------------------------------------- driver-version, driver-consistency
@@ -180,31 +190,32 @@ def test_a_crashing_plugin_pod_fails_the_daemonset_and_its_node() -> None:
     pod["status"]["conditions"] = [{"type": "Ready", "status": "False"}]
     pod["status"]["containerStatuses"][0]["state"] = {"waiting": {"reason": "CrashLoopBackOff"}}
     pod["status"]["containerStatuses"][0]["ready"] = False
-    (daemonset,) = snapshot.daemonsets  # one DaemonSet serves both NVIDIA pools
-    daemonset["status"].update(numberReady=3, numberUnavailable=1)
+    (daemonset,) = snapshot.daemonsets  # one DaemonSet serves the three NVIDIA pools, 2 nodes each
+    daemonset["status"].update(numberReady=5, numberUnavailable=1)
     del daemonset["status"]["numberAvailable"]  # the API server leaves zero and unset counts out
     results = check(snapshot)
 
     train = one(results, "device-plugin-ready", None, "train")
     assert train.status == "fail"
-    assert "nvidia-device-plugin-daemonset: 4 desired, 3 ready, 0 available" in train.message
+    assert "nvidia-device-plugin-daemonset: 6 desired, 5 ready, 0 available" in train.message
     assert f"1 of this pool's 2 node(s) have no ready plugin pod ({TRAIN_1})" in train.message
     node = one(results, "device-plugin-ready", TRAIN_1)
     assert node.status == "fail"
     assert "CrashLoopBackOff" in node.message
     assert f"kubectl -n gpu-resources describe pod {pod['metadata']['name']}" in node.message
     assert one(results, "device-plugin-ready", TRAIN_0).status == "pass"
-    # The inference pool shares the DaemonSet but none of its nodes is hit: told, not failed.
-    infer = one(results, "device-plugin-ready", None, "infer")
-    assert infer.status == "warn"
-    assert "every node of this pool has a ready plugin pod" in infer.message
+    # The inference pools share the DaemonSet but none of their nodes is hit: told, not failed.
+    for pool in ("infer", "inferfull"):
+        infer = one(results, "device-plugin-ready", None, pool)
+        assert infer.status == "warn"
+        assert "every node of this pool has a ready plugin pod" in infer.message
 
 
 def test_a_missing_daemonset_fails_every_pool_it_serves() -> None:
     snapshot = prod_snapshot()
     snapshot.daemonsets.clear()
     results = check(snapshot)
-    for pool in ("train", "infer"):
+    for pool in POOLS:
         result = one(results, "device-plugin-ready", None, pool)
         assert result.status == "fail"
         assert (
@@ -214,7 +225,7 @@ def test_a_missing_daemonset_fails_every_pool_it_serves() -> None:
 
 
 def test_a_daemonset_scheduling_no_pod_on_the_pool_fails() -> None:
-    snapshot = prod_snapshot(train=0, infer=1)
+    snapshot = prod_snapshot(train=0, infer=1, inferfull=0)
     snapshot.pods[:] = [pod for pod in snapshot.pods if pod["spec"].get("nodeName") != INFER_0]
     (daemonset,) = snapshot.daemonsets
     daemonset["status"].update(desiredNumberScheduled=0, numberReady=0, numberAvailable=0)
@@ -593,16 +604,16 @@ def test_an_amd_node_without_amdgpu_fails_with_amd_advice() -> None:
 # ---------------------------------------------------------------- GPU Operator
 
 
-def test_with_the_gpu_operator_one_shared_daemonset_serves_both_pools() -> None:
+def test_with_the_gpu_operator_one_shared_daemonset_serves_every_pool() -> None:
     model = model_with({"train": {"minDriverVersion": "570.86"}}, **{"aks-gpu:devicePlugin": {"mode": "gpu-operator"}})
     snapshot = prod_snapshot(model)
     assert len(snapshot.daemonsets) == 1  # the operator's nvidia-device-plugin-daemonset
     results = check(snapshot, model)
 
-    for pool in ("train", "infer"):
+    for pool in POOLS:
         daemonset = one(results, "device-plugin-ready", None, pool)
         assert daemonset.status == "pass"
-        assert "nvidia-device-plugin-daemonset: 4 desired, 4 ready, 4 available" in daemonset.message
+        assert "nvidia-device-plugin-daemonset: 6 desired, 6 ready, 6 available" in daemonset.message
     assert one(results, "device-plugin-ready", INFER_1).status == "pass"
     old = one(results, "driver-version", TRAIN_0)
     assert old.status == "fail"
@@ -761,7 +772,7 @@ def test_a_hostile_output_on_one_node_fails_that_node_only(text: str) -> None:
     snapshot = prod_snapshot()
     snapshot.smi[TRAIN_1] = text
     results = check(snapshot)
-    assert {r.node for r in results} == {None, TRAIN_0, TRAIN_1, INFER_0, INFER_1}
+    assert {r.node for r in results} == {None, *NODES}
     assert {r.id for r in results if r.node == TRAIN_1} == set(PER_NODE)  # every check gave that node a result
     assert one(results, "gpu-count", TRAIN_1).status != "pass"
     assert one(results, "gpu-health", TRAIN_0).status == "pass"

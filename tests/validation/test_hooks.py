@@ -26,7 +26,7 @@ from aks_gpu.validation.hooks import (
     validation_hooks,
 )
 from tests.cluster.fake_apiserver import ExecBehaviour, FakeApiServer, FakeCluster
-from tests.cluster.snapshots import edited, fixture_text, healthy_snapshot, node_name
+from tests.cluster.snapshots import edited, fixture_text, healthy_snapshot, node_name, nodes_in_every_pool
 from tests.conftest import MockHarness, raw_stack, stack_model
 
 KUBECONFIG = "apiVersion: v1\nkind: Config\n# the stack's kubeconfig\n"
@@ -35,7 +35,8 @@ DRIVER_NOT_LOADED = "60_error_nvidia-smi_failed_gpu-operator_driver_pod.txt"
 
 @pytest.fixture(scope="module")
 def healthy(model: PlatformModel, targets: dict[str, PluginTarget]) -> ClusterSnapshot:
-    return healthy_snapshot(model, targets, {"train": 2, "infer": 2})
+    """Two nodes in every pool: none is left "not checked: no nodes yet", which the hook would warn of."""
+    return healthy_snapshot(model, targets, nodes_in_every_pool(model, 2))
 
 
 @pytest.fixture(scope="module")
@@ -73,8 +74,8 @@ def test_a_healthy_cluster_passes_with_the_stack_settings(model, targets, health
     settings = model.config.validation
     assert collector.calls == [
         {
-            "pools": ["train", "infer"],
-            "targets": ["infer", "train"],
+            "pools": ["train", "infer", "inferfull"],
+            "targets": ["infer", "inferfull", "train"],
             "kubeconfig_text": KUBECONFIG,
             "concurrency": settings.concurrency,
             "timeout_s": float(settings.exec_timeout_seconds),
@@ -286,7 +287,7 @@ def test_only_operator_pools_hang_on_the_release() -> None:
 
     model = operator_prod()
     daemonsets = [m for m in plugin_manifests(model) if m["kind"] == "DaemonSet"]
-    assert pools_validated_by_release(plugin_targets(model), "nvidia", daemonsets) == ("train", "infer")
+    assert pools_validated_by_release(plugin_targets(model), "nvidia", daemonsets) == ("train", "infer", "inferfull")
     prod = stack_model("prod")
     prod_daemonsets = [m for m in plugin_manifests(prod) if m["kind"] == "DaemonSet"]
     assert pools_validated_by_release(plugin_targets(prod), "nvidia", prod_daemonsets) == ()

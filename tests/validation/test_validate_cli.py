@@ -14,7 +14,7 @@ from aks_gpu.cli import validate
 from aks_gpu.cluster import probe
 from aks_gpu.cluster.snapshot import ClusterSnapshot, write_snapshot
 from aks_gpu.resolved.targets import plugin_targets
-from tests.cluster.snapshots import edited, find_node, healthy_snapshot, node_name
+from tests.cluster.snapshots import edited, find_node, healthy_snapshot, node_name, nodes_in_every_pool
 from tests.conftest import PROJECT_DIR, stack_model
 
 PROD = stack_model("prod")
@@ -34,7 +34,8 @@ def run(argv: list[str]) -> int:
 
 
 def healthy() -> ClusterSnapshot:
-    return edited(healthy_snapshot(PROD, plugin_targets(PROD), {"train": 2, "infer": 1}))
+    """2 train nodes, 1 infer node, 1 inferfull node: a node in every pool, so every check runs."""
+    return edited(healthy_snapshot(PROD, plugin_targets(PROD), nodes_in_every_pool(PROD, 1, train=2)))
 
 
 def saved(snapshot: ClusterSnapshot, folder: Path) -> str:
@@ -61,6 +62,8 @@ def test_a_healthy_snapshot_exits_0_and_prints_the_json_report(tmp_path: Path, c
         ("train", node_name("train", 1)),
         ("infer", None),
         ("infer", node_name("infer", 0)),
+        ("inferfull", None),
+        ("inferfull", node_name("inferfull", 0)),
     }
     assert "rror" not in captured.err
 
@@ -97,7 +100,7 @@ def test_the_table_shows_every_node_and_the_problems_with_their_advice(
     output = capsys.readouterr().out
 
     assert exit_code == 1
-    for node in (node_name("train", 0), node_name("train", 1), node_name("infer", 0)):
+    for node in (node_name("train", 0), node_name("train", 1), node_name("infer", 0), node_name("inferfull", 0)):
         assert node in output
     assert "FAIL" in output
     assert f"train/{node_name('train', 1)} smi-error: could not run `nvidia-smi -q -x`: timed out after 30 s" in output
@@ -199,8 +202,8 @@ def test_live_defaults_come_from_the_stack_validation_config(
     assert run(["validate", *STACK, "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["passed"] is True
     (call,) = fake.calls
-    assert call["pools"] == ["train", "infer"]
-    assert call["targets"] == ["infer", "train"]
+    assert call["pools"] == ["train", "infer", "inferfull"]
+    assert call["targets"] == ["infer", "inferfull", "train"]
     assert (call["kubeconfig"], call["context"]) == (None, None)
     settings = PROD.config.validation
     assert (call["concurrency"], call["timeout_s"], call["retries"]) == (
@@ -239,8 +242,8 @@ def test_collect_then_check_the_snapshot_offline(
 
     assert run(["validate", "collect", *STACK, "--out", str(folder)]) == 0
     said = " ".join(capsys.readouterr().out.split())
-    assert f"wrote 6 file(s) to {folder}" in said  # 3 lists, 2 outputs, 1 error
-    assert "2 SMI output(s), 1 exec error(s)" in said
+    assert f"wrote 7 file(s) to {folder}" in said  # 3 lists, 3 outputs (train, infer, inferfull), 1 error
+    assert "3 SMI output(s), 1 exec error(s)" in said
     assert (folder / "smi" / f"{node_name('train', 1)}.error").is_file()
 
     monkeypatch.setattr(probe, "collect_snapshot", FakeProbe(error=AssertionError("the offline check must not probe")))
@@ -252,8 +255,11 @@ def test_collect_then_check_the_snapshot_offline(
 
 
 def test_a_pool_with_no_nodes_yet_is_said_not_checked_and_exits_0(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    snapshot = edited(healthy_snapshot(PROD, plugin_targets(PROD), {"train": 0, "infer": 1}))  # train: minCount 0
+    # Prod as first deployed: only infer keeps a node (minCount 1); train and inferfull scale from zero.
+    snapshot = edited(healthy_snapshot(PROD, plugin_targets(PROD), {"infer": 1}))
     assert run(["validate", *STACK, "--snapshot", saved(snapshot, tmp_path)]) == 0
     output = " ".join(capsys.readouterr().out.split())
     assert "train (pool) gpu-schedulable: not checked: no nodes yet" in output
-    assert "validation passed: nothing failed; 2 check(s) not checked" in output
+    assert "inferfull (pool) gpu-schedulable: not checked: no nodes yet" in output
+    # gpu-schedulable and driver-consistency, for each of the two pools.
+    assert "validation passed: nothing failed; 4 check(s) not checked" in output
