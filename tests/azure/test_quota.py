@@ -14,10 +14,9 @@ from aks_gpu.azure.quota import (
     load_quota_facts,
     quota_plan,
     read_usages,
-    surge_nodes,
 )
 from aks_gpu.catalog import load_catalog
-from aks_gpu.config.models import CpuPoolConfig, SystemPool
+from aks_gpu.config.models import CpuPoolConfig, SystemPool, surge_nodes
 from aks_gpu.resolved.stack import validate_stack
 from tests.conftest import minimal_raw, stack_config
 

@@ -460,3 +460,14 @@ def test_cpu_pools_count_in_the_overlay_pod_range_and_the_node_pool_limit() -> N
     many = [{"name": f"cpu{i}", "vmSize": "Standard_D8ds_v5", "maxCount": 1} for i in range(99)]
     errors, _ = problems(minimal_raw(**{"aks-gpu:cpuPools": many}))
     assert has(errors, "99 CPU pools", "make 101 node pools"), errors
+
+
+def test_an_adopted_clusters_system_pool_counts_neither_nodes_nor_surge_in_the_overlay_pod_range() -> None:
+    # A /21 holds 8 node ranges: the GPU pool (2 + 1 surge) and a CPU pool of 4 (+ 1) reach 8. The adopted cluster's
+    # system pool is Azure's already; its nodes are not the stack's to count, and so neither is its surge.
+    cpu = [{"name": "cpu", "vmSize": "Standard_D8ds_v5", "maxCount": 4}]
+    cluster = {"resourceGroup": "rg-test", "name": "aks-test", "podCidr": "10.244.0.0/21"}
+    errors, _ = problems(minimal_raw(**{"aks-gpu:cluster": {**cluster, "existing": True}, "aks-gpu:cpuPools": cpu}))
+    assert not has(errors, "node ranges"), errors
+    errors, _ = problems(minimal_raw(**{"aks-gpu:cluster": cluster, "aks-gpu:cpuPools": cpu}))
+    assert has(errors, "holds 8 /24 node ranges", "reach 12 nodes"), errors

@@ -9,7 +9,6 @@ stack creates counts: the system pool, each GPU pool and each CPU user pool, eac
 
 from __future__ import annotations
 
-import math
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -17,7 +16,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, Literal
 
-from aks_gpu.config.models import StackConfig
+from aks_gpu.config.models import AKS_DEFAULT_MAX_SURGE, StackConfig, surge_nodes
 from aks_gpu.data_files import load_yaml
 
 QUOTA_FILE = Path(__file__).resolve().parent.parent / "data" / "vm_quota_families.yaml"
@@ -28,11 +27,6 @@ QUOTA_FILE = Path(__file__).resolve().parent.parent / "data" / "vm_quota_familie
 # provider registered and the azure-cli `quota` extension).
 QUOTA_REQUEST_DOC = "https://learn.microsoft.com/azure/quotas/per-vm-quota-requests"
 QUOTA_CLI_DOC = "https://learn.microsoft.com/cli/azure/quota#az-quota-update"
-# The system pool and the CPU user pools send no upgradeSettings (azure/cluster.py, azure/node_pool.py
-# cpu_agent_pool_inputs): counted as one surge node, AKS's long-standing default and what a GPU pool gets when it sets
-# none (UpgradeSettings.effective_max_surge). Newer AKS API versions may default
-# new pools to a percentage instead; that is not read here, and for a system pool of up to 10 nodes 10% is one node too.
-DEFAULT_SURGE = "1"
 # A subscription id is a GUID: anything else is refused before it reaches a URL or a command line.
 SUBSCRIPTION_ID = re.compile(r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$")
 
@@ -149,15 +143,6 @@ class QuotaPlan:
         return commands
 
 
-def surge_nodes(max_surge: str, nodes: int) -> int:
-    """The extra nodes of ``max_surge`` ("1", "33%") for a pool of ``nodes``: a percentage is of the pool's nodes, and
-    a partial node counts whole (AKS rounds it up: https://learn.microsoft.com/azure/aks/upgrade-aks-node-pools-rolling,
-    "Customize node surge upgrade"), so the quota is never short by a fraction."""
-    if max_surge.endswith("%"):
-        return math.ceil(nodes * int(max_surge[:-1]) / 100)
-    return int(max_surge)
-
-
 def cluster_location(config: StackConfig) -> str:
     """The region the pools' VMs run in: cluster.location, else azure-native:location (azure/cluster.py)."""
     return config.cluster.location or config.location
@@ -171,16 +156,14 @@ def quota_plan(config: StackConfig, facts: QuotaFacts | None = None) -> QuotaPla
     if not cluster.existing:
         # An adopted cluster's system pool is there already and not the stack's to size.
         system = cluster.system_pool
-        surge = surge_nodes(DEFAULT_SURGE, system.max_count)
+        surge = surge_nodes(AKS_DEFAULT_MAX_SURGE, system.max_count)
         pools.append(PoolNeed(system.name, system.vm_size, system.max_count, surge, False, facts.size(system.vm_size)))
     for pool in config.gpu_pools:
-        nodes = pool.max_count if pool.autoscaling else (pool.count or 0)
-        # AKS upgrades spot pools without surge nodes (config/models.py UpgradeSettings; the rules refuse maxSurge there).
-        surge = 0 if pool.spot else surge_nodes(pool.upgrade.effective_max_surge, nodes)
-        pools.append(PoolNeed(pool.name, pool.vm_size, nodes, surge, pool.spot, facts.size(pool.vm_size)))
+        surge = pool.upgrade_surge_nodes(pool.most_nodes)
+        pools.append(PoolNeed(pool.name, pool.vm_size, pool.most_nodes, surge, pool.spot, facts.size(pool.vm_size)))
     for cpu in config.cpu_pools:
         # CPU user pools always autoscale (cpu_agent_pool_inputs: enableAutoScaling, minCount..maxCount).
-        surge = surge_nodes(DEFAULT_SURGE, cpu.max_count)
+        surge = surge_nodes(AKS_DEFAULT_MAX_SURGE, cpu.max_count)
         pools.append(PoolNeed(cpu.name, cpu.vm_size, cpu.max_count, surge, False, facts.size(cpu.vm_size)))
     return QuotaPlan(
         location=cluster_location(config),

@@ -13,6 +13,7 @@ spells them; a test keeps them in step with the provider's enums.
 
 from __future__ import annotations
 
+import math
 import re
 from typing import Annotated, Literal
 
@@ -299,6 +300,20 @@ class ClusterConfig(ConfigModel):
 
 # ---------------------------------------------------------------- GPU pools
 
+# What AKS surges a pool by when it is sent no maxSurge: one node ("The default value for max surge is 1",
+# https://learn.microsoft.com/azure/aks/upgrade-aks-node-pools-rolling). The system pool and the CPU user pools are sent
+# no upgradeSettings, so they get it too. Newer AKS API versions may default new pools to a percentage instead; that is
+# not read here, and for a pool of up to 10 nodes 10% is one node too.
+AKS_DEFAULT_MAX_SURGE = "1"
+
+
+def surge_nodes(max_surge: str, nodes: int) -> int:
+    """The extra nodes of ``max_surge`` ("1", "33%") for a pool of ``nodes``: a percentage is of the pool's nodes and a
+    partial node counts whole, as AKS rounds it up (the page above, "Customize node surge upgrade")."""
+    if max_surge.endswith("%"):
+        return math.ceil(nodes * int(max_surge[:-1]) / 100)
+    return int(max_surge)
+
 
 class UpgradeSettings(ConfigModel):
     """How AKS replaces a pool's nodes on a node image or Kubernetes upgrade. Spot pools take none of these: AKS
@@ -323,7 +338,7 @@ class UpgradeSettings(ConfigModel):
     def effective_max_surge(self) -> str:
         if self.max_surge is not None:
             return self.max_surge
-        return "0" if self.max_unavailable is not None else "1"
+        return "0" if self.max_unavailable is not None else AKS_DEFAULT_MAX_SURGE
 
 
 class GpuPoolConfig(ConfigModel):
@@ -404,6 +419,16 @@ class GpuPoolConfig(ConfigModel):
             return self.gpu_driver
         operator_manages = self.vendor == "nvidia" and device_plugin_mode == "gpu-operator"
         return "None" if self.vendor == "amd" or operator_manages else "Install"
+
+    @property
+    def most_nodes(self) -> int:
+        """The most nodes the pool runs: maxCount when autoscaling, else count (which the rules require there)."""
+        return self.max_count if self.autoscaling else (self.count or 0)
+
+    def upgrade_surge_nodes(self, nodes: int) -> int:
+        """The extra nodes an upgrade of the pool at ``nodes`` adds: none for spot (AKS upgrades spot pools without
+        surge; the rules refuse maxSurge there), else its maxSurge."""
+        return 0 if self.spot else surge_nodes(self.upgrade.effective_max_surge, nodes)
 
     @field_validator("mig_profile", mode="before")
     @classmethod

@@ -12,7 +12,7 @@ import re
 
 from aks_gpu import naming
 from aks_gpu.aks_facts import azure_locations, refusal_tag, vm_size_regions
-from aks_gpu.config.models import GpuPoolConfig, StackConfig
+from aks_gpu.config.models import AKS_DEFAULT_MAX_SURGE, StackConfig, surge_nodes
 from aks_gpu.config.problems import Problem
 
 P = naming.CONFIG_NAMESPACE
@@ -32,27 +32,6 @@ ZONES = ("1", "2", "3")
 # ARM location names are lowercase letters and digits ("swedencentral"); the display name ("Sweden Central") is
 # also accepted by ARM, which compares without case and spaces.
 LOCATION_NAME = re.compile(r"^[a-z0-9]+$")
-# The system pool is sent no upgradeSettings, so AKS surges it by its default of one node ("The default value for
-# max surge is 1", https://learn.microsoft.com/azure/aks/upgrade-aks-node-pools-rolling).
-SYSTEM_POOL_SURGE = 1
-
-
-def pool_nodes(pool: GpuPoolConfig) -> int:
-    """The most nodes a pool runs: maxCount when autoscaling, else count (AKS's default 1 when unset)."""
-    if pool.autoscaling:
-        return pool.max_count
-    return pool.count if pool.count is not None else 1
-
-
-def surge_nodes(pool: GpuPoolConfig, nodes: int) -> int:
-    """The extra nodes an upgrade adds: maxSurge as a count or a share of the pool (rounded up, as AKS rounds it);
-    spot pools upgrade without surge."""
-    if pool.spot:
-        return 0
-    surge = pool.upgrade.effective_max_surge
-    if surge.endswith("%"):
-        return math.ceil(nodes * int(surge[:-1]) / 100)
-    return int(surge)
 
 
 def limit_rules(config: StackConfig) -> list[Problem]:
@@ -71,7 +50,7 @@ def limit_rules(config: StackConfig) -> list[Problem]:
             )
         )
     system = 0 if cluster.existing else cluster.system_pool.max_count
-    nodes = system + sum(pool_nodes(pool) for pool in config.gpu_pools) + sum(pool.max_count for pool in config.cpu_pools)
+    nodes = system + sum(pool.most_nodes for pool in config.gpu_pools) + sum(pool.max_count for pool in config.cpu_pools)
     limit = MAX_NODES[cluster.sku_tier]
     if nodes > limit:
         fix = (
@@ -115,8 +94,11 @@ def _range_rules(config: StackConfig, nodes: int) -> list[Problem]:
             )
         )
     elif pods is not None:
-        # A CPU pool is sent no upgrade settings: AKS's default surge of one node, as the system pool's.
-        surge = SYSTEM_POOL_SURGE * (1 + len(config.cpu_pools)) + sum(surge_nodes(p, pool_nodes(p)) for p in config.gpu_pools)
+        # The system pool and the CPU pools are sent no upgrade settings: AKS's default surge (AKS_DEFAULT_MAX_SURGE).
+        # An adopted cluster's system pool is not the stack's: neither its nodes nor its surge are counted.
+        defaulted = [*([] if cluster.existing else [cluster.system_pool.max_count]), *(p.max_count for p in config.cpu_pools)]
+        surge = sum(surge_nodes(AKS_DEFAULT_MAX_SURGE, count) for count in defaulted)
+        surge += sum(p.upgrade_surge_nodes(p.most_nodes) for p in config.gpu_pools)
         reach = nodes + surge
         blocks = 2 ** (OVERLAY_NODE_PREFIX - pods.prefixlen) if pods.prefixlen <= OVERLAY_NODE_PREFIX else 0
         if reach > blocks:
