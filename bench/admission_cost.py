@@ -1,12 +1,12 @@
 """``aksgpu admission check`` on objects large enough to meet the API server's CEL cost limits (issue #23).
 
 The prod placement policy on the objects of ``tests/admission/cost_objects.py``'s ``LARGE`` set: 11 containers x
-1,000 env vars, a GPU pod pinned to 12,000 and 55,000 hostnames of its pool (admitted, cost 132,499 and 605,499), and
-GPU pods with 50,000 nodeSelector keys (admitted at 990,330) and 55,000 and 75,000 (denied: ``selectsPool`` over the
-per-call limit). Each is decided with cel-cpp and cel-python and held to what the real environment decided and
-counted (tests/fixtures/kubernetes_cel/costs/policy-objects.json): the decision, the server's message line and the
-cost. Target: every decision the server's; the time each takes is reported (cel-python, which costs them, is slow on
-objects this size: seconds to a minute).
+1,000 env vars, a GPU pod pinned to 12,000 and 55,000 hostnames of its pool, and GPU pods with 50,000, 55,000 and
+75,000 nodeSelector keys (denied: a variable over the per-call limit; the decisions and costs the server gave are
+the recording's, docs/benchmarks.md quotes the last run). Each is decided with cel-cpp and cel-python and held to
+what the real environment decided and counted (tests/fixtures/kubernetes_cel/costs/policy-objects.json): the
+decision, the server's message line and the cost. Target: every decision the server's; the time each takes is
+reported (cel-python, which costs them, is slow on objects this size: seconds to a minute).
 """
 
 from __future__ import annotations
