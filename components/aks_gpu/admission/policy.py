@@ -537,7 +537,24 @@ def _validations(model: PlatformModel, exempt: tuple[str, ...]) -> list[dict[str
             "(size(variables.limitMismatches) == 1 ? 'container ' : 'containers ') + "
             f"variables.limitMismatches.map(c, {mismatch_detail}).join('; ') + "
             "'. Set resources.limits to the same count, or give only the limit.'",
-        )
+        ),
+        # Before the tolerations: a resource no pool offers is the fault, and no toleration would make the pod run
+        # (a MIG profile's name gets ExtendedResourceToleration's toleration of that name, not of the GPU taint).
+        _validation(
+            "size(variables.unofferedRequests) == 0",
+            "a pod requests a GPU resource that no GPU pool of this stack offers: it would stay Pending",
+            f"{_containers_word('variables.unofferedRequests')} + ' request' + "
+            "(size(variables.unofferedRequests) == 1 ? 's ' : ' ') + variables.unofferedRequests.map(c, "
+            "(has(c.resources.limits) ? c.resources.limits.filter(r, "
+            f"({is_gpu('r')} || {_gpu_like('r')}) && !(r in variables.offeredResources)) : []) + "
+            "(has(c.resources.requests) ? c.resources.requests.filter(r, "
+            f"({is_gpu('r')} || {_gpu_like('r')}) && !(r in variables.offeredResources) && "
+            "!(has(c.resources.limits) && r in c.resources.limits)) : [])).map(l, l.join(', ')).join(', ') + "
+            "', which no GPU pool of this stack offers, so no node could ever run the pod (it would stay Pending). ' + "
+            "(size(variables.offeredResources) == 0 ? 'This stack has no GPU pool.' : "
+            "'The pools offer: ' + variables.offeredResources.join(', ') + '.')",
+            reason="Forbidden",
+        ),
     ]
     for vendor in VENDORS:
         taint = vendor_taint(vendor)
@@ -577,21 +594,6 @@ def _validations(model: PlatformModel, exempt: tuple[str, ...]) -> list[dict[str
             f"'the pod requests no GPU but tolerates the GPU node taint (' + {keys} + '), so it could hold a GPU node "
             f"that GPU work is waiting for: remove that toleration or request a GPU (a quantity above 0; only these "
             f"namespaces may run such pods: {exempt_text}).' + {zero} + {dra}",
-        ),
-        _validation(
-            "size(variables.unofferedRequests) == 0",
-            "a pod requests a GPU resource that no GPU pool of this stack offers: it would stay Pending",
-            f"{_containers_word('variables.unofferedRequests')} + ' request' + "
-            "(size(variables.unofferedRequests) == 1 ? 's ' : ' ') + variables.unofferedRequests.map(c, "
-            "(has(c.resources.limits) ? c.resources.limits.filter(r, "
-            f"({is_gpu('r')} || {_gpu_like('r')}) && !(r in variables.offeredResources)) : []) + "
-            "(has(c.resources.requests) ? c.resources.requests.filter(r, "
-            f"({is_gpu('r')} || {_gpu_like('r')}) && !(r in variables.offeredResources) && "
-            "!(has(c.resources.limits) && r in c.resources.limits)) : [])).map(l, l.join(', ')).join(', ') + "
-            "', which no GPU pool of this stack offers, so no node could ever run the pod (it would stay Pending). ' + "
-            "(size(variables.offeredResources) == 0 ? 'This stack has no GPU pool.' : "
-            "'The pools offer: ' + variables.offeredResources.join(', ') + '.')",
-            reason="Forbidden",
         ),
         _validation(
             "variables.nodeName == '' || variables.nodeName == variables.oldNodeName || variables.mirrorPod",
