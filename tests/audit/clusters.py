@@ -184,7 +184,7 @@ def clean_snapshot(nodes: dict[str, int] | None = None, model: PlatformModel = P
     resources = sorted({pool.resource.name for pool in model.pools})
     for workload in model.workloads:
         others = [name for name in resources if name != workload.resource_name]
-        for manifest in workload_manifests(workload.config, workload.resource_name, others):
+        for manifest in workload_manifests(workload.config, workload.resource_name, others, workload.kube_tolerations):
             kind = manifest["kind"]
             if kind == "Namespace":
                 namespaces.append(served(manifest))

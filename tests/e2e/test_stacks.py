@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from aks_gpu.naming import serves_label
 from tests.conftest import PROJECT_DIR, STACK_NAMES, stack_config, stack_model
 from tests.e2e.conftest import ENV, Clusters, LocalCluster
 
@@ -101,6 +102,35 @@ def test_the_scheduler_places_gpu_work_on_its_pool_and_general_work_off_gpu_node
         cluster.kubectl("delete", "-n", workload.name, "pod/gpu-work", "--wait=false")
         cluster.kubectl("delete", "-n", "default", "pod/cpu-work", "--wait=false")
         break
+
+
+def test_what_a_team_writes_lands_on_its_own_types_pools(cluster: LocalCluster) -> None:
+    # docs/admission.md, "What a team writes": the namespace and a GPU limit, no toleration, no selector. AKS's
+    # ExtendedResourceToleration tolerates the GPU taint, PodNodeSelector merges the namespace's serves.aks-gpu/<type>
+    # selector, and the scheduler then has only the pools of that type (issue 33 item 2); a pod without GPUs in the
+    # same namespace goes to a CPU pool, the only untainted pool that serves the type (item 7).
+    model = stack_model(cluster.stack)
+    cpu_pools = {pool.name for pool in stack_config(cluster.stack).cpu_pools}
+    made: list[tuple[str, str]] = []
+    try:
+        for index, workload in enumerate(w for w in model.workloads if w.resource_name):
+            own = {pool.name for pool in workload.pools}
+            gpu = {"containers": [{"name": "main", "image": "busybox", "resources": {"limits": {workload.resource_name: "1"}}}]}
+            cpu = {"containers": [{"name": "main", "image": "busybox"}]}
+            for kind, spec, allowed in (("gpu", gpu, own), ("cpu", cpu, cpu_pools)):
+                if not allowed:
+                    continue
+                name = f"as-written-{kind}-{index}"
+                created = cluster.kubectl("create", "-f", "-", stdin=pod(name, workload.name, spec))
+                assert created.returncode == 0, created.stderr
+                made.append((workload.name, name))
+                placed = wait_scheduled(cluster, workload.name, name)
+                assert placed["spec"]["nodeSelector"] == {serves_label(workload.type): "true"}, placed["spec"]
+                assert node_pool(cluster, placed["spec"]["nodeName"]) in allowed, (workload.name, kind, allowed)
+        assert made, f"stack {cluster.stack} has no workload namespace with a GPU pool"
+    finally:
+        for namespace, name in made:
+            cluster.kubectl("delete", "-n", namespace, f"pod/{name}", "--wait=false")
 
 
 def test_the_server_enforces_the_gpu_quota(cluster: LocalCluster) -> None:

@@ -124,7 +124,7 @@ def objects(result: PlanResult) -> dict[tuple[str, str | None, str], dict[str, A
     return found
 
 
-def of_kind(result: PlanResult, kind: str, namespace: str) -> dict[str, dict[str, Any]]:
+def of_kind(result: PlanResult, kind: str, namespace: str | None) -> dict[str, dict[str, Any]]:
     return {name: m for (k, ns, name), m in objects(result).items() if k == kind and ns == namespace}
 
 
@@ -194,6 +194,9 @@ def test_dev_namespace_gets_the_time_sliced_gpu_quota(harness: MockHarness, via:
     quota = of_kind(result, "ResourceQuota", "gpu-dev")["gpu-quota"]
     assert quota["spec"]["hard"] == {"requests.nvidia.com/gpu": "8"}
     assert placements(result, via)["gpu-dev"]["tolerations"] == [GPU_TOLERATION, SPOT_TOLERATION]
+    # Its one pool is spot: PodTolerationRestriction hands every Pod the spot toleration, never the GPU one.
+    annotations = of_kind(result, "Namespace", None)["gpu-dev"]["metadata"]["annotations"]
+    assert json.loads(annotations["scheduler.alpha.kubernetes.io/defaultTolerations"]) == [SPOT_TOLERATION]
 
 
 @pytest.mark.parametrize("via", VIAS)
@@ -528,6 +531,9 @@ def test_placement_known_only_as_outputs_renders_the_quota_and_the_placement(har
     assert outputs["resource"] == "nvidia.com/mig-1g.10gb" and outputs["quotaKey"] == "requests.nvidia.com/mig-1g.10gb"
     assert outputs["namespace"] == "team-infer" and outputs["quota"] == 7
     assert set(of_kind(result, "NetworkPolicy", "team-infer")) == {"deny-cross-namespace", "allow-dns"}
+    # Tolerations known only as outputs (perhaps secret) are not written into a namespace annotation.
+    namespace = of_kind(result, "Namespace", None)["team-infer"]
+    assert "scheduler.alpha.kubernetes.io/defaultTolerations" not in namespace["metadata"]["annotations"]
 
 
 def test_without_a_resource_name_the_namespace_gets_no_gpu(harness: MockHarness) -> None:

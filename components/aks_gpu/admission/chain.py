@@ -8,29 +8,47 @@ AKS FAQ). Mutating plugins run before any validating admission policy, so a poli
   refused, ``pods "<name>" is forbidden: pod node label selector conflicts with its namespace node label selector``
   (plugin/pkg/admission/podnodeselector/admission.go, ``Admit``). The stack's workload namespaces carry one, which
   binds their Pods to the pools of their workload type (``aks_gpu.kube.workload_manifests.placement_selector``).
+- **PodTolerationRestriction** (CREATE and UPDATE of a Pod): on CREATE the namespace annotation
+  ``scheduler.alpha.kubernetes.io/defaultTolerations`` (a JSON list of tolerations), and for every Pod that is not
+  BestEffort ``{key: node.kubernetes.io/memory-pressure, operator: Exists, effect: NoSchedule}``, are merged into the
+  Pod's tolerations, a toleration that another one covers dropped (plugin/pkg/admission/podtolerationrestriction/
+  admission.go, ``Admit``; pkg/util/tolerations ``MergeTolerations``). The stack's workload namespaces carry the
+  tolerations of their pools' taints other than the GPU taint (the spot taint, a pool's own ``taints``), so a Pod
+  written with no toleration still lands on a spot pool of its type. The plugin's whitelist annotation is not set by
+  the stack and not repeated here.
 - **ExtendedResourceToleration** (CREATE and UPDATE of a Pod): ``{key: <resource>, operator: Exists, effect:
   NoSchedule}`` for every extended resource named in a container's or init container's requests, whatever the
   quantity, sorted, unless an equal toleration is there (plugin/pkg/admission/extendedresourcetoleration/admission.go;
   ``helper.AddOrUpdateTolerationInPod``).
 
-Neither plugin touches a Deployment, a Job or a custom resource: their Pods meet them when a controller creates them.
+The order is the server's (pkg/kubeapiserver/options/plugins.go ``AllOrderedPlugins``): PodNodeSelector,
+PodTolerationRestriction, ExtendedResourceToleration. Whether a Pod is BestEffort is read from the Pod as written; on
+AKS LimitRanger runs first and may give it requests, which only adds the memory-pressure toleration (no policy of the
+stack reads it). None of these plugins touches a Deployment, a Job or a custom resource: their Pods meet them when a
+controller creates them.
 """
 
 from __future__ import annotations
 
 import copy
-from collections.abc import Mapping
+import json
+from collections.abc import Mapping, Sequence
 from functools import cache
 from pathlib import Path
 from typing import Any
 
 from aks_gpu.admission.reader import is_extended_resource
 from aks_gpu.data_files import load_yaml
-from aks_gpu.naming import serves_label
+from aks_gpu.naming import VENDORS, serves_label, vendor_resource
 
 DATA_FILE = Path(__file__).resolve().parent.parent / "data" / "aks_admission.yaml"
 NODE_SELECTOR_ANNOTATION = "scheduler.alpha.kubernetes.io/node-selector"
 SELECTOR_CONFLICT = "pod node label selector conflicts with its namespace node label selector"
+DEFAULT_TOLERATIONS_ANNOTATION = "scheduler.alpha.kubernetes.io/defaultTolerations"
+MEMORY_PRESSURE_TOLERATION = {"key": "node.kubernetes.io/memory-pressure", "operator": "Exists", "effect": "NoSchedule"}
+# The GPU taints' keys: ExtendedResourceToleration tolerates them for a Pod that requests the resource, and a Pod that
+# requests none must not tolerate them (the policy refuses it as a squatter), so no namespace hands them out.
+GPU_TAINT_KEYS = frozenset(vendor_resource(vendor) for vendor in VENDORS)
 
 
 @cache
@@ -82,6 +100,11 @@ def mutate_pod(pod: Mapping[str, Any], namespace: Mapping[str, Any] | None, oper
         if wanted:
             spec["nodeSelector"] = {**wanted, **(spec.get("nodeSelector") or {})}
     tolerations = list(spec.get("tolerations") or ())
+    extra = namespace_default_tolerations(namespace) if operation == "CREATE" else []
+    if not best_effort(spec):
+        extra.append(dict(MEMORY_PRESSURE_TOLERATION))
+    if extra:
+        tolerations = merge_tolerations(tolerations, extra)
     for resource in extended_resources(spec):
         added = {"key": resource, "operator": "Exists", "effect": "NoSchedule"}
         if not any(_same(existing, added) for existing in tolerations):
@@ -89,6 +112,97 @@ def mutate_pod(pod: Mapping[str, Any], namespace: Mapping[str, Any] | None, oper
     if tolerations:
         spec["tolerations"] = tolerations
     return mutated
+
+
+def default_tolerations_annotation(tolerations: Sequence[Mapping[str, Any]]) -> str | None:
+    """A workload namespace's PodTolerationRestriction annotation: the tolerations of its pools' taints but the GPU
+    taint (``GPU_TAINT_KEYS``), as the JSON list the plugin reads; None when nothing is left (pools tainted for GPUs
+    only). Users with ``edit`` cannot change a namespace's annotations."""
+    kept = [dict(t) for t in tolerations if t.get("key") not in GPU_TAINT_KEYS]
+    return json.dumps(kept, sort_keys=True, separators=(",", ":")) if kept else None
+
+
+def namespace_metadata_with_tolerations(metadata: Mapping[str, Any], tolerations: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """A workload namespace's metadata with its pools' taints but the GPU taint tolerated by default: a Pod written with
+    no toleration (the GPU one comes from ExtendedResourceToleration) then lands on a spot pool or a pool with its own
+    ``taints``. Without such taints, no annotation."""
+    annotation = default_tolerations_annotation(tolerations)
+    if annotation is None:
+        return dict(metadata)
+    return {**metadata, "annotations": {**(metadata.get("annotations") or {}), DEFAULT_TOLERATIONS_ANNOTATION: annotation}}
+
+
+def namespace_default_tolerations(namespace: Mapping[str, Any] | None) -> list[dict[str, Any]]:
+    """The tolerations of the namespace's annotation (none when it is absent, empty or not a JSON list of objects:
+    the server would refuse every Pod of such a namespace, which no namespace of the stack is)."""
+    annotations = ((namespace or {}).get("metadata") or {}).get("annotations") or {}
+    text = annotations.get(DEFAULT_TOLERATIONS_ANNOTATION)
+    if not isinstance(text, str) or not text:
+        return []
+    try:
+        found = json.loads(text)
+    except ValueError:
+        return []
+    return [dict(t) for t in found if isinstance(t, Mapping)] if isinstance(found, list) else []
+
+
+def best_effort(spec: Mapping[str, Any]) -> bool:
+    """QoS BestEffort: no container, init container or the pod itself asks for or limits cpu or memory."""
+    holders = [c for field in ("containers", "initContainers") for c in spec.get(field) or () if isinstance(c, Mapping)]
+    for resources in [spec.get("resources"), *(c.get("resources") for c in holders)]:
+        if not isinstance(resources, Mapping):
+            continue
+        for kind in ("requests", "limits"):
+            amounts = resources.get(kind)
+            if isinstance(amounts, Mapping) and any(name in amounts for name in ("cpu", "memory")):
+                return False
+    return True
+
+
+def merge_tolerations(first: Sequence[Any], second: Sequence[Any]) -> list[Any]:
+    """``MergeTolerations``: both lists in order, a toleration dropped when one already kept, or a different one later,
+    tolerates everything it does (of equal ones the first stays)."""
+    every = [*first, *second]
+    merged: list[Any] = []
+    for index, toleration in enumerate(every):
+        if any(_covers(kept, toleration) for kept in merged):
+            continue
+        if any(_fields(later) != _fields(toleration) and _covers(later, toleration) for later in every[index + 1 :]):
+            continue
+        merged.append(toleration)
+    return merged
+
+
+def _covers(wider: Any, toleration: Any) -> bool:
+    # isSuperset: whether ``wider`` tolerates every taint ``toleration`` does.
+    if not isinstance(wider, Mapping) or not isinstance(toleration, Mapping):
+        return bool(wider == toleration)
+    if _fields(wider) == _fields(toleration):
+        return True
+    key, operator = wider.get("key") or "", wider.get("operator") or ""
+    if (toleration.get("key") or "") != key and (key != "" or operator != "Exists"):
+        return False
+    effect = wider.get("effect") or ""
+    if (toleration.get("effect") or "") != effect and effect != "":
+        return False
+    seconds = wider.get("tolerationSeconds")
+    if effect == "NoExecute" and seconds is not None:
+        theirs = toleration.get("tolerationSeconds")
+        if theirs is None or theirs > seconds:
+            return False
+    if operator in ("Equal", ""):
+        return (toleration.get("operator") or "") == "Equal" and (toleration.get("value") or "") == (wider.get("value") or "")
+    return operator == "Exists"
+
+
+def _fields(toleration: Any) -> tuple[Any, ...]:
+    # A toleration's fields as the API server compares them (an absent string is "").
+    if not isinstance(toleration, Mapping):
+        return (toleration,)
+    return (
+        *(toleration.get(name) or "" for name in ("key", "operator", "value", "effect")),
+        toleration.get("tolerationSeconds"),
+    )
 
 
 def _same(existing: Any, added: Mapping[str, str]) -> bool:

@@ -60,7 +60,7 @@ import base64
 from collections.abc import Iterable
 from typing import Any
 
-from aks_gpu.admission.chain import NODE_SELECTOR_ANNOTATION, placement_selector
+from aks_gpu.admission.chain import NODE_SELECTOR_ANNOTATION, namespace_metadata_with_tolerations, placement_selector
 from aks_gpu.admission.dra import CLAIM_SPEC_PATHS, GROUP, TEMPLATE, gpu_devices
 from aks_gpu.naming import (
     GPU_NAMESPACE,
@@ -202,12 +202,16 @@ def workload_namespaces(model: PlatformModel) -> dict[str, Manifest]:
         workload.name: {
             "apiVersion": "v1",
             "kind": "Namespace",
-            "metadata": {
-                "name": workload.name,
-                "labels": {NAMESPACE_NAME_LABEL: workload.name, WORKLOAD_LABEL: workload.type},
-                # Read by PodNodeSelector before the policies (aks_gpu.admission.chain).
-                "annotations": {NODE_SELECTOR_ANNOTATION: placement_selector(workload.type)},
-            },
+            # The annotations are read by PodNodeSelector and PodTolerationRestriction before the policies
+            # (aks_gpu.admission.chain).
+            "metadata": namespace_metadata_with_tolerations(
+                {
+                    "name": workload.name,
+                    "labels": {NAMESPACE_NAME_LABEL: workload.name, WORKLOAD_LABEL: workload.type},
+                    "annotations": {NODE_SELECTOR_ANNOTATION: placement_selector(workload.type)},
+                },
+                workload.kube_tolerations,
+            ),
         }
         for workload in model.workloads
     }

@@ -21,7 +21,7 @@ def platform(model: PlatformModel) -> Platform:
     gpu_resources = sorted({pool.resource.name for pool in model.pools})
     manifests = [*plugin_manifests(model), *render_policy(model)]
     for workload in model.workloads:
-        manifests += workload_manifests(workload.config, workload.resource_name, gpu_resources)
+        manifests += workload_manifests(workload.config, workload.resource_name, gpu_resources, workload.kube_tolerations)
     objects = frozenset(
         (
             group_of(manifest),

@@ -15,7 +15,7 @@ at runtime and cannot see through string annotations.
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, NotRequired, TypedDict
 
-from aks_gpu.admission.chain import NODE_SELECTOR_ANNOTATION, placement_selector
+from aks_gpu.admission.chain import NODE_SELECTOR_ANNOTATION, namespace_metadata_with_tolerations, placement_selector
 from aks_gpu.admission.namespace_admission import QUOTA_PREFIX, NamespaceFacts
 from aks_gpu.admission.pod_security import rdma_policy_manifests
 from aks_gpu.config.models import EgressRule, IngressFrom, WorkloadConfig
@@ -134,17 +134,18 @@ def pod_security_labels(level: str) -> dict[str, str]:
     }
 
 
-def namespace_manifest(config: WorkloadConfig) -> Manifest:
-    """With ``rdma: true``, Pod Security Admission enforces nothing here (``privileged``: it has no per-capability
-    exception) and the namespace's own admission policy enforces baseline plus IPC_LOCK in its place
-    (``rdma_manifests``, created first)."""
+def namespace_manifest(config: WorkloadConfig, tolerations: Sequence[Mapping[str, Any]] = ()) -> Manifest:
+    """``tolerations``: those of the workload's pools (``pod_placement``'s), of which PodTolerationRestriction hands
+    every Pod the non-GPU ones (``namespace_metadata_with_tolerations``). With ``rdma: true``, Pod Security Admission
+    enforces nothing here (``privileged``: it has no per-capability exception) and the namespace's own admission
+    policy enforces baseline plus IPC_LOCK in its place (``rdma_manifests``, created first)."""
     meta = object_metadata(config, config.name, namespaced=False)
     level = "privileged" if config.rdma else config.pod_security
     meta["labels"] |= {ARTICLE_WORKLOAD_LABEL: config.type, **pod_security_labels(level)}
     if config.rdma:
         meta["labels"][RDMA_LABEL] = "true"
     meta["annotations"] = {NODE_SELECTOR_ANNOTATION: placement_selector(config.type)}
-    return {"apiVersion": "v1", "kind": "Namespace", "metadata": meta}
+    return {"apiVersion": "v1", "kind": "Namespace", "metadata": namespace_metadata_with_tolerations(meta, tolerations)}
 
 
 
@@ -339,12 +340,15 @@ def config_manifests(config: WorkloadConfig) -> list[Manifest]:
 
 
 def workload_manifests(
-    config: WorkloadConfig, resource_name: str | None, other_gpu_resources: Iterable[str] = ()
+    config: WorkloadConfig,
+    resource_name: str | None,
+    other_gpu_resources: Iterable[str] = (),
+    tolerations: Sequence[Mapping[str, Any]] = (),
 ) -> list[Manifest]:
     """Every object of a workload namespace: its RDMA policy (when it has one), the Namespace, the quota, the rest."""
     return [
         *rdma_manifests(config),
-        namespace_manifest(config),
+        namespace_manifest(config, tolerations),
         resource_quota_manifest(config, resource_name, other_gpu_resources),
         *config_manifests(config),
     ]

@@ -21,6 +21,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 from pydantic import ValidationError
 
+from aks_gpu.admission.chain import namespace_metadata_with_tolerations
 from aks_gpu.args import (
     ArgsError,
     args_error,
@@ -92,7 +93,7 @@ def platform_namespace(workload: ResolvedWorkload, other_gpu_resources: Sequence
         shape=workload.config,
         resource_name=workload.resource_name or "",
         node_selector=dict(workload.node_selector),
-        tolerations=[cast(TolerationSpec, t.to_kube()) for t in workload.tolerations],
+        tolerations=[cast(TolerationSpec, t) for t in workload.kube_tolerations],
         other_gpu_resources=list(other_gpu_resources),
     )
 
@@ -231,13 +232,16 @@ class GpuWorkloadNamespace(GpuComponent[WorkloadNamespaceInputs]):
                     f"{name}-rdma-binding", manifest_of(lambda config: rdma_manifests(config)[1]), self.child(after=[rdma_policy])
                 )
             )
+        # Its default tolerations (PodTolerationRestriction) are the pools' tolerations when they are plain values, as a
+        # platform passes its own. Passed as outputs (another stack's, perhaps secret), they are not written into an
+        # annotation every user who can list namespaces reads, and the secret would spread to the namespace's outputs:
+        # such a namespace's Pods take them from podPlacement.
+        namespace = manifest_of(namespace_manifest)
+        if next(outputs_in(inputs.tolerations), None) is None:
+            namespace["metadata"] = combined(namespace_metadata_with_tolerations, namespace["metadata"], inputs.tolerations)
         self.namespace = cast(
             k8s.core.v1.Namespace,
-            kube_resource(
-                f"{name}-namespace",
-                manifest_of(namespace_manifest),
-                self.child(after=rdma),
-            ),
+            kube_resource(f"{name}-namespace", namespace, self.child(after=rdma)),
         )
         # The provider does not order objects by the namespace they name; the namespace must exist first.
         inside = self.child(after=[self.namespace])

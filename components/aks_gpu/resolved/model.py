@@ -149,6 +149,11 @@ class ResolvedWorkload:
         return distinct_tolerations(self.pools)
 
     @property
+    def kube_tolerations(self) -> list[dict[str, str]]:
+        """``tolerations`` as a pod spec carries them."""
+        return [toleration.to_kube() for toleration in self.tolerations]
+
+    @property
     def node_selector(self) -> dict[str, str]:
         """One pool: pin to it. Several pools of the same type: select by workload label."""
         if len(self.pools) == 1:
