@@ -7,6 +7,7 @@ from __future__ import annotations
 import io
 import json
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -23,13 +24,24 @@ FAULTY = EXAMPLES_DIR / "faulty"
 WIDTHS = (80, 100, 120)
 
 
+@contextmanager
+def terminal_width(columns: int) -> Iterator[int]:
+    """The command line's console at ``columns``, its own width given back after. The width an earlier --wide run
+    replaced, which the next command would give back, is forgotten before and after."""
+    before = common.out._width
+    tables._REPLACED_WIDTH.clear()
+    common.out.width = columns
+    try:
+        yield columns
+    finally:
+        tables._REPLACED_WIDTH.clear()
+        common.out.width = before  # type: ignore[assignment]
+
+
 @pytest.fixture
 def width(request: pytest.FixtureRequest) -> Iterator[int]:
-    before = common.out._width
-    tables._REPLACED_WIDTH.clear()  # an earlier --wide run's width, which the next command would give back
-    common.out.width = request.param
-    yield request.param
-    common.out.width = before  # type: ignore[assignment]
+    with terminal_width(request.param) as columns:
+        yield columns
 
 
 def _node_names(snapshot: Path) -> set[str]:
@@ -74,13 +86,8 @@ def test_a_message_never_gets_a_sliver_of_a_column(width: int, capsys: pytest.Ca
 
 
 def test_the_list_layout_says_how_to_get_a_table_or_every_field(capsys: pytest.CaptureFixture[str]) -> None:
-    before = common.out._width
-    tables._REPLACED_WIDTH.clear()
-    common.out.width = 80
-    try:
+    with terminal_width(80):
         main(["audit", "--snapshot", str(FAULTY)])
-    finally:
-        common.out.width = before  # type: ignore[assignment]
     output = " ".join(capsys.readouterr().out.split())
     assert "--wide" in output and "--json" in output
 
@@ -120,13 +127,8 @@ def test_validate_shows_every_node_name_check_id_and_message_whole(width: int, c
 
 
 def test_validate_lists_each_node_with_its_checks_by_status(capsys: pytest.CaptureFixture[str]) -> None:
-    before = common.out._width
-    tables._REPLACED_WIDTH.clear()
-    common.out.width = 100
-    try:
+    with terminal_width(100):
         main(["validate", "--stack", "prod", "--project-dir", str(PROJECT_DIR), "--snapshot", str(FAULTY)])
-    finally:
-        common.out.width = before  # type: ignore[assignment]
     lines = capsys.readouterr().out.splitlines()
     start = lines.index("  train aks-train-31415926-vmss000000")
     assert lines[start + 1 : start + 4] == [
@@ -137,14 +139,8 @@ def test_validate_lists_each_node_with_its_checks_by_status(capsys: pytest.Captu
 
 
 def test_validate_is_a_table_with_wide(capsys: pytest.CaptureFixture[str]) -> None:
-    before = common.out._width
-    tables._REPLACED_WIDTH.clear()
-    common.out.width = 80
-    try:
+    with terminal_width(80):
         main(["validate", "--stack", "prod", "--project-dir", str(PROJECT_DIR), "--snapshot", str(FAULTY), "--wide"])
-    finally:
-        tables._REPLACED_WIDTH.clear()
-        common.out.width = before  # type: ignore[assignment]
     lines = capsys.readouterr().out.splitlines()
     header = next(line for line in lines if "device-plugin-ready" in line)
     assert "driver-consistency" in header and "gpu-health" in header
@@ -285,14 +281,8 @@ def test_the_catalog_shows_every_size_series_profile_and_caveat_whole(width: int
 
 
 def test_the_catalog_is_a_table_with_wide(capsys: pytest.CaptureFixture[str]) -> None:
-    before = common.out._width
-    tables._REPLACED_WIDTH.clear()
-    common.out.width = 80
-    try:
+    with terminal_width(80):
         assert main(["catalog", "--wide"]) == 0
-    finally:
-        tables._REPLACED_WIDTH.clear()
-        common.out.width = before  # type: ignore[assignment]
     lines = capsys.readouterr().out.splitlines()
     assert any("Standard_ND96isr_H100_v5" in line and "MIG1g=1g.10gbx7" in line and "8 disks" in line for line in lines)
     assert not any("laid out as a list" in line for line in lines)
