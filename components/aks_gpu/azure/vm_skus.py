@@ -14,7 +14,7 @@ only closes the zones it names.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -76,6 +76,17 @@ def _strings(value: Any, where: str) -> tuple[str, ...]:
     return tuple(value)
 
 
+def _objects(value: Any, where: str, field: str) -> Iterator[dict[str, Any]]:
+    """The objects of a list field, in order (absent or null: none); ``SkuShapeError`` at the first that is not one."""
+    listed = _given(value, [])
+    if not isinstance(listed, list):
+        raise SkuShapeError(f"{where}: {field} is not a list")
+    for item in listed:
+        if not isinstance(item, dict):
+            raise SkuShapeError(f"{where}: {field} holds a non-object")
+        yield item
+
+
 def read_skus(rows: Any) -> list[Sku]:
     """The virtualMachines SKUs of a skus list's ``value`` rows (other resource types, disks and the like, are left
     out); ``SkuShapeError`` naming the first virtualMachines row that is not one."""
@@ -90,20 +101,10 @@ def read_skus(rows: Any) -> list[Sku]:
             raise SkuShapeError(f"value[{index}] has no name")
         where = f"value[{index}] ({name[:80]})"
         zones: list[str] = []
-        infos = _given(row.get("locationInfo"), [])
-        if not isinstance(infos, list):
-            raise SkuShapeError(f"{where}: locationInfo is not a list")
-        for info in infos:
-            if not isinstance(info, dict):
-                raise SkuShapeError(f"{where}: locationInfo holds a non-object")
+        for info in _objects(row.get("locationInfo"), where, "locationInfo"):
             zones += _strings(info.get("zones"), f"{where}: locationInfo zones")
         restrictions: list[Restriction] = []
-        listed = _given(row.get("restrictions"), [])
-        if not isinstance(listed, list):
-            raise SkuShapeError(f"{where}: restrictions is not a list")
-        for item in listed:
-            if not isinstance(item, dict):
-                raise SkuShapeError(f"{where}: restrictions holds a non-object")
+        for item in _objects(row.get("restrictions"), where, "restrictions"):
             info = _given(item.get("restrictionInfo"), {})
             if not isinstance(info, dict):
                 raise SkuShapeError(f"{where}: restrictionInfo is not an object")
