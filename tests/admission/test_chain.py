@@ -21,6 +21,7 @@ from aks_gpu.admission.chain import (
 from aks_gpu.admission.policy import workload_namespaces
 from aks_gpu.naming import SPOT_TAINT_KEY
 from tests.conftest import stack_model
+from tests.kube.test_device_plugin import tolerates
 
 GPU = {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}
 GPU_EQUAL = {"key": "nvidia.com/gpu", "operator": "Equal", "value": "present", "effect": "NoSchedule"}
@@ -53,18 +54,6 @@ def test_tolerations_merge_as_the_api_server_merges_them(
     first: list[dict[str, Any]], second: list[dict[str, Any]], merged: list[dict[str, Any]]
 ) -> None:
     assert merge_tolerations(first, second) == merged
-
-
-def tolerated(tolerations: list[dict[str, Any]], key: str, value: str | None, effect: str) -> bool:
-    """The scheduler's reading (ToleratesTaint): key (an empty key with Exists: any), effect (empty: any), value."""
-    for t in tolerations:
-        if t.get("key", "") not in ("", key) or (t.get("key", "") == "" and t.get("operator") != "Exists"):
-            continue
-        if t.get("effect", "") not in ("", effect):
-            continue
-        if t.get("operator") == "Exists" or t.get("value", "") == (value or ""):
-            return True
-    return False
 
 
 def gpu_pod(**spec: Any) -> dict[str, Any]:
@@ -110,7 +99,7 @@ def test_each_workload_namespace_tolerates_its_pools_taints_but_the_gpu_taint(st
         pod = mutate_pod(gpu_pod(), namespaces[workload.name])
         if workload.resource_name == "nvidia.com/gpu":
             taints = [taint for pool in workload.pools for taint in pool.taints]
-            assert all(tolerated(pod["spec"]["tolerations"], t.key, t.value, t.effect) for t in taints), workload.name
+            assert all(any(tolerates(t, taint) for t in pod["spec"]["tolerations"]) for taint in taints), workload.name
 
 
 def test_the_dev_stacks_spot_namespace_is_annotated_and_prods_are_not() -> None:

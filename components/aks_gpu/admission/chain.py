@@ -107,7 +107,8 @@ def mutate_pod(pod: Mapping[str, Any], namespace: Mapping[str, Any] | None, oper
         tolerations = merge_tolerations(tolerations, extra)
     for resource in extended_resources(spec):
         added = {"key": resource, "operator": "Exists", "effect": "NoSchedule"}
-        if not any(_same(existing, added) for existing in tolerations):
+        # AddOrUpdateTolerationInPod: an equal toleration (key, operator, value, effect, tolerationSeconds) is kept.
+        if not any(_fields(existing) == _fields(added) for existing in tolerations):
             tolerations.append(added)
     if tolerations:
         spec["tolerations"] = tolerations
@@ -202,19 +203,6 @@ def _fields(toleration: Any) -> tuple[Any, ...]:
     return (
         *(toleration.get(name) or "" for name in ("key", "operator", "value", "effect")),
         toleration.get("tolerationSeconds"),
-    )
-
-
-def _same(existing: Any, added: Mapping[str, str]) -> bool:
-    # AddOrUpdateTolerationInPod: an equal toleration (key, operator, value, effect; tolerationSeconds unset) is kept.
-    if not isinstance(existing, Mapping):
-        return False
-    return (
-        existing.get("key", "") == added["key"]
-        and existing.get("operator", "") == added["operator"]
-        and (existing.get("value") or "") == ""
-        and existing.get("effect", "") == added["effect"]
-        and existing.get("tolerationSeconds") is None
     )
 
 
