@@ -15,8 +15,10 @@ CHROMIUM_STAMP := $(VENV)/.chromium
 
 .PHONY: setup plan test lint typecheck unit up preview bench schema checkov-venv promtool chromium clean tools e2e
 
-# The venv is rebuilt whenever requirements.txt or pyproject.toml change.
-$(STAMP): requirements.txt pyproject.toml
+# The venv is rebuilt whenever requirements.txt or pyproject.toml change, and the package reinstalled when its version
+# (components/aks_gpu/__init__.py, pyproject's dynamic version) may have: pip records it at install, and `aksgpu
+# --version` reads that record.
+$(STAMP): requirements.txt pyproject.toml components/aks_gpu/__init__.py
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -r requirements.txt
