@@ -124,8 +124,8 @@ _Cell = str | tuple[str, str]
 
 
 def _cells(columns: Sequence[str], cells: Sequence[_Cell]) -> str:
-    """A row's cells, in ``columns``' order. Each is labelled with its column
-    (``data-label``): on a narrow screen a table's rows are laid out as cards, each value under its label (_STYLE)."""
+    """A row's cells, in ``columns``' order, each labelled with its column (``data-label``): on a narrow screen a
+    table's rows are laid out as cards, each value under its label (_STYLE)."""
     made = []
     for column, cell in zip(columns, cells, strict=True):
         classes, html = cell if isinstance(cell, tuple) else ("", cell)
