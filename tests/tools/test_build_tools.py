@@ -7,7 +7,6 @@ so the machine's tool cache and a build running beside the tests are never touch
 
 from __future__ import annotations
 
-import fcntl
 import os
 import re
 import select
@@ -37,6 +36,7 @@ case "$1" in
       printf '{\n\t"GoMod": "%s",\n\t"Dir": "%s"\n}\n' "$dir/go.mod" "$dir"
     fi ;;
   build)
+    while [ -e "${FAKE_GO_HOLD:-/nonexistent}" ]; do sleep 0.1; done
     shift
     while [ "$1" != -o ]; do shift; done
     output=$2
@@ -89,32 +89,46 @@ def test_a_build_numbers_its_groups_and_says_how_long_each_took(environment: dic
     assert second.stderr.startswith("build-tools: tools in ")
 
 
+def said_within(process: subprocess.Popen[str], seconds: float) -> str:
+    """The next line ``process`` writes on stderr, or "" when it writes none within ``seconds``."""
+    assert process.stderr is not None
+    ready, _, _ = select.select([process.stderr], [], [], seconds)
+    return process.stderr.readline() if ready else ""
+
+
 def test_waiting_on_another_build_names_the_lock_and_its_holder_then_how_long_it_waited(
-    environment: dict[str, str],
+    environment: dict[str, str], tmp_path: Path
 ) -> None:
-    assert build_tools(environment).returncode == 0  # fills the cache, so the waiting run has nothing to build
-    [lock_file] = Path(environment["AKSGPU_TOOLS_CACHE"]).glob("*/.lock")
-    with lock_file.open("w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)  # this test process is "the other build"
-        waiting = subprocess.Popen(
-            [str(BUILD_TOOLS)], env=environment, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True
-        )
+    hold = tmp_path / "hold"
+    hold.touch()  # the stand-in go "builds" until this file is gone
+    environment = {**environment, "FAKE_GO_HOLD": str(hold)}
+
+    def start() -> subprocess.Popen[str]:
+        return subprocess.Popen([str(BUILD_TOOLS)], env=environment, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True)
+
+    first = start()
+    try:
+        said_within(first, 30)  # "building 6 tool group(s) ..."
+        assert said_within(first, 30).startswith("build-tools: building kubernetes (1 of 6: ")  # it holds the lock
+        second = start()
         try:
-            assert waiting.stderr is not None
-            # Said before it blocks on the lock (the old script said nothing, for as long as the other build ran).
-            said, _, _ = select.select([waiting.stderr], [], [], 20)
-            assert said, "nothing said while waiting on the lock"
-            first_line = waiting.stderr.readline()
+            # Said at once, before it blocks (the old script said nothing for as long as the other build ran).
+            waiting = said_within(second, 20)
             time.sleep(1.5)
-            assert waiting.poll() is None, "it went on while the lock was held"
+            assert second.poll() is None, "it went on while the lock was held"
         finally:
-            fcntl.flock(lock, fcntl.LOCK_UN)  # the script goes on and ends whatever was asserted
-    _, rest = waiting.communicate(timeout=60)
-    assert waiting.returncode == 0, rest
-    assert first_line.startswith(
-        f"build-tools: waiting for another build of the tools (lock {lock_file} held by PID {os.getpid()} ("
-    ), first_line
-    assert f"its logs: {lock_file.parent / 'logs'}" in first_line
-    [finished] = [line for line in rest.splitlines() if "the other build finished" in line]
-    waited = re.fullmatch(r"build-tools: the other build finished after (\d+)s of waiting; going on", finished)
-    assert waited and int(waited[1]) >= 1, finished
+            hold.unlink()  # the first build ends, and the second goes on
+        _, rest = second.communicate(timeout=60)
+    finally:
+        first.communicate(timeout=60)
+    assert first.returncode == 0 and second.returncode == 0, rest
+    [lock_file] = Path(environment["AKSGPU_TOOLS_CACHE"]).glob("*/.lock")
+    assert waiting.startswith(
+        f"build-tools: waiting for another build of the tools (lock {lock_file} held by PID {first.pid} ("
+    ), waiting
+    assert str(BUILD_TOOLS) in waiting  # the holder's command line
+    assert waiting.rstrip().endswith(f"its logs: {lock_file.parent / 'logs'}")
+    lines = rest.splitlines()
+    waited = re.fullmatch(r"build-tools: the other build finished after (\d+)s of waiting; going on", lines[0])
+    assert waited and int(waited[1]) >= 1, lines[0]
+    assert not any("building" in line for line in lines)  # the other build built everything
