@@ -268,7 +268,7 @@ def test_a_stored_object_whose_pods_are_refused_is_told_from_one_refused_itself(
     assert (pinned["decision"], pinned["allowed"]) == ("denied", False)
     assert pinned["message"].startswith('deployments.apps "pinned" is forbidden: ')
     assert pinned["warnings"] == []
-    assert main(["admission", "check", "--stack", "prod", str(objects)]) == 1
+    assert main(["admission", "check", "--stack", "prod", "--wide", str(objects)]) == 1
     output = " ".join(capsys.readouterr().out.split())
     assert "│ admitted, pods denied │" in output and "│ denied │" in output
     assert "0 admitted, 2 denied (1 of them admitted by the server, but their Pods would not run)" in output

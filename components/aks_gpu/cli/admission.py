@@ -16,6 +16,7 @@ from aks_gpu.admission.policy import (
     workload_namespaces,
 )
 from aks_gpu.admission.reader import InputError, SourcedObject, UnrenderedFileError, read_documents
+from aks_gpu.cli import tables
 from aks_gpu.cli.common import (
     EXIT_FAILED,
     EXIT_OK,
@@ -77,6 +78,7 @@ def register(subparsers: Any) -> None:
     check.add_argument(
         "files", metavar="FILE", nargs="+", type=Path, help="YAML file(s) with Kubernetes objects, or folders of them"
     )
+    tables.add_wide_argument(check)
     check.set_defaults(handler=run_check)
 
 
@@ -86,6 +88,7 @@ LIST_ALL_UP_TO = 500
 
 def run_check(args: argparse.Namespace) -> int:
     """Print a decision per object and return the exit status."""
+    tables.apply_wide(args)
     # The CEL engines load only for this command, not for every `aksgpu` invocation.
     from aks_gpu.admission.check import check, not_evaluated, refused
     from aks_gpu.admission.engine import CelError, engine_named
@@ -210,7 +213,6 @@ def namespaces_in(objects: list[SourcedObject]) -> dict[str, dict[str, Any]]:
 
 
 def print_report(stack: str, actions: list[str], objects: list[SourcedObject], decisions: list[Decision]) -> None:
-    from rich.table import Table
     from rich.text import Text
 
     # Denied: the object, or what it runs (admitted by the server, its Pods refused or never scheduled: its label).
@@ -231,29 +233,8 @@ def print_report(stack: str, actions: list[str], objects: list[SourcedObject], d
     list_admitted = len(decisions) <= LIST_ALL_UP_TO
     if not list_admitted:
         print_denied_list(objects, decisions)
-    table = Table(title="admission check (as the API server would decide a CREATE)")
-    for column in ("object", "namespace", "decision", "messages", "source"):
-        table.add_column(column, overflow="fold")
-    styles = {"admitted": "green", "denied": "bold red", "refused": "bold red", "not evaluated": "yellow"}
-    for item, decision in zip(objects, decisions, strict=True):
-        if decision.allowed and not list_admitted:
-            continue
-        # Text, not markup: names and messages are shown as written ("[/x]" included), and nothing is parsed.
-        if decision.messages:
-            details = Text(denial_text(decision))
-        else:
-            details = Text(decision.note, style="" if decision.decision == "not evaluated" else "dim")
-        for warning in decision.warnings:
-            details.append(f"\nwarning: {warning}", style="yellow")
-        table.add_row(
-            Text(f"{decision.kind}/{decision.name}"),
-            Text(decision.namespace or "-"),
-            Text(decision.label or decision.decision, style=styles[decision.decision] if decision.allowed else "bold red"),
-            details,
-            Text(item.source),
-        )
-    if list_admitted:
-        out.print(table)
+    if list_admitted and print_decisions(objects, decisions):
+        out.print(f"[dim]{tables.list_note(json=True)}[/]")
     summary = f"{admitted} admitted, {denied} denied"
     if stored:
         summary += f" ({stored} of them admitted by the server, but their Pods would not run)"
@@ -269,6 +250,52 @@ def print_report(stack: str, actions: list[str], objects: list[SourcedObject], d
             " and only warn or audit; they are reported as denied so they get fixed"
         )
     out.print(Text(summary))
+
+
+# The messages column wraps between words, never narrower than this (nor than its longest word): a denial is a
+# sentence or two of the API server's, and a narrower column reads a word a line.
+MESSAGES_MIN_WIDTH = 40
+_STYLES = {"admitted": "green", "denied": "bold red", "refused": "bold red", "not evaluated": "yellow"}
+
+
+def print_decisions(objects: list[SourcedObject], decisions: list[Decision]) -> bool:
+    """A row per object (object, namespace, decision, messages, source) where the table fits the terminal with every
+    name, decision and source whole beside a messages column MESSAGES_MIN_WIDTH wide; else a list, one entry an
+    object: its decision and name, then its namespace and source, then each message and warning on lines of its own.
+    Returns whether it printed the list. Names and messages are shown as written: escaped, never read as markup."""
+    columns = ("object", "namespace", "decision", "messages", "source")
+    rows: list[tuple[str, ...]] = []
+    listed_rows: list[tuple[str, ...]] = []
+    for item, decision in zip(objects, decisions, strict=True):
+        style = _STYLES[decision.decision] if decision.allowed else "bold red"
+        verdict = f"[{style}]{escape(decision.label or decision.decision)}[/]"
+        if decision.messages:
+            lines = [escape(line) for line in denial_text(decision).splitlines()]
+        elif decision.note:
+            lines = [escape(decision.note) if decision.decision == "not evaluated" else f"[dim]{escape(decision.note)}[/]"]
+        else:
+            lines = []
+        lines += [f"[yellow]warning: {escape(warning)}[/]" for warning in decision.warnings]
+        name = escape(f"{decision.kind}/{decision.name}")
+        namespace = escape(decision.namespace or "-")
+        source = escape(item.source)
+        rows.append((name, namespace, verdict, "\n".join(lines), source))
+        listed_rows.append((verdict, name, namespace, source, *lines))
+    # In the list each message is a line of its own (a field without a label), as many as the most an object has.
+    most = max((len(row) for row in listed_rows), default=4) - 4
+    messages = tuple(f"message {number}" for number in range(1, most + 1))
+    listed = (("decision", "object", "namespace", "source", *messages), listed_rows)
+    return tables.print_table(
+        out,
+        "admission check (as the API server would decide a CREATE)",
+        columns,
+        rows,
+        keep=("object", "namespace", "decision", "source"),
+        flexible={"messages": MESSAGES_MIN_WIDTH},
+        lead=2,
+        bare=messages,
+        listed=listed,
+    )
 
 
 def denial_text(decision: Decision) -> str:
