@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import importlib.metadata
 import os
 import sys
 from collections.abc import Iterator
@@ -33,6 +32,10 @@ MAX_TEXT_SHOWN = 2000
 def aksgpu_version() -> str:
     """The version of the installed aks-gpu, as its package metadata records it (what pip and a bug report name);
     a source tree that was never installed has no metadata, and says the version its source declares."""
+    # Imported here: importlib.metadata is about as slow to import as the command line itself, and only --version and
+    # the audit report's HTML need it.
+    import importlib.metadata
+
     try:
         return importlib.metadata.version(PACKAGE_NAME)
     except importlib.metadata.PackageNotFoundError:
