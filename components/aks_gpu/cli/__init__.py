@@ -75,8 +75,8 @@ exit status: 0 ok, 1 a check failed or an object was denied, 2 usage, config or 
 
 
 class _VersionAction(argparse._VersionAction):
-    """``--version``: the version is looked up when asked for, not each time the parser is built (reading the package
-    metadata costs every command a fifth of a bare interpreter's start)."""
+    """``--version``: the version is looked up when asked for, not each time the parser is built: reading the package
+    metadata is slow to import (``aksgpu_version``), and no other command needs it."""
 
     def __call__(
         self,

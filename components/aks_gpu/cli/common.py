@@ -32,8 +32,8 @@ MAX_TEXT_SHOWN = 2000
 def aksgpu_version() -> str:
     """The version of the installed aks-gpu, as its package metadata records it (what pip and a bug report name);
     a source tree that was never installed has no metadata, and says the version its source declares."""
-    # Imported here: importlib.metadata is about as slow to import as the command line itself, and only --version and
-    # the audit report's HTML need it.
+    # Imported here: importlib.metadata takes more than half as long to import as the whole command line
+    # (`python -X importtime`), and only --version and the audit's HTML page need it.
     import importlib.metadata
 
     try:
