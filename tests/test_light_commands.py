@@ -37,8 +37,8 @@ argv = json.loads(sys.argv[1])
 with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
     try:
         code = main(argv)
-    except SystemExit as exit:  # --help and --version: argparse prints and exits
-        code = exit.code
+    except SystemExit as stopped:  # --help and --version: argparse prints and exits
+        code = stopped.code
 print(json.dumps([code, sorted(sys.modules)]))
 """
 
@@ -75,7 +75,7 @@ def test_the_command_list_and_the_version_import_no_command() -> None:
     # Each command's help line is in the command line's own table (aks_gpu.cli.COMMANDS), not in its module.
     for name in ("--help", "--version"):
         _, modules = modules_of(name)
-        commands = sorted(module for module in modules if module.removeprefix("aks_gpu.cli.") in CLI_COMMANDS)
+        commands = sorted(modules & {f"aks_gpu.cli.{command}" for command in CLI_COMMANDS})
         assert commands == [], f"`aksgpu {name}` imported {commands}"
 
 

@@ -13,6 +13,7 @@ import pytest
 from aks_gpu import __version__
 from aks_gpu.cli import COMMANDS, build_parser, main
 
+Words = tuple[str, ...]
 # Every command and subcommand, as a user types it.
 COMMAND_LINES = [
     ["plan"],
@@ -93,9 +94,6 @@ def test_validate_collect_is_a_subcommand_and_validate_still_needs_a_stack(capsy
     assert "collect needs --out DIR" in capsys.readouterr().err
 
 
-Words = tuple[str, ...]
-
-
 def parsers(parser: argparse.ArgumentParser, words: Words = ()) -> Iterator[tuple[Words, argparse.ArgumentParser]]:
     """Each parser of the command line, with the words that reach it."""
     yield words, parser
@@ -106,7 +104,7 @@ def parsers(parser: argparse.ArgumentParser, words: Words = ()) -> Iterator[tupl
 
 
 def test_each_help_is_the_whole_command_lines(capsys: pytest.CaptureFixture[str]) -> None:
-    # `aksgpu --help` builds no command's parser (the list comes from aksgpu.cli.COMMANDS) and `aksgpu smi parse --help`
+    # `aksgpu --help` builds no command's parser (the list comes from aks_gpu.cli.COMMANDS) and `aksgpu smi parse --help`
     # only smi's: each shows what the command line with every command's parser shows, byte for byte.
     whole = dict(parsers(build_parser()))
     assert set(whole) == {(), *(tuple(argv) for argv in COMMAND_LINES)}

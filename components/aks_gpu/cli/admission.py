@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+# common.out and common.err, not imported by name: the consoles (rich) are made on first use, never for --help.
 from aks_gpu.cli import COMMANDS, common
 from aks_gpu.cli.common import (
     EXIT_FAILED,
