@@ -71,11 +71,11 @@ tools:
 e2e: $(STAMP) tools
 	$(BIN)/python -m pytest -p no:cacheprovider tests/e2e
 
-# The config models are the one source: the component args (components/aks_gpu/specs.py), the README's key table and both
-# JSON schemas are written from them.
+# The config models are the one source: the component args (components/aks_gpu/specs.py), the key table of docs/config.md
+# and the stack file's JSON schema (shipped, and in stacks/) are written from them; the component package's schema from
+# the components.
 schema: $(STAMP)
 	$(BIN)/python -m aks_gpu.config.generate
-	$(BIN)/aksgpu schema > stacks/stack-config.schema.json
 	$(BIN)/aksgpu schema --components > components/aks_gpu/schema.json
 
 bench: $(STAMP)

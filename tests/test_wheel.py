@@ -115,6 +115,20 @@ def test_the_wheel_installs_aks_gpu_typed_and_licensed_and_no_top_level_componen
     assert "Apache License" in license_text and "Version 2.0, January 2004" in license_text
 
 
+def test_the_installed_aksgpu_schema_prints_the_stack_file_schema(built: Built) -> None:
+    # `aksgpu schema` prints the copy the wheel ships (package data), not one it builds: it must be in the wheel.
+    done = subprocess.run(
+        [sys.executable, "-m", "aks_gpu.cli", "schema"],
+        cwd=built.scratch,
+        env=consumer_env(built),
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == (PROJECT_DIR / "stacks" / "stack-config.schema.json").read_text(encoding="utf-8")
+
+
 def test_the_sdist_carries_the_license_and_the_description(built: Built) -> None:
     with tarfile.open(built.sdist) as sdist:
         names = {name.split("/", 1)[1] for name in sdist.getnames() if "/" in name}

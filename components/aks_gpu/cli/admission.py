@@ -7,30 +7,21 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from aks_gpu.admission.policy import (
-    DEVICE_ENV_POLICY_NAME,
-    DRA_POLICY_NAME,
-    POLICY_NAME,
-    render_policy,
-    system_namespaces,
-    workload_namespaces,
-)
-from aks_gpu.admission.reader import InputError, SourcedObject, UnrenderedFileError, read_documents
-from aks_gpu.cli import tables
+# common.out and common.err, not imported by name: the consoles (rich) are made on first use, never for --help.
+from aks_gpu.cli import COMMANDS, common, tables
 from aks_gpu.cli.common import (
     EXIT_FAILED,
     EXIT_OK,
     EXIT_USAGE,
     add_stack_arguments,
-    err,
     escape,
     load_stack,
-    out,
     report_warnings,
 )
 
 if TYPE_CHECKING:
     from aks_gpu.admission.evaluate import Decision
+    from aks_gpu.admission.reader import SourcedObject
 
 _DESCRIPTION = """\
 Evaluate the stack's ValidatingAdmissionPolicy (aks-gpu-gpu-placement) against Kubernetes objects in YAML
@@ -57,7 +48,7 @@ def register(subparsers: Any) -> None:
     """Add ``admission check`` to the ``aksgpu`` command line."""
     admission = subparsers.add_parser(
         "admission",
-        help="check objects against the GPU admission policy",
+        help=COMMANDS["admission"],
         description="Judge Kubernetes objects against the stack's GPU admission policy, offline.",
     )
     commands = admission.add_subparsers(dest="admission_command", metavar="COMMAND", required=True)
@@ -89,11 +80,14 @@ LIST_ALL_UP_TO = 500
 def run_check(args: argparse.Namespace) -> int:
     """Print a decision per object and return the exit status."""
     tables.apply_wide(args)
-    # The CEL engines load only for this command, not for every `aksgpu` invocation.
+    # Imported here: the policy, the CEL engines and the config models load only when objects are checked, never for
+    # `aksgpu admission check --help`.
     from aks_gpu.admission.check import check, not_evaluated, refused
     from aks_gpu.admission.engine import CelError, engine_named
     from aks_gpu.admission.evaluate import PolicyError
     from aks_gpu.admission.pod_security import baseline_policy_manifests
+    from aks_gpu.admission.policy import render_policy, system_namespaces, workload_namespaces
+    from aks_gpu.admission.reader import InputError, UnrenderedFileError
     from aks_gpu.kube.platform_objects import platform
     from aks_gpu.kube.workload_manifests import namespace_facts
 
@@ -118,12 +112,12 @@ def run_check(args: argparse.Namespace) -> int:
         except InputError as error:
             input_errors.append(str(error))
     for message in input_errors:
-        err.print(f"[bold red]error[/] {escape(message)}")
+        common.err.print(f"[bold red]error[/] {escape(message)}")
     for item in objects:
         if item.refused:
-            err.print(f"[bold red]error[/] {escape(item.label)}: {escape(item.refused)}")
+            common.err.print(f"[bold red]error[/] {escape(item.label)}: {escape(item.refused)}")
     for message in unrendered_files:
-        err.print(f"[yellow]not evaluated[/] {escape(message)}")
+        common.err.print(f"[yellow]not evaluated[/] {escape(message)}")
     if not objects:
         return EXIT_USAGE
     model = loaded.validated.model
@@ -137,7 +131,7 @@ def run_check(args: argparse.Namespace) -> int:
         objs = [item.obj for item in decidable]
         decided = iter(check(objs, manifests, namespaces, facts, baseline, engine, system_namespaces(model), platform(model)))
     except (CelError, PolicyError, ImportError) as error:
-        err.print(f"[bold red]error[/] the stack's admission policy cannot be evaluated: {escape(str(error))}")
+        common.err.print(f"[bold red]error[/] the stack's admission policy cannot be evaluated: {escape(str(error))}")
         return EXIT_USAGE
     decisions = [
         refused(item.obj, item.refusal_line)
@@ -184,6 +178,8 @@ def expand_paths(paths: list[Path]) -> list[Path]:
 def read_objects(path: Path) -> list[SourcedObject]:
     """Every Kubernetes object in a YAML file: each document, and each item of a ``kind: List``; InputError names
     the file (and the object) when the file cannot be read or holds something the API server would refuse."""
+    from aks_gpu.admission.reader import InputError, read_documents
+
     try:
         if not path.is_file():
             raise InputError(f"cannot read {path}: not a regular file" if path.exists() else f"cannot read {path}: no such file")
@@ -215,6 +211,8 @@ def namespaces_in(objects: list[SourcedObject]) -> dict[str, dict[str, Any]]:
 def print_report(stack: str, actions: list[str], objects: list[SourcedObject], decisions: list[Decision]) -> None:
     from rich.text import Text
 
+    from aks_gpu.admission.policy import DEVICE_ENV_POLICY_NAME, DRA_POLICY_NAME, POLICY_NAME
+
     # Denied: the object, or what it runs (admitted by the server, its Pods refused or never scheduled: its label).
     denied = sum(d.evaluated and not d.allowed for d in decisions)
     stored = sum(d.decision == "admitted" and not d.allowed for d in decisions)
@@ -226,7 +224,7 @@ def print_report(stack: str, actions: list[str], objects: list[SourcedObject], d
         header = f"stack [bold]{escape(stack)}[/]: policies {policies}, validationActions {escape(str(actions))}"
     else:
         header = f"stack [bold]{escape(stack)}[/]: admission is disabled (admission.enabled: false); nothing is checked"
-    out.print(header)
+    common.out.print(header)
     # A table of thousands of rows helps nobody and takes seconds to lay out: past LIST_ALL_UP_TO objects the
     # denied ones (and the admitted ones with a warning) are listed a few lines each, the others counted (--json has
     # every decision).
@@ -234,7 +232,7 @@ def print_report(stack: str, actions: list[str], objects: list[SourcedObject], d
     if not list_admitted:
         print_denied_list(objects, decisions)
     if list_admitted and print_decisions(objects, decisions):
-        out.print(f"[dim]{tables.list_note(json=True)}[/]")
+        common.out.print(f"[dim]{tables.list_note(json=True)}[/]")
     summary = f"{admitted} admitted, {denied} denied"
     if stored:
         summary += f" ({stored} of them admitted by the server, but their Pods would not run)"
@@ -249,7 +247,7 @@ def print_report(stack: str, actions: list[str], objects: list[SourcedObject], d
             f" - with validationActions {actions} the cluster would admit the denied ones"
             " and only warn or audit; they are reported as denied so they get fixed"
         )
-    out.print(Text(summary))
+    common.out.print(Text(summary))
 
 
 # The messages column wraps between words, never narrower than this (nor than its longest word): a denial is a
@@ -286,7 +284,7 @@ def print_decisions(objects: list[SourcedObject], decisions: list[Decision]) -> 
     messages = tuple(f"message {number}" for number in range(1, most + 1))
     listed = (("decision", "object", "namespace", "source", *messages), listed_rows)
     return tables.print_table(
-        out,
+        common.out,
         "admission check (as the API server would decide a CREATE)",
         columns,
         rows,
@@ -320,4 +318,4 @@ def print_denied_list(objects: list[SourcedObject], decisions: list[Decision]) -
         elif not decision.allowed:
             lines.append(f"  {decision.note}")
         lines += [f"  warning: {warning}" for warning in decision.warnings]
-    out.print(Text("\n".join(lines)), soft_wrap=True)
+    common.out.print(Text("\n".join(lines)), soft_wrap=True)
