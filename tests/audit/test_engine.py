@@ -18,6 +18,7 @@ from aks_gpu.audit.report import AuditReport, Gap
 from aks_gpu.audit.stack import expectations
 from aks_gpu.cluster.inventory import NODE_IMAGE_LABEL, read_pods
 from aks_gpu.cluster.snapshot import ClusterSnapshot, SnapshotError
+from aks_gpu.kube.workload_manifests import network_policy_manifests
 from aks_gpu.resolved.stack import validate_stack
 from tests.audit.clusters import (
     COLLECTED_AT,
@@ -481,6 +482,27 @@ def test_a_policy_that_opens_some_pods_reopens_the_namespace_and_one_that_isolat
 
     report = audit(broken(replace_deny_all))
     assert all("no NetworkPolicy that denies all ingress:" in f.message for f in report.findings if f.namespace == "gpu-training")
+
+
+def test_with_the_stack_a_policy_it_does_not_make_is_deleted_and_its_own_wide_allow_narrowed_in_its_config() -> None:
+    raw = raw_stack("prod")
+    training = next(w for w in raw["aks-gpu:workloads"] if w["name"] == "gpu-training")
+    training["network"] = {"allowEgress": [{"cidr": "0.0.0.0/0"}]}
+    model = validate_stack(raw, "prod").model
+    workload = next(w for w in model.workloads if w.name == "gpu-training")
+    own = [m for m in network_policy_manifests(workload.config) if m["metadata"]["name"].startswith("allow-egress-")]
+
+    def add(snapshot: ClusterSnapshot) -> None:
+        allow_all = {"podSelector": {}, "policyTypes": ["Ingress"], "ingress": [{}]}
+        (snapshot.networkpolicies or []).extend([*own, network_policy("gpu-training", "allow-all", allow_all)])
+
+    report = run_audit(broken(add), expectations(model, "prod"))
+    remedies = {f.remedy for f in report.findings if f.namespace == "gpu-training"}
+    assert remedies == {
+        "Delete or narrow NetworkPolicy allow-all (the stack does not make it); bind teams to aks-gpu-team-edit, which "
+        "writes no NetworkPolicy; Narrow the network settings of workload gpu-training in stack prod: they make "
+        "allow-egress-0-0-0-0-0"
+    }
 
 
 def test_a_peer_of_the_wrong_shape_is_refused_naming_the_field() -> None:

@@ -114,7 +114,7 @@ def judge_isolation(
                 "warn",
                 f"pod requests {requests_shown(pod.gpu_requests)} in namespace {namespace}, which has {'; '.join(problems)}: "
                 f"{' and '.join(risks)}",
-                _fix(unquoted, bool(open_to), tuple(reopened), stack if stack_workload else None),
+                _fix(namespace, unquoted, bool(open_to), tuple(reopened), stack if stack_workload else None),
                 node=pod.node,
                 namespace=namespace,
                 pod=pod.name,
@@ -217,7 +217,9 @@ def _wide_block(cidr: str, excepts: Sequence[str], direction: str) -> list[str]:
     return found
 
 
-def _fix(unquoted: Sequence[str], open_to: bool, reopening: Sequence[str], stack: StackExpectations | None) -> str:
+def _fix(
+    namespace: str, unquoted: Sequence[str], open_to: bool, reopening: Sequence[str], stack: StackExpectations | None
+) -> str:
     """What to do about exactly what the namespace lacks: never a policy it already has, nor a quota."""
     steps = []
     if stack is not None and (unquoted or open_to):
@@ -235,12 +237,17 @@ def _fix(unquoted: Sequence[str], open_to: bool, reopening: Sequence[str], stack
                 "what it needs"
             )
         steps.append("Give the namespace " + " and ".join(lacking))
-    if reopening:
-        names = ", ".join(reopening)
-        where = " (a stack's own allow policy: in its aks-gpu:workloads[].network)" if stack is not None else ""
+    own = stack.network_policies.get(namespace, frozenset()) if stack is not None else frozenset()
+    others = [name for name in reopening if name not in own]
+    if others:
+        made = " (the stack does not make it)" if stack is not None else ""
         steps.append(
-            f"Delete or narrow NetworkPolicy {names}{where}; bind teams to {TEAM_ROLE_NAME}, which writes no NetworkPolicy"
+            f"Delete or narrow NetworkPolicy {', '.join(others)}{made}; bind teams to {TEAM_ROLE_NAME}, which writes no "
+            "NetworkPolicy"
         )
+    if own and stack is not None:
+        mine = [name for name in reopening if name in own]
+        steps.append(f"Narrow the network settings of workload {namespace} in stack {stack.name}: they make {', '.join(mine)}")
     return "; ".join(steps)
 
 
