@@ -158,3 +158,30 @@ def test_a_team_pod_at_a_system_priority_class_is_refused_in_a_workload_namespac
     facts = namespace_facts(stack_model(STACK))[TRAINING]
     said = quota_refusal(json.loads(pod("preempts", TRAINING, priority_class)), facts)
     assert said and said in done.stderr, (said, done.stderr)
+
+
+# ---------------------------------------------------------------- B1: what the audit makes of an allow-all policy
+
+
+def test_a_live_audit_reports_an_allow_all_policy_beside_the_deny_all(prod: LocalCluster) -> None:
+    """Written with the cluster admin's rights (no team can now): the audit weighs it with the deny-all and reports
+    the namespace unfenced, naming the policy and what it opens."""
+    from tests.conftest import stack_model
+
+    workload = next(w for w in stack_model(STACK).workloads if w.name == TRAINING)
+    gpu = {"containers": [{"name": "main", "image": "busybox", "resources": {"limits": {workload.resource_name: "1"}}}]}
+    gpu_pod = json.dumps({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "fenced", "namespace": TRAINING}, "spec": gpu})
+    made = [prod.kubectl("create", "-f", "-", stdin=text) for text in (gpu_pod, policy("allow-all", TRAINING, ALLOW_ALL))]
+    try:
+        assert all(done.returncode == 0 for done in made), [done.stderr for done in made]
+        done = prod.kubectl("wait", "-n", TRAINING, "pod/fenced", "--for=condition=PodScheduled", "--timeout=60s")
+        assert done.returncode == 0, done.stderr
+        audited = prod.aksgpu("audit", "--kubeconfig", str(prod.kubeconfig), "--json", timeout=180)
+        report = json.loads(audited.stdout)
+        found = [f for f in report["findings"] if f["id"] == "gpu-pod-unfenced" and f["namespace"] == TRAINING]
+        assert found, (audited.stdout[-3000:], audited.stderr[-2000:])
+        assert "NetworkPolicy allow-all reopening ingress from every namespace and every address" in found[0]["message"]
+        row = next(ns for ns in report["summary"]["namespaces"] if ns["namespace"] == TRAINING)
+        assert row["denyAll"] is False
+    finally:
+        prod.kubectl("delete", "-n", TRAINING, "pod/fenced", "networkpolicy/allow-all", "--wait=false")
