@@ -15,8 +15,12 @@ from typing import Any
 import pytest
 import yaml
 
-from tests.conftest import PROJECT_DIR
+from aks_gpu.admission.namespace_admission import quota_refusal
+from aks_gpu.kube.workload_manifests import namespace_facts
+from aks_gpu.naming import TEAM_ROLE_NAME
+from tests.conftest import PROJECT_DIR, stack_model
 from tests.e2e.conftest import LocalCluster, start_in, stop
+from tests.kube.test_workload_namespace import rule_triples
 
 STACK = "prod"
 GROUP = "0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0"
@@ -102,20 +106,8 @@ def test_a_team_member_still_reads_the_policies_and_does_the_rest_of_edits_work(
     assert as_member(prod, "auth", "can-i", "create", "pods", "-n", "default").stdout.strip() == "no"
 
 
-def rule_triples(role: dict[str, Any]) -> set[tuple[str, str, str]]:
-    return {
-        (group, resource, verb)
-        for rule in role.get("rules") or []
-        for group in rule.get("apiGroups") or []
-        for resource in rule.get("resources") or []
-        for verb in rule.get("verbs") or []
-    }
-
-
 def test_the_team_role_is_the_servers_edit_without_network_policy_writes(prod: LocalCluster) -> None:
     """Transcribed from Kubernetes' bootstrap policy, judged by the server's own aggregated `edit`."""
-    from aks_gpu.naming import TEAM_ROLE_NAME
-
     edit = rule_triples(prod.json("get", "clusterrole/edit"))
     team = rule_triples(prod.json("get", f"clusterrole/{TEAM_ROLE_NAME}"))
     network_writes = {
@@ -151,10 +143,6 @@ def test_a_team_pod_at_a_system_priority_class_is_refused_in_a_workload_namespac
         prod.kubectl("delete", "-n", TRAINING, "pod/preempts", "--wait=false")
     assert done.returncode != 0, f"a team pod at {priority_class} was admitted in {TRAINING}"
     # The offline check says what the server says.
-    from aks_gpu.admission.namespace_admission import quota_refusal
-    from aks_gpu.kube.workload_manifests import namespace_facts
-    from tests.conftest import stack_model
-
     facts = namespace_facts(stack_model(STACK))[TRAINING]
     said = quota_refusal(json.loads(pod("preempts", TRAINING, priority_class)), facts)
     assert said and said in done.stderr, (said, done.stderr)
@@ -166,8 +154,6 @@ def test_a_team_pod_at_a_system_priority_class_is_refused_in_a_workload_namespac
 def test_a_live_audit_reports_an_allow_all_policy_beside_the_deny_all(prod: LocalCluster) -> None:
     """Written with the cluster admin's rights (no team can now): the audit weighs it with the deny-all and reports
     the namespace unfenced, naming the policy and what it opens."""
-    from tests.conftest import stack_model
-
     workload = next(w for w in stack_model(STACK).workloads if w.name == TRAINING)
     gpu = {"containers": [{"name": "main", "image": "busybox", "resources": {"limits": {workload.resource_name: "1"}}}]}
     gpu_pod = json.dumps({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "fenced", "namespace": TRAINING}, "spec": gpu})
