@@ -14,10 +14,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
 
+from aks_gpu.admission.evaluate import selector_matches
 from aks_gpu.audit.judging import Run, requests_shown
 from aks_gpu.audit.report import NamespaceSummary
 from aks_gpu.audit.stack import StackExpectations
-from aks_gpu.cluster.inventory import NamespaceInfo, PodInfo, PolicyInfo, PolicyPeer, QuotaInfo
+from aks_gpu.cluster.inventory import NamespaceInfo, PodInfo, PolicyInfo, PolicyPeer, QuotaInfo, selects_everything
 from aks_gpu.cluster.snapshot import NAMESPACES_FILE, NETWORK_POLICIES_FILE, RESOURCE_QUOTAS_FILE, ClusterSnapshot
 from aks_gpu.kube.workload_manifests import ARTICLE_WORKLOAD_LABEL, DENY_ALL_POLICY, PSA_PREFIX
 from aks_gpu.naming import NAMESPACE_NAME_LABEL, QUOTA_NAME, TEAM_ROLE_NAME, WORKLOAD_LABEL
@@ -192,12 +193,12 @@ def _wide(peer: PolicyPeer, policy: PolicyInfo, direction: str, namespaces: Mapp
     selector = peer.namespaces
     if selector is None:
         return []  # pods of the policy's own namespace
-    if selector.empty:
+    if selects_everything(selector):
         return [EVERY_NAMESPACE]
     # A selector every other namespace of the cluster matches (NotIn its own name, Exists kubernetes.io/metadata.name).
     known = namespaces or {}
     others = [{**info.labels, NAMESPACE_NAME_LABEL: name} for name, info in known.items() if name != policy.namespace]
-    if others and all(selector.matches(labels) for labels in others):
+    if others and all(selector_matches(selector, labels) for labels in others):
         return [f"{EVERY_NAMESPACE} (its namespaceSelector matches all {len(others)} others)"]
     return []
 

@@ -378,41 +378,12 @@ def read_quotas(items: Sequence[Any], extra_resources: Iterable[str] = ()) -> li
 
 
 @dataclass(frozen=True)
-class LabelSelector:
-    """A metav1 LabelSelector: every matchLabels pair and every matchExpressions requirement must hold; an empty one
-    selects everything. https://kubernetes.io/docs/concepts/overview/working-with-objects/labels/#resources-that-support-set-based-requirements
-    """
-
-    match_labels: Mapping[str, str] = field(default_factory=dict)
-    expressions: tuple[tuple[str, str, tuple[str, ...]], ...] = ()  # (key, operator, values)
-
-    @property
-    def empty(self) -> bool:
-        return not self.match_labels and not self.expressions
-
-    def matches(self, labels: Mapping[str, str]) -> bool:
-        if any(labels.get(key) != value for key, value in self.match_labels.items()):
-            return False
-        for key, operator, values in self.expressions:
-            present = key in labels
-            holds = {
-                "In": present and labels.get(key) in values,
-                "NotIn": not present or labels.get(key) not in values,
-                "Exists": present,
-                "DoesNotExist": not present,
-            }.get(operator, False)
-            if not holds:
-                return False
-        return True
-
-
-@dataclass(frozen=True)
 class PolicyPeer:
     """One entry of a rule's ``from``/``to``: an ``ipBlock`` (``cidr`` less ``excepts``), or pods chosen by a pod
     selector (None: every pod) in the namespaces a namespace selector chooses (None: the policy's own namespace)."""
 
-    pods: LabelSelector | None = None
-    namespaces: LabelSelector | None = None
+    pods: Mapping[str, Any] | None = None  # a metav1 LabelSelector, as written
+    namespaces: Mapping[str, Any] | None = None
     cidr: str | None = None
     excepts: tuple[str, ...] = ()
 
@@ -426,14 +397,14 @@ class PolicyInfo:
 
     namespace: str
     name: str
-    pod_selector: LabelSelector
+    pod_selector: Mapping[str, Any]
     policy_types: frozenset[str]
     ingress: tuple[tuple[PolicyPeer, ...], ...] = ()
     egress: tuple[tuple[PolicyPeer, ...], ...] = ()
 
     @property
     def selects_every_pod(self) -> bool:
-        return self.pod_selector.empty
+        return selects_everything(self.pod_selector)
 
     def rules(self, direction: str) -> tuple[tuple[PolicyPeer, ...], ...]:
         """The rules of ``direction`` ("Ingress" or "Egress"); none when the policy does not isolate it."""
@@ -442,22 +413,16 @@ class PolicyInfo:
         return self.ingress if direction == "Ingress" else self.egress
 
 
-def _selector(raw: Any) -> LabelSelector:
-    raw = raw or {}
-    expressions = tuple(
-        (str(e.get("key")), str(e.get("operator")), tuple(str(v) for v in e.get("values") or ()))
-        for e in raw.get("matchExpressions") or ()
-    )
-    return LabelSelector(dict(raw.get("matchLabels") or {}), expressions)
+def selects_everything(selector: Mapping[str, Any]) -> bool:
+    """An empty label selector (no matchLabels, no matchExpressions) selects every object."""
+    return not selector.get("matchLabels") and not selector.get("matchExpressions")
 
 
 def _peer(raw: Mapping[str, Any]) -> PolicyPeer:
     block = raw.get("ipBlock")
     if block is not None:
         return PolicyPeer(cidr=str(block.get("cidr") or ""), excepts=tuple(str(e) for e in block.get("except") or ()))
-    pods = raw.get("podSelector")
-    namespaces = raw.get("namespaceSelector")
-    return PolicyPeer(_selector(pods) if pods is not None else None, _selector(namespaces) if namespaces is not None else None)
+    return PolicyPeer(raw.get("podSelector"), raw.get("namespaceSelector"))
 
 
 def _rules(raw: Any, peers_key: str) -> tuple[tuple[PolicyPeer, ...], ...]:
@@ -479,7 +444,7 @@ def read_policies(items: Sequence[Any]) -> list[PolicyInfo]:
             PolicyInfo(
                 str(_get(item, "metadata", "namespace") or ""),
                 str(_get(item, "metadata", "name")),
-                _selector(spec.get("podSelector")),
+                spec.get("podSelector") or {},
                 types,
                 _rules(spec.get("ingress"), "from"),
                 _rules(egress, "to"),
