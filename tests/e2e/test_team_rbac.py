@@ -61,6 +61,13 @@ def policy(name: str, namespace: str, spec: dict[str, Any]) -> str:
 ALLOW_ALL = {"podSelector": {}, "policyTypes": ["Ingress", "Egress"], "ingress": [{}], "egress": [{}]}
 
 
+def test_a_second_up_changes_nothing(prod: LocalCluster) -> None:
+    """The team role, the bindings and the priority quotas read back as written (no diff the real engine would replay)."""
+    again = prod.aksgpu("local", "up", "--stack", STACK)
+    assert again.returncode == 0, again.stderr[-2000:]
+    assert "Pulumi changes: none" in again.stdout
+
+
 # ---------------------------------------------------------------- B1: the team's own network isolation
 
 
