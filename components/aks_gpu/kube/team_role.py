@@ -15,8 +15,8 @@ union of the roles its selector matches), so a role aggregating ``aggregate-to-e
 back, NetworkPolicy writes with it. What an add-on's CRDs grant ``edit`` through that label is not granted here: the
 operator binds such rights by a Role of their own.
 
-PodDisruptionBudgets stay writable, as in ``edit``: a budget allowing no disruption is refused by the platform's
-admission policy, not by RBAC (so a team keeps budgets that protect a serving Deployment during a drain).
+PodDisruptionBudgets stay writable, as in ``edit``: refusing a budget that allows no disruption is the platform's
+admission policy's work (issue 40 B4), not RBAC's, so a team keeps budgets that protect a serving Deployment in a drain.
 
 Pure: plain dicts, no Pulumi.
 """
@@ -42,9 +42,6 @@ POLICY, NETWORKING, COORDINATION, RESOURCE, DISCOVERY, EVENTS = (
     "discovery.k8s.io",
     "events.k8s.io",
 )
-# What the team role leaves out of edit: NetworkPolicy writes, in both groups edit grants them in.
-NETWORK_POLICY_GROUPS = (NETWORKING, EXTENSIONS)
-NETWORK_POLICIES = "networkpolicies"
 
 
 def _rule(verbs: tuple[str, ...], groups: tuple[str, ...], *resources: str) -> dict[str, Any]:
