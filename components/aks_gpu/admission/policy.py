@@ -8,7 +8,8 @@ ReplicaSets, StatefulSets, DaemonSets, ReplicationControllers, Jobs and CronJobs
    stack exposes; not the rest of the vendors' domains (NICs live there too). ``nvidia.com/gpu: 0`` (or ``"0"``,
    ``0m``) is no GPU request.
 2. A container with a GPU request asks for exactly its limit (a limit alone is fine: Kubernetes copies it into the
-   request), and the pod tolerates that vendor's node taint ``<vendor>.com/gpu=present:NoSchedule``.
+   request), and the pod tolerates the node taint of the pools that offer it: ``<vendor>.com/gpu=present:NoSchedule``,
+   or under the mixed MIG strategy the slice's own (``nvidia.com/mig-1g.10gb=present:NoSchedule``).
 3. A pod without a GPU request does not tolerate a GPU taint, explicitly or by tolerating everything (it would
    squat on a GPU node, and under the device plugin's default ``envvar`` strategy a container that sets
    ``NVIDIA_VISIBLE_DEVICES=all``, or whose image does, sees every GPU of the node while the scheduler counts none:
@@ -32,18 +33,25 @@ ReplicaSets, StatefulSets, DaemonSets, ReplicationControllers, Jobs and CronJobs
    that tells the stack's pools apart) can land only on pools serving the namespace's workload type. The pools
    it can reach are computed from the labels the model knows each pool's nodes carry, with every operator
    (In, NotIn, Exists, DoesNotExist) and every term (terms are ORed). A pod that selects none stays admitted:
-   the namespace's GPU quota still holds it.
+   the namespace's GPU quota still holds it. A template is judged with the node selector PodNodeSelector will give
+   its Pods (the namespace's) beside its own.
 8. On pools that share GPUs by time-slicing, a container asks for at most one shared GPU (more buys no more
    GPU). The device plugin's ``failRequestsGreaterThanOne`` backs this up on the node.
 9. A request above zero of a GPU-like resource (a GPU resource, or a name in a GPU vendor's domain with ``gpu`` in
    it: ``nvidia.com/gpus``) that no pool of the stack offers is refused, naming what the pools do offer: the
    scheduler would keep such a pod Pending forever.
+10. No pod tolerates the quarantine taint (``aks-gpu/gpu-quarantine``; by key, or an empty key with operator Exists):
+    it would land on a GPU node quarantined for a fatal fault, cordon or not.
 
 The policy judges what the API server hands it after AKS's mutating admission plugins (AKS enables
 ExtendedResourceToleration and PodNodeSelector, and the list cannot be changed: ``components/aks_gpu/data/
 aks_admission.yaml``). A Pod arrives with ExtendedResourceToleration's ``{key: <resource>, operator: Exists,
 effect: NoSchedule}`` for every extended resource it requests; a template (Deployment, Job...) does not, since
 the plugin only mutates Pods, so for a template the policy counts the toleration its Pods will get.
+
+Beside it: ``aks-gpu-service-external-ips`` (Services with ``externalIPs``), ``aks-gpu-disruption-budgets``
+(PodDisruptionBudgets that allow no disruption) and the MutatingAdmissionPolicy ``aks-gpu-device-void``
+(``NVIDIA_VISIBLE_DEVICES=void`` for the GPU-less containers of a GPU pod).
 
 The namespaces of :mod:`aks_gpu.resolved.exemptions` (what AKS and this stack run) and the user's
 ``admission.exemptNamespaces`` are outside the policy altogether: its ``namespaceSelector`` leaves them out on
@@ -707,8 +715,8 @@ def _validations(model: PlatformModel, exempt: tuple[str, ...]) -> list[dict[str
             "'the pod tolerates the quarantine taint " + QUARANTINE_TAINT.aks() + " (' + "
             "variables.quarantineTolerations.map(t, has(t.key) && t.key != '' ? t.key : 'an empty key with operator "
             "Exists').join(', ') + '), so it could land on a GPU node quarantined for a fatal fault. Remove that "
-            "toleration; tolerate the GPU taint by its key (nvidia.com/gpu or amd.com/gpu), never with an empty key "
-            f"(only these namespaces may run such pods: {exempt_text}).'",
+            "toleration: a GPU pod needs none for its GPUs (AKS adds the toleration of every GPU resource it "
+            f"requests), and none with an empty key (only these namespaces may run such pods: {exempt_text}).'",
             reason="Forbidden",
         ),
         _validation(
