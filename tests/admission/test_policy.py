@@ -473,21 +473,21 @@ def test_disruption_budgets_that_allow_no_disruption_are_refused(budget: dict[st
             assert decision.messages[0].startswith("PodDisruptionBudget b allows no disruption (")
 
 
-def mixed_mig_model() -> PlatformModel:
-    """The prod stack under the mixed MIG strategy, each inference pool with a namespace of its own (docs/admission.md)."""
-    raw = raw_stack("prod")
-    raw["aks-gpu:devicePlugin"] = {**raw["aks-gpu:devicePlugin"], "migStrategy": "mixed"}
-    workloads = raw["aks-gpu:workloads"]
+def mixed_mig(config: dict[str, Any]) -> dict[str, Any]:
+    """The prod stack's config (a stack file's ``config``) under the mixed MIG strategy, each inference pool with a
+    namespace of its own (docs/admission.md); changed in place and returned."""
+    config["aks-gpu:devicePlugin"] = {**config["aks-gpu:devicePlugin"], "migStrategy": "mixed"}
+    workloads = config["aks-gpu:workloads"]
     inference = next(w for w in workloads if w["name"] == "gpu-inference")
     workloads.append({**copy.deepcopy(inference), "name": "gpu-inference-full", "pool": "inferfull", "gpuQuota": 16})
     inference.update(pool="infer", gpuQuota=14)
-    return validate_stack(raw, "test").model
+    return config
 
 
 @pytest.mark.parametrize("engine", ENGINE_NAMES)
 def test_what_a_team_writes_for_a_mig_slice_is_admitted_under_the_mixed_strategy(engine: str) -> None:
     # docs/admission.md, "What a team writes": the namespace and the resource, nothing else.
-    model = mixed_mig_model()
+    model = validate_stack(mixed_mig(raw_stack("prod")), "test").model
     [infer] = [pool for pool in model.pools if pool.name == "infer"]
     assert infer.gpu_taint.aks() == "nvidia.com/mig-1g.10gb=present:NoSchedule"
     slice_pod = gpu_pod("gpu-inference")

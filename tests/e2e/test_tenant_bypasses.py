@@ -17,7 +17,8 @@ import pytest
 import yaml
 
 from aks_gpu.naming import QUARANTINE_TAINT_EFFECT, QUARANTINE_TAINT_KEY, QUARANTINE_TAINT_VALUE
-from tests.conftest import PROJECT_DIR, STACKS_DIR
+from tests.admission.test_policy import mixed_mig
+from tests.conftest import PROJECT_DIR, raw_stack
 from tests.e2e.conftest import Clusters, LocalCluster, stop
 from tests.e2e.kube import Answer, Server
 
@@ -237,24 +238,14 @@ def test_a_gpu_less_container_of_a_gpu_pod_sees_no_gpu(prod: LocalCluster, serve
 # ---------------------------------------------------------------- A2: a MIG slice under the mixed strategy
 
 
-def mixed_stack_file() -> dict[str, Any]:
-    """The prod stack under the mixed MIG strategy, an inference namespace per inference pool (docs/admission.md)."""
-    document = yaml.safe_load((STACKS_DIR / f"Pulumi.{STACK}.yaml").read_text(encoding="utf-8"))
-    config = document["config"]
-    config["aks-gpu:devicePlugin"]["migStrategy"] = "mixed"
-    workloads = config["aks-gpu:workloads"]
-    inference = next(w for w in workloads if w["name"] == "gpu-inference")
-    workloads.append({**copy.deepcopy(inference), "name": "gpu-inference-full", "pool": "inferfull", "gpuQuota": 16})
-    inference.update(pool="infer", gpuQuota=14)
-    return dict(document)
-
-
 @pytest.fixture(scope="module")
 def mixed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
     root = tmp_path_factory.mktemp("local-mixed")
     shutil.copy(PROJECT_DIR / "Pulumi.yaml", root / "Pulumi.yaml")
     (root / "stacks").mkdir()
-    (root / "stacks" / f"Pulumi.{MIXED_STACK}.yaml").write_text(yaml.safe_dump(mixed_stack_file()), encoding="utf-8")
+    (root / "stacks" / f"Pulumi.{MIXED_STACK}.yaml").write_text(
+        yaml.safe_dump({"config": mixed_mig(raw_stack(STACK))}), encoding="utf-8"
+    )
     (root / ".tools").symlink_to(PROJECT_DIR / ".tools")
     cluster = LocalCluster(root, MIXED_STACK)
     done = cluster.aksgpu("local", "up", "--stack", MIXED_STACK, "--nodes-per-pool", "1")
