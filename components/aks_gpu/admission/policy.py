@@ -353,18 +353,16 @@ def limit_differs(container: str, resource: str) -> str:
     )
 
 
-def tolerates(toleration: str, taint: Taint, key: str | None = None) -> str:
+def tolerates(toleration: str, taint: Taint) -> str:
     """Kubernetes' ToleratesTaint: the effect matches or is empty; the key matches (operator Exists, or Equal
-    and the same value), or is empty with operator Exists (which tolerates every taint). ``key``: a CEL expression
-    for the taint's key in place of ``taint.key`` (value and effect still ``taint``'s).
+    and the same value), or is empty with operator Exists (which tolerates every taint).
     https://kubernetes.io/docs/concepts/scheduling-eviction/taint-and-toleration/"""
     t = toleration
-    taint_key = key if key is not None else lit(taint.key)
     effect = f"(!has({t}.effect) || {t}.effect == '' || {t}.effect == {lit(taint.effect)})"
     exists = f"(has({t}.operator) && {t}.operator == 'Exists')"
     equal_operator = f"(!has({t}.operator) || {t}.operator == '' || {t}.operator == 'Equal')"
     equal = f"({equal_operator} && has({t}.value) && {t}.value == {lit(taint.value)})"
-    matches = f"((has({t}.key) && {t}.key != '') ? ({t}.key == {taint_key} && ({exists} || {equal})) : {exists})"
+    matches = f"((has({t}.key) && {t}.key != '') ? ({t}.key == {lit(taint.key)} && ({exists} || {equal})) : {exists})"
     return f"({effect} && {matches})"
 
 
@@ -509,7 +507,8 @@ def _variables(model: PlatformModel) -> list[dict[str, str]]:
     for vendor in VENDORS:
         of_vendor = f"r.startsWith({lit(vendor + '.com/')})"
         if vendor == "nvidia" and sliced_keys:
-            # A slice of a mixed-strategy pool sits behind its own taint (slicedMisses), not the vendor's.
+            # A slice of a mixed-strategy pool sits behind a taint of its own name, not the vendor's; a Pod that
+            # asks for it always tolerates that taint (ExtendedResourceToleration), and so do a template's Pods.
             of_vendor += f" && !(r in {lit_list(sliced_keys)})"
         variables += [
             _variable(f"{vendor}Containers", f"variables.gpuContainers.filter(c, {uses_gpu('c', of_vendor)})"),
@@ -518,18 +517,6 @@ def _variables(model: PlatformModel) -> list[dict[str, str]]:
     of_any_vendor = " || ".join(
         [f"t in variables.{vendor}Tolerations" for vendor in VENDORS] + [tolerates("t", taint) for taint in sliced]
     )
-    if sliced_keys:
-        # The containers that ask for a slice whose pool's taint the pod does not tolerate: by a toleration of its
-        # own, or by the one ExtendedResourceToleration gives a template's Pods (a Pod has it already).
-        tolerated = f"variables.tolerations.exists(t, {tolerates('t', sliced[0], key='r')}) || r in variables.ertKeys"
-        variables.append(
-            _variable(
-                "slicedMisses",
-                "variables.gpuContainers.filter(c, "
-                + asks_for("c", f"r in {lit_list(sliced_keys)} && " + above("{v}", "0") + f" && !({tolerated})")
-                + ")",
-            )
-        )
     variables += [
         _variable(
             "limitMismatches",
@@ -665,21 +652,6 @@ def _validations(model: PlatformModel, exempt: tuple[str, ...]) -> list[dict[str
                 f"size({containers}) == 0 || size(variables.{vendor}Tolerations) > 0 || {lit(taint.key)} in variables.ertKeys",
                 f"a pod that requests {vendor} GPUs must tolerate the GPU node taint {taint.aks()}: add {add} to the pod spec",
                 f"{_containers_word(containers)} + (size({containers}) == 1 ? ' requests ' : ' request ') + {lit(problem)}",
-            )
-        )
-    sliced = sliced_taints(model)
-    if sliced:
-        keys_text = ", ".join(taint.key for taint in sliced)
-        add = "tolerations: [{key: <the resource>, operator: Exists, effect: NoSchedule}]"
-        validations.append(
-            _validation(
-                "size(variables.slicedMisses) == 0",
-                f"a pod that requests a MIG slice ({keys_text}) must tolerate its pool's GPU node taint "
-                f"<the resource>=present:NoSchedule: add {add} to the pod spec",
-                f"{_containers_word('variables.slicedMisses')} + (size(variables.slicedMisses) == 1 ? ' requests ' : "
-                f"' request ') + 'a MIG slice ({keys_text}), but the pod does not tolerate the GPU node taint of the "
-                f"pool that offers it (key: the resource, value {GPU_TAINT_VALUE}, effect {GPU_TAINT_EFFECT}): add {add} to the "
-                "pod spec'",
             )
         )
     keys = (
