@@ -10,7 +10,9 @@ from typing import TYPE_CHECKING, Any
 from aks_gpu.admission.policy import (
     DEVICE_ENV_POLICY_NAME,
     DRA_POLICY_NAME,
+    PDB_POLICY_NAME,
     POLICY_NAME,
+    SERVICE_POLICY_NAME,
     render_policy,
     system_namespaces,
     workload_namespaces,
@@ -220,8 +222,8 @@ def print_report(stack: str, actions: list[str], objects: list[SourcedObject], d
     skipped = sum(d.decision == "not evaluated" for d in decisions)
     admitted = len(decisions) - denied - refused - skipped
     if actions:
-        policies = f"{POLICY_NAME}, {DEVICE_ENV_POLICY_NAME}, {DRA_POLICY_NAME}"
-        header = f"stack [bold]{escape(stack)}[/]: policies {policies}, validationActions {escape(str(actions))}"
+        policies = ", ".join((POLICY_NAME, DEVICE_ENV_POLICY_NAME, DRA_POLICY_NAME, SERVICE_POLICY_NAME, PDB_POLICY_NAME))
+        header = f"stack [bold]{escape(stack)}[/]: validationActions {escape(str(actions))}, policies {policies}"
     else:
         header = f"stack [bold]{escape(stack)}[/]: admission is disabled (admission.enabled: false); nothing is checked"
     out.print(header)
