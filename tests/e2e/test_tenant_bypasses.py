@@ -55,7 +55,7 @@ def wait_scheduled(cluster: LocalCluster, namespace: str, selector: list[str]) -
     deadline = time.monotonic() + SCHEDULED_TIMEOUT_S
     while True:
         found = cluster.json("get", "-n", namespace, *selector)
-        pods = found.get("items", [found]) if found.get("kind") == "List" else [found]
+        pods: list[dict[str, Any]] = found.get("items", [found]) if found.get("kind") == "List" else [found]
         bound = [p for p in pods if p.get("spec", {}).get("nodeName")]
         if bound:
             return bound[0]
@@ -143,7 +143,7 @@ def test_a_gpu_pod_cannot_tolerate_its_way_onto_a_quarantined_node(prod: LocalCl
 
 
 def test_a_service_cannot_claim_external_ips(server: Server) -> None:
-    service = {
+    service: dict[str, Any] = {
         "apiVersion": "v1",
         "kind": "Service",
         "metadata": {"name": "intercept", "namespace": "gpu-inference"},
