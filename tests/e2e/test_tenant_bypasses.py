@@ -257,9 +257,6 @@ def mixed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
 
 
 def test_what_a_team_writes_for_a_mig_slice_lands_on_the_mig_pool(mixed: LocalCluster) -> None:
-    infer_node = pool_node(mixed, "infer")
-    taints = mixed.json("get", f"node/{infer_node}")["spec"]["taints"]
-    assert {"key": "nvidia.com/mig-1g.10gb", "value": "present", "effect": "NoSchedule"} in taints
     written = pod("slice", "gpu-inference", [gpu_container(resource="nvidia.com/mig-1g.10gb")])
     created = mixed.kubectl("create", "-f", "-", stdin=json.dumps(written))
     assert created.returncode == 0, created.stderr
@@ -268,6 +265,9 @@ def test_what_a_team_writes_for_a_mig_slice_lands_on_the_mig_pool(mixed: LocalCl
         assert node_pool(mixed, placed["spec"]["nodeName"]) == "infer"
     finally:
         mixed.kubectl("delete", "-n", "gpu-inference", "pod/slice", "--wait=false")
+    # The pool is tainted by the slice it offers, which ExtendedResourceToleration tolerated for the pod.
+    taints = mixed.json("get", f"node/{pool_node(mixed, 'infer')}")["spec"]["taints"]
+    assert {"key": "nvidia.com/mig-1g.10gb", "value": "present", "effect": "NoSchedule"} in taints
     # The offline check agrees on the same stack file.
     manifest = mixed.project / "slice.yaml"
     manifest.write_text(yaml.safe_dump(written), encoding="utf-8")
