@@ -41,6 +41,8 @@ class GpuAdmissionPolicy(GpuComponent[AdmissionInputs]):
     or Secret for envFrom: the second policy, ``aks-gpu-device-env``), and GPUs claimed through Dynamic Resource
     Allocation, which the stack does not serve (the third, ``aks-gpu-dra-claims``); Services with ``externalIPs``
     (``aks-gpu-service-external-ips``) and PodDisruptionBudgets that allow no disruption (``aks-gpu-disruption-budgets``).
+    Beside them the MutatingAdmissionPolicy ``aks-gpu-device-void`` sets ``NVIDIA_VISIBLE_DEVICES=void`` in the
+    GPU-less containers of a GPU pod.
 
     Outputs: ``policy_name`` and ``validation_actions`` ("" and ``[]`` when admission is disabled).
     """
@@ -68,7 +70,7 @@ class GpuAdmissionPolicy(GpuComponent[AdmissionInputs]):
             self.binding = kube_resource(f"{name}-binding", binding, self.child(after=[self.policy]))
             # The other policies, each named after its own (aks-gpu-device-env: <name>-device-env-policy): device
             # variables in ConfigMaps and Secrets, GPU claims through DRA, Services with externalIPs, and
-            # PodDisruptionBudgets that allow no disruption.
+            # PodDisruptionBudgets that allow no disruption; and the mutating device-void policy.
             for other, other_binding in zip(others[::2], others[1::2], strict=True):
                 suffix = other["metadata"]["name"].removeprefix(PLATFORM_OBJECT_PREFIX)
                 created = kube_resource(f"{name}-{suffix}-policy", other, self.child())
