@@ -132,6 +132,8 @@ def _typed_classes() -> dict[tuple[str, str], Callable[..., pulumi.CustomResourc
         ("storage.k8s.io/v1", "StorageClass"): k8s.storage.v1.StorageClass,
         ("admissionregistration.k8s.io/v1", "ValidatingAdmissionPolicy"): admission.ValidatingAdmissionPolicy,
         ("admissionregistration.k8s.io/v1", "ValidatingAdmissionPolicyBinding"): admission.ValidatingAdmissionPolicyBinding,
+        ("admissionregistration.k8s.io/v1", "MutatingAdmissionPolicy"): admission.MutatingAdmissionPolicy,
+        ("admissionregistration.k8s.io/v1", "MutatingAdmissionPolicyBinding"): admission.MutatingAdmissionPolicyBinding,
     }
 
 

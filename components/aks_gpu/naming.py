@@ -42,6 +42,23 @@ def vendor_resource(vendor: Vendor) -> str:
     return f"{vendor}.com/gpu"
 
 
+# The NVIDIA device plugin's mixed MIG strategy advertises one resource per profile: nvidia.com/mig-1g.10gb ...
+# https://docs.nvidia.com/datacenter/cloud-native/gpu-operator/latest/gpu-operator-mig.html
+MIG_RESOURCE_PREFIX = "nvidia.com/mig-"
+
+
+def gpu_taint_key(vendor: Vendor, resource: str) -> str:
+    """The key of the GPU taint on a pool whose nodes advertise ``resource``: the resource itself for a MIG slice
+    (``nvidia.com/mig-3g.40gb``, the mixed strategy), else the vendor's whole-GPU resource. ExtendedResourceToleration
+    tolerates exactly the resources a Pod requests (k8s.io/kubernetes plugin/pkg/admission/extendedresourcetoleration/
+    admission.go), so a Pod that asks for a slice by name tolerates its pool's taint without writing a toleration."""
+    return resource if is_mig_resource(resource) else vendor_resource(vendor)
+
+
+def is_mig_resource(resource: str) -> bool:
+    return resource.startswith(MIG_RESOURCE_PREFIX) and len(resource) > len(MIG_RESOURCE_PREFIX)
+
+
 # ---------------------------------------------------------------- namespaces
 
 # The ResourceQuota each workload namespace gets (kube.workload_manifests builds it; admission names it in refusals).

@@ -7,8 +7,15 @@ import re
 from typing import Any
 
 import pytest
-from kubernetes.client.models import V1ValidatingAdmissionPolicy, V1ValidatingAdmissionPolicyBinding
+from kubernetes.client.models import (
+    V1MutatingAdmissionPolicy,
+    V1MutatingAdmissionPolicyBinding,
+    V1ValidatingAdmissionPolicy,
+    V1ValidatingAdmissionPolicyBinding,
+)
 
+from aks_gpu.admission.chain import DEFAULT_TOLERATIONS_ANNOTATION
+from aks_gpu.admission.engine import ENGINE_NAMES, engine_named
 from aks_gpu.admission.evaluate import build_request, compile_bindings, evaluate, evaluate_request
 from aks_gpu.admission.policy import (
     BINDING_NAME,
@@ -52,7 +59,8 @@ def expressions(policy: dict[str, Any]) -> list[str]:
 
 @pytest.mark.parametrize("stack", STACK_NAMES)
 def test_every_stack_gets_the_named_policy_and_binding(stack: str) -> None:
-    policy, binding, env_policy, env_binding, dra_policy, dra_binding = render_policy(stack_model(stack))
+    policy, binding, env_policy, env_binding, dra_policy, dra_binding, *rest = render_policy(stack_model(stack))
+    service_policy, service_binding, pdb_policy, pdb_binding, void_policy, void_binding = rest
     assert (policy["kind"], policy["metadata"]["name"]) == ("ValidatingAdmissionPolicy", POLICY_NAME)
     assert (binding["kind"], binding["metadata"]["name"]) == ("ValidatingAdmissionPolicyBinding", BINDING_NAME)
     assert (env_policy["kind"], env_policy["metadata"]["name"]) == ("ValidatingAdmissionPolicy", DEVICE_ENV_POLICY_NAME)
@@ -73,6 +81,24 @@ def test_every_stack_gets_the_named_policy_and_binding(stack: str) -> None:
     assert dra_policy["spec"]["matchConstraints"]["namespaceSelector"] == policy["spec"]["matchConstraints"]["namespaceSelector"]
     assert dra_binding["spec"]["validationActions"] == binding["spec"]["validationActions"]
     assert dra_policy["spec"]["failurePolicy"] == "Fail"
+    # Services (externalIPs) and PodDisruptionBudgets, in the same namespaces, with the same actions.
+    for other, other_binding, group, resource in (
+        (service_policy, service_binding, "", "services"),
+        (pdb_policy, pdb_binding, "policy", "poddisruptionbudgets"),
+    ):
+        [rule] = other["spec"]["matchConstraints"]["resourceRules"]
+        assert (rule["apiGroups"], rule["resources"]) == ([group], [resource])
+        assert other["spec"]["matchConstraints"]["namespaceSelector"] == policy["spec"]["matchConstraints"]["namespaceSelector"]
+        assert other_binding["spec"] == {
+            "policyName": other["metadata"]["name"],
+            "validationActions": binding["spec"]["validationActions"],
+        }
+    # The mutating policy: Pod CREATE in the same namespaces.
+    assert (void_policy["kind"], void_binding["kind"]) == ("MutatingAdmissionPolicy", "MutatingAdmissionPolicyBinding")
+    assert void_binding["spec"] == {"policyName": "aks-gpu-device-void"}
+    [rule] = void_policy["spec"]["matchConstraints"]["resourceRules"]
+    assert (rule["resources"], rule["operations"]) == (["pods"], ["CREATE"])
+    assert void_policy["spec"]["matchConstraints"]["namespaceSelector"] == policy["spec"]["matchConstraints"]["namespaceSelector"]
 
 
 def test_prod_denies_and_dev_warns_and_audits() -> None:
@@ -85,7 +111,11 @@ def test_manifests_fit_the_kubernetes_schema(stack: str) -> None:
     # The client's pydantic models forbid unknown fields and check types and required fields.
     manifests = render_policy(stack_model(stack))
     for policy, binding in zip(manifests[::2], manifests[1::2], strict=True):
-        check_policy_schema(policy, binding)
+        if policy["kind"] == "MutatingAdmissionPolicy":
+            V1MutatingAdmissionPolicy.model_validate(policy)
+            V1MutatingAdmissionPolicyBinding.model_validate(binding)
+        else:
+            check_policy_schema(policy, binding)
 
 
 def check_policy_schema(policy: dict[str, Any], binding: dict[str, Any]) -> None:
@@ -187,7 +217,6 @@ def test_the_policy_and_the_audit_count_the_same_whole_gpu_resources() -> None:
     from aks_gpu.cluster import inventory
 
     assert set(policy.WHOLE_GPU_RESOURCES) == set(inventory.WHOLE_GPU_RESOURCES)
-    assert policy.MIG_RESOURCE_PREFIX == inventory.MIG_RESOURCE_PREFIX
 
 
 @pytest.mark.parametrize(
@@ -335,3 +364,152 @@ def test_an_action_listed_twice_is_a_config_error() -> None:
     [problem] = error.value.problems
     assert problem.path == "aks-gpu:admission.validationActions"
     assert "listed more than once: Warn" in problem.message
+
+
+# ---------------------------------------------------------------- what a tenant must not walk around (issue 40, B)
+
+
+def gpu_daemonset(namespace: str, tolerations: list[dict[str, Any]]) -> dict[str, Any]:
+    pod = gpu_pod(namespace)
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "DaemonSet",
+        "metadata": {"name": "ds", "namespace": namespace},
+        "spec": {
+            "selector": {"matchLabels": {"app": "ds"}},
+            "template": {"metadata": {"labels": {"app": "ds"}}, "spec": {**pod["spec"], "tolerations": tolerations}},
+        },
+    }
+
+
+@pytest.mark.parametrize("engine", ENGINE_NAMES)
+def test_no_tenant_pod_tolerates_the_quarantine_taint(engine: str) -> None:
+    model = stack_model("prod")
+    wildcard = gpu_pod("gpu-training")
+    wildcard["spec"]["tolerations"] = [{"operator": "Exists"}]
+    by_key = gpu_pod("gpu-training")
+    by_key["spec"]["tolerations"] += [
+        {"key": "aks-gpu/gpu-quarantine", "operator": "Exists", "effect": "NoSchedule"},
+        {"key": "node.kubernetes.io/unschedulable", "operator": "Exists", "effect": "NoSchedule"},
+    ]
+    daemonset = gpu_daemonset("gpu-inference", [{"operator": "Exists"}])
+    other_effect = gpu_pod("gpu-training")  # tolerates a NoExecute taint of that key only: not the quarantine
+    other_effect["spec"]["tolerations"] += [{"key": "aks-gpu/gpu-quarantine", "operator": "Exists", "effect": "NoExecute"}]
+    objects = [wildcard, by_key, daemonset, other_effect, gpu_pod("gpu-training")]
+    decisions = evaluate(objects, render_policy(model), workload_namespaces(model), engine_named(engine))
+    assert [d.allowed for d in decisions] == [False, False, False, True, True]
+    assert (
+        decisions[0]
+        .messages[0]
+        .startswith(
+            "the pod tolerates the quarantine taint aks-gpu/gpu-quarantine=fault:NoSchedule (an empty key with operator Exists)"
+        )
+    )
+    assert "(aks-gpu/gpu-quarantine)" in decisions[1].messages[0]
+
+
+def job_selecting(namespace: str, selector: dict[str, str]) -> dict[str, Any]:
+    pod = gpu_pod(namespace)
+    return {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {"name": "j", "namespace": namespace},
+        "spec": {"template": {"spec": {**pod["spec"], "nodeSelector": selector, "restartPolicy": "Never"}}},
+    }
+
+
+@pytest.mark.parametrize("engine", ENGINE_NAMES)
+def test_a_template_is_judged_with_the_node_selector_its_pods_get(engine: str) -> None:
+    # Standard_ND96isr_H100_v5 is the VM size of train (training) and inferfull (inference): the namespace's node
+    # selector, which PodNodeSelector gives the Job's Pods, keeps each to its own pool.
+    model = stack_model("prod")
+    h100 = {"node.kubernetes.io/instance-type": "Standard_ND96isr_H100_v5"}
+    a100 = {"node.kubernetes.io/instance-type": "Standard_NC24ads_A100_v4"}  # infer only
+    objects = [job_selecting("gpu-training", h100), job_selecting("gpu-inference", h100), job_selecting("gpu-training", a100)]
+    decisions = evaluate(objects, render_policy(model), workload_namespaces(model), engine_named(engine))
+    assert [d.allowed for d in decisions] == [True, True, False]
+    assert decisions[2].messages[0].endswith("this pod selects no GPU pool of this stack")
+
+
+@pytest.mark.parametrize("engine", ENGINE_NAMES)
+def test_services_with_external_ips_are_refused(engine: str) -> None:
+    model = stack_model("prod")
+
+    def service(namespace: str, **spec: Any) -> dict[str, Any]:
+        return {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "s", "namespace": namespace},
+                "spec": {"ports": [{"port": 80}], **spec}}  # fmt: skip
+
+    objects = [service("gpu-inference", externalIPs=["10.0.0.10"]), service("team-web", externalIPs=["8.8.8.8"]),
+               service("gpu-inference"), service("kube-system", externalIPs=["10.0.0.10"])]  # fmt: skip
+    decisions = evaluate(objects, render_policy(model), workload_namespaces(model), engine_named(engine))
+    assert [d.allowed for d in decisions] == [False, False, True, True]
+    assert decisions[0].messages[0].startswith("Service s sets spec.externalIPs (10.0.0.10): ")
+
+
+@pytest.mark.parametrize(
+    ("budget", "allowed"),
+    [
+        ({"maxUnavailable": 0}, False),
+        ({"maxUnavailable": "0%"}, False),
+        ({"minAvailable": "100%"}, False),
+        ({"maxUnavailable": 1}, True),
+        ({"maxUnavailable": "10%"}, True),
+        ({"minAvailable": "99%"}, True),
+        ({"minAvailable": 2}, True),  # against the replicas: not judged (docs/admission.md)
+    ],
+)
+def test_disruption_budgets_that_allow_no_disruption_are_refused(budget: dict[str, Any], allowed: bool) -> None:
+    model = stack_model("prod")
+    pdb = {
+        "apiVersion": "policy/v1",
+        "kind": "PodDisruptionBudget",
+        "metadata": {"name": "b", "namespace": "gpu-training"},
+        "spec": {"selector": {"matchLabels": {"app": "trainer"}}, **budget},
+    }
+    for engine in ENGINE_NAMES:
+        [decision] = evaluate([pdb], render_policy(model), workload_namespaces(model), engine_named(engine))
+        assert decision.allowed is allowed, decision.messages
+        if not allowed:
+            assert decision.messages[0].startswith("PodDisruptionBudget b allows no disruption (")
+
+
+def mixed_mig(config: dict[str, Any]) -> dict[str, Any]:
+    """The prod stack's config (a stack file's ``config``) under the mixed MIG strategy, each inference pool with a
+    namespace of its own (docs/admission.md); changed in place and returned."""
+    config["aks-gpu:devicePlugin"] = {**config["aks-gpu:devicePlugin"], "migStrategy": "mixed"}
+    workloads = config["aks-gpu:workloads"]
+    inference = next(w for w in workloads if w["name"] == "gpu-inference")
+    workloads.append({**copy.deepcopy(inference), "name": "gpu-inference-full", "pool": "inferfull", "gpuQuota": 16})
+    inference.update(pool="infer", gpuQuota=14)
+    return config
+
+
+@pytest.mark.parametrize("engine", ENGINE_NAMES)
+def test_what_a_team_writes_for_a_mig_slice_is_admitted_under_the_mixed_strategy(engine: str) -> None:
+    # docs/admission.md, "What a team writes": the namespace and the resource, nothing else.
+    model = validate_stack(mixed_mig(raw_stack("prod")), "test").model
+    [infer] = [pool for pool in model.pools if pool.name == "infer"]
+    assert infer.gpu_taint.aks() == "nvidia.com/mig-1g.10gb=present:NoSchedule"
+    slice_pod = gpu_pod("gpu-inference")
+    del slice_pod["spec"]["tolerations"]
+    slice_pod["spec"]["containers"][0]["resources"] = {"limits": {"nvidia.com/mig-1g.10gb": 1}}
+    deployment = {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": "d", "namespace": "gpu-inference"},
+        "spec": {
+            "selector": {"matchLabels": {"a": "b"}},
+            "template": {"metadata": {"labels": {"a": "b"}}, "spec": slice_pod["spec"]},
+        },
+    }
+    squatter = {**copy.deepcopy(slice_pod), "spec": {"containers": [{"name": "c"}], "tolerations": [
+        {"key": "nvidia.com/mig-1g.10gb", "operator": "Exists"}]}}  # fmt: skip
+    decisions = evaluate(
+        [slice_pod, deployment, squatter], render_policy(model), workload_namespaces(model), engine_named(engine)
+    )
+    assert [d.allowed for d in decisions] == [True, True, False]
+    assert (
+        decisions[2].messages[0].startswith("the pod requests no GPU but tolerates the GPU node taint (nvidia.com/mig-1g.10gb)")
+    )
+    # A slice's taint is a GPU taint: no namespace hands its toleration out by default (the infer pool has no other).
+    assert DEFAULT_TOLERATIONS_ANNOTATION not in workload_namespaces(model)["gpu-inference"]["metadata"].get("annotations", {})

@@ -20,6 +20,8 @@ RESOURCES: dict[tuple[str, str], tuple[str, bool]] = {
     ("v1", "ConfigMap"): ("/api/v1/configmaps", True),
     ("v1", "Secret"): ("/api/v1/secrets", True),
     ("v1", "Service"): ("/api/v1/services", True),
+    ("v1", "ServiceAccount"): ("/api/v1/serviceaccounts", True),
+    ("policy/v1", "PodDisruptionBudget"): ("/apis/policy/v1/poddisruptionbudgets", True),
     ("v1", "ReplicationController"): ("/api/v1/replicationcontrollers", True),
     ("v1", "Namespace"): ("/api/v1/namespaces", False),
     ("apps/v1", "Deployment"): ("/apis/apps/v1/deployments", True),

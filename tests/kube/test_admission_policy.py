@@ -18,6 +18,8 @@ from tests.conftest import MockHarness, platform_sections, raw_stack, stack_mode
 
 POLICY_TYPE = "kubernetes:admissionregistration.k8s.io/v1:ValidatingAdmissionPolicy"
 BINDING_TYPE = "kubernetes:admissionregistration.k8s.io/v1:ValidatingAdmissionPolicyBinding"
+MUTATING_TYPE = "kubernetes:admissionregistration.k8s.io/v1:MutatingAdmissionPolicy"
+MUTATING_BINDING_TYPE = "kubernetes:admissionregistration.k8s.io/v1:MutatingAdmissionPolicyBinding"
 
 
 def plan(harness: MockHarness, model: PlatformModel, **extra: str) -> PlanResult:
@@ -40,29 +42,36 @@ def test_registers_the_policy_and_its_binding(harness: MockHarness, stack: str, 
     policies = {record.name: record for record in result.by_type(POLICY_TYPE)}
     bindings = {record.name: record for record in result.by_type(BINDING_TYPE)}
     component = only(result, "aks-gpu:index:GpuAdmissionPolicy")
-    # The placement policy keeps its URN; the device-env policy (ConfigMaps and Secrets) and the DRA claim policy
-    # come beside it.
-    assert set(policies) == {"admission-policy", "admission-device-env-policy", "admission-dra-claims-policy"}
-    assert set(bindings) == {"admission-binding", "admission-device-env-binding", "admission-dra-claims-binding"}
-    for prefix in ("admission", "admission-device-env", "admission-dra-claims"):
+    # The placement policy keeps its URN; the device-env policy (ConfigMaps and Secrets), the DRA claim policy, the
+    # Service and PodDisruptionBudget policies, and the mutating device-void policy come beside it.
+    others = ("device-env", "dra-claims", "service-external-ips", "disruption-budgets")
+    assert set(policies) == {"admission-policy", *(f"admission-{other}-policy" for other in others)}
+    assert set(bindings) == {"admission-binding", *(f"admission-{other}-binding" for other in others)}
+    mutating = {record.name: record for record in result.by_type(MUTATING_TYPE)}
+    mutating_binding = only(result, MUTATING_BINDING_TYPE)
+    assert set(mutating) == {"admission-device-void-policy"} and mutating_binding.name == "admission-device-void-binding"
+    policies |= mutating
+    bindings[mutating_binding.name] = mutating_binding
+    for prefix in ("admission", *(f"admission-{other}" for other in (*others, "device-void"))):
         policy, binding = policies[f"{prefix}-policy"], bindings[f"{prefix}-binding"]
         assert policy.parent == binding.parent == component.urn
         assert policy.options["provider"] == binding.options["provider"] == "cluster-id"
         assert binding.options["dependsOn"] == [policy.urn]  # the binding waits for the policy it names
 
     manifests = result.manifests()
-    applied_policy = manifests["validatingadmissionpolicy-_-aks-gpu-gpu-placement.yaml"]
-    applied_binding = manifests["validatingadmissionpolicybinding-_-aks-gpu-gpu-placement.yaml"]
-    applied_env = manifests["validatingadmissionpolicy-_-aks-gpu-device-env.yaml"]
-    applied_env_binding = manifests["validatingadmissionpolicybinding-_-aks-gpu-device-env.yaml"]
-    applied_dra = manifests["validatingadmissionpolicy-_-aks-gpu-dra-claims.yaml"]
-    applied_dra_binding = manifests["validatingadmissionpolicybinding-_-aks-gpu-dra-claims.yaml"]
-    assert [applied_policy, applied_binding, applied_env, applied_env_binding, applied_dra, applied_dra_binding] == [
-        labelled(m) for m in render_policy(stack_model(stack))
+    names = ("gpu-placement", *others)
+    applied = [
+        manifests[f"{kind}-_-aks-gpu-{name}.yaml"]
+        for name in names
+        for kind in ("validatingadmissionpolicy", "validatingadmissionpolicybinding")
+    ] + [
+        manifests[f"{kind}-_-aks-gpu-device-void.yaml"] for kind in ("mutatingadmissionpolicy", "mutatingadmissionpolicybinding")
     ]
-    assert applied_binding["spec"] == {"policyName": "aks-gpu-gpu-placement", "validationActions": actions}
-    assert applied_env_binding["spec"] == {"policyName": "aks-gpu-device-env", "validationActions": actions}
-    assert applied_dra_binding["spec"] == {"policyName": "aks-gpu-dra-claims", "validationActions": actions}
+    assert applied == [labelled(m) for m in render_policy(stack_model(stack))]
+    for name in names:
+        binding_spec = manifests[f"validatingadmissionpolicybinding-_-aks-gpu-{name}.yaml"]["spec"]
+        assert binding_spec == {"policyName": f"aks-gpu-{name}", "validationActions": actions}
+    applied_policy = manifests["validatingadmissionpolicy-_-aks-gpu-gpu-placement.yaml"]
     assert applied_policy["spec"]["failurePolicy"] == "Fail"
     rules = applied_policy["spec"]["matchConstraints"]["resourceRules"]
     assert {resource for rule in rules for resource in rule["resources"]} >= {"pods", "deployments", "cronjobs", "jobs"}
@@ -72,7 +81,7 @@ def test_disabled_admission_registers_nothing(harness: MockHarness) -> None:
     raw = raw_stack("prod")
     raw["aks-gpu:admission"] = {"enabled": False}
     result = plan(harness, validate_stack(raw, "test").model)
-    assert result.by_type(POLICY_TYPE) == [] and result.by_type(BINDING_TYPE) == []
+    assert result.by_type(POLICY_TYPE) == [] and result.by_type(BINDING_TYPE) == [] and result.by_type(MUTATING_TYPE) == []
     assert len(result.by_type("aks-gpu:index:GpuAdmissionPolicy")) == 1
 
 
@@ -83,9 +92,11 @@ def test_plans_are_deterministic(harness: MockHarness) -> None:
 
 def test_the_component_exempts_calico_only_when_told_the_cluster_runs_it(harness: MockHarness) -> None:
     def exempt(result: PlanResult) -> list[str]:
-        # The three policies (placement, device-env, DRA claims) leave out the same namespaces.
-        selectors = [record.inputs["spec"]["matchConstraints"]["namespaceSelector"] for record in result.by_type(POLICY_TYPE)]
-        assert len(selectors) == 3 and selectors[0] == selectors[1] == selectors[2]
+        # Every policy (placement, device-env, DRA claims, Services, disruption budgets, device-void) leaves out the
+        # same namespaces.
+        records = result.by_type(POLICY_TYPE) + result.by_type(MUTATING_TYPE)
+        selectors = [record.inputs["spec"]["matchConstraints"]["namespaceSelector"] for record in records]
+        assert len(selectors) == 6 and all(selector == selectors[0] for selector in selectors)
         return list(selectors[0]["matchExpressions"][0]["values"])
 
     # prod runs the quarantine engine (remediation.mode on): its namespace is exempt too.

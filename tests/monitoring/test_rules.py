@@ -170,6 +170,9 @@ def test_mixed_mig_strategy_watches_the_mig_resource() -> None:
     assert ") < 3 or" in rules["GpuMissing"].expr  # three 2g.20gb slices per A100 80GB
     assert 'resource=~"requests.nvidia.com/mig-2g.20gb"' in rules["GpuQuotaUnused"].expr
     assert 'kube_pod_container_resource_requests{resource="nvidia_com_mig_2g_20gb"}' in rules["GpuNodeEmpty"].expr
+    # The pool is tainted by its slice (naming.gpu_taint_key): the alerts on the monitoring itself find its nodes by it.
+    gpu_nodes = 'kube_node_spec_taint{key=~"nvidia.com/gpu|nvidia.com/mig-2g.20gb", effect="NoSchedule"}'
+    assert gpu_nodes in rules["GpuMetricsMissing"].expr
 
 
 def test_empty_node_rule_follows_min_count_and_autoscaling() -> None:

@@ -39,16 +39,20 @@ from typing import Any
 
 from aks_gpu.admission.reader import is_extended_resource
 from aks_gpu.data_files import load_yaml
-from aks_gpu.naming import VENDORS, serves_label, vendor_resource
+from aks_gpu.naming import VENDORS, is_mig_resource, serves_label, vendor_resource
 
 DATA_FILE = Path(__file__).resolve().parent.parent / "data" / "aks_admission.yaml"
 NODE_SELECTOR_ANNOTATION = "scheduler.alpha.kubernetes.io/node-selector"
 SELECTOR_CONFLICT = "pod node label selector conflicts with its namespace node label selector"
 DEFAULT_TOLERATIONS_ANNOTATION = "scheduler.alpha.kubernetes.io/defaultTolerations"
 MEMORY_PRESSURE_TOLERATION = {"key": "node.kubernetes.io/memory-pressure", "operator": "Exists", "effect": "NoSchedule"}
-# The GPU taints' keys: ExtendedResourceToleration tolerates them for a Pod that requests the resource, and a Pod that
-# requests none must not tolerate them (the policy refuses it as a squatter), so no namespace hands them out.
-GPU_TAINT_KEYS = frozenset(vendor_resource(vendor) for vendor in VENDORS)
+
+
+def is_gpu_taint_key(key: object) -> bool:
+    """The key of a GPU taint: a vendor's whole-GPU resource, or a MIG slice's under the mixed strategy
+    (``naming.gpu_taint_key``). ExtendedResourceToleration tolerates it for a Pod that requests the resource, and a Pod
+    that requests none must not tolerate it (the policy refuses it as a squatter), so no namespace hands it out."""
+    return isinstance(key, str) and (key in {vendor_resource(vendor) for vendor in VENDORS} or is_mig_resource(key))
 
 
 @cache
@@ -117,9 +121,9 @@ def mutate_pod(pod: Mapping[str, Any], namespace: Mapping[str, Any] | None, oper
 
 def default_tolerations_annotation(tolerations: Sequence[Mapping[str, Any]]) -> str | None:
     """A workload namespace's PodTolerationRestriction annotation: the tolerations of its pools' taints but the GPU
-    taint (``GPU_TAINT_KEYS``), as the JSON list the plugin reads; None when nothing is left (pools tainted for GPUs
+    taints (``is_gpu_taint_key``), as the JSON list the plugin reads; None when nothing is left (pools tainted for GPUs
     only). Users with ``edit`` cannot change a namespace's annotations."""
-    kept = [dict(t) for t in tolerations if t.get("key") not in GPU_TAINT_KEYS]
+    kept = [dict(t) for t in tolerations if not is_gpu_taint_key(t.get("key"))]
     return json.dumps(kept, sort_keys=True, separators=(",", ":")) if kept else None
 
 

@@ -14,6 +14,7 @@ import pulumi
 from aks_gpu.admission.policy import render_policy
 from aks_gpu.args import platform_model
 from aks_gpu.component import GpuComponent, kube_resource, plain_output
+from aks_gpu.naming import PLATFORM_OBJECT_PREFIX
 from aks_gpu.resolved.model import PlatformModel
 from aks_gpu.specs import PlatformSpec
 
@@ -38,7 +39,10 @@ class GpuAdmissionPolicy(GpuComponent[AdmissionInputs]):
     from their limits, pods that tolerate the GPU taint without a GPU request, client-set ``spec.nodeName``, and the
     NVIDIA device-selection environment variables (set directly, through an envFrom prefix, or held in a ConfigMap
     or Secret for envFrom: the second policy, ``aks-gpu-device-env``), and GPUs claimed through Dynamic Resource
-    Allocation, which the stack does not serve (the third, ``aks-gpu-dra-claims``).
+    Allocation, which the stack does not serve (the third, ``aks-gpu-dra-claims``); Services with ``externalIPs``
+    (``aks-gpu-service-external-ips``) and PodDisruptionBudgets that allow no disruption (``aks-gpu-disruption-budgets``).
+    Beside them the MutatingAdmissionPolicy ``aks-gpu-device-void`` sets ``NVIDIA_VISIBLE_DEVICES=void`` in the
+    GPU-less containers of a GPU pod.
 
     Outputs: ``policy_name`` and ``validation_actions`` ("" and ``[]`` when admission is disabled).
     """
@@ -60,16 +64,17 @@ class GpuAdmissionPolicy(GpuComponent[AdmissionInputs]):
         self.binding: pulumi.CustomResource | None = None
         manifests = render_policy(inputs.model, inputs.network_policy)
         if manifests:
-            policy, binding, env_policy, env_binding, dra_policy, dra_binding = manifests
+            policy, binding, *others = manifests
             self.policy = kube_resource(f"{name}-policy", policy, self.child())
             # A binding whose policy is missing binds nothing; create it only once the policy exists.
             self.binding = kube_resource(f"{name}-binding", binding, self.child(after=[self.policy]))
-            # The device-env policy (ConfigMaps and Secrets) closes what envFrom without a prefix could set.
-            env = kube_resource(f"{name}-device-env-policy", env_policy, self.child())
-            kube_resource(f"{name}-device-env-binding", env_binding, self.child(after=[env]))
-            # The DRA claim policy: no GPU through resource.k8s.io claims, which this stack does not serve.
-            dra = kube_resource(f"{name}-dra-claims-policy", dra_policy, self.child())
-            kube_resource(f"{name}-dra-claims-binding", dra_binding, self.child(after=[dra]))
+            # The other policies, each named after its own (aks-gpu-device-env: <name>-device-env-policy): device
+            # variables in ConfigMaps and Secrets, GPU claims through DRA, Services with externalIPs, and
+            # PodDisruptionBudgets that allow no disruption; and the mutating device-void policy.
+            for other, other_binding in zip(others[::2], others[1::2], strict=True):
+                suffix = other["metadata"]["name"].removeprefix(PLATFORM_OBJECT_PREFIX)
+                created = kube_resource(f"{name}-{suffix}-policy", other, self.child())
+                kube_resource(f"{name}-{suffix}-binding", other_binding, self.child(after=[created]))
         self.policy_name = plain_output(manifests[0]["metadata"]["name"] if manifests else "")
         self.validation_actions = plain_output(list(manifests[1]["spec"]["validationActions"]) if manifests else [])
         return {"policyName": self.policy_name, "validationActions": self.validation_actions}

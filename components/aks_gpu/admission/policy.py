@@ -8,7 +8,8 @@ ReplicaSets, StatefulSets, DaemonSets, ReplicationControllers, Jobs and CronJobs
    stack exposes; not the rest of the vendors' domains (NICs live there too). ``nvidia.com/gpu: 0`` (or ``"0"``,
    ``0m``) is no GPU request.
 2. A container with a GPU request asks for exactly its limit (a limit alone is fine: Kubernetes copies it into the
-   request), and the pod tolerates that vendor's node taint ``<vendor>.com/gpu=present:NoSchedule``.
+   request), and the pod tolerates the node taint of the pools that offer it: ``<vendor>.com/gpu=present:NoSchedule``,
+   or under the mixed MIG strategy the slice's own (``nvidia.com/mig-1g.10gb=present:NoSchedule``).
 3. A pod without a GPU request does not tolerate a GPU taint, explicitly or by tolerating everything (it would
    squat on a GPU node, and under the device plugin's default ``envvar`` strategy a container that sets
    ``NVIDIA_VISIBLE_DEVICES=all``, or whose image does, sees every GPU of the node while the scheduler counts none:
@@ -32,18 +33,25 @@ ReplicaSets, StatefulSets, DaemonSets, ReplicationControllers, Jobs and CronJobs
    that tells the stack's pools apart) can land only on pools serving the namespace's workload type. The pools
    it can reach are computed from the labels the model knows each pool's nodes carry, with every operator
    (In, NotIn, Exists, DoesNotExist) and every term (terms are ORed). A pod that selects none stays admitted:
-   the namespace's GPU quota still holds it.
+   the namespace's GPU quota still holds it. A template is judged with the node selector PodNodeSelector will give
+   its Pods (the namespace's) beside its own.
 8. On pools that share GPUs by time-slicing, a container asks for at most one shared GPU (more buys no more
    GPU). The device plugin's ``failRequestsGreaterThanOne`` backs this up on the node.
 9. A request above zero of a GPU-like resource (a GPU resource, or a name in a GPU vendor's domain with ``gpu`` in
    it: ``nvidia.com/gpus``) that no pool of the stack offers is refused, naming what the pools do offer: the
    scheduler would keep such a pod Pending forever.
+10. No pod tolerates the quarantine taint (``aks-gpu/gpu-quarantine``; by key, or an empty key with operator Exists):
+    it would land on a GPU node quarantined for a fatal fault, cordon or not.
 
 The policy judges what the API server hands it after AKS's mutating admission plugins (AKS enables
 ExtendedResourceToleration and PodNodeSelector, and the list cannot be changed: ``components/aks_gpu/data/
 aks_admission.yaml``). A Pod arrives with ExtendedResourceToleration's ``{key: <resource>, operator: Exists,
 effect: NoSchedule}`` for every extended resource it requests; a template (Deployment, Job...) does not, since
 the plugin only mutates Pods, so for a template the policy counts the toleration its Pods will get.
+
+Beside it: ``aks-gpu-service-external-ips`` (Services with ``externalIPs``), ``aks-gpu-disruption-budgets``
+(PodDisruptionBudgets that allow no disruption) and the MutatingAdmissionPolicy ``aks-gpu-device-void``
+(``NVIDIA_VISIBLE_DEVICES=void`` for the GPU-less containers of a GPU pod).
 
 The namespaces of :mod:`aks_gpu.resolved.exemptions` (what AKS and this stack run) and the user's
 ``admission.exemptNamespaces`` are outside the policy altogether: its ``namespaceSelector`` leaves them out on
@@ -60,13 +68,22 @@ import base64
 from collections.abc import Iterable
 from typing import Any
 
-from aks_gpu.admission.chain import NODE_SELECTOR_ANNOTATION, namespace_metadata_with_tolerations, placement_selector
+from aks_gpu.admission.chain import (
+    NODE_SELECTOR_ANNOTATION,
+    namespace_metadata_with_tolerations,
+    placement_selector,
+    selector_of,
+)
 from aks_gpu.admission.dra import CLAIM_SPEC_PATHS, GROUP, TEMPLATE, gpu_devices
 from aks_gpu.naming import (
     GPU_NAMESPACE,
     GPU_TAINT_VALUE,
+    MIG_RESOURCE_PREFIX,
     NAMESPACE_NAME_LABEL,
     POOL_LABEL,
+    QUARANTINE_TAINT_EFFECT,
+    QUARANTINE_TAINT_KEY,
+    QUARANTINE_TAINT_VALUE,
     WORKLOAD_LABEL,
     Vendor,
     platform_object_name,
@@ -82,9 +99,6 @@ POLICY_NAME = platform_object_name("gpu-placement")
 BINDING_NAME = POLICY_NAME
 # Set by the API server on every namespace (GA since 1.22).
 # https://kubernetes.io/docs/reference/labels-annotations-taints/#kubernetes-io-metadata-name
-# The NVIDIA device plugin's mixed MIG strategy advertises one resource per profile: nvidia.com/mig-1g.10gb ...
-# https://docs.nvidia.com/datacenter/cloud-native/gpu-operator/latest/gpu-operator-mig.html
-MIG_RESOURCE_PREFIX = "nvidia.com/mig-"
 VENDORS: tuple[Vendor, ...] = ("nvidia", "amd")
 # The GPU resources, named: whole GPUs and the device plugin's renamed shared resource (renameByDefault:
 # nvidia.com/gpu.shared, https://github.com/NVIDIA/k8s-device-plugin#shared-access-to-gpus), the same set the audit
@@ -102,6 +116,12 @@ AMD_PARTITION_PATTERN = r"^amd\.com/[a-z]px_nps[0-9]+$"
 WHOLE_GPU_RESOURCES = ("amd.com/gpu", "nvidia.com/gpu", "nvidia.com/gpu.shared")
 # The GPU pools' taint effect (aks_gpu.resolved.model.resolve_pool).
 GPU_TAINT_EFFECT = "NoSchedule"
+# What the quarantine engine puts on a faulty GPU node besides the cordon (aks_gpu.monitoring.remediation). A tenant
+# pod that tolerates it (by key, or by an empty key with operator Exists) lands on the quarantined node: the
+# DaemonSet controller tolerates the cordon (node.kubernetes.io/unschedulable) for every DaemonSet pod by itself
+# (https://kubernetes.io/docs/concepts/workloads/controllers/daemonset/#taints-and-tolerations), and a pod may
+# tolerate it too, so the quarantine taint is what keeps tenants off the node.
+QUARANTINE_TAINT = Taint(key=QUARANTINE_TAINT_KEY, value=QUARANTINE_TAINT_VALUE, effect=QUARANTINE_TAINT_EFFECT)
 OPERATIONS = ["CREATE", "UPDATE"]
 # The kinds whose pod spec the policy reads, and where it sits in each. pods/ephemeralcontainers is the
 # subresource `kubectl debug` updates: an ephemeral container is judged like the pod's own (rule 5).
@@ -127,6 +147,25 @@ HARMLESS_DEVICE_VALUES_BASE64 = tuple(base64.b64encode(value.encode()).decode() 
 # ask for GPUs, which this stack serves through the device plugin only (aks_gpu.admission.dra).
 DRA_POLICY_NAME = platform_object_name("dra-claims")
 DRA_RESOURCES = ("resourceclaims", "resourceclaimtemplates")
+# Services with spec.externalIPs: any user who may create a Service may claim any address as its external IP and
+# intercept the cluster's traffic to it (CVE-2020-8554, https://github.com/kubernetes/kubernetes/issues/97076; the
+# DenyServiceExternalIPs plugin that closes it is not among AKS's admission plugins). The fourth policy refuses them.
+SERVICE_POLICY_NAME = platform_object_name("service-external-ips")
+# PodDisruptionBudgets that allow no disruption: an eviction of their pods never succeeds, so a drain stalls, the
+# node-image upgrade of the pool waits on it and a quarantined node keeps its pods. The fifth policy refuses those
+# whose spec alone says so (maxUnavailable 0 or 0%, minAvailable 100%).
+# https://kubernetes.io/docs/tasks/run-application/configure-pdb/#think-about-how-your-application-reacts-to-disruptions
+# https://learn.microsoft.com/troubleshoot/azure/azure-kubernetes/error-code-poddrainfailure
+PDB_POLICY_NAME = platform_object_name("disruption-budgets")
+# A container that asks for no GPU in a pod that asks for some lands on a GPU node with the pod, and under the device
+# plugin's default envvar strategy the NVIDIA container runtime hands it the GPUs its image's NVIDIA_VISIBLE_DEVICES
+# names (CUDA images set "all": https://gitlab.com/nvidia/container-images/cuda, dist/*/base/Dockerfile), past the
+# scheduler and the quota (https://github.com/NVIDIA/k8s-device-plugin/issues/61). A MutatingAdmissionPolicy (GA and
+# on by default in Kubernetes 1.36: k8s.io/kubernetes v1.36.3 pkg/features/kube_features.go, MutatingAdmissionPolicy;
+# pkg/kubeapiserver/options/plugins.go, DefaultOffAdmissionPlugins) sets NVIDIA_VISIBLE_DEVICES=void in such a
+# container's env, which overrides the image's; the placement policy admits void.
+VOID_POLICY_NAME = platform_object_name("device-void")
+MUTATING_POLICY_KIND = "MutatingAdmissionPolicy"
 # The kubelet's mirror pods: annotated so, created by a member of system:nodes.
 # https://kubernetes.io/docs/reference/labels-annotations-taints/#kubernetes-io-config-mirror
 MIRROR_ANNOTATION = "kubernetes.io/config.mirror"
@@ -155,8 +194,16 @@ GPU_LIKE_WORD = "gpu"
 
 
 def vendor_taint(vendor: Vendor) -> Taint:
-    """The taint every GPU pool of a vendor carries (the same one ``resolve_pool`` puts on the pools)."""
+    """The taint every GPU pool of a vendor carries (the same one ``resolve_pool`` puts on the pools), but a pool
+    sliced under the mixed MIG strategy (``sliced_taints``)."""
     return Taint(key=vendor_resource(vendor), value=GPU_TAINT_VALUE, effect=GPU_TAINT_EFFECT)
+
+
+def sliced_taints(model: PlatformModel) -> tuple[Taint, ...]:
+    """The GPU taints keyed by a MIG slice's resource (``nvidia.com/mig-3g.40gb=present:NoSchedule``): those of the
+    pools sliced under the mixed strategy (``naming.gpu_taint_key``), by key."""
+    taints = {pool.gpu_taint for pool in model.pools} - {vendor_taint(vendor) for vendor in VENDORS}
+    return tuple(sorted(taints, key=lambda taint: taint.key))
 
 
 def gpu_resource_names(model: PlatformModel) -> tuple[str, ...]:
@@ -265,9 +312,10 @@ def pod_spec_of(obj: str) -> str:
     )
 
 
-def is_gpu(resource: str) -> str:
+def is_gpu(resource: str, names: str = "variables.gpuResourceNames") -> str:
+    """``resource`` is a GPU resource: among ``names`` (a CEL list), a MIG slice or an AMD partition."""
     return (
-        f"({resource} in variables.gpuResourceNames || "
+        f"({resource} in {names} || "
         f"({resource}.startsWith({lit(MIG_RESOURCE_PREFIX)}) && size({resource}) > {len(MIG_RESOURCE_PREFIX)}) || "
         f"{resource}.matches({lit(AMD_PARTITION_PATTERN)}))"
     )
@@ -288,9 +336,9 @@ def asks_for(container: str, test: str) -> str:
     )
 
 
-def uses_gpu(container: str, extra: str = "") -> str:
+def uses_gpu(container: str, extra: str = "", names: str = "variables.gpuResourceNames") -> str:
     """The container asks for more than zero of a GPU resource; ``extra`` narrows the resource name."""
-    return asks_for(container, is_gpu("r") + (f" && {extra}" if extra else "") + " && " + above("{v}", "0"))
+    return asks_for(container, is_gpu("r", names) + (f" && {extra}" if extra else "") + " && " + above("{v}", "0"))
 
 
 def limit_differs(container: str, resource: str) -> str:
@@ -314,8 +362,8 @@ def tolerates(toleration: str, taint: Taint) -> str:
     exists = f"(has({t}.operator) && {t}.operator == 'Exists')"
     equal_operator = f"(!has({t}.operator) || {t}.operator == '' || {t}.operator == 'Equal')"
     equal = f"({equal_operator} && has({t}.value) && {t}.value == {lit(taint.value)})"
-    key = f"((has({t}.key) && {t}.key != '') ? ({t}.key == {lit(taint.key)} && ({exists} || {equal})) : {exists})"
-    return f"({effect} && {key})"
+    matches = f"((has({t}.key) && {t}.key != '') ? ({t}.key == {lit(taint.key)} && ({exists} || {equal})) : {exists})"
+    return f"({effect} && {matches})"
 
 
 def _node_name_in_pool(name: str, pool: str) -> str:
@@ -359,12 +407,23 @@ def _term_allows(t: str, p: str) -> str:
     )
 
 
-def _selector_allows(p: str) -> str:
-    selector = "variables.nodeSelector"
+def _selector_allows(p: str, selector: str = "variables.nodeSelector") -> str:
+    """Every key of the node selector ``selector`` (a map) allows the nodes of pool ``p``."""
     return (
         f"{selector}.all(k, k == {lit(HOSTNAME_LABEL)} ? {_node_name_in_pool(f'{selector}[k]', p)} : "
         f"(!(k in variables.poolKeys) || (k in {_labels(p)} && {_labels(p)}[k] == {selector}[k])))"
     )
+
+
+def _selects_pool(selector: str) -> str:
+    """The node selector ``selector`` (a map) names a key that tells pools apart."""
+    return f"{selector}.exists(k, k in variables.poolKeys || k == {lit(HOSTNAME_LABEL)})"
+
+
+def namespace_selectors(model: PlatformModel) -> dict[str, dict[str, str]]:
+    """The node selector PodNodeSelector merges into every Pod of each workload namespace (its annotation,
+    ``workload_namespaces``), by namespace name."""
+    return {workload.name: selector_of(placement_selector(workload.type)) for workload in model.workloads}
 
 
 def _gpu_like(resource: str) -> str:
@@ -400,6 +459,8 @@ def _spells_device_variable(source: str) -> str:
 
 def _variables(model: PlatformModel) -> list[dict[str, str]]:
     spec = "variables.podSpec"
+    sliced = sliced_taints(model)
+    sliced_keys = [taint.key for taint in sliced]
     old_spec = pod_spec_of("oldObject")
     by_type = "{" + ", ".join(f"{lit(kind)}: {lit_list(pools)}" for kind, pools in pools_by_type(model).items()) + "}"
     affinity = f"{spec}.affinity.nodeAffinity"
@@ -428,7 +489,8 @@ def _variables(model: PlatformModel) -> list[dict[str, str]]:
         # tolerates exactly these taints on the Pods.
         _variable(
             "requestedTaintKeys",
-            f"{lit_list(sorted(vendor_taint(v).key for v in VENDORS))}.filter(k, variables.containers.exists(c, "
+            f"{lit_list(sorted([*(vendor_taint(v).key for v in VENDORS), *sliced_keys]))}.filter(k, "
+            "variables.containers.exists(c, "
             "has(c.resources) && ((has(c.resources.limits) && k in c.resources.limits) || "
             "(has(c.resources.requests) && k in c.resources.requests))))",
         ),
@@ -444,11 +506,17 @@ def _variables(model: PlatformModel) -> list[dict[str, str]]:
     ]
     for vendor in VENDORS:
         of_vendor = f"r.startsWith({lit(vendor + '.com/')})"
+        if vendor == "nvidia" and sliced_keys:
+            # A slice of a mixed-strategy pool sits behind a taint of its own name, not the vendor's; a Pod that
+            # asks for it always tolerates that taint (ExtendedResourceToleration), and so do a template's Pods.
+            of_vendor += f" && !(r in {lit_list(sliced_keys)})"
         variables += [
             _variable(f"{vendor}Containers", f"variables.gpuContainers.filter(c, {uses_gpu('c', of_vendor)})"),
             _variable(f"{vendor}Tolerations", f"variables.tolerations.filter(t, {tolerates('t', vendor_taint(vendor))})"),
         ]
-    of_any_vendor = " || ".join(f"t in variables.{vendor}Tolerations" for vendor in VENDORS)
+    of_any_vendor = " || ".join(
+        [f"t in variables.{vendor}Tolerations" for vendor in VENDORS] + [tolerates("t", taint) for taint in sliced]
+    )
     variables += [
         _variable(
             "limitMismatches",
@@ -456,6 +524,7 @@ def _variables(model: PlatformModel) -> list[dict[str, str]]:
             f"c.resources.requests.exists(r, {is_gpu('r')} && {limit_differs('c', 'r')}))",
         ),
         _variable("gpuTolerations", f"variables.tolerations.filter(t, {of_any_vendor})"),
+        _variable("quarantineTolerations", f"variables.tolerations.filter(t, {tolerates('t', QUARANTINE_TAINT)})"),
         _variable("nodeName", f"has({spec}.nodeName) ? {spec}.nodeName : ''"),
         _variable(
             "oldNodeName",
@@ -489,6 +558,18 @@ def _variables(model: PlatformModel) -> list[dict[str, str]]:
         ),
         _variable("poolKeys", lit_list(pool_selector_keys(model))),
         _variable("nodeSelector", f"has({spec}.nodeSelector) ? {spec}.nodeSelector : {{}}"),
+        # A template's Pods get their namespace's node selector from PodNodeSelector when a controller creates them;
+        # a Pod has it already (the plugin ran before the policy). Judged beside the template's own, as the Pod's
+        # merged selector will be (a key both set to different values: no pool allows both, as the plugin refuses it).
+        _variable(
+            "namespaceSelectors",
+            "{" + ", ".join(f"{lit(name)}: {lit_map(selector)}" for name, selector in namespace_selectors(model).items()) + "}",
+        ),
+        _variable(
+            "namespaceSelector",
+            "request.kind.kind != 'Pod' && namespaceObject.metadata.name in variables.namespaceSelectors ? "
+            "variables.namespaceSelectors[namespaceObject.metadata.name] : {}",
+        ),
         _variable(
             "requiredTerms",
             f"has({spec}.affinity) && has({spec}.affinity.nodeAffinity) && has({required}) && has({required}.nodeSelectorTerms) "
@@ -496,14 +577,15 @@ def _variables(model: PlatformModel) -> list[dict[str, str]]:
         ),
         _variable(
             "selectsPool",
-            f"variables.nodeSelector.exists(k, k in variables.poolKeys || k == {lit(HOSTNAME_LABEL)}) || "
+            f"{_selects_pool('variables.nodeSelector')} || {_selects_pool('variables.namespaceSelector')} || "
             "variables.requiredTerms.exists(t, (has(t.matchExpressions) && "
             f"t.matchExpressions.exists(e, e.key in variables.poolKeys || e.key == {lit(HOSTNAME_LABEL)})) || "
             f"(has(t.matchFields) && t.matchFields.exists(f, f.key == {lit(NODE_NAME_FIELD)})))",
         ),
         _variable(
             "reachablePools",
-            f"variables.pools.filter(p, {_selector_allows('p')} && (size(variables.requiredTerms) == 0 || "
+            f"variables.pools.filter(p, {_selector_allows('p')} && {_selector_allows('p', 'variables.namespaceSelector')} && "
+            "(size(variables.requiredTerms) == 0 || "
             f"variables.requiredTerms.exists(t, {_term_allows('t', 'p')})))",
         ),
         _variable("wrongPools", "variables.reachablePools.filter(n, !(n in variables.allowedPools))"),
@@ -600,6 +682,16 @@ def _validations(model: PlatformModel, exempt: tuple[str, ...]) -> list[dict[str
             f"namespaces may run such pods: {exempt_text}).' + {zero} + {dra}",
         ),
         _validation(
+            "size(variables.quarantineTolerations) == 0",
+            f"a pod must not tolerate the quarantine taint {QUARANTINE_TAINT.aks()}; only these namespaces may: {exempt_text}",
+            "'the pod tolerates the quarantine taint " + QUARANTINE_TAINT.aks() + " (' + "
+            "variables.quarantineTolerations.map(t, has(t.key) && t.key != '' ? t.key : 'an empty key with operator "
+            "Exists').join(', ') + '), so it could land on a GPU node quarantined for a fatal fault. Remove that "
+            "toleration: a GPU pod needs none for its GPUs (AKS adds the toleration of every GPU resource it "
+            f"requests), and none with an empty key (only these namespaces may run such pods: {exempt_text}).'",
+            reason="Forbidden",
+        ),
+        _validation(
             "variables.nodeName == '' || variables.nodeName == variables.oldNodeName || variables.mirrorPod",
             "spec.nodeName must not be set: it skips the scheduler and every NoSchedule taint; use a nodeSelector or "
             "required node affinity instead",
@@ -680,7 +772,11 @@ def _outside(exempt: tuple[str, ...]) -> Manifest:
     return {"matchExpressions": [{"key": NAMESPACE_NAME_LABEL, "operator": "NotIn", "values": list(exempt)}]}
 
 
-def match_constraints(namespace_selector: Manifest, rules: Iterable[tuple[str, Iterable[str]]] = RESOURCE_RULES) -> Manifest:
+def match_constraints(
+    namespace_selector: Manifest,
+    rules: Iterable[tuple[str, Iterable[str]]] = RESOURCE_RULES,
+    operations: Iterable[str] = OPERATIONS,
+) -> Manifest:
     """A policy's matchConstraints: ``rules`` ((API group, resources) pairs, v1, every operation the policies judge) in
     the namespaces ``namespace_selector`` selects; Equivalent, so a request through another API version of the same
     object is judged too."""
@@ -692,7 +788,7 @@ def match_constraints(namespace_selector: Manifest, rules: Iterable[tuple[str, I
             {
                 "apiGroups": [group],
                 "apiVersions": ["v1"],
-                "operations": list(OPERATIONS),
+                "operations": list(operations),
                 "resources": list(resources),
                 "scope": "Namespaced",
             }
@@ -837,9 +933,128 @@ def dra_policy_manifest(model: PlatformModel, network_policy: str | None = None)
     return _policy_manifest(DRA_POLICY_NAME, spec)
 
 
+def service_policy_manifest(model: PlatformModel, network_policy: str | None = None) -> Manifest:
+    """Services outside the exempt namespaces set no ``spec.externalIPs`` (CVE-2020-8554)."""
+    exempt = policy_exempt_namespaces(model, network_policy)
+    external = "object.spec.externalIPs"
+    spec: dict[str, Any] = {
+        "failurePolicy": "Fail",
+        "matchConstraints": match_constraints(_outside(exempt), [("", ("services",))]),
+        "validations": [
+            _validation(
+                f"!has(object.spec) || !has({external}) || size({external}) == 0",
+                "Services must not set spec.externalIPs (CVE-2020-8554); only these namespaces may: "
+                f"{', '.join(exempt) or 'none'}",
+                f"'Service ' + object.metadata.name + ' sets spec.externalIPs (' + {external}.join(', ') + '): whoever "
+                "may create a Service can claim any address this way and receive the traffic sent to it "
+                "(CVE-2020-8554). Remove externalIPs; expose the Service with type LoadBalancer or an Ingress.'",
+                reason="Forbidden",
+            )
+        ],
+    }
+    return _policy_manifest(SERVICE_POLICY_NAME, spec)
+
+
+def _zero_disruption(budget: str) -> str:
+    """A PodDisruptionBudget's spec allows no disruption whatever the pods: maxUnavailable 0 (or a percentage of 0),
+    or minAvailable 100%. An int-or-string arrives as an int or a percentage string: the API server refuses any other
+    string, and a percentage above 100%, before admission."""
+    max_unavailable = f"{budget}.maxUnavailable"
+    min_available = f"{budget}.minAvailable"
+    return (
+        f"(has({max_unavailable}) && string({max_unavailable}).matches('^0+%?$')) || "
+        f"(has({min_available}) && string({min_available}).matches('^0*100%$'))"
+    )
+
+
+def pdb_policy_manifest(model: PlatformModel, network_policy: str | None = None) -> Manifest:
+    """PodDisruptionBudgets outside the exempt namespaces allow some disruption, as far as their spec alone tells."""
+    exempt = policy_exempt_namespaces(model, network_policy)
+    spec: dict[str, Any] = {
+        "failurePolicy": "Fail",
+        "matchConstraints": match_constraints(_outside(exempt), [("policy", ("poddisruptionbudgets",))]),
+        "validations": [
+            _validation(
+                f"!has(object.spec) || !({_zero_disruption('object.spec')})",
+                "a PodDisruptionBudget must allow some disruption (not maxUnavailable 0 or minAvailable 100%): it "
+                f"would stall node drains, upgrades and quarantines; only these namespaces may: {', '.join(exempt) or 'none'}",
+                "'PodDisruptionBudget ' + object.metadata.name + ' allows no disruption (' + "
+                "(has(object.spec.maxUnavailable) ? 'maxUnavailable ' + string(object.spec.maxUnavailable) : "
+                "'minAvailable ' + string(object.spec.minAvailable)) + '): no pod it selects can ever be evicted, so "
+                "draining its node stalls, the node-image upgrade of its pool waits on it and a GPU node quarantined for "
+                "a fatal fault keeps its pods. Allow at least one: maxUnavailable 1, or a minAvailable below the number of "
+                "its pods.'",
+                reason="Forbidden",
+            )
+        ],
+    }
+    return _policy_manifest(PDB_POLICY_NAME, spec)
+
+
+def void_policy_manifest(model: PlatformModel, network_policy: str | None = None) -> Manifest:
+    """The MutatingAdmissionPolicy that gives every container (and init container) without a GPU request, in a Pod
+    with one, ``NVIDIA_VISIBLE_DEVICES=void``, unless the container names that variable itself (the placement policy
+    then judges its value). An apply configuration: ``containers``, ``initContainers`` and ``env`` are lists keyed
+    by name, so the entry is merged into the container of that name."""
+    exempt = policy_exempt_namespaces(model, network_policy)
+    names = lit_list(gpu_resource_names(model))
+    variable = DEVICE_ENV_VARS[0]
+    spec = "object.spec"
+
+    def fields(field: str) -> str:
+        return f"(has({spec}.{field}) ? {spec}.{field} : [])"
+
+    def void(field: str) -> str:
+        kind = f"Object.spec.{field}"
+        return (
+            f"variables.{field}.map(c, {kind}{{name: c.name, env: [{kind}.env{{name: {lit(variable)}, value: {lit('void')}}}]}})"
+        )
+
+    unset = f"!({uses_gpu('c', names=names)}) && !(has(c.env) && c.env.exists(e, e.name == {lit(variable)}))"
+    return {
+        "apiVersion": API_VERSION,
+        "kind": MUTATING_POLICY_KIND,
+        "metadata": {"name": VOID_POLICY_NAME},
+        "spec": {
+            "failurePolicy": "Fail",
+            "reinvocationPolicy": "Never",
+            "matchConstraints": match_constraints(_outside(exempt), [("", ("pods",))], operations=["CREATE"]),
+            "matchConditions": [
+                {
+                    "name": "requests-a-gpu",
+                    "expression": f"({fields('containers')} + {fields('initContainers')})"
+                    f".exists(c, {uses_gpu('c', names=names)})",
+                }
+            ],
+            "variables": [
+                _variable("containers", f"{fields('containers')}.filter(c, {unset})"),
+                _variable("initContainers", f"{fields('initContainers')}.filter(c, {unset})"),
+            ],
+            "mutations": [
+                {
+                    "patchType": "ApplyConfiguration",
+                    "applyConfiguration": {
+                        "expression": f"Object{{spec: Object.spec{{containers: {void('containers')}, "
+                        f"initContainers: {void('initContainers')}}}}}"
+                    },
+                }
+            ],
+        },
+    }
+
+
+def mutating_binding_manifest(policy_name: str) -> Manifest:
+    return {
+        "apiVersion": API_VERSION,
+        "kind": f"{MUTATING_POLICY_KIND}Binding",
+        "metadata": {"name": policy_name},
+        "spec": {"policyName": policy_name},
+    }
+
+
 def render_policy(model: PlatformModel, network_policy: str | None = None) -> list[Manifest]:
-    """The placement policy and its binding, then the device-env policy and its binding, then the DRA claim policy
-    and its binding; nothing when ``admission.enabled`` is false."""
+    """The placement policy and its binding, then the device-env policy, the DRA claim policy, the Service policy and
+    the PodDisruptionBudget policy, each with its binding; nothing when ``admission.enabled`` is false."""
     if not model.config.admission.enabled:
         return []
     return [
@@ -849,4 +1064,10 @@ def render_policy(model: PlatformModel, network_policy: str | None = None) -> li
         binding_manifest(model, DEVICE_ENV_POLICY_NAME, DEVICE_ENV_POLICY_NAME),
         dra_policy_manifest(model, network_policy),
         binding_manifest(model, DRA_POLICY_NAME, DRA_POLICY_NAME),
+        service_policy_manifest(model, network_policy),
+        binding_manifest(model, SERVICE_POLICY_NAME, SERVICE_POLICY_NAME),
+        pdb_policy_manifest(model, network_policy),
+        binding_manifest(model, PDB_POLICY_NAME, PDB_POLICY_NAME),
+        void_policy_manifest(model, network_policy),
+        mutating_binding_manifest(VOID_POLICY_NAME),
     ]

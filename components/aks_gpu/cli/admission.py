@@ -211,7 +211,13 @@ def namespaces_in(objects: list[SourcedObject]) -> dict[str, dict[str, Any]]:
 def print_report(stack: str, actions: list[str], objects: list[SourcedObject], decisions: list[Decision]) -> None:
     from rich.text import Text
 
-    from aks_gpu.admission.policy import DEVICE_ENV_POLICY_NAME, DRA_POLICY_NAME, POLICY_NAME
+    from aks_gpu.admission.policy import (
+        DEVICE_ENV_POLICY_NAME,
+        DRA_POLICY_NAME,
+        PDB_POLICY_NAME,
+        POLICY_NAME,
+        SERVICE_POLICY_NAME,
+    )
 
     # Denied: the object, or what it runs (admitted by the server, its Pods refused or never scheduled: its label).
     denied = sum(d.evaluated and not d.allowed for d in decisions)
@@ -220,8 +226,8 @@ def print_report(stack: str, actions: list[str], objects: list[SourcedObject], d
     skipped = sum(d.decision == "not evaluated" for d in decisions)
     admitted = len(decisions) - denied - refused - skipped
     if actions:
-        policies = f"{POLICY_NAME}, {DEVICE_ENV_POLICY_NAME}, {DRA_POLICY_NAME}"
-        header = f"stack [bold]{escape(stack)}[/]: policies {policies}, validationActions {escape(str(actions))}"
+        policies = ", ".join((POLICY_NAME, DEVICE_ENV_POLICY_NAME, DRA_POLICY_NAME, SERVICE_POLICY_NAME, PDB_POLICY_NAME))
+        header = f"stack [bold]{escape(stack)}[/]: validationActions {escape(str(actions))}, policies {policies}"
     else:
         header = f"stack [bold]{escape(stack)}[/]: admission is disabled (admission.enabled: false); nothing is checked"
     common.out.print(header)

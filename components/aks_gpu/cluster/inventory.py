@@ -31,7 +31,7 @@ from aks_gpu.admission.quantity import Quantity
 from aks_gpu.cluster.snapshot import SnapshotError, shape_problem
 from aks_gpu.config.problems import clipped
 from aks_gpu.gpu.health import GpuCondition, read_gpu_conditions
-from aks_gpu.naming import ACCELERATOR_LABEL, POOL_LABEL, Vendor
+from aks_gpu.naming import ACCELERATOR_LABEL, POOL_LABEL, Vendor, is_mig_resource
 
 AKS_POOL_LABEL = "kubernetes.azure.com/agentpool"
 AKS_LEGACY_POOL_LABEL = "agentpool"
@@ -41,7 +41,6 @@ NODE_IMAGE_LABEL = "kubernetes.azure.com/node-image-version"
 GPU_NODE_LABELS = (ACCELERATOR_LABEL, AKS_ACCELERATOR_LABEL, GFD_PRESENT_LABEL)
 
 WHOLE_GPU_RESOURCES: dict[str, Vendor] = {"nvidia.com/gpu": "nvidia", "amd.com/gpu": "amd", "nvidia.com/gpu.shared": "nvidia"}
-MIG_RESOURCE_PREFIX = "nvidia.com/mig-"
 # The kubelet marks a static pod's mirror with this annotation (its value is the pod's hash):
 # https://kubernetes.io/docs/reference/labels-annotations-taints/#kubernetes-io-config-mirror
 MIRROR_ANNOTATION = "kubernetes.io/config.mirror"
@@ -55,7 +54,7 @@ def gpu_resource_vendor(name: str) -> Vendor | None:
     """The vendor of a GPU extended resource, None for any other resource."""
     if name in WHOLE_GPU_RESOURCES:
         return WHOLE_GPU_RESOURCES[name]
-    return "nvidia" if name.startswith(MIG_RESOURCE_PREFIX) and len(name) > len(MIG_RESOURCE_PREFIX) else None
+    return "nvidia" if is_mig_resource(name) else None
 
 
 def is_gpu_resource(name: str, extra: Iterable[str] = ()) -> bool:

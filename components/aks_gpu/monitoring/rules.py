@@ -186,8 +186,9 @@ def gpu_pods_running(resource: str) -> str:
     return f"max by (node) (({requests}) and on (namespace, pod) ({running}))"
 
 
-def vendor_taint_selector(vendors: Sequence[Vendor]) -> str:
-    keys = alternatives(vendor_resource(v) for v in vendors)
+def gpu_taint_selector(model: PlatformModel) -> str:
+    """The GPU nodes by their GPU taint: the vendors' and, under the mixed MIG strategy, a sliced pool's own."""
+    keys = alternatives(sorted({vendor_resource(v) for v in model.vendors} | {pool.gpu_taint.key for pool in model.pools}))
     return f'kube_node_spec_taint{{key=~"{keys}", effect="NoSchedule"}}'
 
 
@@ -446,7 +447,7 @@ def blind_spot_rules(model: PlatformModel) -> list[AlertRule]:
     """Alerts on the monitoring itself: a rule that sees nothing must not look like a healthy GPU."""
     vendors = model.vendors
     presence, presence_metrics = exporter_presence(vendors)
-    gpu_nodes = f"max by (node) ({vendor_taint_selector(vendors)})"
+    gpu_nodes = f"max by (node) ({gpu_taint_selector(model)})"
     labelled = f'kube_node_labels{{{POOL_LABEL_METRIC}!=""}}'
     return [
         AlertRule(
@@ -463,7 +464,7 @@ def blind_spot_rules(model: PlatformModel) -> list[AlertRule]:
         ),
         AlertRule(
             alert="GpuPoolLabelNotExported",
-            expr=f"count({vendor_taint_selector(vendors)}) > 0 unless on () count({labelled}) > 0",
+            expr=f"count({gpu_taint_selector(model)}) > 0 unless on () count({labelled}) > 0",
             for_minutes=30,
             severity="warning",
             summary=f"kube-state-metrics exports no {POOL_LABEL} node label: the per-pool GPU alerts see no pool",

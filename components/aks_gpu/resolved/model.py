@@ -17,6 +17,7 @@ from aks_gpu.naming import (
     ACCELERATOR_LABEL,
     GPU_TAINT_VALUE,
     MIG_CONFIG_LABEL,
+    MIG_RESOURCE_PREFIX,
     POOL_LABEL,
     QUARANTINE_TAINT_EFFECT,
     QUARANTINE_TAINT_KEY,
@@ -25,6 +26,7 @@ from aks_gpu.naming import (
     VENDORS,
     WORKLOAD_LABEL,
     Vendor,
+    gpu_taint_key,
     serves_label,
     vendor_resource,
 )
@@ -112,6 +114,12 @@ class ResolvedPool:
     def node_selector(self) -> dict[str, str]:
         """The label that pins a pod to this pool and nothing else."""
         return {POOL_LABEL: self.name}
+
+    @property
+    def gpu_taint(self) -> Taint:
+        """The GPU taint of the pool's nodes: ``<vendor>.com/gpu``, or the slice's own resource under the mixed MIG
+        strategy (``naming.gpu_taint_key``)."""
+        return next(t for t in self.taints if t.key == gpu_taint_key(self.vendor, self.resource.name))
 
     @property
     def tolerations(self) -> tuple[Toleration, ...]:
@@ -260,7 +268,7 @@ def schedulable_resource(
         instance = model.mig.get(pool.mig_profile) if model else None
         count = instance.max_instances * gpus if instance and gpus else None
         if strategy == "mixed":
-            name = f"nvidia.com/mig-{instance.profile}" if instance else "nvidia.com/mig-unknown"
+            name = f"{MIG_RESOURCE_PREFIX}{instance.profile if instance else 'unknown'}"
             return SchedulableResource(name=name, count_per_node=count)
         return SchedulableResource(name=base, count_per_node=count)
     replicas = effective_time_slicing(pool, stack_time_slicing)
@@ -272,7 +280,8 @@ def schedulable_resource(
 def resolve_pool(pool: GpuPoolConfig, config: PlatformConfig, catalog: Catalog) -> ResolvedPool:
     size, model, gpus = gpu_facts(pool, catalog)
     instance = model.mig.get(pool.mig_profile) if (model and pool.mig_profile) else None
-    taints = [Taint(key=vendor_resource(pool.vendor), value=GPU_TAINT_VALUE, effect="NoSchedule")]
+    resource = schedulable_resource(pool, config.device_plugin.mig_strategy, catalog, config.device_plugin.time_slicing_replicas)
+    taints = [Taint(key=gpu_taint_key(pool.vendor, resource.name), value=GPU_TAINT_VALUE, effect="NoSchedule")]
     taints += [Taint.parse(text) for text in pool.taints]
     if pool.spot:
         # AKS adds this taint to every spot node by itself; workloads must tolerate it too.
@@ -310,9 +319,7 @@ def resolve_pool(pool: GpuPoolConfig, config: PlatformConfig, catalog: Catalog) 
         mig_profile=instance.profile if instance else None,
         mig_instances_per_gpu=instance.max_instances if instance else None,
         time_slicing_replicas=effective_time_slicing(pool, config.device_plugin.time_slicing_replicas),
-        resource=schedulable_resource(
-            pool, config.device_plugin.mig_strategy, catalog, config.device_plugin.time_slicing_replicas
-        ),
+        resource=resource,
         taints=tuple(taints),
         node_labels=labels,
         gpu_driver=driver,
