@@ -7,7 +7,10 @@ Where each part comes from:
   placement labels (``ResolvedPool.node_labels``, the same map the agent pool's ``nodeLabels`` carries);
 - the taints: the pool's (GPU, spot, its own ``taints``; ``ResolvedPool.taints``), the system pool's CriticalAddonsOnly;
 - the GPU resource: ``ResolvedPool.resource`` (``nvidia.com/gpu``, ``nvidia.com/mig-<profile>``, ``amd.com/gpu``; a
-  time-sliced pool's count is GPUs x replicas), as capacity and allocatable.
+  time-sliced pool's count is GPUs x replicas), as capacity and allocatable;
+- cpu, memory, ephemeral-storage and pods: what an AKS node of the pool's VM size shows, its vCPUs, memory, OS disk
+  and maxPods less AKS's reservations (``aks_facts.node_resources``, the same figures ``aksgpu admission check``
+  judges a pod's fit by).
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ import hashlib
 from dataclasses import dataclass
 from typing import Any
 
+from aks_gpu.aks_facts import node_resources, node_rules
 from aks_gpu.catalog import CpuArchitecture
 from aks_gpu.config.models import StackConfig
 from aks_gpu.naming import (
@@ -42,12 +46,9 @@ from aks_gpu.naming import (
 from aks_gpu.resolved.model import PlatformModel, ResolvedPool
 from aks_gpu.resolved.node_labels import cpu_pool_labels
 
-# What a simulated node offers beside its GPUs. Not the VM size's real CPU and memory (the catalog records GPUs, not
-# those): enough that the platform's own pods and a test workload fit, so the scheduler decides by labels, taints and
-# GPU resources alone. The pod count is AKS's default maxPods for Azure CNI overlay (the pool's maxPods when set).
-NODE_CPU = "32"
-NODE_MEMORY = "256Gi"
-NODE_EPHEMERAL_STORAGE = "512Gi"
+# What a node of a VM size with no recorded vCPUs and memory (data/node_resources.yaml) shows: enough that the
+# platform's own pods and a test workload fit, so the scheduler decides by labels, taints and GPU resources alone there.
+UNRECORDED_SIZE = {"cpu": "32", "memory": "256Gi", "ephemeral-storage": "512Gi"}
 # A node image version in the form AKS's label shows (AKSUbuntu-2204gen2containerd-YYYYMM.DD.V, see audit/engine.py):
 # a fixed, recorded value, since no real image backs a simulated node.
 NODE_IMAGE_VERSIONS = {"Ubuntu": "AKSUbuntu-2204gen2containerd-202607.09.0", "AzureLinux": "AzureLinuxgen2containerd-202607.09.0"}
@@ -68,7 +69,9 @@ class SimulatedPool:
     gpu_resource: str | None
     gpu_count: int | None
     architecture: str
-    max_pods: int
+    max_pods: int | None  # None: the pool sets none (AKS's default)
+    os_disk_type: str | None = None  # None: the pool asks none (AKS picks)
+    os_disk_size_gb: int | None = None
 
 
 def simulated_pools(config: StackConfig, model: PlatformModel) -> tuple[SimulatedPool, ...]:
@@ -86,7 +89,7 @@ def simulated_pools(config: StackConfig, model: PlatformModel) -> tuple[Simulate
             gpu_resource=None,
             gpu_count=None,
             architecture="amd64",
-            max_pods=110,
+            max_pods=None,
         )
     ]
     pools.extend(_gpu_pool(pool) for pool in model.pools)
@@ -136,6 +139,8 @@ def _gpu_pool(pool: ResolvedPool) -> SimulatedPool:
         gpu_count=pool.resource.count_per_node,
         architecture=architecture,
         max_pods=pool.config.max_pods,
+        os_disk_type=pool.config.os_disk_type,
+        os_disk_size_gb=pool.config.os_disk_size_gb,
     )
 
 
@@ -191,14 +196,15 @@ def _node(pool: SimulatedPool, cluster: str, location: str, index: int) -> dict[
         ARCH_LABEL: pool.architecture,
         HOSTNAME_LABEL: name,
     }
-    resources = {
-        "cpu": NODE_CPU,
-        "memory": NODE_MEMORY,
-        "ephemeral-storage": NODE_EPHEMERAL_STORAGE,
-        "pods": str(pool.max_pods),
-    }
+    computed = node_resources(pool.vm_size, pool.max_pods, pool.os_disk_type, pool.os_disk_size_gb)
+    if computed is not None:
+        capacity, allocatable = dict(computed.capacity), dict(computed.allocatable)
+    else:
+        pods = str(pool.max_pods or node_rules().default_max_pods)
+        capacity = allocatable = {**UNRECORDED_SIZE, "pods": pods}
     if pool.gpu_resource is not None and pool.gpu_count:
-        resources[pool.gpu_resource] = str(pool.gpu_count)
+        gpus = {pool.gpu_resource: str(pool.gpu_count)}
+        capacity, allocatable = {**capacity, **gpus}, {**allocatable, **gpus}
     return {
         "apiVersion": "v1",
         "kind": "Node",
@@ -208,8 +214,5 @@ def _node(pool: SimulatedPool, cluster: str, location: str, index: int) -> dict[
             "annotations": {KWOK_NODE_ANNOTATION: KWOK_NODE_ANNOTATION_VALUE, "node.alpha.kubernetes.io/ttl": "0"},
         },
         "spec": {"taints": [dict(t) for t in pool.taints]},
-        "status": {
-            "capacity": dict(resources),
-            "allocatable": dict(resources),
-        },
+        "status": {"capacity": dict(capacity), "allocatable": dict(allocatable)},
     }
