@@ -16,12 +16,13 @@ Where each part comes from:
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from aks_gpu.aks_facts import node_resources, node_rules
 from aks_gpu.catalog import CpuArchitecture
-from aks_gpu.config.models import StackConfig
+from aks_gpu.config.models import CpuPoolConfig, StackConfig
 from aks_gpu.naming import (
     AKS_ACCELERATOR_LABEL,
     AKS_AGENTPOOL_LABEL,
@@ -73,6 +74,19 @@ class SimulatedPool:
     os_disk_type: str | None = None  # None: the pool asks none (AKS picks)
     os_disk_size_gb: int | None = None
 
+    def resources(self) -> tuple[dict[str, str], dict[str, str]]:
+        """A node's ``status.capacity`` and ``status.allocatable``: what an AKS node of the VM size shows
+        (``aks_facts.node_resources``; ``UNRECORDED_SIZE`` for a size it has no figures of), and the GPU resource."""
+        computed = node_resources(self.vm_size, self.max_pods, self.os_disk_type, self.os_disk_size_gb)
+        if computed is not None:
+            capacity, allocatable = dict(computed.capacity), dict(computed.allocatable)
+        else:
+            pods = str(self.max_pods or node_rules().default_max_pods)
+            capacity, allocatable = {**UNRECORDED_SIZE, "pods": pods}, {**UNRECORDED_SIZE, "pods": pods}
+        if self.gpu_resource is not None and self.gpu_count:
+            capacity[self.gpu_resource] = allocatable[self.gpu_resource] = str(self.gpu_count)
+        return capacity, allocatable
+
 
 def simulated_pools(config: StackConfig, model: PlatformModel) -> tuple[SimulatedPool, ...]:
     """The system pool first, then the GPU pools in the stack file's order, then the CPU user pools."""
@@ -92,11 +106,15 @@ def simulated_pools(config: StackConfig, model: PlatformModel) -> tuple[Simulate
             max_pods=None,
         )
     ]
-    pools.extend(_gpu_pool(pool) for pool in model.pools)
-    # The CPU user pools: untainted, labelled for every workload type (the workload namespaces' node selector picks
-    # them for the pods that ask for no GPU), as the AgentPool's nodeLabels make them.
-    workload_types = [workload.type for workload in model.workloads]
-    pools.extend(
+    pools.extend(simulated_gpu_pool(pool) for pool in model.pools)
+    pools.extend(simulated_cpu_pools(config.cpu_pools, [workload.type for workload in model.workloads]))
+    return tuple(pools)
+
+
+def simulated_cpu_pools(cpu_pools: Iterable[CpuPoolConfig], workload_types: Sequence[str]) -> tuple[SimulatedPool, ...]:
+    """The CPU user pools: untainted, labelled for every workload type (the workload namespaces' node selector picks
+    them for the pods that ask for no GPU), as the AgentPool's nodeLabels make them."""
+    return tuple(
         SimulatedPool(
             name=cpu.name,
             mode="User",
@@ -110,12 +128,11 @@ def simulated_pools(config: StackConfig, model: PlatformModel) -> tuple[Simulate
             architecture="amd64",
             max_pods=cpu.max_pods,
         )
-        for cpu in config.cpu_pools
+        for cpu in cpu_pools
     )
-    return tuple(pools)
 
 
-def _gpu_pool(pool: ResolvedPool) -> SimulatedPool:
+def simulated_gpu_pool(pool: ResolvedPool) -> SimulatedPool:
     labels = {**pool.config.labels, **pool.node_labels}
     if pool.vendor == "nvidia":
         # AKS labels its NVIDIA GPU nodes so (https://learn.microsoft.com/azure/aks/use-labels#reserved-system-labels).
@@ -196,15 +213,7 @@ def _node(pool: SimulatedPool, cluster: str, location: str, index: int) -> dict[
         ARCH_LABEL: pool.architecture,
         HOSTNAME_LABEL: name,
     }
-    computed = node_resources(pool.vm_size, pool.max_pods, pool.os_disk_type, pool.os_disk_size_gb)
-    if computed is not None:
-        capacity, allocatable = dict(computed.capacity), dict(computed.allocatable)
-    else:
-        pods = str(pool.max_pods or node_rules().default_max_pods)
-        capacity = allocatable = {**UNRECORDED_SIZE, "pods": pods}
-    if pool.gpu_resource is not None and pool.gpu_count:
-        gpus = {pool.gpu_resource: str(pool.gpu_count)}
-        capacity, allocatable = {**capacity, **gpus}, {**allocatable, **gpus}
+    capacity, allocatable = pool.resources()
     return {
         "apiVersion": "v1",
         "kind": "Node",
