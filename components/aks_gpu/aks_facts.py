@@ -164,13 +164,14 @@ RegionList = Literal["complete", "partial", "none"]
 class SizeRegions:
     """The regions recorded as offering one VM size; ``coverage`` (the file's ``list``) says how far they go: all of
     them (``complete``), the ones a source confirms (``partial``), or none found (``none``). ``source`` (a URL) and
-    ``as_of`` are the recording's."""
+    ``as_of`` are the recording's (the oldest one's day where several sources give the regions)."""
 
     size: str
     coverage: RegionList
     regions: frozenset[str] = frozenset()
-    source: str | None = None
+    source: str | None = None  # the first of ``sources``
     as_of: dt.date | None = None
+    sources: tuple[str, ...] = ()  # every source of the regions (URLs), where several give them
 
 
 @dataclass(frozen=True)
@@ -191,17 +192,20 @@ def vm_size_regions() -> VmSizeRegions:
     for name, entry in raw["sizes"].items():
         kind = entry["list"]
         regions = frozenset(str(region) for region in entry.get("regions") or ())
-        source = entry.get("source")
+        named = entry.get("source")
+        keys = [str(key) for key in named] if isinstance(named, list) else [] if named is None else [str(named)]
+        source = keys[0] if keys else None
         if kind not in ("complete", "partial", "none"):
             raise ValueError(f"{VM_SIZE_REGIONS_FILE}: {name}: list {kind!r} is not complete, partial or none")
         if (kind == "none") != (not regions and source is None and entry.get("as_of") is None):
             raise ValueError(f"{VM_SIZE_REGIONS_FILE}: {name}: a list of regions names its source and day; none names none")
-        if source is not None and source not in sources:
-            raise ValueError(f"{VM_SIZE_REGIONS_FILE}: {name}: source {source!r} is not under sources")
+        for key in keys:
+            if key not in sources:
+                raise ValueError(f"{VM_SIZE_REGIONS_FILE}: {name}: source {key!r} is not under sources")
         if str(name).lower() in sizes:
             raise ValueError(f"{VM_SIZE_REGIONS_FILE}: {name} is listed twice")
         sizes[str(name).lower()] = SizeRegions(
-            str(name), kind, regions, sources[source] if source else None, entry.get("as_of")
+            str(name), kind, regions, sources[source] if source else None, entry.get("as_of"), tuple(sources[key] for key in keys)
         )
     return VmSizeRegions(read_on=raw["read_on"], sizes=sizes)
 
