@@ -1,6 +1,7 @@
 """Facts about Azure and AKS the rules and the plan rely on, read from the data files that hold them with their
 sources (``data/aks_versions.yaml``, ``data/arm_refusals.yaml``, ``data/immutable_fields.yaml``,
-``data/arm64_support.yaml``, ``data/azure_locations.yaml``, ``data/vm_size_regions.yaml``).
+``data/arm64_support.yaml``, ``data/azure_locations.yaml``, ``data/vm_size_regions.yaml``,
+``data/node_resources.yaml``).
 
 Pure: each file is read once and turned into frozen dataclasses; the date a version rule is evaluated on is the
 caller's (the loader passes today, tests a fixed day).
@@ -11,9 +12,11 @@ from __future__ import annotations
 import datetime as dt
 from dataclasses import dataclass
 from functools import lru_cache
+from itertools import pairwise
 from pathlib import Path
 from typing import Any, Literal
 
+from aks_gpu.catalog import load_catalog
 from aks_gpu.data_files import load_yaml
 
 DATA_DIR = Path(__file__).parent / "data"
@@ -24,6 +27,7 @@ ARM64_FILE = DATA_DIR / "arm64_support.yaml"
 LOCATIONS_FILE = DATA_DIR / "azure_locations.yaml"
 VM_SIZE_REGIONS_FILE = DATA_DIR / "vm_size_regions.yaml"
 API_VERSIONS_FILE = DATA_DIR / "azure_api_versions.yaml"
+NODE_RESOURCES_FILE = DATA_DIR / "node_resources.yaml"
 
 
 def _read(path: Path) -> Any:
@@ -160,13 +164,14 @@ RegionList = Literal["complete", "partial", "none"]
 class SizeRegions:
     """The regions recorded as offering one VM size; ``coverage`` (the file's ``list``) says how far they go: all of
     them (``complete``), the ones a source confirms (``partial``), or none found (``none``). ``source`` (a URL) and
-    ``as_of`` are the recording's."""
+    ``as_of`` are the recording's (the oldest one's day where several sources give the regions)."""
 
     size: str
     coverage: RegionList
     regions: frozenset[str] = frozenset()
-    source: str | None = None
+    source: str | None = None  # the first of ``sources``
     as_of: dt.date | None = None
+    sources: tuple[str, ...] = ()  # every source of the regions (URLs), where several give them
 
 
 @dataclass(frozen=True)
@@ -187,17 +192,20 @@ def vm_size_regions() -> VmSizeRegions:
     for name, entry in raw["sizes"].items():
         kind = entry["list"]
         regions = frozenset(str(region) for region in entry.get("regions") or ())
-        source = entry.get("source")
+        named = entry.get("source")
+        keys = [str(key) for key in named] if isinstance(named, list) else [] if named is None else [str(named)]
+        source = keys[0] if keys else None
         if kind not in ("complete", "partial", "none"):
             raise ValueError(f"{VM_SIZE_REGIONS_FILE}: {name}: list {kind!r} is not complete, partial or none")
         if (kind == "none") != (not regions and source is None and entry.get("as_of") is None):
             raise ValueError(f"{VM_SIZE_REGIONS_FILE}: {name}: a list of regions names its source and day; none names none")
-        if source is not None and source not in sources:
-            raise ValueError(f"{VM_SIZE_REGIONS_FILE}: {name}: source {source!r} is not under sources")
+        for key in keys:
+            if key not in sources:
+                raise ValueError(f"{VM_SIZE_REGIONS_FILE}: {name}: source {key!r} is not under sources")
         if str(name).lower() in sizes:
             raise ValueError(f"{VM_SIZE_REGIONS_FILE}: {name} is listed twice")
         sizes[str(name).lower()] = SizeRegions(
-            str(name), kind, regions, sources[source] if source else None, entry.get("as_of")
+            str(name), kind, regions, sources[source] if source else None, entry.get("as_of"), tuple(sources[key] for key in keys)
         )
     return VmSizeRegions(read_on=raw["read_on"], sizes=sizes)
 
@@ -275,3 +283,133 @@ def arm64_support() -> dict[str, Arm64Entry]:
                 version=entry.get("version"),
             )
     return entries
+
+
+# ---------------------------------------------------------------- what a node of a VM size offers pods
+
+
+@dataclass(frozen=True)
+class SizeFigures:
+    """A VM size's vCPUs and memory (Azure's size page), and its temp disk where ``node_resources.yaml`` holds it."""
+
+    vcpus: int
+    memory_gib: int
+    source: str
+    temp_disk_gib: int | None = None
+
+
+@dataclass(frozen=True)
+class NodeRules:
+    """AKS's reservations and defaults (``data/node_resources.yaml``, each with its source there)."""
+
+    cpu_millicores: tuple[tuple[int, int], ...]  # (cores, kube-reserved millicores), by cores
+    memory_mib_per_pod: int
+    memory_mib_base: int
+    memory_max_fraction: float
+    eviction_memory_mib: int
+    eviction_nodefs_percent: int
+    default_max_pods: int
+    ephemeral_min_temp_gib: int
+    managed_gib_from_vcpus: tuple[tuple[int, int], ...]  # (from vCPUs, GiB), by vCPUs
+    sizes: dict[str, SizeFigures]  # by the size's name in lowercase: Azure compares sizes without case
+
+    def size(self, name: str) -> SizeFigures | None:
+        return self.sizes.get(name.lower())
+
+
+@dataclass(frozen=True)
+class NodeResources:
+    """A node's ``status.capacity`` and ``status.allocatable`` (cpu, memory, ephemeral-storage, pods) as Kubernetes
+    quantities, as an AKS node of that size shows them."""
+
+    vm_size: str
+    capacity: dict[str, str]
+    allocatable: dict[str, str]
+
+
+@lru_cache(maxsize=1)
+def node_rules() -> NodeRules:
+    raw = _read(NODE_RESOURCES_FILE)
+    sources: dict[str, str] = raw["sources"]
+    reservations, os_disk = raw["reservations"], raw["os_disk"]
+    sizes: dict[str, SizeFigures] = {}
+    for name, entry in raw["sizes"].items():
+        if str(name).lower() in sizes:
+            raise ValueError(f"{NODE_RESOURCES_FILE}: {name} is listed twice")
+        temp = entry.get("temp_disk_gib")
+        sizes[str(name).lower()] = SizeFigures(
+            int(entry["vcpus"]), int(entry["memory_gib"]), sources[entry["source"]], int(temp) if temp is not None else None
+        )
+    return NodeRules(
+        cpu_millicores=tuple(sorted((int(k), int(v)) for k, v in reservations["cpu_millicores"].items())),
+        memory_mib_per_pod=int(reservations["memory_mib_per_pod"]),
+        memory_mib_base=int(reservations["memory_mib_base"]),
+        memory_max_fraction=float(reservations["memory_max_fraction"]),
+        eviction_memory_mib=int(reservations["eviction_memory_mib"]),
+        eviction_nodefs_percent=int(reservations["eviction_nodefs_percent"]),
+        default_max_pods=int(raw["default_max_pods"]["pods"]),
+        ephemeral_min_temp_gib=int(os_disk["ephemeral_min_temp_gib"]),
+        managed_gib_from_vcpus=tuple(sorted((int(k), int(v)) for k, v in os_disk["managed_gib_from_vcpus"].items())),
+        sizes=sizes,
+    )
+
+
+def kube_reserved_cpu_millicores(cores: int, rules: NodeRules | None = None) -> int:
+    """AKS's kube-reserved CPU: the table's row, linear between two rows, the last two rows' slope past the last."""
+    table = (rules or node_rules()).cpu_millicores
+    if cores <= table[0][0]:
+        return table[0][1]
+    for (low, low_m), (high, high_m) in pairwise(table):
+        if cores <= high:
+            return low_m + (high_m - low_m) * (cores - low) // (high - low)
+    (low, low_m), (high, high_m) = table[-2], table[-1]
+    return high_m + (high_m - low_m) * (cores - high) // (high - low)
+
+
+def os_disk_gib(
+    vcpus: int, os_disk_type: str | None, os_disk_size_gb: int | None, temp_disk_gib: int | None, rules: NodeRules | None = None
+) -> int:
+    """The OS disk AKS gives a node: the size asked; else, unless Managed is asked, an ephemeral disk the size of a temp
+    disk of at least 128 GiB; else the managed default by vCPUs."""
+    rules = rules or node_rules()
+    if os_disk_size_gb is not None:
+        return os_disk_size_gb
+    if os_disk_type != "Managed" and temp_disk_gib is not None and temp_disk_gib >= rules.ephemeral_min_temp_gib:
+        return temp_disk_gib
+    return next(gib for start, gib in reversed(rules.managed_gib_from_vcpus) if vcpus >= start)
+
+
+def node_resources(
+    vm_size: str, max_pods: int | None, os_disk_type: str | None = None, os_disk_size_gb: int | None = None
+) -> NodeResources | None:
+    """What an AKS (1.29+) Linux node of ``vm_size`` shows: capacity = the size's vCPUs and memory, the OS disk as
+    ephemeral storage and maxPods (``None``: the pool sets none, AKS's default); allocatable = capacity less the
+    kube-reserved CPU, the kube-reserved memory (20 MiB per pod + 50 MiB, at most 25% of memory) and the 100 MiB memory
+    eviction threshold, and less the 10% nodefs eviction threshold of the ephemeral storage (``os_disk_type`` None:
+    the pool asks none). The temp disk is the GPU catalog's figure, else ``node_resources.yaml``'s. None for a size
+    with no recorded vCPUs and memory."""
+    rules = node_rules()
+    figures = rules.size(vm_size)
+    if figures is None:
+        return None
+    pods = max_pods if max_pods is not None else rules.default_max_pods
+    memory_mib = figures.memory_gib * 1024
+    reserved_mib = min(rules.memory_mib_per_pod * pods + rules.memory_mib_base, int(memory_mib * rules.memory_max_fraction))
+    temp = load_catalog().temp_disk_of(vm_size)
+    temp = temp if temp is not None else figures.temp_disk_gib
+    disk_gib = os_disk_gib(figures.vcpus, os_disk_type, os_disk_size_gb, temp, rules)
+    disk_ki = disk_gib * 1024 * 1024
+    cpu_m = figures.vcpus * 1000 - kube_reserved_cpu_millicores(figures.vcpus, rules)
+    capacity = {
+        "cpu": str(figures.vcpus),
+        "memory": f"{memory_mib * 1024}Ki",
+        "ephemeral-storage": f"{disk_ki}Ki",
+        "pods": str(pods),
+    }
+    allocatable = {
+        "cpu": f"{cpu_m}m",
+        "memory": f"{(memory_mib - reserved_mib - rules.eviction_memory_mib) * 1024}Ki",
+        "ephemeral-storage": f"{disk_ki - disk_ki * rules.eviction_nodefs_percent // 100}Ki",
+        "pods": str(pods),
+    }
+    return NodeResources(vm_size, capacity, allocatable)

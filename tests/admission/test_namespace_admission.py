@@ -7,7 +7,14 @@ from pathlib import Path
 
 import pytest
 
-from aks_gpu.admission.namespace_admission import NamespaceFacts, canonical, pod_usage, quota_refusal
+from aks_gpu.admission.namespace_admission import (
+    NamespaceFacts,
+    PoolNodes,
+    canonical,
+    pod_usage,
+    quota_refusal,
+    unschedulable,
+)
 from aks_gpu.cli import main
 from aks_gpu.kube.workload_manifests import namespace_facts
 from tests.conftest import stack_model
@@ -283,3 +290,73 @@ def test_a_stored_object_whose_pods_are_refused_is_told_from_one_refused_itself(
     output = " ".join(capsys.readouterr().out.split())
     assert "│ admitted, pods denied │" in output and "│ denied │" in output
     assert "0 admitted, 2 denied (1 of them admitted by the server, but their Pods would not run)" in output
+
+
+# A LeaderWorkerSet's leader sized for a larger node than the pools have (issue 40 C), a pod that fits prod's H100
+# training node, and on dev a T4 pod asking all four vCPUs of its node (AKS keeps 140m).
+SIZED = """\
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: leader, namespace: gpu-inference}
+spec:
+  selector: {matchLabels: {app: l}}
+  template:
+    metadata: {labels: {app: l}}
+    spec:
+      containers: [{name: c, image: x, resources: {limits: {nvidia.com/gpu: 8, cpu: "125", memory: 100Gi}}}]
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: trainer, namespace: gpu-training}
+spec:
+  containers: [{name: c, image: x, resources: {limits: {nvidia.com/gpu: 8, cpu: "80", memory: 1000Gi}}}]
+"""
+T4_FULL = """\
+apiVersion: v1
+kind: Pod
+metadata: {name: t4, namespace: gpu-dev}
+spec:
+  containers: [{name: c, image: x, resources: {limits: {nvidia.com/gpu: 1, cpu: "4"}}}]
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: t4-fits, namespace: gpu-dev}
+spec:
+  containers: [{name: c, image: x, resources: {limits: {nvidia.com/gpu: 1, cpu: "3"}}}]
+"""
+
+
+def checked(tmp_path: Path, capsys: pytest.CaptureFixture[str], stack: str, text: str) -> list[dict[str, object]]:
+    objects = tmp_path / "objects.yaml"
+    objects.write_text(text)
+    main(["admission", "check", "--stack", stack, "--json", str(objects)])
+    decisions: list[dict[str, object]] = json.loads(capsys.readouterr().out)
+    return decisions
+
+
+def test_a_pod_larger_than_every_node_of_its_pools_is_admitted_and_stays_pending(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    leader, trainer = checked(tmp_path, capsys, "prod", SIZED)
+    # The server stores the Deployment and admits its Pods: no policy refuses a size. They never run.
+    assert (leader["decision"], leader["allowed"]) == ("admitted", False)
+    message = str(leader["message"])
+    assert message.startswith("the pods it creates ask nvidia.com/gpu 8, cpu 125, memory 100Gi: more than any node")
+    assert "inferfull (Standard_ND96isr_H100_v5): cpu 94940m" in message and "Insufficient cpu" in message
+    assert (trainer["decision"], trainer["allowed"]) == ("admitted", True), trainer["messages"]
+
+
+def test_a_gpu_pod_fits_only_the_pools_that_offer_its_gpu(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # The CPU pool has the CPUs but no GPU; the T4 pool has the GPU but 3,860m CPU.
+    full, fits = checked(tmp_path, capsys, "dev", T4_FULL)
+    assert (full["decision"], full["allowed"]) == ("admitted", False)
+    message = str(full["message"])
+    assert "dev (Standard_NC4as_T4_v3): cpu 3860m" in message and "cpu (Standard_D8ds_v5): no nvidia.com/gpu" in message
+    assert (fits["decision"], fits["allowed"]) == ("admitted", True), fits["messages"]
+
+
+def test_a_namespace_whose_nodes_are_not_known_judges_no_fit() -> None:
+    pod = {"kind": "Pod", "spec": {"containers": [{"name": "c", "resources": {"requests": {"cpu": "100000"}}}]}}
+    assert unschedulable(pod, NamespaceFacts("ns", "baseline", {}, "")) is None
+    narrow = NamespaceFacts("ns", "baseline", {}, "", pools=(PoolNodes("p", "Standard_X", {"pods": "30"}),))
+    assert unschedulable(pod, narrow) is None  # a size without figures takes any cpu

@@ -55,6 +55,19 @@ def test_every_recorded_list_names_real_region_names_its_source_and_a_day_before
         assert all(LOCATION_NAME.fullmatch(region) for region in entry.regions), entry.size
 
 
+def test_an_entry_of_several_sources_names_each() -> None:
+    # The CPU pools' default size: its regions come from several sources, every one a URL.
+    entry = vm_size_regions().get(CpuPoolConfig.model_fields["vm_size"].default)
+    assert entry is not None and len(entry.sources) > 1 and entry.source == entry.sources[0]
+    assert all(source.startswith("https://") for source in entry.sources)
+
+
+def test_the_default_sizes_plan_without_a_warning_outside_swedencentral_where_a_source_confirms_them() -> None:
+    # issue 40 A7: aks-gpu's own defaults (Standard_D4ds_v5, Standard_D8ds_v5) in westus, as AKS listed them there.
+    raw = with_location("westus", **{"aks-gpu:cpuPools": [{"name": "cpu"}]})
+    assert [w for w in problems(raw)[1] if "systemPool" in w or "cpuPools" in w] == []
+
+
 # ---------------------------------------------------------------- the rule
 
 

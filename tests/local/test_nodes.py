@@ -77,7 +77,7 @@ def test_a_gpu_pool_shows_its_placement_labels_taints_and_gpu_resource(stack: st
         assert (vendor_resource(pool.vendor), "present", "NoSchedule") in taints
         assert {(t.key, t.value, t.effect) for t in pool.taints} <= taints
         assert node["status"]["allocatable"][pool.resource.name] == str(pool.resource.count_per_node)
-        assert node["status"]["capacity"] == node["status"]["allocatable"]
+        assert node["status"]["capacity"][pool.resource.name] == str(pool.resource.count_per_node)
         assert node["metadata"]["annotations"]["kwok.x-k8s.io/node"] == "fake"
 
 
@@ -99,3 +99,41 @@ def test_node_names_are_aks_vmss_names_and_stable() -> None:
 def test_no_node_at_all_is_refused() -> None:
     with pytest.raises(ValueError):
         nodes_of("dev", 0)
+
+
+def cpu_millicores(quantity: str) -> int:
+    return int(quantity[:-1]) if quantity.endswith("m") else int(quantity) * 1000
+
+
+def test_a_node_offers_its_vm_sizes_cpu_and_memory_less_what_aks_reserves() -> None:
+    # prod's training pool: ND96isr_H100_v5, 96 vCPUs and 1,900 GiB (Azure's size page), 30 pods. An 80-CPU training
+    # pod fits it, as on AKS; a 96-CPU one does not (AKS keeps 1,060m for the kubelet).
+    train = by_pool(nodes_of("prod"))["train"][0]["status"]
+    assert train["capacity"]["cpu"] == "96" and train["capacity"]["memory"] == f"{1900 * 1024 * 1024}Ki"
+    assert 80_000 < cpu_millicores(train["allocatable"]["cpu"]) < 96_000
+    # 20 MiB x 30 pods + 50 MiB kube-reserved and the 100 MiB eviction threshold.
+    assert train["allocatable"]["memory"] == f"{(1900 * 1024 - 650 - 100) * 1024}Ki"
+    assert train["allocatable"]["pods"] == train["capacity"]["pods"] == "30"
+
+
+def test_a_t4_node_is_a_four_vcpu_node() -> None:
+    # dev's NC4as_T4_v3: 4 vCPUs, 28 GiB. A pod asking 4 CPUs stays Pending on AKS (140m reserved): locally too.
+    dev = by_pool(nodes_of("dev"))["dev"][0]["status"]
+    assert dev["capacity"]["cpu"] == "4"
+    assert cpu_millicores(dev["allocatable"]["cpu"]) == 4000 - 140
+
+
+def test_the_ephemeral_storage_is_the_os_disk_less_the_kubelets_nodefs_threshold() -> None:
+    pools = by_pool(nodes_of("prod"))
+    # A GPU pool's OS disk is Managed unless it asks otherwise (osDiskType): 1,024 GiB at 64+ vCPUs.
+    train = pools["train"][0]["status"]
+    assert train["capacity"]["ephemeral-storage"] == f"{1024 * 1024 * 1024}Ki"
+    assert train["allocatable"]["ephemeral-storage"] == f"{1024 * 1024 * 1024 - 1024 * 1024 * 1024 // 10}Ki"
+    # The system pool asks no OS disk: AKS makes it ephemeral, the size of D4ds_v5's 150 GiB temp disk.
+    system = pools[stack_config("prod").cluster.system_pool.name][0]["status"]
+    assert system["capacity"]["ephemeral-storage"] == f"{150 * 1024 * 1024}Ki"
+
+
+def test_the_system_pool_has_akss_default_max_pods_for_azure_cni_overlay() -> None:
+    system = by_pool(nodes_of("prod"))[stack_config("prod").cluster.system_pool.name][0]["status"]
+    assert system["allocatable"]["pods"] == "250"

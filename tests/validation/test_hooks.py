@@ -92,6 +92,27 @@ def test_a_failed_check_fails_the_outcome_and_the_report_names_node_and_check(mo
     assert KUBECONFIG not in outcome.report
 
 
+def without_smi(snapshot: ClusterSnapshot, simulated: bool) -> ClusterSnapshot:
+    """Every node's SMI output gone, as a fresh `aksgpu local up` reads its nodes: kwok answers no exec."""
+    gone = edited(snapshot)
+    for node in gone.nodes:
+        if simulated:
+            node.setdefault("metadata", {}).setdefault("annotations", {})["kwok.x-k8s.io/node"] = "fake"
+        gone.exec_errors[node["metadata"]["name"]] = "no exec found for container"
+    gone.smi.clear()
+    return gone
+
+
+def test_simulated_nodes_without_smi_output_are_not_checked_rather_than_failed(model, targets, healthy) -> None:
+    outcome = run_deploy_validation(model, targets, KUBECONFIG, "fail", collect=FakeCollector(without_smi(healthy, True)))
+    assert outcome.passed, outcome.report
+    assert outcome.report.startswith("aks-gpu post-deploy validation passed: 0 failed")
+    assert f"{len(healthy.nodes)} GPU node(s) not checked: simulated node" in outcome.report.splitlines()[0]
+    # A node that is not simulated and gives no output still fails smi-error.
+    real = run_deploy_validation(model, targets, KUBECONFIG, "fail", collect=FakeCollector(without_smi(healthy, False)))
+    assert not real.passed and "FAIL smi-error" in real.report and "simulated" not in real.report
+
+
 def test_an_unreadable_cluster_fails_the_outcome(model, targets) -> None:
     outcome = run_deploy_validation(
         model,

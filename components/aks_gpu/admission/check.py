@@ -24,7 +24,7 @@ from aks_gpu.admission.evaluate import (
     evaluate,
     namespaced,
 )
-from aks_gpu.admission.namespace_admission import NamespaceFacts, complete, replicas_step
+from aks_gpu.admission.namespace_admission import NamespaceFacts, complete, replicas_step, unschedulable
 from aks_gpu.admission.platform_warnings import Platform, warnings
 from aks_gpu.admission.policy import DRA_POLICY_NAME
 from aks_gpu.admission.workload_pods import PodOf, not_evaluated_reason, operator_pods, template_pod
@@ -86,6 +86,7 @@ def check(
         cursor += len(pods)
         if str(obj.get("kind")) == "Pod" and not pods:
             pod = _claimed(completed(index), [PodOf("", dict(obj))], claims, facts, platform, "the pod")
+            pod = _unscheduled(pod, [PodOf("", dict(obj))], facts, "the pod")
             results.append(_warned(obj, pod, pods, platform))
             continue
         folded = _folded(obj, own, pods, pod_decisions, from_operator)
@@ -95,6 +96,7 @@ def check(
         if own.allowed:
             who = "the pods its operator creates" if from_operator else "the pods it creates"
             folded = _claimed(folded, pods, claims, facts, platform, who)
+            folded = _unscheduled(folded, pods, facts, who)
         if own.allowed and not from_operator and baseline_decisions is not None:
             warned = _pod_security_warning(facts.get(own.namespace), [baseline_decisions[pod_index] for pod_index in at])
             if warned:
@@ -143,7 +145,17 @@ def _claimed(
         f"the claim is never allocated and {who} {stays} Pending. Ask for {ask} in the resources.limits of the "
         "container instead, and drop the claim"
     )
-    if decision.decision == ADMITTED or decision.allowed:
+    return _stays_pending(decision, line)
+
+
+def _admitted(decision: Decision) -> bool:
+    return decision.decision == ADMITTED or decision.allowed
+
+
+def _stays_pending(decision: Decision, line: str) -> Decision:
+    """The decision with a reason its Pods would stay Pending: an admitted one becomes "admitted, stays Pending" (the
+    server admits it, and it never runs); a denied one keeps its denial and lists the reason too."""
+    if _admitted(decision):
         label = decision.label or STAYS_PENDING
         return replace(
             decision,
@@ -154,6 +166,17 @@ def _claimed(
             label=label,
         )
     return replace(decision, messages=(*decision.messages, line))
+
+
+def _unscheduled(decision: Decision, pods: Sequence[PodOf], facts: Mapping[str, NamespaceFacts], who: str) -> Decision:
+    """The admitted decision, made "admitted, stays Pending" when a Pod fits no node of the pools its namespace may
+    use (:func:`aks_gpu.admission.namespace_admission.unschedulable`); a denied one is left as it is."""
+    if not _admitted(decision):
+        return decision
+    here = facts.get(decision.namespace)
+    named = [(pod, f"{who} from {pod.path}" if pod.path and len(pods) > 1 else who) for pod in pods]
+    lines = [line for pod, whom in named if (line := unschedulable(pod.pod, here, whom)) is not None]
+    return _stays_pending(decision, lines[0]) if lines else decision
 
 
 def _pod_security_warning(facts: NamespaceFacts | None, baseline: list[Decision]) -> str:

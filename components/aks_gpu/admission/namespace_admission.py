@@ -17,6 +17,10 @@ refusal is reported for the pods it would create.
   (used = 0: nothing runs yet): a pod refused here is refused on any cluster, one admitted here may still exceed
   what other pods left. Each Pod is judged alone, as the server judges it when a controller creates it. Its second
   ResourceQuota (``pods: 0`` scoped to the system priority classes) refuses a pod at one of them.
+- Nodes: a pod asking more cpu, memory, ephemeral-storage or GPUs than any node of the pools its namespace may use
+  offers (the nodes' allocatable, ``aks_facts.node_resources``, as ``aksgpu local``'s nodes show it) is admitted and
+  stays Pending: no policy refuses it, and the scheduler answers ``Insufficient <resource>`` for ever.
+  (:func:`unschedulable`; its requests as the scheduler counts them, k8s.io/component-helpers resource.PodRequests).
 - Pod Security: the ``baseline`` controls are evaluated (the same CEL as the RDMA namespaces' policy,
   :mod:`aks_gpu.admission.pod_security`, without IPC_LOCK); ``restricted`` is named as not evaluated.
 """
@@ -47,6 +51,16 @@ COMPUTE = ("cpu", "memory", "ephemeral-storage")
 
 
 @dataclass(frozen=True)
+class PoolNodes:
+    """One pool a namespace's Pods may land on: its VM size and what one of its nodes offers pods (``status.allocatable``;
+    no cpu or memory figure where the size has none recorded)."""
+
+    name: str
+    vm_size: str
+    allocatable: Mapping[str, str]
+
+
+@dataclass(frozen=True)
 class NamespaceFacts:
     """What the stack puts on one workload namespace that admission reads."""
 
@@ -60,6 +74,9 @@ class NamespaceFacts:
     default_requests: Mapping[str, str] = field(default_factory=dict)
     # The Pod Security level it warns at (pod-security.kubernetes.io/warn), which workload objects meet too; "" none.
     warn_level: str = ""
+    # The pools its Pods may land on (its GPU pools and the CPU pools), each with a node's allocatable; empty: the
+    # nodes are not known, and no pod's fit is judged.
+    pools: tuple[PoolNodes, ...] = ()
 
     def hard(self) -> Mapping[str, str]:
         return self.quota or self.gpu_quota
@@ -239,6 +256,44 @@ def quota_refusal(obj: Mapping[str, Any], facts: NamespaceFacts) -> str | None:
     if facts.exposes:
         return f"{line}; namespace {facts.name}'s pools expose {facts.exposes}: ask for that resource instead"
     return f"{line}; no pool of the stack serves namespace {facts.name}"
+
+
+def unschedulable(obj: Mapping[str, Any], facts: NamespaceFacts | None, who: str = "the pod") -> str | None:
+    """Why the pod (``who``: how the line names it) fits no node of the pools its namespace may use, or None. Judged:
+    cpu, memory and ephemeral-storage (a pool whose size has no figure for one takes any amount of it) and the GPU
+    resources the pools offer (a pool without the one asked has none); requests as the scheduler counts them (the
+    largest init container or the containers' sum, plus overhead; a limit stands for a missing request, then the
+    LimitRange's default)."""
+    spec = pod_spec(obj)
+    if spec is None or facts is None or not facts.pools:
+        return None
+    offered = {name for pool in facts.pools for name in pool.allocatable if name not in COMPUTE and name != "pods"}
+    requests = _effective(spec, 0, facts.default_requests)
+    asked = {name: amount for name, amount in requests.items() if name in {*COMPUTE, *offered} and amount.value > 0}
+
+    def short(pool: PoolNodes) -> dict[str, str]:
+        """The resources asked that one node of the pool has too little of, each with what it has."""
+        over = {}
+        for name, amount in asked.items():
+            has = pool.allocatable.get(name)
+            if has is None and name not in COMPUTE:
+                over[name] = f"no {name}"
+            elif has is not None and amount.value > Quantity.parse(has).value:
+                over[name] = f"{name} {canonical(Amount.of(has))}"
+        return over
+
+    shortfalls = [(pool, short(pool)) for pool in facts.pools]
+    if not asked or any(not over for _, over in shortfalls):
+        return None
+    missing = sorted({name for _, over in shortfalls for name in over})
+    verb = "asks" if who == "the pod" else "ask"
+    nodes = "; ".join(f"{pool.name} ({pool.vm_size}): {', '.join(over.values())}" for pool, over in shortfalls)
+    return (
+        f"{who} {verb} {', '.join(f'{name} {canonical(amount)}' for name, amount in asked.items())}: more than any node of "
+        f"the pools namespace {facts.name} may use offers ({nodes} allocatable), so no node could ever run it and it "
+        f"would stay Pending (the scheduler: Insufficient {', '.join(missing)}). Ask for less, or add a pool of a larger "
+        "VM size"
+    )
 
 
 def replicas_step(obj: Mapping[str, Any], pod: Mapping[str, Any], facts: NamespaceFacts | None) -> str | None:

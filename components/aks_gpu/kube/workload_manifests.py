@@ -16,9 +16,10 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, NotRequired, TypedDict
 
 from aks_gpu.admission.chain import NODE_SELECTOR_ANNOTATION, namespace_metadata_with_tolerations, placement_selector
-from aks_gpu.admission.namespace_admission import QUOTA_PREFIX, NamespaceFacts
+from aks_gpu.admission.namespace_admission import QUOTA_PREFIX, NamespaceFacts, PoolNodes
 from aks_gpu.admission.pod_security import rdma_policy_manifests
-from aks_gpu.config.models import EgressRule, IngressFrom, WorkloadConfig
+from aks_gpu.config.models import EgressRule, IngressFrom, StackConfig, WorkloadConfig
+from aks_gpu.local.nodes import SimulatedPool, simulated_cpu_pools, simulated_gpu_pool
 from aks_gpu.naming import (
     KUBE_SYSTEM_NAMESPACE,
     NAMESPACE_NAME_LABEL,
@@ -415,10 +416,16 @@ def pod_placement(
 
 
 def namespace_facts(model: PlatformModel) -> dict[str, NamespaceFacts]:
-    """Per workload namespace of the stack, its Pod Security level, ResourceQuota and LimitRange defaults."""
+    """Per workload namespace of the stack, its Pod Security level, ResourceQuota, LimitRange defaults and the pools its
+    Pods may land on (its own GPU pools and, in a whole stack, the CPU pools, which serve every workload type), each
+    with what a node offers as ``aksgpu local``'s simulated nodes show it."""
     gpu_resources = sorted({pool.resource.name for pool in model.pools})
+    cpu_pools: tuple[SimulatedPool, ...] = ()
+    if isinstance(model.config, StackConfig):
+        cpu_pools = simulated_cpu_pools(model.config.cpu_pools, [workload.type for workload in model.workloads])
     facts = {}
     for workload in model.workloads:
+        reachable = (*(simulated_gpu_pool(pool) for pool in workload.pools), *cpu_pools)
         hard = quota_hard(workload.config, workload.resource_name, gpu_resources)
         gpu_keys = {f"{QUOTA_PREFIX}{name}" for name in gpu_resources}
         if workload.resource_name:
@@ -434,5 +441,6 @@ def namespace_facts(model: PlatformModel) -> dict[str, NamespaceFacts]:
                 "memory": workload.config.default_requests.memory,
             },
             warn_level=PSA_WARN_LEVEL,
+            pools=tuple(PoolNodes(pool.name, pool.vm_size, pool.resources()[1]) for pool in reachable),
         )
     return facts

@@ -7,17 +7,22 @@ Where each part comes from:
   placement labels (``ResolvedPool.node_labels``, the same map the agent pool's ``nodeLabels`` carries);
 - the taints: the pool's (GPU, spot, its own ``taints``; ``ResolvedPool.taints``), the system pool's CriticalAddonsOnly;
 - the GPU resource: ``ResolvedPool.resource`` (``nvidia.com/gpu``, ``nvidia.com/mig-<profile>``, ``amd.com/gpu``; a
-  time-sliced pool's count is GPUs x replicas), as capacity and allocatable.
+  time-sliced pool's count is GPUs x replicas), as capacity and allocatable;
+- cpu, memory, ephemeral-storage and pods: what an AKS node of the pool's VM size shows, its vCPUs, memory, OS disk
+  and maxPods less AKS's reservations (``aks_facts.node_resources``, the same figures ``aksgpu admission check``
+  judges a pod's fit by).
 """
 
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from aks_gpu.aks_facts import node_resources, node_rules
 from aks_gpu.catalog import CpuArchitecture
-from aks_gpu.config.models import StackConfig
+from aks_gpu.config.models import CpuPoolConfig, StackConfig
 from aks_gpu.naming import (
     AKS_ACCELERATOR_LABEL,
     AKS_AGENTPOOL_LABEL,
@@ -42,12 +47,9 @@ from aks_gpu.naming import (
 from aks_gpu.resolved.model import PlatformModel, ResolvedPool
 from aks_gpu.resolved.node_labels import cpu_pool_labels
 
-# What a simulated node offers beside its GPUs. Not the VM size's real CPU and memory (the catalog records GPUs, not
-# those): enough that the platform's own pods and a test workload fit, so the scheduler decides by labels, taints and
-# GPU resources alone. The pod count is AKS's default maxPods for Azure CNI overlay (the pool's maxPods when set).
-NODE_CPU = "32"
-NODE_MEMORY = "256Gi"
-NODE_EPHEMERAL_STORAGE = "512Gi"
+# What a node of a VM size with no recorded vCPUs and memory (data/node_resources.yaml) shows: enough that the
+# platform's own pods and a test workload fit, so the scheduler decides by labels, taints and GPU resources alone there.
+UNRECORDED_SIZE = {"cpu": "32", "memory": "256Gi", "ephemeral-storage": "512Gi"}
 # A node image version in the form AKS's label shows (AKSUbuntu-2204gen2containerd-YYYYMM.DD.V, see audit/engine.py):
 # a fixed, recorded value, since no real image backs a simulated node.
 NODE_IMAGE_VERSIONS = {"Ubuntu": "AKSUbuntu-2204gen2containerd-202607.09.0", "AzureLinux": "AzureLinuxgen2containerd-202607.09.0"}
@@ -68,7 +70,22 @@ class SimulatedPool:
     gpu_resource: str | None
     gpu_count: int | None
     architecture: str
-    max_pods: int
+    max_pods: int | None  # None: the pool sets none (AKS's default)
+    os_disk_type: str | None = None  # None: the pool asks none (AKS picks)
+    os_disk_size_gb: int | None = None
+
+    def resources(self) -> tuple[dict[str, str], dict[str, str]]:
+        """A node's ``status.capacity`` and ``status.allocatable``: what an AKS node of the VM size shows
+        (``aks_facts.node_resources``; ``UNRECORDED_SIZE`` for a size it has no figures of), and the GPU resource."""
+        computed = node_resources(self.vm_size, self.max_pods, self.os_disk_type, self.os_disk_size_gb)
+        if computed is not None:
+            capacity, allocatable = dict(computed.capacity), dict(computed.allocatable)
+        else:
+            pods = str(self.max_pods or node_rules().default_max_pods)
+            capacity, allocatable = {**UNRECORDED_SIZE, "pods": pods}, {**UNRECORDED_SIZE, "pods": pods}
+        if self.gpu_resource is not None and self.gpu_count:
+            capacity[self.gpu_resource] = allocatable[self.gpu_resource] = str(self.gpu_count)
+        return capacity, allocatable
 
 
 def simulated_pools(config: StackConfig, model: PlatformModel) -> tuple[SimulatedPool, ...]:
@@ -86,14 +103,18 @@ def simulated_pools(config: StackConfig, model: PlatformModel) -> tuple[Simulate
             gpu_resource=None,
             gpu_count=None,
             architecture="amd64",
-            max_pods=110,
+            max_pods=None,
         )
     ]
-    pools.extend(_gpu_pool(pool) for pool in model.pools)
-    # The CPU user pools: untainted, labelled for every workload type (the workload namespaces' node selector picks
-    # them for the pods that ask for no GPU), as the AgentPool's nodeLabels make them.
-    workload_types = [workload.type for workload in model.workloads]
-    pools.extend(
+    pools.extend(simulated_gpu_pool(pool) for pool in model.pools)
+    pools.extend(simulated_cpu_pools(config.cpu_pools, [workload.type for workload in model.workloads]))
+    return tuple(pools)
+
+
+def simulated_cpu_pools(cpu_pools: Iterable[CpuPoolConfig], workload_types: Sequence[str]) -> tuple[SimulatedPool, ...]:
+    """The CPU user pools: untainted, labelled for every workload type (the workload namespaces' node selector picks
+    them for the pods that ask for no GPU), as the AgentPool's nodeLabels make them."""
+    return tuple(
         SimulatedPool(
             name=cpu.name,
             mode="User",
@@ -107,12 +128,11 @@ def simulated_pools(config: StackConfig, model: PlatformModel) -> tuple[Simulate
             architecture="amd64",
             max_pods=cpu.max_pods,
         )
-        for cpu in config.cpu_pools
+        for cpu in cpu_pools
     )
-    return tuple(pools)
 
 
-def _gpu_pool(pool: ResolvedPool) -> SimulatedPool:
+def simulated_gpu_pool(pool: ResolvedPool) -> SimulatedPool:
     labels = {**pool.config.labels, **pool.node_labels}
     if pool.vendor == "nvidia":
         # AKS labels its NVIDIA GPU nodes so (https://learn.microsoft.com/azure/aks/use-labels#reserved-system-labels).
@@ -136,6 +156,8 @@ def _gpu_pool(pool: ResolvedPool) -> SimulatedPool:
         gpu_count=pool.resource.count_per_node,
         architecture=architecture,
         max_pods=pool.config.max_pods,
+        os_disk_type=pool.config.os_disk_type,
+        os_disk_size_gb=pool.config.os_disk_size_gb,
     )
 
 
@@ -191,14 +213,7 @@ def _node(pool: SimulatedPool, cluster: str, location: str, index: int) -> dict[
         ARCH_LABEL: pool.architecture,
         HOSTNAME_LABEL: name,
     }
-    resources = {
-        "cpu": NODE_CPU,
-        "memory": NODE_MEMORY,
-        "ephemeral-storage": NODE_EPHEMERAL_STORAGE,
-        "pods": str(pool.max_pods),
-    }
-    if pool.gpu_resource is not None and pool.gpu_count:
-        resources[pool.gpu_resource] = str(pool.gpu_count)
+    capacity, allocatable = pool.resources()
     return {
         "apiVersion": "v1",
         "kind": "Node",
@@ -208,8 +223,5 @@ def _node(pool: SimulatedPool, cluster: str, location: str, index: int) -> dict[
             "annotations": {KWOK_NODE_ANNOTATION: KWOK_NODE_ANNOTATION_VALUE, "node.alpha.kubernetes.io/ttl": "0"},
         },
         "spec": {"taints": [dict(t) for t in pool.taints]},
-        "status": {
-            "capacity": dict(resources),
-            "allocatable": dict(resources),
-        },
+        "status": {"capacity": dict(capacity), "allocatable": dict(allocatable)},
     }

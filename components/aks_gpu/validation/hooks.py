@@ -35,6 +35,7 @@ import pulumi
 
 from aks_gpu.cluster.snapshot import ClusterSnapshot
 from aks_gpu.internal_error import internal_error_message
+from aks_gpu.naming import KWOK_NODE_ANNOTATION, KWOK_NODE_ANNOTATION_VALUE
 from aks_gpu.resolved.model import PlatformModel
 from aks_gpu.resolved.targets import PluginTarget
 from aks_gpu.validation.checks import CheckResult, run_checks
@@ -42,6 +43,9 @@ from aks_gpu.validation.report import passed
 
 DeployMode = Literal["fail", "warn", "off"]
 
+# The checks that read a node's SMI output: on a simulated node with none (a kwok node, `aksgpu local`: no GPU to run
+# nvidia-smi on) the hook says "not checked: simulated node" instead of what they say of a GPU node whose exec failed.
+SMI_CHECKS = frozenset({"smi-error", "driver-version", "gpu-count", "mig-mode", "gpu-health"})
 # A deployment error is read in a terminal: list this many problems, then count the rest.
 MAX_FAILURES_SHOWN = 20
 MAX_WARNINGS_SHOWN = 10
@@ -98,9 +102,24 @@ def scoped(
     return narrowed, {name: target for name, target in targets.items() if name in wanted}
 
 
-def deploy_report(results: Sequence[CheckResult], pools: Sequence[str], stack: str | None = None) -> str:
+def simulated_without_output(snapshot: ClusterSnapshot) -> tuple[str, ...]:
+    """The simulated nodes (kwok's annotation, which ``aksgpu local`` sets) that gave no SMI output, by name."""
+    return tuple(
+        sorted(
+            str(metadata.get("name"))
+            for metadata in ((node.get("metadata") or {}) for node in snapshot.nodes)
+            if (metadata.get("annotations") or {}).get(KWOK_NODE_ANNOTATION) == KWOK_NODE_ANNOTATION_VALUE
+            and metadata.get("name") not in snapshot.smi
+        )
+    )
+
+
+def deploy_report(
+    results: Sequence[CheckResult], pools: Sequence[str], stack: str | None = None, simulated: Sequence[str] = ()
+) -> str:
     """A plain-text report for a deployment log: one verdict line, per-pool counts, the failures and
-    warnings (the first few of each) with pool and node, and where to see everything."""
+    warnings (the first few of each) with pool and node, and where to see everything. ``simulated``: the simulated
+    nodes without SMI output, whose SMI checks the caller left out: counted as "not checked"."""
     ok = passed(results)
     tally = Counter(r.status for r in results)
     nodes = {r.node for r in results if r.node}
@@ -108,6 +127,7 @@ def deploy_report(results: Sequence[CheckResult], pools: Sequence[str], stack: s
     lines = [
         f"aks-gpu post-deploy validation {verdict}: {tally['fail']} failed, {tally['warn']} warnings, "
         f"{tally['pass']} passed ({len(pools)} pool(s), {len(nodes)} GPU node(s))"
+        + (f"; {len(simulated)} GPU node(s) not checked: simulated node" if simulated else "")
     ]
     for pool in pools:
         counts = Counter(r.status for r in results if r.pool == pool)
@@ -167,8 +187,12 @@ def run_deploy_validation(
     except Exception as error:  # noqa: BLE001 - a bug must fail (or warn) this step with one line, not a traceback
         # The exception's own text is left out: it may quote the kubeconfig it was handed.
         return HookOutcome(mode, names, False, f"aks-gpu post-deploy validation could not run: {internal_error_message(error)}")
-    results = tuple(run_checks(scope_model, scope_targets, snapshot))
-    return HookOutcome(mode, names, passed(results), deploy_report(results, names, stack), results)
+    simulated = simulated_without_output(snapshot)
+    results = tuple(
+        r for r in run_checks(scope_model, scope_targets, snapshot)
+        if not (r.node in simulated and r.id in SMI_CHECKS and r.status != "pass")
+    )
+    return HookOutcome(mode, names, passed(results), deploy_report(results, names, stack, simulated), results)
 
 
 def report_outcome(outcome: HookOutcome, resource: str = "") -> None:
