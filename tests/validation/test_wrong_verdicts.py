@@ -135,27 +135,3 @@ def test_one_gpu_listed_twice_fails_the_gpu_count() -> None:
     # The second GPU's rows now name the first GPU's PCI address: 8 rows, 7 GPUs.
     snapshot.smi[name] = snapshot.smi[name].replace("00000000:2A:00.0", "00000000:18:00.0")
     assert verdicts(snapshot, "gpu-count", name) == {"fail"}
-
-
-# ---------------------------------------------------------------- secure: values offline
-
-
-@pytest.mark.parametrize(
-    ("value", "path"),
-    [
-        ("  aks-gpu:cluster:\n    secure: v1:AAAABBBBCCCCDDDD\n", "aks-gpu:cluster"),
-        (
-            "  aks-gpu:cluster:\n    resourceGroup: rg\n    name: aks\n    tags:\n      owner: {secure: v1:AAAA}\n",
-            "aks-gpu:cluster.tags.owner",
-        ),
-    ],
-)
-def test_an_encrypted_value_says_so_and_what_to_do(value: str, path: str, tmp_path: Path) -> None:
-    # Before: "unknown key" or "Input should be a valid string", which sends the user after the wrong problem.
-    file = tmp_path / "Pulumi.x.yaml"
-    file.write_text("config:\n  azure-native:clientSecret:\n    secure: v1:ZZZZ\n" + value)
-    with pytest.raises(ConfigError) as error:
-        load_stack_file(file)
-    problems = error.value.problems
-    assert [problem.path for problem in problems] == [path]  # the provider's own secret is not ours to read
-    assert "encrypted" in problems[0].message and "pulumi preview" in problems[0].message

@@ -15,12 +15,25 @@ from __future__ import annotations
 
 import math
 import re
-from typing import Annotated, Literal
+import types
+import typing
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationInfo, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    ValidationInfo,
+    ValidatorFunctionWrapHandler,
+    field_validator,
+    model_validator,
+)
 from pydantic.alias_generators import to_camel
+from pydantic_core import PydanticCustomError
 
 from aks_gpu.aks_facts import kubernetes_calendar
+from aks_gpu.config.encrypted import Encrypted
 from aks_gpu.naming import GPU_NAMESPACE, Vendor
 
 # AKS: "agent pool names must start with a lowercase letter and contain only lowercase letters and numbers,
@@ -93,6 +106,40 @@ class TakesOutput:
 
 TAKES_OUTPUT = TakesOutput()
 
+# The error a field gives an encrypted value it cannot take (``aks_gpu.config.encrypted``): its value is not a text.
+ENCRYPTED_ERROR = "encrypted_needs_plaintext"
+
+
+def takes_text(annotation: Any) -> bool:
+    """Whether a field of this type takes any text (``str``, with or without a pattern, or None), not a choice
+    (``Literal``), a number, a switch or an object."""
+    if annotation is str:
+        return True
+    if typing.get_origin(annotation) is Annotated:
+        return takes_text(typing.get_args(annotation)[0])
+    if typing.get_origin(annotation) in (typing.Union, types.UnionType):
+        members = [arg for arg in typing.get_args(annotation) if arg is not type(None)]
+        return len(members) == 1 and takes_text(members[0])
+    return False
+
+
+def _item_type(annotation: Any) -> Any:
+    """The item type of ``tuple[X, ...]`` (X), the value type of ``dict[str, X]`` (X), through ``| None``; else None."""
+    origin = typing.get_origin(annotation)
+    if origin in (typing.Union, types.UnionType):
+        members = [arg for arg in typing.get_args(annotation) if arg is not type(None)]
+        return _item_type(members[0]) if len(members) == 1 else None
+    if origin in (tuple, list):
+        return typing.get_args(annotation)[0]
+    if origin is dict:
+        return typing.get_args(annotation)[1]
+    return None
+
+
+def _refuse_encrypted(annotation: Any) -> None:
+    if not takes_text(annotation):
+        raise PydanticCustomError(ENCRYPTED_ERROR, "its value is needed to check it, and it is encrypted")
+
 
 class ConfigModel(BaseModel):
     """Base for every config object: camelCase keys, nothing unknown, frozen once validated."""
@@ -104,6 +151,29 @@ class ConfigModel(BaseModel):
     model_config = ConfigDict(
         extra="forbid", alias_generator=to_camel, populate_by_name=True, frozen=True, allow_inf_nan=False, defer_build=True
     )
+
+    @field_validator("*", mode="wrap")
+    @classmethod
+    def _encrypted_text(cls, value: Any, handler: ValidatorFunctionWrapHandler, info: ValidationInfo) -> Any:
+        """An encrypted value (``aks_gpu.config.encrypted``) stands in a text field unchecked, the field's pattern
+        included, and in a list or map of texts at its place, the other items checked; any other field refuses it
+        (``ENCRYPTED_ERROR``)."""
+        annotation = cls.model_fields[info.field_name].annotation if info.field_name else None
+        if isinstance(value, Encrypted):
+            _refuse_encrypted(annotation)
+            return value
+        items = _item_type(annotation)
+        if items is None:
+            return handler(value)
+        if isinstance(value, list | tuple) and any(isinstance(item, Encrypted) for item in value):
+            _refuse_encrypted(items)
+            checked = iter(handler([item for item in value if not isinstance(item, Encrypted)]))
+            return tuple(item if isinstance(item, Encrypted) else next(checked) for item in value)
+        if isinstance(value, dict) and any(isinstance(item, Encrypted) for item in value.values()):
+            _refuse_encrypted(items)
+            checked_map = handler({key: item for key, item in value.items() if not isinstance(item, Encrypted)})
+            return {key: item if isinstance(item, Encrypted) else checked_map[key] for key, item in value.items()}
+        return handler(value)
 
 
 # ---------------------------------------------------------------- cluster
@@ -464,7 +534,9 @@ class GpuPoolConfig(ConfigModel):
         # The API server refuses a Node object carrying another value, so such a pool gets no usable nodes; whether ARM
         # already refuses the agent pool's nodeLabels is not documented.
         value = re.compile(LABEL_VALUE_PATTERN)
-        bad = [f"{name}={text!r}" for name, text in labels.items() if not value.fullmatch(text)]
+        bad = [
+            f"{name}={text!r}" for name, text in labels.items() if not (isinstance(text, Encrypted) or value.fullmatch(text))
+        ]
         if bad:
             raise ValueError(
                 f"not a Kubernetes label value (up to 63 letters, digits, '-', '_', '.', alphanumeric at both ends): "
