@@ -46,8 +46,10 @@ def test_a_secret_webhook_stops_no_offline_command_and_plans_as_secret(
     path = stack_file(tmp_path, DEV.replace(RECEIVER, WEBHOOK))
     out = tmp_path / "plan"
     pods = tmp_path / "pod.yaml"
-    pods.write_text("apiVersion: v1\nkind: Pod\nmetadata: {name: p, namespace: gpu-dev}\nspec:\n  containers:\n"
-                    "    - {name: c, image: busybox, resources: {limits: {nvidia.com/gpu: 1}}}\n")
+    pods.write_text(
+        "apiVersion: v1\nkind: Pod\nmetadata: {name: p, namespace: gpu-dev}\nspec:\n  containers:\n"
+        "    - {name: c, image: busybox, resources: {limits: {nvidia.com/gpu: 1}}}\n"
+    )
     (tmp_path / "plain").mkdir()
     plain = stack_file(tmp_path / "plain", DEV)
     for args in (["rules"], ["admission", "check", str(pods)]):

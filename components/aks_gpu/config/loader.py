@@ -35,6 +35,7 @@ from aks_gpu.config.models import (
     TAINT_PATTERN,
     PlatformConfig,
     StackConfig,
+    takes_text,
 )
 from aks_gpu.config.problems import (
     MAX_MESSAGE_SHOWN,
@@ -226,9 +227,11 @@ class Pruning:
     encrypted: tuple[tuple[str | int, ...], ...] = ()
     # The validated rest with other values in the keys set aside (``_variant``), or None.
     variant: StackConfig | None = None
-    # The texts of the objects left out whole (a pool's name, its workload type): a problem that names one is about
-    # the object left out (a workload type no pool serves once its pool is left out), and held back.
+    # The texts of the list items left out whole (a pool's name, its workload type), and the list items as written
+    # that hold one of them too (the workloads of that type): a problem that names such a text, or of such an item, may
+    # be about the item left out (a workload type no pool serves, a quota no pool can fill) and is held back.
     left_out_texts: frozenset[str] = frozenset()
+    related: frozenset[tuple[str | int, ...]] = frozenset()
 
     def placed(self, problems: list[Problem], variant: list[Problem] | None = None) -> list[Problem]:
         """The rules' problems of the validated rest, with the key paths as written (a list item after one left out
@@ -242,7 +245,7 @@ class Pruning:
         for problem in problems:
             if shared is not None and (problem.path, problem.message) not in shared:
                 continue
-            if any(text in problem.message for text in self.left_out_texts):
+            if any(re.search(rf"\b{re.escape(text)}\b", problem.message) for text in self.left_out_texts):
                 continue
             if SECRET in problem.message:
                 unchecked.setdefault(problem.path, Problem(problem.path, UNCHECKED_SECRET, "warning"))
@@ -251,7 +254,7 @@ class Pruning:
             if loc is None:
                 placed.append(problem)
                 continue
-            if any(loc[: len(removed)] == removed for removed in self.removed):
+            if any(loc[: len(removed)] == removed for removed in self.removed) or loc[:2] in self.related:
                 continue
             secret = next((where for where in self.encrypted if loc[: len(where)] == where), None)
             if secret is not None:
@@ -327,7 +330,9 @@ def _validated(document: dict[str, Any]) -> tuple[StackConfig | None, list[Probl
             continue
         variant = _variant(tree, removed)
         texts = frozenset(_left_out_texts(document, removed))
-        return config, problems, Pruning(tuple(removed), kept, encrypted, variant, texts)
+        related = frozenset(_items_holding(document, texts))
+        words = frozenset(text for _, text in texts)
+        return config, problems, Pruning(tuple(removed), kept, encrypted, variant, words, related)
     return None, problems, Pruning(tuple(removed), kept, encrypted)
 
 
@@ -361,18 +366,31 @@ _NO_VALUE = object()
 MIN_LEFT_OUT_TEXT = 3
 
 
-def _left_out_texts(document: dict[str, Any], removed: list[tuple[str | int, ...]]) -> Iterator[str]:
-    """The texts directly in each list item left out whole (``gpuPools[1]``: its name, vmSize, workload type)."""
+def _left_out_texts(document: dict[str, Any], removed: list[tuple[str | int, ...]]) -> Iterator[tuple[str, str]]:
+    """(list, text) for each free text directly in a list item left out whole (``gpuPools[1]``: its name, vmSize,
+    workload type; not a fixed choice such as its vendor, which names nothing)."""
     for point in removed:
         if not isinstance(point[-1], int):
             continue
         node: Any = document
         for part in point:
             node = node[part]
-        if isinstance(node, dict):
-            yield from (
-                f"{value!r}" for value in node.values() if isinstance(value, str) and len(value) >= MIN_LEFT_OUT_TEXT
-            )
+        if not isinstance(node, dict):
+            continue
+        for key, value in node.items():
+            field = _field_at((*point, key))
+            if isinstance(value, str) and len(value) >= MIN_LEFT_OUT_TEXT and field is not None and takes_text(field.annotation):
+                yield str(point[0]), value
+
+
+def _items_holding(document: dict[str, Any], texts: frozenset[tuple[str, str]]) -> Iterator[tuple[str | int, ...]]:
+    """The items of the other top-level lists (``workloads[0]`` for a pool left out) with one of ``texts`` in them."""
+    for key, items in document.items():
+        theirs = {text for where, text in texts if where != key}
+        if isinstance(items, list) and theirs:
+            for index, item in enumerate(items):
+                if isinstance(item, dict) and any(isinstance(value, str) and value in theirs for value in item.values()):
+                    yield (key, index)
 
 
 def _other_value(field: FieldInfo) -> Any:

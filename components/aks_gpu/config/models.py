@@ -534,9 +534,7 @@ class GpuPoolConfig(ConfigModel):
         # The API server refuses a Node object carrying another value, so such a pool gets no usable nodes; whether ARM
         # already refuses the agent pool's nodeLabels is not documented.
         value = re.compile(LABEL_VALUE_PATTERN)
-        bad = [
-            f"{name}={text!r}" for name, text in labels.items() if not (isinstance(text, Encrypted) or value.fullmatch(text))
-        ]
+        bad = [f"{name}={text!r}" for name, text in labels.items() if not (isinstance(text, Encrypted) or value.fullmatch(text))]
         if bad:
             raise ValueError(
                 f"not a Kubernetes label value (up to 63 letters, digits, '-', '_', '.', alphanumeric at both ends): "
