@@ -14,6 +14,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, Literal
 
+from aks_gpu.catalog import load_catalog, vm_size_key
 from aks_gpu.data_files import load_yaml
 
 DATA_DIR = Path(__file__).parent / "data"
@@ -172,10 +173,10 @@ class SizeRegions:
 @dataclass(frozen=True)
 class VmSizeRegions:
     read_on: dt.date
-    sizes: dict[str, SizeRegions]  # by the size's name in lowercase: Azure compares sizes without case
+    sizes: dict[str, SizeRegions]  # by the size's ``vm_size_key``
 
     def get(self, size: str) -> SizeRegions | None:
-        return self.sizes.get(size.lower())
+        return self.sizes.get(vm_size_key(size))
 
 
 @lru_cache(maxsize=1)
@@ -194,12 +195,23 @@ def vm_size_regions() -> VmSizeRegions:
             raise ValueError(f"{VM_SIZE_REGIONS_FILE}: {name}: a list of regions names its source and day; none names none")
         if source is not None and source not in sources:
             raise ValueError(f"{VM_SIZE_REGIONS_FILE}: {name}: source {source!r} is not under sources")
-        if str(name).lower() in sizes:
+        if vm_size_key(str(name)) in sizes:
             raise ValueError(f"{VM_SIZE_REGIONS_FILE}: {name} is listed twice")
-        sizes[str(name).lower()] = SizeRegions(
+        sizes[vm_size_key(str(name))] = SizeRegions(
             str(name), kind, regions, sources[source] if source else None, entry.get("as_of")
         )
     return VmSizeRegions(read_on=raw["read_on"], sizes=sizes)
+
+
+def canonical_vm_size(name: str) -> str | None:
+    """``name`` as the data files spell it (``Standard_ND96isr_H100_v5`` for ``standard_nd96isr_h100_V5``): the GPU
+    catalog's spelling, else the region records' (which list every size the project picks by default or ships in a
+    stack); None for a size neither knows."""
+    size = load_catalog().vm_size(name)
+    if size is not None:
+        return size.name
+    entry = vm_size_regions().get(name)
+    return entry.size if entry is not None else None
 
 
 @lru_cache(maxsize=1)

@@ -23,7 +23,7 @@ import yaml
 from pydantic import BaseModel, ValidationError
 from pydantic.fields import FieldInfo
 
-from aks_gpu.catalog import Catalog, load_catalog
+from aks_gpu.catalog import Catalog, load_catalog, vm_size_key
 from aks_gpu.config import safe_yaml
 from aks_gpu.config.encrypted import SECRET, Encrypted, with_placeholders
 from aks_gpu.config.models import (
@@ -311,8 +311,9 @@ def _validated(document: dict[str, Any]) -> tuple[StackConfig | None, list[Probl
     kept: dict[tuple[str | int, ...], tuple[int, ...]] = {}
     for round_ in range(MAX_ROUNDS):
         kept = {}
+        current = _without_gone(tree, (), kept)
         try:
-            config = StackConfig.model_validate(_without_gone(tree, (), kept), by_alias=True, by_name=False)
+            config = StackConfig.model_validate(current, by_alias=True, by_name=False)
         except ValidationError as exc:
             if round_ == 0:
                 problems.extend(problems_from(exc))
@@ -328,6 +329,9 @@ def _validated(document: dict[str, Any]) -> tuple[StackConfig | None, list[Probl
                     removed.append(point)
                     _remove(tree, point)
             continue
+        for loc, written, read in _respelled(config, current, ()):
+            message = RESPELLED.format(written=shown(written), read=shown(read))
+            problems.append(Problem(key_path(Pruning(kept=kept).original(loc) or loc), message, "warning"))
         variant = _variant(tree, removed)
         texts = frozenset(_left_out_texts(document, removed))
         related = frozenset(_items_holding(document, texts))
@@ -410,6 +414,27 @@ def _other_value(field: FieldInfo) -> Any:
         numbers = [bound for bound in bounds if isinstance(bound, int | float) and bound != default]
         return max(numbers) if numbers else (default or 0) + 1
     return _NO_VALUE
+
+
+RESPELLED = (
+    "{written} is read as {read}, the spelling of the GPU catalog and the region records (Azure compares VM sizes"
+    " without case): one spelling for the pool, its nodes' instance-type label, the admission policy and every check;"
+    " write it so"
+)
+
+
+def _respelled(value: Any, written: Any, loc: tuple[str | int, ...]) -> Iterator[tuple[tuple[str | int, ...], str, str]]:
+    """(where, as written, as read) for each VM size the models read in another letter case (``VmSizeName``)."""
+    if isinstance(value, BaseModel) and isinstance(written, dict):
+        for name, field in type(value).model_fields.items():
+            key = field.alias or name
+            if key in written:
+                yield from _respelled(getattr(value, name), written[key], (*loc, key))
+    elif isinstance(value, tuple) and isinstance(written, list):
+        for index, (item, as_written) in enumerate(zip(value, written, strict=False)):
+            yield from _respelled(item, as_written, (*loc, index))
+    elif isinstance(value, str) and isinstance(written, str) and value != written and vm_size_key(value) == vm_size_key(written):
+        yield loc, written, value
 
 
 def _encrypted_problem(loc: tuple[str | int, ...], point: tuple[str | int, ...]) -> Problem:

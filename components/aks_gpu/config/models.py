@@ -20,6 +20,7 @@ import typing
 from typing import Annotated, Any, Literal
 
 from pydantic import (
+    AfterValidator,
     BaseModel,
     BeforeValidator,
     ConfigDict,
@@ -32,7 +33,7 @@ from pydantic import (
 from pydantic.alias_generators import to_camel
 from pydantic_core import PydanticCustomError
 
-from aks_gpu.aks_facts import kubernetes_calendar
+from aks_gpu.aks_facts import canonical_vm_size, kubernetes_calendar
 from aks_gpu.config.encrypted import Encrypted
 from aks_gpu.naming import GPU_NAMESPACE, Vendor
 
@@ -69,6 +70,15 @@ def _typed_back_to_text(value: object) -> object:
     return value
 
 
+def _as_the_data_files_spell_it(value: str) -> str:
+    """A VM size in the data files' spelling, whatever its letter case (``aks_facts.canonical_vm_size``): one spelling
+    for the agent pool, its nodes' instance-type label, the admission policy and every lookup. The loader warns where
+    the stack file spells it otherwise."""
+    return canonical_vm_size(value) or value
+
+
+# A VM size: read in the data files' spelling.
+VmSizeName = Annotated[str, AfterValidator(_as_the_data_files_spell_it)]
 # A string field the CLI may have turned into a number or a boolean.
 ConfigText = Annotated[str, BeforeValidator(_typed_back_to_text)]
 # The validator outermost, so the pattern stays in the JSON Schema editors read (upgrade.maxSurge 2).
@@ -229,7 +239,7 @@ class SystemPool(ConfigModel):
     """The system node pool: CoreDNS, metrics-server and the like, tainted CriticalAddonsOnly so nothing else runs there."""
 
     name: PoolName = Field(default="system", description="The AKS pool name.")
-    vm_size: str = Field(default="Standard_D4ds_v5", description="The VM size of the system nodes.")
+    vm_size: VmSizeName = Field(default="Standard_D4ds_v5", description="The VM size of the system nodes.")
     min_count: int = Field(default=2, ge=1, le=1000, description="The fewest system nodes the autoscaler keeps.")
     max_count: int = Field(default=3, ge=1, le=1000, description="The most system nodes the autoscaler starts.")
     zones: tuple[ConfigText, ...] = Field(default=(), description="Availability zones, e.g. [1, 2, 3].")
@@ -245,7 +255,7 @@ class CpuPoolConfig(ConfigModel):
     User pools may scale to zero (https://learn.microsoft.com/azure/aks/scale-cluster#scale-user-node-pools-to-0)."""
 
     name: PoolName = Field(description="The AKS pool name: a lowercase letter, then up to 11 lowercase letters or digits.")
-    vm_size: str = Field(default="Standard_D8ds_v5", min_length=1, description="The VM size of the CPU nodes.")
+    vm_size: VmSizeName = Field(default="Standard_D8ds_v5", min_length=1, description="The VM size of the CPU nodes.")
     min_count: int = Field(default=0, ge=0, le=1000, description="The fewest nodes (0: the pool scales to zero).")
     max_count: int = Field(default=3, ge=1, le=1000, description="The most nodes the autoscaler starts.")
     zones: tuple[ConfigText, ...] = Field(default=(), description="Availability zones, e.g. [1, 2, 3].")
@@ -416,7 +426,7 @@ class GpuPoolConfig(ConfigModel):
 
     name: PoolName = Field(description="The AKS pool name: a lowercase letter, then up to 11 lowercase letters or digits.")
     vendor: Vendor = Field(description="The GPU vendor.")
-    vm_size: str = Field(min_length=1, description="The GPU VM size (`aksgpu catalog` lists the sizes the rules know).")
+    vm_size: VmSizeName = Field(min_length=1, description="The GPU VM size (`aksgpu catalog` lists the sizes the rules know).")
     workload: DnsLabel = Field(description="The workload type this pool serves: namespaces of this type run their GPU pods here.")
     autoscaling: bool = Field(default=True, description="Let the cluster autoscaler size the pool between minCount and maxCount.")
     min_count: int = Field(default=0, ge=0, le=1000, description="The fewest nodes (0: the pool scales to zero).")
