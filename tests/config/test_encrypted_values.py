@@ -15,7 +15,7 @@ from aks_gpu.cli import main
 from aks_gpu.config.loader import load_stack_file
 from aks_gpu.config.problems import ConfigError
 from aks_gpu.resolved.stack import validate_stack
-from tests.conftest import PROJECT_DIR, STACKS_DIR
+from tests.conftest import PROJECT_DIR, STACKS_DIR, MockHarness, raw_stack
 
 DEV = (STACKS_DIR / "Pulumi.dev.yaml").read_text(encoding="utf-8")
 CIPHERTEXT = "v1:AAAAhush4711CCCCDDDD"
@@ -126,3 +126,31 @@ def test_a_whole_structured_key_encrypted_says_so_and_what_to_do(value: str, pat
     problems = [p for p in caught.value.problems if "encrypted" in p.message]
     assert [p.path for p in problems] == [path]  # the provider's own secret is not ours to read
     assert "pulumi preview" in problems[0].message
+
+
+PROD = (STACKS_DIR / "Pulumi.prod.yaml").read_text(encoding="utf-8")
+PROD_RECEIVER = "        - {name: gpu-oncall, email: gpu-oncall@example.com}\n"
+HEALTHY = str(PROJECT_DIR / "examples" / "snapshots" / "healthy")
+
+
+@pytest.mark.parametrize("command_name", ["validate", "audit"])
+def test_the_live_commands_read_a_stack_with_a_secret_as_without(
+    command_name: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    secret = stack_file(tmp_path, PROD.replace(PROD_RECEIVER, PROD_RECEIVER + WEBHOOK.removeprefix(RECEIVER)))
+    (tmp_path / "plain").mkdir()
+    plain = stack_file(tmp_path / "plain", PROD)
+    args = [command_name, "--snapshot", HEALTHY, "--json"]
+    assert command(args, secret, capsys)[0] == command(args, plain, capsys)[0] == 0
+
+
+def test_under_pulumi_the_decrypted_webhook_stays_a_secret_output(monkeypatch: pytest.MonkeyPatch) -> None:
+    # What `pulumi up` hands the program: the plaintext, and the key in PULUMI_CONFIG_SECRET_KEYS (program.py).
+    monkeypatch.setenv("PULUMI_CONFIG_SECRET_KEYS", json.dumps(["aks-gpu:monitoring"]))
+    raw = raw_stack("dev")
+    receivers = raw["aks-gpu:monitoring"]["azureMonitor"]["receivers"]
+    receivers.append({"name": "pager", "webhook": "https://hooks.example.com/services/hush4711"})
+    result = MockHarness().run_stack("dev", raw)
+    [group] = result.by_type("azure-native:monitor:ActionGroup")
+    assert group.inputs["webhookReceivers"] == "[secret]"
+    assert "hush4711" not in json.dumps(result.to_json()) + json.dumps(result.manifests())
