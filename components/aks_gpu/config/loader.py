@@ -446,17 +446,13 @@ def _encrypted_problem(loc: tuple[str | int, ...], point: tuple[str | int, ...])
 
 
 def _what_a_field_takes(annotation: Any) -> str:
-    choices = [arg for arg in typing.get_args(annotation) if typing.get_origin(annotation) is typing.Literal]
-    for arg in typing.get_args(annotation):
-        if typing.get_origin(arg) is typing.Literal:
-            choices = list(typing.get_args(arg))
-    if typing.get_origin(annotation) is typing.Literal or choices:
-        return "one of " + ", ".join(str(choice) for choice in choices)
-    kinds = {int: "a number", float: "a number", bool: "true or false"}
-    for kind, said in kinds.items():
-        if annotation is kind or kind in typing.get_args(annotation):
-            return said
-    return "its structure"
+    """``one of Free, Standard, Premium``, ``a number``, ``true or false``; else ``its structure``."""
+    if typing.get_origin(annotation) in (typing.Union, types.UnionType):
+        members = [arg for arg in typing.get_args(annotation) if arg is not type(None)]
+        annotation = members[0] if len(members) == 1 else annotation
+    if typing.get_origin(annotation) is typing.Literal:
+        return "one of " + ", ".join(str(choice) for choice in typing.get_args(annotation))
+    return {int: "a number", float: "a number", bool: "true or false"}.get(annotation, "its structure")
 
 
 def _encrypted_locs(value: Any, loc: tuple[str | int, ...]) -> Iterator[tuple[str | int, ...]]:
