@@ -304,14 +304,14 @@ def _validated(document: dict[str, Any]) -> tuple[StackConfig | None, list[Probl
     """``document`` validated; what fails is set aside (``_set_aside_at``) and the rest validated again, up to
     ``MAX_ROUNDS`` times. The problems are those of the document as written: the first round's (later rounds only
     find what follows from a value set aside)."""
-    tree: Any = copy.deepcopy(document)
+    tree: Any = document  # copied before the first value is set aside
     encrypted = tuple(_encrypted_locs(document, ()))
     problems: list[Problem] = []
     removed: list[tuple[str | int, ...]] = []
     kept: dict[tuple[str | int, ...], tuple[int, ...]] = {}
     for round_ in range(MAX_ROUNDS):
         kept = {}
-        current = _without_gone(tree, (), kept)
+        current = _without_gone(tree, (), kept) if removed else document
         try:
             config = StackConfig.model_validate(current, by_alias=True, by_name=False)
         except ValidationError as exc:
@@ -326,6 +326,7 @@ def _validated(document: dict[str, Any]) -> tuple[StackConfig | None, list[Probl
                 if point == ():
                     return None, problems, Pruning(tuple(removed), kept, encrypted)
                 if point not in removed:
+                    tree = tree if removed else copy.deepcopy(document)
                     removed.append(point)
                     _remove(tree, point)
             continue
@@ -344,6 +345,8 @@ def _variant(tree: Any, removed: list[tuple[str | int, ...]]) -> StackConfig | N
     """The validated rest again, with another value than its default in each key set aside (``_other_value``); None
     when no key set aside has another value, or the other values do not validate. A rule's problem that the two
     configs do not share depends on a value set aside, and is held back (``Pruning.placed``)."""
+    if not removed:
+        return None
     other = copy.deepcopy(tree)
     changed = False
     for point in removed:
