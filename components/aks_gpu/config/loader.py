@@ -495,10 +495,11 @@ def _remove(tree: Any, point: tuple[str | int, ...]) -> None:
     node = tree
     for part in point[:-1]:
         node = node[part]
-    if isinstance(node, list):
-        node[point[-1]] = _GONE  # kept in place, so the indices as written stay valid
+    last = point[-1]
+    if isinstance(node, list) and isinstance(last, int):
+        node[last] = _GONE  # kept in place, so the indices as written stay valid
     else:
-        node.pop(point[-1], None)
+        node.pop(last, None)
 
 
 def _without_gone(value: Any, loc: tuple[str | int, ...], kept: dict[tuple[str | int, ...], tuple[int, ...]]) -> Any:
