@@ -7,6 +7,7 @@ on a file backend (pulumi/pulumi sdk/go/common/resource/config/value.go writes t
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -30,20 +31,24 @@ spec:
 """
 
 
-def pulumi(project: Path, state: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    env = {
-        **ENV,
+def pulumi_env(state: Path) -> dict[str, str]:
+    """The real CLI on a file backend with a passphrase secrets provider, nothing of the machine's own Pulumi."""
+    return {
         "PULUMI_HOME": str(state / "home"),
         "PULUMI_BACKEND_URL": state.resolve().as_uri(),
         "PULUMI_CONFIG_PASSPHRASE": "e2e-only-passphrase",
         "PULUMI_SKIP_UPDATE_CHECK": "true",
+        "PATH": f"{TOOLS}:{ENV.get('PATH', '')}",
     }
+
+
+def pulumi(project: Path, state: Path, *args: str) -> subprocess.CompletedProcess[str]:
     done = subprocess.run(
         [str(TOOLS / "pulumi"), *args, "--cwd", str(project)],
         capture_output=True,
         text=True,
         timeout=120,
-        env=env,
+        env={**ENV, **pulumi_env(state)},
         check=False,
         stdin=subprocess.DEVNULL,
     )
@@ -74,6 +79,42 @@ def project(tmp_path_factory: pytest.TempPathFactory) -> Path:
     done = pulumi(project, state, "config", "get", "--stack", "hush", "--path", f"{RECEIVER}.webhook")
     assert done.stdout.strip() == WEBHOOK
     return project
+
+
+def test_under_the_real_engine_the_program_reads_the_plaintext_and_keeps_it_secret(project: Path) -> None:
+    # What `pulumi up` does with the stack file: the engine decrypts the value and hands the program the plaintext and
+    # the secret key (aks_gpu/program.py reads both); the program validates the real URL and keeps it a secret output.
+    # An inline program (the Automation API, as `aksgpu local` runs the platform) reading the config as run_platform does.
+    from pulumi import automation as auto
+
+    def program() -> None:
+        import pulumi as sdk
+
+        from aks_gpu.program import runtime_config_map, secret_config
+        from aks_gpu.resolved.stack import validate_stack
+
+        raw = runtime_config_map()
+        validated = validate_stack(raw, "hush")
+        webhook = validated.config.monitoring.azure_monitor.receivers[1].webhook
+        sdk.export("webhook", secret_config(raw, validated.config).protect(webhook))
+
+    state = project.parent / "state"
+    env = pulumi_env(state)
+    saved = {key: os.environ.get(key) for key in env}
+    os.environ.update(env)
+    try:
+        opts = auto.LocalWorkspaceOptions(work_dir=str(project), env_vars=env)
+        stack = auto.select_stack("hush", "aks-gpu", program, opts=opts)
+        stack.up(on_output=lambda _: None)
+        output = stack.outputs()["webhook"]
+    finally:
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+    assert output.value == WEBHOOK and output.secret
+    assert not any(TOKEN in file.read_text(errors="replace") for file in state.rglob("*.json"))  # stored encrypted
 
 
 def aksgpu(project: Path, *args: str) -> subprocess.CompletedProcess[str]:
