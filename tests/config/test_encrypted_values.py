@@ -154,3 +154,17 @@ def test_under_pulumi_the_decrypted_webhook_stays_a_secret_output(monkeypatch: p
     [group] = result.by_type("azure-native:monitor:ActionGroup")
     assert group.inputs["webhookReceivers"] == "[secret]"
     assert "hush4711" not in json.dumps(result.to_json()) + json.dumps(result.manifests())
+
+
+def test_the_local_stack_carries_a_secret_it_cannot_decrypt_as_a_placeholder(tmp_path: Path) -> None:
+    # `aksgpu local up` deploys with a passphrase of its own: the stack's ciphertext goes as its key's JSON text, which
+    # the program reads back as the [secret] placeholder (before: the real engine failed to decrypt it).
+    from aks_gpu.local.engine import local_stack_config
+
+    raw = load_stack_file(stack_file(tmp_path, DEV.replace(RECEIVER, WEBHOOK)))
+    local = local_stack_config(raw, tmp_path / "kubeconfig", {})
+    assert isinstance(local["aks-gpu:monitoring"], str) and json.loads(local["aks-gpu:monitoring"]) == raw["aks-gpu:monitoring"]
+    assert not isinstance(local["aks-gpu:workloads"], str)  # keys without a secret are written as they are
+    (tmp_path / "kubeconfig").write_text("")
+    validated = validate_stack(local, "local")
+    assert validated.config.monitoring.azure_monitor.receivers[1].webhook == "[secret]"

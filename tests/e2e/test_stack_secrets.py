@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import random
 import shutil
 import subprocess
 import sys
@@ -66,6 +67,7 @@ def project(tmp_path_factory: pytest.TempPathFactory) -> Path:
         shutil.copy(PROJECT_DIR / name, project / name)
     shutil.copy(STACKS_DIR / "Pulumi.dev.yaml", project / "stacks" / "Pulumi.dev.yaml")
     shutil.copy(STACKS_DIR / "Pulumi.dev.yaml", project / "stacks" / "Pulumi.hush.yaml")
+    (project / ".tools").symlink_to(PROJECT_DIR / ".tools")
     state = root / "state"
     state.mkdir()
     pulumi(project, state, "stack", "init", "hush", "--secrets-provider", "passphrase")
@@ -164,3 +166,14 @@ def test_every_command_exits_as_without_the_secret_and_the_plan_shows_it_secret(
     plan = json.loads((tmp_path / "hush" / "resources.json").read_text(encoding="utf-8"))
     [group] = [r for r in plan["resources"] if r["type"] == "azure-native:monitor:ActionGroup"]
     assert group["inputs"]["webhookReceivers"] == "[secret]"
+
+
+def test_a_local_cluster_of_the_stack_with_the_secret_comes_up(project: Path) -> None:
+    # The local stack has a passphrase of its own: the ciphertext reaches its program as the [secret] placeholder.
+    port = str(random.randint(30000, 40000))
+    try:
+        done = aksgpu(project, "local", "up", "--stack", "hush", "--project-dir", str(project), "--port", port)
+        assert done.returncode == 0, done.stderr[-3000:]
+        assert TOKEN not in done.stdout + done.stderr
+    finally:
+        aksgpu(project, "local", "down", "--stack", "hush", "--purge", "--project-dir", str(project))
