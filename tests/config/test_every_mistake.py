@@ -34,6 +34,8 @@ MISTAKES = {
     "bad mig profile": ("      migProfile: MIG1g\n", "      migProfile: 3g.20gb\n", "aks-gpu:gpuPools[1].migProfile"),
     "bad enum": ("skuTier: Standard", "skuTier: Standrd", "aks-gpu:cluster.skuTier"),
     "misspelt top-level key": ("aks-gpu:admission:", "aks-gpu:admision:", "aks-gpu:admision"),
+    # What YAML reads two ways (Pulumi: octal 8; others: 10) is refused where it stands, not before every other key.
+    "leading zero": ("      maxCount: 3\n", "      maxCount: 03\n", "aks-gpu:gpuPools[1].maxCount"),
     # The first pool left out whole (its name is required): the pools after it keep their index as written.
     "bad first pool name": ("    - name: train\n", "    - name: Train\n", "aks-gpu:gpuPools[0].name"),
 }
@@ -65,6 +67,7 @@ def errors_of(text: str, tmp_path: Path) -> dict[str, str]:
         ("bad first pool name", "mig and time-slicing", "bad enum"),
         ("bad mig profile", "misspelt top-level key", "bad taint", "type error"),
         ("bad enum", "misspelt key", "mig and time-slicing", "misspelt top-level key", "bad taint"),
+        ("leading zero", "bad enum", "mig and time-slicing"),
     ],
     ids=lambda mix: "+".join(word.split()[0] for word in mix),
 )

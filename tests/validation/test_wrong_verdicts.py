@@ -96,8 +96,9 @@ def test_a_leading_zero_number_in_structured_config_is_refused_not_guessed(tmp_p
         "    - {name: gpu, vendor: nvidia, vmSize: Standard_NC24ads_A100_v4, workload: training, maxCount: 010}\n"
     )
     with pytest.raises(ConfigError, match="leading zero") as error:
-        load_stack_file(path)
-    assert "maxCount" in str(error.value.problems[0].path)
+        validate_stack(load_stack_file(path), str(path))
+    [refused] = [problem for problem in error.value.errors if "leading zero" in problem.message]
+    assert refused.path == "aks-gpu:gpuPools[0].maxCount"  # beside the file's other mistake (no location)
     path.write_text(path.read_text().replace("maxCount: 010", 'maxCount: "010"'))
     load_stack_file(path)  # quoted: the text "010", which the config model then reads
 

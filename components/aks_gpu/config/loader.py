@@ -30,6 +30,7 @@ from aks_gpu.config.models import (
     CLUSTER_NAME_PATTERN,
     DNS_LABEL_PATTERN,
     ENCRYPTED_ERROR,
+    LEADING_ZERO_ERROR,
     POOL_NAME_PATTERN,
     RESOURCE_GROUP_PATTERN,
     TAINT_PATTERN,
@@ -179,6 +180,11 @@ def read_config(
         except safe_yaml.YamlInputError as exc:
             problems.append(Problem(_dotted(key, exc.path), exc.reason))
             continue
+        if namespace != PROJECT:
+            # Another provider's value goes to Pulumi as written: an ambiguous number in it is refused here (ours are
+            # refused by the models, where they stand).
+            ambiguous = safe_yaml.leading_zero_numbers(value)
+            problems.extend(Problem(_dotted(key, where), number.message) for where, number in ambiguous)
         if key == LOCATION_KEY:
             document["location"] = with_placeholders(value)
         elif namespace == PROJECT:
@@ -633,6 +639,8 @@ def problems_from(exc: ValidationError) -> list[Problem]:
             pattern = (error.get("ctx") or {}).get("pattern", "")
             hint = _PATTERN_HINTS.get(pattern, f"must match {pattern}")
             message = f"{shown(given)} is not allowed: {hint}"
+        elif kind == LEADING_ZERO_ERROR:
+            message = error["msg"]
         elif kind == "value_error":
             # A validator's own sentence, without pydantic's "Value error, " in front of it.
             message = f"{shown(given)} is not allowed: {error['msg'].removeprefix('Value error, ')}"

@@ -35,6 +35,7 @@ from pydantic_core import PydanticCustomError
 
 from aks_gpu.aks_facts import canonical_vm_size, kubernetes_calendar
 from aks_gpu.config.encrypted import Encrypted
+from aks_gpu.config.safe_yaml import LeadingZeroNumber
 from aks_gpu.naming import GPU_NAMESPACE, Vendor
 
 # AKS: "agent pool names must start with a lowercase letter and contain only lowercase letters and numbers,
@@ -118,6 +119,15 @@ TAKES_OUTPUT = TakesOutput()
 
 # The error a field gives an encrypted value it cannot take (``aks_gpu.config.encrypted``): its value is not a text.
 ENCRYPTED_ERROR = "encrypted_needs_plaintext"
+# The error of an unquoted number with a leading zero (``safe_yaml.LeadingZeroNumber``), wherever it stands.
+LEADING_ZERO_ERROR = "leading_zero_number"
+
+
+def _refuse_leading_zero(value: object) -> None:
+    items = value.values() if isinstance(value, dict) else value if isinstance(value, list | tuple) else (value,)
+    number = next((item for item in items if isinstance(item, LeadingZeroNumber)), None)
+    if number is not None:
+        raise PydanticCustomError(LEADING_ZERO_ERROR, "{message}", {"message": number.message})
 
 
 def takes_text(annotation: Any) -> bool:
@@ -167,7 +177,9 @@ class ConfigModel(BaseModel):
     def _encrypted_text(cls, value: Any, handler: ValidatorFunctionWrapHandler, info: ValidationInfo) -> Any:
         """An encrypted value (``aks_gpu.config.encrypted``) stands in a text field unchecked, the field's pattern
         included, and in a list or map of texts at its place, the other items checked; any other field refuses it
-        (``ENCRYPTED_ERROR``)."""
+        (``ENCRYPTED_ERROR``). An unquoted number with a leading zero is refused wherever it stands
+        (``LEADING_ZERO_ERROR``)."""
+        _refuse_leading_zero(value)
         annotation = cls.model_fields[info.field_name].annotation if info.field_name else None
         if isinstance(value, Encrypted):
             _refuse_encrypted(annotation)
