@@ -16,7 +16,7 @@ from itertools import pairwise
 from pathlib import Path
 from typing import Any, Literal
 
-from aks_gpu.catalog import load_catalog
+from aks_gpu.catalog import load_catalog, vm_size_key
 from aks_gpu.data_files import load_yaml
 
 DATA_DIR = Path(__file__).parent / "data"
@@ -177,10 +177,10 @@ class SizeRegions:
 @dataclass(frozen=True)
 class VmSizeRegions:
     read_on: dt.date
-    sizes: dict[str, SizeRegions]  # by the size's name in lowercase: Azure compares sizes without case
+    sizes: dict[str, SizeRegions]  # by the size's ``vm_size_key``
 
     def get(self, size: str) -> SizeRegions | None:
-        return self.sizes.get(size.lower())
+        return self.sizes.get(vm_size_key(size))
 
 
 @lru_cache(maxsize=1)
@@ -202,12 +202,23 @@ def vm_size_regions() -> VmSizeRegions:
         for key in keys:
             if key not in sources:
                 raise ValueError(f"{VM_SIZE_REGIONS_FILE}: {name}: source {key!r} is not under sources")
-        if str(name).lower() in sizes:
+        if vm_size_key(str(name)) in sizes:
             raise ValueError(f"{VM_SIZE_REGIONS_FILE}: {name} is listed twice")
-        sizes[str(name).lower()] = SizeRegions(
+        sizes[vm_size_key(str(name))] = SizeRegions(
             str(name), kind, regions, sources[source] if source else None, entry.get("as_of"), tuple(sources[key] for key in keys)
         )
     return VmSizeRegions(read_on=raw["read_on"], sizes=sizes)
+
+
+def canonical_vm_size(name: str) -> str | None:
+    """``name`` as the data files spell it (``Standard_ND96isr_H100_v5`` for ``standard_nd96isr_h100_V5``): the GPU
+    catalog's spelling, else the region records' (which list every size the project picks by default or ships in a
+    stack); None for a size neither knows."""
+    size = load_catalog().vm_size(name)
+    if size is not None:
+        return size.name
+    entry = vm_size_regions().get(name)
+    return entry.size if entry is not None else None
 
 
 @lru_cache(maxsize=1)
@@ -311,10 +322,10 @@ class NodeRules:
     default_max_pods: int
     ephemeral_min_temp_gib: int
     managed_gib_from_vcpus: tuple[tuple[int, int], ...]  # (from vCPUs, GiB), by vCPUs
-    sizes: dict[str, SizeFigures]  # by the size's name in lowercase: Azure compares sizes without case
+    sizes: dict[str, SizeFigures]  # by vm_size_key: Azure compares sizes without case
 
     def size(self, name: str) -> SizeFigures | None:
-        return self.sizes.get(name.lower())
+        return self.sizes.get(vm_size_key(name))
 
 
 @dataclass(frozen=True)
@@ -334,10 +345,10 @@ def node_rules() -> NodeRules:
     reservations, os_disk = raw["reservations"], raw["os_disk"]
     sizes: dict[str, SizeFigures] = {}
     for name, entry in raw["sizes"].items():
-        if str(name).lower() in sizes:
+        if vm_size_key(str(name)) in sizes:
             raise ValueError(f"{NODE_RESOURCES_FILE}: {name} is listed twice")
         temp = entry.get("temp_disk_gib")
-        sizes[str(name).lower()] = SizeFigures(
+        sizes[vm_size_key(str(name))] = SizeFigures(
             int(entry["vcpus"]), int(entry["memory_gib"]), sources[entry["source"]], int(temp) if temp is not None else None
         )
     return NodeRules(

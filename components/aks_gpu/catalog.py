@@ -20,6 +20,15 @@ MigProfileName = Literal["MIG1g", "MIG2g", "MIG3g", "MIG4g", "MIG7g"]
 CATALOG_FILE = Path(__file__).parent / "data" / "gpu_catalog.yaml"
 
 
+def vm_size_key(name: str) -> str:
+    """What two VM size names are compared by: their letters without case, as Azure compares them (the compute API
+    keeps the case a size was written in and matches it in any: "The VM size casing is generally case preserving based
+    on what the customer had entered", https://github.com/Azure/azure-cli/issues/9238; "the Azure API is case
+    insensitive", https://github.com/dask/dask-cloudprovider/pull/270). The one way sizes are compared here; the
+    config reads a size as the data files spell it (``aks_facts.canonical_vm_size``)."""
+    return name.lower()
+
+
 @dataclass(frozen=True)
 class MigInstance:
     """One GPU-instance profile: the name NVIDIA tools print (``1g.10gb``) and how many fit on one GPU."""
@@ -83,8 +92,8 @@ class Catalog:
     temp_disk_gib: dict[str, int] = field(default_factory=dict)
 
     def temp_disk_of(self, name: str) -> int | None:
-        lowered = name.lower()
-        return next((gib for size, gib in self.temp_disk_gib.items() if size.lower() == lowered), None)
+        key = vm_size_key(name)
+        return next((gib for size, gib in self.temp_disk_gib.items() if vm_size_key(size) == key), None)
 
     def not_offered_reason(self, name: str) -> str | None:
         """Why AKS cannot run a pool of this size, or None when nothing says so."""
@@ -94,7 +103,7 @@ class Catalog:
         return None
 
     def aks_supports_amd_size(self, name: str) -> bool:
-        return name.lower() in {size.lower() for size in self.aks_amd_sizes}
+        return vm_size_key(name) in {vm_size_key(size) for size in self.aks_amd_sizes}
 
     def gpu_facts(
         self, vm_size: str, gpu_model: str | None, gpu_count: int | None
@@ -123,12 +132,12 @@ class Catalog:
         )
 
     def vm_size(self, name: str) -> VmSize | None:
-        """Look a size up the way Azure compares them: case-insensitively."""
+        """Look a size up the way Azure compares them (``vm_size_key``)."""
         exact = self.vm_sizes.get(name)
         if exact is not None:
             return exact
-        lowered = name.lower()
-        return next((size for key, size in self.vm_sizes.items() if key.lower() == lowered), None)
+        key = vm_size_key(name)
+        return next((size for spelled, size in self.vm_sizes.items() if vm_size_key(spelled) == key), None)
 
 
 def _build(raw: dict[str, Any]) -> Catalog:

@@ -40,13 +40,13 @@ from pydantic import BaseModel
 
 from aks_gpu.args import is_output, log_warnings
 from aks_gpu.azure.prerequisites import missing_prerequisites, not_ready_message, subscription_prerequisites
+from aks_gpu.config.encrypted import SECRET
 from aks_gpu.config.loader import PROJECT, stack_file_path
 from aks_gpu.config.models import StackConfig
 from aks_gpu.config.problems import ConfigError
 from aks_gpu.internal_error import debug_requested, internal_error_message
 from aks_gpu.resolved.stack import ValidatedStack, validate_stack
 
-SECRET = "[secret]"
 # Below this length a secret text is matched only as a whole value, not inside longer strings.
 MIN_SUBSTRING = 4
 # Inputs that name a resource's own type, fixed by its SDK class: never derived from config.

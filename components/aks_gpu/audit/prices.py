@@ -9,6 +9,7 @@ from datetime import date
 from functools import cache
 from pathlib import Path
 
+from aks_gpu.catalog import vm_size_key
 from aks_gpu.data_files import load_yaml
 from aks_gpu.naming import INSTANCE_TYPE_LABEL
 
@@ -40,7 +41,7 @@ class Prices:
         table = self.tables.get((region or "").lower())
         if table is None or not vm_size:
             return None
-        hourly = table.prices.get(vm_size.lower())
+        hourly = table.prices.get(vm_size_key(vm_size))
         return (hourly * self.hours_per_month, table) if hourly is not None else None
 
 
@@ -52,7 +53,7 @@ def load_prices() -> Prices:
             region=str(entry["region"]),
             read=entry["read"] if isinstance(entry["read"], date) else date.fromisoformat(str(entry["read"])),
             source=" ".join(str(entry["source"]).split()),
-            prices={str(size).lower(): float(price) for size, price in entry["prices"].items()},
+            prices={vm_size_key(str(size)): float(price) for size, price in entry["prices"].items()},
         )
         for entry in document["tables"]
     }

@@ -16,6 +16,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, Literal
 
+from aks_gpu.catalog import vm_size_key
 from aks_gpu.config.models import AKS_DEFAULT_MAX_SURGE, StackConfig, surge_nodes
 from aks_gpu.data_files import load_yaml
 
@@ -50,8 +51,8 @@ class QuotaFacts:
 
     def size(self, name: str) -> SizeQuota:
         """The facts of ``name`` (compared without case, as Azure compares sizes); unknown when none are recorded."""
-        lowered = name.lower()
-        found = next((entry for key, entry in self.sizes.items() if key.lower() == lowered), None)
+        key = vm_size_key(name)
+        found = next((entry for spelled, entry in self.sizes.items() if vm_size_key(spelled) == key), None)
         return found or SizeQuota(name, None, None, None, None)
 
 

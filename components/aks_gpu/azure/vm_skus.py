@@ -18,6 +18,8 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from aks_gpu.catalog import vm_size_key
+
 VIRTUAL_MACHINES = "virtualMachines"
 # What to do about a restricted size: the page's "Solution" (ask Azure support for the size, or another region or size).
 SKU_NOT_AVAILABLE_DOC = "https://learn.microsoft.com/azure/azure-resource-manager/troubleshooting/error-sku-not-available"
@@ -134,12 +136,12 @@ def size_offers(pools: Iterable[tuple[str, str]], skus: Iterable[Sku], location:
     by_name: dict[str, Sku] = {}
     for sku in skus:
         if place in (name.lower() for name in sku.locations):
-            by_name.setdefault(sku.name.lower(), sku)
+            by_name.setdefault(vm_size_key(sku.name), sku)
     names: dict[str, list[str]] = {}
     spelled: dict[str, str] = {}
     for pool, size in pools:
-        names.setdefault(size.lower(), []).append(pool)
-        spelled.setdefault(size.lower(), size)
+        names.setdefault(vm_size_key(size), []).append(pool)
+        spelled.setdefault(vm_size_key(size), size)
     offers: list[SizeOffer] = []
     for key, pool_names in names.items():
         found = by_name.get(key)

@@ -68,6 +68,14 @@ def run(args: argparse.Namespace) -> int:
     tables.apply_wide(args)
     loaded = load_stack(args)
     report_warnings(loaded)
+    stand_ins = [problem.path for problem in loaded.validated.warnings if problem.stand_in]
+    if stand_ins:
+        # The resources would carry the default in the place of the encrypted value, as if it were the stack's.
+        err.print(
+            f"[bold red]aksgpu plan[/]: the plan is built from {safe(', '.join(stand_ins))}, encrypted (`secure:`): no "
+            "offline plan can show what the stack makes of it; `pulumi preview` plans with it; nothing was planned"
+        )
+        return EXIT_USAGE
     if not (loaded.project_dir / "__main__.py").is_file():
         # The plan runs the project's program; a stack file given outside a project has none to run.
         err.print(

@@ -15,12 +15,27 @@ from __future__ import annotations
 
 import math
 import re
-from typing import Annotated, Literal
+import types
+import typing
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationInfo, field_validator, model_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    ValidationInfo,
+    ValidatorFunctionWrapHandler,
+    field_validator,
+    model_validator,
+)
 from pydantic.alias_generators import to_camel
+from pydantic_core import PydanticCustomError
 
-from aks_gpu.aks_facts import kubernetes_calendar
+from aks_gpu.aks_facts import canonical_vm_size, kubernetes_calendar
+from aks_gpu.config.encrypted import Encrypted
+from aks_gpu.config.safe_yaml import LeadingZeroNumber
 from aks_gpu.naming import GPU_NAMESPACE, TEAM_ROLE_NAME, Vendor
 
 # AKS: "agent pool names must start with a lowercase letter and contain only lowercase letters and numbers,
@@ -56,6 +71,15 @@ def _typed_back_to_text(value: object) -> object:
     return value
 
 
+def _as_the_data_files_spell_it(value: str) -> str:
+    """A VM size in the data files' spelling, whatever its letter case (``aks_facts.canonical_vm_size``): one spelling
+    for the agent pool, its nodes' instance-type label, the admission policy and every lookup. The loader warns where
+    the stack file spells it otherwise."""
+    return canonical_vm_size(value) or value
+
+
+# A VM size: read in the data files' spelling.
+VmSizeName = Annotated[str, AfterValidator(_as_the_data_files_spell_it)]
 # A string field the CLI may have turned into a number or a boolean.
 ConfigText = Annotated[str, BeforeValidator(_typed_back_to_text)]
 # The validator outermost, so the pattern stays in the JSON Schema editors read (upgrade.maxSurge 2).
@@ -93,6 +117,49 @@ class TakesOutput:
 
 TAKES_OUTPUT = TakesOutput()
 
+# The error a field gives an encrypted value it cannot take (``aks_gpu.config.encrypted``): its value is not a text.
+ENCRYPTED_ERROR = "encrypted_needs_plaintext"
+# The error of an unquoted number with a leading zero (``safe_yaml.LeadingZeroNumber``), wherever it stands.
+LEADING_ZERO_ERROR = "leading_zero_number"
+
+
+def _refuse_leading_zero(value: object) -> None:
+    items = value.values() if isinstance(value, dict) else value if isinstance(value, list | tuple) else (value,)
+    number = next((item for item in items if isinstance(item, LeadingZeroNumber)), None)
+    if number is not None:
+        raise PydanticCustomError(LEADING_ZERO_ERROR, "{message}", {"message": number.message})
+
+
+def takes_text(annotation: Any) -> bool:
+    """Whether a field of this type takes any text (``str``, with or without a pattern, or None), not a choice
+    (``Literal``), a number, a switch or an object."""
+    if annotation is str:
+        return True
+    if typing.get_origin(annotation) is Annotated:
+        return takes_text(typing.get_args(annotation)[0])
+    if typing.get_origin(annotation) in (typing.Union, types.UnionType):
+        members = [arg for arg in typing.get_args(annotation) if arg is not type(None)]
+        return len(members) == 1 and takes_text(members[0])
+    return False
+
+
+def _item_type(annotation: Any) -> Any:
+    """The item type of ``tuple[X, ...]`` (X), the value type of ``dict[str, X]`` (X), through ``| None``; else None."""
+    origin = typing.get_origin(annotation)
+    if origin in (typing.Union, types.UnionType):
+        members = [arg for arg in typing.get_args(annotation) if arg is not type(None)]
+        return _item_type(members[0]) if len(members) == 1 else None
+    if origin in (tuple, list):
+        return typing.get_args(annotation)[0]
+    if origin is dict:
+        return typing.get_args(annotation)[1]
+    return None
+
+
+def _refuse_encrypted(annotation: Any) -> None:
+    if not takes_text(annotation):
+        raise PydanticCustomError(ENCRYPTED_ERROR, "its value is needed to check it, and it is encrypted")
+
 
 class ConfigModel(BaseModel):
     """Base for every config object: camelCase keys, nothing unknown, frozen once validated."""
@@ -104,6 +171,31 @@ class ConfigModel(BaseModel):
     model_config = ConfigDict(
         extra="forbid", alias_generator=to_camel, populate_by_name=True, frozen=True, allow_inf_nan=False, defer_build=True
     )
+
+    @field_validator("*", mode="wrap")
+    @classmethod
+    def _encrypted_text(cls, value: Any, handler: ValidatorFunctionWrapHandler, info: ValidationInfo) -> Any:
+        """An encrypted value (``aks_gpu.config.encrypted``) stands in a text field unchecked, the field's pattern
+        included, and in a list or map of texts at its place, the other items checked; any other field refuses it
+        (``ENCRYPTED_ERROR``). An unquoted number with a leading zero is refused wherever it stands
+        (``LEADING_ZERO_ERROR``)."""
+        _refuse_leading_zero(value)
+        annotation = cls.model_fields[info.field_name].annotation if info.field_name else None
+        if isinstance(value, Encrypted):
+            _refuse_encrypted(annotation)
+            return value
+        items = _item_type(annotation)
+        if items is None:
+            return handler(value)
+        if isinstance(value, list | tuple) and any(isinstance(item, Encrypted) for item in value):
+            _refuse_encrypted(items)
+            checked = iter(handler([item for item in value if not isinstance(item, Encrypted)]))
+            return tuple(item if isinstance(item, Encrypted) else next(checked) for item in value)
+        if isinstance(value, dict) and any(isinstance(item, Encrypted) for item in value.values()):
+            _refuse_encrypted(items)
+            checked_map = handler({key: item for key, item in value.items() if not isinstance(item, Encrypted)})
+            return {key: item if isinstance(item, Encrypted) else checked_map[key] for key, item in value.items()}
+        return handler(value)
 
 
 # ---------------------------------------------------------------- cluster
@@ -159,7 +251,7 @@ class SystemPool(ConfigModel):
     """The system node pool: CoreDNS, metrics-server and the like, tainted CriticalAddonsOnly so nothing else runs there."""
 
     name: PoolName = Field(default="system", description="The AKS pool name.")
-    vm_size: str = Field(default="Standard_D4ds_v5", description="The VM size of the system nodes.")
+    vm_size: VmSizeName = Field(default="Standard_D4ds_v5", description="The VM size of the system nodes.")
     min_count: int = Field(default=2, ge=1, le=1000, description="The fewest system nodes the autoscaler keeps.")
     max_count: int = Field(default=3, ge=1, le=1000, description="The most system nodes the autoscaler starts.")
     zones: tuple[ConfigText, ...] = Field(default=(), description="Availability zones, e.g. [1, 2, 3].")
@@ -175,7 +267,7 @@ class CpuPoolConfig(ConfigModel):
     User pools may scale to zero (https://learn.microsoft.com/azure/aks/scale-cluster#scale-user-node-pools-to-0)."""
 
     name: PoolName = Field(description="The AKS pool name: a lowercase letter, then up to 11 lowercase letters or digits.")
-    vm_size: str = Field(default="Standard_D8ds_v5", min_length=1, description="The VM size of the CPU nodes.")
+    vm_size: VmSizeName = Field(default="Standard_D8ds_v5", min_length=1, description="The VM size of the CPU nodes.")
     min_count: int = Field(default=0, ge=0, le=1000, description="The fewest nodes (0: the pool scales to zero).")
     max_count: int = Field(default=3, ge=1, le=1000, description="The most nodes the autoscaler starts.")
     zones: tuple[ConfigText, ...] = Field(default=(), description="Availability zones, e.g. [1, 2, 3].")
@@ -346,7 +438,7 @@ class GpuPoolConfig(ConfigModel):
 
     name: PoolName = Field(description="The AKS pool name: a lowercase letter, then up to 11 lowercase letters or digits.")
     vendor: Vendor = Field(description="The GPU vendor.")
-    vm_size: str = Field(min_length=1, description="The GPU VM size (`aksgpu catalog` lists the sizes the rules know).")
+    vm_size: VmSizeName = Field(min_length=1, description="The GPU VM size (`aksgpu catalog` lists the sizes the rules know).")
     workload: DnsLabel = Field(description="The workload type this pool serves: namespaces of this type run their GPU pods here.")
     autoscaling: bool = Field(default=True, description="Let the cluster autoscaler size the pool between minCount and maxCount.")
     min_count: int = Field(default=0, ge=0, le=1000, description="The fewest nodes (0: the pool scales to zero).")
@@ -464,7 +556,7 @@ class GpuPoolConfig(ConfigModel):
         # The API server refuses a Node object carrying another value, so such a pool gets no usable nodes; whether ARM
         # already refuses the agent pool's nodeLabels is not documented.
         value = re.compile(LABEL_VALUE_PATTERN)
-        bad = [f"{name}={text!r}" for name, text in labels.items() if not value.fullmatch(text)]
+        bad = [f"{name}={text!r}" for name, text in labels.items() if not (isinstance(text, Encrypted) or value.fullmatch(text))]
         if bad:
             raise ValueError(
                 f"not a Kubernetes label value (up to 63 letters, digits, '-', '_', '.', alphanumeric at both ends): "

@@ -89,6 +89,9 @@ class Problem:
     message: str
     severity: Severity = "error"
     follows: str | None = None
+    # An encrypted value's default stands in for it offline (``aks_gpu.config.loader.read_config``): what the stack
+    # would build from the value cannot be shown, so ``aksgpu plan`` refuses to present the default as the stack's.
+    stand_in: bool = False
 
     def render(self, source: str) -> str:
         where = f"{clipped(source, MAX_PATH_SHOWN)}: {clipped(self.path, MAX_PATH_SHOWN)}"

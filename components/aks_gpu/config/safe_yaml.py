@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Hashable
+from collections.abc import Hashable, Iterator
 from typing import Any
 
 import yaml
@@ -206,7 +206,44 @@ _LEADING_ZERO = re.compile(r"^[-+]?0[0-9_]+(?:\.[0-9_]*)?(?:[eE][-+]?[0-9]+)?$")
 
 
 class _StackFileLoader(_Loader):
-    """``_Loader``, refusing the unquoted leading-zero numbers yaml.v3 and YAML 1.2 read differently."""
+    """``_Loader``, reading the unquoted leading-zero numbers yaml.v3 and YAML 1.2 read differently as
+    ``LeadingZeroNumber``, which the config refuses where it stands."""
+
+
+class LeadingZeroNumber(str):
+    """An unquoted number with a leading zero inside a structured stack config value (``maxCount: 010``), kept as
+    written: Pulumi reads it as octal, other readers as decimal, so the config models refuse it where it stands
+    (``aks_gpu.config.models``), beside every other mistake of the file, never guessing its value."""
+
+    line: int | None
+
+    def __new__(cls, text: str, line: int | None = None) -> LeadingZeroNumber:
+        number = super().__new__(cls, text)
+        number.line = line
+        return number
+
+    def __reduce__(self) -> tuple[type[LeadingZeroNumber], tuple[str, int | None]]:
+        return LeadingZeroNumber, (str(self), self.line)
+
+    @property
+    def message(self) -> str:
+        return _leading_zero_message(str(self)) + (f" (line {self.line})" if self.line else "")
+
+
+def leading_zero_numbers(value: Any, path: Path = ()) -> Iterator[tuple[Path, LeadingZeroNumber]]:
+    """Where ``value`` holds a ``LeadingZeroNumber``, and which."""
+    if isinstance(value, LeadingZeroNumber):
+        yield path, value
+    elif isinstance(value, dict):
+        for key, child in value.items():
+            yield from leading_zero_numbers(child, (*path, key))
+    elif isinstance(value, list):
+        for index, child in enumerate(value):
+            yield from leading_zero_numbers(child, (*path, index))
+
+
+def _construct_leading_zero(loader: yaml.SafeLoader, node: ScalarNode) -> LeadingZeroNumber:
+    return LeadingZeroNumber(str(loader.construct_scalar(node)), node.start_mark.line + 1)
 
 
 def _leading_zero_message(text: str) -> str:
@@ -217,6 +254,7 @@ def _leading_zero_message(text: str) -> str:
 
 
 _StackFileLoader.add_implicit_resolver(_LEADING_ZERO_TAG, _LEADING_ZERO, list("-+0"))
+_StackFileLoader.add_constructor(_LEADING_ZERO_TAG, _construct_leading_zero)
 
 
 def _int_value(text: str, node: Node, path: Path) -> int:
@@ -259,12 +297,9 @@ class _TreeCheck:
         if depth > MAX_DEPTH:
             raise YamlInputError(f"nested deeper than {MAX_DEPTH} levels once its aliases are expanded (the limit)", line, path)
         tag = node.tag
-        if tag == _LEADING_ZERO_TAG:
-            if len(path) <= _TEXT_DEPTH:
-                node.tag = tag = STR  # a config key's own value: Pulumi keeps the text as written
-            else:
-                raise YamlInputError(_leading_zero_message(str(node.value)), line, path)
-        if tag not in _ALLOWED_TAGS:
+        if tag == _LEADING_ZERO_TAG and len(path) <= _TEXT_DEPTH:
+            node.tag = tag = STR  # a config key's own value: Pulumi keeps the text as written
+        if tag not in _ALLOWED_TAGS and tag != _LEADING_ZERO_TAG:
             raise YamlInputError(
                 f"the YAML tag {_short_tag(tag)} is not allowed: a value here is a string, number, boolean, null,"
                 " list or mapping (what JSON carries)",

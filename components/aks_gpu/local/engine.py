@@ -22,6 +22,7 @@ from typing import Any
 
 import yaml
 
+from aks_gpu.config.encrypted import holds_secure_form
 from aks_gpu.config.models import StackConfig
 from aks_gpu.local.control_plane import (
     LOOPBACK,
@@ -336,7 +337,10 @@ def local_stack_config(raw: Mapping[str, Any], kubeconfig: Path, left_out: Mappi
         remediation = dict(config.get("aks-gpu:remediation") or {})
         remediation["mode"] = "off"
         config["aks-gpu:remediation"] = remediation
-    return config
+    # A value encrypted by the stack's secrets provider (`secure:`) cannot be decrypted by the local stack's (a
+    # passphrase of its own): its key travels as JSON text, which Pulumi hands the program as it is, and the program
+    # reads the encrypted value in it as the offline plan does, a `[secret]` placeholder (aks_gpu.config.encrypted).
+    return {key: json.dumps(value) if holds_secure_form(value) else value for key, value in config.items()}
 
 
 # ---------------------------------------------------------------- the Pulumi engine

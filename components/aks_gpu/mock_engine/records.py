@@ -9,7 +9,8 @@ from typing import Any
 from pulumi.output import Unknown
 from pulumi.runtime import rpc
 
-SECRET = "[secret]"
+from aks_gpu.config.encrypted import SECRET as SECRET  # how the plan records a secret, for its readers
+
 # A value `pulumi preview` cannot know yet (an id, a name Azure assigns): how preview-mode plans record it.
 UNKNOWN = "[unknown]"
 KUBE_PREFIX = "kubernetes:"

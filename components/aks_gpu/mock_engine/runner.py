@@ -20,6 +20,7 @@ from pulumi.runtime.mocks import Mocks
 from pulumi.runtime.stack import run_pulumi_func
 from pulumi.runtime.sync_await import _sync_await
 
+from aks_gpu.config.encrypted import holds_secure_form
 from aks_gpu.mock_engine.api_versions import api_version_warnings, installed_api_version
 from aks_gpu.mock_engine.mocks import PlanMocks
 from aks_gpu.mock_engine.monitors import HookRunningMonitor, RecordingMonitor
@@ -140,7 +141,9 @@ def _run_in_context(
         # The runtime's set of pending outputs outlives a run; a run that failed midway would leave outputs of
         # its closed event loop there for the next run to await.
         pulumi.runtime.settings.SETTINGS.outputs = set()
-        pulumi.runtime.set_all_config(_config_values(raw_config))
+        # A value still encrypted (`secure:`, a stack file read offline) makes its key secret, as Pulumi makes it.
+        secret = [key for key, value in raw_config.items() if holds_secure_form(value)]
+        pulumi.runtime.set_all_config(_config_values(raw_config), secret)
         pulumi.runtime.set_mocks(monitor.mocks, project=project, stack=stack, preview=preview, monitor=monitor, logger=logger)
         _sync_await(run_pulumi_func(lambda: _discard(program())))
         root = pulumi.runtime.settings.get_root_resource()

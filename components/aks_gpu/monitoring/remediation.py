@@ -29,6 +29,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
+from aks_gpu.catalog import vm_size_key
 from aks_gpu.data_files import load_yaml
 from aks_gpu.gpu.health import GPU_CONDITIONS
 from aks_gpu.kube.gpu_operator import system_pool_tolerations
@@ -87,9 +88,9 @@ def npd_coverage(model: PlatformModel) -> str | None:
     pools = model.pools_of("nvidia")
     if not pools:
         return None
-    documented = npd_gpu_checks().documented_sizes
-    covered = [p for p in pools if p.gpu_driver == "Install" and p.config.vm_size in documented]
-    others = [p for p in pools if p.gpu_driver == "None" or p.config.vm_size not in documented]
+    documented = {vm_size_key(size) for size in npd_gpu_checks().documented_sizes}
+    covered = [p for p in pools if p.gpu_driver == "Install" and vm_size_key(p.config.vm_size) in documented]
+    others = [p for p in pools if p not in covered]
     parts = [f"{p.name} ({p.config.vm_size})" for p in covered]
     line = "AKS NPD GPU conditions on " + (", ".join(parts) if parts else "no pool")
     if others:

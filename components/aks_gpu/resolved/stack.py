@@ -38,10 +38,11 @@ def validate_stack(
     """Validate and resolve a stack's raw config map. Raises ``ConfigError`` listing every error at once (and the
     warnings after them). ``today``: the day the Kubernetes version is checked against the AKS calendar."""
     catalog = catalog or load_catalog()
-    config, problems = read_config(raw, catalog, today)
+    config, problems, pruning = read_config(raw, catalog, today)
     model = resolve(config, catalog) if config is not None else None
     if model is not None:
-        problems += model_rules(model)
+        variant = model_rules(resolve(pruning.variant, catalog)) if pruning.variant is not None else None
+        problems += pruning.placed(model_rules(model), variant)
     problems = causes_once(problems)
     errors = [p for p in problems if p.severity == "error"]
     if errors or config is None or model is None:
