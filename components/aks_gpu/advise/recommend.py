@@ -32,7 +32,9 @@ MAX_TIME_SLICES = 4
 # The node names AKS gives VMSS nodes: aks-<pool>-<8 digits>-vmss<6 base-36 digits> (as admission/policy.py reads them:
 # every `kubectl get nodes` in the AKS docs, e.g. https://learn.microsoft.com/azure/aks/create-node-pools).
 _AKS_NODE = re.compile(r"aks-(?P<pool>[a-z][a-z0-9]{0,11})-\d+-vmss[0-9a-z]+")
-# AKS applies one gpuInstanceProfile to every GPU of a pool (https://learn.microsoft.com/azure/aks/gpu-multi-instance):
+# AKS applies one gpuInstanceProfile (MIG1g..MIG7g) to an agent pool, so to every GPU of its nodes (the agent pool's
+# property: https://learn.microsoft.com/dotnet/api/microsoft.azure.commands.aks.models.pscontainerserviceagentpoolprofile.gpuinstanceprofile,
+# `az aks nodepool add --gpu-instance-profile`, Azure/azure-cli#23501):
 # a profile of which one instance fits a GPU (4g.*, 7g.*) leaves the rest of each GPU unused, so it frees no GPU and
 # is never advised (the filter on max_instances in _decide).
 # An instance profile's memory is in its name (1g.10gb); read as decimal GB, it is below what the GPU gives the

@@ -24,8 +24,9 @@ AKS's node names, for the VM size and region).
 
 --metrics DIR reads DCGM_FI_DEV_FB_USED.json and DCGM_FI_PROF_GR_ENGINE_ACTIVE.json (or DCGM_FI_PROF_SM_ACTIVE,
 DCGM_FI_DEV_GPU_UTIL), gpu_used_vram.json and gpu_gfx_activity.json for AMD, and kube_pod_owner.json where present:
-  curl -G https://prom.example/api/v1/query_range --data-urlencode query=DCGM_FI_DEV_FB_USED \\
+  curl -G https://prom.example/api/v1/query_range --data-urlencode 'query=max_over_time(DCGM_FI_DEV_FB_USED[5m])' \\
     --data-urlencode start=$(date -d -7days +%s) --data-urlencode end=$(date +%s) -d step=300 > metrics/DCGM_FI_DEV_FB_USED.json
+(memory as each step's 5-minute peak, not the one sample on the step; the activity metrics as they are)
 --prometheus URL: https only (or http to 127.0.0.1); the token from $AKSGPU_PROMETHEUS_TOKEN, else for an Azure
 Monitor workspace (*.prometheus.monitor.azure.com) from `az account get-access-token`.
 
