@@ -232,6 +232,17 @@ def test_gpus_no_pod_held_are_idle_capacity_with_the_mincount_change_and_its_sav
     assert advice.frees_capacity
 
 
+def test_the_html_page_shows_the_idle_capacity_and_why_savings_are_unpriced(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    page = tmp_path / "advice.html"
+    main(["advise", "--metrics", str(DCGM), "--html", str(page)])
+    capsys.readouterr()
+    text = page.read_text(encoding="utf-8")
+    assert 'id="idle-capacity"' in text and "1 A100-80GB GPU(s) no pod held in the window" in text
+    assert 'id="unpriced"' in text and "VM size and region of aks-infer-31245367-vmss000002 not known" in text
+
+
 def test_idle_capacity_without_prices_says_why() -> None:
     pools = {"infer": NodeFacts("infer", "Standard_NC24ads_A100_v4", "swedencentral", min_count=0)}
     gpus = [gpu(0, "app-7d9c5b6f4-x2k9p", activity=lambda n: 0.9, memory=lambda n: 70_000.0), gpu(1, None)]
