@@ -179,10 +179,6 @@ class Advice:
     idle_capacity: tuple[IdleCapacity, ...] = ()
 
     @property
-    def changes(self) -> tuple[Recommendation, ...]:
-        return tuple(one for one in self.recommendations if one.recommend != "keep")
-
-    @property
     def frees_capacity(self) -> bool:
         """Whether the advice frees GPUs: a pool change carries its workloads on fewer, or idle nodes can go. A change
         that frees none (one small workload moved to a MIG pool of its own) is not enough."""
@@ -289,7 +285,7 @@ def _idle_capacity(usage: Usage, pricing: Pricing) -> tuple[IdleCapacity, ...]:
     for (pool, model_key), gpus in sorted(by_pool.items()):
         idle_hosts = sorted({gpu.host for gpu in gpus} - set(usage.busy_hosts))
         months = [pricing.node_month(host) for host in idle_hosts]
-        unpriced = next((pricing.unpriced(host) for host in idle_hosts if pricing.unpriced(host)), None)
+        unpriced = next((why for host in idle_hosts if (why := pricing.unpriced(host))), None)
         found.append(
             IdleCapacity(
                 pool=pool or None,
