@@ -74,11 +74,12 @@ def test_dcgm_history_gives_one_recommendation_per_workload(capsys: pytest.Captu
     assert small["peakMemoryMiB"] == 6998 and 0.07 < small["p95Activity"] <= 0.08
     assert rows["trainer-0"]["recommend"] == "keep" and rows["trainer-0"]["owner"] == "trainer"
     assert rows["notebook-x7k2p"]["recommend"] == "release"
-    # The GPU no pod held is named, not advised.
-    assert [one["what"] for one in document["notEvaluated"]] == [
-        "aks-infer-31245367-vmss000003 GPU GPU-1b1793b9-1c2d-4e5f-8a9b-000000000000"
-    ]
-    assert document["window"]["start"] == "2025-12-01T00:00:00Z" and document["window"]["end"] == "2025-12-01T02:55:00Z"
+    # The GPU no pod held is idle capacity of its pool: a whole node (one A100 each) the autoscaler can remove.
+    assert document["notEvaluated"] == []
+    (idle,) = document["idleCapacity"]
+    assert (idle["pool"], idle["gpuModel"], idle["gpus"], idle["nodes"], idle["nodesFreed"]) == ("infer", "A100-80GB", 1, 1, 1)
+    assert small["coverage"] == {"samples": 300, "span": 300 * 300, "share": 1.0} and small["droppedSamples"] == {}
+    assert document["window"]["start"] == "2025-12-01T00:00:00Z" and document["window"]["end"] == "2025-12-02T00:55:00Z"
 
 
 def test_amd_history_releases_the_idle_gpu_and_keeps_the_busy_one(capsys: pytest.CaptureFixture[str]) -> None:

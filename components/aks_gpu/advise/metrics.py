@@ -77,4 +77,9 @@ EXPORTED_PREFIX = "exported_"
 # kube-state-metrics' owner of each pod (optional input: without it the owner is read off the pod's name).
 # https://github.com/kubernetes/kube-state-metrics/blob/main/docs/metrics/workload/pod-metrics.md
 POD_OWNER_METRIC = "kube_pod_owner"
+# The exporters' own DaemonSets, whose pod a scrape puts on every series as the target's `pod` (and which is never the
+# workload): the GPU Operator's (app nvidia-dcgm-exporter, assets/state-dcgm-exporter/0800_daemonset.yaml in
+# NVIDIA/gpu-operator v26.7.0), and GpuMonitoring's own (components/aks_gpu/monitoring/exporters.py: dcgm-exporter,
+# amd-metrics-exporter). kube_pod_owner's DaemonSet kind says the same of any other exporter.
+EXPORTER_DAEMONSETS = frozenset({"nvidia-dcgm-exporter", "dcgm-exporter", "amd-metrics-exporter"})
 ALL_METRICS = tuple(name for exporter in EXPORTERS for name in exporter.metric_names)

@@ -15,7 +15,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
-from aks_gpu.advise.usage import Usage, WorkloadUsage
+from aks_gpu.advise.usage import IdleGpu, Usage, WorkloadUsage
 from aks_gpu.audit.prices import Prices
 from aks_gpu.catalog import Catalog, GpuModel
 
@@ -32,6 +32,11 @@ MAX_TIME_SLICES = 4
 # The node names AKS gives VMSS nodes: aks-<pool>-<8 digits>-vmss<6 base-36 digits> (as admission/policy.py reads them:
 # every `kubectl get nodes` in the AKS docs, e.g. https://learn.microsoft.com/azure/aks/create-node-pools).
 _AKS_NODE = re.compile(r"aks-(?P<pool>[a-z][a-z0-9]{0,11})-\d+-vmss[0-9a-z]+")
+# AKS applies one gpuInstanceProfile (MIG1g..MIG7g) to an agent pool, so to every GPU of its nodes (the agent pool's
+# property: https://learn.microsoft.com/dotnet/api/microsoft.azure.commands.aks.models.pscontainerserviceagentpoolprofile.gpuinstanceprofile,
+# `az aks nodepool add --gpu-instance-profile`, Azure/azure-cli#23501):
+# a profile of which one instance fits a GPU (4g.*, 7g.*) leaves the rest of each GPU unused, so it frees no GPU and
+# is never advised (the filter on max_instances in _decide).
 # An instance profile's memory is in its name (1g.10gb); read as decimal GB, it is below what the GPU gives the
 # instance (1g.10gb is 9.75 GiB, 1g.5gb 4.75 GiB, 3g.20gb 19.62 GiB in `nvidia-smi mig -lgip`,
 # tests/fixtures/smi/40_* and 41_*), so an instance the advice picks holds what it was sized for.
@@ -46,6 +51,7 @@ class NodeFacts:
     pool: str | None = None
     vm_size: str | None = None
     region: str | None = None
+    min_count: int | None = None  # the pool's minCount, where the stack says (None: not known, or no autoscaling)
 
 
 @dataclass(frozen=True)
@@ -66,16 +72,34 @@ class Pricing:
             pool=pool,
             vm_size=(known.vm_size if known else None) or (from_pool.vm_size if from_pool else None),
             region=(known.region if known else None) or (from_pool.region if from_pool else None),
+            min_count=from_pool.min_count if from_pool else None,
         )
+
+    def node_month(self, host: str) -> float | None:
+        """The monthly list price of the VM ``host`` is, or None where unknown (``unpriced`` says why)."""
+        facts = self.node(host)
+        priced = self.prices.monthly(facts.region, facts.vm_size)
+        return priced[0] if priced else None
 
     def gpu_month(self, host: str) -> float | None:
         """The monthly list price of one GPU on ``host`` (its VM's price over its GPUs), or None where unknown."""
         facts = self.node(host)
         size = self.catalog.vm_size(facts.vm_size) if facts.vm_size else None
-        priced = self.prices.monthly(facts.region, facts.vm_size)
-        if size is None or priced is None:
+        month = self.node_month(host)
+        if size is None or month is None:
             return None
-        return priced[0] / size.gpu_count
+        return month / size.gpu_count
+
+    def unpriced(self, host: str) -> str | None:
+        """Why a GPU on ``host`` has no price (None where it has one): the VM size or region unknown, or the price
+        table without that size in that region."""
+        facts = self.node(host)
+        if not facts.vm_size or not facts.region:
+            missing = " and ".join(what for what, known in (("VM size", facts.vm_size), ("region", facts.region)) if not known)
+            return f"unpriced: the {missing} of {host} not known (name the stack with --stack)"
+        if self.catalog.vm_size(facts.vm_size) is None or self.prices.monthly(facts.region, facts.vm_size) is None:
+            return f"unpriced: {facts.vm_size} in {facts.region} (not in the price table)"
+        return None
 
 
 @dataclass(frozen=True)
@@ -88,6 +112,7 @@ class Recommendation:
     pool: str | None
     gpu_month: float | None
     why: str
+    unpriced: str | None = None  # why gpu_month is None
 
     @property
     def monthly_saving(self) -> float | None:
@@ -115,10 +140,35 @@ class PoolChange:
     monthly_saving: float | None
 
     @property
+    def gpus_freed(self) -> int:
+        return max(0, self.gpus_now - self.gpus_after)
+
+    @property
     def nodes_freed(self) -> int | None:
         if not self.gpus_per_node:
             return None
-        return (self.gpus_now - self.gpus_after) // self.gpus_per_node
+        return self.gpus_freed // self.gpus_per_node
+
+
+@dataclass(frozen=True)
+class IdleCapacity:
+    """A pool's GPUs no pod held in the whole window, and the nodes none of whose GPUs a pod held: what lowering the
+    pool's minCount (where it holds them) and letting the autoscaler remove them saves."""
+
+    pool: str | None
+    gpu_model: str
+    gpus: int
+    nodes: int  # nodes with no GPU a pod held
+    nodes_seen: int  # the pool's nodes in the window
+    min_count: int | None  # the pool's minCount, where the stack says
+    monthly_saving: float | None
+    unpriced: str | None  # why the saving is None
+
+    @property
+    def min_count_after(self) -> int | None:
+        """The minCount that lets the autoscaler remove the idle nodes: the nodes a pod used, where minCount is above."""
+        busy = self.nodes_seen - self.nodes
+        return busy if self.min_count is not None and self.min_count > busy else None
 
 
 @dataclass(frozen=True)
@@ -126,10 +176,13 @@ class Advice:
     usage: Usage
     recommendations: tuple[Recommendation, ...]
     pool_changes: tuple[PoolChange, ...]
+    idle_capacity: tuple[IdleCapacity, ...] = ()
 
     @property
-    def changes(self) -> tuple[Recommendation, ...]:
-        return tuple(one for one in self.recommendations if one.recommend != "keep")
+    def frees_capacity(self) -> bool:
+        """Whether the advice frees GPUs: a pool change carries its workloads on fewer, or idle nodes can go. A change
+        that frees none (one small workload moved to a MIG pool of its own) is not enough."""
+        return any(change.gpus_freed for change in self.pool_changes) or any(idle.nodes for idle in self.idle_capacity)
 
 
 def profile_memory_mib(profile: str) -> float:
@@ -173,7 +226,7 @@ def _decide(group: Sequence[WorkloadUsage]) -> tuple[Recommend, str | None, str 
                 for value, instance in model.mig.items()
                 if profile_memory_mib(instance.profile) >= memory_needed
                 and profile_slices(instance.profile) >= compute_needed * full
-                and profile_slices(instance.profile) < full
+                and instance.max_instances > 1
             ),
             key=lambda item: (item[0], profile_memory_mib(item[2].profile)),
         )
@@ -210,9 +263,57 @@ def advise(usage: Usage, pricing: Pricing) -> Advice:
                     pool=pricing.node(host).pool,
                     gpu_month=pricing.gpu_month(host),
                     why=why,
+                    unpriced=pricing.unpriced(host),
                 )
             )
-    return Advice(usage=usage, recommendations=tuple(recommendations), pool_changes=_pool_changes(recommendations, pricing))
+    return Advice(
+        usage=usage,
+        recommendations=tuple(recommendations),
+        pool_changes=_pool_changes(recommendations, pricing),
+        idle_capacity=_idle_capacity(usage, pricing),
+    )
+
+
+def _idle_capacity(usage: Usage, pricing: Pricing) -> tuple[IdleCapacity, ...]:
+    by_pool: dict[tuple[str, str], list[IdleGpu]] = defaultdict(list)
+    for gpu in usage.idle:
+        by_pool[(pricing.node(gpu.host).pool or "", gpu.model.key)].append(gpu)
+    hosts_by_pool: dict[str, set[str]] = defaultdict(set)
+    for host in {gpu.host for gpu in usage.idle} | set(usage.busy_hosts):
+        hosts_by_pool[pricing.node(host).pool or ""].add(host)
+    found: list[IdleCapacity] = []
+    for (pool, model_key), gpus in sorted(by_pool.items()):
+        idle_hosts = sorted({gpu.host for gpu in gpus} - set(usage.busy_hosts))
+        months = [pricing.node_month(host) for host in idle_hosts]
+        unpriced = next((why for host in idle_hosts if (why := pricing.unpriced(host))), None)
+        found.append(
+            IdleCapacity(
+                pool=pool or None,
+                gpu_model=model_key,
+                gpus=len(gpus),
+                nodes=len(idle_hosts),
+                nodes_seen=len(hosts_by_pool[pool]),
+                min_count=pricing.node(gpus[0].host).min_count,
+                monthly_saving=None if unpriced else round(sum(month or 0.0 for month in months), 2),
+                unpriced=unpriced,
+            )
+        )
+    return tuple(found)
+
+
+def idle_capacity_text(idle: IdleCapacity) -> str:
+    """The idle capacity and the change that frees it, in words."""
+    where = f"pool {idle.pool}" if idle.pool else f"the {idle.gpu_model} nodes"
+    said = f"{where}: {idle.gpus} {idle.gpu_model} GPU(s) no pod held in the window"
+    if not idle.nodes:
+        return f"{said}, on nodes that other pods use (capacity, no node to remove)"
+    said += f", {idle.nodes} of its {idle.nodes_seen} node(s) wholly idle"
+    after = idle.min_count_after
+    if after is not None:
+        return f"{said}: lower minCount from {idle.min_count} to {after} so the autoscaler removes them"
+    if idle.min_count is not None:
+        return f"{said}: minCount {idle.min_count} does not hold them; the autoscaler should remove them (is it on?)"
+    return f"{said}: keep minCount at most {idle.nodes_seen - idle.nodes} so the autoscaler removes them"
 
 
 def _pool_changes(recommendations: Sequence[Recommendation], pricing: Pricing) -> tuple[PoolChange, ...]:
@@ -256,6 +357,8 @@ def pool_change_text(change: PoolChange) -> str:
     freed = change.gpus_now - change.gpus_after
     nodes = change.nodes_freed
     shrink = f"; {where} could shrink by {nodes} node(s)" if nodes else ""
+    if not freed:
+        shrink = "; frees no GPU until the pool carries more workloads like these"
     if change.recommend == "release":
         return f"{where}: release {freed} idle GPU(s) of {change.workloads} workload(s){shrink}"
     if change.recommend == "mig":

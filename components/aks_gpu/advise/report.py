@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
-from aks_gpu.advise.recommend import Advice, PoolChange, Recommendation, pool_change_text
+from aks_gpu.advise.recommend import Advice, IdleCapacity, PoolChange, Recommendation, idle_capacity_text, pool_change_text
 
 
 def _iso(stamp: float) -> str:
@@ -32,6 +32,10 @@ def recommendation_row(one: Recommendation) -> dict[str, Any]:
         "pool": one.pool,
         "nodes": list(usage.hosts),
         "activityMetric": usage.activity_metric,
+        # Issue 42: how much history the advice read (samples a GPU, seconds from the first to the last, the share of
+        # that span with samples) and the samples no GPU can report, dropped, by reason.
+        "coverage": {"samples": usage.samples, "span": round(usage.span), "share": round(usage.share, 3)},
+        "droppedSamples": dict(usage.dropped),
     }
 
 
@@ -46,9 +50,26 @@ def pool_change_row(change: PoolChange) -> dict[str, Any]:
         "workloads": change.workloads,
         "gpusNow": change.gpus_now,
         "gpusAfter": change.gpus_after,
+        "gpusFreed": change.gpus_freed,
         "nodesFreed": change.nodes_freed,
         "monthlySaving": change.monthly_saving,
         "change": pool_change_text(change),
+    }
+
+
+def idle_capacity_row(idle: IdleCapacity) -> dict[str, Any]:
+    return {
+        "pool": idle.pool,
+        "gpuModel": idle.gpu_model,
+        "gpus": idle.gpus,
+        "nodes": idle.nodes,
+        "nodesSeen": idle.nodes_seen,
+        "minCount": idle.min_count,
+        "minCountAfter": idle.min_count_after,
+        "nodesFreed": idle.nodes,
+        "monthlySaving": idle.monthly_saving,
+        "priced": idle.unpriced or True,
+        "change": idle_capacity_text(idle),
     }
 
 
@@ -64,5 +85,11 @@ def advice_document(advice: Advice, currency: str) -> dict[str, Any]:
         },
         "notEvaluated": [{"what": one.what, "why": one.why} for one in advice.usage.not_evaluated],
         "poolChanges": [pool_change_row(change) for change in advice.pool_changes],
+        "idleCapacity": [idle_capacity_row(idle) for idle in advice.idle_capacity],
+        # Why a saving is null: each VM size and region the price table lacks, or the node whose size is not known.
+        "unpriced": sorted(
+            {one.unpriced for one in advice.recommendations if one.unpriced and one.recommend != "keep"}
+            | {idle.unpriced for idle in advice.idle_capacity if idle.unpriced}
+        ),
         "currency": currency,
     }

@@ -11,7 +11,11 @@ import json
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
+from itertools import pairwise
 from typing import Any
+
+# How many of a series' first samples show its step.
+_STEP_SAMPLES = 16
 
 
 class AdviceInputError(ValueError):
@@ -21,12 +25,13 @@ class AdviceInputError(ValueError):
 @dataclass(frozen=True)
 class Series:
     """One time series of a metric: its labels, the first and last sample time (Unix seconds), the sample values in
-    time order (NaN and infinite samples left out)."""
+    time order (NaN and infinite samples left out), and the query's step as the first samples show it (0: unknown)."""
 
     labels: Mapping[str, str]
     start: float
     end: float
     values: tuple[float, ...]
+    step: float = 0.0
 
 
 def parse_query_range(metric: str, data: bytes | str) -> list[Series]:
@@ -61,6 +66,9 @@ def _series(metric: str, index: int, entry: Any) -> Series:
         if not math.isfinite(sum(values)):
             values = [value for value in values if math.isfinite(value)]
         start, end = (float(samples[0][0]), float(samples[-1][0])) if samples else (math.nan, math.nan)
+        # The step: the shortest gap among the first samples (a gap of missing samples is a multiple of it).
+        times = [float(sample[0]) for sample in samples[:_STEP_SAMPLES]]
+        gaps = [later - earlier for earlier, later in pairwise(times) if later > earlier]
     except (TypeError, ValueError, IndexError, KeyError):
         raise AdviceInputError(f'{metric}: series {index} has a sample that is not [time, "value"]') from None
-    return Series(labels=labels, start=start, end=end, values=tuple(values))
+    return Series(labels=labels, start=start, end=end, values=tuple(values), step=min(gaps, default=0.0))

@@ -2,17 +2,20 @@
 off the exporters' series (``advise.series``). Pure.
 
 A series belongs to the pod its labels name (the exporters label a GPU's series with the pod that holds it); a GPU that
-no pod held in the whole window is listed as not evaluated (the audit names idle nodes and their cost).
+no pod held in the whole window is idle capacity. Samples no GPU can report (the exporters' sentinels, activity outside
+0-1, memory above the GPU's total) are dropped and counted; a pod with too little history (``HistoryRule``) is not
+evaluated.
 """
 
 from __future__ import annotations
 
 import math
 import re
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from aks_gpu.advise.metrics import EXPORTED_PREFIX, EXPORTERS, POD_OWNER_METRIC, ExporterMetrics
+from aks_gpu.advise.metrics import EXPORTED_PREFIX, EXPORTER_DAEMONSETS, EXPORTERS, POD_OWNER_METRIC, ExporterMetrics
 from aks_gpu.advise.series import AdviceInputError, Series
 from aks_gpu.catalog import Catalog, GpuModel
 from aks_gpu.naming import Vendor
@@ -20,16 +23,52 @@ from aks_gpu.naming import Vendor
 # The percentile the advice sizes for: a workload's usual busy peaks, not its one worst sample (the peak memory is
 # sized for separately: memory that does not fit fails the workload, compute that does not fit only slows it).
 PERCENTILE = 0.95
-# Fewer samples than this (an hour at the exporters' usual 5-minute step) say too little about a workload to advise.
-MIN_SAMPLES = 12
-# The random suffixes Kubernetes gives the pods of a ReplicaSet, Job or DaemonSet, and a ReplicaSet's
-# pod-template-hash: apimachinery's rand.String / SafeEncodeString alphabet (no vowels, no 0, 1 or 3).
-# https://github.com/kubernetes/apimachinery/blob/master/pkg/util/rand/rand.go
+
+
+@dataclass(frozen=True)
+class HistoryRule:
+    """How much of a pod's history the advice needs before it resizes it: its span (first sample to last, plus one
+    step) at least ``min_span`` seconds, and samples for at least ``min_share`` of that span. Ours; why in
+    docs/advise.md (a day holds a service's daily peak; half the span missing could hide the peak)."""
+
+    min_span: float = 86_400.0
+    min_share: float = 0.5
+
+
+HISTORY = HistoryRule()
+# Read through the recording rules' daily summaries (one sample a day, each a day's peak or p95), the first day may
+# cover a part of a day: two days' summaries are the least that hold a whole day.
+SUMMARY_HISTORY = HistoryRule(min_span=2 * 86_400.0)
+# Samples no GPU can report, dropped and counted (``WorkloadUsage.dropped``): DCGM's blank values (dcgm_structs.h in
+# NVIDIA/DCGM: DCGM_INT32_BLANK 0x7ffffff0 and the 15 codes after it, DCGM_INT64_BLANK 0x7ffffffffffffff0, DCGM_FP64_BLANK
+# 2**47 and the codes after it) and 2**32 - 1 (4294967295: an unsigned 32-bit field the driver could not read).
+_INT32_BLANK = 0x7FFFFFF0
+_FP64_BLANK = 2.0**47
+_UINT32_MAX = float(2**32 - 1)
+# Why a sample was dropped (the keys of droppedSamples in the JSON).
+SENTINEL = "sentinel"
+ACTIVITY_OUT_OF_RANGE = "activityOutside0To1"
+MEMORY_ABOVE_TOTAL = "memoryAboveTotal"
+MEMORY_NEGATIVE = "memoryNegative"
+# The catalog's memory_gib is the size as sold (80 for an 80 GB card); read as GiB it is at or above the total the
+# driver reports (81,920 MiB on an A100 80GB, 81,559 on an H100 80GB HBM3, 143,771 on an H200), so only what no GPU of
+# the model holds is dropped.
+_MIB_PER_GIB = 1024
+# The random suffixes Kubernetes gives the pods of a ReplicaSet, Job or DaemonSet: apimachinery's rand.String alphabet
+# (no vowels, no 0, 1 or 3). https://github.com/kubernetes/apimachinery/blob/master/pkg/util/rand/rand.go
 _SAFE = "[bcdfghjklmnpqrstvwxz2456789]"
-_REPLICASET_POD = re.compile(rf"(?P<owner>.+)-{_SAFE}{{1,10}}-{_SAFE}{{5}}")
+# A ReplicaSet's pod-template-hash is SafeEncodeString of a 32-bit FNV hash written in decimal
+# (kubernetes pkg/controller/controller_utils.go ComputeHash): one character a decimal digit, each digit mapped to
+# alphanums[digit's byte % 27], so only 4-9, b, c, d and f, 1 to 10 of them. Fewer than 6 digits is a hash under 100,000
+# (one in 43,000): a shorter segment such as `42` or `7b` ends the owner's name (a Job `eval-run-42`, `finetune-7b`).
+_HASH = "[4-9bcdf]{6,10}"
+_REPLICASET_POD = re.compile(rf"(?P<owner>.+)-{_HASH}-{_SAFE}{{5}}")
 _GENERATED_POD = re.compile(rf"(?P<owner>.+)-{_SAFE}{{5}}")
 _STATEFULSET_POD = re.compile(r"(?P<owner>.+)-\d+")
-_REPLICASET = re.compile(rf"(?P<owner>.+)-{_SAFE}{{1,10}}")
+_REPLICASET = re.compile(rf"(?P<owner>.+)-{_HASH}")
+# kube_pod_owner's kinds whose pods are no GPU workload: a DaemonSet's pod on a GPU series is the exporter itself (or
+# another per-node agent), scraped as the target.
+_AGENT_KINDS = frozenset({"DaemonSet"})
 
 
 @dataclass(frozen=True)
@@ -60,6 +99,9 @@ class WorkloadUsage:
     peak_activity: float
     activity_metric: str
     mig_profile: str | None  # the MIG instance it already runs on, where it does
+    span: float = 0.0  # seconds from its first sample to its last, plus a step
+    share: float = 1.0  # of the span with samples (0-1)
+    dropped: Mapping[str, int] = field(default_factory=dict)  # samples dropped, by reason
 
 
 @dataclass(frozen=True)
@@ -69,10 +111,21 @@ class NotEvaluated:
 
 
 @dataclass(frozen=True)
+class IdleGpu:
+    """A GPU no pod held in the whole window: idle capacity."""
+
+    host: str
+    gpu: str
+    model: GpuModel
+
+
+@dataclass(frozen=True)
 class Usage:
     window: Window
     workloads: tuple[WorkloadUsage, ...]
     not_evaluated: tuple[NotEvaluated, ...]
+    idle: tuple[IdleGpu, ...] = ()
+    busy_hosts: frozenset[str] = frozenset()  # the nodes where a pod held a GPU
 
 
 @dataclass
@@ -85,6 +138,10 @@ class _Held:
     activity_peaks: list[float] = field(default_factory=list)
     activity_metric: str = ""
     mig_profile: str | None = None
+    first: float = math.inf
+    last: float = -math.inf
+    step: float = 0.0
+    dropped: Counter[str] = field(default_factory=Counter)
 
 
 def owner_of_pod(pod: str) -> str:
@@ -112,6 +169,30 @@ def pod_owners(series: Sequence[Series]) -> dict[tuple[str, str], tuple[str, str
     return owners
 
 
+def _is_agent(namespace: str, pod: str, owners: Mapping[tuple[str, str], tuple[str, str]]) -> bool:
+    """Whether the pod is an exporter's (or another per-node agent's), not a workload: kube_pod_owner says a DaemonSet
+    owns it, or, without kube_pod_owner, its name is a known exporter DaemonSet's."""
+    kind, owner = owners.get((namespace, pod), (None, owner_of_pod(pod)))
+    return kind in _AGENT_KINDS or (kind is None and owner in EXPORTER_DAEMONSETS)
+
+
+def _kept(values: Sequence[float], factor: float, limit: float, above: str, below: str, dropped: Counter[str]) -> Sequence[float]:
+    """The values (times ``factor``) a GPU can report, from 0 to ``limit``; the others counted in ``dropped`` by reason."""
+    if not values or (min(values) >= 0 and max(values) * factor <= limit):
+        return values if factor == 1.0 else [value * factor for value in values]
+    kept: list[float] = []
+    for value in values:
+        if _INT32_BLANK <= value < _INT32_BLANK + 16 or value == _UINT32_MAX or value >= _FP64_BLANK:
+            dropped[SENTINEL] += 1
+        elif value < 0:
+            dropped[below] += 1
+        elif value * factor > limit:
+            dropped[above] += 1
+        else:
+            kept.append(value * factor)
+    return kept
+
+
 def _first(labels: Mapping[str, str], keys: Sequence[str]) -> str | None:
     return next((labels[key] for key in keys if labels.get(key)), None)
 
@@ -134,7 +215,8 @@ def _read_exporter(
     series_by_metric: Mapping[str, Sequence[Series]],
     catalog: Catalog,
     held: dict[tuple[str, str], _Held],
-    unheld: dict[tuple[str, str], str],
+    unheld: dict[tuple[str, str], GpuModel],
+    owners: Mapping[tuple[str, str], tuple[str, str]],
 ) -> None:
     memory = series_by_metric.get(exporter.memory_used) or []
     activity_name, scale = next(((name, factor) for name, factor in exporter.activity if series_by_metric.get(name)), (None, 1.0))
@@ -143,8 +225,9 @@ def _read_exporter(
     if not memory or activity_name is None:
         missing = exporter.memory_used if not memory else " or ".join(name for name, _ in exporter.activity)
         raise AdviceInputError(f"no {missing} series: the advice needs memory and activity of the same GPUs")
+    memory_name = exporter.memory_used
     readings: list[tuple[str, Sequence[Series], float]] = [
-        (exporter.memory_used, memory, 1.0),
+        (memory_name, memory, 1.0),
         (activity_name, series_by_metric[activity_name], scale),
     ]
     peak_name = dict(exporter.activity_peaks).get(activity_name)
@@ -169,20 +252,27 @@ def _read_exporter(
                     )
                 models[product] = model
             namespace, pod = labels.get(prefix + "namespace"), labels.get(prefix + "pod")
-            if not (namespace and pod):
-                unheld.setdefault((host, gpu), model.key)
+            if not (namespace and pod) or _is_agent(namespace, pod, owners):
+                unheld.setdefault((host, gpu), model)
                 continue
             entry = held.get((namespace, pod))
             if entry is None:
                 entry = held[(namespace, pod)] = _Held(vendor=exporter.vendor, model=model)
             entry.gpus.add((host, gpu))
-            if metric == activity_name:
-                entry.activity.extend(value * factor for value in one.values)
-                entry.activity_metric = metric
-            elif metric == peak_name:
-                entry.activity_peaks.extend(value * factor for value in one.values)
+            if one.values:
+                entry.first, entry.last = min(entry.first, one.start), max(entry.last, one.end)
+            if one.step and (not entry.step or one.step < entry.step):
+                entry.step = one.step
+            if metric == memory_name:
+                limit = model.memory_gib * _MIB_PER_GIB
+                entry.memory.extend(_kept(one.values, 1.0, limit, MEMORY_ABOVE_TOTAL, MEMORY_NEGATIVE, entry.dropped))
             else:
-                entry.memory.extend(one.values)
+                kept = _kept(one.values, factor, 1.0, ACTIVITY_OUT_OF_RANGE, ACTIVITY_OUT_OF_RANGE, entry.dropped)
+                if metric == activity_name:
+                    entry.activity.extend(kept)
+                    entry.activity_metric = metric
+                else:
+                    entry.activity_peaks.extend(kept)
             profile = _first(labels, exporter.mig_labels)
             if profile:
                 entry.mig_profile = profile
@@ -192,34 +282,42 @@ def read_usage(
     series_by_metric: Mapping[str, Sequence[Series]],
     catalog: Catalog,
     exporters: Sequence[ExporterMetrics] = EXPORTERS,
-    min_samples: int = MIN_SAMPLES,
+    history: HistoryRule = HISTORY,
 ) -> Usage:
     """Each workload's use of its GPUs through the window; ``AdviceInputError`` on input the advice cannot use (a
-    series without the labels it needs, a GPU model the catalog does not know, an empty window). ``exporters``: the
-    raw series (``EXPORTERS``), or their recorded daily summaries (``ExporterMetrics.summarised``), which give one
-    sample a day and so need fewer (``min_samples``)."""
+    series without the labels it needs, a GPU model the catalog does not know, an empty window, no series of a
+    workload's pod). ``exporters``: the raw series (``EXPORTERS``), or their recorded daily summaries
+    (``ExporterMetrics.summarised``, read with ``SUMMARY_HISTORY``)."""
     all_series = [one for name, series in series_by_metric.items() if name != POD_OWNER_METRIC for one in series]
     sampled = [one for one in all_series if one.values]
     if not sampled:
         names = ", ".join(sorted(series_by_metric)) or "none"
         raise AdviceInputError(f"the window is empty: no samples in any series (metrics read: {names})")
     window = Window(start=min(one.start for one in sampled), end=max(one.end for one in sampled), series=len(all_series))
-    held: dict[tuple[str, str], _Held] = {}
-    unheld: dict[tuple[str, str], str] = {}
-    for exporter in exporters:
-        _read_exporter(exporter, series_by_metric, catalog, held, unheld)
+    window_step = min((one.step for one in sampled if one.step), default=0.0)
     owners = pod_owners(series_by_metric.get(POD_OWNER_METRIC) or [])
+    held: dict[tuple[str, str], _Held] = {}
+    unheld: dict[tuple[str, str], GpuModel] = {}
+    for exporter in exporters:
+        _read_exporter(exporter, series_by_metric, catalog, held, unheld, owners)
+    if not held:
+        raise AdviceInputError(
+            "no series carries a workload's pod label (namespace and pod, or exported_namespace and exported_pod): "
+            "the exporter did not map GPUs to pods (its Kubernetes mode and the kubelet's pod-resources socket), or no "
+            "pod held a GPU; the pod labels there name the exporter itself, not a workload"
+        )
     workloads: list[WorkloadUsage] = []
     not_evaluated: list[NotEvaluated] = []
     held_gpus = {gpu for entry in held.values() for gpu in entry.gpus}
-    for (host, gpu), model_key in sorted(unheld.items()):
-        if (host, gpu) not in held_gpus:
-            not_evaluated.append(NotEvaluated(f"{host} GPU {gpu}", f"{model_key}: no pod held it in the window"))
+    idle = tuple(IdleGpu(host, gpu, model) for (host, gpu), model in sorted(unheld.items()) if (host, gpu) not in held_gpus)
     for (namespace, pod), entry in sorted(held.items()):
         name = f"{namespace}/{pod}"
-        if len(entry.memory) < min_samples or len(entry.activity) < min_samples:
-            count = min(len(entry.memory), len(entry.activity))
-            not_evaluated.append(NotEvaluated(name, f"{count} samples of memory or activity; the advice needs {min_samples}"))
+        samples = min(len(entry.memory), len(entry.activity)) // max(1, len(entry.gpus))
+        step = entry.step or window_step
+        span = entry.last - entry.first + step if samples else 0.0
+        share = min(1.0, samples * step / span) if span and step else 1.0
+        if span < history.min_span or share < history.min_share or not samples:
+            not_evaluated.append(NotEvaluated(name, _too_little(span, share, samples, history)))
             continue
         memory, activity = sorted(entry.memory), sorted(entry.activity)
         kind, owner = owners.get((namespace, pod), (None, owner_of_pod(pod)))
@@ -233,13 +331,47 @@ def read_usage(
                 model=entry.model,
                 hosts=tuple(sorted({host for host, _ in entry.gpus})),
                 gpus=len(entry.gpus),
-                samples=min(len(memory), len(activity)),
+                samples=samples,
                 peak_memory_mib=memory[-1],
                 p95_memory_mib=percentile(memory, PERCENTILE),
                 p95_activity=percentile(activity, PERCENTILE),
                 peak_activity=max(activity[-1], *entry.activity_peaks) if entry.activity_peaks else activity[-1],
                 activity_metric=entry.activity_metric,
                 mig_profile=entry.mig_profile,
+                span=span,
+                share=share,
+                dropped=dict(sorted(entry.dropped.items())),
             )
         )
-    return Usage(window=window, workloads=tuple(workloads), not_evaluated=tuple(not_evaluated))
+    return Usage(
+        window=window,
+        workloads=tuple(workloads),
+        not_evaluated=tuple(not_evaluated),
+        idle=idle,
+        busy_hosts=frozenset(host for host, _ in held_gpus),
+    )
+
+
+def hours_text(seconds: float) -> str:
+    """A span as a person reads it: ``1 h 40 min``, ``3 d 4 h``."""
+    minutes = round(seconds / 60)
+    if minutes < 60:
+        return f"{minutes} min"
+    if minutes < 24 * 60:
+        return f"{minutes // 60} h" + (f" {minutes % 60} min" if minutes % 60 else "")
+    hours = round(seconds / 3600)
+    return f"{hours // 24} d" + (f" {hours % 24} h" if hours % 24 else "")
+
+
+def _too_little(span: float, share: float, samples: int, history: HistoryRule) -> str:
+    if not samples:
+        return "no sample of memory and activity a GPU can report (all dropped)"
+    if span < history.min_span:
+        return (
+            f"too little history: {hours_text(span)} observed ({samples} samples); "
+            f"the advice needs {hours_text(history.min_span)}"
+        )
+    return (
+        f"too little history: samples for {share:.0%} of the {hours_text(span)} observed; "
+        f"the advice needs {history.min_share:.0%}"
+    )

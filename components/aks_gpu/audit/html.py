@@ -540,8 +540,9 @@ _ADVICE_COLUMNS = ("namespace", "owner", "pod", "GPU", "GPUs", "peak MiB", "p95 
 
 
 def advice_section(document: Mapping[str, Any]) -> str:
-    """``aksgpu advise``'s recommendations as a section: one row per workload pod, the pool changes, what was not
-    evaluated. Every value is escaped (pod and namespace names come from the cluster)."""
+    """``aksgpu advise``'s recommendations as a section: one row per workload pod, the pool changes, the idle capacity,
+    what was not evaluated and why a saving is not priced. Every value is escaped (pod and namespace names come from
+    the cluster)."""
     currency = str(document.get("currency", ""))
     rows = []
     for row in document["recommendations"]:
@@ -572,7 +573,14 @@ def advice_section(document: Mapping[str, Any]) -> str:
         + "</li>"
         for change in document.get("poolChanges", [])
     )
+    idle = "".join(
+        f"<li>{_e(one['change'])}"
+        + (f" (saves {_e(_money(one['monthlySaving'], currency))} a month)" if one["monthlySaving"] is not None else "")
+        + "</li>"
+        for one in document.get("idleCapacity", [])
+    )
     skipped = "".join(f"<li>{_e(one['what'])}: {_e(one['why'])}</li>" for one in document.get("notEvaluated", []))
+    unpriced = "".join(f"<li>{_e(why)}</li>" for why in document.get("unpriced", []))
     window = document["window"]
     return (
         '<section id="advice"><h3>What each workload should run on</h3>'
@@ -582,7 +590,9 @@ def advice_section(document: Mapping[str, Any]) -> str:
         + "".join(rows)
         + "</tbody></table>"
         + (f'<h3>Pool changes</h3><ul id="pool-changes">{changes}</ul>' if changes else "")
+        + (f'<h3>Idle capacity</h3><ul id="idle-capacity">{idle}</ul>' if idle else "")
         + (f'<h3>Not evaluated</h3><ul id="not-evaluated">{skipped}</ul>' if skipped else "")
+        + (f'<h3>Savings not priced</h3><ul id="unpriced">{unpriced}</ul>' if unpriced else "")
         + "</section>"
     )
 

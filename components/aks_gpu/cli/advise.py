@@ -24,12 +24,14 @@ AKS's node names, for the VM size and region).
 
 --metrics DIR reads DCGM_FI_DEV_FB_USED.json and DCGM_FI_PROF_GR_ENGINE_ACTIVE.json (or DCGM_FI_PROF_SM_ACTIVE,
 DCGM_FI_DEV_GPU_UTIL), gpu_used_vram.json and gpu_gfx_activity.json for AMD, and kube_pod_owner.json where present:
-  curl -G https://prom.example/api/v1/query_range --data-urlencode query=DCGM_FI_DEV_FB_USED \\
+  curl -G https://prom.example/api/v1/query_range --data-urlencode 'query=max_over_time(DCGM_FI_DEV_FB_USED[5m])' \\
     --data-urlencode start=$(date -d -7days +%s) --data-urlencode end=$(date +%s) -d step=300 > metrics/DCGM_FI_DEV_FB_USED.json
+(memory as each step's 5-minute peak, not the one sample on the step; the activity metrics as they are)
 --prometheus URL: https only (or http to 127.0.0.1); the token from $AKSGPU_PROMETHEUS_TOKEN, else for an Azure
 Monitor workspace (*.prometheus.monitor.azure.com) from `az account get-access-token`.
 
-exit status: 0 nothing would change, 1 a recommendation saves GPUs, 2 usage or unreadable input (a series without the
+exit status: 0 nothing would change, 1 the advice frees GPUs (a pool change carries its workloads on fewer GPUs, or
+idle nodes can go), 2 usage or unreadable input (a series without the
 labels it needs, an empty window, a GPU model the tables do not know)
 """
 
@@ -67,7 +69,7 @@ def advice_from(args: argparse.Namespace) -> tuple[Any, str]:
     """The advice (``Advice``) and its currency, from --metrics or --prometheus; ``AdviceUsageError`` saying why not."""
     from aks_gpu.advise.recommend import NodeFacts, Pricing, advise
     from aks_gpu.advise.series import AdviceInputError
-    from aks_gpu.advise.usage import read_usage
+    from aks_gpu.advise.usage import SUMMARY_HISTORY, read_usage
     from aks_gpu.audit.prices import load_prices
     from aks_gpu.catalog import load_catalog
 
@@ -82,7 +84,7 @@ def advice_from(args: argparse.Namespace) -> tuple[Any, str]:
         if summarised:
             from aks_gpu.advise.sources import SUMMARISED
 
-            usage = read_usage(series, catalog, SUMMARISED, min_samples=1)
+            usage = read_usage(series, catalog, SUMMARISED, SUMMARY_HISTORY)
         else:
             usage = read_usage(series, catalog)
     except AdviceInputError as error:
@@ -94,7 +96,12 @@ def advice_from(args: argparse.Namespace) -> tuple[Any, str]:
         model = load_stack(args).validated.model
         config = model.config
         region = (config.cluster.location or config.location) if isinstance(config, StackConfig) else None
-        pools = {pool.config.name: NodeFacts(pool.config.name, pool.config.vm_size, region) for pool in model.pools}
+        pools = {
+            pool.config.name: NodeFacts(
+                pool.config.name, pool.config.vm_size, region, pool.config.min_count if pool.config.autoscaling else None
+            )
+            for pool in model.pools
+        }
     prices = load_prices()
     return advise(usage, Pricing(prices=prices, catalog=catalog, pools=pools)), prices.currency
 
@@ -159,7 +166,7 @@ def run(args: argparse.Namespace) -> int:
         print_advice(document)
     if args.html is not None:
         (err if args.json else out).print(f"wrote {safe(str(args.html))}")
-    return EXIT_FAILED if advice.changes else EXIT_OK
+    return EXIT_FAILED if advice.frees_capacity else EXIT_OK
 
 
 def _money(amount: float | None, currency: str) -> str:
@@ -203,7 +210,12 @@ def print_advice(document: dict[str, Any]) -> None:
         out.print("[bold]pool changes[/]")
         for change in document["poolChanges"]:
             out.print(f"  {safe(change['change'])} (saves {_money(change['monthlySaving'], currency)} a month)")
+    if document["idleCapacity"]:
+        out.print("[bold]idle capacity[/]")
+        for idle in document["idleCapacity"]:
+            saving = f" (saves {_money(idle['monthlySaving'], currency)} a month)" if idle["nodes"] else ""
+            out.print(f"  {safe(idle['change'])}{saving}")
     for skipped in document["notEvaluated"]:
         out.print(f"[dim]not evaluated[/] {safe(skipped['what'])}: {safe(skipped['why'])}")
-    if any(row["monthlySaving"] is None for row in document["recommendations"] if row["recommend"] != "keep"):
-        out.print("[yellow]note[/] some GPUs are not priced: name the stack (--stack) for their VM size and region")
+    for why in document["unpriced"]:
+        out.print(f"[yellow]note[/] a saving is not known: {safe(why)}")
