@@ -864,3 +864,35 @@ def test_health_ids_a_nodes_output_cannot_show_are_not_checked_there_never_passe
     [others] = [gap for gap in report.not_checked if TRAIN_1 in gap.reason]
     assert others.ids == ("retired-pages-pending", "xid", "gpu-reset-required", "nvlink-inactive")
     assert "kernel log" in others.reason
+
+
+# ---------------------------------------------------------------- node images against their GPU family's facts
+
+
+def on_a10(image: str) -> Callable[[ClusterSnapshot], None]:
+    def edit(snapshot: ClusterSnapshot) -> None:
+        labels = find_node(snapshot, INFER_0)["metadata"]["labels"]
+        labels["node.kubernetes.io/instance-type"] = "Standard_NV36ads_A10_v5"
+        labels[NODE_IMAGE_LABEL] = image
+
+    return edit
+
+
+def test_a_node_on_an_image_known_to_break_its_gpu_family_fails() -> None:
+    """202607.02.0 gave A10 nodes a GRID kernel module and newer userspace libraries (Azure/AKS#5869)."""
+    report = audit(broken(on_a10("AKSUbuntu-2204gen2containerd-202607.02.0")))
+
+    (finding,) = report.findings
+    assert (finding.id, finding.severity, finding.node) == ("node-image-known-bad", "fail", INFER_0)
+    assert "Azure/AKS/issues/5869" in finding.message and "--node-image-only" in finding.remedy
+    assert report.failed
+
+
+def test_a_node_below_its_gpu_familys_minimum_image_fails_and_one_at_it_passes() -> None:
+    """A10 nodes need 202606.08.1 or later (Azure/AKS#5875)."""
+    (finding,) = audit(broken(on_a10("AKSUbuntu-2204gen2containerd-202606.08.0"))).findings
+    assert (finding.id, finding.severity, finding.node) == ("node-image-below-gpu-minimum", "fail", INFER_0)
+    assert "202606.08.1" in finding.message
+    assert audit(broken(on_a10("AKSUbuntu-2204gen2containerd-202606.08.1"))).findings == ()
+    # The same image on another family is no finding: the facts are the A10's.
+    assert audit(broken(lambda s: find_node(s, INFER_0)["metadata"]["labels"].update({NODE_IMAGE_LABEL: "AKSUbuntu-2204gen2containerd-202607.02.0"}))).findings == ()

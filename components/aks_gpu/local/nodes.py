@@ -16,6 +16,7 @@ import hashlib
 from dataclasses import dataclass
 from typing import Any
 
+from aks_gpu.aks_facts import gpu_node_images
 from aks_gpu.catalog import CpuArchitecture
 from aks_gpu.config.models import StackConfig
 from aks_gpu.naming import (
@@ -48,9 +49,6 @@ from aks_gpu.resolved.node_labels import cpu_pool_labels
 NODE_CPU = "32"
 NODE_MEMORY = "256Gi"
 NODE_EPHEMERAL_STORAGE = "512Gi"
-# A node image version in the form AKS's label shows (AKSUbuntu-2204gen2containerd-YYYYMM.DD.V, see audit/engine.py):
-# a fixed, recorded value, since no real image backs a simulated node.
-NODE_IMAGE_VERSIONS = {"Ubuntu": "AKSUbuntu-2204gen2containerd-202607.09.0", "AzureLinux": "AzureLinuxgen2containerd-202607.09.0"}
 KUBE_ARCH: dict[CpuArchitecture, str] = {"x86_64": "amd64", "arm64": "arm64"}
 
 
@@ -181,7 +179,9 @@ def _node(pool: SimulatedPool, cluster: str, location: str, index: int) -> dict[
         AKS_AGENTPOOL_LABEL: pool.name,
         AKS_LEGACY_AGENTPOOL_LABEL: pool.name,
         AKS_MODE_LABEL: pool.mode.lower(),
-        AKS_NODE_IMAGE_LABEL: NODE_IMAGE_VERSIONS[pool.os_sku],
+        # The newest node image AKS announces (data/gpu_node_images.yaml), in the form its label shows: no real
+        # image backs a simulated node.
+        AKS_NODE_IMAGE_LABEL: gpu_node_images().current_image(pool.os_sku),
         AKS_OS_SKU_LABEL: pool.os_sku,
         AKS_CLUSTER_LABEL: f"MC_{cluster}",
         INSTANCE_TYPE_LABEL: pool.vm_size,
