@@ -339,7 +339,8 @@ class GpuNodeImages:
             return None
         for bad in family.known_bad:
             if bad.matches(image):
-                return NodeImageProblem("known-bad", f"node image {image} is known to break {gpu_model} nodes: {bad.why}", bad.source)
+                message = f"node image {image} is known to break {gpu_model} nodes: {bad.why}"
+                return NodeImageProblem("known-bad", message, bad.source)
         minimum = node_image_version_key(family.minimum)
         if minimum is not None and version < minimum:
             return NodeImageProblem(

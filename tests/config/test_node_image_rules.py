@@ -50,4 +50,9 @@ def test_a_pool_with_its_own_driver_is_not_judged_by_the_image(monkeypatch: pyte
     from aks_gpu.resolved.stack import validate_stack
 
     monkeypatch.setattr(pools, "gpu_node_images", lambda: replace(gpu_node_images(), current="202607.02.0"))
-    validate_stack(minimal_raw(**REGION, **{"aks-gpu:gpuPools": [A10_POOL | {"gpuDriver": "None"}], "aks-gpu:devicePlugin": {"mode": "gpu-operator"}}), SOURCE)
+    validate_stack(
+        minimal_raw(
+            **REGION, **{"aks-gpu:gpuPools": [A10_POOL | {"gpuDriver": "None"}], "aks-gpu:devicePlugin": {"mode": "gpu-operator"}}
+        ),
+        SOURCE,
+    )

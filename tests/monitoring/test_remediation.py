@@ -393,15 +393,28 @@ def test_the_plan_shows_the_engine_and_its_configuration() -> None:
 
 
 def test_the_plan_names_the_pools_with_and_without_npd_gpu_conditions() -> None:
+    """Since 2026-03-04 AKS runs its NPD GPU checks on every NVIDIA pool on the driver it installs, MIG pools included
+    (gpu-health-monitoring.md, azure-aks-docs fc55528da), not on two sizes only."""
     from aks_gpu.monitoring.remediation import npd_coverage
 
     prod = npd_coverage(stack_model("prod"))
-    assert prod is not None and "on train (Standard_ND96isr_H100_v5)" in prod
-    assert "not on infer (Standard_NC24ads_A100_v4" in prod and "kernel-log monitor" in prod
+    assert prod is not None and "clock throttling" in prod
+    assert "train (Standard_ND96isr_H100_v5)" in prod and "infer (Standard_NC24ads_A100_v4, MIG)" in prod
+    assert "not on" not in prod
     dev = npd_coverage(stack_model("dev"))
-    assert dev is not None and "on no pool" in dev and "dev (Standard_NC4as_T4_v3" in dev
+    assert dev is not None and "on dev (Standard_NC4as_T4_v3)" in dev
     # No NVIDIA pool: nothing to say (the AMD pools' alerts are in the monitoring line).
     assert npd_coverage(stack_model("amd")) is None
+
+
+def test_a_grid_pool_gets_the_grid_licence_check_in_the_plan() -> None:
+    from aks_gpu.monitoring.remediation import npd_coverage
+
+    raw = minimal_raw(**{"azure-native:location": "spaincentral"})
+    viz = {"name": "viz", "vendor": "nvidia", "vmSize": "Standard_NV36ads_A10_v5", "workload": "training", "maxCount": 2}
+    raw["aks-gpu:gpuPools"] = [viz]
+    line = npd_coverage(validate_stack(raw, "test").model)
+    assert line is not None and "viz (Standard_NV36ads_A10_v5, with the GRID licence check)" in line
 
 
 def test_a_pool_without_the_aks_driver_never_gets_them_and_without_the_engine_only_alerts_watch() -> None:
@@ -416,19 +429,44 @@ def test_a_pool_without_the_aks_driver_never_gets_them_and_without_the_engine_on
 
 
 def test_the_npd_facts_agree_with_the_conditions_read_and_the_docs() -> None:
-    from aks_gpu.catalog import load_catalog
     from aks_gpu.gpu.health import GPU_CONDITIONS
     from aks_gpu.monitoring.remediation import npd_gpu_checks
     from tests.conftest import PROJECT_DIR
 
     checks = npd_gpu_checks()
-    # Unsettled between the AKS pages: every name the data file lists is read, and quarantined on.
-    assert set(checks.xid_condition_names) <= set(GPU_CONDITIONS)
-    assert all(GPU_CONDITIONS[name].severity == "critical" for name in checks.xid_condition_names)
-    catalog = load_catalog()
-    for size in checks.documented_sizes:
-        assert catalog.gpu_facts(size, None, None) is not None, size
+    by_check: dict[str, set[str]] = {}
+    for name, condition in GPU_CONDITIONS.items():
+        by_check.setdefault(condition.check, set()).add(name)
+    assert set(by_check) == set(checks.where)
+    # Every spelling seen is read: the two AKS pages' and the one AKS's own Xid e2e waits for.
+    assert by_check["xid"] == {"XIDErrors", "GPUXIDErrors", "XIDError"}
+    assert by_check["grid-licence"] == {"NVIDIAGRIDStatusInvalid", "NVIDIA GRID Status Invalid"}
+    assert GPU_CONDITIONS["GPUClockThrottling"].severity == "warning"
+    assert all(GPU_CONDITIONS[name].severity == "critical" for name in by_check["xid"] | by_check["grid-licence"])
     text = (PROJECT_DIR / "docs" / "remediation.md").read_text(encoding="utf-8")
     section = text.split("## Which pools get AKS's NPD GPU conditions", 1)[1].split("\n## ", 1)[0]
-    assert all(size in section for size in checks.documented_sizes)
-    assert all(f"`{name}`" in section for name in checks.xid_condition_names)
+    assert all(f"`{name}`" in section for name in GPU_CONDITIONS)
+    assert "fc55528da" in section and "two sizes only" not in section
+
+
+def test_every_spelling_of_a_critical_condition_quarantines_and_alerts() -> None:
+    from aks_gpu.monitoring.rules import npd_condition_rules
+
+    policies = values_of(stack_model("prod"))["kubernetes-object-monitor"]["policies"]
+    quarantined = {policy["healthEvent"]["errorCode"][0] for policy in policies}
+    assert {"XIDError", "NVIDIAGRIDStatusInvalid", "NVIDIA GRID Status Invalid"} <= quarantined
+    spaced = next(p for p in policies if p["healthEvent"]["errorCode"][0] == "NVIDIA GRID Status Invalid")
+    assert cel(spaced["predicate"]["expression"], resource=node(**{"NVIDIA GRID Status Invalid": "True"}))
+    from aks_gpu.gpu.health import GPU_CONDITIONS
+
+    grades = {kind: condition.severity for kind, condition in GPU_CONDITIONS.items()}
+    critical, warning = npd_condition_rules(stack_model("prod"), grades)
+
+    def matched(expr: str) -> set[str]:
+        pattern = re.search(r'condition=~"([^"]+)"', expr)
+        assert pattern is not None, expr
+        return {name for name in GPU_CONDITIONS if re.fullmatch(pattern[1], name)}
+
+    assert matched(critical.expr) == {name for name, grade in grades.items() if grade == "critical"}
+    assert {"XIDError", "NVIDIA GRID Status Invalid"} <= matched(critical.expr)
+    assert matched(warning.expr) == {"GPUClockThrottling"}

@@ -15,8 +15,8 @@ from aks_gpu.aks_facts import gpu_node_images
 from aks_gpu.audit.judging import Commands, Run, listed_names
 from aks_gpu.catalog import load_catalog
 from aks_gpu.cluster.inventory import NODE_IMAGE_LABEL, GpuNode
-from aks_gpu.naming import INSTANCE_TYPE_LABEL
 from aks_gpu.cluster.snapshot import NODEPOOL_UPGRADES_FILE, ClusterSnapshot
+from aks_gpu.naming import INSTANCE_TYPE_LABEL
 
 STALE_AFTER_DAYS = 60
 

@@ -220,8 +220,10 @@ CHECKS: tuple[AuditCheck, ...] = (
         "gpu-condition",
         "fail or warn",
         "health",
-        "no AKS Node Problem Detector GPU condition is True on a GPU node: GPUMissing, XIDErrors, NVLinkStatusInactive, "
-        "IBLinkFlapping, UnhealthyNvidiaDevicePlugin, UnhealthyNvidiaDCGMServices fail, GPUClockThrottling warns",
+        "no AKS Node Problem Detector GPU condition is True on a GPU node: GPUMissing, XIDErrors (GPUXIDErrors, "
+        "XIDError), NVLinkStatusInactive, IBLinkFlapping, UnhealthyNvidiaDevicePlugin, UnhealthyNvidiaDCGMServices, "
+        "NVIDIAGRIDStatusInvalid (NVIDIA GRID Status Invalid) fail, GPUClockThrottling warns (every spelling seen: "
+        "components/aks_gpu/data/remediation.yaml, npd_gpu_checks)",
         _HEALTH_FIX,
         (NODES,),
     ),
