@@ -22,6 +22,7 @@ from aks_gpu.monitoring.exporters import exporter_manifests
 from aks_gpu.monitoring.remediation import (
     PINS_FILE,
     circuit_breaker_percentage,
+    engine_pin,
     npd_condition_types,
     remediation_release,
     remediation_summary,
@@ -238,6 +239,18 @@ def test_the_release_renders_no_podmonitor_aks_managed_prometheus_cannot_take() 
         assert values_of(stack_model(stack))["podMonitor"] == {"enabled": False}, stack
 
 
+def test_the_pin_is_a_release_and_the_values_leave_platform_connector_auth_to_the_chart() -> None:
+    """v1.19.0 is the release NVSentinel's release workflow registered (chart_facts, nvsentinel in the data file); the
+    pin before, v1.21.0, was the bundled psmdb-operator's version. Publisher authentication (global.platformConnectorAuth)
+    came after v1.19.0 and is on by default where it exists: the platform's values never set it, so they neither name a
+    key the pinned chart lacks nor turn off what a later chart turns on."""
+    fact = FACTS["platform_connector_auth"]
+    assert engine_pin().version == "v1.19.0" and fact["in_pinned_chart"] is False
+    assert fact["chart_default_enabled"] is True and fact["key"] == "global.platformConnectorAuth"
+    for stack in ("prod", "dev"):
+        assert "platformConnectorAuth" not in values_of(stack_model(stack))["global"], stack
+
+
 @pytest.mark.parametrize("stack", ["prod", "dev"])
 def test_the_shipped_stacks_give_nvsentinel_a_datastore_its_modules_connect_to(stack: str) -> None:
     values = values_of(stack_model(stack))
@@ -384,7 +397,7 @@ def test_the_quarantine_rules_fire_on_fatal_and_critical_xid_events_only() -> No
 def test_the_plan_shows_the_engine_and_its_configuration() -> None:
     line = remediation_summary(stack_model("prod"))
     # maxUnhealthy "1" of prod's 9 NVIDIA nodes at maxCount (train 4, infer 3, inferfull 2): 11%, rounded down.
-    assert "NVSentinel v1.21.0" in line and "mode on" in line and "11%" in line
+    assert "NVSentinel v1.19.0" in line and "mode on" in line and "11%" in line
     assert "gpu-training DeleteAfterTimeout" in line and "gpu-inference Immediate" in line
     remediation_values(stack_model("prod"), XIDS)  # builds without the release too
 
