@@ -11,7 +11,7 @@ from collections.abc import Mapping, Sequence
 from datetime import UTC, date, datetime
 from typing import Any
 
-from aks_gpu.aks_facts import gpu_node_images
+from aks_gpu.aks_facts import gpu_node_images, node_image_version_key
 from aks_gpu.audit.judging import Commands, Run, listed_names
 from aks_gpu.catalog import load_catalog
 from aks_gpu.cluster.inventory import NODE_IMAGE_LABEL, GpuNode
@@ -22,14 +22,11 @@ STALE_AFTER_DAYS = 60
 
 # The build date at the end of an AKS node image version. Today: <image>-YYYYMM.DD.V, as the AKS release notes name
 # them ("AKSUbuntu-2204-YYYYMM.DD.V", https://github.com/Azure/AKS/blob/master/.github/instructions/changelog.instructions.md)
-# and the label shows (AKSUbuntu-2204gen2containerd-202509.23.0, AKSCBLMariner-V2katagen2-202503.13.0). Before 2023:
-# <image>-YYYY.MM.DD (AKSUbuntu-1804gen2containerd-2022.01.19, https://learn.microsoft.com/azure/aks/use-labels shows
-# AKSUbuntu-1804-2020.03.05). A version without either (a base image, AKSWindows-23H2-gen2, Windows' build numbers)
-# has no date this reads: not checked.
-_IMAGE_DATE = (
-    re.compile(r"-(?P<year>20\d{2})(?P<month>\d{2})\.(?P<day>\d{2})\.\d+$"),
-    re.compile(r"-(?P<year>20\d{2})\.(?P<month>\d{2})\.(?P<day>\d{2})$"),
-)
+# and the label shows (AKSUbuntu-2204gen2containerd-202509.23.0, AKSCBLMariner-V2katagen2-202503.13.0): read by
+# aks_facts.node_image_version_key. Before 2023: <image>-YYYY.MM.DD (AKSUbuntu-1804gen2containerd-2022.01.19,
+# https://learn.microsoft.com/azure/aks/use-labels shows AKSUbuntu-1804-2020.03.05). A version without either (a base
+# image, AKSWindows-23H2-gen2, Windows' build numbers) has no date this reads: not checked.
+_OLD_IMAGE_DATE = re.compile(r"-(?P<year>20\d{2})\.(?P<month>\d{2})\.(?P<day>\d{2})$")
 
 
 # The pool an upgrade profile belongs to, from its ARM id (.../agentPools/<pool>/upgradeProfiles/default), as
@@ -63,14 +60,17 @@ def _older_than(image: str, latest: str) -> bool:
 
 def image_build_date(version: str) -> date | None:
     """The build date an AKS node image version carries, None when it carries none this can read."""
-    for pattern in _IMAGE_DATE:
-        match = pattern.search(version.strip())
-        if match:
-            try:
-                return date(int(match["year"]), int(match["month"]), int(match["day"]))
-            except ValueError:
-                return None
-    return None
+    current = node_image_version_key(version)
+    if current is not None:
+        (year, month), day = divmod(current[0], 100), current[1]
+    elif (old := _OLD_IMAGE_DATE.search(version.strip())) is not None:
+        year, month, day = int(old["year"]), int(old["month"]), int(old["day"])
+    else:
+        return None
+    try:
+        return date(year, month, day)
+    except ValueError:
+        return None
 
 
 def judge_node_images(
