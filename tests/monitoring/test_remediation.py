@@ -34,7 +34,8 @@ from aks_gpu.resolved.model import PlatformModel
 from aks_gpu.resolved.stack import validate_stack
 from tests.conftest import minimal_raw, stack_model
 
-FACTS: dict[str, Any] = load_yaml(PINS_FILE)["chart_facts"]
+FACTS_FILE: dict[str, Any] = load_yaml(PINS_FILE)
+FACTS: dict[str, Any] = FACTS_FILE["chart_facts"]
 XIDS = critical_xid_codes()
 
 
@@ -443,14 +444,14 @@ def test_a_pool_without_the_aks_driver_never_gets_them_and_without_the_engine_on
 
 def test_the_npd_facts_agree_with_the_conditions_read_and_the_docs() -> None:
     from aks_gpu.gpu.health import GPU_CONDITIONS
-    from aks_gpu.monitoring.remediation import npd_gpu_checks
     from tests.conftest import PROJECT_DIR
 
-    checks = npd_gpu_checks()
+    checks = FACTS_FILE["npd_gpu_checks"]["checks"]
     by_check: dict[str, set[str]] = {}
     for name, condition in GPU_CONDITIONS.items():
         by_check.setdefault(condition.check, set()).add(name)
-    assert set(by_check) == set(checks.where)
+    assert by_check == {check: set(entry["names"]) for check, entry in checks.items()}
+    assert {entry["where"] for entry in checks.values()} == {"all", "managed", "grid"}
     # Every spelling seen is read: the two AKS pages' and the one AKS's own Xid e2e waits for.
     assert by_check["xid"] == {"XIDErrors", "GPUXIDErrors", "XIDError"}
     assert by_check["grid-licence"] == {"NVIDIAGRIDStatusInvalid", "NVIDIA GRID Status Invalid"}

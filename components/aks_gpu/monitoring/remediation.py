@@ -73,16 +73,13 @@ class NpdGpuChecks:
     the driver AKS installs, MIG pools included; the GRID licence check only on the GPU models AKS gives the GRID
     driver; the managed-GPU checks only with the managed GPU experience."""
 
-    source: str
     grid_gpu_models: frozenset[str]
-    where: dict[str, str]  # check -> all | managed | grid
 
 
 @cache
 def npd_gpu_checks() -> NpdGpuChecks:
     raw: dict[str, Any] = load_yaml(PINS_FILE)["npd_gpu_checks"]
-    where = {str(check): str(entry["where"]) for check, entry in raw["checks"].items()}
-    return NpdGpuChecks(str(raw["source"]), frozenset(raw["grid_gpu_models"]), where)
+    return NpdGpuChecks(frozenset(raw["grid_gpu_models"]))
 
 
 def npd_coverage(model: PlatformModel) -> str | None:
