@@ -10,6 +10,7 @@ caller's (the loader passes today, tests a fixed day).
 from __future__ import annotations
 
 import datetime as dt
+import re
 from dataclasses import dataclass
 from functools import lru_cache
 from itertools import pairwise
@@ -424,3 +425,98 @@ def node_resources(
         "pods": str(pods),
     }
     return NodeResources(vm_size, capacity, allocatable)
+
+
+# ---------------------------------------------------------------- node images and GPU families
+
+GPU_NODE_IMAGES_FILE = DATA_DIR / "gpu_node_images.yaml"
+
+# The version at the end of an AKS node image label (AKSUbuntu-2204gen2containerd-202607.02.0), or a bare one.
+_IMAGE_VERSION = re.compile(r"(?:^|-)(?P<month>\d{6})\.(?P<day>\d{2})\.(?P<build>\d+)$")
+# The image names of the node image label per OS SKU, as AKS's label shows them (audit/node_images.py).
+NODE_IMAGE_NAMES = {"Ubuntu": "AKSUbuntu-2204gen2containerd", "AzureLinux": "AzureLinuxgen2containerd"}
+
+
+def node_image_version_key(image: str) -> tuple[int, int, int] | None:
+    """``YYYYMM.DD.V`` (bare or at the end of a node image label) as a sortable key; None for any other form."""
+    match = _IMAGE_VERSION.search(image.strip())
+    return (int(match["month"]), int(match["day"]), int(match["build"])) if match else None
+
+
+@dataclass(frozen=True)
+class KnownBadImage:
+    version: str
+    images: tuple[str, ...]  # the image names (label prefixes) the reports cover
+    why: str
+    source: str
+
+    def matches(self, image: str) -> bool:
+        return node_image_version_key(image) == node_image_version_key(self.version) and image.startswith(self.images)
+
+
+@dataclass(frozen=True)
+class GpuFamilyImages:
+    gpu_model: str
+    minimum: str
+    minimum_source: str
+    known_bad: tuple[KnownBadImage, ...]
+
+
+@dataclass(frozen=True)
+class NodeImageProblem:
+    kind: Literal["below-minimum", "known-bad"]
+    message: str
+    source: str
+
+
+@dataclass(frozen=True)
+class GpuNodeImages:
+    current: str
+    current_source: str
+    families: dict[str, GpuFamilyImages]
+
+    def current_image(self, os_sku: str) -> str:
+        """The node image label of the newest image for ``os_sku`` (Ubuntu, AzureLinux)."""
+        return f"{NODE_IMAGE_NAMES[os_sku]}-{self.current}"
+
+    def problem(self, gpu_model: str, image: str) -> NodeImageProblem | None:
+        """What is wrong with ``image`` (a node image label) for a node of ``gpu_model``: a known-bad image first,
+        then one below the family's minimum; None when neither (or the version cannot be read)."""
+        family = self.families.get(gpu_model)
+        version = node_image_version_key(image)
+        if family is None or version is None:
+            return None
+        for bad in family.known_bad:
+            if bad.matches(image):
+                message = f"node image {image} is known to break {gpu_model} nodes: {bad.why}"
+                return NodeImageProblem("known-bad", message, bad.source)
+        minimum = node_image_version_key(family.minimum)
+        if minimum is not None and version < minimum:
+            return NodeImageProblem(
+                "below-minimum",
+                f"node image {image} is older than {family.minimum}, the minimum {gpu_model} nodes need",
+                family.minimum_source,
+            )
+        return None
+
+
+@lru_cache(maxsize=1)
+def gpu_node_images() -> GpuNodeImages:
+    raw = _read(GPU_NODE_IMAGES_FILE)
+    families = {
+        str(model): GpuFamilyImages(
+            gpu_model=str(model),
+            minimum=str(entry["minimum"]["version"]),
+            minimum_source=str(entry["minimum"]["source"]),
+            known_bad=tuple(
+                KnownBadImage(str(bad["version"]), tuple(bad["images"]), " ".join(str(bad["why"]).split()), str(bad["source"]))
+                for bad in entry.get("known_bad", ())
+            ),
+        )
+        for model, entry in raw["families"].items()
+    }
+    for family in families.values():
+        for version in (family.minimum, *(bad.version for bad in family.known_bad)):
+            if node_image_version_key(version) is None:
+                raise ValueError(f"{GPU_NODE_IMAGES_FILE}: {family.gpu_model}: {version!r} is not YYYYMM.DD.V")
+    return GpuNodeImages(str(raw["current"]["version"]), str(raw["current"]["source"]), families)

@@ -633,6 +633,25 @@ def test_gpu_condition_alone() -> None:
     )
 
 
+@pytest.mark.parametrize(
+    ("kind", "reason", "severity"),
+    [
+        # AKS's Xid e2e spelling (Azure/AgentBaker#6698) and the GRID licence check's two (AgentBaker e2e/validators.go).
+        ("XIDError", "XIDErrorIsPresent", "fail"),
+        ("NVIDIAGRIDStatusInvalid", "NVIDIAGRIDStatusInvalid", "fail"),
+        ("NVIDIA GRID Status Invalid", "nvidia-gridd is not active", "fail"),
+        ("GPUClockThrottling", "GPUClockThrottling", "warn"),
+    ],
+)
+def test_every_spelling_of_an_npd_condition_is_read(kind: str, reason: str, severity: str) -> None:
+    def true(snapshot: ClusterSnapshot) -> None:
+        find_node(snapshot, TRAIN_0)["status"]["conditions"].append(npd_condition(kind, "True", reason, f"{kind} detected"))
+
+    findings = [f for f in audit(broken(true)).findings if f.id == "gpu-condition"]
+    assert [(f.severity, f.node) for f in findings] == [(severity, TRAIN_0)]
+    assert findings[0].message.startswith(f"Node Problem Detector condition {kind}=True")
+
+
 def test_smi_health_findings_alone_from_a_real_output() -> None:
     # gpud's real A10 nvidia-smi -q with a pending row remap (tests/fixtures/health/SOURCES.md, fixture 30).
     text = (HEALTH_FIXTURES_DIR / "30_nvidia-smi-q_a10_535.129.03_row_remap_pending.txt").read_text(encoding="utf-8")
@@ -864,3 +883,36 @@ def test_health_ids_a_nodes_output_cannot_show_are_not_checked_there_never_passe
     [others] = [gap for gap in report.not_checked if TRAIN_1 in gap.reason]
     assert others.ids == ("retired-pages-pending", "xid", "gpu-reset-required", "nvlink-inactive")
     assert "kernel log" in others.reason
+
+
+# ---------------------------------------------------------------- node images against their GPU family's facts
+
+
+def on_a10(image: str) -> Callable[[ClusterSnapshot], None]:
+    def edit(snapshot: ClusterSnapshot) -> None:
+        labels = find_node(snapshot, INFER_0)["metadata"]["labels"]
+        labels["node.kubernetes.io/instance-type"] = "Standard_NV36ads_A10_v5"
+        labels[NODE_IMAGE_LABEL] = image
+
+    return edit
+
+
+def test_a_node_on_an_image_known_to_break_its_gpu_family_fails() -> None:
+    """202607.02.0 gave A10 nodes a GRID kernel module and newer userspace libraries (Azure/AKS#5869)."""
+    report = audit(broken(on_a10("AKSUbuntu-2204gen2containerd-202607.02.0")))
+
+    (finding,) = report.findings
+    assert (finding.id, finding.severity, finding.node) == ("node-image-known-bad", "fail", INFER_0)
+    assert "Azure/AKS/issues/5869" in finding.message and "--node-image-only" in finding.remedy
+    assert report.failed
+
+
+def test_a_node_below_its_gpu_familys_minimum_image_fails_and_one_at_it_passes() -> None:
+    """A10 nodes need 202606.08.1 or later (Azure/AKS#5875)."""
+    (finding,) = audit(broken(on_a10("AKSUbuntu-2204gen2containerd-202606.08.0"))).findings
+    assert (finding.id, finding.severity, finding.node) == ("node-image-below-gpu-minimum", "fail", INFER_0)
+    assert "202606.08.1" in finding.message
+    assert audit(broken(on_a10("AKSUbuntu-2204gen2containerd-202606.08.1"))).findings == ()
+    # The same image on another family is no finding: the facts are the A10's.
+    bad_image = {NODE_IMAGE_LABEL: "AKSUbuntu-2204gen2containerd-202607.02.0"}
+    assert audit(broken(lambda s: find_node(s, INFER_0)["metadata"]["labels"].update(bad_image))).findings == ()

@@ -214,3 +214,34 @@ def test_validate_judges_the_served_nodes_and_names_the_unserved_nodes_exec_fail
         judged = {c["id"]: c["status"] for c in report["checks"] if c["node"] == node}
         assert by[("smi-error", node)]["status"] == "pass" and len(judged) > 2, judged
         assert set(judged.values()) <= {"pass", "warn"}, judged
+
+
+def test_a_live_audit_reads_every_spelling_of_the_npd_conditions_the_api_server_keeps(
+    prod: LocalCluster, reader: Path
+) -> None:
+    """The Xid condition as AKS's own e2e spells it (XIDError) and the GRID licence check's spaced spelling ("NVIDIA
+    GRID Status Invalid", Azure/AgentBaker e2e/validators.go) go through the real API server's node status and are
+    read by the live audit (components/aks_gpu/data/remediation.yaml, npd_gpu_checks)."""
+    node = sorted(gpu_nodes(prod))[0]
+    kinds = ("XIDError", "NVIDIA GRID Status Invalid")
+    conditions = [
+        {"type": kind, "status": "True", "reason": "Injected", "message": f"{kind} detected", "lastHeartbeatTime":
+         "2026-12-07T00:00:00Z", "lastTransitionTime": "2026-12-07T00:00:00Z"}
+        for kind in kinds
+    ]
+    patch = json.dumps({"status": {"conditions": conditions}})
+    patched = prod.kubectl("patch", "node", node, "--subresource=status", "--type=strategic", "-p", patch)
+    assert patched.returncode == 0, patched.stderr
+    try:
+        kept = {c["type"] for c in prod.json("get", "node", node)["status"]["conditions"]}
+        assert set(kinds) <= kept, kept
+        done = prod.aksgpu("audit", "--kubeconfig", str(reader), "--json", timeout=180)
+        report: dict[str, Any] = json.loads(done.stdout)
+        assert done.returncode == 1, done.stderr[-2000:]
+        found = [f for f in report["findings"] if f["id"] == "gpu-condition" and f["node"] == node]
+        assert {kind for kind in kinds if any(kind in f["message"] for f in found)} == set(kinds), found
+        assert all(f["severity"] == "fail" for f in found)
+    finally:
+        # Strategic merge keys conditions by type: set them False, as NPD does when the problem is gone.
+        healed = json.dumps({"status": {"conditions": [c | {"status": "False"} for c in conditions]}})
+        prod.kubectl("patch", "node", node, "--subresource=status", "--type=strategic", "-p", healed)

@@ -267,6 +267,19 @@ def test_every_gpu_pool_gets_exactly_one_plugin_of_its_vendor(stack: str) -> Non
     assert {vendor for vendor, image in images.items() if image in deployed} == set(model.vendors)
 
 
+def test_the_amd_plugin_deployed_exits_when_no_amdgpu_driver_is_loaded() -> None:
+    """The ROCm plugin and labeller are the tags of amd-gpu chart 0.21.0 (appVersion 1.31.0.9), the first to exit
+    with code 2 when the amdgpu driver is not loaded (ROCm/k8s-device-plugin 75910e92, device_plugins.yaml): an older
+    plugin runs on such a node and advertises no GPU, so the node looks healthy and stays empty."""
+    model = mixed_fleet()
+    images = {c["image"] for d in daemonsets(model) for c in pod_spec(d)["containers"]}
+    amd = sorted(image for image in images if image.startswith("docker.io/rocm/k8s-device-plugin:"))
+    assert amd, images
+    for image in amd:
+        tag = image.rsplit(":", 1)[1].removeprefix("labeller-")
+        assert tuple(int(part) for part in tag.split(".")) >= (1, 31, 0, 9), image
+
+
 @pytest.mark.parametrize("stack", [*STACK_NAMES, "mixed"])
 def test_one_plugin_daemonset_per_vendor_named_as_the_contract_says(stack: str) -> None:
     model = mixed_fleet() if stack == "mixed" else stack_model(stack)

@@ -22,6 +22,7 @@ from aks_gpu.monitoring.exporters import exporter_manifests
 from aks_gpu.monitoring.remediation import (
     PINS_FILE,
     circuit_breaker_percentage,
+    engine_pin,
     npd_condition_types,
     remediation_release,
     remediation_summary,
@@ -33,7 +34,8 @@ from aks_gpu.resolved.model import PlatformModel
 from aks_gpu.resolved.stack import validate_stack
 from tests.conftest import minimal_raw, stack_model
 
-FACTS: dict[str, Any] = load_yaml(PINS_FILE)["chart_facts"]
+FACTS_FILE: dict[str, Any] = load_yaml(PINS_FILE)
+FACTS: dict[str, Any] = FACTS_FILE["chart_facts"]
 XIDS = critical_xid_codes()
 
 
@@ -238,6 +240,18 @@ def test_the_release_renders_no_podmonitor_aks_managed_prometheus_cannot_take() 
         assert values_of(stack_model(stack))["podMonitor"] == {"enabled": False}, stack
 
 
+def test_the_pin_is_a_release_and_the_values_leave_platform_connector_auth_to_the_chart() -> None:
+    """v1.19.0 is the release NVSentinel's release workflow registered (chart_facts, nvsentinel in the data file); the
+    pin before, v1.21.0, was the bundled psmdb-operator's version. Publisher authentication (global.platformConnectorAuth)
+    came after v1.19.0 and is on by default where it exists: the platform's values never set it, so they neither name a
+    key the pinned chart lacks nor turn off what a later chart turns on."""
+    fact = FACTS["platform_connector_auth"]
+    assert engine_pin().version == "v1.19.0" and fact["in_pinned_chart"] is False
+    assert fact["chart_default_enabled"] is True and fact["key"] == "global.platformConnectorAuth"
+    for stack in ("prod", "dev"):
+        assert "platformConnectorAuth" not in values_of(stack_model(stack))["global"], stack
+
+
 @pytest.mark.parametrize("stack", ["prod", "dev"])
 def test_the_shipped_stacks_give_nvsentinel_a_datastore_its_modules_connect_to(stack: str) -> None:
     values = values_of(stack_model(stack))
@@ -384,7 +398,7 @@ def test_the_quarantine_rules_fire_on_fatal_and_critical_xid_events_only() -> No
 def test_the_plan_shows_the_engine_and_its_configuration() -> None:
     line = remediation_summary(stack_model("prod"))
     # maxUnhealthy "1" of prod's 9 NVIDIA nodes at maxCount (train 4, infer 3, inferfull 2): 11%, rounded down.
-    assert "NVSentinel v1.21.0" in line and "mode on" in line and "11%" in line
+    assert "NVSentinel v1.19.0" in line and "mode on" in line and "11%" in line
     assert "gpu-training DeleteAfterTimeout" in line and "gpu-inference Immediate" in line
     remediation_values(stack_model("prod"), XIDS)  # builds without the release too
 
@@ -393,15 +407,28 @@ def test_the_plan_shows_the_engine_and_its_configuration() -> None:
 
 
 def test_the_plan_names_the_pools_with_and_without_npd_gpu_conditions() -> None:
+    """Since 2026-03-04 AKS runs its NPD GPU checks on every NVIDIA pool on the driver it installs, MIG pools included
+    (gpu-health-monitoring.md, azure-aks-docs fc55528da), not on two sizes only."""
     from aks_gpu.monitoring.remediation import npd_coverage
 
     prod = npd_coverage(stack_model("prod"))
-    assert prod is not None and "on train (Standard_ND96isr_H100_v5)" in prod
-    assert "not on infer (Standard_NC24ads_A100_v4" in prod and "kernel-log monitor" in prod
+    assert prod is not None and "clock throttling" in prod
+    assert "train (Standard_ND96isr_H100_v5)" in prod and "infer (Standard_NC24ads_A100_v4, MIG)" in prod
+    assert "not on" not in prod
     dev = npd_coverage(stack_model("dev"))
-    assert dev is not None and "on no pool" in dev and "dev (Standard_NC4as_T4_v3" in dev
+    assert dev is not None and "on dev (Standard_NC4as_T4_v3)" in dev
     # No NVIDIA pool: nothing to say (the AMD pools' alerts are in the monitoring line).
     assert npd_coverage(stack_model("amd")) is None
+
+
+def test_a_grid_pool_gets_the_grid_licence_check_in_the_plan() -> None:
+    from aks_gpu.monitoring.remediation import npd_coverage
+
+    raw = minimal_raw(**{"azure-native:location": "spaincentral"})
+    viz = {"name": "viz", "vendor": "nvidia", "vmSize": "Standard_NV36ads_A10_v5", "workload": "training", "maxCount": 2}
+    raw["aks-gpu:gpuPools"] = [viz]
+    line = npd_coverage(validate_stack(raw, "test").model)
+    assert line is not None and "viz (Standard_NV36ads_A10_v5, with the GRID licence check)" in line
 
 
 def test_a_pool_without_the_aks_driver_never_gets_them_and_without_the_engine_only_alerts_watch() -> None:
@@ -416,19 +443,44 @@ def test_a_pool_without_the_aks_driver_never_gets_them_and_without_the_engine_on
 
 
 def test_the_npd_facts_agree_with_the_conditions_read_and_the_docs() -> None:
-    from aks_gpu.catalog import load_catalog
     from aks_gpu.gpu.health import GPU_CONDITIONS
-    from aks_gpu.monitoring.remediation import npd_gpu_checks
     from tests.conftest import PROJECT_DIR
 
-    checks = npd_gpu_checks()
-    # Unsettled between the AKS pages: every name the data file lists is read, and quarantined on.
-    assert set(checks.xid_condition_names) <= set(GPU_CONDITIONS)
-    assert all(GPU_CONDITIONS[name].severity == "critical" for name in checks.xid_condition_names)
-    catalog = load_catalog()
-    for size in checks.documented_sizes:
-        assert catalog.gpu_facts(size, None, None) is not None, size
+    checks = FACTS_FILE["npd_gpu_checks"]["checks"]
+    by_check: dict[str, set[str]] = {}
+    for name, condition in GPU_CONDITIONS.items():
+        by_check.setdefault(condition.check, set()).add(name)
+    assert by_check == {check: set(entry["names"]) for check, entry in checks.items()}
+    assert {entry["where"] for entry in checks.values()} == {"all", "managed", "grid"}
+    # Every spelling seen is read: the two AKS pages' and the one AKS's own Xid e2e waits for.
+    assert by_check["xid"] == {"XIDErrors", "GPUXIDErrors", "XIDError"}
+    assert by_check["grid-licence"] == {"NVIDIAGRIDStatusInvalid", "NVIDIA GRID Status Invalid"}
+    assert GPU_CONDITIONS["GPUClockThrottling"].severity == "warning"
+    assert all(GPU_CONDITIONS[name].severity == "critical" for name in by_check["xid"] | by_check["grid-licence"])
     text = (PROJECT_DIR / "docs" / "remediation.md").read_text(encoding="utf-8")
     section = text.split("## Which pools get AKS's NPD GPU conditions", 1)[1].split("\n## ", 1)[0]
-    assert all(size in section for size in checks.documented_sizes)
-    assert all(f"`{name}`" in section for name in checks.xid_condition_names)
+    assert all(f"`{name}`" in section for name in GPU_CONDITIONS)
+    assert "fc55528da" in section and "two sizes only" not in section
+
+
+def test_every_spelling_of_a_critical_condition_quarantines_and_alerts() -> None:
+    from aks_gpu.monitoring.rules import npd_condition_rules
+
+    policies = values_of(stack_model("prod"))["kubernetes-object-monitor"]["policies"]
+    quarantined = {policy["healthEvent"]["errorCode"][0] for policy in policies}
+    assert {"XIDError", "NVIDIAGRIDStatusInvalid", "NVIDIA GRID Status Invalid"} <= quarantined
+    spaced = next(p for p in policies if p["healthEvent"]["errorCode"][0] == "NVIDIA GRID Status Invalid")
+    assert cel(spaced["predicate"]["expression"], resource=node(**{"NVIDIA GRID Status Invalid": "True"}))
+    from aks_gpu.gpu.health import GPU_CONDITIONS
+
+    grades = {kind: condition.severity for kind, condition in GPU_CONDITIONS.items()}
+    critical, warning = npd_condition_rules(stack_model("prod"), grades)
+
+    def matched(expr: str) -> set[str]:
+        pattern = re.search(r'condition=~"([^"]+)"', expr)
+        assert pattern is not None, expr
+        return {name for name in GPU_CONDITIONS if re.fullmatch(pattern[1], name)}
+
+    assert matched(critical.expr) == {name for name, grade in grades.items() if grade == "critical"}
+    assert {"XIDError", "NVIDIA GRID Status Invalid"} <= matched(critical.expr)
+    assert matched(warning.expr) == {"GPUClockThrottling"}

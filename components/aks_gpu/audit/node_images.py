@@ -1,6 +1,7 @@
 """The node-image practice: each GPU node's image against the latest AKS offers its pool (its upgrade profile), else
-against its age at the snapshot's collection (``node-image-stale``), and one image per pool (``node-image-mixed``).
-Pure."""
+against its age at the snapshot's collection (``node-image-stale``), one image per pool (``node-image-mixed``), and
+against its GPU family's image facts (``node-image-known-bad``, ``node-image-below-gpu-minimum``,
+data/gpu_node_images.yaml). Pure."""
 
 from __future__ import annotations
 
@@ -10,22 +11,22 @@ from collections.abc import Mapping, Sequence
 from datetime import UTC, date, datetime
 from typing import Any
 
+from aks_gpu.aks_facts import gpu_node_images, node_image_version_key
 from aks_gpu.audit.judging import Commands, Run, listed_names
+from aks_gpu.catalog import load_catalog
 from aks_gpu.cluster.inventory import NODE_IMAGE_LABEL, GpuNode
 from aks_gpu.cluster.snapshot import NODEPOOL_UPGRADES_FILE, ClusterSnapshot
+from aks_gpu.naming import INSTANCE_TYPE_LABEL
 
 STALE_AFTER_DAYS = 60
 
 # The build date at the end of an AKS node image version. Today: <image>-YYYYMM.DD.V, as the AKS release notes name
 # them ("AKSUbuntu-2204-YYYYMM.DD.V", https://github.com/Azure/AKS/blob/master/.github/instructions/changelog.instructions.md)
-# and the label shows (AKSUbuntu-2204gen2containerd-202509.23.0, AKSCBLMariner-V2katagen2-202503.13.0). Before 2023:
-# <image>-YYYY.MM.DD (AKSUbuntu-1804gen2containerd-2022.01.19, https://learn.microsoft.com/azure/aks/use-labels shows
-# AKSUbuntu-1804-2020.03.05). A version without either (a base image, AKSWindows-23H2-gen2, Windows' build numbers)
-# has no date this reads: not checked.
-_IMAGE_DATE = (
-    re.compile(r"-(?P<year>20\d{2})(?P<month>\d{2})\.(?P<day>\d{2})\.\d+$"),
-    re.compile(r"-(?P<year>20\d{2})\.(?P<month>\d{2})\.(?P<day>\d{2})$"),
-)
+# and the label shows (AKSUbuntu-2204gen2containerd-202509.23.0, AKSCBLMariner-V2katagen2-202503.13.0): read by
+# aks_facts.node_image_version_key. Before 2023: <image>-YYYY.MM.DD (AKSUbuntu-1804gen2containerd-2022.01.19,
+# https://learn.microsoft.com/azure/aks/use-labels shows AKSUbuntu-1804-2020.03.05). A version without either (a base
+# image, AKSWindows-23H2-gen2, Windows' build numbers) has no date this reads: not checked.
+_OLD_IMAGE_DATE = re.compile(r"-(?P<year>20\d{2})\.(?P<month>\d{2})\.(?P<day>\d{2})$")
 
 
 # The pool an upgrade profile belongs to, from its ARM id (.../agentPools/<pool>/upgradeProfiles/default), as
@@ -59,14 +60,17 @@ def _older_than(image: str, latest: str) -> bool:
 
 def image_build_date(version: str) -> date | None:
     """The build date an AKS node image version carries, None when it carries none this can read."""
-    for pattern in _IMAGE_DATE:
-        match = pattern.search(version.strip())
-        if match:
-            try:
-                return date(int(match["year"]), int(match["month"]), int(match["day"]))
-            except ValueError:
-                return None
-    return None
+    current = node_image_version_key(version)
+    if current is not None:
+        (year, month), day = divmod(current[0], 100), current[1]
+    elif (old := _OLD_IMAGE_DATE.search(version.strip())) is not None:
+        year, month, day = int(old["year"]), int(old["month"]), int(old["day"])
+    else:
+        return None
+    try:
+        return date(year, month, day)
+    except ValueError:
+        return None
 
 
 def judge_node_images(
@@ -76,7 +80,7 @@ def judge_node_images(
     if unlabelled:
         run.gap(
             "node-image",
-            ("node-image-stale", "node-image-mixed"),
+            ("node-image-stale", "node-image-mixed", *FAMILY_IDS),
             f"no {NODE_IMAGE_LABEL} label on {listed_names(unlabelled)} (not an AKS node, or a virtual node)",
             len(unlabelled),
         )
@@ -85,6 +89,8 @@ def judge_node_images(
 
     if judged:
         run.checked.add("node-image-mixed")
+        run.checked.update(FAMILY_IDS)
+    judge_gpu_family_images(run, labelled, commands)
     by_pool: dict[str, Counter[str]] = defaultdict(Counter)
     for node in labelled:
         by_pool[node.pool][str(node.image)] += 1
@@ -167,4 +173,28 @@ def judge_node_images(
             f"the node image version of {listed_names(undated)} carries no build date this reads "
             "(YYYYMM.DD.V or YYYY.MM.DD at its end)",
             len(undated),
+        )
+
+
+FAMILY_IDS = ("node-image-known-bad", "node-image-below-gpu-minimum")
+_FAMILY_ID = {"known-bad": "node-image-known-bad", "below-minimum": "node-image-below-gpu-minimum"}
+
+
+def judge_gpu_family_images(run: Run, labelled: Sequence[GpuNode], commands: Commands) -> None:
+    """Each labelled GPU node's image against the facts of its GPU family (its size's GPU model in the catalog): an
+    image known to break the family, or one below the family's minimum, fails. A size the catalog lacks has no family:
+    nothing is recorded against it."""
+    facts, catalog = gpu_node_images(), load_catalog()
+    for node in labelled:
+        size = catalog.vm_size(node.labels.get(INSTANCE_TYPE_LABEL, ""))
+        problem = facts.problem(size.gpu.key, str(node.image)) if size is not None else None
+        if size is None or problem is None:
+            continue
+        run.add(
+            _FAMILY_ID[problem.kind],
+            "fail",
+            f"{problem.message} ({size.name}, pool {node.pool}; {problem.source})",
+            f"Upgrade the pool to the newest node image with {commands.nodepool('upgrade', node.pool, ' --node-image-only')} "
+            f"(AKS's newest announced: {facts.current}); until then keep GPU work off the node",
+            node=node.name,
         )

@@ -175,6 +175,25 @@ CHECKS: tuple[AuditCheck, ...] = (
         (NODES,),
     ),
     AuditCheck(
+        "node-image-known-bad",
+        "fail",
+        "node-image",
+        "no GPU node runs a node image known to break its GPU family (components/aks_gpu/data/gpu_node_images.yaml, "
+        "each image with its report: 202607.02.0 on Ubuntu A10 nodes, Azure/AKS#5869); the family is the catalog's GPU "
+        "model of the node's size (label node.kubernetes.io/instance-type)",
+        "upgrade the pool's node image (`az aks nodepool upgrade --node-image-only`) to one past the bad image",
+        (NODES,),
+    ),
+    AuditCheck(
+        "node-image-below-gpu-minimum",
+        "fail",
+        "node-image",
+        "no GPU node runs a node image older than its GPU family's minimum (components/aks_gpu/data/gpu_node_images.yaml: "
+        "A10 sizes need 202606.08.1 or later, Azure/AKS#5875)",
+        "upgrade the pool's node image (`az aks nodepool upgrade --node-image-only`)",
+        (NODES,),
+    ),
+    AuditCheck(
         "gpu-pod-unfenced",
         "warn",
         "isolation",
@@ -201,8 +220,10 @@ CHECKS: tuple[AuditCheck, ...] = (
         "gpu-condition",
         "fail or warn",
         "health",
-        "no AKS Node Problem Detector GPU condition is True on a GPU node: GPUMissing, XIDErrors, NVLinkStatusInactive, "
-        "IBLinkFlapping, UnhealthyNvidiaDevicePlugin, UnhealthyNvidiaDCGMServices fail, GPUClockThrottling warns",
+        "no AKS Node Problem Detector GPU condition is True on a GPU node: GPUMissing, XIDErrors (GPUXIDErrors, "
+        "XIDError), NVLinkStatusInactive, IBLinkFlapping, UnhealthyNvidiaDevicePlugin, UnhealthyNvidiaDCGMServices, "
+        "NVIDIAGRIDStatusInvalid (NVIDIA GRID Status Invalid) fail, GPUClockThrottling warns (every spelling seen: "
+        "components/aks_gpu/data/remediation.yaml, npd_gpu_checks)",
         _HEALTH_FIX,
         (NODES,),
     ),

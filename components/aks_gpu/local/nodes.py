@@ -20,7 +20,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from aks_gpu.aks_facts import node_resources, node_rules
+from aks_gpu.aks_facts import gpu_node_images, node_resources, node_rules
 from aks_gpu.catalog import CpuArchitecture
 from aks_gpu.config.models import CpuPoolConfig, StackConfig
 from aks_gpu.naming import (
@@ -50,9 +50,6 @@ from aks_gpu.resolved.node_labels import cpu_pool_labels
 # What a node of a VM size with no recorded vCPUs and memory (data/node_resources.yaml) shows: enough that the
 # platform's own pods and a test workload fit, so the scheduler decides by labels, taints and GPU resources alone there.
 UNRECORDED_SIZE = {"cpu": "32", "memory": "256Gi", "ephemeral-storage": "512Gi"}
-# A node image version in the form AKS's label shows (AKSUbuntu-2204gen2containerd-YYYYMM.DD.V, see audit/engine.py):
-# a fixed, recorded value, since no real image backs a simulated node.
-NODE_IMAGE_VERSIONS = {"Ubuntu": "AKSUbuntu-2204gen2containerd-202607.09.0", "AzureLinux": "AzureLinuxgen2containerd-202607.09.0"}
 KUBE_ARCH: dict[CpuArchitecture, str] = {"x86_64": "amd64", "arm64": "arm64"}
 
 
@@ -203,7 +200,9 @@ def _node(pool: SimulatedPool, cluster: str, location: str, index: int) -> dict[
         AKS_AGENTPOOL_LABEL: pool.name,
         AKS_LEGACY_AGENTPOOL_LABEL: pool.name,
         AKS_MODE_LABEL: pool.mode.lower(),
-        AKS_NODE_IMAGE_LABEL: NODE_IMAGE_VERSIONS[pool.os_sku],
+        # The newest node image AKS announces (data/gpu_node_images.yaml), in the form its label shows: no real
+        # image backs a simulated node.
+        AKS_NODE_IMAGE_LABEL: gpu_node_images().current_image(pool.os_sku),
         AKS_OS_SKU_LABEL: pool.os_sku,
         AKS_CLUSTER_LABEL: f"MC_{cluster}",
         INSTANCE_TYPE_LABEL: pool.vm_size,

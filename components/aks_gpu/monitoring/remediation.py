@@ -29,7 +29,6 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from aks_gpu.catalog import vm_size_key
 from aks_gpu.data_files import load_yaml
 from aks_gpu.gpu.health import GPU_CONDITIONS
 from aks_gpu.kube.gpu_operator import system_pool_tolerations
@@ -41,7 +40,7 @@ from aks_gpu.naming import (
     REMEDIATION_NAMESPACE,
 )
 from aks_gpu.resolved.exemptions import exempt_namespaces, remediation_runs
-from aks_gpu.resolved.model import PlatformModel, tolerations_for
+from aks_gpu.resolved.model import PlatformModel, ResolvedPool, tolerations_for
 
 PINS_FILE = Path(__file__).resolve().parents[1] / "data" / "remediation.yaml"
 # The label every NVIDIA pool's nodes carry (components/aks_gpu/resolved/model.py): the nodes fault-quarantine watches and its
@@ -70,36 +69,43 @@ def engine_pin() -> EnginePin:
 
 @dataclass(frozen=True)
 class NpdGpuChecks:
-    """Where AKS documents its Node Problem Detector GPU checks (``npd_gpu_checks`` in the data file)."""
+    """Where AKS runs its Node Problem Detector GPU checks (``npd_gpu_checks`` in the data file): every NVIDIA pool on
+    the driver AKS installs, MIG pools included; the GRID licence check only on the GPU models AKS gives the GRID
+    driver; the managed-GPU checks only with the managed GPU experience."""
 
-    documented_sizes: frozenset[str]
-    xid_condition_names: tuple[str, ...]
+    grid_gpu_models: frozenset[str]
 
 
 @cache
 def npd_gpu_checks() -> NpdGpuChecks:
     raw: dict[str, Any] = load_yaml(PINS_FILE)["npd_gpu_checks"]
-    return NpdGpuChecks(frozenset(raw["documented_sizes"]), tuple(raw["xid_condition_names"]))
+    return NpdGpuChecks(frozenset(raw["grid_gpu_models"]))
 
 
 def npd_coverage(model: PlatformModel) -> str | None:
-    """One line for ``aksgpu plan``: which NVIDIA pools get AKS's NPD GPU conditions and what covers the others
-    (None without NVIDIA pools)."""
+    """One line for ``aksgpu plan``: which NVIDIA pools get AKS's NPD GPU conditions (each with the GRID licence check
+    where its GPU gets the GRID driver) and what covers the others (None without NVIDIA pools)."""
     pools = model.pools_of("nvidia")
     if not pools:
         return None
-    documented = {vm_size_key(size) for size in npd_gpu_checks().documented_sizes}
-    covered = [p for p in pools if p.gpu_driver == "Install" and vm_size_key(p.config.vm_size) in documented]
-    others = [p for p in pools if p not in covered]
-    parts = [f"{p.name} ({p.config.vm_size})" for p in covered]
-    line = "AKS NPD GPU conditions on " + (", ".join(parts) if parts else "no pool")
+    checks = npd_gpu_checks()
+    covered = [p for p in pools if p.gpu_driver == "Install"]
+    others = [p for p in pools if p.gpu_driver == "None"]
+
+    def described(pool: ResolvedPool) -> str:
+        notes = [pool.config.vm_size]
+        if pool.mig_profile is not None:
+            notes.append("MIG")
+        if pool.gpu_model is not None and pool.gpu_model.key in checks.grid_gpu_models:
+            notes.append("with the GRID licence check")
+        return f"{pool.name} ({', '.join(notes)})"
+
+    line = "AKS NPD GPU conditions (GPU count, Xid, NVLink, InfiniBand, clock throttling) on " + (
+        ", ".join(described(p) for p in covered) if covered else "no pool"
+    )
     if others:
-        undocumented = "a size AKS documents no NPD GPU check on"
-        why = [
-            f"{p.name} ({'gpuDriver None' if p.gpu_driver == 'None' else f'{p.config.vm_size}, {undocumented}'})" for p in others
-        ]
         cover = "NVSentinel's kernel-log monitor and the DCGM alerts" if remediation_runs(model.config) else "the DCGM alerts"
-        line += f"; not on {', '.join(why)}: {cover} watch those"
+        line += f"; not on {', '.join(f'{p.name} (gpuDriver None)' for p in others)}: {cover} watch those"
     return line
 
 

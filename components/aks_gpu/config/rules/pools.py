@@ -8,7 +8,7 @@ from __future__ import annotations
 from decimal import Decimal
 
 from aks_gpu import naming
-from aks_gpu.aks_facts import Arm64Entry, arm64_support, refusal_tag
+from aks_gpu.aks_facts import Arm64Entry, arm64_support, gpu_node_images, refusal_tag
 from aks_gpu.catalog import Catalog, VmSize
 from aks_gpu.config.models import GpuPoolConfig, PlatformConfig, SmokeJobConfig, StackConfig
 from aks_gpu.config.problems import Problem, did_you_mean
@@ -117,6 +117,9 @@ def pool_rules(pool: GpuPoolConfig, path: str, config: PlatformConfig, catalog: 
                 f"{path}.gpuDriver", "None with devicePlugin.mode daemonset leaves the nodes without an NVIDIA driver", "warning"
             )
         )
+
+    if size is not None and driver == "Install":
+        problems += node_image_rules(pool, size, path)
 
     if pool.nvme_cache:
         if size is not None and size.nvme is None:
@@ -511,3 +514,21 @@ def amd_operator_rules(config: PlatformConfig) -> list[Problem]:
             )
         )
     return problems
+
+
+def node_image_rules(pool: GpuPoolConfig, size: VmSize, path: str) -> list[Problem]:
+    """A pool whose driver AKS installs gets the newest node image AKS announces (node image versions cannot be pinned
+    through the pinned provider: data/gpu_node_images.yaml): refused where that image is below the GPU family's minimum
+    or known to break the family, since every node of the pool would come up on it."""
+    images = gpu_node_images()
+    problem = images.problem(size.gpu.key, images.current_image(pool.os_sku))
+    if problem is None:
+        return []
+    return [
+        Problem(
+            f"{path}.vmSize",
+            f"{size.name}: the newest AKS node image ({images.current}, {images.current_source}) does not serve it: "
+            f"{problem.message} ({problem.source}); wait for a newer image, or use another size or gpuDriver None with "
+            "a driver you install",
+        )
+    ]

@@ -49,7 +49,7 @@ Sources: NVIDIA's Xid catalog (xid.yaml), "NVIDIA A100 GPU memory error manageme
 "Dynamic page retirement" (https://docs.nvidia.com/deploy/dynamic-page-retirement/index.html), nvidia-smi's own
 field help (the PCIe link "may be reduced when the GPU is not in use"), the fabric states NVIDIA's tools walk
 through ("Not Started" -> "In Progress" -> "Completed", https://github.com/NVIDIA/NVSentinel/pull/1382), and the AKS
-Node Problem Detector pages cited at ``GPU_CONDITIONS``.
+Node Problem Detector facts of components/aks_gpu/data/remediation.yaml (npd_gpu_checks) that ``GPU_CONDITIONS`` reads.
 """
 
 from aks_gpu.gpu.health.conditions import GPU_CONDITIONS, GpuCondition, GpuConditionType, active_conditions, read_gpu_conditions

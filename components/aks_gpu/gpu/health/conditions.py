@@ -5,8 +5,10 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
+from aks_gpu.data_files import load_yaml
 from aks_gpu.gpu.health.report import Severity
 from aks_gpu.gpu.smi.text import shorten
 
@@ -16,73 +18,72 @@ class GpuConditionType:
     type: str
     severity: Severity  # when the condition is True
     advice: str
+    check: str  # the NPD check that sets it (npd_gpu_checks in the data file), one per spelling of its condition
 
 
-# The GPU node conditions the AKS Node Problem Detector sets ("GPU only" rows of
-# https://learn.microsoft.com/azure/aks/node-problem-detector, and https://learn.microsoft.com/azure/aks/gpu-health-monitoring).
-# The two pages disagree on one name: the table says XIDErrors, the GPU page's list GPUXIDErrors. The source that
-# emits it (NPD's custom-plugin-xid-error.json on the node) could not be read, and neither AKS's Xid plugin script
-# nor its node image e2e tests name it (components/aks_gpu/data/remediation.yaml, npd_gpu_checks): unsettled, so both
-# are read, and tests/gpu keeps this table and that data file's names in step.
-# NPD's convention: status "True" means the problem is present. AKS documents these checks on two sizes
-# (Standard_ND96asr_v4, Standard_ND96isr_H100_v5) and none with --gpu-driver none; `aksgpu plan` names the pools that
-# get them (npd_coverage in components/aks_gpu/monitoring/remediation.py).
-GPU_CONDITIONS: dict[str, GpuConditionType] = {
-    condition.type: condition
-    for condition in (
-        GpuConditionType(
-            "GPUMissing",
-            "critical",
-            "nvidia-smi sees fewer GPUs than the VM size has (a GPU failed or fell off the bus): drain the node and reimage "
-            "it; if it recurs open an Azure support case",
-        ),
-        GpuConditionType(
-            "XIDErrors",
-            "critical",
-            "the kernel log holds Xid errors: read them (`aksgpu smi health` on the node's `journalctl -k`) and act on the "
-            "codes; most need the node drained and rebooted",
-        ),
-        GpuConditionType(
-            "GPUXIDErrors",
-            "critical",
-            "the kernel log holds Xid errors: read them (`aksgpu smi health` on the node's `journalctl -k`) and act on the "
-            "codes; most need the node drained and rebooted",
-        ),
-        GpuConditionType(
-            "NVLinkStatusInactive",
-            "critical",
-            "NVLink is inactive between GPUs: multi-GPU jobs slow down or hang; drain the node and reboot it; if it "
-            "persists reimage the node or open an Azure support case",
-        ),
-        GpuConditionType(
-            "IBLinkFlapping",
-            "critical",
-            "an InfiniBand link goes up and down: multi-node jobs on this node slow down or fail; drain the node and open "
-            "an Azure support case",
-        ),
-        GpuConditionType(
-            "GPUClockThrottling",
-            "warning",
-            "the GPU clocks are throttled: check temperature and power (`nvidia-smi -q -d PERFORMANCE`); if it lasts, open "
-            "an Azure support case",
-        ),
-        GpuConditionType(
-            "UnhealthyNvidiaDevicePlugin",
-            "critical",
-            "AKS's managed NVIDIA device plugin service is not active: the GPUs are not schedulable; reimage the node",
-        ),
-        # AKS-managed GPU pools (gpuProfile.nvidia.managementMode Managed) run DCGM as node services, and NPD reports
-        # this condition beside UnhealthyNvidiaDevicePlugin ("GPU health signals",
-        # https://learn.microsoft.com/azure/aks/aks-managed-gpu-nodes, read 2026-12-01; AKS's node image tests check
-        # both conditions: ValidateNPDUnhealthyNvidiaDCGMServices in Azure/AgentBaker e2e).
-        GpuConditionType(
-            "UnhealthyNvidiaDCGMServices",
-            "critical",
-            "AKS's managed NVIDIA DCGM services are not active: the GPU's health watches and metrics are blind, and the "
-            "GPU may be faulty; reimage the node; if it recurs open an Azure support case",
-        ),
-    )
+NPD_FACTS_FILE = Path(__file__).resolve().parents[2] / "data" / "remediation.yaml"
+
+# Each AKS NPD GPU check's grade and advice. The checks, where they run and every spelling of their conditions seen,
+# each with its source, are facts of components/aks_gpu/data/remediation.yaml (npd_gpu_checks); a check there without
+# an entry here fails at import. NPD's convention: status "True" means the problem is present.
+_GRADES: dict[str, tuple[Severity, str]] = {
+    "gpu-missing": (
+        "critical",
+        "nvidia-smi sees fewer GPUs than the VM size has (a GPU failed or fell off the bus): drain the node and reimage "
+        "it; if it recurs open an Azure support case",
+    ),
+    "xid": (
+        "critical",
+        "the kernel log holds Xid errors: read them (`aksgpu smi health` on the node's `journalctl -k`) and act on the "
+        "codes; most need the node drained and rebooted",
+    ),
+    "nvlink": (
+        "critical",
+        "NVLink is inactive between GPUs: multi-GPU jobs slow down or hang; drain the node and reboot it; if it "
+        "persists reimage the node or open an Azure support case",
+    ),
+    "ib-link-flapping": (
+        "critical",
+        "an InfiniBand link goes up and down: multi-node jobs on this node slow down or fail; drain the node and open "
+        "an Azure support case",
+    ),
+    "clock-throttling": (
+        "warning",
+        "the GPU clocks are throttled (hardware slowdown, thermal or power brake): check temperature and power "
+        "(`nvidia-smi -q -d PERFORMANCE`); if it lasts, open an Azure support case",
+    ),
+    "device-plugin": (
+        "critical",
+        "AKS's managed NVIDIA device plugin service is not active: the GPUs are not schedulable; reimage the node",
+    ),
+    "dcgm-services": (
+        "critical",
+        "AKS's managed NVIDIA DCGM services are not active: the GPU's health watches and metrics are blind, and the "
+        "GPU may be faulty; reimage the node; if it recurs open an Azure support case",
+    ),
+    # An unlicensed GRID driver runs degraded and then stops serving CUDA work (NVIDIA's vGPU licensing guide,
+    # https://docs.nvidia.com/vgpu/latest/grid-licensing-user-guide/index.html): the node cannot be trusted with work.
+    "grid-licence": (
+        "critical",
+        "the node's GRID driver is not licensed (nvidia-gridd not active or no licence): GPU work degrades and then "
+        "fails; reimage the node; if it recurs open an Azure support case",
+    ),
 }
+
+
+def _gpu_conditions() -> dict[str, GpuConditionType]:
+    checks: dict[str, Any] = load_yaml(NPD_FACTS_FILE)["npd_gpu_checks"]["checks"]
+    if set(checks) != set(_GRADES):
+        raise ValueError(f"{NPD_FACTS_FILE}: npd_gpu_checks checks {sorted(checks)} are not the graded {sorted(_GRADES)}")
+    return {
+        str(name): GpuConditionType(str(name), *_GRADES[check], check=check)
+        for check, entry in checks.items()
+        for name in entry["names"]
+    }
+
+
+# The GPU node conditions the AKS Node Problem Detector sets, every spelling seen, keyed by the condition type.
+GPU_CONDITIONS: dict[str, GpuConditionType] = _gpu_conditions()
 
 
 @dataclass(frozen=True)
