@@ -33,10 +33,12 @@ from __future__ import annotations
 import copy
 import json
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 from typing import Any
 
+from aks_gpu.admission.quantity import Quantity
 from aks_gpu.admission.reader import is_extended_resource
 from aks_gpu.data_files import load_yaml
 from aks_gpu.naming import VENDORS, serves_label, vendor_resource
@@ -212,3 +214,92 @@ def placement_selector(workload_type: str) -> str:
     no pool still lands on its own type's pool, and a Pod that asks for another value is refused. Users with ``edit``
     cannot change a namespace's annotations."""
     return f"{serves_label(workload_type)}=true"
+
+
+# ---------------------------------------------------------------- Priority and RuntimeClass (default-on plugins)
+
+# The lines these plugins refuse a Pod with (admission.NewForbidden around them: ``pods "<name>" is forbidden: ...``),
+# k8s.io/kubernetes plugin/pkg/admission/priority/admission.go (admitPod) and plugin/pkg/admission/runtimeclass/
+# admission.go (prepareObjects, setOverhead, validateOverhead).
+PRIORITY_SET = (
+    "the integer value of priority must not be provided in pod spec. Priority admission controller populates the value "
+    "from the given PriorityClass name"
+)
+OVERHEAD_MISMATCH = "pod rejected: Pod's Overhead doesn't match RuntimeClass's defined Overhead"
+OVERHEAD_WITHOUT_CLASS = "pod rejected: Pod Overhead set without corresponding RuntimeClass defined Overhead"
+
+
+@dataclass(frozen=True)
+class ClusterClasses:
+    """The PriorityClasses and RuntimeClasses a Pod may name: the API server's own system priority classes and
+    those among the objects checked (they are created with them); each RuntimeClass with its ``overhead.podFixed``
+    (None when it defines none)."""
+
+    priority: frozenset[str]
+    runtime: Mapping[str, Mapping[str, Any] | None]
+
+
+@cache
+def system_priority_classes() -> frozenset[str]:
+    return frozenset(str(name) for name in load_yaml(DATA_FILE)["system_priority_classes"])
+
+
+def cluster_classes(objects: Sequence[Mapping[str, Any]]) -> ClusterClasses:
+    priority, runtime = set(system_priority_classes()), {}
+    for obj in objects:
+        kind, group = str(obj.get("kind", "")), str(obj.get("apiVersion", "")).rpartition("/")[0]
+        name = (obj.get("metadata") or {}).get("name")
+        if not isinstance(name, str) or not name:
+            continue
+        if (group, kind) == ("scheduling.k8s.io", "PriorityClass"):
+            priority.add(name)
+        elif (group, kind) == ("node.k8s.io", "RuntimeClass"):
+            overhead = obj.get("overhead")
+            fixed = overhead.get("podFixed") if isinstance(overhead, Mapping) else None
+            runtime[name] = dict(fixed) if isinstance(fixed, Mapping) else None
+    return ClusterClasses(frozenset(priority), runtime)
+
+
+def admit_refusal(spec: Mapping[str, Any], classes: ClusterClasses) -> str | None:
+    """What Priority's and RuntimeClass's mutating steps refuse a Pod's CREATE with, in the server's order (after
+    PodNodeSelector's, :func:`selector_conflict`); None when both admit it."""
+    if spec.get("priority") is not None:
+        return PRIORITY_SET
+    name = spec.get("priorityClassName")
+    if isinstance(name, str) and name and name not in classes.priority:
+        return f"no PriorityClass with name {name} was found"
+    runtime = spec.get("runtimeClassName")
+    if isinstance(runtime, str) and runtime:
+        if runtime not in classes.runtime:
+            return f'pod rejected: RuntimeClass "{runtime}" not found'
+        fixed = classes.runtime[runtime]
+        if fixed is not None and spec.get("overhead") is not None and not _same_amounts(spec["overhead"], fixed):
+            return OVERHEAD_MISMATCH
+    return None
+
+
+def with_runtime_overhead(pod: Mapping[str, Any], classes: ClusterClasses) -> Mapping[str, Any]:
+    """The Pod with its RuntimeClass's overhead set (RuntimeClass's setOverhead), which the quota then charges."""
+    spec = pod.get("spec") or {}
+    fixed = classes.runtime.get(str(spec.get("runtimeClassName") or ""))
+    if fixed is None:
+        return pod
+    return {**pod, "spec": {**spec, "overhead": dict(fixed)}}
+
+
+def validate_refusal(spec: Mapping[str, Any], classes: ClusterClasses) -> str | None:
+    """RuntimeClass's validating step: an overhead the Pod's RuntimeClass does not define (a client-set overhead)."""
+    fixed = classes.runtime.get(str(spec.get("runtimeClassName") or ""))
+    if fixed is None and spec.get("overhead") is not None:
+        return OVERHEAD_WITHOUT_CLASS
+    return None
+
+
+def _same_amounts(left: Any, right: Mapping[str, Any]) -> bool:
+    # apiequality.Semantic.DeepEqual compares quantities by value (1 and 1000m are equal).
+    if not isinstance(left, Mapping) or set(left) != set(right):
+        return False
+    try:
+        return all(Quantity.parse(str(left[key])).value == Quantity.parse(str(right[key])).value for key in right)
+    except ValueError:
+        return False

@@ -13,6 +13,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
+from aks_gpu.admission.chain import cluster_classes
 from aks_gpu.admission.dra import ClaimKey, claims_given, pod_claims
 from aks_gpu.admission.engine import Engine
 from aks_gpu.admission.evaluate import (
@@ -64,8 +65,9 @@ def check(
     evaluated: list[Mapping[str, Any]] = list(objects)
     for pods, _ in expanded:
         evaluated += [pod.pod for pod in pods]
-    decisions = evaluate(evaluated, manifests, namespaces, engine=engine)
-    baseline_decisions = evaluate(evaluated, baseline, namespaces, engine=engine) if baseline else None
+    classes = cluster_classes(objects)
+    decisions = evaluate(evaluated, manifests, namespaces, engine=engine, classes=classes)
+    baseline_decisions = evaluate(evaluated, baseline, namespaces, engine=engine, classes=classes) if baseline else None
     if not manifests:
         given = zip(objects, decisions[: len(objects)], expanded, strict=True)
         return [_warned(obj, decision, pods, platform) for obj, decision, (pods, _) in given]
@@ -74,7 +76,7 @@ def check(
         obj, decision = evaluated[index], decisions[index]
         namespace = decision.namespace
         own_baseline = baseline_decisions[index] if baseline_decisions else None
-        return complete(decision, obj, facts.get(namespace), own_baseline, system.get(namespace))
+        return complete(decision, obj, facts.get(namespace), own_baseline, system.get(namespace), classes)
 
     claims = claims_given((obj, decision.namespace) for obj, decision in zip(objects, decisions, strict=False))
     results = []

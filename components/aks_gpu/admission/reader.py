@@ -370,6 +370,7 @@ def _check_pod_spec(spec: Mapping[str, Any], label: str, where: str) -> None:
         _list(items, label, f"{where}.{field}")
         for index, container in enumerate(items):
             _check_container(container, label, f"{where}.{field}[{index}]")
+    _check_resources(spec.get("resources"), label, f"{where}.resources")
     tolerations = spec.get("tolerations")
     if tolerations is not None:
         _list(tolerations, label, f"{where}.tolerations")
@@ -423,16 +424,7 @@ def _check_container(container: Any, label: str, at: str) -> None:
     _mapping(container, label, at)
     if not isinstance(container.get("name"), str) or not container["name"]:
         raise InputError(f"{label}: {at}.name: every container needs a name")
-    resources = container.get("resources")
-    if resources is not None:
-        _mapping(resources, label, f"{at}.resources")
-        for part in ("limits", "requests"):
-            amounts = resources.get(part)
-            if amounts is None:
-                continue
-            _mapping(amounts, label, f"{at}.resources.{part}")
-            for resource, amount in amounts.items():
-                _quantity(amount, label, _join(f"{at}.resources.{part}", resource))
+    _check_resources(container.get("resources"), label, f"{at}.resources")
     env = container.get("env")
     if env is not None:
         _list(env, label, f"{at}.env")
@@ -444,6 +436,20 @@ def _check_container(container: Any, label: str, at: str) -> None:
             _string(variable.get("value"), label, f"{variable_at}.value")
             if variable.get("valueFrom") is not None:
                 _mapping(variable["valueFrom"], label, f"{variable_at}.valueFrom")
+
+
+def _check_resources(resources: Any, label: str, at: str) -> None:
+    """A container's or the pod's ``resources``: maps of quantities."""
+    if resources is None:
+        return
+    _mapping(resources, label, at)
+    for part in ("limits", "requests"):
+        amounts = resources.get(part)
+        if amounts is None:
+            continue
+        _mapping(amounts, label, f"{at}.{part}")
+        for resource, amount in amounts.items():
+            _quantity(amount, label, _join(f"{at}.{part}", resource))
 
 
 def _quantity(amount: Any, label: str, at: str) -> None:
@@ -522,6 +528,23 @@ def pod_spec_problems(spec: Mapping[str, Any], where: str, pod: bool = False) ->
             problems += _resource_problems(resources, f"{where}.{field}[{index}].resources")
     for index, toleration in enumerate(spec.get("tolerations") or ()):
         problems += _toleration_problems(toleration, f"{where}.tolerations[{index}]")
+    problems += _pod_level_problems(spec.get("resources") or {}, f"{where}.resources")
+    return problems
+
+
+# The resources a pod-level ``spec.resources`` may name (PodLevelResources, on since 1.34): k8s.io/component-helpers
+# resource/helpers.go SupportedPodLevelResources, cpu, memory and the hugepages- prefix; any other name, a GPU among
+# them, is refused before admission as validation.go refuses an unsupported value.
+POD_LEVEL_RESOURCES = ("cpu", "hugepages-", "memory")
+
+
+def _pod_level_problems(resources: Mapping[str, Any], at: str) -> list[str]:
+    problems: list[str] = []
+    supported = ", ".join(f'"{name}"' for name in POD_LEVEL_RESOURCES)
+    for part in ("limits", "requests"):
+        for name in resources.get(part) or {}:
+            if name not in ("cpu", "memory") and not str(name).startswith("hugepages-"):
+                problems.append(f'{at}.{part}[{name}]: Unsupported value: "{name}": supported values: {supported}')
     return problems
 
 
