@@ -696,9 +696,26 @@ def evaluate(
     """One decision per object, as the API server would decide its CREATE under the policies and bindings
     in ``manifests`` (what ``render_policy`` returns). ``namespaces`` are the Namespace objects by name that
     the policies may read (``namespaceObject``); others are bare namespaces. ``classes``: see :func:`build_request`."""
-    bindings = compile_bindings(manifests, engine)
-    known = _NamespaceCache(namespaces or {})
-    return [evaluate_request(build_request(obj, known, classes=classes), bindings) for obj in objects]
+    judge = Judge(manifests, namespaces, engine, classes)
+    return [judge(obj) for obj in objects]
+
+
+class Judge:
+    """:func:`evaluate` one object at a time: the policies compiled once, each object decided when asked for."""
+
+    def __init__(
+        self,
+        manifests: Iterable[Mapping[str, Any]],
+        namespaces: Mapping[str, Mapping[str, Any]] | None = None,
+        engine: Engine | None = None,
+        classes: chain.ClusterClasses | None = None,
+    ) -> None:
+        self.bindings = compile_bindings(manifests, engine)
+        self.namespaces = _NamespaceCache(namespaces or {})
+        self.classes = classes
+
+    def __call__(self, obj: Mapping[str, Any]) -> Decision:
+        return evaluate_request(build_request(obj, self.namespaces, classes=self.classes), self.bindings)
 
 
 class _NamespaceCache(dict[str, Mapping[str, Any]]):
