@@ -583,21 +583,27 @@ def _validations(model: PlatformModel, exempt: tuple[str, ...]) -> list[dict[str
         "variables.requestedTaintKeys.join(', ') + ' to every pod that names that resource, even with 0 "
         "(ExtendedResourceToleration): remove the zero request.' : '')"
     )
-    # A pod that claims its GPUs through DRA (spec.resourceClaims) is told why they count for nothing here.
+    # A pod that claims its GPUs through DRA (spec.resourceClaims) is not told it "requests no GPU": it asks for them
+    # a way this stack does not serve, and is told so, and what to ask for instead.
     claims = "variables.podSpec.resourceClaims"
-    dra = (
-        f"(has({claims}) && size({claims}) > 0 ? ' Its resourceClaims (Dynamic Resource Allocation) are no GPU "
-        "request on this stack, which runs no DRA driver for GPUs (its GPU pools run the device plugin): ask for ' + "
-        "(size(variables.offeredResources) == 0 ? 'a GPU resource' : variables.offeredResources.join(' or ')) + "
-        "' in resources.limits instead.' : '')"
+    offered = "(size(variables.offeredResources) == 0 ? 'a GPU resource' : variables.offeredResources.join(' or '))"
+    squatting = (
+        f"'the pod requests no GPU but tolerates the GPU node taint (' + {keys} + '), so it could hold a GPU node "
+        f"that GPU work is waiting for: remove that toleration or request a GPU (a quantity above 0; only these "
+        f"namespaces may run such pods: {exempt_text}).' + {zero}"
+    )
+    claiming = (
+        "'the pod claims devices through Dynamic Resource Allocation (resourceClaims) and tolerates the GPU node taint "
+        f"(' + {keys} + '), but this stack runs no DRA driver for GPUs (its GPU pools run the device plugin): no claim "
+        "brings it a GPU here, and the toleration would let it hold a GPU node that GPU work is waiting for. Ask for ' + "
+        f"{offered} + ' in resources.limits instead, or remove that toleration (only these namespaces may run such "
+        f"pods: {exempt_text}).' + {zero}"
     )
     validations += [
         _validation(
             "size(variables.gpuContainers) > 0 || (size(variables.gpuTolerations) == 0 && size(variables.ertKeys) == 0)",
             f"a pod that requests no GPU must not tolerate a GPU node taint; only these namespaces may: {exempt_text}",
-            f"'the pod requests no GPU but tolerates the GPU node taint (' + {keys} + '), so it could hold a GPU node "
-            f"that GPU work is waiting for: remove that toleration or request a GPU (a quantity above 0; only these "
-            f"namespaces may run such pods: {exempt_text}).' + {zero} + {dra}",
+            f"(has({claims}) && size({claims}) > 0 ? {claiming} : {squatting})",
         ),
         _validation(
             "variables.nodeName == '' || variables.nodeName == variables.oldNodeName || variables.mirrorPod",
