@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 from kubernetes.client.models import V1ValidatingAdmissionPolicy, V1ValidatingAdmissionPolicyBinding
 
+from aks_gpu.admission.dra import gpu_devices
 from aks_gpu.admission.evaluate import build_request, compile_bindings, evaluate, evaluate_request
 from aks_gpu.admission.policy import (
     BINDING_NAME,
@@ -177,9 +178,13 @@ def test_gpu_resource_names_come_from_the_pools() -> None:
     )  # fmt: skip
     model = validate_stack(raw, "test").model
     names = gpu_resource_names(model)
-    assert names == ("amd.com/gpu", "nvidia.com/gpu", "nvidia.com/gpu.shared", "nvidia.com/mig-1g.10gb")
+    # The GPU device classes asked as DRA extended resources are GPU requests too (no pool offers them).
+    device_classes = tuple(f"deviceclass.resource.kubernetes.io/{c}" for c in gpu_devices().classes)
+    plugin = ("amd.com/gpu", "nvidia.com/gpu", "nvidia.com/gpu.shared", "nvidia.com/mig-1g.10gb")
+    assert names == tuple(sorted((*plugin, *device_classes)))
+    assert "deviceclass.resource.kubernetes.io/gpu.nvidia.com" in names
     variables = {v["name"]: v["expression"] for v in render_policy(model)[0]["spec"]["variables"]}
-    assert variables["gpuResourceNames"] == "['amd.com/gpu', 'nvidia.com/gpu', 'nvidia.com/gpu.shared', 'nvidia.com/mig-1g.10gb']"
+    assert variables["gpuResourceNames"] == "[" + ", ".join(f"'{name}'" for name in names) + "]"
 
 
 def test_the_policy_and_the_audit_count_the_same_whole_gpu_resources() -> None:

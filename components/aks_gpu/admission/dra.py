@@ -49,6 +49,17 @@ def gpu_devices() -> GpuDevices:
     )
 
 
+# DRA extended resources (DRAExtendedResource, on in 1.36): a container may ask for devices of a class as the
+# extended resource "<this prefix><class>" in its resources, which the scheduler turns into a claim
+# (k8s.io/api resource/v1 types.go ResourceDeviceClassPrefix). A GPU class asked that way is a GPU request.
+DEVICE_CLASS_RESOURCE_PREFIX = "deviceclass.resource.kubernetes.io/"
+
+
+def gpu_class_resources() -> tuple[str, ...]:
+    """The extended resource names of the GPU device classes (``deviceclass.resource.kubernetes.io/gpu.nvidia.com``)."""
+    return tuple(DEVICE_CLASS_RESOURCE_PREFIX + name for name in gpu_devices().classes)
+
+
 def is_claim(obj: Mapping[str, Any]) -> bool:
     api_version = obj.get("apiVersion")
     group = str(api_version).rpartition("/")[0] if isinstance(api_version, str) else ""

@@ -61,7 +61,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from aks_gpu.admission.chain import NODE_SELECTOR_ANNOTATION, namespace_metadata_with_tolerations, placement_selector
-from aks_gpu.admission.dra import CLAIM_SPEC_PATHS, GROUP, TEMPLATE, gpu_devices
+from aks_gpu.admission.dra import CLAIM_SPEC_PATHS, GROUP, TEMPLATE, gpu_class_resources, gpu_devices
 from aks_gpu.naming import (
     GPU_NAMESPACE,
     GPU_TAINT_VALUE,
@@ -160,9 +160,10 @@ def vendor_taint(vendor: Vendor) -> Taint:
 
 
 def gpu_resource_names(model: PlatformModel) -> tuple[str, ...]:
-    """The GPU resources matched by name: the vendors' whole-GPU and shared resources and what every pool exposes
-    (MIG slices and AMD partitions are matched by pattern besides)."""
-    names = {vendor_resource(vendor) for vendor in VENDORS} | set(WHOLE_GPU_RESOURCES)
+    """The GPU resources matched by name: the vendors' whole-GPU and shared resources, what every pool exposes, and
+    the GPU device classes asked for as DRA extended resources, which no pool of the stack offers (MIG slices and AMD
+    partitions are matched by pattern besides)."""
+    names = {vendor_resource(vendor) for vendor in VENDORS} | set(WHOLE_GPU_RESOURCES) | set(gpu_class_resources())
     names |= {pool.resource.name for pool in model.pools}
     return tuple(sorted(names))
 
