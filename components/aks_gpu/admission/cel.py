@@ -399,6 +399,8 @@ class _BodyCompiler:
             return self._ident()
         if data == "member_dot":
             return self._member_dot(node)
+        if data == "member_index":
+            return self._member_index(node)
         if data == "member_dot_arg" and str(children[1]) not in _CELPY_MACROS:
             return self._method(node)
         if data == "relation" and len(children) == 2:
@@ -469,6 +471,31 @@ class _BodyCompiler:
 
         return value
 
+    def _member_index(self, node: lark.Tree[Any]) -> _Closure | None:
+        operand, key = self.compile(node.children[0]), self.compile(node.children[1])
+        if operand is None or key is None:
+            return None
+        function = self.evaluator.activation.resolve_function("_[_]")  # charges the index itself
+        # A key that is itself an attribute path qualifies the attribute in cel-go: its root identifier is free.
+        charge = _relative(node) - (cost.SELECT_AND_IDENT_COST if _attribute_path(node.children[1]) else 0)
+        where = "applied to '({}, {})'"
+
+        def value(item: Any) -> Any:
+            member, index = operand(item), key(item)
+            result: Any
+            try:
+                result = function(member, index)
+            except TypeError as ex:
+                result = _error(f"found no matching overload for _[_] {where.format(type(member), type(index))}", ex, tree=node)
+            except KeyError as ex:
+                result = _error("no such key", ex, tree=node)
+            except IndexError as ex:
+                result = _error("invalid_argument", ex, tree=node)
+            cost.charge(charge)
+            return result
+
+        return value
+
     def _method(self, node: lark.Tree[Any]) -> _Closure | None:
         receiver = self.compile(node.children[0])
         arguments = [self.compile(argument) for argument in (node.children[2].children if len(node.children) == 3 else ())]
@@ -510,6 +537,8 @@ class _BodyCompiler:
             if kind == "empty":
                 return lambda _: celtypes.BoolType(False)
 
+            strings: list[tuple[Any, frozenset[str] | None]] = []  # the last container, and its strings
+
             def contained(item: Any) -> Any:
                 element, container = left(item), right(item)
                 for side in (element, container):
@@ -519,6 +548,15 @@ class _BodyCompiler:
                     cost.charge(cost.actual_size(container))
                 elif kind == "dyn":
                     cost.charge(1)
+                if type(element) is celtypes.StringType and isinstance(container, (celtypes.ListType, celtypes.MapType)):
+                    # A string among strings (a list's items, a map's keys): what operator_in answers, by one lookup
+                    # (no comparison of two strings raises), the set built once for a container read on every step.
+                    if not strings or strings[0][0] is not container:
+                        plain = all(type(member) is celtypes.StringType for member in container)
+                        strings[:] = [(container, frozenset(str(member) for member in container) if plain else None)]
+                    members = strings[0][1]
+                    if members is not None:
+                        return _TRUE if str(element) in members else _FALSE
                 try:
                     return _IN(element, container)
                 except TypeError:
