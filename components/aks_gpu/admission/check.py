@@ -66,7 +66,8 @@ def check(
     judge = Judge(manifests, namespaces, engine, classes)
     # Pod Security judges Pods only (a template's Pods, when the template itself is stored).
     baseline_judge = Judge(baseline, namespaces, engine, classes) if baseline else None
-    decisions = [judge(obj) for obj in objects]
+    own_requests = [judge.request(obj) for obj in objects]
+    decisions = [judge(request) for request in own_requests]
     if not manifests:
         given = zip(objects, decisions, expanded, strict=True)
         return [_warned(obj, decision, pods, platform) for obj, decision, (pods, _) in given]
@@ -77,17 +78,19 @@ def check(
 
     claims = claims_given((obj, decision.namespace) for obj, decision in zip(objects, decisions, strict=False))
     results = []
-    for obj, own, (pods, from_operator) in zip(objects, decisions, expanded, strict=True):
+    for obj, own, own_request, (pods, from_operator) in zip(objects, decisions, own_requests, expanded, strict=True):
         if str(obj.get("kind")) == "Pod" and not pods:
-            pod = completed(obj, own, baseline_judge(obj) if baseline_judge else None)
+            pod = completed(obj, own, baseline_judge(own_request) if baseline_judge else None)
             pod = _claimed(pod, [PodOf("", dict(obj))], claims, facts, platform, "the pod")
             results.append(_warned(obj, pod, pods, platform))
             continue
         # A refused object is not stored, so no controller or operator ever creates its Pods: they are not judged.
         judged = [pod.pod for pod in pods] if own.allowed else []
-        pod_baselines = [baseline_judge(pod) for pod in judged] if baseline_judge else []
+        requests = [judge.request(pod) for pod in judged]
+        pod_baselines = [baseline_judge(request) for request in requests] if baseline_judge else []
         pod_decisions = [
-            completed(pod, judge(pod), pod_baselines[index] if pod_baselines else None) for index, pod in enumerate(judged)
+            completed(pod, judge(request), pod_baselines[index] if pod_baselines else None)
+            for index, (pod, request) in enumerate(zip(judged, requests, strict=True))
         ]
         folded = _folded(obj, own, pods, pod_decisions, from_operator)
         if own.allowed and not folded.allowed:

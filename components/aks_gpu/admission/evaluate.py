@@ -714,8 +714,12 @@ class Judge:
         self.namespaces = _NamespaceCache(namespaces or {})
         self.classes = classes
 
-    def __call__(self, obj: Mapping[str, Any]) -> Decision:
-        return evaluate_request(build_request(obj, self.namespaces, classes=self.classes), self.bindings)
+    def __call__(self, obj: Mapping[str, Any] | Request) -> Decision:
+        """The decision for an object, or for a request already built (one object judged by two sets of policies)."""
+        return evaluate_request(obj if isinstance(obj, Request) else self.request(obj), self.bindings)
+
+    def request(self, obj: Mapping[str, Any]) -> Request:
+        return build_request(obj, self.namespaces, classes=self.classes)
 
 
 class _NamespaceCache(dict[str, Mapping[str, Any]]):
