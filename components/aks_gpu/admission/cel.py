@@ -294,15 +294,14 @@ class _KubernetesEvaluator(Evaluator):
         variable = str(cast(lark.Token, next(variable_tree.find_data("ident")).children[0]).value)
         nested = self.sub_evaluator(body)
 
-        def predicate(item: Any) -> Any:
+        def walked(item: Any) -> Any:
             try:
                 return nested.evaluate({variable: item})
             except CELEvalError as error:
                 return error
 
-        if len(target) >= COMPILED_FROM:
-            # A long list or map: the body as closures where it can be (the same values and charges, far faster).
-            predicate = _BodyCompiler(self, variable).compile(body) or predicate
+        # A long list or map: the body as closures where it can be (the same values and charges, far faster).
+        predicate = (_BodyCompiler(self, variable).compile(body) if len(target) >= COMPILED_FROM else None) or walked
 
         accumulator: Any
         if macro in ("all", "exists"):

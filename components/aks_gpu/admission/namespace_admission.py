@@ -293,13 +293,13 @@ def complete(
     decision for the object, when the namespace enforces baseline), RuntimeClass's check of the Pod's overhead
     (``classes``), then the policies, then the quota; and the steps left unevaluated (``system``:
     :func:`not_evaluated`). A Pod a mutating plugin refused meets none of them."""
-    steps = tuple(not_evaluated(facts, system)) if pod_spec(obj) is not None else ()
+    spec = pod_spec(obj)
+    steps = tuple(not_evaluated(facts, system)) if spec is not None else ()
     if decision.mutating:
         return replace(decision, not_evaluated=steps)
     name = str((obj.get("metadata") or {}).get("name") or "")
     template = obj.get("kind") != "Pod"
     ahead: list[str] = []  # the validating plugins that run before ValidatingAdmissionPolicy
-    spec = pod_spec(obj)
     if facts is not None and baseline is not None and not baseline.allowed and spec is not None:
         # The server's own detail reads "non-default capabilities (container ... must not include ...)": the
         # wording after the prefix is this check's (pod_security.py), not the server's.

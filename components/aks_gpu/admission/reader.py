@@ -181,7 +181,8 @@ def _json_documents(text: str) -> list[Any] | None:
     if not text.lstrip().startswith("{"):
         return None
     decoder = json.JSONDecoder(object_pairs_hook=_unique_keys)
-    documents, at = [], 0
+    documents: list[Any] = []
+    at = 0
     try:
         while True:
             while at < len(text) and text[at].isspace():
