@@ -221,10 +221,6 @@ def placement_selector(workload_type: str) -> str:
 # The lines these plugins refuse a Pod with (admission.NewForbidden around them: ``pods "<name>" is forbidden: ...``),
 # k8s.io/kubernetes plugin/pkg/admission/priority/admission.go (admitPod) and plugin/pkg/admission/runtimeclass/
 # admission.go (prepareObjects, setOverhead, validateOverhead).
-PRIORITY_SET = (
-    "the integer value of priority must not be provided in pod spec. Priority admission controller populates the value "
-    "from the given PriorityClass name"
-)
 OVERHEAD_MISMATCH = "pod rejected: Pod's Overhead doesn't match RuntimeClass's defined Overhead"
 OVERHEAD_WITHOUT_CLASS = "pod rejected: Pod Overhead set without corresponding RuntimeClass defined Overhead"
 
@@ -232,42 +228,56 @@ OVERHEAD_WITHOUT_CLASS = "pod rejected: Pod Overhead set without corresponding R
 @dataclass(frozen=True)
 class ClusterClasses:
     """The PriorityClasses and RuntimeClasses a Pod may name: the API server's own system priority classes and
-    those among the objects checked (they are created with them); each RuntimeClass with its ``overhead.podFixed``
-    (None when it defines none)."""
+    those among the objects checked (they are created with them), each PriorityClass with its value, and the
+    priority of a Pod that names none (the value of a ``globalDefault`` class among them, else 0); each RuntimeClass
+    with its ``overhead.podFixed`` (None when it defines none)."""
 
-    priority: frozenset[str]
+    priority: Mapping[str, int]
     runtime: Mapping[str, Mapping[str, Any] | None]
+    default_priority: int = 0
 
 
 @cache
-def system_priority_classes() -> frozenset[str]:
-    return frozenset(str(name) for name in load_yaml(DATA_FILE)["system_priority_classes"])
+def system_priority_classes() -> Mapping[str, int]:
+    return {str(name): int(value) for name, value in load_yaml(DATA_FILE)["system_priority_classes"].items()}
 
 
 def cluster_classes(objects: Sequence[Mapping[str, Any]]) -> ClusterClasses:
-    priority, runtime = set(system_priority_classes()), {}
+    priority, runtime, defaults = dict(system_priority_classes()), {}, []
     for obj in objects:
         kind, group = str(obj.get("kind", "")), str(obj.get("apiVersion", "")).rpartition("/")[0]
         name = (obj.get("metadata") or {}).get("name")
         if not isinstance(name, str) or not name:
             continue
         if (group, kind) == ("scheduling.k8s.io", "PriorityClass"):
-            priority.add(name)
+            value = obj.get("value")
+            priority[name] = value if isinstance(value, int) and not isinstance(value, bool) else 0
+            if obj.get("globalDefault") is True:
+                defaults.append(priority[name])
         elif (group, kind) == ("node.k8s.io", "RuntimeClass"):
             overhead = obj.get("overhead")
             fixed = overhead.get("podFixed") if isinstance(overhead, Mapping) else None
             runtime[name] = dict(fixed) if isinstance(fixed, Mapping) else None
-    return ClusterClasses(frozenset(priority), runtime)
+    # Of several global defaults the plugin takes the lowest value (getDefaultPriorityClass).
+    return ClusterClasses(priority, runtime, min(defaults, default=0))
 
 
 def admit_refusal(spec: Mapping[str, Any], classes: ClusterClasses) -> str | None:
     """What Priority's and RuntimeClass's mutating steps refuse a Pod's CREATE with, in the server's order (after
-    PodNodeSelector's, :func:`selector_conflict`); None when both admit it."""
-    if spec.get("priority") is not None:
-        return PRIORITY_SET
+    PodNodeSelector's, :func:`selector_conflict`); None when both admit it. Priority resolves the class first, then
+    refuses a client-set ``spec.priority`` that differs from what it resolved (at v1.36.3: ``the integer value of
+    priority (N) must not be provided in pod spec; priority admission controller computed M ...``)."""
     name = spec.get("priorityClassName")
-    if isinstance(name, str) and name and name not in classes.priority:
+    named = isinstance(name, str) and bool(name)
+    if named and name not in classes.priority:
         return f"no PriorityClass with name {name} was found"
+    computed = classes.priority[str(name)] if named else classes.default_priority
+    written = spec.get("priority")
+    if written is not None and written != computed:
+        return (
+            f"the integer value of priority ({written}) must not be provided in pod spec; priority admission controller "
+            f"computed {computed} from the given PriorityClass name"
+        )
     runtime = spec.get("runtimeClassName")
     if isinstance(runtime, str) and runtime:
         if runtime not in classes.runtime:
