@@ -32,6 +32,7 @@ from rich.console import Console
 from rich.table import Table
 
 from bench.common import PROJECT_DIR
+from tests.admission.cost_objects import deployment_pinned_to_hostnames as pinned
 from tests.admission.cost_objects import gpu_pod_with_node_selector_keys, pod_with_env
 
 TARGET_CPU_SECONDS = 2.0
@@ -40,35 +41,15 @@ LIMIT_EXCEEDED = "actual cost limit exceeded"
 AKS_NODE_NAME = "aks-train-12345678-vmss{:06x}"
 
 
-def pinned_deployment(count: int, name: str) -> dict[str, Any]:
-    """A GPU Deployment in gpu-training whose required node affinity lists ``count`` hostnames (``name``: a format)."""
-    values = [name.format(index) for index in range(count)]
-    term = {"matchExpressions": [{"key": "kubernetes.io/hostname", "operator": "In", "values": values}]}
-    container = {"name": "main", "image": "nvcr.io/nvidia/pytorch:24.05-py3", "resources": {"limits": {"nvidia.com/gpu": 1}}}
-    template = {
-        "metadata": {"labels": {"app": "pinned"}},
-        "spec": {
-            "containers": [container],
-            "affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [term]}}},
-        },
-    }
-    return {
-        "apiVersion": "apps/v1",
-        "kind": "Deployment",
-        "metadata": {"name": "pinned", "namespace": "gpu-training"},
-        "spec": {"replicas": 1, "selector": {"matchLabels": {"app": "pinned"}}, "template": template},
-    }
-
-
 def cases() -> list[tuple[str, str, dict[str, Any], str | None]]:
     """(label, file format, object, what the decision's line must hold: None for admitted)."""
     recorded = json.loads((PROJECT_DIR / "tests/fixtures/kubernetes_cel/costs/policy-objects.json").read_text())["decisions"]
     env = recorded["env-11x1000"]
     return [
-        ("Deployment, 1 hostname (any check)", "json", pinned_deployment(1, AKS_NODE_NAME), None),
-        ("Deployment, 55,000 hostnames", "json", pinned_deployment(55_000, "n{}"), LIMIT_EXCEEDED),
-        ("Deployment, 55,000 of its pool's hostnames", "yaml", pinned_deployment(55_000, AKS_NODE_NAME), LIMIT_EXCEEDED),
-        ("Deployment, 215,000 hostnames", "json", pinned_deployment(215_000, "node-{}"), LIMIT_EXCEEDED),
+        ("Deployment, 1 hostname (any check)", "json", pinned(1, AKS_NODE_NAME), None),
+        ("Deployment, 55,000 hostnames", "json", pinned(55_000, "n{}"), LIMIT_EXCEEDED),
+        ("Deployment, 55,000 of its pool's hostnames", "yaml", pinned(55_000, AKS_NODE_NAME), LIMIT_EXCEEDED),
+        ("Deployment, 215,000 hostnames", "json", pinned(215_000, "node-{}"), LIMIT_EXCEEDED),
         ("Pod, 75,000 nodeSelector keys", "yaml", gpu_pod_with_node_selector_keys(75_000), LIMIT_EXCEEDED),
         ("Pod, 11 x 1,000 env vars", "yaml", pod_with_env(11, 1000), None if env["allowed"] else env["message"]),
     ]
