@@ -21,11 +21,17 @@ AKS FAQ). Mutating plugins run before any validating admission policy, so a poli
   quantity, sorted, unless an equal toleration is there (plugin/pkg/admission/extendedresourcetoleration/admission.go;
   ``helper.AddOrUpdateTolerationInPod``).
 
-The order is the server's (pkg/kubeapiserver/options/plugins.go ``AllOrderedPlugins``): PodNodeSelector,
-PodTolerationRestriction, ExtendedResourceToleration. Whether a Pod is BestEffort is read from the Pod as written; on
-AKS LimitRanger runs first and may give it requests, which only adds the memory-pressure toleration (no policy of the
-stack reads it). None of these plugins touches a Deployment, a Job or a custom resource: their Pods meet them when a
-controller creates them.
+Two plugins kube-apiserver runs by default refuse Pods that name what does not exist (``default_on_modelled`` in the
+data file): **Priority** (a ``priorityClassName`` that names no PriorityClass; a client-set ``spec.priority`` other
+than the class's) and **RuntimeClass** (a ``runtimeClassName`` that names no RuntimeClass; in its validating step, an
+``overhead`` the class does not define). The PriorityClasses and RuntimeClasses known offline are the system
+priority classes and those among the objects checked (:func:`cluster_classes`).
+
+The order is the server's (pkg/kubeapiserver/options/plugins.go ``AllOrderedPlugins``): PodNodeSelector, Priority,
+PodTolerationRestriction, ExtendedResourceToleration, RuntimeClass. Whether a Pod is BestEffort is read from the Pod
+as written; on AKS LimitRanger runs first and may give it requests, which only adds the memory-pressure toleration
+(no policy of the stack reads it). None of these plugins touches a Deployment, a Job or a custom resource: their Pods
+meet them when a controller creates them.
 """
 
 from __future__ import annotations
