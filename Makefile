@@ -15,20 +15,17 @@ CHROMIUM_STAMP := $(VENV)/.chromium
 
 .PHONY: setup plan test lint typecheck unit up preview bench schema checkov-venv promtool chromium clean tools e2e
 
-# The venv is rebuilt whenever requirements.txt or pyproject.toml change.
-$(STAMP): requirements.txt pyproject.toml
-	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -r requirements.txt
-	$(BIN)/python -m pip install --quiet --no-deps -e .
-	touch $(STAMP)
+# The venv is rebuilt whenever requirements.txt or pyproject.toml change, and the package reinstalled when its version
+# (components/aks_gpu/__init__.py, pyproject's dynamic version) may have: pip records it at install, and `aksgpu
+# --version` reads that record.
+$(STAMP): requirements.txt pyproject.toml components/aks_gpu/__init__.py
+	@PYTHON=$(PYTHON) tools/setup-venv $(VENV) requirements.txt --editable
+	@touch $(STAMP)
 
 # checkov scans the rendered manifests in the tests; it cannot share the project's venv (see requirements-checkov.txt).
 $(CHECKOV_STAMP): requirements-checkov.txt
-	test -x $(CHECKOV_VENV)/bin/python || $(PYTHON) -m venv $(CHECKOV_VENV)
-	$(CHECKOV_VENV)/bin/python -m pip install --quiet --upgrade pip
-	$(CHECKOV_VENV)/bin/python -m pip install --quiet -r requirements-checkov.txt
-	touch $(CHECKOV_STAMP)
+	@PYTHON=$(PYTHON) tools/setup-venv $(CHECKOV_VENV) requirements-checkov.txt
+	@touch $(CHECKOV_STAMP)
 
 checkov-venv: $(CHECKOV_STAMP)
 
@@ -74,11 +71,11 @@ tools:
 e2e: $(STAMP) tools
 	$(BIN)/python -m pytest -p no:cacheprovider tests/e2e
 
-# The config models are the one source: the component args (components/aks_gpu/specs.py), the README's key table and both
-# JSON schemas are written from them.
+# The config models are the one source: the component args (components/aks_gpu/specs.py), the key table of docs/config.md
+# and the stack file's JSON schema (shipped, and in stacks/) are written from them; the component package's schema from
+# the components.
 schema: $(STAMP)
 	$(BIN)/python -m aks_gpu.config.generate
-	$(BIN)/aksgpu schema > stacks/stack-config.schema.json
 	$(BIN)/aksgpu schema --components > components/aks_gpu/schema.json
 
 bench: $(STAMP)

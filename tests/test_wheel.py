@@ -23,6 +23,7 @@ from pathlib import Path
 import pytest
 from packaging.requirements import Requirement
 
+from aks_gpu import __version__
 from tests.conftest import PROJECT_DIR
 
 PYPROJECT = tomllib.loads((PROJECT_DIR / "pyproject.toml").read_text(encoding="utf-8"))
@@ -108,10 +109,24 @@ def test_the_wheel_installs_aks_gpu_typed_and_licensed_and_no_top_level_componen
         names = wheel.namelist()
         [license_name] = [n for n in names if n.endswith("/licenses/LICENSE")]
         license_text = wheel.read(license_name).decode()
-    assert {name.split("/")[0] for name in names} == {"aks_gpu", "aks_gpu-0.1.0.dist-info"}
+    assert {name.split("/")[0] for name in names} == {"aks_gpu", f"aks_gpu-{__version__}.dist-info"}
     assert {"aks_gpu/py.typed", "aks_gpu/testing.py", "aks_gpu/__init__.py", "aks_gpu/schema.json"} <= set(names)
     assert license_text == (PROJECT_DIR / "LICENSE").read_text(encoding="utf-8")
     assert "Apache License" in license_text and "Version 2.0, January 2004" in license_text
+
+
+def test_the_installed_aksgpu_schema_prints_the_stack_file_schema(built: Built) -> None:
+    # `aksgpu schema` prints the copy the wheel ships (package data), not one it builds: it must be in the wheel.
+    done = subprocess.run(
+        [sys.executable, "-m", "aks_gpu.cli", "schema"],
+        cwd=built.scratch,
+        env=consumer_env(built),
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == (PROJECT_DIR / "stacks" / "stack-config.schema.json").read_text(encoding="utf-8")
 
 
 def test_the_sdist_carries_the_license_and_the_description(built: Built) -> None:
@@ -123,7 +138,7 @@ def test_the_sdist_carries_the_license_and_the_description(built: Built) -> None
 
 def test_the_metadata_tells_an_installer_what_it_is_and_where_to_read_more(built: Built) -> None:
     with zipfile.ZipFile(built.wheel) as wheel:
-        metadata = email.parser.Parser().parsestr(wheel.read("aks_gpu-0.1.0.dist-info/METADATA").decode())
+        metadata = email.parser.Parser().parsestr(wheel.read(f"aks_gpu-{__version__}.dist-info/METADATA").decode())
     assert metadata["License-Expression"] == "Apache-2.0"
     assert metadata["Description-Content-Type"] == "text/markdown"
     assert {"pulumi", "aks", "gpu"} <= set(metadata["Keywords"].split(","))

@@ -85,6 +85,10 @@ def platform_object_name(what: str) -> str:
     return f"{PLATFORM_OBJECT_PREFIX}{what}"
 
 
+# The ClusterRole a workload's `roleBindings` entry with role `edit` binds its Entra group to inside the namespace: what
+# Kubernetes' `edit` grants, less NetworkPolicy writes (components/aks_gpu/kube/team_role.py).
+TEAM_ROLE_NAME = platform_object_name("team-edit")
+
 # The Azure Monitor action group a stack creates from monitoring.azureMonitor.receivers (components/aks_gpu/monitoring/
 # azure.py). Its short name is what SMS and e-mail notifications show; ARM takes at most 12 characters there.
 ACTION_GROUP_SHORT_NAME = PACKAGE_NAME
@@ -94,6 +98,17 @@ def action_group_name(cluster_name: str) -> str:
     """``<cluster>-gpu-alerts``: the action group beside the cluster's rule groups, in its resource group."""
     return f"{cluster_name}-gpu-alerts"
 
+
+# ---------------------------------------------------------------- priority classes
+
+# The PriorityClasses every Kubernetes API server creates at start, at the top of the scale: their pods preempt every
+# other pod of a node. A workload namespace's ResourceQuota of this name allows none of them (pods: 0 scoped to these
+# classes), the per-namespace way of "Limit Priority Class consumption by default", since AKS takes no
+# AdmissionConfiguration: https://kubernetes.io/docs/concepts/policy/resource-quotas/#limit-priority-class-consumption-by-default
+# The names: https://kubernetes.io/docs/tasks/administer-cluster/guaranteed-scheduling-critical-addon-pods/ and
+# kubernetes/kubernetes v1.36.3 pkg/apis/scheduling/types.go (SystemClusterCritical, SystemNodeCritical).
+SYSTEM_PRIORITY_CLASSES = ("system-cluster-critical", "system-node-critical")
+PRIORITY_QUOTA_NAME = "system-priority"
 
 # ---------------------------------------------------------------- node labels the platform sets
 

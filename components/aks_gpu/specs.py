@@ -313,12 +313,12 @@ class DefaultRequestsSpec(TypedDict):
 
 
 class RoleBindingSpec(TypedDict):
-    """An Entra ID group bound to a built-in role inside the namespace."""
+    """An Entra ID group bound to a role inside the namespace."""
 
     group_object_id: str
     """The Entra ID group's object id."""
     role: str
-    """The built-in ClusterRole it gets in the namespace. One of: edit, view."""
+    """edit: the platform's team role aks-gpu-team-edit (Kubernetes' edit without NetworkPolicy writes); view: Kubernetes' view. One of: edit, view."""
 
 
 class WorkloadSpec(TypedDict):
@@ -341,7 +341,7 @@ class WorkloadSpec(TypedDict):
     network: NotRequired[NetworkAccessSpec]
     """What the deny-all NetworkPolicy lets through."""
     role_bindings: NotRequired[list[RoleBindingSpec]]
-    """Entra ID groups bound to edit or view."""
+    """Entra ID groups bound to the team role (edit) or view."""
     nvme_volume: NotRequired[bool]
     """Export a ready NVMe cache volume snippet for this namespace. Default: false."""
     rdma: NotRequired[bool]

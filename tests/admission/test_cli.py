@@ -66,7 +66,7 @@ def test_all_admitted_exits_0_and_prints_a_table(capsys: pytest.CaptureFixture[s
     admitted = [d for d in documents if d["metadata"]["annotations"][f"{EXPECT}decision"] == "admitted"]
     good = tmp_path / "admitted.yaml"
     good.write_text(yaml.safe_dump_all(admitted))
-    assert run(["admission", "check", "--stack", "prod", str(good)]) == 0
+    assert run(["admission", "check", "--stack", "prod", "--wide", str(good)]) == 0
     output = capsys.readouterr().out
     assert "validationActions ['Deny']" in output
     assert "Pod/trainer-limit-only" in output
@@ -75,7 +75,7 @@ def test_all_admitted_exits_0_and_prints_a_table(capsys: pytest.CaptureFixture[s
 
 
 def test_any_denied_exits_1_and_names_the_container(capsys: pytest.CaptureFixture[str]) -> None:
-    assert run(["admission", "check", "--stack", "prod", GOOD, BAD]) == 1
+    assert run(["admission", "check", "--stack", "prod", "--wide", GOOD, BAD]) == 1
     output = capsys.readouterr().out
     row = next(line for line in output.splitlines() if "Pod/amd-gpu " in line)
     # The row starts with the API server's own answer; the rule's message follows in it.

@@ -70,7 +70,7 @@ def test_a_cluster_scoped_object_is_shown_without_a_namespace(capsys: pytest.Cap
         ("GpuPolicy", "default"),
         ("Gateway", "team-a"),
     ]
-    assert run(["admission", "check", "--stack", "prod", str(manifest)]) == 0
+    assert run(["admission", "check", "--stack", "prod", "--wide", str(manifest)]) == 0
     output = " ".join(capsys.readouterr().out.split())
     assert "│ DeviceClass/gpu.example.com │ - │ admitted │" in output
     assert "deviceclasss" not in output and "gatewaies" not in output

@@ -96,6 +96,17 @@ def test_a_pod_over_the_memory_quota_is_refused_its_limit_counting_as_its_reques
     assert both is not None and "requested: requests.cpu=96500m,requests.memory=801Gi, used: requests.cpu=0," in both
 
 
+@pytest.mark.parametrize("priority_class", ["system-node-critical", "system-cluster-critical"])
+def test_a_pod_at_a_system_priority_class_is_refused_by_the_namespaces_priority_quota(priority_class: str) -> None:
+    preempting = pod(container("a", {"cpu": 1}))
+    preempting["spec"]["priorityClassName"] = priority_class  # type: ignore[index]
+    assert quota_refusal(preempting, INFERENCE) == (
+        'pods "vllm" is forbidden: exceeded quota: system-priority, requested: pods=1, used: pods=0, limited: pods=0'
+    )
+    preempting["spec"]["priorityClassName"] = "team-batch"  # type: ignore[index]
+    assert quota_refusal(preempting, INFERENCE) is None
+
+
 def test_a_pod_exactly_at_the_quota_is_admitted() -> None:
     # 95.5 CPUs stated plus the LimitRange's 500m for the container that states none: 96, the hard limit.
     at = pod(container("a", {"cpu": "95500m", "memory": "799Gi"}), container("b"))
@@ -268,7 +279,7 @@ def test_a_stored_object_whose_pods_are_refused_is_told_from_one_refused_itself(
     assert (pinned["decision"], pinned["allowed"]) == ("denied", False)
     assert pinned["message"].startswith('deployments.apps "pinned" is forbidden: ')
     assert pinned["warnings"] == []
-    assert main(["admission", "check", "--stack", "prod", str(objects)]) == 1
+    assert main(["admission", "check", "--stack", "prod", "--wide", str(objects)]) == 1
     output = " ".join(capsys.readouterr().out.split())
     assert "│ admitted, pods denied │" in output and "│ denied │" in output
     assert "0 admitted, 2 denied (1 of them admitted by the server, but their Pods would not run)" in output

@@ -127,7 +127,7 @@ def test_unrendered_objects_are_not_evaluated_and_the_others_decide_the_exit(
         "spec.template.spec.containers[0].resources.limits[nvidia.com/gpu]: 'FILLED_BY_VALIDATOR' (a placeholder to "
         "replace); render it first (helm template, kustomize build, envsubst) and check what it renders"
     )
-    assert run(["admission", "check", "--stack", "prod", path]) == 0
+    assert run(["admission", "check", "--stack", "prod", "--wide", path]) == 0
     output = " ".join(capsys.readouterr().out.split())
     assert "│ not evaluated │" in output and "1 admitted, 0 denied, 2 not evaluated" in output
 

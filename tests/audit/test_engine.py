@@ -18,6 +18,7 @@ from aks_gpu.audit.report import AuditReport, Gap
 from aks_gpu.audit.stack import expectations
 from aks_gpu.cluster.inventory import NODE_IMAGE_LABEL, read_pods
 from aks_gpu.cluster.snapshot import ClusterSnapshot, SnapshotError
+from aks_gpu.kube.workload_manifests import network_policy_manifests
 from aks_gpu.resolved.stack import validate_stack
 from tests.audit.clusters import (
     COLLECTED_AT,
@@ -346,21 +347,172 @@ def test_gpu_pod_unfenced_alone_without_a_quota() -> None:
     assert next(ns for ns in report.namespaces if ns.namespace == "gpu-training").quota == {}
 
 
-def test_gpu_pod_unfenced_alone_without_a_deny_all_policy() -> None:
+def without_deny_all(namespace: str) -> ClusterSnapshot:
     def open_up(snapshot: ClusterSnapshot) -> None:
         policies = snapshot.networkpolicies or []
         policies[:] = [
             p
             for p in policies
-            if not (p["metadata"]["namespace"] == "gpu-inference" and p["metadata"]["name"] == "deny-cross-namespace")
+            if not (p["metadata"]["namespace"] == namespace and p["metadata"]["name"] == "deny-cross-namespace")
         ]
 
-    report = audit(broken(open_up))
+    return broken(open_up)
 
-    (finding,) = report.findings
-    assert (finding.id, finding.namespace) == ("gpu-pod-unfenced", "gpu-inference")
-    # allow-dns selects every pod for egress but allows DNS: it denies nothing.
-    assert "no NetworkPolicy that denies all ingress and egress" in finding.message
+
+def test_gpu_pod_unfenced_alone_without_a_deny_all_policy() -> None:
+    report = audit(without_deny_all("gpu-training"))
+
+    assert {(f.id, f.namespace) for f in report.findings} == {("gpu-pod-unfenced", "gpu-training")}
+    # allow-dns isolates every pod's egress (it allows DNS alone); nothing isolates ingress any more.
+    assert all("no NetworkPolicy that denies all ingress:" in f.message for f in report.findings)
+    assert all("reopening" not in f.message for f in report.findings)
+
+
+def test_policies_add_up_the_allow_policies_alone_still_fence_a_namespace() -> None:
+    """gpu-inference without its deny-all keeps allow-from-inference-gateway (every pod, Ingress: only from there) and
+    allow-dns (every pod, Egress: only DNS): each direction is still isolated, and nothing is opened wide."""
+    report = audit(without_deny_all("gpu-inference"))
+
+    assert not [f for f in report.findings if f.namespace == "gpu-inference"]
+    assert next(ns for ns in report.namespaces if ns.namespace == "gpu-inference").deny_all is True
+
+
+def network_policy(namespace: str, name: str, spec: dict[str, Any]) -> dict[str, Any]:
+    metadata = {"name": name, "namespace": namespace}
+    return {"apiVersion": "networking.k8s.io/v1", "kind": "NetworkPolicy", "metadata": metadata, "spec": spec}
+
+
+def with_policy(namespace: str, name: str, spec: dict[str, Any]) -> AuditReport:
+    def add(snapshot: ClusterSnapshot) -> None:
+        (snapshot.networkpolicies or []).append(network_policy(namespace, name, spec))
+
+    return audit(broken(add))
+
+
+def reopened(report: AuditReport, namespace: str) -> set[str]:
+    """What the findings of ``namespace``'s pods say it has (their ``found``, less the pod and the risk), once."""
+    return {f.found.split("which has ", 1)[1].rsplit(": ", 1)[0] for f in report.findings if f.namespace == namespace}
+
+
+def test_an_allow_all_policy_beside_the_deny_all_reopens_the_namespace_both_ways() -> None:
+    report = with_policy(
+        "gpu-training", "allow-all", {"podSelector": {}, "policyTypes": ["Ingress", "Egress"], "ingress": [{}], "egress": [{}]}
+    )
+
+    assert ids(report) == {"gpu-pod-unfenced"}
+    assert {(f.namespace, f.node) for f in report.findings} == {("gpu-training", TRAIN_0), ("gpu-training", TRAIN_1)}
+    assert reopened(report, "gpu-training") == {
+        "NetworkPolicy allow-all reopening ingress from every namespace and every address; "
+        "egress to every namespace and every address"
+    }
+    assert next(ns for ns in report.namespaces if ns.namespace == "gpu-training").deny_all is False
+    assert all("Delete or narrow NetworkPolicy allow-all" in f.remedy for f in report.findings)
+    assert all("aks-gpu-team-edit" in f.remedy for f in report.findings)
+    # The deny-all is there: nobody is told to add it.
+    assert all("deny-cross-namespace" not in f.remedy for f in report.findings)
+
+
+def test_an_allow_policy_widened_to_every_namespace_reopens_ingress() -> None:
+    def widen(snapshot: ClusterSnapshot) -> None:
+        for policy in snapshot.networkpolicies or []:
+            if policy["metadata"]["name"] == "allow-from-inference-gateway":
+                policy["spec"]["ingress"] = [{"from": [{"namespaceSelector": {}}]}]
+
+    report = audit(broken(widen))
+    said = "NetworkPolicy allow-from-inference-gateway reopening ingress from every namespace"
+    assert reopened(report, "gpu-inference") == {said}
+
+
+NAME_LABEL = "kubernetes.io/metadata.name"
+
+
+@pytest.mark.parametrize(
+    ("peer", "said"),
+    [
+        ({"ipBlock": {"cidr": "0.0.0.0/0"}}, "every address (0.0.0.0/0: the internet and the API server), IMDS 169.254.169.254"),
+        (
+            {"ipBlock": {"cidr": "0.0.0.0/0", "except": ["169.254.169.254/32"]}},
+            "every address (0.0.0.0/0 except 169.254.169.254/32: the internet and the API server)",
+        ),
+        ({"ipBlock": {"cidr": "169.254.0.0/16"}}, "IMDS 169.254.169.254"),
+        ({"ipBlock": {"cidr": "::/0"}}, "every address (::/0: the internet and the API server)"),
+        ({"namespaceSelector": {}, "podSelector": {"matchLabels": {"app": "db"}}}, "every namespace"),
+        (
+            {"namespaceSelector": {"matchExpressions": [{"key": NAME_LABEL, "operator": "NotIn", "values": ["gpu-training"]}]}},
+            "every namespace (its namespaceSelector matches all 3 others)",
+        ),
+        (
+            {"namespaceSelector": {"matchExpressions": [{"key": NAME_LABEL, "operator": "Exists"}]}},
+            "every namespace (its namespaceSelector matches all 3 others)",
+        ),
+    ],
+)
+def test_egress_opened_to_every_namespace_every_address_or_imds_unfences(peer: dict[str, Any], said: str) -> None:
+    # No policyTypes: a policy with egress rules isolates (and here opens) egress too.
+    report = with_policy("gpu-training", "wide", {"podSelector": {}, "egress": [{"to": [peer]}]})
+    assert reopened(report, "gpu-training") == {f"NetworkPolicy wide reopening egress to {said}"}
+
+
+@pytest.mark.parametrize(
+    "spec",
+    [
+        {"podSelector": {}, "policyTypes": ["Egress"], "egress": [{"to": [{"ipBlock": {"cidr": "10.20.0.0/16"}}]}]},
+        {"podSelector": {}, "policyTypes": ["Egress"], "egress": [{"to": [{"namespaceSelector": {"matchLabels": {"a": "b"}}}]}]},
+        {"podSelector": {}, "policyTypes": ["Ingress"], "ingress": [{"from": [{"podSelector": {}}]}]},
+        # Egress rules of a policy whose policyTypes leave Egress out are not applied.
+        {"podSelector": {}, "policyTypes": ["Ingress"], "ingress": [], "egress": [{}]},
+    ],
+    ids=["a-cidr", "named-namespaces", "own-namespace", "egress-not-in-policy-types"],
+)
+def test_narrow_allows_keep_the_namespace_fenced(spec: dict[str, Any]) -> None:
+    report = with_policy("gpu-training", "narrow", spec)
+    assert not [f for f in report.findings if f.namespace == "gpu-training"]
+
+
+def test_a_policy_that_opens_some_pods_reopens_the_namespace_and_one_that_isolates_some_pods_fences_none() -> None:
+    some = {"podSelector": {"matchLabels": {"app": "proxy"}}, "policyTypes": ["Ingress"], "ingress": [{}]}
+    assert reopened(with_policy("gpu-training", "proxy", some), "gpu-training") == {
+        "NetworkPolicy proxy reopening ingress from every namespace and every address"
+    }
+
+    def replace_deny_all(snapshot: ClusterSnapshot) -> None:
+        for policy in snapshot.networkpolicies or []:
+            if policy["metadata"]["namespace"] == "gpu-training" and policy["metadata"]["name"] == "deny-cross-namespace":
+                policy["spec"]["podSelector"] = {"matchLabels": {"app": "one"}}
+
+    report = audit(broken(replace_deny_all))
+    assert all("no NetworkPolicy that denies all ingress:" in f.message for f in report.findings if f.namespace == "gpu-training")
+
+
+def test_with_the_stack_a_policy_it_does_not_make_is_deleted_and_its_own_wide_allow_narrowed_in_its_config() -> None:
+    raw = raw_stack("prod")
+    training = next(w for w in raw["aks-gpu:workloads"] if w["name"] == "gpu-training")
+    training["network"] = {"allowEgress": [{"cidr": "0.0.0.0/0"}]}
+    model = validate_stack(raw, "prod").model
+    workload = next(w for w in model.workloads if w.name == "gpu-training")
+    own = [m for m in network_policy_manifests(workload.config) if m["metadata"]["name"].startswith("allow-egress-")]
+
+    def add(snapshot: ClusterSnapshot) -> None:
+        allow_all = {"podSelector": {}, "policyTypes": ["Ingress"], "ingress": [{}]}
+        (snapshot.networkpolicies or []).extend([*own, network_policy("gpu-training", "allow-all", allow_all)])
+
+    report = run_audit(broken(add), expectations(model, "prod"))
+    remedies = {f.remedy for f in report.findings if f.namespace == "gpu-training"}
+    assert remedies == {
+        "Delete or narrow NetworkPolicy allow-all (the stack does not make it); bind teams to aks-gpu-team-edit, which "
+        "writes no NetworkPolicy; Narrow the network settings of workload gpu-training in stack prod: they make "
+        "allow-egress-0-0-0-0-0"
+    }
+
+
+def test_a_peer_of_the_wrong_shape_is_refused_naming_the_field() -> None:
+    def bad(snapshot: ClusterSnapshot) -> None:
+        policy = network_policy("gpu-training", "bad", {"egress": [{"to": [{"ipBlock": {"cidr": 10}}]}]})
+        (snapshot.networkpolicies or []).append(policy)
+
+    with pytest.raises(SnapshotError) as error:
+        audit(broken(bad))
+    assert "NetworkPolicy bad" in str(error.value) and "spec.egress[0].to" in str(error.value)
 
 
 @pytest.mark.parametrize("stack", [False, True], ids=["no stack", "--stack prod"])

@@ -8,7 +8,10 @@ purpose, and says so. Chromium runs with no network features and a throwaway pro
 
 from __future__ import annotations
 
+import html
+import json
 import os
+import re
 import shutil
 import struct
 import subprocess
@@ -21,7 +24,9 @@ import pytest
 
 from aks_gpu.audit.engine import run_audit
 from aks_gpu.audit.html import render_html
+from aks_gpu.cluster.snapshot import read_snapshot
 from tests.audit.clusters import TRAIN_0, clean_snapshot, edited, find_node, workload_pod
+from tests.examples.example_snapshots import EXAMPLES_DIR
 
 SKIP_ENV = "AKSGPU_SKIP_BROWSER_TESTS"
 HOSTILE_POD = '<script>document.title="owned"</script><img src=x onerror="document.title=1">'
@@ -43,7 +48,7 @@ def chromium() -> str:
     return found
 
 
-def browse(page: Path, profile: Path, *mode: str) -> subprocess.CompletedProcess[bytes]:
+def browse(page: Path, profile: Path, *mode: str, window: tuple[int, int] = WINDOW) -> subprocess.CompletedProcess[bytes]:
     command = [
         chromium(),
         "--headless",
@@ -54,7 +59,7 @@ def browse(page: Path, profile: Path, *mode: str) -> subprocess.CompletedProcess
         "--disable-sync",
         "--no-first-run",
         f"--user-data-dir={profile}",
-        f"--window-size={WINDOW[0]},{WINDOW[1]}",
+        f"--window-size={window[0]},{window[1]}",
         *mode,
         page.as_uri(),
     ]
@@ -163,3 +168,52 @@ def test_chromium_renders_the_findings_the_chart_and_the_hostile_name_as_text(tm
 
     browse(page, tmp_path / "profile-shot", f"--screenshot={tmp_path / 'shot.png'}")
     assert pixels_with((tmp_path / "shot.png").read_bytes(), REQUESTED_BAR) > 200  # the requested-GPU bars are drawn
+
+
+# The page as shipped, in a frame `width` px wide (headless Chromium's window is at least 500 px wide), measured by
+# the frame's parent (the page runs no script: its policy forbids it): the frame's viewport width, the document's, and
+# where each finding's "found" and "what to do" cell lies, with the text it shows.
+MEASURE = """<!DOCTYPE html><html><body style="margin: 0">
+<iframe id="page" style="border: 0; width: %dpx; height: 900px" srcdoc="%s"></iframe>
+<script>
+document.getElementById("page").addEventListener("load", (event) => {
+  const root = event.target.contentDocument.documentElement;
+  const cells = [...root.querySelectorAll("tr.finding td.message, tr.finding td.remedy")].map((cell) => {
+    const box = cell.getBoundingClientRect();
+    return {kind: cell.className, left: box.left, right: box.right, width: box.width, height: box.height,
+            overflow: cell.scrollWidth - cell.clientWidth, text: cell.innerText};
+  });
+  const measured = document.createElement("pre");
+  measured.id = "measured";
+  measured.textContent = JSON.stringify({viewport: root.clientWidth, document: root.scrollWidth, cells});
+  document.body.append(measured);
+});
+</script></body></html>"""
+
+
+def measured(page: Path, profile: Path, width: int) -> dict[str, object]:
+    probe = page.with_name(f"measure-{page.name}")
+    probe.write_text(MEASURE % (width, html.escape(page.read_text(encoding="utf-8"), quote=True)), encoding="utf-8")
+    dom = browse(probe, profile, "--dump-dom", window=(max(width, 500) + 40, 1000)).stdout.decode("utf-8")
+    found = re.search(r'<pre id="measured">(.*?)</pre>', dom, re.S)
+    assert found, "the measuring script did not run"
+    return dict(json.loads(html.unescape(found[1])))
+
+
+@pytest.mark.parametrize("width", [390, 1280])
+def test_the_page_fits_a_phone_and_a_desktop_with_every_found_and_what_to_do_on_screen(tmp_path: Path, width: int) -> None:
+    report = run_audit(read_snapshot(EXAMPLES_DIR / "faulty"))
+    page = tmp_path / "audit.html"
+    page.write_text(render_html(report, made_at=MADE_AT, version="0.4.0"), encoding="utf-8")
+    layout = measured(page, tmp_path / "profile", width)
+    viewport, document, cells = layout["viewport"], layout["document"], layout["cells"]
+    assert isinstance(viewport, int) and isinstance(document, int) and isinstance(cells, list)
+    assert width - 20 <= viewport <= width  # the window less a scrollbar
+    assert document <= viewport, f"the page is {document} px wide in a {viewport} px window"
+    expected = [text for finding in report.findings for text in (finding.found, finding.remedy)]
+    assert len(cells) == len(expected) >= 10
+    for cell, text in zip(cells, expected, strict=True):
+        assert cell["width"] > 0 and cell["height"] > 0, cell
+        assert cell["left"] >= 0 and cell["right"] <= viewport, cell  # on screen, not off to the right
+        assert cell["overflow"] <= 0, cell  # nothing inside it runs past its edge
+        assert " ".join(cell["text"].split()) == " ".join(text.replace("`", "").split())  # `a command` shows as code

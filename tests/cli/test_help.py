@@ -1,19 +1,23 @@
 """One command line: `aksgpu --version`, every command described in plain text (no reStructuredText ``markup``), the
-same metavars for the same flags everywhere, the collect subcommands with help of their own, and the commands in the
-order people use them."""
+same metavars for the same flags everywhere, the collect subcommands with help of their own, the commands in the
+order people use them, and each help the same whether the whole command line is built or only what it shows."""
 
 from __future__ import annotations
 
+import argparse
 import re
+from collections.abc import Iterator
 
 import pytest
 
 from aks_gpu import __version__
-from aks_gpu.cli import COMMANDS, main
+from aks_gpu.cli import COMMANDS, build_parser, main
 
+Words = tuple[str, ...]
 # Every command and subcommand, as a user types it.
 COMMAND_LINES = [
     ["plan"],
+    ["preflight"],
     ["local"],
     ["local", "up"],
     ["local", "status"],
@@ -72,7 +76,7 @@ def test_every_command_is_described_in_plain_text_with_its_own_help(argv: list[s
 
 
 def test_the_commands_are_listed_in_the_order_people_use_them(capsys: pytest.CaptureFixture[str]) -> None:
-    assert COMMANDS == (
+    assert tuple(COMMANDS) == (
         "plan", "preflight", "local", "validate", "audit", "advise", "admission", "rules", "smi", "catalog", "schema"
     )
     text = help_of([], capsys)
@@ -88,3 +92,31 @@ def test_validate_collect_is_a_subcommand_and_validate_still_needs_a_stack(capsy
     assert "--stack NAME is required" in capsys.readouterr().err
     assert main(["validate", "collect", "--stack", "prod"]) == 2
     assert "collect needs --out DIR" in capsys.readouterr().err
+
+
+def parsers(parser: argparse.ArgumentParser, words: Words = ()) -> Iterator[tuple[Words, argparse.ArgumentParser]]:
+    """Each parser of the command line, with the words that reach it."""
+    yield words, parser
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for name, command in action.choices.items():
+                yield from parsers(command, (*words, name))
+
+
+def test_each_help_is_the_whole_command_lines(capsys: pytest.CaptureFixture[str]) -> None:
+    # `aksgpu --help` builds no command's parser (the list comes from aks_gpu.cli.COMMANDS) and `aksgpu smi parse --help`
+    # only smi's: each shows what the command line with every command's parser shows, byte for byte.
+    whole = dict(parsers(build_parser()))
+    assert set(whole) == {(), *(tuple(argv) for argv in COMMAND_LINES)}
+    for words, parser in whole.items():
+        assert help_of(list(words), capsys) == parser.format_help(), f"aksgpu {' '.join(words)} --help"
+    # With no command, or a mistyped one: the usage on stderr and exit 2, as the whole command line says them.
+    assert main([]) == 2
+    assert capsys.readouterr().err == whole[()].format_help()
+    with pytest.raises(SystemExit) as exit_info:
+        main(["palns"])
+    assert exit_info.value.code == 2
+    with pytest.raises(SystemExit):
+        build_parser().parse_args(["palns"])
+    mistyped, expected = capsys.readouterr().err.split("usage:")[1:]
+    assert mistyped == expected and "invalid choice: 'palns' (choose from 'plan', 'preflight'," in expected

@@ -309,3 +309,59 @@ def test_advise_shows_every_workload_profile_and_reason_whole(width: int, capsys
     for skipped in document["notEvaluated"]:
         assert set(skipped["what"].split()) <= words
     assert _says_wide_and_json(output)
+
+
+ADMISSION_CORPUS = FIXTURES_DIR / "admission-corpus" / "manifests"
+
+
+def _admission_check(*options: str) -> list[str]:
+    """``aksgpu admission check --stack prod`` of the acceptance corpus, each file named as a user in its folder
+    would name it (the source column shows the path as given)."""
+    return [
+        "admission",
+        "check",
+        "--stack",
+        "prod",
+        "--project-dir",
+        str(PROJECT_DIR),
+        *options,
+        *sorted(path.name for path in ADMISSION_CORPUS.glob("*.yaml")),
+    ]
+
+
+@pytest.mark.parametrize("width", WIDTHS, indirect=True)
+def test_admission_check_shows_every_object_namespace_source_and_message_whole(
+    width: int, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(ADMISSION_CORPUS)
+    main(_admission_check("--json"))
+    decisions = json.loads(capsys.readouterr().out)
+    main(_admission_check())
+    output = capsys.readouterr().out
+    assert max(len(line) for line in output.splitlines()) <= width
+    assert "…" not in output
+    words, flat = _words(output), _flat(output)
+    assert len(decisions) >= 17
+    for decision in decisions:
+        assert f"{decision['kind']}/{decision['name']}" in words, decision["name"]
+        assert (decision["namespace"] or "-") in words, decision["name"]
+        texts = [decision["message"] or "", *decision["messages"][1:], *decision["warnings"]]
+        for text in texts:
+            assert _words(text) <= words, text  # every word whole, in a table or a list
+            assert " ".join(text.split()) in flat or "laid out as a list" not in flat, text
+    for path in ADMISSION_CORPUS.glob("*.yaml"):
+        assert f"{path.name}#1" in words, path.name
+    assert _says_wide_and_json(output)
+
+
+def test_admission_check_is_a_table_with_wide(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(ADMISSION_CORPUS)
+    with terminal_width(80):
+        main(_admission_check("--wide"))
+    lines = capsys.readouterr().out.splitlines()
+    assert any(
+        "│ Job/samples-tf-mnist-demo " in line and "│ admitted " in line and "aks-docs-tf-mnist-job.yaml#1" in line
+        for line in lines
+    )
+    assert any("│ Deployment/tf-notebook " in line and "│ admitted, pods denied " in line for line in lines)
+    assert not any("laid out as a list" in line for line in lines)

@@ -86,7 +86,12 @@ def started(tmp_path_factory: pytest.TempPathFactory, stack: str, nodes_per_pool
 
 def start(tmp_path_factory: pytest.TempPathFactory, stack: str, nodes_per_pool: int = 1) -> LocalCluster:
     """A stack's local cluster, up; stopped and purged again if `up` fails."""
-    cluster = LocalCluster(project_copy(tmp_path_factory.mktemp(f"local-{stack}")), stack)
+    return start_in(project_copy(tmp_path_factory.mktemp(f"local-{stack}")), stack, nodes_per_pool)
+
+
+def start_in(project: Path, stack: str, nodes_per_pool: int = 1) -> LocalCluster:
+    """``start`` in a project folder prepared by the caller (its own stack files)."""
+    cluster = LocalCluster(project, stack)
     try:
         done = cluster.aksgpu("local", "up", "--stack", stack, "--nodes-per-pool", str(nodes_per_pool))
         assert done.returncode == 0, done.stderr[-3000:]

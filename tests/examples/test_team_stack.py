@@ -196,8 +196,8 @@ def test_the_job_is_a_hardened_one_shot_run(team: PlanResult) -> None:
 def test_the_job_waits_for_the_namespace_and_its_quota(team: PlanResult) -> None:
     [job] = team.by_type("kubernetes:batch/v1:Job")
     [namespace] = team.by_type("kubernetes:core/v1:Namespace")
-    [quota] = team.by_type("kubernetes:core/v1:ResourceQuota")
-    assert {namespace.urn, quota.urn} <= set(job.options["dependsOn"])
+    quotas = team.by_type("kubernetes:core/v1:ResourceQuota")
+    assert quotas and {namespace.urn, *(quota.urn for quota in quotas)} <= set(job.options["dependsOn"])
 
 
 def test_the_job_is_admitted_by_the_platforms_gpu_policy(team: PlanResult) -> None:

@@ -18,13 +18,14 @@ from pulumi.provider.experimental.component import ComponentProvider
 from pulumi.provider.experimental.schema import generate_schema
 
 from aks_gpu.config.models import WorkloadConfig
+from aks_gpu.kube.team_role import team_role_manifest
 from aks_gpu.kube.workload_manifests import Manifest, PodPlacement, TolerationSpec, pod_placement, workload_manifests
 from aks_gpu.kube.workload_namespace import (
     GpuWorkloadNamespace,
     GpuWorkloadNamespaceArgs,
 )
 from aks_gpu.mock_engine import PlanResult, ResourceRecord, kube_manifest
-from aks_gpu.naming import type_token
+from aks_gpu.naming import TEAM_ROLE_NAME, type_token
 from aks_gpu.resolved.model import PlatformModel, ResolvedWorkload
 from aks_gpu.resolved.stack import validate_stack
 from aks_gpu.specs import WorkloadSpec
@@ -151,11 +152,13 @@ def test_prod_objects_are_named_and_namespaced(harness: MockHarness, via: str) -
     assert set(objects(rendered(harness, "prod", via))) == {
         ("Namespace", None, "gpu-training"),
         ("ResourceQuota", "gpu-training", "gpu-quota"),
+        ("ResourceQuota", "gpu-training", "system-priority"),
         ("LimitRange", "gpu-training", "default-requests"),
         ("NetworkPolicy", "gpu-training", "deny-cross-namespace"),
         ("NetworkPolicy", "gpu-training", "allow-dns"),
         ("Namespace", None, "gpu-inference"),
         ("ResourceQuota", "gpu-inference", "gpu-quota"),
+        ("ResourceQuota", "gpu-inference", "system-priority"),
         ("LimitRange", "gpu-inference", "default-requests"),
         ("NetworkPolicy", "gpu-inference", "deny-cross-namespace"),
         ("NetworkPolicy", "gpu-inference", "allow-dns"),
@@ -441,7 +444,7 @@ def test_entries_for_the_same_peer_share_one_policy_whatever_the_order() -> None
 # ---------------------------------------------------------------- role bindings
 
 
-def test_entra_groups_are_bound_to_edit_and_view(harness: MockHarness) -> None:
+def test_entra_groups_are_bound_to_the_team_role_and_view(harness: MockHarness) -> None:
     bindings = [
         {"groupObjectId": GROUP_A, "role": "edit"},
         {"groupObjectId": GROUP_B, "role": "view"},
@@ -453,7 +456,8 @@ def test_entra_groups_are_bound_to_edit_and_view(harness: MockHarness) -> None:
     assert set(found) == {f"entra-edit-{GROUP_A}", f"entra-view-{group_b}"}
     edit = found[f"entra-edit-{GROUP_A}"]
     assert edit["apiVersion"] == "rbac.authorization.k8s.io/v1"
-    assert edit["roleRef"] == {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "edit"}
+    # `edit` is the platform's team role (no NetworkPolicy writes); the object keeps its name, so its URN.
+    assert edit["roleRef"] == {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": TEAM_ROLE_NAME}
     assert edit["subjects"] == [{"kind": "Group", "apiGroup": "rbac.authorization.k8s.io", "name": GROUP_A}]
     # Tokens carry group ids in lower case and Kubernetes compares names exactly.
     assert found[f"entra-view-{group_b}"]["subjects"][0]["name"] == group_b
@@ -463,6 +467,66 @@ def test_entra_groups_are_bound_to_edit_and_view(harness: MockHarness) -> None:
 def test_no_role_bindings_unless_configured() -> None:
     workload = stack_model("prod").workloads[0]
     assert not [m for m in manifests_of(workload) if m["kind"] == "RoleBinding"]
+
+
+def rule_triples(role: Manifest) -> set[tuple[str, str, str]]:
+    return {
+        (group, resource, verb)
+        for rule in role["rules"]
+        for group in rule["apiGroups"]
+        for resource in rule["resources"]
+        for verb in rule["verbs"]
+    }
+
+
+def test_the_team_role_reads_network_policies_and_writes_none() -> None:
+    """The e2e compares the role with the real server's edit; here, what B1 needs of it without a server."""
+    role = team_role_manifest()
+    assert (role["kind"], role["metadata"]["name"]) == ("ClusterRole", TEAM_ROLE_NAME) and "aggregationRule" not in role
+    triples = rule_triples(role)
+    network = {(g, v) for g, r, v in triples if r == "networkpolicies"}
+    assert network == {(g, v) for g in ("networking.k8s.io", "extensions") for v in ("get", "list", "watch")}
+    # What a team runs its work with stays, PodDisruptionBudgets and DRA claims among it.
+    for needed in (
+        ("", "pods", "create"),
+        ("", "pods/exec", "create"),
+        ("batch", "jobs", "create"),
+        ("apps", "deployments", "patch"),
+        ("policy", "poddisruptionbudgets", "create"),
+        ("resource.k8s.io", "resourceclaims", "create"),
+    ):
+        assert needed in triples, needed
+    # Nothing edit lacks: no RBAC, no quota or limit range writes.
+    reads = ("get", "list", "watch")
+    assert not {g for g, _, _ in triples if g == "rbac.authorization.k8s.io"}
+    assert not {(r, v) for _, r, v in triples if r in ("resourcequotas", "limitranges") and v not in reads}
+
+
+def test_the_platform_registers_the_team_role_once_before_the_workload_namespaces(harness: MockHarness) -> None:
+    records = whole_stack("prod").resources
+    roles = [r for r in records if r.type.endswith(":ClusterRole") and r.inputs["metadata"]["name"] == TEAM_ROLE_NAME]
+    assert len(roles) == 1
+    namespaces = [r for r in records if r.type == type_token("GpuWorkloadNamespace")]
+    assert namespaces and all(roles[0].urn in r.options["dependsOn"] for r in namespaces)
+
+
+@pytest.mark.parametrize("via", VIAS)
+def test_every_workload_namespace_refuses_pods_at_the_system_priority_classes(harness: MockHarness, via: str) -> None:
+    result = rendered(harness, "prod", via)
+    for namespace in ("gpu-training", "gpu-inference"):
+        quota = of_kind(result, "ResourceQuota", namespace)["system-priority"]
+        assert quota["spec"] == {
+            "hard": {"pods": "0"},
+            "scopeSelector": {
+                "matchExpressions": [
+                    {
+                        "scopeName": "PriorityClass",
+                        "operator": "In",
+                        "values": ["system-cluster-critical", "system-node-critical"],
+                    }
+                ]
+            },
+        }
 
 
 # ---------------------------------------------------------------- pod placement (pure)

@@ -15,7 +15,8 @@ refusal is reported for the pods it would create.
   missing request, then the LimitRange's defaultRequest, as the LimitRanger plugin sets it) or the largest init
   container's, whichever is larger, plus the pod overhead. Offline, the namespace is taken as otherwise empty
   (used = 0: nothing runs yet): a pod refused here is refused on any cluster, one admitted here may still exceed
-  what other pods left. Each Pod is judged alone, as the server judges it when a controller creates it.
+  what other pods left. Each Pod is judged alone, as the server judges it when a controller creates it. Its second
+  ResourceQuota (``pods: 0`` scoped to the system priority classes) refuses a pod at one of them.
 - Pod Security: the ``baseline`` controls are evaluated (the same CEL as the RDMA namespaces' policy,
   :mod:`aks_gpu.admission.pod_security`, without IPC_LOCK); ``restricted`` is named as not evaluated.
 """
@@ -31,7 +32,7 @@ from aks_gpu.admission.chain import ClusterClasses, cluster_classes, validate_re
 from aks_gpu.admission.evaluate import Decision
 from aks_gpu.admission.quantity import Quantity
 from aks_gpu.admission.reader import POD_SPEC_PATHS, builtin_kind, is_extended_resource
-from aks_gpu.naming import QUOTA_NAME
+from aks_gpu.naming import PRIORITY_QUOTA_NAME, QUOTA_NAME, SYSTEM_PRIORITY_CLASSES
 
 QUOTA_PREFIX = "requests."
 LIMITS_PREFIX = "limits."
@@ -224,6 +225,9 @@ def quota_refusal(obj: Mapping[str, Any], facts: NamespaceFacts) -> str | None:
         used_text = ",".join(f"{key}=0" for key, _, _ in over)
         limited_text = ",".join(f"{key}={canonical(limit)}" for key, _, limit in over)
         reason = f"exceeded quota: {QUOTA_NAME}, requested: {requested_text}, used: {used_text}, limited: {limited_text}"
+    elif spec.get("priorityClassName") in SYSTEM_PRIORITY_CLASSES:
+        # The namespace's second quota (workload_manifests.priority_quota_manifest), checked after gpu-quota by name.
+        reason = f"exceeded quota: {PRIORITY_QUOTA_NAME}, requested: pods=1, used: pods=0, limited: pods=0"
     else:
         return None
     name = str((obj.get("metadata") or {}).get("name") or "")

@@ -73,6 +73,24 @@ td.message code, td.remedy code, .action code, .todo code, .gaps code { white-sp
 #top-actions ol { padding-left: 1.4rem; } #top-actions li { margin: .35rem 0; }
 .todo { background: #f9fafb; border-left: 3px solid var(--req); padding: .4rem .7rem; margin: .3rem 0 .6rem; }
 code { font-family: ui-monospace, "SFMono-Regular", Menlo, Consolas, monospace; font-size: .85em; }
+/* A name or address longer than the line breaks rather than run off the page. */
+body { overflow-wrap: break-word; }
+/* A phone, or a tablet upright: each table row is a card, each value on a line of its own after its column's name
+   (data-label), nothing beside it to push it off screen; the chart's bar goes under its pool's name. */
+@media (max-width: 60rem) {
+  body { margin: 1rem auto; }
+  table, tbody, tr, td { display: block; width: 100%; }
+  thead { position: absolute; width: 1px; height: 1px; overflow: hidden; clip-path: inset(50%); white-space: nowrap; }
+  tr { border-bottom: 1px solid var(--line); padding: .4rem 0; }
+  td { border: 0; padding: .1rem 0; overflow-wrap: anywhere; }
+  td:empty { display: none; }
+  td[data-label]::before { content: attr(data-label) ": "; color: var(--muted); font-weight: 600; font-size: .85rem;
+                           text-transform: none; }
+  td.num { text-align: left; }
+  td.badge, td code { white-space: normal; }
+  .chart .row { grid-template-columns: 1fr auto; gap: .2rem .75rem; }
+  .chart .track { grid-row: 2; grid-column: 1 / -1; }
+}
 """
 
 
@@ -95,6 +113,25 @@ def _n(value: Fraction | int) -> str:
 
 def _link(url: str, text: str) -> str:
     return f'<a href="{_e(url)}">{_e(text)}</a>'
+
+
+def _thead(columns: Sequence[str]) -> str:
+    return "<thead><tr>" + "".join(f"<th>{_e(column)}</th>" for column in columns) + "</tr></thead>"
+
+
+# A table cell: its HTML, or its class and its HTML.
+_Cell = str | tuple[str, str]
+
+
+def _cells(columns: Sequence[str], cells: Sequence[_Cell]) -> str:
+    """A row's cells, in ``columns``' order, each labelled with its column (``data-label``): on a narrow screen a
+    table's rows are laid out as cards, each value under its label (_STYLE)."""
+    made = []
+    for column, cell in zip(columns, cells, strict=True):
+        classes, html = cell if isinstance(cell, tuple) else ("", cell)
+        attribute = f' class="{classes}"' if classes else ""
+        made.append(f'<td{attribute} data-label="{_e(column)}">{html}</td>')
+    return "".join(made)
 
 
 def render_html(
@@ -174,6 +211,7 @@ def render_html(
 
 
 _VERDICT_CLASS = {"fail": "fail", "warn": "warn", "pass": "ok", "not checked": "muted"}
+_VERDICT_COLUMNS = ("practice", "verdict", "findings", "of which", "source")
 
 
 def _verdicts(report: AuditReport) -> str:
@@ -184,16 +222,21 @@ def _verdicts(report: AuditReport) -> str:
         counts = f"{one.failing} failing, {warnings}" if one.failing else (warnings if one.findings else "")
         note = " (in what was checked)" if one.gaps and one.verdict == "pass" else ""
         gaps = f'<span class="muted">{one.gaps} part(s) not checked</span>' if one.gaps else ""
+        cells: list[_Cell] = [
+            f'<a href="#practice-{_e(one.practice.id)}">{_e(one.practice.title)}</a>',
+            (f"badge {_VERDICT_CLASS[one.verdict]}", f"{_e(one.verdict)}{note}"),
+            ("num findings", str(one.findings)),
+            f"{_e(counts)}{'; ' if counts and gaps else ''}{gaps}",
+            _link(one.practice.source, _source_name(one.practice.source)),
+        ]
         rows.append(
             f'<tr class="verdict" data-practice="{_e(one.practice.id)}" data-verdict="{_e(one.verdict)}">'
-            f'<td><a href="#practice-{_e(one.practice.id)}">{_e(one.practice.title)}</a></td>'
-            f'<td class="badge {_VERDICT_CLASS[one.verdict]}">{_e(one.verdict)}{note}</td>'
-            f'<td class="num findings">{one.findings}</td><td>{_e(counts)}{"; " if counts and gaps else ""}{gaps}</td>'
-            f"<td>{_link(one.practice.source, _source_name(one.practice.source))}</td></tr>"
+            f"{_cells(_VERDICT_COLUMNS, cells)}</tr>"
         )
     return (
-        '<section id="verdicts"><h2>Verdict per practice</h2><table><thead><tr><th>practice</th><th>verdict</th>'
-        "<th>findings</th><th>of which</th><th>source</th></tr></thead><tbody>" + "".join(rows) + "</tbody></table></section>"
+        f'<section id="verdicts"><h2>Verdict per practice</h2><table>{_thead(_VERDICT_COLUMNS)}<tbody>'
+        + "".join(rows)
+        + "</tbody></table></section>"
     )
 
 
@@ -306,6 +349,9 @@ def _idle_headline(costs: _IdleCosts) -> str:
     )
 
 
+_IDLE_COLUMNS = ("node", "pool", "VM size", "region", "GPU resources", "a month")
+
+
 def _idle_cost(costs: _IdleCosts) -> str:
     """What the idle GPU nodes cost a month at the dated list prices of the package's price tables, each price with
     its region, the date it was read and its source."""
@@ -316,11 +362,15 @@ def _idle_cost(costs: _IdleCosts) -> str:
             cost = f'<span class="muted">not priced ({_e(why)})</span>'
         else:
             cost = _e(_money(amount, costs.prices.currency))
-        rows.append(
-            f'<tr class="idle" data-node="{_e(node.node)}"><td>{_e(node.node)}</td><td>{_e(node.pool)}</td>'
-            f"<td><code>{_e(node.vm_size or '?')}</code></td><td>{_e(node.region or '?')}</td>"
-            f'<td class="num">{_n(node.gpus)}</td><td class="num cost">{cost}</td></tr>'
-        )
+        cells: list[_Cell] = [
+            _e(node.node),
+            _e(node.pool),
+            f"<code>{_e(node.vm_size or '?')}</code>",
+            _e(node.region or "?"),
+            ("num", _n(node.gpus)),
+            ("num cost", cost),
+        ]
+        rows.append(f'<tr class="idle" data-node="{_e(node.node)}">{_cells(_IDLE_COLUMNS, cells)}</tr>')
     notes = "".join(
         f'<p class="muted price-source">Prices: {_e(table.region)} pay-as-you-go Linux list prices '
         f"({_e(costs.prices.currency)}, {costs.prices.hours_per_month} hours a month), read {_e(table.read.isoformat())}; "
@@ -328,13 +378,24 @@ def _idle_cost(costs: _IdleCosts) -> str:
         for table in costs.tables
     )
     return (
-        '<section id="idle-cost"><h3>What the idle GPU nodes cost</h3><table><thead><tr><th>node</th><th>pool</th>'
-        "<th>VM size</th><th>region</th><th>GPU resources</th><th>a month</th></tr></thead><tbody>"
+        f'<section id="idle-cost"><h3>What the idle GPU nodes cost</h3><table>{_thead(_IDLE_COLUMNS)}<tbody>'
         + "".join(rows)
         + "</tbody></table>"
         + notes
         + "</section>"
     )
+
+
+_POOL_COLUMNS = (
+    "pool",
+    "vendor",
+    "GPU nodes",
+    "GPUs allocatable",
+    "GPUs requested",
+    "idle nodes",
+    "node images",
+    "GPU drivers",
+)
 
 
 def _pools(pools: Sequence[PoolSummary]) -> str:
@@ -351,10 +412,7 @@ def _pools(pools: Sequence[PoolSummary]) -> str:
             f'<div class="req" style="width:{requested:.1f}%"></div></div>'
             f"<div>{_n(pool.gpus_requested)} of {_n(pool.gpus_allocatable)} requested</div></div>"
         )
-    table = [
-        "<table><thead><tr><th>pool</th><th>vendor</th><th>GPU nodes</th><th>GPUs allocatable</th><th>GPUs requested</th>"
-        "<th>idle nodes</th><th>node images</th><th>GPU drivers</th></tr></thead><tbody>"
-    ]
+    table = [f"<table>{_thead(_POOL_COLUMNS)}<tbody>"]
     for pool in pools:
         images = (
             "<br>".join(f"{_e(image)} ({count})" for image, count in pool.node_images.items()) or '<span class="muted">-</span>'
@@ -368,11 +426,17 @@ def _pools(pools: Sequence[PoolSummary]) -> str:
             if pool.expected_resource
             else ""
         )
-        table.append(
-            f'<tr><td>{_e(pool.pool)}</td><td>{_e(pool.vendor or "?")}</td><td class="num">{pool.gpu_nodes}</td>'
-            f'<td class="num">{_n(pool.gpus_allocatable)}{expected}</td><td class="num">{_n(pool.gpus_requested)}</td>'
-            f'<td class="num">{pool.idle_nodes}</td><td>{images}</td><td class="drivers">{drivers}</td></tr>'
-        )
+        cells: list[_Cell] = [
+            _e(pool.pool),
+            _e(pool.vendor or "?"),
+            ("num", str(pool.gpu_nodes)),
+            ("num", f"{_n(pool.gpus_allocatable)}{expected}"),
+            ("num", _n(pool.gpus_requested)),
+            ("num", str(pool.idle_nodes)),
+            images,
+            ("drivers", drivers),
+        ]
+        table.append(f"<tr>{_cells(_POOL_COLUMNS, cells)}</tr>")
     table.append("</tbody></table>")
     legend = (
         '<p class="legend muted"><span style="background:var(--alloc)"></span>GPUs allocatable'
@@ -385,6 +449,9 @@ def _pools(pools: Sequence[PoolSummary]) -> str:
         + "".join(table)
         + "</section>"
     )
+
+
+_FINDING_COLUMNS = ("severity", "id", "node", "namespace", "pod", "found", "what to do")
 
 
 def _practice(practice: Practice, findings: Sequence[AuditFinding], gaps: Sequence[Gap]) -> str:
@@ -409,18 +476,18 @@ def _practice(practice: Practice, findings: Sequence[AuditFinding], gaps: Sequen
         label = check.id if not check.ids else "aksgpu smi health findings"
         parts.append(f'<h3 id="check-{_e(check.id)}"><code>{_e(label)}</code> ({len(mine)})</h3>')
         parts.append(f'<div class="todo"><strong>What to do:</strong> {_prose(sentence(check.fix))}</div>')
-        parts.append(
-            "<table><thead><tr><th>severity</th><th>id</th><th>node</th><th>namespace</th><th>pod</th><th>found</th>"
-            "<th>what to do</th></tr></thead><tbody>"
-        )
+        parts.append(f"<table>{_thead(_FINDING_COLUMNS)}<tbody>")
         for finding in mine:
-            parts.append(
-                f'<tr class="finding" data-id="{_e(finding.id)}">'
-                f'<td class="badge {_e(finding.severity)}">{_e(finding.severity)}</td>'
-                f"<td><code>{_e(finding.id)}</code></td><td>{_e(finding.node or '')}</td>"
-                f"<td>{_e(finding.namespace or '')}</td><td>{_e(finding.pod or '')}</td>"
-                f'<td class="message">{_prose(finding.found)}</td><td class="remedy">{_prose(finding.remedy)}</td></tr>'
-            )
+            cells: list[_Cell] = [
+                (f"badge {_e(finding.severity)}", _e(finding.severity)),
+                f"<code>{_e(finding.id)}</code>",
+                _e(finding.node or ""),
+                _e(finding.namespace or ""),
+                _e(finding.pod or ""),
+                ("message", _prose(finding.found)),
+                ("remedy", _prose(finding.remedy)),
+            ]
+            parts.append(f'<tr class="finding" data-id="{_e(finding.id)}">{_cells(_FINDING_COLUMNS, cells)}</tr>')
         parts.append("</tbody></table>")
     if gaps:
         parts.append('<h3>Not checked</h3><ul class="gaps">')
@@ -433,13 +500,13 @@ def _practice(practice: Practice, findings: Sequence[AuditFinding], gaps: Sequen
     return "\n".join(parts)
 
 
+_NAMESPACE_COLUMNS = ("namespace", "GPU pods", "GPUs requested", "GPU quota", "deny-all policy", "labels")
+
+
 def _namespaces(report: AuditReport) -> str:
     if not report.namespaces:
         return '<section id="namespaces"><h2>Namespaces with GPU pods</h2><p>No pod requests a GPU.</p></section>'
-    rows = [
-        '<section id="namespaces"><h2>Namespaces with GPU pods</h2><table><thead><tr><th>namespace</th><th>GPU pods</th>'
-        "<th>GPUs requested</th><th>GPU quota</th><th>deny-all policy</th><th>labels</th></tr></thead><tbody>"
-    ]
+    rows = [f'<section id="namespaces"><h2>Namespaces with GPU pods</h2><table>{_thead(_NAMESPACE_COLUMNS)}<tbody>']
     for namespace in report.namespaces:
         quota = (
             '<span class="muted">not read</span>'
@@ -456,11 +523,15 @@ def _namespaces(report: AuditReport) -> str:
             if namespace.labels is None
             else ("<br>".join(f"{_e(k)}={_e(v)}" for k, v in namespace.labels.items()) or '<span class="muted">-</span>')
         )
-        rows.append(
-            f'<tr data-namespace="{_e(namespace.namespace)}"><td>{_e(namespace.namespace)}</td>'
-            f'<td class="num">{namespace.gpu_pods}</td><td class="num">{_n(namespace.gpus_requested)}</td>'
-            f'<td class="quota">{quota}</td><td class="deny-all">{deny}</td><td>{labels}</td></tr>'
-        )
+        cells: list[_Cell] = [
+            _e(namespace.namespace),
+            ("num", str(namespace.gpu_pods)),
+            ("num", _n(namespace.gpus_requested)),
+            ("quota", quota),
+            ("deny-all", deny),
+            labels,
+        ]
+        rows.append(f'<tr data-namespace="{_e(namespace.namespace)}">{_cells(_NAMESPACE_COLUMNS, cells)}</tr>')
     rows.append("</tbody></table></section>")
     return "".join(rows)
 
@@ -481,13 +552,20 @@ def advice_section(document: Mapping[str, Any]) -> str:
             else (_money(row["monthlySaving"], currency) if row["monthlySaving"] is not None else "not priced")
         )
         peak, p95, active = f"{row['peakMemoryMiB']:,}", f"{row['p95MemoryMiB']:,}", f"{row['p95Activity'] * 100:.1f}%"
-        rows.append(
-            f'<tr class="advice" data-recommend="{_e(row["recommend"])}"><td>{_e(row["namespace"])}</td>'
-            f"<td>{_e(row['owner'])}</td><td>{_e(row['pod'])}</td><td>{_e(row['gpuModel'])}</td>"
-            f'<td class="num">{_e(row["gpus"])}</td><td class="num">{_e(peak)}</td><td class="num">{_e(p95)}</td>'
-            f'<td class="num">{_e(active)}</td><td class="badge">{_e(advice)}</td><td class="num">{_e(saving)}</td>'
-            f'<td class="message">{_e(row["why"])}</td></tr>'
-        )
+        cells: list[_Cell] = [
+            _e(row["namespace"]),
+            _e(row["owner"]),
+            _e(row["pod"]),
+            _e(row["gpuModel"]),
+            ("num", _e(row["gpus"])),
+            ("num", _e(peak)),
+            ("num", _e(p95)),
+            ("num", _e(active)),
+            ("badge", _e(advice)),
+            ("num", _e(saving)),
+            ("message", _e(row["why"])),
+        ]
+        rows.append(f'<tr class="advice" data-recommend="{_e(row["recommend"])}">{_cells(_ADVICE_COLUMNS, cells)}</tr>')
     changes = "".join(
         f"<li>{_e(change['change'])}"
         + (f" (saves {_e(_money(change['monthlySaving'], currency))} a month)" if change["monthlySaving"] is not None else "")
@@ -500,9 +578,7 @@ def advice_section(document: Mapping[str, Any]) -> str:
         '<section id="advice"><h3>What each workload should run on</h3>'
         f'<p class="muted">From the GPU exporters\' history, {_e(window["start"])} to {_e(window["end"])} '
         f"({_e(window['days'])} days, {_e(window['series'])} series): <code>aksgpu advise</code>.</p>"
-        "<table><thead><tr>"
-        + "".join(f"<th>{_e(name)}</th>" for name in _ADVICE_COLUMNS)
-        + "</tr></thead><tbody>"
+        f"<table>{_thead(_ADVICE_COLUMNS)}<tbody>"
         + "".join(rows)
         + "</tbody></table>"
         + (f'<h3>Pool changes</h3><ul id="pool-changes">{changes}</ul>' if changes else "")
@@ -523,6 +599,7 @@ def render_advice_html(document: Mapping[str, Any]) -> str:
                 "<head>",
                 '<meta charset="utf-8">',
                 f'<meta http-equiv="Content-Security-Policy" content="{policy}">',
+                '<meta name="viewport" content="width=device-width, initial-scale=1">',
                 "<title>aksgpu advise</title>",
                 f"<style>{_STYLE}</style>",
                 "</head>",

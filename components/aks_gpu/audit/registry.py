@@ -23,6 +23,7 @@ from aks_gpu.cluster.snapshot import (
     SMI_DIR,
 )
 from aks_gpu.gpu.health import FINDING_IDS as HEALTH_FINDING_IDS
+from aks_gpu.naming import TEAM_ROLE_NAME
 
 Severity = Literal["fail", "warn"]
 
@@ -178,10 +179,13 @@ CHECKS: tuple[AuditCheck, ...] = (
         "warn",
         "isolation",
         "every pod that requests GPUs runs in a namespace with a ResourceQuota on that GPU resource (requests.<resource>, "
-        "no scopes) and a deny-all NetworkPolicy (every pod selected, Ingress and Egress, no rules)",
+        "no scopes) and fenced by its NetworkPolicies, weighed together: policies selecting every pod isolate its ingress "
+        "and its egress, and no policy reopens it to every namespace, every address (0.0.0.0/0: the internet and the API "
+        "server) or IMDS 169.254.169.254 (the message names each such policy and what it opens)",
         "give each namespace what its finding says it lacks: a ResourceQuota on its GPU resource, the article's "
         "deny-cross-namespace NetworkPolicy (then allow only the traffic it needs: DNS, its own namespace, named peers), "
-        "or both",
+        f"or both; delete or narrow a policy that reopens it, and bind teams to {TEAM_ROLE_NAME}, which writes no "
+        "NetworkPolicy",
         (PODS, RESOURCE_QUOTAS, NETWORK_POLICIES),
     ),
     AuditCheck(

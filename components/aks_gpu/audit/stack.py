@@ -5,9 +5,10 @@ model, the device plugin targets and the admission policy's exemptions, never re
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from aks_gpu.admission.policy import policy_exempt_namespaces
+from aks_gpu.kube.workload_manifests import network_policy_manifests
 from aks_gpu.naming import SPOT_TAINT_KEY, Vendor
 from aks_gpu.resolved.model import PlatformModel
 from aks_gpu.resolved.targets import plugin_targets
@@ -33,6 +34,8 @@ class StackExpectations:
     workload_namespaces: Mapping[str, str]  # namespace -> the GPU resource its pods request (None: no pool serves it)
     resource_group: str | None
     cluster: str | None
+    # namespace -> the NetworkPolicies the stack makes there (its deny-all and the allows of workloads[].network)
+    network_policies: Mapping[str, frozenset[str]] = field(default_factory=dict)
 
     @property
     def resources(self) -> frozenset[str]:
@@ -69,4 +72,8 @@ def expectations(model: PlatformModel, stack: str) -> StackExpectations:
         workload_namespaces={workload.name: workload.resource_name or "" for workload in model.workloads},
         resource_group=cluster.resource_group if cluster else None,
         cluster=cluster.name if cluster else None,
+        network_policies={
+            workload.name: frozenset(policy["metadata"]["name"] for policy in network_policy_manifests(workload.config))
+            for workload in model.workloads
+        },
     )

@@ -28,7 +28,8 @@ import contextlib  # noqa: E402
 import importlib  # noqa: E402
 import threading  # noqa: E402
 import traceback  # noqa: E402
-from collections.abc import Callable, Sequence  # noqa: E402
+from collections.abc import Callable, Collection, Sequence  # noqa: E402
+from typing import Any  # noqa: E402
 
 from aks_gpu.cli import common  # noqa: E402
 from aks_gpu.cli.common import EXIT_INTERNAL, EXIT_USAGE, aksgpu_version, safe  # noqa: E402
@@ -36,11 +37,24 @@ from aks_gpu.config.problems import ConfigError  # noqa: E402
 from aks_gpu.internal_error import DEBUG_ENV, debug_requested, internal_error_message  # noqa: E402
 
 Handler = Callable[[argparse.Namespace], int]
-# Each command's module, imported only when that command runs (or for `aksgpu --help`): a command pays for its own
-# imports only, so `smi parse`, `catalog` or `admission check` never load Pulumi or the Azure SDK.
-# In the order people reach for them: build and check a platform, audit any cluster, gate and watch the workloads, then
-# the tools (`aksgpu --help` lists them so).
-COMMANDS = ("plan", "preflight", "local", "validate", "audit", "advise", "admission", "rules", "smi", "catalog", "schema")
+# Each command, and the line `aksgpu --help` lists it with (its module's parser takes its help from here). A command's
+# module is imported only when that command runs or shows its own help: `aksgpu --help` and `--version` import none, and
+# a command pays for its own imports only, so `smi parse`, `catalog` or `admission check` never load Pulumi or the
+# Azure SDK. In the order people reach for them: build and check a platform, audit any cluster, gate and watch the
+# workloads, then the tools (`aksgpu --help` lists them so).
+COMMANDS: dict[str, str] = {
+    "plan": "plan a stack offline (no Azure account, no Pulumi CLI)",
+    "preflight": "check the subscription's GPU quota and provider registrations for a stack (live, read-only)",
+    "local": "run a stack's in-cluster layer on a local control plane (kwok nodes, the real Pulumi CLI)",
+    "validate": "check a deployed stack's GPU pools (live, or from a snapshot saved with `validate collect`)",
+    "audit": "hold any AKS GPU cluster (live or a snapshot) against the GPU best practices; no stack needed",
+    "advise": "right-size GPU workloads from the exporters' history: MIG profile, time-slicing, release or keep",
+    "admission": "check objects against the GPU admission policy",
+    "rules": "print the stack's GPU alert rules as a Prometheus rule file (or a PrometheusRule object)",
+    "smi": "read GPU management tool (SMI) output",
+    "catalog": "print the GPU VM catalog (sizes, GPUs, MIG, NVMe)",
+    "schema": "print the JSON Schema of the stack config (or, with --components, the component package schema)",
+}
 EXIT_INTERRUPTED = 130
 # What a shell reports for a program killed by SIGPIPE (128 + 13): `aksgpu ... | head` closed the pipe.
 EXIT_BROKEN_PIPE = 141
@@ -60,22 +74,44 @@ exit status: 0 ok, 1 a check failed or an object was denied, 2 usage, config or 
 """
 
 
-def build_parser(commands: Sequence[str] = COMMANDS) -> argparse.ArgumentParser:
+class _VersionAction(argparse._VersionAction):
+    """``--version``: the version is looked up when asked for, not each time the parser is built: reading the package
+    metadata is slow to import (``aksgpu_version``), and no other command needs it."""
+
+    def __call__(
+        self,
+        parser: argparse.ArgumentParser,
+        namespace: argparse.Namespace,
+        values: str | Sequence[Any] | None,
+        option_string: str | None = None,
+    ) -> None:
+        self.version = f"aksgpu {aksgpu_version()}"
+        super().__call__(parser, namespace, values, option_string)
+
+
+def build_parser(commands: Collection[str] = tuple(COMMANDS)) -> argparse.ArgumentParser:
+    """The command line with the whole parser of each command in ``commands``; every other command is its name and help
+    line only, which is all `aksgpu --help`, `--version` and a mistyped command show of it, and its module stays
+    unimported."""
     parser = argparse.ArgumentParser(
         prog="aksgpu", description=_DESCRIPTION, epilog=_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("--version", action="version", version=f"aksgpu {aksgpu_version()}")
+    parser.add_argument("--version", action=_VersionAction)
     parser.add_argument("--debug", action="store_true", help=f"on an internal error, print the traceback (or set {DEBUG_ENV}=1)")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for command in commands:
-        importlib.import_module(f"aks_gpu.cli.{command}").register(subparsers)
+    for command, summary in COMMANDS.items():
+        if command in commands:
+            importlib.import_module(f"aks_gpu.cli.{command}").register(subparsers)
+        else:
+            subparsers.add_parser(command, help=summary)
     return parser
 
 
 def _command_of(argv: Sequence[str]) -> tuple[str, ...]:
-    """The one command ``argv`` runs, when it names one; else all (``aksgpu --help``, a typo: every command listed)."""
+    """The one command ``argv`` runs, when it names one; else none (``aksgpu --help``, a typo: every command listed by
+    its help line)."""
     first = next((arg for arg in argv if not arg.startswith("-")), None)
-    return (first,) if first in COMMANDS else COMMANDS
+    return (first,) if first in COMMANDS else ()
 
 
 def main(argv: Sequence[str] | None = None) -> int:

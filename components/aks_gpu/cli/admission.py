@@ -5,39 +5,24 @@ from __future__ import annotations
 import argparse
 import json
 from collections.abc import Mapping
-from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from aks_gpu.admission.policy import (
-    DEVICE_ENV_POLICY_NAME,
-    DRA_POLICY_NAME,
-    POLICY_NAME,
-    render_policy,
-    system_namespaces,
-    workload_namespaces,
-)
-from aks_gpu.admission.reader import (
-    REFUSED_BEFORE_ADMISSION,
-    InputError,
-    SourcedObject,
-    UnrenderedFileError,
-    read_documents,
-)
+# common.out and common.err, not imported by name: the consoles (rich) are made on first use, never for --help.
+from aks_gpu.cli import COMMANDS, common, tables
 from aks_gpu.cli.common import (
     EXIT_FAILED,
     EXIT_OK,
     EXIT_USAGE,
     add_stack_arguments,
-    err,
     escape,
     load_stack,
-    out,
     report_warnings,
 )
 
 if TYPE_CHECKING:
     from aks_gpu.admission.evaluate import Decision
+    from aks_gpu.admission.reader import SourcedObject
 
 _DESCRIPTION = """\
 Evaluate the stack's ValidatingAdmissionPolicy (aks-gpu-gpu-placement) against Kubernetes objects in YAML
@@ -64,7 +49,7 @@ def register(subparsers: Any) -> None:
     """Add ``admission check`` to the ``aksgpu`` command line."""
     admission = subparsers.add_parser(
         "admission",
-        help="check objects against the GPU admission policy",
+        help=COMMANDS["admission"],
         description="Judge Kubernetes objects against the stack's GPU admission policy, offline.",
     )
     commands = admission.add_subparsers(dest="admission_command", metavar="COMMAND", required=True)
@@ -85,6 +70,7 @@ def register(subparsers: Any) -> None:
     check.add_argument(
         "files", metavar="FILE", nargs="+", type=Path, help="YAML file(s) with Kubernetes objects, or folders of them"
     )
+    tables.add_wide_argument(check)
     check.set_defaults(handler=run_check)
 
 
@@ -94,11 +80,15 @@ LIST_ALL_UP_TO = 500
 
 def run_check(args: argparse.Namespace) -> int:
     """Print a decision per object and return the exit status."""
-    # The CEL engines load only for this command, not for every `aksgpu` invocation.
+    tables.apply_wide(args)
+    # Imported here: the policy, the CEL engines and the config models load only when objects are checked, never for
+    # `aksgpu admission check --help`.
     from aks_gpu.admission.check import check, not_evaluated, refused
     from aks_gpu.admission.engine import CelError, engine_named
     from aks_gpu.admission.evaluate import PolicyError
     from aks_gpu.admission.pod_security import baseline_policy_manifests
+    from aks_gpu.admission.policy import render_policy, system_namespaces, workload_namespaces
+    from aks_gpu.admission.reader import InputError, UnrenderedFileError
     from aks_gpu.kube.platform_objects import platform
     from aks_gpu.kube.workload_manifests import namespace_facts
 
@@ -123,9 +113,9 @@ def run_check(args: argparse.Namespace) -> int:
         except InputError as error:
             input_errors.append(str(error))
     for message in input_errors:
-        err.print(f"[bold red]error[/] {escape(message)}")
+        common.err.print(f"[bold red]error[/] {escape(message)}")
     for message in unrendered_files:
-        err.print(f"[yellow]not evaluated[/] {escape(message)}")
+        common.err.print(f"[yellow]not evaluated[/] {escape(message)}")
     if not objects:
         return EXIT_USAGE
     model = loaded.validated.model
@@ -140,11 +130,11 @@ def run_check(args: argparse.Namespace) -> int:
         objs = [item.obj for item in decidable]
         decided = iter(check(objs, manifests, namespaces, facts, baseline, engine, system_namespaces(model), platform(model)))
     except (CelError, PolicyError, ImportError) as error:
-        err.print(f"[bold red]error[/] the stack's admission policy cannot be evaluated: {escape(str(error))}")
+        common.err.print(f"[bold red]error[/] the stack's admission policy cannot be evaluated: {escape(str(error))}")
         return EXIT_USAGE
     for item in objects:
         if item.refused:
-            err.print(f"[bold red]error[/] {escape(item.label)}: {escape(item.refused)}")
+            common.err.print(f"[bold red]error[/] {escape(item.label)}: {escape(item.refused)}")
     decisions = [
         refused(item.obj, item.refusal_line)
         if item.refused
@@ -190,6 +180,8 @@ def expand_paths(paths: list[Path]) -> list[Path]:
 def read_objects(path: Path) -> list[SourcedObject]:
     """Every Kubernetes object in a YAML file: each document, and each item of a ``kind: List``; InputError names
     the file (and the object) when the file cannot be read or holds something the API server would refuse."""
+    from aks_gpu.admission.reader import InputError, read_documents
+
     try:
         if not path.is_file():
             raise InputError(f"cannot read {path}: not a regular file" if path.exists() else f"cannot read {path}: no such file")
@@ -211,8 +203,11 @@ def read_objects(path: Path) -> list[SourcedObject]:
 def refused_by_namespace(item: SourcedObject, namespaces: Mapping[str, Mapping[str, Any]]) -> SourcedObject:
     """The object refused before admission for what its namespace lacks (a DRA claim asking for admin access where
     the namespace does not allow it); as it is otherwise."""
+    from dataclasses import replace
+
     from aks_gpu.admission.dra import admin_access_refusal
     from aks_gpu.admission.evaluate import DEFAULT_NAMESPACE
+    from aks_gpu.admission.reader import REFUSED_BEFORE_ADMISSION
 
     if item.refused or item.unrendered:
         return item
@@ -234,8 +229,9 @@ def namespaces_in(objects: list[SourcedObject]) -> dict[str, dict[str, Any]]:
 
 
 def print_report(stack: str, actions: list[str], objects: list[SourcedObject], decisions: list[Decision]) -> None:
-    from rich.table import Table
     from rich.text import Text
+
+    from aks_gpu.admission.policy import DEVICE_ENV_POLICY_NAME, DRA_POLICY_NAME, POLICY_NAME
 
     # Denied: the object, or what it runs (admitted by the server, its Pods refused or never scheduled: its label).
     denied = sum(d.evaluated and not d.allowed for d in decisions)
@@ -248,36 +244,15 @@ def print_report(stack: str, actions: list[str], objects: list[SourcedObject], d
         header = f"stack [bold]{escape(stack)}[/]: policies {policies}, validationActions {escape(str(actions))}"
     else:
         header = f"stack [bold]{escape(stack)}[/]: admission is disabled (admission.enabled: false); nothing is checked"
-    out.print(header)
+    common.out.print(header)
     # A table of thousands of rows helps nobody and takes seconds to lay out: past LIST_ALL_UP_TO objects the
     # denied ones (and the admitted ones with a warning) are listed a few lines each, the others counted (--json has
     # every decision).
     list_admitted = len(decisions) <= LIST_ALL_UP_TO
     if not list_admitted:
         print_denied_list(objects, decisions)
-    table = Table(title="admission check (as the API server would decide a CREATE)")
-    for column in ("object", "namespace", "decision", "messages", "source"):
-        table.add_column(column, overflow="fold")
-    styles = {"admitted": "green", "denied": "bold red", "refused": "bold red", "not evaluated": "yellow"}
-    for item, decision in zip(objects, decisions, strict=True):
-        if decision.allowed and not list_admitted:
-            continue
-        # Text, not markup: names and messages are shown as written ("[/x]" included), and nothing is parsed.
-        if decision.messages:
-            details = Text(denial_text(decision))
-        else:
-            details = Text(decision.note, style="" if decision.decision == "not evaluated" else "dim")
-        for warning in decision.warnings:
-            details.append(f"\nwarning: {warning}", style="yellow")
-        table.add_row(
-            Text(f"{decision.kind}/{decision.name}"),
-            Text(decision.namespace or "-"),
-            Text(decision.label or decision.decision, style=styles[decision.decision] if decision.allowed else "bold red"),
-            details,
-            Text(item.source),
-        )
-    if list_admitted:
-        out.print(table)
+    if list_admitted and print_decisions(objects, decisions):
+        common.out.print(f"[dim]{tables.list_note(json=True)}[/]")
     summary = f"{admitted} admitted, {denied} denied"
     if stored:
         summary += f" ({stored} of them admitted by the server, but their Pods would not run)"
@@ -292,7 +267,53 @@ def print_report(stack: str, actions: list[str], objects: list[SourcedObject], d
             f" - with validationActions {actions} the cluster would admit the denied ones"
             " and only warn or audit; they are reported as denied so they get fixed"
         )
-    out.print(Text(summary))
+    common.out.print(Text(summary))
+
+
+# The messages column wraps between words, never narrower than this (nor than its longest word): a denial is a
+# sentence or two of the API server's, and a narrower column reads a word a line.
+MESSAGES_MIN_WIDTH = 40
+_STYLES = {"admitted": "green", "denied": "bold red", "refused": "bold red", "not evaluated": "yellow"}
+
+
+def print_decisions(objects: list[SourcedObject], decisions: list[Decision]) -> bool:
+    """A row per object (object, namespace, decision, messages, source) where the table fits the terminal with every
+    name, decision and source whole beside a messages column MESSAGES_MIN_WIDTH wide; else a list, one entry an
+    object: its decision and name, then its namespace and source, then each message and warning on lines of its own.
+    Returns whether it printed the list. Names and messages are shown as written: escaped, never read as markup."""
+    columns = ("object", "namespace", "decision", "messages", "source")
+    rows: list[tuple[str, ...]] = []
+    listed_rows: list[tuple[str, ...]] = []
+    for item, decision in zip(objects, decisions, strict=True):
+        style = _STYLES[decision.decision] if decision.allowed else "bold red"
+        verdict = f"[{style}]{escape(decision.label or decision.decision)}[/]"
+        if decision.messages:
+            lines = [escape(line) for line in denial_text(decision).splitlines()]
+        elif decision.note:
+            lines = [escape(decision.note) if decision.decision == "not evaluated" else f"[dim]{escape(decision.note)}[/]"]
+        else:
+            lines = []
+        lines += [f"[yellow]warning: {escape(warning)}[/]" for warning in decision.warnings]
+        name = escape(f"{decision.kind}/{decision.name}")
+        namespace = escape(decision.namespace or "-")
+        source = escape(item.source)
+        rows.append((name, namespace, verdict, "\n".join(lines), source))
+        listed_rows.append((verdict, name, namespace, source, *lines))
+    # In the list each message is a line of its own (a field without a label), as many as the most an object has.
+    most = max((len(row) for row in listed_rows), default=4) - 4
+    messages = tuple(f"message {number}" for number in range(1, most + 1))
+    listed = (("decision", "object", "namespace", "source", *messages), listed_rows)
+    return tables.print_table(
+        common.out,
+        "admission check (as the API server would decide a CREATE)",
+        columns,
+        rows,
+        keep=("object", "namespace", "decision", "source"),
+        flexible={"messages": MESSAGES_MIN_WIDTH},
+        lead=2,
+        bare=messages,
+        listed=listed,
+    )
 
 
 def denial_text(decision: Decision) -> str:
@@ -317,4 +338,4 @@ def print_denied_list(objects: list[SourcedObject], decisions: list[Decision]) -
         elif not decision.allowed:
             lines.append(f"  {decision.note}")
         lines += [f"  warning: {warning}" for warning in decision.warnings]
-    out.print(Text("\n".join(lines)), soft_wrap=True)
+    common.out.print(Text("\n".join(lines)), soft_wrap=True)

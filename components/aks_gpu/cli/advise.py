@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from aks_gpu.cli import tables
+from aks_gpu.cli import COMMANDS, tables
 from aks_gpu.cli.common import EXIT_FAILED, EXIT_OK, EXIT_USAGE, err, load_stack, out, safe, write_text_file
 
 _DESCRIPTION = """\
@@ -37,7 +37,7 @@ labels it needs, an empty window, a GPU model the tables do not know)
 def register(subparsers: Any) -> None:
     parser = subparsers.add_parser(
         "advise",
-        help="right-size GPU workloads from the exporters' history: MIG profile, time-slicing, release or keep",
+        help=COMMANDS["advise"],
         description=_DESCRIPTION,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )

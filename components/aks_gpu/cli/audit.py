@@ -23,7 +23,7 @@ from aks_gpu.audit.engine import run_audit
 from aks_gpu.audit.html import render_html
 from aks_gpu.audit.report import AuditFinding, AuditReport, practices_of
 from aks_gpu.audit.stack import StackExpectations, expectations
-from aks_gpu.cli import tables
+from aks_gpu.cli import COMMANDS, tables
 from aks_gpu.cli.common import (
     EXIT_FAILED,
     EXIT_OK,
@@ -100,7 +100,7 @@ def register(subparsers: Any) -> None:
     """Add ``audit`` and ``audit collect`` to the ``aksgpu`` command line."""
     parser = subparsers.add_parser(
         "audit",
-        help="hold any AKS GPU cluster (live or a snapshot) against the GPU best practices; no stack needed",
+        help=COMMANDS["audit"],
         description=_DESCRIPTION,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )

@@ -9,7 +9,7 @@ from typing import Any
 from rich.markup import escape
 
 from aks_gpu.catalog import load_catalog
-from aks_gpu.cli import tables
+from aks_gpu.cli import COMMANDS, tables
 from aks_gpu.cli.common import EXIT_OK, out
 
 COLUMNS = ("vm size", "series", "cpu", "gpus", "memory/gpu", "MIG profiles", "local NVMe", "caveats")
@@ -20,7 +20,7 @@ CAVEAT_MIN_WIDTH = 40
 def register(subparsers: Any) -> None:
     parser = subparsers.add_parser(
         "catalog",
-        help="print the GPU VM catalog (sizes, GPUs, MIG, NVMe)",
+        help=COMMANDS["catalog"],
         description="Print the GPU VM sizes the config rules check a stack against: GPUs per VM, GPU memory, the MIG "
         "profiles as AKS (MIG3g) and NVIDIA (3g.40gb) name them, local NVMe and caveats, each with its source "
         "(components/aks_gpu/data/gpu_catalog.yaml).",

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import importlib.metadata
 import os
 import sys
 from collections.abc import Iterator
@@ -33,6 +32,10 @@ MAX_TEXT_SHOWN = 2000
 def aksgpu_version() -> str:
     """The version of the installed aks-gpu, as its package metadata records it (what pip and a bug report name);
     a source tree that was never installed has no metadata, and says the version its source declares."""
+    # Imported here: importlib.metadata takes more than half as long to import as the whole command line
+    # (`python -X importtime`), and only --version and the audit's HTML page need it.
+    import importlib.metadata
+
     try:
         return importlib.metadata.version(PACKAGE_NAME)
     except importlib.metadata.PackageNotFoundError:

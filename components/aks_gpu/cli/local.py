@@ -11,7 +11,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from aks_gpu.cli import tables
+from aks_gpu.cli import COMMANDS, tables
 from aks_gpu.cli.common import EXIT_OK, EXIT_USAGE, err, escape, out
 
 DEFAULT_NODES_PER_POOL = 1
@@ -20,7 +20,7 @@ DEFAULT_NODES_PER_POOL = 1
 def register(subparsers: Any) -> None:
     parser = subparsers.add_parser(
         "local",
-        help="run a stack's in-cluster layer on a local control plane (kwok nodes, the real Pulumi CLI)",
+        help=COMMANDS["local"],
         description="Start etcd and a Kubernetes control plane on 127.0.0.1 (TLS, RBAC, AKS's admission plugins) from "
         "the tools `make tools` builds, create simulated nodes from the stack's pools as AKS labels and taints them, "
         "and deploy the stack's in-cluster layer with the real Pulumi CLI into .local/NAME/. No Azure resource is "

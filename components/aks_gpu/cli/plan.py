@@ -14,7 +14,7 @@ from rich.tree import Tree
 
 from aks_gpu.azure.prerequisites import subscription_prerequisites
 from aks_gpu.azure.quota import QUOTA_CLI_DOC, QUOTA_REQUEST_DOC, QuotaPlan, quota_plan
-from aks_gpu.cli import tables
+from aks_gpu.cli import COMMANDS, tables
 from aks_gpu.cli.common import (
     EXIT_OK,
     EXIT_USAGE,
@@ -49,7 +49,7 @@ from aks_gpu.validation.smoke import smoke_plan
 def register(subparsers: Any) -> None:
     parser = subparsers.add_parser(
         "plan",
-        help="plan a stack offline (no Azure account, no Pulumi CLI)",
+        help=COMMANDS["plan"],
         description="Run the Pulumi program under Pulumi's mock engine, offline, and write build/<stack>/resources.json "
         "and manifests/: what `pulumi up` would create, with no Azure account and no Pulumi CLI.",
     )

@@ -11,7 +11,7 @@ import sys
 from typing import Any
 from urllib.parse import quote
 
-from aks_gpu.cli import tables
+from aks_gpu.cli import COMMANDS, tables
 from aks_gpu.cli.common import EXIT_FAILED, EXIT_OK, EXIT_USAGE, add_stack_arguments, err, load_stack, out, report_warnings, safe
 
 # The Compute usages list: "GET https://management.azure.com/subscriptions/{subscriptionId}/providers/Microsoft.Compute/
@@ -40,7 +40,7 @@ _LOCATION = re.compile(r"^[a-z0-9]{2,40}$")
 def register(subparsers: Any) -> None:
     parser = subparsers.add_parser(
         "preflight",
-        help="check the subscription's GPU quota and provider registrations for a stack (live, read-only)",
+        help=COMMANDS["preflight"],
         description="Read the Azure subscription's compute usage in the stack's region and its resource provider "
         "registrations, and compare them with what the stack needs (the quota `aksgpu plan` prints): per quota, needed, "
         "limit, used, free and a verdict. Read-only. The token comes from AKSGPU_ARM_TOKEN or `az account "

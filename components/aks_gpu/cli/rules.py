@@ -9,6 +9,7 @@ from typing import Any
 
 import yaml
 
+from aks_gpu.cli import COMMANDS
 from aks_gpu.cli.common import (
     EXIT_OK,
     EXIT_USAGE,
@@ -47,7 +48,7 @@ FORMATS = ("rule-file", "prometheusrule")
 def register(subparsers: Any) -> None:
     parser = subparsers.add_parser(
         "rules",
-        help="print the stack's GPU alert rules as a Prometheus rule file (or a PrometheusRule object)",
+        help=COMMANDS["rules"],
         description=_DESCRIPTION,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )

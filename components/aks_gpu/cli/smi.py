@@ -12,6 +12,7 @@ import sys
 import time
 from pathlib import Path
 
+from aks_gpu.cli import COMMANDS
 from aks_gpu.cli.common import EXIT_FAILED, EXIT_OK, EXIT_USAGE
 from aks_gpu.gpu.health import nvlink_expected_for, read_health
 from aks_gpu.gpu.smi import NVIDIA_CSV_QUERY_FIELDS, parse_smi
@@ -65,7 +66,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     """Add ``smi parse`` and ``smi health`` to the ``aksgpu`` command line."""
     smi = subparsers.add_parser(
         "smi",
-        help="read GPU management tool (SMI) output",
+        help=COMMANDS["smi"],
         description="Read saved nvidia-smi, amd-smi or rocm-smi output (or a kernel log): parse it into JSON, or list "
         "the GPU health findings in it.",
     )

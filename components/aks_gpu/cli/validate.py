@@ -17,7 +17,7 @@ from typing import Any
 
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from aks_gpu.cli import tables
+from aks_gpu.cli import COMMANDS, tables
 from aks_gpu.cli.common import (
     EXIT_FAILED,
     EXIT_OK,
@@ -83,7 +83,7 @@ def register(subparsers: Any) -> None:
     """Add ``validate`` and ``validate collect`` to the ``aksgpu`` command line."""
     parser = subparsers.add_parser(
         "validate",
-        help="check a deployed stack's GPU pools (live, or from a snapshot saved with `validate collect`)",
+        help=COMMANDS["validate"],
         description=_DESCRIPTION,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )

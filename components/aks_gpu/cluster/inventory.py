@@ -378,33 +378,76 @@ def read_quotas(items: Sequence[Any], extra_resources: Iterable[str] = ()) -> li
 
 
 @dataclass(frozen=True)
+class PolicyPeer:
+    """One entry of a rule's ``from``/``to``: an ``ipBlock`` (``cidr`` less ``excepts``), or pods chosen by a pod
+    selector (None: every pod) in the namespaces a namespace selector chooses (None: the policy's own namespace)."""
+
+    pods: Mapping[str, Any] | None = None  # a metav1 LabelSelector, as written
+    namespaces: Mapping[str, Any] | None = None
+    cidr: str | None = None
+    excepts: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
 class PolicyInfo:
+    """A NetworkPolicy as Kubernetes applies it: it isolates the pods its selector picks in each direction of
+    ``policy_types`` and allows, per direction, what any of its rules allows; a rule of no peers allows every source or
+    destination (``from``/``to`` empty or left out).
+    https://kubernetes.io/docs/concepts/services-networking/network-policies/"""
+
     namespace: str
     name: str
-    denies_ingress: bool  # selects every pod and allows no ingress
-    denies_egress: bool
+    pod_selector: Mapping[str, Any]
+    policy_types: frozenset[str]
+    ingress: tuple[tuple[PolicyPeer, ...], ...] = ()
+    egress: tuple[tuple[PolicyPeer, ...], ...] = ()
+
+    @property
+    def selects_every_pod(self) -> bool:
+        return selects_everything(self.pod_selector)
+
+    def rules(self, direction: str) -> tuple[tuple[PolicyPeer, ...], ...]:
+        """The rules of ``direction`` ("Ingress" or "Egress"); none when the policy does not isolate it."""
+        if direction not in self.policy_types:
+            return ()
+        return self.ingress if direction == "Ingress" else self.egress
+
+
+def selects_everything(selector: Mapping[str, Any]) -> bool:
+    """An empty label selector (no matchLabels, no matchExpressions) selects every object."""
+    return not selector.get("matchLabels") and not selector.get("matchExpressions")
+
+
+def _peer(raw: Mapping[str, Any]) -> PolicyPeer:
+    block = raw.get("ipBlock")
+    if block is not None:
+        return PolicyPeer(cidr=str(block.get("cidr") or ""), excepts=tuple(str(e) for e in block.get("except") or ()))
+    return PolicyPeer(raw.get("podSelector"), raw.get("namespaceSelector"))
+
+
+def _rules(raw: Any, peers_key: str) -> tuple[tuple[PolicyPeer, ...], ...]:
+    return tuple(tuple(_peer(peer) for peer in (rule or {}).get(peers_key) or ()) for rule in raw or ())
 
 
 def read_policies(items: Sequence[Any]) -> list[PolicyInfo]:
-    """NetworkPolicies, each read for whether it denies all ingress and all egress of its namespace.
+    """NetworkPolicies, each with its selector, its policy types and its rules' peers.
 
-    A policy selects every pod with an empty ``podSelector``; ``policyTypes`` defaults to Ingress, plus Egress when
-    the policy has egress rules; a direction in ``policyTypes`` with no rules allows nothing
-    (https://kubernetes.io/docs/concepts/services-networking/network-policies/#default-policies)."""
+    ``policyTypes`` left out is Ingress, plus Egress when the policy has egress rules
+    (https://kubernetes.io/docs/reference/kubernetes-api/policy-resources/network-policy-v1/#NetworkPolicySpec)."""
     policies = []
     for item in items:
         spec = item.get("spec") or {}
-        selector = spec.get("podSelector") or {}
-        every_pod = not selector.get("matchLabels") and not selector.get("matchExpressions")
-        ingress, egress = spec.get("ingress") or [], spec.get("egress") or []
+        egress = spec.get("egress") or []
         raw_types = spec.get("policyTypes")
-        types = set(raw_types) if raw_types is not None else {"Ingress", *(("Egress",) if egress else ())}
+        types = frozenset(raw_types) if raw_types is not None else frozenset({"Ingress", *(("Egress",) if egress else ())})
         policies.append(
             PolicyInfo(
                 str(_get(item, "metadata", "namespace") or ""),
                 str(_get(item, "metadata", "name")),
-                denies_ingress=every_pod and "Ingress" in types and not ingress,
-                denies_egress=every_pod and "Egress" in types and not egress,
+                spec.get("podSelector") or {},
+                types,
+                _rules(spec.get("ingress"), "from"),
+                _rules(egress, "to"),
             )
         )
     return policies

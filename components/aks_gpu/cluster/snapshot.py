@@ -462,6 +462,34 @@ def _is_str_list(value: Any) -> bool:
     return isinstance(value, list) and all(isinstance(v, str) for v in value)
 
 
+def _is_selector(value: Any) -> bool:
+    if not isinstance(value, dict) or not _is_str_map(value.get("matchLabels") or {}):
+        return False
+    expressions = value.get("matchExpressions") or []
+    return isinstance(expressions, list) and all(
+        isinstance(e, dict)
+        and isinstance(e.get("key"), str)
+        and isinstance(e.get("operator"), str)
+        and _is_str_list(e.get("values") or [])
+        for e in expressions
+    )
+
+
+def _is_peer(value: Any) -> bool:
+    if not isinstance(value, dict):
+        return False
+    block = value.get("ipBlock")
+    if block is not None and not (
+        isinstance(block, dict) and isinstance(block.get("cidr"), str) and _is_str_list(block.get("except") or [])
+    ):
+        return False
+    return all(value.get(key) is None or _is_selector(value[key]) for key in ("podSelector", "namespaceSelector"))
+
+
+def _is_peer_list(value: Any) -> bool:
+    return isinstance(value, list) and all(_is_peer(peer) for peer in value)
+
+
 _WHAT: dict[_Check, str] = {
     _is_str: "a string",
     _is_int: "a whole number",
@@ -470,6 +498,7 @@ _WHAT: dict[_Check, str] = {
     _is_str_map: "an object of strings",
     _is_quantity_map: 'an object of quantity strings (such as "8" or "16Gi")',
     _is_str_list: "a list of strings",
+    _is_peer_list: "a list of peers (ipBlock with a cidr string; podSelector, namespaceSelector as label selectors)",
 }
 
 _METADATA: dict[str, _Check] = {
@@ -560,9 +589,9 @@ _LISTS: dict[str, dict[str, dict[str, _Check]]] = {
     "Namespace": {},
     "ResourceQuota": {"spec.scopeSelector.matchExpressions": {"scopeName": _is_str, "operator": _is_str}},
     "NetworkPolicy": {
-        "spec.podSelector.matchExpressions": {"key": _is_str, "operator": _is_str},
-        "spec.ingress": {},
-        "spec.egress": {},
+        "spec.podSelector.matchExpressions": {"key": _is_str, "operator": _is_str, "values": _is_str_list},
+        "spec.ingress": {"from": _is_peer_list},
+        "spec.egress": {"to": _is_peer_list},
     },
 }
 _REQUIRED = ("metadata", "metadata.name")

@@ -1,9 +1,10 @@
-"""Everything written from the config models: the component args TypedDicts (``components/aks_gpu/specs.py``) and the key
-key table. The models (``models.py``) are the one source of each key's name, type, bounds, default and description;
-the stack file's JSON Schema is built from them at run time (``schema.py``), these two are files in the repository, so
-this module writes them and ``tests/config/test_generated.py`` fails when either is stale.
+"""Everything written from the config models: the component args TypedDicts (``components/aks_gpu/specs.py``), the key
+table of docs/config.md, and the stack file's JSON Schema (``schema.py`` builds it) twice: the copy the package ships
+for ``aksgpu schema`` and stacks/stack-config.schema.json, which the repository's stack files name for editors. The
+models (``models.py``) are the one source of each key's name, type, bounds, default and description; these are files,
+so this module writes them and ``tests/config/test_generated.py`` fails when one is stale.
 
-    python -m aks_gpu.config.generate          # rewrite both (make schema does too)
+    python -m aks_gpu.config.generate          # rewrite them (make schema does too)
     python -m aks_gpu.config.generate --check  # exit 1 when one is stale
 """
 
@@ -23,11 +24,14 @@ from pydantic import BaseModel
 from pydantic.fields import FieldInfo
 
 from aks_gpu.config import models
+from aks_gpu.config.schema import SCHEMA_FILE_NAME, SHIPPED_SCHEMA_FILE, stack_file_schema_text
 from aks_gpu.naming import CONFIG_NAMESPACE, LOCATION_KEY
 
 ROOT = Path(__file__).resolve().parents[3]
 SPECS_FILE = ROOT / "components" / "aks_gpu" / "specs.py"
 CONFIG_DOCS_FILE = ROOT / "docs" / "config.md"
+# What the repository's stack files name as their schema (their first line), for editors.
+STACK_SCHEMA_FILE = ROOT / "stacks" / SCHEMA_FILE_NAME
 TABLE_START = "<!-- key table: generated from components/aks_gpu/config/models.py by `make schema`; do not edit -->"
 TABLE_END = "<!-- end of the generated key table -->"
 
@@ -272,14 +276,20 @@ def docs_with_table(docs: str) -> str:
 
 
 def outputs() -> dict[Path, str]:
-    return {SPECS_FILE: specs_source(), CONFIG_DOCS_FILE: docs_with_table(CONFIG_DOCS_FILE.read_text(encoding="utf-8"))}
+    schema = stack_file_schema_text()
+    return {
+        SPECS_FILE: specs_source(),
+        CONFIG_DOCS_FILE: docs_with_table(CONFIG_DOCS_FILE.read_text(encoding="utf-8")),
+        SHIPPED_SCHEMA_FILE: schema,
+        STACK_SCHEMA_FILE: schema,
+    }
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m aks_gpu.config.generate", description=__doc__.split("\n\n")[0])
     parser.add_argument("--check", action="store_true", help="exit 1 when a generated file is stale; write nothing")
     args = parser.parse_args(argv)
-    stale = [path for path, text in outputs().items() if path.read_text(encoding="utf-8") != text]
+    stale = [path for path, text in outputs().items() if not path.is_file() or path.read_text(encoding="utf-8") != text]
     if args.check:
         for path in stale:
             print(f"stale: {path.relative_to(ROOT)} (run make schema)", file=sys.stderr)

@@ -21,7 +21,7 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationIn
 from pydantic.alias_generators import to_camel
 
 from aks_gpu.aks_facts import kubernetes_calendar
-from aks_gpu.naming import GPU_NAMESPACE, Vendor
+from aks_gpu.naming import GPU_NAMESPACE, TEAM_ROLE_NAME, Vendor
 
 # AKS: "agent pool names must start with a lowercase letter and contain only lowercase letters and numbers,
 # at most 12 characters (Linux)". https://learn.microsoft.com/azure/aks/create-node-pools#limitations
@@ -523,10 +523,13 @@ class DefaultRequests(ConfigModel):
 
 
 class RoleBinding(ConfigModel):
-    """An Entra ID group bound to a built-in role inside the namespace."""
+    """An Entra ID group bound to a role inside the namespace."""
 
     group_object_id: str = Field(pattern=r"^[0-9a-fA-F-]{36}$", description="The Entra ID group's object id.")
-    role: Literal["edit", "view"] = Field(description="The built-in ClusterRole it gets in the namespace.")
+    role: Literal["edit", "view"] = Field(
+        description=f"edit: the platform's team role {TEAM_ROLE_NAME} (Kubernetes' edit without NetworkPolicy writes); "
+        "view: Kubernetes' view."
+    )
 
 
 class WorkloadConfig(ConfigModel):
@@ -553,7 +556,9 @@ class WorkloadConfig(ConfigModel):
     network: NetworkAccess = Field(
         default=NetworkAccess.model_construct(), description="What the deny-all NetworkPolicy lets through."
     )
-    role_bindings: tuple[RoleBinding, ...] = Field(default=(), description="Entra ID groups bound to edit or view.")
+    role_bindings: tuple[RoleBinding, ...] = Field(
+        default=(), description="Entra ID groups bound to the team role (edit) or view."
+    )
     nvme_volume: bool = Field(default=False, description="Export a ready NVMe cache volume snippet for this namespace.")
     # ND sizes need CAP_IPC_LOCK, which Pod Security baseline forbids: the namespace then enforces baseline plus
     # IPC_LOCK through its own admission policy (components/aks_gpu/admission/pod_security.py).

@@ -12,6 +12,7 @@ from aks_gpu.admission.policy import render_policy, system_namespaces
 from aks_gpu.admission.workload_pods import group_of
 from aks_gpu.kube.device_plugin import plugin_manifests
 from aks_gpu.kube.plugin_pins import resolve_pins
+from aks_gpu.kube.team_role import team_role_manifest
 from aks_gpu.kube.workload_manifests import workload_manifests
 from aks_gpu.resolved.exemptions import derived_exemptions
 from aks_gpu.resolved.model import PlatformModel
@@ -19,7 +20,7 @@ from aks_gpu.resolved.model import PlatformModel
 
 def platform(model: PlatformModel) -> Platform:
     gpu_resources = sorted({pool.resource.name for pool in model.pools})
-    manifests = [*plugin_manifests(model), *render_policy(model)]
+    manifests = [*plugin_manifests(model), *render_policy(model), team_role_manifest()]
     for workload in model.workloads:
         manifests += workload_manifests(workload.config, workload.resource_name, gpu_resources, workload.kube_tolerations)
     objects = frozenset(

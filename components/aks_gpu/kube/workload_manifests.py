@@ -1,9 +1,9 @@
 """The objects of a GPU workload namespace, built as plain dicts, the way AKS's GPU best practices fence one.
 
 Per workload: the namespace (workload and Pod Security labels), a ``ResourceQuota`` on the GPU resource its
-pools expose, a ``LimitRange`` with default requests, the article's deny-all ``NetworkPolicy`` plus opt-in
-allow policies, and ``RoleBinding``s of Entra ID groups. Plus ``pod_placement``: the pod spec fragment that
-lands a GPU pod on the workload's pools.
+pools expose, one refusing pods at the system priority classes, a ``LimitRange`` with default requests, the
+article's deny-all ``NetworkPolicy`` plus opt-in allow policies, and ``RoleBinding``s of Entra ID groups. Plus
+``pod_placement``: the pod spec fragment that lands a GPU pod on the workload's pools.
 
 Pure (validated config and plain values in, dicts out, no Pulumi), so it tests in milliseconds and the docs,
 plans and admission tests can reuse it. ``GpuWorkloadNamespace`` only registers what it builds.
@@ -19,7 +19,16 @@ from aks_gpu.admission.chain import NODE_SELECTOR_ANNOTATION, namespace_metadata
 from aks_gpu.admission.namespace_admission import QUOTA_PREFIX, NamespaceFacts
 from aks_gpu.admission.pod_security import rdma_policy_manifests
 from aks_gpu.config.models import EgressRule, IngressFrom, WorkloadConfig
-from aks_gpu.naming import KUBE_SYSTEM_NAMESPACE, NAMESPACE_NAME_LABEL, QUOTA_NAME, RDMA_LABEL, WORKLOAD_LABEL
+from aks_gpu.naming import (
+    KUBE_SYSTEM_NAMESPACE,
+    NAMESPACE_NAME_LABEL,
+    PRIORITY_QUOTA_NAME,
+    QUOTA_NAME,
+    RDMA_LABEL,
+    SYSTEM_PRIORITY_CLASSES,
+    TEAM_ROLE_NAME,
+    WORKLOAD_LABEL,
+)
 from aks_gpu.resolved.model import PlatformModel, ResolvedPool
 
 Manifest = dict[str, Any]
@@ -148,7 +157,6 @@ def namespace_manifest(config: WorkloadConfig, tolerations: Sequence[Mapping[str
     return {"apiVersion": "v1", "kind": "Namespace", "metadata": namespace_metadata_with_tolerations(meta, tolerations)}
 
 
-
 def rdma_manifests(config: WorkloadConfig) -> list[Manifest]:
     """The RDMA namespace's Pod Security replacement: a ValidatingAdmissionPolicy and its binding (cluster-scoped,
     named after the namespace); nothing without ``rdma: true``."""
@@ -197,6 +205,20 @@ def resource_quota_manifest(
         "kind": "ResourceQuota",
         "metadata": object_metadata(config, QUOTA_NAME),
         "spec": {"hard": quota_hard(config, resource_name, other_gpu_resources)},
+    }
+
+
+def priority_quota_manifest(config: WorkloadConfig) -> Manifest:
+    """No pod at a system priority class: the namespace's pods would preempt other teams' pods on a shared node
+    (``pods: 0`` counted only over pods whose priorityClassName is one of them).
+    https://kubernetes.io/docs/concepts/policy/resource-quotas/#limit-priority-class-consumption-by-default
+    """
+    selector = {"scopeName": "PriorityClass", "operator": "In", "values": list(SYSTEM_PRIORITY_CLASSES)}
+    return {
+        "apiVersion": "v1",
+        "kind": "ResourceQuota",
+        "metadata": object_metadata(config, PRIORITY_QUOTA_NAME),
+        "spec": {"hard": {"pods": "0"}, "scopeSelector": {"matchExpressions": [selector]}},
     }
 
 
@@ -309,11 +331,16 @@ def network_policy_manifests(config: WorkloadConfig) -> list[Manifest]:
 # ---------------------------------------------------------------- role bindings
 
 
+# The ClusterRole each `roleBindings[].role` binds: `edit` is the platform's team role (Kubernetes' edit less
+# NetworkPolicy writes, kube/team_role.py), `view` Kubernetes' own.
+BOUND_ROLES = {"edit": TEAM_ROLE_NAME, "view": "view"}
+
+
 def role_binding_manifests(config: WorkloadConfig) -> list[Manifest]:
-    """Entra ID groups bound to the built-in ``edit``/``view`` ClusterRoles inside the namespace.
+    """Entra ID groups bound inside the namespace: ``edit`` to the platform's team role, ``view`` to the built-in.
 
     Entra ID puts group object ids in tokens in lower case and Kubernetes compares names exactly, so ids are
-    lower-cased. The role is part of the object name because a RoleBinding's roleRef cannot change in place.
+    lower-cased. The config's role is part of the object name because a RoleBinding's roleRef cannot change in place.
     https://learn.microsoft.com/azure/aks/azure-ad-rbac
     """
     bindings = []
@@ -323,7 +350,7 @@ def role_binding_manifests(config: WorkloadConfig) -> list[Manifest]:
                 "apiVersion": f"{RBAC_API_GROUP}/v1",
                 "kind": "RoleBinding",
                 "metadata": object_metadata(config, f"entra-{role}-{group}"),
-                "roleRef": {"apiGroup": RBAC_API_GROUP, "kind": "ClusterRole", "name": role},
+                "roleRef": {"apiGroup": RBAC_API_GROUP, "kind": "ClusterRole", "name": BOUND_ROLES[role]},
                 "subjects": [{"kind": "Group", "apiGroup": RBAC_API_GROUP, "name": group}],
             }
         )
@@ -336,7 +363,12 @@ def role_binding_manifests(config: WorkloadConfig) -> list[Manifest]:
 def config_manifests(config: WorkloadConfig) -> list[Manifest]:
     """The namespaced objects that depend on the workload's own config alone: everything but the quota,
     which also needs the GPU resource names (known to the platform, or read from its stack outputs)."""
-    return [limit_range_manifest(config), *network_policy_manifests(config), *role_binding_manifests(config)]
+    return [
+        limit_range_manifest(config),
+        priority_quota_manifest(config),
+        *network_policy_manifests(config),
+        *role_binding_manifests(config),
+    ]
 
 
 def workload_manifests(

@@ -12,8 +12,9 @@ from aks_gpu.admission.component import AdmissionInputs, GpuAdmissionPolicy
 from aks_gpu.args import stack_model
 from aks_gpu.azure.cluster import ClusterInputs, GpuCluster
 from aks_gpu.azure.node_pool import GpuNodePool, NodePoolInputs, cpu_agent_pool_inputs
-from aks_gpu.component import GpuComponent, plain_output
+from aks_gpu.component import GpuComponent, kube_resource, plain_output
 from aks_gpu.config.models import StackConfig
+from aks_gpu.kube.team_role import team_role_manifest
 from aks_gpu.kube.workload_manifests import PoolOutput, pool_output
 from aks_gpu.kube.workload_namespace import GpuWorkloadNamespace, platform_namespace
 from aks_gpu.monitoring.component import GpuMonitoring, MonitoredCluster, MonitoringInputs
@@ -146,9 +147,12 @@ class GpuPlatform(GpuComponent[PlatformModel]):
             else None
         )
         gpu_resources = tuple(sorted({pool.resource.name for pool in model.pools}))
+        # The role the workloads' `edit` bindings name (Kubernetes' edit less NetworkPolicy writes): cluster-wide, so one
+        # per cluster, and there for team stacks' own GpuWorkloadNamespaces too; before the bindings that name it.
+        self.team_role = kube_resource(f"{name}-team-role", team_role_manifest(), inside())
         self.workloads: dict[str, GpuWorkloadNamespace] = {
             workload.name: GpuWorkloadNamespace.of(
-                f"{name}-{workload.name}", platform_namespace(workload, gpu_resources), inside()
+                f"{name}-{workload.name}", platform_namespace(workload, gpu_resources), inside([self.team_role])
             )
             for workload in model.workloads
         }

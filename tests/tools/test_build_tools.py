@@ -1,0 +1,134 @@
+"""tools/go/build-tools says what it does while it takes time: which group of how many it builds, and, waiting on
+another checkout's build of the same tools, whose lock it waits on and, once free, how long it waited.
+
+Nothing is built here: a stand-in `go` answers the script's calls (`env`, `mod download`, `mod edit`, `build -o`,
+`run`) and writes small executables where the real one would write binaries, and the cache is a temporary folder,
+so the machine's tool cache and a build running beside the tests are never touched."""
+
+from __future__ import annotations
+
+import os
+import re
+import select
+import stat
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import PROJECT_DIR
+
+BUILD_TOOLS = PROJECT_DIR / "tools" / "go" / "build-tools"
+GROUPS = ("kubernetes", "etcd", "kwok", "pulumi", "pulumi_kubernetes", "helm")
+
+FAKE_GO = r"""#!/usr/bin/env bash
+# A stand-in for go: answers what tools/go/build-tools asks, builds nothing.
+set -eu
+case "$1" in
+  env)
+    case "$2" in GOVERSION) echo go1.26.8 ;; GOOS) echo linux ;; GOARCH) echo amd64 ;; esac ;;
+  mod)
+    if [ "$2" = download ]; then
+      dir=$FAKE_GO_ROOT/mod/$(echo "$4" | tr '/@' '__')
+      mkdir -p "$dir/cmd/pulumi-resource-kubernetes"
+      echo "module fake" >"$dir/go.mod"
+      printf '{\n\t"GoMod": "%s",\n\t"Dir": "%s"\n}\n' "$dir/go.mod" "$dir"
+    fi ;;
+  build)
+    while [ -e "${FAKE_GO_HOLD:-/nonexistent}" ]; do sleep 0.1; done
+    shift
+    while [ "$1" != -o ]; do shift; done
+    output=$2
+    shift 2
+    made() { printf '#!/bin/sh\nexit 0\n' >"$1"; chmod +x "$1"; }
+    case $output in
+      */) for package in "$@"; do made "$output$(basename "$package")"; done ;;
+      *) made "$output" ;;
+    esac ;;
+esac
+"""
+
+
+@pytest.fixture
+def environment(tmp_path: Path) -> dict[str, str]:
+    fake_bin = tmp_path / "fake-bin"
+    fake_bin.mkdir()
+    go = fake_bin / "go"
+    go.write_text(FAKE_GO, encoding="utf-8")
+    go.chmod(go.stat().st_mode | stat.S_IXUSR)
+    return {
+        **os.environ,
+        "PATH": f"{fake_bin}{os.pathsep}{os.environ['PATH']}",
+        "FAKE_GO_ROOT": str(tmp_path / "fake-go"),
+        "AKSGPU_TOOLS_CACHE": str(tmp_path / "cache"),
+        "AKSGPU_TOOLS_OUT": str(tmp_path / "tools" / "bin"),
+    }
+
+
+def build_tools(environment: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([str(BUILD_TOOLS)], env=environment, capture_output=True, text=True, timeout=120, check=False)
+
+
+def test_a_build_numbers_its_groups_and_says_how_long_each_took(environment: dict[str, str]) -> None:
+    first = build_tools(environment)
+    assert first.returncode == 0, first.stderr
+    lines = first.stderr.splitlines()
+    assert lines[0].startswith("build-tools: building 6 tool group(s) from their Go modules into ")
+    building = [line for line in lines if re.match(r"build-tools: building \w+ \(", line)]
+    assert [line.split()[2] for line in building] == list(GROUPS)
+    assert "build-tools: building kubernetes (1 of 6: k8s.io/kubernetes@v1.36.3), log: " in building[0]
+    assert building[-1].startswith("build-tools: building helm (6 of 6: helm.sh/helm/v3@")
+    assert [line for line in lines if re.fullmatch(r"build-tools: \w+ done in \d+s", line)] != []
+    assert (Path(environment["AKSGPU_TOOLS_OUT"]) / "kube-apiserver").exists()
+
+    # Everything is in the cache now: a second run builds nothing and says nothing of building.
+    second = build_tools(environment)
+    assert second.returncode == 0, second.stderr
+    assert "building" not in second.stderr
+    assert second.stderr.startswith("build-tools: tools in ")
+
+
+def said_within(process: subprocess.Popen[str], seconds: float) -> str:
+    """The next line ``process`` writes on stderr, or "" when it writes none within ``seconds``."""
+    assert process.stderr is not None
+    ready, _, _ = select.select([process.stderr], [], [], seconds)
+    return process.stderr.readline() if ready else ""
+
+
+def test_waiting_on_another_build_names_the_lock_and_its_holder_then_how_long_it_waited(
+    environment: dict[str, str], tmp_path: Path
+) -> None:
+    hold = tmp_path / "hold"
+    hold.touch()  # the stand-in go "builds" until this file is gone
+    environment = {**environment, "FAKE_GO_HOLD": str(hold)}
+
+    def start() -> subprocess.Popen[str]:
+        return subprocess.Popen([str(BUILD_TOOLS)], env=environment, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True)
+
+    first = start()
+    try:
+        said_within(first, 30)  # "building 6 tool group(s) ..."
+        assert said_within(first, 30).startswith("build-tools: building kubernetes (1 of 6: ")  # it holds the lock
+        second = start()
+        try:
+            # Said at once, before it blocks (the old script said nothing for as long as the other build ran).
+            waiting = said_within(second, 20)
+            time.sleep(1.5)
+            assert second.poll() is None, "it went on while the lock was held"
+        finally:
+            hold.unlink()  # the first build ends, and the second goes on
+        _, rest = second.communicate(timeout=60)
+    finally:
+        first.communicate(timeout=60)
+    assert first.returncode == 0 and second.returncode == 0, rest
+    [lock_file] = Path(environment["AKSGPU_TOOLS_CACHE"]).glob("*/.lock")
+    assert waiting.startswith(
+        f"build-tools: waiting for another build of the tools (lock {lock_file} held by PID {first.pid} ("
+    ), waiting
+    assert str(BUILD_TOOLS) in waiting  # the holder's command line
+    assert waiting.rstrip().endswith(f"its logs: {lock_file.parent / 'logs'}")
+    lines = rest.splitlines()
+    waited = re.fullmatch(r"build-tools: the other build finished after (\d+)s of waiting; going on", lines[0])
+    assert waited and int(waited[1]) >= 1, lines[0]
+    assert not any("building" in line for line in lines)  # the other build built everything
