@@ -54,6 +54,11 @@ BENCHMARKS: tuple[Benchmark, ...] = (
         "bench.admission_cost",
     ),
     Benchmark(
+        "admission-hostile",
+        "admission check of one object up to the API server's 3 MiB, both engines (target: under 2 s CPU, the server's decision)",
+        "bench.admission_hostile",
+    ),
+    Benchmark(
         "audit-snapshot",
         "aksgpu audit over a snapshot of 100 and 1,000 GPU nodes, every practice and SMI health (target: 1,000 in under 2 s)",
         "bench.audit_snapshot",

@@ -44,6 +44,28 @@ def gpu_pod_pinned_to_hostnames(count: int) -> dict[str, Any]:
     return _pod(f"hostnames-{count}", {"tolerations": [NVIDIA_TOLERATION], "affinity": affinity})
 
 
+def deployment_pinned_to_hostnames(count: int, name: str) -> dict[str, Any]:
+    """A GPU Deployment in gpu-training whose required node affinity lists ``count`` hostnames (``name``: a format
+    of the index). Its template has no PodNodeSelector selector yet, so the policy walks every pool's names: over
+    the per-call limit from about 40,000 names (issue 40: 55,000 took the offline check 100 s of CPU)."""
+    values = [name.format(index) for index in range(count)]
+    term = {"matchExpressions": [{"key": "kubernetes.io/hostname", "operator": "In", "values": values}]}
+    container = {"name": "main", "image": "nvcr.io/nvidia/pytorch:24.05-py3", "resources": {"limits": {"nvidia.com/gpu": 1}}}
+    template = {
+        "metadata": {"labels": {"app": "pinned"}},
+        "spec": {
+            "containers": [container],
+            "affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [term]}}},
+        },
+    }
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": f"pinned-{count}", "namespace": "gpu-training"},
+        "spec": {"replicas": 1, "selector": {"matchLabels": {"app": "pinned"}}, "template": template},
+    }
+
+
 def pod_with_env(containers: int, variables: int) -> dict[str, Any]:
     """``containers`` containers of ``variables`` env vars each (no GPU): every one is scanned for device variables."""
     env = [{"name": f"VAR_{index}", "value": "x"} for index in range(variables)]

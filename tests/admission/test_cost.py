@@ -113,3 +113,56 @@ def test_objects_under_the_size_gate_stay_far_from_the_limit(prod: tuple[list[An
     pod = cost_objects.cpu_pod_with_gpu_tolerations(count)
     decision = evaluate([pod], manifests, namespaces, engine=engine_named("cel-python"))[0]
     assert sum(decision.costs.values()) < cost.PER_CALL_LIMIT / 20
+
+
+# ---------------------------------------------------------------- compiled comprehension bodies
+
+ITEMS = [
+    {"key": f"k{index}", "value": "x" * (index % 13), "n": index, **({"effect": "NoSchedule"} if index % 3 else {})}
+    for index in range(40)
+] + [{"key": "example.com/gpu", "n": 99}, {"n": "not a number"}, {"key": 7}]
+BODIES = [
+    "items.exists(i, has(i.key) && i.key.startsWith('k3'))",
+    "items.all(i, !has(i.effect) || i.effect == 'NoSchedule')",
+    "items.filter(i, has(i.key) && i.key in names).map(i, i.key)",
+    "items.filter(i, has(i.value) && i.value.endsWith('xx') && size(i.value) > 3)",
+    "items.exists(i, i.key.startsWith(prefix + '-'))",
+    "items.filter(i, i.n > 10 ? i.key in labels : i['key'] == 'k1')",
+    "items.all(i, i.n < 100)",
+    "items.map(i, has(i.key) ? i.key : 'none')",
+    "labels.filter(k, labels[k] == 'b' || k in names)",
+    "names.exists_one(n, n in ['k5', 'k6'] && !(n in []))",
+    "items.exists(i, i.missing == 1)",
+]
+
+
+@pytest.mark.parametrize("source", BODIES)
+def test_compiled_comprehension_bodies_charge_and_answer_as_the_evaluator(source: str) -> None:
+    """A long list's comprehension body runs as closures (cel._BodyCompiler); every value, error and unit of cost
+    is the tree-walking evaluator's, which runs the same expression when the compiler is kept out."""
+    from aks_gpu.admission import cel
+
+    activation = {
+        "items": ITEMS,
+        "names": [f"k{index}" for index in range(0, 40, 3)],
+        "labels": {f"k{index}": "ab"[index % 2] for index in range(30)},
+        "prefix": "k1",
+    }
+    program = cel.compile_expression(source)
+
+    def run() -> tuple[Any, int]:
+        spent: list[int] = []
+        try:
+            value = program.run(activation, spent.append)
+        except cel.CelError as error:
+            value = f"error: {error.reason}"
+        return value, spent[0]
+
+    compiled = run()
+    original = cel.COMPILED_FROM
+    try:
+        cel.COMPILED_FROM = 10**9
+        walked = run()
+    finally:
+        cel.COMPILED_FROM = original
+    assert compiled == walked

@@ -15,6 +15,7 @@ from kubernetes.client.models import (
 )
 
 from aks_gpu.admission.chain import DEFAULT_TOLERATIONS_ANNOTATION
+from aks_gpu.admission.dra import gpu_devices
 from aks_gpu.admission.engine import ENGINE_NAMES, engine_named
 from aks_gpu.admission.evaluate import build_request, compile_bindings, evaluate, evaluate_request
 from aks_gpu.admission.policy import (
@@ -207,9 +208,13 @@ def test_gpu_resource_names_come_from_the_pools() -> None:
     )  # fmt: skip
     model = validate_stack(raw, "test").model
     names = gpu_resource_names(model)
-    assert names == ("amd.com/gpu", "nvidia.com/gpu", "nvidia.com/gpu.shared", "nvidia.com/mig-1g.10gb")
+    # The GPU device classes asked as DRA extended resources are GPU requests too (no pool offers them).
+    device_classes = tuple(f"deviceclass.resource.kubernetes.io/{c}" for c in gpu_devices().classes)
+    plugin = ("amd.com/gpu", "nvidia.com/gpu", "nvidia.com/gpu.shared", "nvidia.com/mig-1g.10gb")
+    assert names == tuple(sorted((*plugin, *device_classes)))
+    assert "deviceclass.resource.kubernetes.io/gpu.nvidia.com" in names
     variables = {v["name"]: v["expression"] for v in render_policy(model)[0]["spec"]["variables"]}
-    assert variables["gpuResourceNames"] == "['amd.com/gpu', 'nvidia.com/gpu', 'nvidia.com/gpu.shared', 'nvidia.com/mig-1g.10gb']"
+    assert variables["gpuResourceNames"] == "[" + ", ".join(f"'{name}'" for name in names) + "]"
 
 
 def test_the_policy_and_the_audit_count_the_same_whole_gpu_resources() -> None:

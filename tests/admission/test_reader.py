@@ -197,3 +197,23 @@ def test_any_text_is_read_or_refused(text: str) -> None:
         read_text(text, "t.yaml")
     except InputError as error:
         assert str(error).startswith("t.yaml")
+
+
+JSON_POD = (
+    '{"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "namespace": "gpu-training", "labels": {"tier": %s}},'
+    ' "spec": {"containers": [{"name": "c", "image": "busybox"}]}}'
+)
+
+
+def test_a_json_file_is_read_as_json_as_kubectl_reads_it() -> None:
+    """kubectl decodes text that starts with `{` as JSON (YAMLOrJSONDecoder), where 1e3 is a number, and the API
+    server refuses a number as a label value; YAML 1.1 would have read it as the string "1e3" and let it through.
+    A stream of two JSON objects is two objects; a duplicate key is still refused."""
+    assert "metadata.labels.tier: a string is required, not a number" in refused(JSON_POD % "1e3")
+    assert [
+        item.obj["metadata"]["labels"]["tier"] for item in read_text(JSON_POD % '"a"' + "\n" + JSON_POD % '"b"', "f.json")
+    ] == [
+        "a",
+        "b",
+    ]
+    assert "duplicate key" in refused(JSON_POD.replace('"image": "busybox"', '"image": "busybox", "image": "x"') % '"a"')

@@ -68,13 +68,13 @@ class Server:
         group, plural = collection.rsplit("/", 1)
         return f"{group}/namespaces/{namespace}/{plural}"
 
-    def create(self, obj: dict[str, Any], *, dry_run: bool) -> Answer:
+    def create(self, obj: dict[str, Any], *, dry_run: bool, timeout: float = TIMEOUT_S) -> Answer:
         namespace = (obj.get("metadata") or {}).get("namespace") or "default"
         response = self.session.post(
             self.base + self._path(obj, namespace),
             params={"dryRun": "All"} if dry_run else {},
             json=obj,
-            timeout=TIMEOUT_S,
+            timeout=timeout,
         )
         if response.status_code in (200, 201):
             return Answer("admitted", "", response.status_code)

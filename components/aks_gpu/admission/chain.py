@@ -21,11 +21,17 @@ AKS FAQ). Mutating plugins run before any validating admission policy, so a poli
   quantity, sorted, unless an equal toleration is there (plugin/pkg/admission/extendedresourcetoleration/admission.go;
   ``helper.AddOrUpdateTolerationInPod``).
 
-The order is the server's (pkg/kubeapiserver/options/plugins.go ``AllOrderedPlugins``): PodNodeSelector,
-PodTolerationRestriction, ExtendedResourceToleration. Whether a Pod is BestEffort is read from the Pod as written; on
-AKS LimitRanger runs first and may give it requests, which only adds the memory-pressure toleration (no policy of the
-stack reads it). None of these plugins touches a Deployment, a Job or a custom resource: their Pods meet them when a
-controller creates them.
+Two plugins kube-apiserver runs by default refuse Pods that name what does not exist (``default_on_modelled`` in the
+data file): **Priority** (a ``priorityClassName`` that names no PriorityClass; a client-set ``spec.priority`` other
+than the class's) and **RuntimeClass** (a ``runtimeClassName`` that names no RuntimeClass; in its validating step, an
+``overhead`` the class does not define). The PriorityClasses and RuntimeClasses known offline are the system
+priority classes and those among the objects checked (:func:`cluster_classes`).
+
+The order is the server's (pkg/kubeapiserver/options/plugins.go ``AllOrderedPlugins``): PodNodeSelector, Priority,
+PodTolerationRestriction, ExtendedResourceToleration, RuntimeClass. Whether a Pod is BestEffort is read from the Pod
+as written; on AKS LimitRanger runs first and may give it requests, which only adds the memory-pressure toleration
+(no policy of the stack reads it). None of these plugins touches a Deployment, a Job or a custom resource: their Pods
+meet them when a controller creates them.
 """
 
 from __future__ import annotations
@@ -33,10 +39,12 @@ from __future__ import annotations
 import copy
 import json
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 from typing import Any
 
+from aks_gpu.admission.quantity import Quantity
 from aks_gpu.admission.reader import is_extended_resource
 from aks_gpu.data_files import load_yaml
 from aks_gpu.naming import VENDORS, is_mig_resource, serves_label, vendor_resource
@@ -216,3 +224,102 @@ def placement_selector(workload_type: str) -> str:
     no pool still lands on its own type's pool, and a Pod that asks for another value is refused. Users with ``edit``
     cannot change a namespace's annotations."""
     return f"{serves_label(workload_type)}=true"
+
+
+# ---------------------------------------------------------------- Priority and RuntimeClass (default-on plugins)
+
+# The lines these plugins refuse a Pod with (admission.NewForbidden around them: ``pods "<name>" is forbidden: ...``),
+# k8s.io/kubernetes plugin/pkg/admission/priority/admission.go (admitPod) and plugin/pkg/admission/runtimeclass/
+# admission.go (prepareObjects, setOverhead, validateOverhead).
+OVERHEAD_MISMATCH = "pod rejected: Pod's Overhead doesn't match RuntimeClass's defined Overhead"
+OVERHEAD_WITHOUT_CLASS = "pod rejected: Pod Overhead set without corresponding RuntimeClass defined Overhead"
+
+
+@dataclass(frozen=True)
+class ClusterClasses:
+    """The PriorityClasses and RuntimeClasses a Pod may name: the API server's own system priority classes and
+    those among the objects checked (they are created with them), each PriorityClass with its value, and the
+    priority of a Pod that names none (the value of a ``globalDefault`` class among them, else 0); each RuntimeClass
+    with its ``overhead.podFixed`` (None when it defines none)."""
+
+    priority: Mapping[str, int]
+    runtime: Mapping[str, Mapping[str, Any] | None]
+    default_priority: int = 0
+
+
+@cache
+def system_priority_classes() -> Mapping[str, int]:
+    return {str(name): int(value) for name, value in load_yaml(DATA_FILE)["system_priority_classes"].items()}
+
+
+def cluster_classes(objects: Sequence[Mapping[str, Any]]) -> ClusterClasses:
+    priority, runtime, defaults = dict(system_priority_classes()), {}, []
+    for obj in objects:
+        kind, group = str(obj.get("kind", "")), str(obj.get("apiVersion", "")).rpartition("/")[0]
+        name = (obj.get("metadata") or {}).get("name")
+        if not isinstance(name, str) or not name:
+            continue
+        if (group, kind) == ("scheduling.k8s.io", "PriorityClass"):
+            value = obj.get("value")
+            priority[name] = value if isinstance(value, int) and not isinstance(value, bool) else 0
+            if obj.get("globalDefault") is True:
+                defaults.append(priority[name])
+        elif (group, kind) == ("node.k8s.io", "RuntimeClass"):
+            overhead = obj.get("overhead")
+            fixed = overhead.get("podFixed") if isinstance(overhead, Mapping) else None
+            runtime[name] = dict(fixed) if isinstance(fixed, Mapping) else None
+    # Of several global defaults the plugin takes the lowest value (getDefaultPriorityClass).
+    return ClusterClasses(priority, runtime, min(defaults, default=0))
+
+
+def admit_refusal(spec: Mapping[str, Any], classes: ClusterClasses) -> str | None:
+    """What Priority's and RuntimeClass's mutating steps refuse a Pod's CREATE with, in the server's order (after
+    PodNodeSelector's, :func:`selector_conflict`); None when both admit it. Priority resolves the class first, then
+    refuses a client-set ``spec.priority`` that differs from what it resolved (at v1.36.3: ``the integer value of
+    priority (N) must not be provided in pod spec; priority admission controller computed M ...``)."""
+    name = spec.get("priorityClassName")
+    named = isinstance(name, str) and bool(name)
+    if named and name not in classes.priority:
+        return f"no PriorityClass with name {name} was found"
+    computed = classes.priority[str(name)] if named else classes.default_priority
+    written = spec.get("priority")
+    if written is not None and written != computed:
+        return (
+            f"the integer value of priority ({written}) must not be provided in pod spec; priority admission controller "
+            f"computed {computed} from the given PriorityClass name"
+        )
+    runtime = spec.get("runtimeClassName")
+    if isinstance(runtime, str) and runtime:
+        if runtime not in classes.runtime:
+            return f'pod rejected: RuntimeClass "{runtime}" not found'
+        fixed = classes.runtime[runtime]
+        if fixed is not None and spec.get("overhead") is not None and not _same_amounts(spec["overhead"], fixed):
+            return OVERHEAD_MISMATCH
+    return None
+
+
+def with_runtime_overhead(pod: Mapping[str, Any], classes: ClusterClasses) -> Mapping[str, Any]:
+    """The Pod with its RuntimeClass's overhead set (RuntimeClass's setOverhead), which the quota then charges."""
+    spec = pod.get("spec") or {}
+    fixed = classes.runtime.get(str(spec.get("runtimeClassName") or ""))
+    if fixed is None:
+        return pod
+    return {**pod, "spec": {**spec, "overhead": dict(fixed)}}
+
+
+def validate_refusal(spec: Mapping[str, Any], classes: ClusterClasses) -> str | None:
+    """RuntimeClass's validating step: an overhead the Pod's RuntimeClass does not define (a client-set overhead)."""
+    fixed = classes.runtime.get(str(spec.get("runtimeClassName") or ""))
+    if fixed is None and spec.get("overhead") is not None:
+        return OVERHEAD_WITHOUT_CLASS
+    return None
+
+
+def _same_amounts(left: Any, right: Mapping[str, Any]) -> bool:
+    # apiequality.Semantic.DeepEqual compares quantities by value (1 and 1000m are equal).
+    if not isinstance(left, Mapping) or set(left) != set(right):
+        return False
+    try:
+        return all(Quantity.parse(str(left[key])).value == Quantity.parse(str(right[key])).value for key in right)
+    except ValueError:
+        return False

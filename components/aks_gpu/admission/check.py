@@ -13,6 +13,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
+from aks_gpu.admission.chain import cluster_classes
 from aks_gpu.admission.dra import ClaimKey, claims_given, pod_claims
 from aks_gpu.admission.engine import Engine
 from aks_gpu.admission.evaluate import (
@@ -21,7 +22,7 @@ from aks_gpu.admission.evaluate import (
     NOT_EVALUATED,
     REFUSED,
     Decision,
-    evaluate,
+    Judge,
     namespaced,
 )
 from aks_gpu.admission.namespace_admission import NamespaceFacts, complete, replicas_step, unschedulable
@@ -61,34 +62,37 @@ def check(
     system = system or {}
     platform = platform or Platform()
     expanded = [pods_of(obj) for obj in objects]
-    evaluated: list[Mapping[str, Any]] = list(objects)
-    for pods, _ in expanded:
-        evaluated += [pod.pod for pod in pods]
-    decisions = evaluate(evaluated, manifests, namespaces, engine=engine)
-    baseline_decisions = evaluate(evaluated, baseline, namespaces, engine=engine) if baseline else None
+    classes = cluster_classes(objects)
+    judge = Judge(manifests, namespaces, engine, classes)
+    # Pod Security judges Pods only (a template's Pods, when the template itself is stored).
+    baseline_judge = Judge(baseline, namespaces, engine, classes) if baseline else None
+    own_requests = [judge.request(obj) for obj in objects]
+    decisions = [judge(request) for request in own_requests]
     if not manifests:
-        given = zip(objects, decisions[: len(objects)], expanded, strict=True)
+        given = zip(objects, decisions, expanded, strict=True)
         return [_warned(obj, decision, pods, platform) for obj, decision, (pods, _) in given]
 
-    def completed(index: int) -> Decision:
-        obj, decision = evaluated[index], decisions[index]
+    def completed(obj: Mapping[str, Any], decision: Decision, own_baseline: Decision | None) -> Decision:
         namespace = decision.namespace
-        own_baseline = baseline_decisions[index] if baseline_decisions else None
-        return complete(decision, obj, facts.get(namespace), own_baseline, system.get(namespace))
+        return complete(decision, obj, facts.get(namespace), own_baseline, system.get(namespace), classes)
 
     claims = claims_given((obj, decision.namespace) for obj, decision in zip(objects, decisions, strict=False))
     results = []
-    cursor = len(objects)
-    for index, (obj, (pods, from_operator)) in enumerate(zip(objects, expanded, strict=True)):
-        own = decisions[index]
-        at = range(cursor, cursor + len(pods))
-        pod_decisions = [completed(pod_index) for pod_index in at]
-        cursor += len(pods)
+    for obj, own, own_request, (pods, from_operator) in zip(objects, decisions, own_requests, expanded, strict=True):
         if str(obj.get("kind")) == "Pod" and not pods:
-            pod = _claimed(completed(index), [PodOf("", dict(obj))], claims, facts, platform, "the pod")
+            pod = completed(obj, own, baseline_judge(own_request) if baseline_judge else None)
+            pod = _claimed(pod, [PodOf("", dict(obj))], claims, facts, platform, "the pod")
             pod = _unscheduled(pod, [PodOf("", dict(obj))], facts, "the pod")
             results.append(_warned(obj, pod, pods, platform))
             continue
+        # A refused object is not stored, so no controller or operator ever creates its Pods: they are not judged.
+        judged = [pod.pod for pod in pods] if own.allowed else []
+        requests = [judge.request(pod) for pod in judged]
+        pod_baselines = [baseline_judge(request) for request in requests] if baseline_judge else []
+        pod_decisions = [
+            completed(pod, judge(request), pod_baselines[index] if pod_baselines else None)
+            for index, (pod, request) in enumerate(zip(judged, requests, strict=True))
+        ]
         folded = _folded(obj, own, pods, pod_decisions, from_operator)
         if own.allowed and not folded.allowed:
             # The server stores the object (its own CREATE is admitted) and refuses the Pods it creates.
@@ -97,8 +101,8 @@ def check(
             who = "the pods its operator creates" if from_operator else "the pods it creates"
             folded = _claimed(folded, pods, claims, facts, platform, who)
             folded = _unscheduled(folded, pods, facts, who)
-        if own.allowed and not from_operator and baseline_decisions is not None:
-            warned = _pod_security_warning(facts.get(own.namespace), [baseline_decisions[pod_index] for pod_index in at])
+        if own.allowed and not from_operator and pod_baselines:
+            warned = _pod_security_warning(facts.get(own.namespace), pod_baselines)
             if warned:
                 folded = replace(folded, warnings=(*folded.warnings, warned))
         step = replicas_step(obj, pods[0].pod, facts.get(own.namespace)) if pods and not from_operator else None
@@ -206,9 +210,9 @@ def _folded(
     steps: list[str] = []
     who = "its operator creates" if from_operator else "it creates"
     # A refused object is not stored, so no controller or operator ever creates its Pods: the server's answer is
-    # the object's own refusal alone (kubectl create -f of a Deployment whose template a policy denies: one line).
-    judged = list(zip(pods, pod_decisions, strict=True)) if own.allowed else []
-    for pod, decision in judged:
+    # the object's own refusal alone (kubectl create -f of a Deployment whose template a policy denies: one line);
+    # ``pod_decisions`` is empty then.
+    for pod, decision in zip(pods, pod_decisions, strict=False):
         for step in decision.not_evaluated:
             if step not in steps:
                 steps.append(step)

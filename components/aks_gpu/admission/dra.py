@@ -49,6 +49,17 @@ def gpu_devices() -> GpuDevices:
     )
 
 
+# DRA extended resources (DRAExtendedResource, on in 1.36): a container may ask for devices of a class as the
+# extended resource "<this prefix><class>" in its resources, which the scheduler turns into a claim
+# (k8s.io/api resource/v1 types.go ResourceDeviceClassPrefix). A GPU class asked that way is a GPU request.
+DEVICE_CLASS_RESOURCE_PREFIX = "deviceclass.resource.kubernetes.io/"
+
+
+def gpu_class_resources() -> tuple[str, ...]:
+    """The extended resource names of the GPU device classes (``deviceclass.resource.kubernetes.io/gpu.nvidia.com``)."""
+    return tuple(DEVICE_CLASS_RESOURCE_PREFIX + name for name in gpu_devices().classes)
+
+
 def is_claim(obj: Mapping[str, Any]) -> bool:
     api_version = obj.get("apiVersion")
     group = str(api_version).rpartition("/")[0] if isinstance(api_version, str) else ""
@@ -152,3 +163,33 @@ def pod_claims(spec: Mapping[str, Any], namespace: str, given: Mapping[ClaimKey,
             elif asks:
                 gpus.append(f"resourceClaims[{index}] {entry.get('name')}: {kind} {referenced} ({'; '.join(asks)})")
     return PodClaims(tuple(gpus), tuple(unknown))
+
+
+# DRAAdminAccess (on in 1.36): a claim or template asking for admin access to its devices is refused before admission
+# unless its namespace carries this label, set to "true" (k8s.io/kubernetes pkg/registry/resource/utils.go
+# AuthorizedForAdmin, called by the ResourceClaim and ResourceClaimTemplate strategies' Validate; the label is
+# resource.DRAAdminNamespaceLabelKey). The path is the internal version's, which the server names whatever the
+# object's own version.
+ADMIN_ACCESS_LABEL = "resource.kubernetes.io/admin-access"
+
+
+def admin_access_refusal(obj: Mapping[str, Any], namespace_labels: Mapping[str, Any]) -> str | None:
+    """The server's 422 for a claim or template that asks for admin access in a namespace without the label; None
+    when it does not ask, or may."""
+    if not is_claim(obj) or namespace_labels.get(ADMIN_ACCESS_LABEL) == "true":
+        return None
+    devices = claim_spec(obj).get("devices")
+    requests = devices.get("requests") if isinstance(devices, Mapping) else None
+    for index, request in enumerate(requests if isinstance(requests, list) else ()):
+        if not isinstance(request, Mapping):
+            continue
+        exactly = request.get("exactly")
+        # v1 and v1beta2 put it under exactly, v1beta1 at the request itself; both are Exactly.AdminAccess inside.
+        asked = (exactly if isinstance(exactly, Mapping) else request).get("adminAccess")
+        if asked is True:
+            metadata = obj.get("metadata") or {}
+            name = str(metadata.get("name") or "")
+            detail = f"admin access to devices requires the `{ADMIN_ACCESS_LABEL}: true` label on the containing namespace"
+            at = f"spec.devices.requests[{index}].adminAccess"
+            return f'{obj.get("kind")}.{GROUP} "{name}" is invalid: {at}: Forbidden: {detail}'
+    return None

@@ -72,6 +72,8 @@ class Decision:
     verdict: str = ""
     # How a table names a decision that "admitted"/"denied" would misstate (admitted, its Pods denied); "" none.
     label: str = ""
+    # Refused by a mutating admission plugin (PodNodeSelector, Priority, RuntimeClass): no validating step ran.
+    mutating: bool = field(default=False, compare=False)
 
     @property
     def decision(self) -> str:
@@ -331,7 +333,11 @@ def build_request(
     old_object: Mapping[str, Any] | None = None,
     subresource: str = "",
     user: tuple[str, Sequence[str]] | None = None,
+    classes: chain.ClusterClasses | None = None,
 ) -> Request:
+    """The request for ``obj``'s CREATE (or ``operation``), after decoding and AKS's mutating plugins (``classes``:
+    the PriorityClasses and RuntimeClasses a Pod may name, :func:`aks_gpu.admission.chain.cluster_classes`; none
+    given: the system priority classes alone)."""
     prepared = prepare(obj)
     kind = str(prepared.get("kind", ""))
     group, version = api_group_version(prepared)
@@ -347,13 +353,19 @@ def build_request(
     refusal = ""
     if kind == "Pod" and group == "" and not subresource:
         # AKS's mutating plugins run before any validating policy (aks_gpu.admission.chain).
-        if operation == "CREATE" and chain.selector_conflict(prepared.get("spec") or {}, namespace_object):
-            # PodNodeSelector refuses before the name is generated: a generateName Pod's line names none.
-            name = str(metadata.get("name") or "")
-            refusal = f'pods "{name}" is forbidden: ' if name else "pods is forbidden: "
-            refusal += chain.SELECTOR_CONFLICT
-        else:
+        spec = prepared.get("spec") or {}
+        if operation == "CREATE":
+            # The mutating plugins that refuse, in the server's order: PodNodeSelector, Priority, RuntimeClass.
+            refused = chain.SELECTOR_CONFLICT if chain.selector_conflict(spec, namespace_object) else None
+            refused = refused or chain.admit_refusal(spec, classes or chain.cluster_classes(()))
+            if refused is not None:
+                # Mutating admission refuses before the name is generated: a generateName Pod's line names none.
+                name = str(metadata.get("name") or "")
+                refusal = (f'pods "{name}" is forbidden: ' if name else "pods is forbidden: ") + refused
+        if not refusal:
             prepared = chain.mutate_pod(prepared, namespace_object, operation)
+            if operation == "CREATE" and classes is not None:
+                prepared = dict(chain.with_runtime_overhead(prepared, classes))
     generate = metadata.get("generateName")
     if operation == "CREATE" and not refusal and not metadata.get("name") and isinstance(generate, str) and generate:
         # The registry names the object after mutating admission and before validating admission (Store.create:
@@ -630,7 +642,9 @@ def shown_name(request: Request) -> str:
 def evaluate_request(request: Request, bindings: Sequence[CompiledBinding]) -> Decision:
     if request.refusal:
         refused = request.refusal.split(" is forbidden: ", 1)[-1]
-        return Decision(request.kind, request.namespace, shown_name(request), False, (refused,), message=request.refusal)
+        return Decision(
+            request.kind, request.namespace, shown_name(request), False, (refused,), message=request.refusal, mutating=True
+        )
     messages: list[str] = []
     actions: list[str] = []
     skipped: list[str] = []
@@ -677,13 +691,35 @@ def evaluate(
     manifests: Iterable[Mapping[str, Any]],
     namespaces: Mapping[str, Mapping[str, Any]] | None = None,
     engine: Engine | None = None,
+    classes: chain.ClusterClasses | None = None,
 ) -> list[Decision]:
     """One decision per object, as the API server would decide its CREATE under the policies and bindings
     in ``manifests`` (what ``render_policy`` returns). ``namespaces`` are the Namespace objects by name that
-    the policies may read (``namespaceObject``); others are bare namespaces."""
-    bindings = compile_bindings(manifests, engine)
-    known = _NamespaceCache(namespaces or {})
-    return [evaluate_request(build_request(obj, known), bindings) for obj in objects]
+    the policies may read (``namespaceObject``); others are bare namespaces. ``classes``: see :func:`build_request`."""
+    judge = Judge(manifests, namespaces, engine, classes)
+    return [judge(obj) for obj in objects]
+
+
+class Judge:
+    """:func:`evaluate` one object at a time: the policies compiled once, each object decided when asked for."""
+
+    def __init__(
+        self,
+        manifests: Iterable[Mapping[str, Any]],
+        namespaces: Mapping[str, Mapping[str, Any]] | None = None,
+        engine: Engine | None = None,
+        classes: chain.ClusterClasses | None = None,
+    ) -> None:
+        self.bindings = compile_bindings(manifests, engine)
+        self.namespaces = _NamespaceCache(namespaces or {})
+        self.classes = classes
+
+    def __call__(self, obj: Mapping[str, Any] | Request) -> Decision:
+        """The decision for an object, or for a request already built (one object judged by two sets of policies)."""
+        return evaluate_request(obj if isinstance(obj, Request) else self.request(obj), self.bindings)
+
+    def request(self, obj: Mapping[str, Any]) -> Request:
+        return build_request(obj, self.namespaces, classes=self.classes)
 
 
 class _NamespaceCache(dict[str, Mapping[str, Any]]):

@@ -32,6 +32,7 @@ from dataclasses import dataclass, field, replace
 from fractions import Fraction
 from typing import Any
 
+from aks_gpu.admission.chain import ClusterClasses, cluster_classes, validate_refusal, with_runtime_overhead
 from aks_gpu.admission.evaluate import Decision
 from aks_gpu.admission.quantity import Quantity
 from aks_gpu.admission.reader import POD_SPEC_PATHS, builtin_kind, is_extended_resource
@@ -344,24 +345,34 @@ def complete(
     facts: NamespaceFacts | None,
     baseline: Decision | None,
     system: str | None = None,
+    classes: ClusterClasses | None = None,
 ) -> Decision:
-    """The policies' decision with the namespace's Pod Security (``baseline``: the baseline controls' decision
-    for the object, when the namespace enforces baseline) and GPU quota added, and the steps left unevaluated
-    (``system``: :func:`not_evaluated`)."""
-    messages, first = list(decision.messages), decision.message
+    """The policies' decision with the rest of the validating chain, in the server's order (pkg/kubeapiserver/
+    options/plugins.go AllOrderedPlugins): the namespace's Pod Security (``baseline``: the baseline controls'
+    decision for the object, when the namespace enforces baseline), RuntimeClass's check of the Pod's overhead
+    (``classes``), then the policies, then the quota; and the steps left unevaluated (``system``:
+    :func:`not_evaluated`). A Pod a mutating plugin refused meets none of them."""
+    spec = pod_spec(obj)
+    steps = tuple(not_evaluated(facts, system)) if spec is not None else ()
+    if decision.mutating:
+        return replace(decision, not_evaluated=steps)
     name = str((obj.get("metadata") or {}).get("name") or "")
     template = obj.get("kind") != "Pod"
-    if facts is not None and baseline is not None and not baseline.allowed and pod_spec(obj) is not None:
+    ahead: list[str] = []  # the validating plugins that run before ValidatingAdmissionPolicy
+    if facts is not None and baseline is not None and not baseline.allowed and spec is not None:
         # The server's own detail reads "non-default capabilities (container ... must not include ...)": the
         # wording after the prefix is this check's (pod_security.py), not the server's.
         detail = "; ".join(baseline.messages)
-        refusal = f'violates PodSecurity "baseline:latest": {detail}'
-        line = f"the pods it creates would be refused: {refusal}" if template else f'pods "{name}" is forbidden: {refusal}'
-        messages.append(line)
-        first = first or line
-    refused = quota_refusal(obj, facts) if facts is not None else None
+        ahead.append(f'violates PodSecurity "baseline:latest": {detail}')
+    overhead = validate_refusal(spec, classes or cluster_classes(())) if spec is not None and not template else None
+    if overhead is not None:
+        ahead.append(overhead)
+    prefix = "the pods it creates would be refused: " if template else f'pods "{name}" is forbidden: '
+    lines = [prefix + line for line in ahead]
+    messages, first = [*lines, *decision.messages], (lines[0] if lines else decision.message)
+    counted = with_runtime_overhead(obj, classes) if classes is not None and not template else obj
+    refused = quota_refusal(counted, facts) if facts is not None else None
     if refused is not None:
         messages.append(refused)
         first = first or refused
-    steps = tuple(not_evaluated(facts, system)) if pod_spec(obj) is not None else ()
     return replace(decision, allowed=not messages, messages=tuple(messages), message=first, not_evaluated=steps)

@@ -74,7 +74,7 @@ from aks_gpu.admission.chain import (
     placement_selector,
     selector_of,
 )
-from aks_gpu.admission.dra import CLAIM_SPEC_PATHS, GROUP, TEMPLATE, gpu_devices
+from aks_gpu.admission.dra import CLAIM_SPEC_PATHS, GROUP, TEMPLATE, gpu_class_resources, gpu_devices
 from aks_gpu.naming import (
     GPU_NAMESPACE,
     GPU_TAINT_VALUE,
@@ -207,9 +207,10 @@ def sliced_taints(model: PlatformModel) -> tuple[Taint, ...]:
 
 
 def gpu_resource_names(model: PlatformModel) -> tuple[str, ...]:
-    """The GPU resources matched by name: the vendors' whole-GPU and shared resources and what every pool exposes
-    (MIG slices and AMD partitions are matched by pattern besides)."""
-    names = {vendor_resource(vendor) for vendor in VENDORS} | set(WHOLE_GPU_RESOURCES)
+    """The GPU resources matched by name: the vendors' whole-GPU and shared resources, what every pool exposes, and
+    the GPU device classes asked for as DRA extended resources, which no pool of the stack offers (MIG slices and AMD
+    partitions are matched by pattern besides)."""
+    names = {vendor_resource(vendor) for vendor in VENDORS} | set(WHOLE_GPU_RESOURCES) | set(gpu_class_resources())
     names |= {pool.resource.name for pool in model.pools}
     return tuple(sorted(names))
 
@@ -665,21 +666,27 @@ def _validations(model: PlatformModel, exempt: tuple[str, ...]) -> list[dict[str
         "variables.requestedTaintKeys.join(', ') + ' to every pod that names that resource, even with 0 "
         "(ExtendedResourceToleration): remove the zero request.' : '')"
     )
-    # A pod that claims its GPUs through DRA (spec.resourceClaims) is told why they count for nothing here.
+    # A pod that claims its GPUs through DRA (spec.resourceClaims) is not told it "requests no GPU": it asks for them
+    # a way this stack does not serve, and is told so, and what to ask for instead.
     claims = "variables.podSpec.resourceClaims"
-    dra = (
-        f"(has({claims}) && size({claims}) > 0 ? ' Its resourceClaims (Dynamic Resource Allocation) are no GPU "
-        "request on this stack, which runs no DRA driver for GPUs (its GPU pools run the device plugin): ask for ' + "
-        "(size(variables.offeredResources) == 0 ? 'a GPU resource' : variables.offeredResources.join(' or ')) + "
-        "' in resources.limits instead.' : '')"
+    offered = "(size(variables.offeredResources) == 0 ? 'a GPU resource' : variables.offeredResources.join(' or '))"
+    squatting = (
+        f"'the pod requests no GPU but tolerates the GPU node taint (' + {keys} + '), so it could hold a GPU node "
+        f"that GPU work is waiting for: remove that toleration or request a GPU (a quantity above 0; only these "
+        f"namespaces may run such pods: {exempt_text}).' + {zero}"
+    )
+    claiming = (
+        "'the pod claims devices through Dynamic Resource Allocation (resourceClaims) and tolerates the GPU node taint "
+        f"(' + {keys} + '), but this stack runs no DRA driver for GPUs (its GPU pools run the device plugin): no claim "
+        "brings it a GPU here, and the toleration would let it hold a GPU node that GPU work is waiting for. Ask for ' + "
+        f"{offered} + ' in resources.limits instead, or remove that toleration (only these namespaces may run such "
+        f"pods: {exempt_text}).' + {zero}"
     )
     validations += [
         _validation(
             "size(variables.gpuContainers) > 0 || (size(variables.gpuTolerations) == 0 && size(variables.ertKeys) == 0)",
             f"a pod that requests no GPU must not tolerate a GPU node taint; only these namespaces may: {exempt_text}",
-            f"'the pod requests no GPU but tolerates the GPU node taint (' + {keys} + '), so it could hold a GPU node "
-            f"that GPU work is waiting for: remove that toleration or request a GPU (a quantity above 0; only these "
-            f"namespaces may run such pods: {exempt_text}).' + {zero} + {dra}",
+            f"(has({claims}) && size({claims}) > 0 ? {claiming} : {squatting})",
         ),
         _validation(
             "size(variables.quarantineTolerations) == 0",

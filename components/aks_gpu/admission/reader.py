@@ -11,6 +11,7 @@ the limit when one is hit. Each problem names the object: its place in the file,
 
 from __future__ import annotations
 
+import json
 import math
 import re
 from collections.abc import Iterator, Mapping
@@ -148,8 +149,10 @@ def read_documents(text: str, name: str) -> list[SourcedObject]:
     carries why (``refused``), one with placeholders says which (``unrendered``). InputError for what stops the
     whole file (not YAML, not an object, a bound of the reader; :class:`UnrenderedFileError` for a template)."""
     try:
-        _check_nesting(text, name)
-        documents = list(yaml.load_all(text, Loader=_StrictLoader))
+        documents = _json_documents(text)
+        if documents is None:
+            _check_nesting(text, name)
+            documents = list(yaml.load_all(text, Loader=_StrictLoader))
     except yaml.YAMLError as error:
         line = unrendered_template(text)
         if line is not None:
@@ -168,6 +171,35 @@ def read_documents(text: str, name: str) -> list[SourcedObject]:
     if not objects:
         raise InputError(f"{name}: no objects found (the file holds no Kubernetes object)")
     return objects
+
+
+def _json_documents(text: str) -> list[Any] | None:
+    """The objects of a JSON stream (``{...}``, one after another), read as kubectl reads them: its decoder takes
+    text that starts with ``{`` as JSON (k8s.io/apimachinery pkg/util/yaml, YAMLOrJSONDecoder), which a 3 MiB object
+    reads in milliseconds where YAML takes seconds. None where it is not such a stream, or not valid JSON, or has a
+    duplicate key: the YAML reader then reads it, or says what is wrong with it, as for any other file."""
+    if not text.lstrip().startswith("{"):
+        return None
+    decoder = json.JSONDecoder(object_pairs_hook=_unique_keys)
+    documents: list[Any] = []
+    at = 0
+    try:
+        while True:
+            while at < len(text) and text[at].isspace():
+                at += 1
+            if at == len(text):
+                return documents
+            document, at = decoder.raw_decode(text, at)
+            documents.append(document)
+    except (ValueError, RecursionError):
+        return None
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    found = dict(pairs)
+    if len(found) != len(pairs):
+        raise ValueError("duplicate key")
+    return found
 
 
 def _check_nesting(text: str, name: str) -> None:
@@ -370,6 +402,7 @@ def _check_pod_spec(spec: Mapping[str, Any], label: str, where: str) -> None:
         _list(items, label, f"{where}.{field}")
         for index, container in enumerate(items):
             _check_container(container, label, f"{where}.{field}[{index}]")
+    _check_resources(spec.get("resources"), label, f"{where}.resources")
     tolerations = spec.get("tolerations")
     if tolerations is not None:
         _list(tolerations, label, f"{where}.tolerations")
@@ -423,16 +456,7 @@ def _check_container(container: Any, label: str, at: str) -> None:
     _mapping(container, label, at)
     if not isinstance(container.get("name"), str) or not container["name"]:
         raise InputError(f"{label}: {at}.name: every container needs a name")
-    resources = container.get("resources")
-    if resources is not None:
-        _mapping(resources, label, f"{at}.resources")
-        for part in ("limits", "requests"):
-            amounts = resources.get(part)
-            if amounts is None:
-                continue
-            _mapping(amounts, label, f"{at}.resources.{part}")
-            for resource, amount in amounts.items():
-                _quantity(amount, label, _join(f"{at}.resources.{part}", resource))
+    _check_resources(container.get("resources"), label, f"{at}.resources")
     env = container.get("env")
     if env is not None:
         _list(env, label, f"{at}.env")
@@ -444,6 +468,20 @@ def _check_container(container: Any, label: str, at: str) -> None:
             _string(variable.get("value"), label, f"{variable_at}.value")
             if variable.get("valueFrom") is not None:
                 _mapping(variable["valueFrom"], label, f"{variable_at}.valueFrom")
+
+
+def _check_resources(resources: Any, label: str, at: str) -> None:
+    """A container's or the pod's ``resources``: maps of quantities."""
+    if resources is None:
+        return
+    _mapping(resources, label, at)
+    for part in ("limits", "requests"):
+        amounts = resources.get(part)
+        if amounts is None:
+            continue
+        _mapping(amounts, label, f"{at}.{part}")
+        for resource, amount in amounts.items():
+            _quantity(amount, label, _join(f"{at}.{part}", resource))
 
 
 def _quantity(amount: Any, label: str, at: str) -> None:
@@ -522,6 +560,23 @@ def pod_spec_problems(spec: Mapping[str, Any], where: str, pod: bool = False) ->
             problems += _resource_problems(resources, f"{where}.{field}[{index}].resources")
     for index, toleration in enumerate(spec.get("tolerations") or ()):
         problems += _toleration_problems(toleration, f"{where}.tolerations[{index}]")
+    problems += _pod_level_problems(spec.get("resources") or {}, f"{where}.resources")
+    return problems
+
+
+# The resources a pod-level ``spec.resources`` may name (PodLevelResources, on since 1.34): k8s.io/component-helpers
+# resource/helpers.go SupportedPodLevelResources, cpu, memory and the hugepages- prefix; any other name, a GPU among
+# them, is refused before admission as validation.go refuses an unsupported value.
+POD_LEVEL_RESOURCES = ("cpu", "hugepages-", "memory")
+
+
+def _pod_level_problems(resources: Mapping[str, Any], at: str) -> list[str]:
+    problems: list[str] = []
+    supported = ", ".join(f'"{name}"' for name in POD_LEVEL_RESOURCES)
+    for part in ("limits", "requests"):
+        for name in resources.get(part) or {}:
+            if name not in ("cpu", "memory") and not str(name).startswith("hugepages-"):
+                problems.append(f'{at}.{part}[{name}]: Unsupported value: "{name}": supported values: {supported}')
     return problems
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -113,17 +114,15 @@ def run_check(args: argparse.Namespace) -> int:
             input_errors.append(str(error))
     for message in input_errors:
         common.err.print(f"[bold red]error[/] {escape(message)}")
-    for item in objects:
-        if item.refused:
-            common.err.print(f"[bold red]error[/] {escape(item.label)}: {escape(item.refused)}")
     for message in unrendered_files:
         common.err.print(f"[yellow]not evaluated[/] {escape(message)}")
     if not objects:
         return EXIT_USAGE
     model = loaded.validated.model
     manifests = render_policy(model)
+    namespaces = {**workload_namespaces(model), **namespaces_in([item for item in objects if not item.refused])}
+    objects = [refused_by_namespace(item, namespaces) for item in objects]
     decidable = [item for item in objects if not item.refused and not item.unrendered]
-    namespaces = {**workload_namespaces(model), **namespaces_in(decidable)}
     facts = namespace_facts(model) if manifests else {}
     baseline = [m for ns in facts.values() if ns.pod_security == "baseline" for m in baseline_policy_manifests(ns.name)]
     try:
@@ -133,6 +132,9 @@ def run_check(args: argparse.Namespace) -> int:
     except (CelError, PolicyError, ImportError) as error:
         common.err.print(f"[bold red]error[/] the stack's admission policy cannot be evaluated: {escape(str(error))}")
         return EXIT_USAGE
+    for item in objects:
+        if item.refused:
+            common.err.print(f"[bold red]error[/] {escape(item.label)}: {escape(item.refused)}")
     decisions = [
         refused(item.obj, item.refusal_line)
         if item.refused
@@ -196,6 +198,24 @@ def read_objects(path: Path) -> list[SourcedObject]:
             f"{path}: not UTF-8 text (byte 0x{data[error.start]:02x} at offset {error.start}); is it binary?"
         ) from None
     return read_documents(text, str(path))
+
+
+def refused_by_namespace(item: SourcedObject, namespaces: Mapping[str, Mapping[str, Any]]) -> SourcedObject:
+    """The object refused before admission for what its namespace lacks (a DRA claim asking for admin access where
+    the namespace does not allow it); as it is otherwise."""
+    from dataclasses import replace
+
+    from aks_gpu.admission.dra import admin_access_refusal
+    from aks_gpu.admission.evaluate import DEFAULT_NAMESPACE
+    from aks_gpu.admission.reader import REFUSED_BEFORE_ADMISSION
+
+    if item.refused or item.unrendered:
+        return item
+    written = (item.obj.get("metadata") or {}).get("namespace")
+    namespace = namespaces.get(written if isinstance(written, str) and written else DEFAULT_NAMESPACE) or {}
+    labels = (namespace.get("metadata") or {}).get("labels") or {}
+    line = admin_access_refusal(item.obj, labels if isinstance(labels, Mapping) else {})
+    return replace(item, refused=REFUSED_BEFORE_ADMISSION + line) if line is not None else item
 
 
 def namespaces_in(objects: list[SourcedObject]) -> dict[str, dict[str, Any]]:
