@@ -72,6 +72,12 @@ class KubernetesCalendar:
         return tuple(v.minor for v in sorted(found, key=lambda v: minor_key(v.minor)))
 
 
+# The first minor that serves admissionregistration.k8s.io/v1 MutatingAdmissionPolicy, GA and on by default
+# (k8s.io/kubernetes v1.36.3 pkg/features/kube_features.go, MutatingAdmissionPolicy; before it v1beta1, off by default,
+# which the API schemas of 1.35 confirm: tests/conformance): the platform's void policy needs it.
+MUTATING_ADMISSION_POLICY_SINCE = "1.36"
+
+
 def minor_key(minor: str) -> tuple[int, ...]:
     return tuple(int(part) for part in minor.split("."))
 

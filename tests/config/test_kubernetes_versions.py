@@ -135,3 +135,13 @@ def test_a_minor_without_announced_patches_is_not_checked_at_the_patch_level() -
     minor = next(v for v in CALENDAR.versions.values() if v.latest_patch is None and v.minor >= "1.37")
     errors, warnings = problems_on(minor.ga, kubernetesVersion=f"{minor.minor}.99")
     assert not any("patch" in message for message in errors + warnings)
+
+
+def test_a_version_without_mutating_admission_policies_says_the_device_void_policy_is_not_deployed() -> None:
+    # On READ_ON both 1.35 and 1.36 are supported; 1.35 serves MutatingAdmissionPolicy only as a beta off by default.
+    def warnings(version: str) -> list[str]:
+        validated = validate_stack(cluster(kubernetesVersion=version), SOURCE, today=READ_ON)
+        return [p.message for p in validated.warnings if p.path == "aks-gpu:admission"]
+
+    assert [w for w in warnings("1.35") if "aks-gpu-device-void is not deployed" in w]
+    assert warnings("1.36") == []

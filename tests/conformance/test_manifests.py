@@ -18,8 +18,11 @@ import kubernetes_validate  # type: ignore[import-untyped]
 import pytest
 from kubernetes_validate.utils import all_versions  # type: ignore[import-untyped]
 
+from aks_gpu.admission.policy import render_policy
+from aks_gpu.aks_facts import MUTATING_ADMISSION_POLICY_SINCE, minor_key
+from aks_gpu.resolved.model import resolve
 from tests.conformance import STACK_NAMES, Manifest, planned
-from tests.conftest import AKS_VERSIONS
+from tests.conftest import AKS_VERSIONS, stack_config
 
 # Kinds that are CustomResourceDefinitions, so no Kubernetes release schema knows them: each with who defines
 # it. Only these may be skipped; anything else kubernetes-validate does not know is a failure (a typo in
@@ -36,6 +39,14 @@ KNOWN_CRDS: dict[tuple[str, str], str] = {
     # https://prometheus-operator.dev/docs/api-reference/api/
     ("monitoring.coreos.com/v1", "PodMonitor"): "Prometheus Operator CRD",
     ("monitoring.coreos.com/v1", "PrometheusRule"): "Prometheus Operator CRD",
+}
+
+# Kinds the platform renders only from a Kubernetes minor on, each with that minor: a stack below it renders none
+# (test_a_stack_below_a_kinds_minor_renders_none_of_it), and a cluster never runs below its stack's minor, so these are
+# not validated against the supported minors before it.
+FROM_MINOR: dict[tuple[str, str], str] = {
+    ("admissionregistration.k8s.io/v1", "MutatingAdmissionPolicy"): MUTATING_ADMISSION_POLICY_SINCE,
+    ("admissionregistration.k8s.io/v1", "MutatingAdmissionPolicyBinding"): MUTATING_ADMISSION_POLICY_SINCE,
 }
 
 NO_MANIFESTS = "(no manifests)"
@@ -64,6 +75,9 @@ def test_manifest_is_valid_for_every_supported_kubernetes_version(stack: str, ve
     crd = KNOWN_CRDS.get((manifest["apiVersion"], manifest["kind"]))
     if crd is not None:
         pytest.skip(f"{manifest['kind']} is a CRD ({crd}): no Kubernetes release schema describes it")
+    since = FROM_MINOR.get((manifest["apiVersion"], manifest["kind"]))
+    if since is not None and minor_key(version) < minor_key(since):
+        pytest.skip(f"{manifest['kind']} is rendered from Kubernetes {since} on only")
     try:
         used = _validate(manifest, version)
     except kubernetes_validate.SchemaNotFoundError as exc:
@@ -73,6 +87,19 @@ def test_manifest_is_valid_for_every_supported_kubernetes_version(stack: str, ve
         pytest.fail(f"{file_name} is not valid for Kubernetes {version}: {where}: {exc.message}")
     # kubernetes-validate silently falls back to an older minor when it lacks one: it must not have here.
     assert used == version
+
+
+def test_a_stack_below_a_kinds_minor_renders_none_of_it() -> None:
+    for stack in STACK_NAMES:
+        config = stack_config(stack)
+        for since in set(FROM_MINOR.values()):
+            major, minor = (int(part) for part in since.split("."))
+            for version, rendered in ((f"{major}.{minor - 1}", False), (since, True)):
+                cluster = config.cluster.model_copy(update={"kubernetes_version": version})
+                model = resolve(config.model_copy(update={"cluster": cluster}))
+                kinds = {(m["apiVersion"], m["kind"]) for m in render_policy(model)}
+                gated = {kind for kind, first in FROM_MINOR.items() if first == since}
+                assert (gated <= kinds) is rendered and (not gated & kinds) is not rendered, (stack, version)
 
 
 def test_the_schemas_of_every_supported_version_are_bundled() -> None:

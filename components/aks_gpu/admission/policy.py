@@ -75,6 +75,7 @@ from aks_gpu.admission.chain import (
     selector_of,
 )
 from aks_gpu.admission.dra import CLAIM_SPEC_PATHS, GROUP, TEMPLATE, gpu_class_resources, gpu_devices
+from aks_gpu.aks_facts import MUTATING_ADMISSION_POLICY_SINCE, minor_key, minor_of
 from aks_gpu.naming import (
     GPU_NAMESPACE,
     GPU_TAINT_VALUE,
@@ -166,6 +167,8 @@ PDB_POLICY_NAME = platform_object_name("disruption-budgets")
 # container's env, which overrides the image's; the placement policy admits void.
 VOID_POLICY_NAME = platform_object_name("device-void")
 MUTATING_POLICY_KIND = "MutatingAdmissionPolicy"
+# From aks_facts.MUTATING_ADMISSION_POLICY_SINCE only (a cluster never runs below its stack's minor); an older stack's
+# plan says what that leaves open (config/rules/cluster.py).
 # The kubelet's mirror pods: annotated so, created by a member of system:nodes.
 # https://kubernetes.io/docs/reference/labels-annotations-taints/#kubernetes-io-config-mirror
 MIRROR_ANNOTATION = "kubernetes.io/config.mirror"
@@ -1061,7 +1064,8 @@ def mutating_binding_manifest(policy_name: str) -> Manifest:
 
 def render_policy(model: PlatformModel, network_policy: str | None = None) -> list[Manifest]:
     """The placement policy and its binding, then the device-env policy, the DRA claim policy, the Service policy and
-    the PodDisruptionBudget policy, each with its binding; nothing when ``admission.enabled`` is false."""
+    the PodDisruptionBudget policy, each with its binding, and from Kubernetes ``MUTATING_ADMISSION_POLICY_SINCE`` the mutating
+    device-void policy and its binding; nothing when ``admission.enabled`` is false."""
     if not model.config.admission.enabled:
         return []
     return [
@@ -1075,6 +1079,14 @@ def render_policy(model: PlatformModel, network_policy: str | None = None) -> li
         binding_manifest(model, SERVICE_POLICY_NAME, SERVICE_POLICY_NAME),
         pdb_policy_manifest(model, network_policy),
         binding_manifest(model, PDB_POLICY_NAME, PDB_POLICY_NAME),
-        void_policy_manifest(model, network_policy),
-        mutating_binding_manifest(VOID_POLICY_NAME),
+        *(
+            (void_policy_manifest(model, network_policy), mutating_binding_manifest(VOID_POLICY_NAME))
+            if void_policy_served(model.config.cluster.kubernetes_version)
+            else ()
+        ),
     ]
+
+
+def void_policy_served(kubernetes_version: str) -> bool:
+    """Whether a cluster at ``kubernetes_version`` serves the void policy's API (``MUTATING_ADMISSION_POLICY_SINCE``)."""
+    return minor_key(minor_of(kubernetes_version)) >= minor_key(MUTATING_ADMISSION_POLICY_SINCE)

@@ -9,7 +9,15 @@ import ipaddress
 import re
 
 from aks_gpu import naming
-from aks_gpu.aks_facts import KubernetesCalendar, MinorVersion, kubernetes_calendar, minor_of, refusal_tag
+from aks_gpu.aks_facts import (
+    MUTATING_ADMISSION_POLICY_SINCE,
+    KubernetesCalendar,
+    MinorVersion,
+    kubernetes_calendar,
+    minor_key,
+    minor_of,
+    refusal_tag,
+)
 from aks_gpu.config.models import ClusterConfig, StackConfig
 from aks_gpu.config.problems import Problem
 
@@ -18,6 +26,22 @@ P = naming.CONFIG_NAMESPACE
 
 def cluster_rules(config: StackConfig) -> list[Problem]:
     problems = []
+    minor = minor_of(config.cluster.kubernetes_version)
+    nvidia = any(pool.vendor == "nvidia" for pool in config.gpu_pools)
+    # An adopted cluster's version is not the stack's to set (nor known offline), as for the calendar's rule.
+    old_minor = not config.cluster.existing and minor_key(minor) < minor_key(MUTATING_ADMISSION_POLICY_SINCE)
+    if config.admission.enabled and nvidia and old_minor:
+        problems.append(
+            Problem(
+                f"{P}:admission",
+                f"cluster.kubernetesVersion {minor} serves no MutatingAdmissionPolicy (v1 from "
+                f"{MUTATING_ADMISSION_POLICY_SINCE}), so the platform's "
+                "aks-gpu-device-void is not deployed: a container that asks for no GPU, in a pod that asks for one, sees "
+                "every GPU of its node when its image sets NVIDIA_VISIBLE_DEVICES=all (CUDA images do); set "
+                "NVIDIA_VISIBLE_DEVICES=void in such containers, or upgrade",
+                "warning",
+            )
+        )
     if config.workloads and config.cluster.network_policy == "none":
         problems.append(
             Problem(
