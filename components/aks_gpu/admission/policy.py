@@ -76,6 +76,7 @@ from aks_gpu.admission.chain import (
 )
 from aks_gpu.admission.dra import CLAIM_SPEC_PATHS, GROUP, TEMPLATE, gpu_class_resources, gpu_devices
 from aks_gpu.aks_facts import MUTATING_ADMISSION_POLICY_SINCE, minor_key, minor_of
+from aks_gpu.config.models import PlatformConfig, StackConfig
 from aks_gpu.naming import (
     GPU_NAMESPACE,
     GPU_TAINT_VALUE,
@@ -1081,12 +1082,16 @@ def render_policy(model: PlatformModel, network_policy: str | None = None) -> li
         binding_manifest(model, PDB_POLICY_NAME, PDB_POLICY_NAME),
         *(
             (void_policy_manifest(model, network_policy), mutating_binding_manifest(VOID_POLICY_NAME))
-            if void_policy_served(model.config.cluster.kubernetes_version)
+            if void_policy_served(model.config)
             else ()
         ),
     ]
 
 
-def void_policy_served(kubernetes_version: str) -> bool:
-    """Whether a cluster at ``kubernetes_version`` serves the void policy's API (``MUTATING_ADMISSION_POLICY_SINCE``)."""
-    return minor_key(minor_of(kubernetes_version)) >= minor_key(MUTATING_ADMISSION_POLICY_SINCE)
+def void_policy_served(config: PlatformConfig) -> bool:
+    """Whether the stack's cluster serves the void policy's API (``MUTATING_ADMISSION_POLICY_SINCE``). A cluster the
+    stack does not create (adopted, or a component given the in-cluster sections only) has a version the stack does
+    not set: it is taken to be current, as the calendar's rule does not judge it either."""
+    if not isinstance(config, StackConfig) or config.cluster.existing:
+        return True
+    return minor_key(minor_of(config.cluster.kubernetes_version)) >= minor_key(MUTATING_ADMISSION_POLICY_SINCE)
