@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 
 from tests.conftest import PROJECT_DIR
+from tests.e2e.kube import Server
 
 TOOLS = PROJECT_DIR / ".tools" / "bin"
 # Every wait is bounded: one `local up` of a stack takes ~10 s here, a preview a few.
@@ -137,3 +138,16 @@ def clusters(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Clusters]:
         yield shared
     finally:
         shared.close()
+
+
+@pytest.fixture(scope="module")
+def prod(clusters: Clusters) -> LocalCluster:
+    """The prod stack's local cluster, shared by the modules that read or write objects on it (a module that needs a
+    cluster of its own defines its own ``prod``)."""
+    return clusters.get("prod")
+
+
+@pytest.fixture(scope="module")
+def server(prod: LocalCluster) -> Server:
+    """The prod cluster's API server, as the admission tests ask it."""
+    return Server(prod.kubeconfig)

@@ -31,7 +31,7 @@ from hypothesis import strategies as st
 from aks_gpu.admission.reader import GENERATED_SUFFIX
 from tests.admission import cost_objects
 from tests.admission.test_objects import OBJECTS_DIR, name_of, objects_of
-from tests.e2e.conftest import ENV, Clusters, LocalCluster
+from tests.e2e.conftest import ENV, LocalCluster
 from tests.e2e.kube import Answer, Server
 
 KNOWN_FILE = Path(__file__).parent / "known_disagreements.yaml"
@@ -137,16 +137,6 @@ def class_of(found: dict[str, Any], classes: list[dict[str, Any]]) -> str | None
 
 
 # ---------------------------------------------------------------- the cluster
-
-
-@pytest.fixture(scope="module")
-def prod(clusters: Clusters) -> LocalCluster:
-    return clusters.get(STACK)
-
-
-@pytest.fixture(scope="module")
-def server(prod: LocalCluster) -> Server:
-    return Server(prod.kubeconfig)
 
 
 @pytest.fixture(scope="module")

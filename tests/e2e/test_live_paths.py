@@ -26,7 +26,7 @@ from aks_gpu.local.control_plane import recorded_output_name, smi_exec
 from aks_gpu.naming import POOL_LABEL
 from aks_gpu.resolved.targets import smi_command
 from tests.conftest import PROJECT_DIR, stack_model
-from tests.e2e.conftest import Clusters, LocalCluster
+from tests.e2e.conftest import LocalCluster
 
 STACK = "prod"
 ACCOUNT, NAMESPACE = "aksgpu-reader", "default"
@@ -58,11 +58,6 @@ RECORDED_SMI = {
     "A100": PROJECT_DIR / "examples/snapshots/healthy/smi/aks-infer-31415926-vmss000000.txt",
 }
 EXEC_SERVED_TIMEOUT_S = 60
-
-
-@pytest.fixture(scope="module")
-def prod(clusters: Clusters) -> LocalCluster:
-    return clusters.get(STACK)
 
 
 @pytest.fixture(scope="module")

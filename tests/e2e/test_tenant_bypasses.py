@@ -19,22 +19,12 @@ import yaml
 from aks_gpu.naming import QUARANTINE_TAINT_EFFECT, QUARANTINE_TAINT_KEY, QUARANTINE_TAINT_VALUE
 from tests.admission.test_policy import mixed_mig
 from tests.conftest import PROJECT_DIR, raw_stack
-from tests.e2e.conftest import Clusters, LocalCluster, stop
+from tests.e2e.conftest import LocalCluster, stop
 from tests.e2e.kube import Answer, Server
 
 STACK = "prod"
 MIXED_STACK = "mixedmig"
 SCHEDULED_TIMEOUT_S = 60
-
-
-@pytest.fixture(scope="module")
-def prod(clusters: Clusters) -> LocalCluster:
-    return clusters.get(STACK)
-
-
-@pytest.fixture(scope="module")
-def server(prod: LocalCluster) -> Server:
-    return Server(prod.kubeconfig)
 
 
 def pod(name: str, namespace: str, containers: list[dict[str, Any]], **spec: Any) -> dict[str, Any]:
