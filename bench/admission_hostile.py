@@ -43,16 +43,29 @@ AKS_NODE_NAME = "aks-train-12345678-vmss{:06x}"
 
 
 def cases() -> list[tuple[str, str, dict[str, Any], str | None]]:
-    """(label, file format, object, what the decision's line must hold: None for admitted)."""
-    recorded = json.loads((PROJECT_DIR / "tests/fixtures/kubernetes_cel/costs/policy-objects.json").read_text())["decisions"]
-    env = recorded["env-11x1000"]
+    """(label, file format, object, what the decision's line must hold: None for admitted), as the real environment
+    decided each (vaph: tests/fixtures/kubernetes_cel/costs/, SOURCES.md)."""
+    costs = PROJECT_DIR / "tests/fixtures/kubernetes_cel/costs"
+    recorded = {
+        **json.loads((costs / "policy-objects.json").read_text())["decisions"],
+        **json.loads((costs / "hostile-deployments.json").read_text())["decisions"],
+    }
+
+    def server(name: str) -> str | None:
+        return None if recorded[name]["allowed"] else str(recorded[name]["message"])
+
     return [
         ("Deployment, 1 hostname (any check)", "json", pinned(1, AKS_NODE_NAME), None),
-        ("Deployment, 55,000 hostnames", "json", pinned(55_000, "n{}"), LIMIT_EXCEEDED),
-        ("Deployment, 55,000 of its pool's hostnames", "yaml", pinned(55_000, AKS_NODE_NAME), LIMIT_EXCEEDED),
-        ("Deployment, 215,000 hostnames", "json", pinned(215_000, "node-{}"), LIMIT_EXCEEDED),
+        ("Deployment, 55,000 hostnames", "json", pinned(55_000, "n{}"), server("deployment-55000-hostnames")),
+        (
+            "Deployment, 55,000 of its pool's hostnames",
+            "yaml",
+            pinned(55_000, AKS_NODE_NAME),
+            server("deployment-55000-pool-hostnames"),
+        ),
+        ("Deployment, 215,000 hostnames", "json", pinned(215_000, "node-{}"), server("deployment-215000-hostnames")),
         ("Pod, 75,000 nodeSelector keys", "yaml", gpu_pod_with_node_selector_keys(75_000), LIMIT_EXCEEDED),
-        ("Pod, 11 x 1,000 env vars", "yaml", pod_with_env(11, 1000), None if env["allowed"] else env["message"]),
+        ("Pod, 11 x 1,000 env vars", "yaml", pod_with_env(11, 1000), server("env-11x1000")),
     ]
 
 

@@ -315,8 +315,8 @@ def test_the_generated_family_meets_exactly_the_known_classes() -> None:
 
 
 def test_a_deployment_pinned_to_30000_hostnames_is_decided_as_the_server_does(server: Server, deployed: Path) -> None:
-    """Issue 40: the placement policy walks every pool's hostnames for a template (it has no PodNodeSelector selector
-    yet), 870,508 of the per-call limit's 1,000,000 here, which the offline check now costs with closures
+    """Issue 40: the placement policy walks every pool's hostnames for a template (judged with its namespace's node
+    selector, as its Pods will be), a large share of the per-call limit here, which the offline check now costs with closures
     (cel._BodyCompiler) instead of walking the parse tree per name: the server's decision and line, exactly. (This
     server took 24 s to answer on the shared 2-core machine, and at 40,000 and 55,000 names it gave up at its own
     60 s request timeout, 504, before answering; the cost cut-off beyond is held to vaph's records, test_cost.py.)"""
