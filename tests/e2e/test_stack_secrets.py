@@ -7,7 +7,6 @@ on a file backend (pulumi/pulumi sdk/go/common/resource/config/value.go writes t
 from __future__ import annotations
 
 import json
-import os
 import random
 import shutil
 import subprocess
@@ -17,6 +16,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from aks_gpu.local.engine import environment
 from tests.conftest import PROJECT_DIR, STACKS_DIR
 from tests.e2e.conftest import ENV, TOOLS, Clusters, LocalCluster
 
@@ -102,19 +102,11 @@ def test_under_the_real_engine_the_program_reads_the_plaintext_and_keeps_it_secr
 
     state = project.parent / "state"
     env = pulumi_env(state)
-    saved = {key: os.environ.get(key) for key in env}
-    os.environ.update(env)
-    try:
+    with environment(env):
         opts = auto.LocalWorkspaceOptions(work_dir=str(project), env_vars=env)
         stack = auto.select_stack("hush", "aks-gpu", program, opts=opts)
         stack.up(on_output=lambda _: None)
         output = stack.outputs()["webhook"]
-    finally:
-        for key, value in saved.items():
-            if value is None:
-                os.environ.pop(key, None)
-            else:
-                os.environ[key] = value
     assert output.value == WEBHOOK and output.secret
     assert not any(TOKEN in file.read_text(errors="replace") for file in state.rglob("*.json"))  # stored encrypted
 

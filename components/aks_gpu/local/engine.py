@@ -343,6 +343,22 @@ def local_stack_config(raw: Mapping[str, Any], kubeconfig: Path, left_out: Mappi
     return {key: json.dumps(value) if holds_secure_form(value) else value for key, value in config.items()}
 
 
+@contextlib.contextmanager
+def environment(env: Mapping[str, str]) -> Iterator[None]:
+    """``env`` in this process's environment while the block runs, each variable given back as it was (or removed)
+    after: an inline Pulumi program runs in this process, and its plugins read the engine's variables from here."""
+    saved = {key: os.environ.get(key) for key in env}
+    os.environ.update(env)
+    try:
+        yield
+    finally:
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+
+
 # ---------------------------------------------------------------- the Pulumi engine
 
 
@@ -398,9 +414,7 @@ class PulumiRun:
         # The stack file the workspace reads: the stack's own config, in the given-cluster mode.
         stack_file = {"config": self.stack_config}
         (self.paths.workspace / f"Pulumi.{self.paths.stack}.yaml").write_text(yaml.safe_dump(stack_file), encoding="utf-8")
-        saved = {key: os.environ.get(key) for key in env}
-        os.environ.update(env)
-        try:
+        with environment(env):
             project = auto.ProjectSettings(name="aks-gpu", runtime="python")
             stack = auto.create_or_select_stack(
                 stack_name=self.paths.stack,
@@ -415,12 +429,6 @@ class PulumiRun:
                 ),
             )
             yield stack
-        finally:
-            for key, value in saved.items():
-                if value is None:
-                    os.environ.pop(key, None)
-                else:
-                    os.environ[key] = value
 
 
 def pulumi_processes(pulumi_home: Path, proc: Path = Path("/proc")) -> list[int]:
