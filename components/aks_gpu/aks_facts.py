@@ -266,6 +266,12 @@ def immutable_fields() -> dict[str, tuple[ImmutableField, ...]]:
     }
 
 
+def fixed_at_creation(resource_type: str) -> list[str]:
+    """The camelCase input paths of ``resource_type`` Azure fixes at creation (data/immutable_fields.yaml): the
+    resource's ``replace_on_changes``, so the engine replaces it instead of sending an update AKS refuses."""
+    return [fixed.field for fixed in immutable_fields().get(resource_type, ())]
+
+
 # ---------------------------------------------------------------- arm64 (Grace) GPU nodes
 
 Arm64Status = Literal["yes", "no", "unknown", "unsettled"]

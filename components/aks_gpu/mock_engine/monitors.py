@@ -57,6 +57,7 @@ class RecordingMonitor(MockMonitor):
             "protect": bool(request.protect),
             "deleteBeforeReplace": bool(request.deleteBeforeReplace),
             "ignoreChanges": sorted(request.ignoreChanges),
+            "replaceOnChanges": sorted(request.replaceOnChanges),
             "provider": request.provider.split("::")[-1] if request.provider else None,
             "dependsOn": sorted(request.dependencies),
         }
