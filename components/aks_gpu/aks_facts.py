@@ -30,6 +30,7 @@ VM_SIZE_REGIONS_FILE = DATA_DIR / "vm_size_regions.yaml"
 API_VERSIONS_FILE = DATA_DIR / "azure_api_versions.yaml"
 NODE_RESOURCES_FILE = DATA_DIR / "node_resources.yaml"
 PROVIDER_RULES_FILE = DATA_DIR / "azure_native_rules.yaml"
+KUBERNETES_REPLACE_FILE = DATA_DIR / "kubernetes_replace_rules.yaml"
 
 
 def _read(path: Path) -> Any:
@@ -326,6 +327,58 @@ def provider_deletes_before_replace(resource_type: str) -> tuple[bool, str]:
     if found is not None:
         return found
     return True, f"not recorded for {resource_type}; the provider deletes first unless it named the resource at random"
+
+
+def fixed_at_creation(resource_type: str) -> list[str]:
+    """The camelCase input paths of ``resource_type`` Azure fixes at creation (data/immutable_fields.yaml): the
+    resource's ``replace_on_changes``, so the engine replaces it instead of sending an update AKS refuses."""
+    return [fixed.field for fixed in immutable_fields().get(resource_type, ())]
+
+
+# ---------------------------------------------------------------- what the Kubernetes provider replaces
+
+
+@dataclass(frozen=True)
+class KubernetesReplaceRule:
+    """A property of a Kubernetes object whose change the pulumi-kubernetes provider answers with a replacement."""
+
+    field: str
+    source: str
+
+
+@dataclass(frozen=True)
+class KubernetesProviderRules:
+    """The provider resource's own: which computed inputs force its replacement, and the identifier that decides."""
+
+    computed: tuple[str, ...]
+    identifier: str
+    source: str
+
+
+@lru_cache(maxsize=1)
+def _kubernetes_replace_rules() -> dict[str, Any]:
+    raw: dict[str, Any] = _read(KUBERNETES_REPLACE_FILE)
+    return raw
+
+
+def kubernetes_replace_rules(resource_type: str) -> tuple[KubernetesReplaceRule, ...]:
+    """The forceNew properties of a ``kubernetes:`` resource type (data/kubernetes_replace_rules.yaml): those of every
+    object, and its kind's; a Helm release's own."""
+    raw = _kubernetes_replace_rules()
+    releases = raw["helm_release"]
+    if resource_type in releases["types"]:
+        return tuple(KubernetesReplaceRule(field, releases["source"]) for field in releases["fields"])
+    every = raw["every_object"]
+    rules = [KubernetesReplaceRule(field, every["source"]) for field in every["fields"]]
+    kind = raw["kinds"].get(resource_type)
+    if kind is not None:
+        rules += [KubernetesReplaceRule(field, kind["source"]) for field in kind["fields"]]
+    return tuple(rules)
+
+
+def kubernetes_provider_rules() -> KubernetesProviderRules:
+    provider = _kubernetes_replace_rules()["provider"]
+    return KubernetesProviderRules(tuple(provider["computed"]), provider["identifier"], provider["source"])
 
 
 # ---------------------------------------------------------------- arm64 (Grace) GPU nodes
