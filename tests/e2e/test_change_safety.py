@@ -150,3 +150,53 @@ def test_the_plan_tells_a_change_as_the_engine_makes_it(deployed: tuple[AzureSta
     for urn, action in preview.ops().items():
         if action == "replace" and "$azure-native:containerservice:AgentPool::" in urn:
             assert preview.delete_first(urn), preview.steps[urn]
+
+
+def test_a_system_pool_change_is_refused_by_the_plan_and_dropped_by_the_engine(deployed: tuple[AzureStack, Path]) -> None:
+    """The program sends cluster.systemPool only when it creates the cluster (ignoreChanges: agentPoolProfiles): the
+    engine drops the change without a word, so the plan refuses it (exit 2) with what to do instead."""
+    stack, export = deployed
+    config = system_pool(stack.config)
+    preview = stack.preview(config)
+    assert preview.error is None, preview.error[-3000:]
+    assert not any(CLUSTER_URN in urn for urn in preview.ops()), preview.ops()
+    plan = Plan(stack.root, "systemPool", config, export)
+    assert plan.done.returncode == 2, plan.done.stdout[-2000:] + plan.done.stderr[-2000:]
+    assert "systemPool" in " ".join(plan.done.stderr.split())
+
+
+@pytest.fixture(scope="module")
+def protected(deployed: tuple[AzureStack, Path]) -> tuple[AzureStack, dict[str, Any], Path]:
+    """The same stack with its cluster and GPU pool protected (an `up` that changes only that), and its export. After
+    the unprotected scenarios: they need the stack as it was."""
+    stack, _ = deployed
+    config = setting("aks-gpu:cluster", protect=True)(gpu_pool(lambda pool: pool.update(protect=True))(stack.config))
+    stack.up(config)
+    return stack, config, stack.export(stack.root / "protected.json")
+
+
+@pytest.mark.parametrize(
+    ("scenario", "protected_urn"), [("vmSize", POOL_URN), ("networkPolicy", CLUSTER_URN)], ids=["pool", "cluster"]
+)
+def test_a_protected_resource_the_engine_would_replace_is_blocked(
+    protected: tuple[AzureStack, dict[str, Any], Path], scenario: str, protected_urn: str
+) -> None:
+    stack, base, export = protected
+    config = SCENARIOS[scenario](base)
+    preview = stack.preview(config)
+    assert any(protected_urn in urn for urn in blocked_in(preview)), (preview.error or "")[-3000:]
+    plan = Plan(stack.root, f"protected-{scenario}", config, export)
+    assert plan.done.returncode == 1
+    agree(plan, preview)
+
+
+@pytest.mark.parametrize("stack", SHIPPED)
+def test_every_shipped_stack_previews_cleanly_in_azure_mode(stack: str, tmp_path: Path) -> None:
+    """From nothing: every resource a create, no error (the program in Azure mode, its own config)."""
+    azure = AzureStack(tmp_path, stack, shipped_config(stack))
+    try:
+        preview = azure.preview()
+    finally:
+        azure.close()
+    assert preview.error is None, preview.error[-3000:]
+    assert preview.steps and set(preview.ops().values()) == {"create"}
