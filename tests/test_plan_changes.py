@@ -138,21 +138,42 @@ def test_the_autoscaled_count_is_no_change() -> None:
     assert plan_changes(deployed, result).changes == ()
 
 
-def test_a_replaced_cluster_takes_the_provider_and_everything_in_the_cluster_with_it() -> None:
+@pytest.mark.parametrize(
+    ("setting", "field"),
+    [("dnsPrefix", "dnsPrefix"), ("networkPolicy", "networkProfile.networkPolicy")],
+)
+def test_a_replaced_cluster_takes_the_provider_and_everything_in_the_cluster_with_it(setting: str, field: str) -> None:
     """The cascade: the cluster's id and name are unknown until it is replaced; the Kubernetes provider's cluster
-    identifier comes from its id (so it is replaced, and every object it serves), the pools' cluster from its name."""
+    identifier comes from its id (so it is replaced, and every object it serves), the pools' cluster (a path parameter
+    of theirs) from its name. dnsPrefix is fixed at creation (data/immutable_fields.yaml); the network policy engine
+    is one the azure-native provider replaces the cluster for (data/azure_native_rules.yaml)."""
     before = planned_result("dev")
-    after = planned("dev", lambda raw: raw["aks-gpu:cluster"].update(dnsPrefix="other"))
+    value = {"dnsPrefix": "other", "networkPolicy": "calico"}[setting]
+    after = planned("dev", lambda raw: raw["aks-gpu:cluster"].update({setting: value}))
     changes = plan_changes(state_of(before), after)
     [cluster] = [c for c in changes.changes if c.type == MANAGED_CLUSTER]
-    assert cluster.action == "replace" and cluster.fields == ("dnsPrefix",)
+    assert cluster.action == "replace" and field in cluster.fields and field in cluster.why
+    assert "delete-first" in cluster.why
     replaced = {c.urn for c in changes.changes if c.action == "replace" and c.urn != cluster.urn}
     in_cluster = {r.urn for r in after.resources if r.custom and r.type.startswith("kubernetes:")}
+    pools = {r.urn for r in after.by_type(AGENT_POOL)}
     [provider] = [r.urn for r in after.resources if r.type == KUBERNETES_PROVIDER]
-    assert in_cluster and in_cluster | {provider} <= replaced
+    assert in_cluster and pools and in_cluster | pools | {provider} <= replaced
     assert cluster.impact == {"resources": len(replaced)}
     provider_change = next(c for c in changes.changes if c.urn == provider)
     assert "clusterIdentifier comes from" in provider_change.why and "pulumi-kubernetes" in provider_change.why
+    pool_change = next(c for c in changes.changes if c.urn in pools)
+    assert "resourceName comes from platform-cluster-aks" in pool_change.why and "path-parameter" in pool_change.why
+
+
+def test_a_protected_cluster_replaced_is_blocked_and_so_are_its_protected_pools() -> None:
+    before = planned_result("prod")
+    after = planned("prod", lambda raw: raw["aks-gpu:cluster"].update(networkPolicy="calico"))
+    changes = plan_changes(state_of(before), after)
+    blocked = {(c.type, c.name) for c in only(changes, "blocked")}
+    assert (MANAGED_CLUSTER, "platform-cluster-aks") in blocked
+    protected_pools = {r.name for r in after.by_type(AGENT_POOL) if r.options["protect"]}
+    assert protected_pools and {(AGENT_POOL, name) for name in protected_pools} <= blocked
 
 
 def test_a_kubernetes_object_the_provider_replaces_is_a_replacement() -> None:
@@ -259,8 +280,8 @@ def test_the_table_is_whole_at_80_columns(tmp_path: Path, capsys: pytest.Capture
     words = " ".join(section.split())
     for value in (change["action"], change["type"], change["name"], *change["fields"], "nodes 2", "gpus 2"):
         assert value in words, value
-    # the why, word for word (wrapped at spaces, never cut)
-    assert " ".join(change["why"].split()) in words
+    # the why, every character in order (wrapped, a word longer than a line folded, never cut)
+    assert "".join(change["why"].split()) in "".join(section.split())
 
 
 # ---------------------------------------------------------------- --against: a `pulumi stack export`

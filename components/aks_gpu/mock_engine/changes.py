@@ -23,7 +23,13 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from aks_gpu.aks_facts import immutable_fields, kubernetes_provider_rules, kubernetes_replace_rules
+from aks_gpu.aks_facts import (
+    immutable_fields,
+    kubernetes_provider_rules,
+    kubernetes_replace_rules,
+    provider_deletes_before_replace,
+    provider_replace_rules,
+)
 from aks_gpu.catalog import load_catalog
 from aks_gpu.mock_engine.records import KUBE_PREFIX, SECRET, UNKNOWN, PlanResult, ResourceRecord
 from aks_gpu.mock_engine.urns import ROOT_STACK_TYPE, previous_urns
@@ -204,6 +210,10 @@ def replace_rules(record: ResourceRecord) -> list[_Rule]:
         fact = fixed.get(path)
         source = f"data/immutable_fields.yaml: {fact.source}" if fact else "the program"
         rules.append(_Rule(path, f"{path} is fixed at creation, {REPLACE_ON_CHANGES}; {source}"))
+    rules += [
+        _Rule(r.field, f"{r.field}: the azure-native provider replaces it ({r.rule}, {r.source})")
+        for r in provider_replace_rules(record.type)
+    ]
     if record.type.startswith(KUBE_PREFIX):
         rules += [
             _Rule(r.field, f"{r.field}: the Kubernetes provider replaces it (forceNew, {r.source})")
@@ -213,7 +223,24 @@ def replace_rules(record: ResourceRecord) -> list[_Rule]:
 
 
 def _replaced_by(paths: Sequence[str], rules: Sequence[_Rule]) -> list[_Rule]:
-    return [rule for rule in rules if any(_under(path, rule.path) for path in paths)]
+    """The rule each changed path falls under (the first that covers it), once each."""
+    hits = [next((rule for rule in rules if _under(path, rule.path)), None) for path in paths]
+    return list(dict.fromkeys(hit for hit in hits if hit is not None))
+
+
+def delete_first(record: ResourceRecord) -> str | None:
+    """Why a replacement of ``record`` deletes the old resource before it creates the new one (the resource is gone
+    in between), or None when the new one is created first."""
+    if record.options.get("deleteBeforeReplace"):
+        return "deleteBeforeReplace in the program (its name is its identity)"
+    if record.type.startswith("azure-native:"):
+        answer, why = provider_deletes_before_replace(record.type)
+        return f"the azure-native provider's Diff: {why}" if answer else None
+    if record.type.startswith(KUBE_PREFIX):
+        # A named object (every object the program registers has metadata.name) is replaced delete-first.
+        source = kubernetes_provider_rules().named_delete_first_source
+        return f"the Kubernetes provider's Diff deletes a named object first ({source})"
+    return None
 
 
 # ---------------------------------------------------------------- the plan against the deployed state
@@ -274,7 +301,8 @@ def plan_changes(deployed: Deployed, plan: PlanResult) -> ChangeSet:
             roots[record.urn] = ({record.urn} if own else set()).union(*(roots.get(urn, set()) for urn in causes))
             protected = bool(record.options.get("protect")) and old.protect
             action: Action = "blocked" if protected else "replace"
-            why = "; ".join(dict.fromkeys(whys))
+            first = delete_first(record)
+            why = "; ".join([*dict.fromkeys(whys), *([f"replaced delete-first: {first}"] if first else [])])
             changes.append(Change(record.type, record.name, record.urn, action, tuple(fields), _blocked(why, protected), {}))
         else:
             changes.append(Change(record.type, record.name, record.urn, "update", tuple(fields), "changes in place", {}))
