@@ -129,7 +129,10 @@ def test_fields_that_change_in_place_are_updates() -> None:
     deployed = with_pool_inputs(state_of(result), "train", osSKU="AzureLinux", maxCount=9, nodeTaints=[])
     change = of_pool(plan_changes(deployed, result), "train")
     assert change.action == "update"
-    assert set(change.fields) >= {"osSKU", "maxCount", "nodeTaints"} and change.impact == {}
+    assert set(change.fields) >= {"osSKU", "maxCount", "nodeTaints"}
+    # the pool as planned: up to maxCount nodes of 8 GPUs each, none drained by the update
+    [train] = [p for p in raw_stack("prod")["aks-gpu:gpuPools"] if p["name"] == "train"]
+    assert change.impact == {"nodes": train["maxCount"], "gpus": train["maxCount"] * 8}
 
 
 def test_the_autoscaled_count_is_no_change() -> None:

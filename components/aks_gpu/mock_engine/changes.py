@@ -313,7 +313,7 @@ def plan_changes(deployed: Deployed, plan: PlanResult) -> ChangeSet:
         why = "no longer in the program: the engine deletes it"
         action = "blocked" if old.protect else "delete"
         changes.append(Change(old.type, urn.rsplit("::", 1)[-1], urn, action, (), _blocked(why, old.protect), {}))
-    told = tuple(_with_impact(change, deployed, old_of, roots) for change in changes)
+    told = tuple(_with_impact(change, deployed, old_of, roots, plan) for change in changes)
     return ChangeSet(deployed.against, told, tuple(refusals))
 
 
@@ -420,12 +420,17 @@ def _first_profile(inputs: Mapping[str, Any]) -> Mapping[str, Any] | None:
 # ---------------------------------------------------------------- what each change costs
 
 
-def _with_impact(change: Change, deployed: Deployed, old_of: Mapping[str, str], roots: Mapping[str, set[str]]) -> Change:
-    if change.action not in ("replace", "delete", "blocked"):
-        return change
+def _with_impact(
+    change: Change, deployed: Deployed, old_of: Mapping[str, str], roots: Mapping[str, set[str]], plan: PlanResult
+) -> Change:
+    """An agent pool's nodes and GPUs: those a replacement or delete drains (the deployed pool's), those a create or
+    update leaves running (the planned pool's); the cluster's: the resources replaced with it (0 unless replaced)."""
     if change.type == AGENT_POOL:
-        old = deployed.resources.get(old_of.get(change.urn, change.urn))
-        inputs = old.inputs if old is not None else {}
+        if change.action in ("replace", "delete", "blocked"):
+            old = deployed.resources.get(old_of.get(change.urn, change.urn))
+            inputs = old.inputs if old is not None else {}
+        else:
+            inputs = next((r.inputs for r in plan.resources if r.urn == change.urn), {})
         return _replace(change, pool_impact(inputs))
     if change.type == MANAGED_CLUSTER:
         # What its replacement takes with it: every other resource replaced because of it.
