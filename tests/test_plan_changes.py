@@ -14,7 +14,7 @@ import pytest
 from aks_gpu.aks_facts import immutable_fields
 from aks_gpu.cli import main
 from aks_gpu.cli.deployed_state import SECRET_SIG, SIG_KEY, previous_plan_state
-from aks_gpu.mock_engine import SECRET, PlanResult, run_program
+from aks_gpu.mock_engine import FAKE_SUBSCRIPTION, SECRET, PlanResult, run_program
 from aks_gpu.mock_engine.changes import (
     AGENT_POOL,
     KUBERNETES_PROVIDER,
@@ -312,13 +312,17 @@ def export_of(result: PlanResult) -> dict[str, Any]:
         {"urn": provider, "custom": True, "id": "p-1", "type": "pulumi:providers:azure-native", "inputs": {"version": "3.29.0"}},
     ]
     for record in result.to_json()["resources"]:
+        inputs = dict(record["inputs"])
+        if record["type"] == "azure-native:authorization:RoleAssignment":
+            # the provider names a role assignment itself (a UUID), and its state keeps the name
+            inputs |= {"roleAssignmentName": "5f0c2f43-3c4b-4c1b-9d8e-2a3c1d0e9f11", "__createBeforeDelete": True}
         resources.append(
             {
                 "urn": record["urn"],
                 "custom": record["custom"],
                 "id": f"id-{record['name']}",
                 "type": record["type"],
-                "inputs": encrypted(record["inputs"]),
+                "inputs": encrypted(inputs),
                 "outputs": encrypted(record["inputs"]),
                 "parent": record["parent"] or STACK_URN,
                 "protect": record["options"]["protect"],
@@ -365,6 +369,9 @@ def test_against_a_hand_made_export_a_secret_is_compared_only_as_changed(tmp_pat
     [cluster] = [r for r in export["deployment"]["resources"] if r["type"] == MANAGED_CLUSTER]
     # A value that was plain and is a secret now: a change, told by its path only.
     cluster["inputs"]["tags"]["owner"] = {SIG_KEY: SECRET_SIG, "plaintext": '"the-plain-secret"'}
+    # What Azure gave back, which an offline plan cannot know: the role assignment's scope is the real cluster's id.
+    [grant] = [r for r in export["deployment"]["resources"] if r["type"] == "azure-native:authorization:RoleAssignment"]
+    grant["inputs"]["scope"] = grant["inputs"]["scope"].replace(FAKE_SUBSCRIPTION, "8f1c6a53-1d1e-4f8e-9d55-0e7c3b9a2f10")
     path = tmp_path / "export.json"
     path.write_text(json.dumps(export))
     assert plan(prod_file, tmp_path / "out", "--against", str(path)) == 0

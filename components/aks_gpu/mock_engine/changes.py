@@ -263,6 +263,7 @@ def plan_changes(deployed: Deployed, plan: PlanResult) -> ChangeSet:
             continue
         ignore = record.options.get("ignoreChanges") or ()
         computed = set(record.property_dependencies) if deployed.exported else set()
+        computed |= auto_named(record, old)
         fields = [
             p
             for p in changed_paths(dict(old.inputs), record.inputs)
@@ -315,6 +316,16 @@ def plan_changes(deployed: Deployed, plan: PlanResult) -> ChangeSet:
         changes.append(Change(old.type, urn.rsplit("::", 1)[-1], urn, action, (), _blocked(why, old.protect), {}))
     told = tuple(_with_impact(change, deployed, old_of, roots, plan) for change in changes)
     return ChangeSet(deployed.against, told, tuple(refusals))
+
+
+def auto_named(record: ResourceRecord, old: DeployedResource) -> set[str]:
+    """The name inputs the azure-native provider chose itself (a path parameter the program leaves out, such as a role
+    assignment's roleAssignmentName, a UUID): its Check keeps the deployed one, so they are no change."""
+    return {
+        rule.field
+        for rule in provider_replace_rules(record.type)
+        if rule.rule == "path-parameter" and rule.field not in record.inputs and rule.field in old.inputs
+    }
 
 
 def dependency_order(records: Sequence[ResourceRecord]) -> list[ResourceRecord]:
