@@ -353,6 +353,8 @@ class KubernetesProviderRules:
     computed: tuple[str, ...]
     identifier: str
     source: str
+    # Where the provider's Diff replaces a named object delete-first.
+    named_delete_first_source: str
 
 
 @lru_cache(maxsize=1)
@@ -377,8 +379,11 @@ def kubernetes_replace_rules(resource_type: str) -> tuple[KubernetesReplaceRule,
 
 
 def kubernetes_provider_rules() -> KubernetesProviderRules:
-    provider = _kubernetes_replace_rules()["provider"]
-    return KubernetesProviderRules(tuple(provider["computed"]), provider["identifier"], provider["source"])
+    raw = _kubernetes_replace_rules()
+    provider = raw["provider"]
+    return KubernetesProviderRules(
+        tuple(provider["computed"]), provider["identifier"], provider["source"], raw["named_object_delete_first"]["source"]
+    )
 
 
 # ---------------------------------------------------------------- arm64 (Grace) GPU nodes

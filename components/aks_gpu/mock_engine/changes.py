@@ -24,7 +24,13 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from aks_gpu.aks_facts import immutable_fields, kubernetes_provider_rules, kubernetes_replace_rules, provider_replace_rules
+from aks_gpu.aks_facts import (
+    immutable_fields,
+    kubernetes_provider_rules,
+    kubernetes_replace_rules,
+    provider_deletes_before_replace,
+    provider_replace_rules,
+)
 from aks_gpu.catalog import load_catalog
 from aks_gpu.mock_engine.mocks import FAKE_OBJECT_ID, FAKE_SUBSCRIPTION, FAKE_TENANT
 from aks_gpu.mock_engine.records import KUBE_PREFIX, SECRET, UNKNOWN, PlanResult, ResourceRecord
@@ -254,7 +260,24 @@ def replace_rules(record: ResourceRecord) -> list[_Rule]:
 
 
 def _replaced_by(paths: Sequence[str], rules: Sequence[_Rule]) -> list[_Rule]:
-    return [rule for rule in rules if any(_under(path, rule.path) for path in paths)]
+    """The rule each changed path falls under (the first that covers it), once each."""
+    hits = [next((rule for rule in rules if _under(path, rule.path)), None) for path in paths]
+    return list(dict.fromkeys(hit for hit in hits if hit is not None))
+
+
+def delete_first(record: ResourceRecord) -> str | None:
+    """Why a replacement of ``record`` deletes the old resource before it creates the new one (the resource is gone
+    in between), or None when the new one is created first."""
+    if record.options.get("deleteBeforeReplace"):
+        return "deleteBeforeReplace in the program (its name is its identity)"
+    if record.type.startswith("azure-native:"):
+        answer, why = provider_deletes_before_replace(record.type)
+        return f"the azure-native provider's Diff: {why}" if answer else None
+    if record.type.startswith(KUBE_PREFIX):
+        # A named object (every object the program registers has metadata.name) is replaced delete-first.
+        source = kubernetes_provider_rules().named_delete_first_source
+        return f"the Kubernetes provider's Diff deletes a named object first ({source})"
+    return None
 
 
 # ---------------------------------------------------------------- the plan against the deployed state
@@ -277,6 +300,7 @@ def plan_changes(deployed: Deployed, plan: PlanResult) -> ChangeSet:
             continue
         ignore = record.options.get("ignoreChanges") or ()
         computed = set(record.property_dependencies) if deployed.exported else set()
+        computed |= auto_named(record, old)
         before, after = dict(old.inputs), dict(record.inputs)
         if deployed.exported:
             before, after = exported_view(before, after, _is_provider(record))
@@ -316,7 +340,8 @@ def plan_changes(deployed: Deployed, plan: PlanResult) -> ChangeSet:
             roots[record.urn] = ({record.urn} if own else set()).union(*(roots.get(urn, set()) for urn in causes))
             protected = bool(record.options.get("protect")) and old.protect
             action: Action = "blocked" if protected else "replace"
-            why = "; ".join(dict.fromkeys(whys))
+            first = delete_first(record)
+            why = "; ".join([*dict.fromkeys(whys), *([f"replaced delete-first: {first}"] if first else [])])
             changes.append(Change(record.type, record.name, record.urn, action, tuple(fields), _blocked(why, protected), {}))
         else:
             changes.append(Change(record.type, record.name, record.urn, "update", tuple(fields), "changes in place", {}))
@@ -327,8 +352,18 @@ def plan_changes(deployed: Deployed, plan: PlanResult) -> ChangeSet:
         why = "no longer in the program: the engine deletes it"
         action = "blocked" if old.protect else "delete"
         changes.append(Change(old.type, urn.rsplit("::", 1)[-1], urn, action, (), _blocked(why, old.protect), {}))
-    told = tuple(_with_impact(change, deployed, old_of, roots) for change in changes)
+    told = tuple(_with_impact(change, deployed, old_of, roots, plan) for change in changes)
     return ChangeSet(deployed.against, told, tuple(refusals))
+
+
+def auto_named(record: ResourceRecord, old: DeployedResource) -> set[str]:
+    """The name inputs the azure-native provider chose itself (a path parameter the program leaves out, such as a role
+    assignment's roleAssignmentName, a UUID): its Check keeps the deployed one, so they are no change."""
+    return {
+        rule.field
+        for rule in provider_replace_rules(record.type)
+        if rule.rule == "path-parameter" and rule.field not in record.inputs and rule.field in old.inputs
+    }
 
 
 def dependency_order(records: Sequence[ResourceRecord]) -> list[ResourceRecord]:
@@ -434,12 +469,17 @@ def _first_profile(inputs: Mapping[str, Any]) -> Mapping[str, Any] | None:
 # ---------------------------------------------------------------- what each change costs
 
 
-def _with_impact(change: Change, deployed: Deployed, old_of: Mapping[str, str], roots: Mapping[str, set[str]]) -> Change:
-    if change.action not in ("replace", "delete", "blocked"):
-        return change
+def _with_impact(
+    change: Change, deployed: Deployed, old_of: Mapping[str, str], roots: Mapping[str, set[str]], plan: PlanResult
+) -> Change:
+    """An agent pool's nodes and GPUs: those a replacement or delete drains (the deployed pool's), those a create or
+    update leaves running (the planned pool's); the cluster's: the resources replaced with it (0 unless replaced)."""
     if change.type == AGENT_POOL:
-        old = deployed.resources.get(old_of.get(change.urn, change.urn))
-        inputs = old.inputs if old is not None else {}
+        if change.action in ("replace", "delete", "blocked"):
+            old = deployed.resources.get(old_of.get(change.urn, change.urn))
+            inputs = old.inputs if old is not None else {}
+        else:
+            inputs = next((r.inputs for r in plan.resources if r.urn == change.urn), {})
         return _replace(change, pool_impact(inputs))
     if change.type == MANAGED_CLUSTER:
         # What its replacement takes with it: every other resource replaced because of it.
