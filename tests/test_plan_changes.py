@@ -12,13 +12,13 @@ from typing import Any
 import pytest
 
 from aks_gpu.aks_facts import immutable_fields
+from aks_gpu.azure.cluster import MANAGED_CLUSTER_TYPE as MANAGED_CLUSTER
+from aks_gpu.azure.node_pool import AGENT_POOL_TYPE as AGENT_POOL
 from aks_gpu.cli import main
 from aks_gpu.cli.deployed_state import SECRET_SIG, SIG_KEY, previous_plan_state
 from aks_gpu.mock_engine import FAKE_SUBSCRIPTION, SECRET, PlanResult, run_program
 from aks_gpu.mock_engine.changes import (
-    AGENT_POOL,
     KUBERNETES_PROVIDER,
-    MANAGED_CLUSTER,
     Change,
     ChangeSet,
     Deployed,
