@@ -93,6 +93,31 @@ def test_an_unchanged_stack_has_no_changes() -> None:
     assert plan_changes(state_of(result), result).changes == ()
 
 
+def test_a_preview_plan_of_an_unchanged_stack_has_no_changes() -> None:
+    """--preview records what Azure computes as unknown: for a deployed resource, that is what it has."""
+    deployed = planned_result("prod")
+    preview = run_program(PROJECT_DIR, "prod", raw_stack("prod"), preview=True)
+    assert plan_changes(state_of(deployed), preview).changes == ()
+
+
+def test_a_given_cluster_object_the_kubernetes_provider_replaces_is_a_replacement(tmp_path: Path) -> None:
+    """Given-cluster mode (cluster.kubeconfig): no Azure resource, the Kubernetes provider judges every change."""
+    kubeconfig = tmp_path / "kubeconfig"
+    kubeconfig.write_text("clusters: [{name: c, cluster: {server: 'https://127.0.0.1:6443'}}]\n")
+    result = planned("prod", lambda raw: raw["aks-gpu:cluster"].update(kubeconfig=str(kubeconfig)))
+    assert not [r for r in result.resources if r.type.startswith("azure-native:")]
+    document = json.loads(json.dumps(result.to_json()))
+    [config_map, *_] = [r for r in document["resources"] if r["type"] == "kubernetes:core/v1:ConfigMap"]
+    config_map["inputs"]["data"] = {**config_map["inputs"].get("data", {}), "stale": "x"}
+    [namespace, *_] = [r for r in document["resources"] if r["type"] == "kubernetes:core/v1:Namespace"]
+    namespace["inputs"]["metadata"]["labels"] = {**namespace["inputs"]["metadata"].get("labels", {}), "stale": "x"}
+    changes = plan_changes(previous_plan_state(document, "before"), result)
+    assert {(c.name, c.action) for c in changes.changes} == {
+        (config_map["name"], "replace"),  # data: the provider's enableConfigMapMutable is off
+        (namespace["name"], "update"),  # a label changes in place
+    }
+
+
 @pytest.mark.parametrize("fixed", immutable_fields()[AGENT_POOL], ids=lambda fixed: fixed.field)
 def test_every_field_fixed_at_creation_replaces_the_pool_and_says_why(fixed: Any) -> None:
     """The doomed updates: AKS refuses them, so the program replaces (replace_on_changes); the plan names the rule and

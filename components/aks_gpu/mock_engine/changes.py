@@ -147,7 +147,8 @@ class _Rule:
 def changed_paths(before: Any, after: Any, prefix: str = "") -> list[str]:
     """The dotted paths where two input values differ (a list compared element by element as ``path[i]``). A secret
     on both sides cannot be compared (its value is never read): not a change; one side secret is a change. A value
-    the plan does not know (``[unknown]``) is a change."""
+    the plan does not know (``[unknown]``, in --preview) is what the deployed resource it comes from gives back: no
+    change (when that resource is replaced, the plan's dependency graph says so, ``plan_changes``)."""
     if isinstance(before, dict) and isinstance(after, dict):
         found: list[str] = []
         for key in sorted(set(before) | set(after), key=str):
@@ -164,7 +165,7 @@ def changed_paths(before: Any, after: Any, prefix: str = "") -> list[str]:
     if before == SECRET and after == SECRET:
         return []
     if after == UNKNOWN:
-        return [prefix]
+        return []
     return [] if before == after else [prefix]
 
 
