@@ -361,6 +361,14 @@ def export_of(result: PlanResult) -> dict[str, Any]:
     }
 
 
+def test_a_version_4_export_with_hooks_is_read(prod_file: Path, tmp_path: Path) -> None:
+    """The real CLI exports this program's stacks as version 4 (features: hooks, for its post-deploy hook)."""
+    export = tmp_path / "prod-export.json"
+    export.write_text(json.dumps({**export_of(planned_result("prod")), "version": 4, "features": ["hooks"]}))
+    assert plan(prod_file, tmp_path / "out", "--against", str(export)) == 0
+    assert json.loads((tmp_path / "out" / "changes.json").read_text())["changes"] == []
+
+
 def test_against_an_export_tells_the_same_changes_as_against_the_previous_plan(
     prod_file: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -410,7 +418,7 @@ def test_against_a_hand_made_export_a_secret_is_compared_only_as_changed(tmp_pat
     ("content", "message"),
     [
         ('{"version": 3, "deployment": {"resources": [{"urn": "urn:pulumi:prod', "not valid JSON"),
-        ('{"version": 2, "deployment": {"resources": []}}', "only version 3"),
+        ('{"version": 2, "deployment": {"resources": []}}', "only versions 3 and 4"),
         ('{"project": "aks-gpu", "resources": []}', "not a `pulumi stack export`"),
         ('{"version": 3, "deployment": {"resources": [{"urn": 5}]}}', "resources[0] is not a resource"),
         ('{"version": 3, "deployment": {"resources": [{"urn": "u", "type": "t", "inputs": []}]}}', "inputs is not an object"),

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import subprocess
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -45,6 +46,8 @@ REPLACE_OPS = frozenset({"replace", "create-replacement", "delete-replaced"})
 class Preview:
     # URN -> the engine's step ops for it, in the order the engine reported them.
     steps: dict[str, list[str]] = field(default_factory=dict)
+    # URN -> the input paths the engine reports changed (its detailed diff).
+    diffs: dict[str, list[str]] = field(default_factory=dict)
     error: str | None = None
 
     def ops(self) -> dict[str, str]:
@@ -105,6 +108,8 @@ class AzureStack:
             pre = event.resource_pre_event
             if pre is not None and pre.metadata.type != "pulumi:pulumi:Stack":
                 found.steps.setdefault(pre.metadata.urn, []).append(str(pre.metadata.op.value))
+                detailed = pre.metadata.detailed_diff or {}
+                found.diffs.setdefault(pre.metadata.urn, sorted(detailed) or list(pre.metadata.diffs or []))
 
         with self._stack(config or self.config) as stack:
             try:
@@ -114,12 +119,17 @@ class AzureStack:
         return found
 
     def export(self, path: Path) -> Path:
-        """``pulumi stack export`` of the deployed stack, written to ``path``."""
-        import json
-
-        with self._stack(self.config) as stack:
-            deployment = stack.export_stack()
-        path.write_text(json.dumps({"version": deployment.version, "deployment": deployment.deployment}), encoding="utf-8")
+        """``pulumi stack export --file PATH`` of the deployed stack, by the CLI itself (the Automation API's
+        export_stack leaves the export's ``features`` out)."""
+        with self._stack(self.config):  # the engine's variables (backend, passphrase, PULUMI_HOME) are set inside
+            subprocess.run(
+                [str(TOOLS / "pulumi"), "stack", "export", "--stack", self.stack, "--file", str(path)],
+                cwd=self.paths.workspace,
+                capture_output=True,
+                check=True,
+                timeout=120,
+                stdin=subprocess.DEVNULL,
+            )
         return path
 
     def close(self) -> None:

@@ -2,7 +2,7 @@
 ``--against FILE``, a ``pulumi stack export`` of the deployed stack (what a CI job can read without Azure).
 
 An export is the engine's checkpoint as JSON (pulumi/pulumi sdk/go/common/apitype/core.go@1b5949891b: ``version``
-3, ``deployment.resources``, each with ``urn``, ``type``, ``custom``, ``inputs``, ``outputs``, ``protect``, ``parent``,
+3 or 4, ``deployment.resources``, each with ``urn``, ``type``, ``custom``, ``inputs``, ``outputs``, ``protect``, ``parent``,
 ``dependencies``, ``provider``). Secrets stay encrypted there: an object whose ``4dabf18193072939515e22adb298388d``
 (sig.Key) is ``1b47061264138c4ac30d75fd1eb44270`` (sig.Secret), with a ``ciphertext`` (or, exported with
 --show-secrets, a ``plaintext``): read as ``[secret]``, its value never kept (sdk/go/common/resource/sig/sig.go).
@@ -20,7 +20,11 @@ from aks_gpu.input_files import InputFileError, decode_utf8, read_bounded
 from aks_gpu.mock_engine import SECRET
 from aks_gpu.mock_engine.changes import Deployed, DeployedResource
 
-EXPORT_VERSION = 3
+# Version 3, or 4 when the deployment uses a feature older CLIs cannot read, listed in the export's ``features``
+# (sdk/go/common/apitype/deployments.json). The program's post-deploy hook (resourceHooks) is one: the real CLI
+# (v3.274.1) exports every deployed stack of this program as version 4 with features ["hooks"]
+# (tests/e2e/test_change_safety.py exports one). The resources read here have the same shape in both.
+EXPORT_VERSIONS = (3, 4)
 SIG_KEY = "4dabf18193072939515e22adb298388d"
 SECRET_SIG = "1b47061264138c4ac30d75fd1eb44270"
 # A stack's checkpoint is a few MiB for hundreds of resources; far above any real one.
@@ -64,10 +68,10 @@ def export_resources(document: Any, shown_as: str) -> dict[str, DeployedResource
     if not isinstance(document, dict) or "deployment" not in document or "version" not in document:
         raise DeployedStateError(f"--against {shown_as}: not {what}; write one with `pulumi stack export --file FILE`")
     version = document["version"]
-    if version != EXPORT_VERSION or isinstance(version, bool):
+    if version not in EXPORT_VERSIONS or isinstance(version, bool):
         raise DeployedStateError(
-            f"--against {shown_as}: a deployment of version {clipped(repr(version), 40)}; only version {EXPORT_VERSION}"
-            " (what `pulumi stack export` writes) is read"
+            f"--against {shown_as}: a deployment of version {clipped(repr(version), 40)}; only versions 3 and 4 (what"
+            " `pulumi stack export` writes) are read"
         )
     deployment = document["deployment"]
     if not isinstance(deployment, dict):

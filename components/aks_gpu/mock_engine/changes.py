@@ -7,7 +7,8 @@ The rules, each with its source:
 - an input path on the resource's ``replaceOnChanges`` (the program sets every field of data/immutable_fields.yaml)
   replaces it (pulumi/pulumi pkg/resource/deploy/step_generator.go ``applyReplaceOnChanges``);
 - a Kubernetes object's forceNew properties replace it (data/kubernetes_replace_rules.yaml, pulumi-kubernetes);
-- the azure-native provider's own replace rules (data/azure_native_rules.yaml, from its source);
+- the azure-native provider's own replace rules (data/azure_native_rules.yaml, read from its source): its Diff
+  replaces a resource on a change at or under one of them;
 - an input that comes from a replaced resource is unknown until then: on a replace path it replaces this one too,
   and a resource whose provider is replaced is replaced (step_generator.go ``providerChanged``); this is the
   cascade a replaced cluster takes with it, read off the plan's own dependency graph;
@@ -33,6 +34,7 @@ from aks_gpu.aks_facts import (
 from aks_gpu.azure.cluster import MANAGED_CLUSTER_TYPE
 from aks_gpu.azure.node_pool import AGENT_POOL_TYPE
 from aks_gpu.catalog import load_catalog
+from aks_gpu.mock_engine.mocks import FAKE_OBJECT_ID, FAKE_SUBSCRIPTION, FAKE_TENANT
 from aks_gpu.mock_engine.records import KUBE_PREFIX, SECRET, UNKNOWN, PlanResult, ResourceRecord
 from aks_gpu.mock_engine.urns import ROOT_STACK_TYPE, previous_urns
 
@@ -169,6 +171,41 @@ def changed_paths(before: Any, after: Any, prefix: str = "") -> list[str]:
     return [] if before == after else [prefix]
 
 
+# The identity the mock engine answers invokes with (the deploying identity, its subscription and tenant): a plan input
+# made from them is the deployment's own in an export, which the plan cannot know; it is taken as deployed.
+_MOCK_IDENTITY = (FAKE_SUBSCRIPTION, FAKE_TENANT, FAKE_OBJECT_ID)
+
+
+def exported_view(old: Mapping[str, Any], new: Mapping[str, Any], provider: bool) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Both sides of a comparison with a `pulumi stack export`, as the engine compares them. The state holds a
+    resource's inputs as its provider checked them: an empty string, list or object is not recorded (the Kubernetes
+    provider leaves them out), and a provider resource's inputs carry the plugin ``version`` the engine adds; the
+    tests/e2e/test_change_safety.py previews under the real CLI show both."""
+    before, after = _pruned(dict(old)), _pruned(dict(new))
+    if provider:
+        before.pop("version", None)
+    return before, _as_deployed(after, before)
+
+
+def _pruned(value: Any) -> Any:
+    if isinstance(value, dict):
+        kept = {key: _pruned(item) for key, item in value.items()}
+        return {key: item for key, item in kept.items() if item not in ("", [], {}, None)}
+    if isinstance(value, list):
+        return [_pruned(item) for item in value]
+    return value
+
+
+def _as_deployed(new: Any, old: Any) -> Any:
+    if isinstance(new, str) and any(fake in new for fake in _MOCK_IDENTITY):
+        return old
+    if isinstance(new, dict) and isinstance(old, dict):
+        return {key: _as_deployed(item, old.get(key)) for key, item in new.items()}
+    if isinstance(new, list) and isinstance(old, list) and len(new) == len(old):
+        return [_as_deployed(item, before) for item, before in zip(new, old, strict=True)]
+    return new
+
+
 def _at_or_under(path: str, rule: str) -> bool:
     """Whether a change at ``path`` is at ``rule`` or inside it (``[*]`` in the rule matches any index)."""
     concrete = _wildcard(path)
@@ -264,10 +301,11 @@ def plan_changes(deployed: Deployed, plan: PlanResult) -> ChangeSet:
         ignore = record.options.get("ignoreChanges") or ()
         computed = set(record.property_dependencies) if deployed.exported else set()
         computed |= auto_named(record, old)
+        before, after = dict(old.inputs), dict(record.inputs)
+        if deployed.exported:
+            before, after = exported_view(before, after, _is_provider(record))
         fields = [
-            p
-            for p in changed_paths(dict(old.inputs), record.inputs)
-            if not _ignored(p, ignore) and p.split(".")[0].split("[")[0] not in computed
+            p for p in changed_paths(before, after) if not _ignored(p, ignore) and p.split(".")[0].split("[")[0] not in computed
         ]
         if record.type == MANAGED_CLUSTER_TYPE:
             refusals += system_pool_refusals(record, old)
