@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from aks_gpu.aks_facts import immutable_fields
+from aks_gpu.aks_facts import immutable_fields, kubernetes_replace_rules
 from aks_gpu.azure.cluster import MANAGED_CLUSTER_TYPE as MANAGED_CLUSTER
 from aks_gpu.azure.node_pool import AGENT_POOL_TYPE as AGENT_POOL
 from aks_gpu.cli import main
@@ -241,6 +241,17 @@ def test_the_system_pool_vm_size_on_a_running_cluster_is_refused_with_what_to_do
     assert "new system pool" in refusal.what_to_do
     # Nothing deployed yet: the cluster is created with it, nothing to refuse.
     assert plan_changes(Deployed(None, {}), after).refusals == ()
+
+
+def test_the_kubernetes_replace_rules_are_those_of_the_provider_the_e2e_tier_builds() -> None:
+    """Each rule names its source at the commit of tools/go/versions' PULUMI_KUBERNETES_PROVIDER_VERSION."""
+    versions = (PROJECT_DIR / "tools" / "go" / "versions").read_text()
+    [pinned] = [line.split("=", 1)[1] for line in versions.splitlines() if line.startswith("PULUMI_KUBERNETES_PROVIDER_VERSION=")]
+    commit = pinned.rsplit("-", 1)[1]
+    for kind in ("kubernetes:storage.k8s.io/v1:StorageClass", "kubernetes:batch/v1:Job", "kubernetes:core/v1:ConfigMap"):
+        rules = kubernetes_replace_rules(kind)
+        assert {"metadata.name", "metadata.namespace"} < {rule.field for rule in rules}, kind
+        assert all(rule.source.startswith("pulumi/pulumi-kubernetes ") and f"@{commit}" in rule.source for rule in rules)
 
 
 # ---------------------------------------------------------------- the command: changes.json, exit codes, the table
