@@ -100,43 +100,54 @@ class AzureStack:
         return {op: count for op, count in (result.summary.resource_changes or {}).items() if op != "same"}
 
     def preview(self, config: dict[str, Any] | None = None) -> Preview:
-        from pulumi.automation.errors import CommandError
-
-        found = Preview()
-
-        def on_event(event: Any) -> None:
-            pre = event.resource_pre_event
-            if pre is not None and pre.metadata.type != "pulumi:pulumi:Stack":
-                found.steps.setdefault(pre.metadata.urn, []).append(str(pre.metadata.op.value))
-                detailed = pre.metadata.detailed_diff or {}
-                found.diffs.setdefault(pre.metadata.urn, sorted(detailed) or list(pre.metadata.diffs or []))
-
         with self._stack(config or self.config) as stack:
-            try:
-                stack.preview(color="never", on_event=on_event)
-            except CommandError as exc:
-                found.error = str(exc)
-        return found
+            return preview_of(stack)
 
     def export(self, path: Path) -> Path:
-        """``pulumi stack export --file PATH`` of the deployed stack, by the CLI itself (the Automation API's
-        export_stack leaves the export's ``features`` out)."""
-        with self._stack(self.config):  # the engine's variables (backend, passphrase, PULUMI_HOME) are set inside
-            subprocess.run(
-                [str(TOOLS / "pulumi"), "stack", "export", "--stack", self.stack, "--file", str(path)],
-                cwd=self.paths.workspace,
-                capture_output=True,
-                check=True,
-                timeout=120,
-                stdin=subprocess.DEVNULL,
-            )
-        return path
+        """``pulumi stack export`` of the deployed stack, written to ``path``."""
+        with self._stack(self.config) as stack:
+            return export_of(stack, path)
 
     def close(self) -> None:
         end_processes(pulumi_processes(self.paths.pulumi_home))
         if self.cluster is not None:
             with contextlib.suppress(Exception):
                 self.cluster.delete()
+
+
+def preview_of(stack: Any) -> Preview:
+    """A preview of an Automation API stack, step by step as the engine reports them."""
+    from pulumi.automation.errors import CommandError
+
+    found = Preview()
+
+    def on_event(event: Any) -> None:
+        pre = event.resource_pre_event
+        if pre is not None and pre.metadata.type != "pulumi:pulumi:Stack":
+            found.steps.setdefault(pre.metadata.urn, []).append(str(pre.metadata.op.value))
+            detailed = pre.metadata.detailed_diff or {}
+            found.diffs.setdefault(pre.metadata.urn, sorted(detailed) or list(pre.metadata.diffs or []))
+
+    try:
+        stack.preview(color="never", on_event=on_event)
+    except CommandError as exc:
+        found.error = str(exc)
+    return found
+
+
+def export_of(stack: Any, path: Path) -> Path:
+    """``pulumi stack export --file PATH`` of an Automation API stack, by the CLI itself (the Automation API's
+    export_stack leaves the export's ``features`` out). Called inside ``PulumiRun.stack()``, whose engine variables
+    (backend, passphrase, PULUMI_HOME) are set then."""
+    subprocess.run(
+        [str(TOOLS / "pulumi"), "stack", "export", "--stack", stack.name, "--file", str(path)],
+        cwd=stack.workspace.work_dir,
+        capture_output=True,
+        check=True,
+        timeout=120,
+        stdin=subprocess.DEVNULL,
+    )
+    return path
 
 
 def with_cluster(root: Path, stack: str, config: dict[str, Any]) -> AzureStack:

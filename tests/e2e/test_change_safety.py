@@ -21,8 +21,8 @@ import pytest
 import yaml
 
 from tests.conftest import PROJECT_DIR
-from tests.e2e.azure_mode import AzureStack, Preview, changed, shipped_config, with_cluster
-from tests.e2e.conftest import ENV
+from tests.e2e.azure_mode import AzureStack, Preview, changed, export_of, preview_of, shipped_config, with_cluster
+from tests.e2e.conftest import ENV, TOOLS, start, stop
 
 STACK = "dev"
 AZURE = "$azure-native:"
@@ -200,3 +200,28 @@ def test_every_shipped_stack_previews_cleanly_in_azure_mode(stack: str, tmp_path
         azure.close()
     assert preview.error is None, preview.error[-3000:]
     assert preview.steps and set(preview.ops().values()) == {"create"}
+
+
+def test_in_given_cluster_mode_the_kubernetes_provider_judges_the_objects(tmp_path_factory: pytest.TempPathFactory) -> None:
+    """`aksgpu local up` deploys the dev stack in the given-cluster mode; a change of the pool's time-slicing replicas
+    changes the device plugin's ConfigMap data, which the real Kubernetes provider replaces (enableConfigMapMutable is
+    off): the plan says replace for it too, and the same for every other object."""
+    from aks_gpu.local.control_plane import LocalPaths
+    from aks_gpu.local.engine import PulumiRun
+    from aks_gpu.program import run_platform
+
+    cluster = start(tmp_path_factory, STACK)
+    try:
+        paths = LocalPaths(cluster.project, STACK)
+        deployed = yaml.safe_load((paths.workspace / f"Pulumi.{STACK}.yaml").read_text(encoding="utf-8"))["config"]
+        with PulumiRun(paths, TOOLS, deployed, run_platform).stack() as stack:
+            export = export_of(stack, cluster.project / "deployed.json")
+        config = gpu_pool(lambda pool: pool.update(timeSlicingReplicas=2))(deployed)
+        with PulumiRun(paths, TOOLS, config, run_platform).stack() as stack:
+            preview = preview_of(stack)
+        assert preview.error is None, preview.error[-3000:]
+        replaced = [urn for urn, action in preview.ops().items() if action == "replace"]
+        assert any("kubernetes:core/v1:ConfigMap::" in urn for urn in replaced), preview.ops()
+        agree(Plan(cluster.project, "given-cluster", config, export), preview)
+    finally:
+        stop(cluster)
