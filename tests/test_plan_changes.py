@@ -11,14 +11,14 @@ from typing import Any
 
 import pytest
 
-from aks_gpu.aks_facts import immutable_fields
+from aks_gpu.aks_facts import immutable_fields, kubernetes_replace_rules
+from aks_gpu.azure.cluster import MANAGED_CLUSTER_TYPE as MANAGED_CLUSTER
+from aks_gpu.azure.node_pool import AGENT_POOL_TYPE as AGENT_POOL
 from aks_gpu.cli import main
 from aks_gpu.cli.deployed_state import SECRET_SIG, SIG_KEY, previous_plan_state
 from aks_gpu.mock_engine import FAKE_SUBSCRIPTION, SECRET, PlanResult, run_program
 from aks_gpu.mock_engine.changes import (
-    AGENT_POOL,
     KUBERNETES_PROVIDER,
-    MANAGED_CLUSTER,
     Change,
     ChangeSet,
     Deployed,
@@ -91,6 +91,31 @@ def edit(stack_file: Path, old: str, new: str) -> None:
 def test_an_unchanged_stack_has_no_changes() -> None:
     result = planned_result("prod")
     assert plan_changes(state_of(result), result).changes == ()
+
+
+def test_a_preview_plan_of_an_unchanged_stack_has_no_changes() -> None:
+    """--preview records what Azure computes as unknown: for a deployed resource, that is what it has."""
+    deployed = planned_result("prod")
+    preview = run_program(PROJECT_DIR, "prod", raw_stack("prod"), preview=True)
+    assert plan_changes(state_of(deployed), preview).changes == ()
+
+
+def test_a_given_cluster_object_the_kubernetes_provider_replaces_is_a_replacement(tmp_path: Path) -> None:
+    """Given-cluster mode (cluster.kubeconfig): no Azure resource, the Kubernetes provider judges every change."""
+    kubeconfig = tmp_path / "kubeconfig"
+    kubeconfig.write_text("clusters: [{name: c, cluster: {server: 'https://127.0.0.1:6443'}}]\n")
+    result = planned("prod", lambda raw: raw["aks-gpu:cluster"].update(kubeconfig=str(kubeconfig)))
+    assert not [r for r in result.resources if r.type.startswith("azure-native:")]
+    document = json.loads(json.dumps(result.to_json()))
+    [config_map, *_] = [r for r in document["resources"] if r["type"] == "kubernetes:core/v1:ConfigMap"]
+    config_map["inputs"]["data"] = {**config_map["inputs"].get("data", {}), "stale": "x"}
+    [namespace, *_] = [r for r in document["resources"] if r["type"] == "kubernetes:core/v1:Namespace"]
+    namespace["inputs"]["metadata"]["labels"] = {**namespace["inputs"]["metadata"].get("labels", {}), "stale": "x"}
+    changes = plan_changes(previous_plan_state(document, "before"), result)
+    assert {(c.name, c.action) for c in changes.changes} == {
+        (config_map["name"], "replace"),  # data: the provider's enableConfigMapMutable is off
+        (namespace["name"], "update"),  # a label changes in place
+    }
 
 
 @pytest.mark.parametrize("fixed", immutable_fields()[AGENT_POOL], ids=lambda fixed: fixed.field)
@@ -216,6 +241,17 @@ def test_the_system_pool_vm_size_on_a_running_cluster_is_refused_with_what_to_do
     assert "new system pool" in refusal.what_to_do
     # Nothing deployed yet: the cluster is created with it, nothing to refuse.
     assert plan_changes(Deployed(None, {}), after).refusals == ()
+
+
+def test_the_kubernetes_replace_rules_are_those_of_the_provider_the_e2e_tier_builds() -> None:
+    """Each rule names its source at the commit of tools/go/versions' PULUMI_KUBERNETES_PROVIDER_VERSION."""
+    versions = (PROJECT_DIR / "tools" / "go" / "versions").read_text()
+    [pinned] = [line.split("=", 1)[1] for line in versions.splitlines() if line.startswith("PULUMI_KUBERNETES_PROVIDER_VERSION=")]
+    commit = pinned.rsplit("-", 1)[1]
+    for kind in ("kubernetes:storage.k8s.io/v1:StorageClass", "kubernetes:batch/v1:Job", "kubernetes:core/v1:ConfigMap"):
+        rules = kubernetes_replace_rules(kind)
+        assert {"metadata.name", "metadata.namespace"} < {rule.field for rule in rules}, kind
+        assert all(rule.source.startswith("pulumi/pulumi-kubernetes ") and f"@{commit}" in rule.source for rule in rules)
 
 
 # ---------------------------------------------------------------- the command: changes.json, exit codes, the table

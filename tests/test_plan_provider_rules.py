@@ -7,8 +7,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from aks_gpu.azure.cluster import MANAGED_CLUSTER_TYPE as MANAGED_CLUSTER
 from aks_gpu.cli.deployed_state import previous_plan_state
-from aks_gpu.mock_engine.changes import KUBERNETES_PROVIDER, MANAGED_CLUSTER, exported_view, plan_changes
+from aks_gpu.mock_engine.changes import KUBERNETES_PROVIDER, exported_view, plan_changes
 from aks_gpu.mock_engine.mocks import FAKE_OBJECT_ID, FAKE_SUBSCRIPTION
 from tests.conftest import PROJECT_DIR, planned_result, raw_stack
 

@@ -31,16 +31,15 @@ from aks_gpu.aks_facts import (
     provider_deletes_before_replace,
     provider_replace_rules,
 )
+from aks_gpu.azure.cluster import MANAGED_CLUSTER_TYPE
+from aks_gpu.azure.node_pool import AGENT_POOL_TYPE
 from aks_gpu.catalog import load_catalog
 from aks_gpu.mock_engine.mocks import FAKE_OBJECT_ID, FAKE_SUBSCRIPTION, FAKE_TENANT
 from aks_gpu.mock_engine.records import KUBE_PREFIX, SECRET, UNKNOWN, PlanResult, ResourceRecord
 from aks_gpu.mock_engine.urns import ROOT_STACK_TYPE, previous_urns
 
 Action = Literal["create", "update", "replace", "delete", "blocked"]
-ACTIONS: tuple[Action, ...] = ("create", "update", "replace", "delete", "blocked")
 
-AGENT_POOL = "azure-native:containerservice:AgentPool"
-MANAGED_CLUSTER = "azure-native:containerservice:ManagedCluster"
 KUBERNETES_PROVIDER = "pulumi:providers:kubernetes"
 PROVIDER_PREFIX = "pulumi:providers:"
 
@@ -150,7 +149,8 @@ class _Rule:
 def changed_paths(before: Any, after: Any, prefix: str = "") -> list[str]:
     """The dotted paths where two input values differ (a list compared element by element as ``path[i]``). A secret
     on both sides cannot be compared (its value is never read): not a change; one side secret is a change. A value
-    the plan does not know (``[unknown]``) is a change."""
+    the plan does not know (``[unknown]``, in --preview) is what the deployed resource it comes from gives back: no
+    change (when that resource is replaced, the plan's dependency graph says so, ``plan_changes``)."""
     if isinstance(before, dict) and isinstance(after, dict):
         found: list[str] = []
         for key in sorted(set(before) | set(after), key=str):
@@ -167,7 +167,7 @@ def changed_paths(before: Any, after: Any, prefix: str = "") -> list[str]:
     if before == SECRET and after == SECRET:
         return []
     if after == UNKNOWN:
-        return [prefix]
+        return []
     return [] if before == after else [prefix]
 
 
@@ -206,17 +206,17 @@ def _as_deployed(new: Any, old: Any) -> Any:
     return new
 
 
-def _under(path: str, rule: str) -> bool:
-    """Whether a change at ``path`` is a change at or under ``rule`` (``[*]`` matches any index), or of a whole value
-    that holds it (a changed ``spec`` holds ``spec.template``)."""
+def _at_or_under(path: str, rule: str) -> bool:
+    """Whether a change at ``path`` is at ``rule`` or inside it (``[*]`` in the rule matches any index)."""
     concrete = _wildcard(path)
-    return (
-        concrete == rule
-        or concrete.startswith(rule + ".")
-        or concrete.startswith(rule + "[")
-        or rule.startswith(concrete + ".")
-        or rule.startswith(concrete + "[")
-    )
+    return concrete == rule or concrete.startswith((rule + ".", rule + "["))
+
+
+def _under(path: str, rule: str) -> bool:
+    """Whether a change at ``path`` changes ``rule``: at it, inside it, or of a whole value that holds it (a changed
+    ``spec`` holds ``spec.template``)."""
+    concrete = _wildcard(path)
+    return _at_or_under(path, rule) or rule.startswith((concrete + ".", concrete + "["))
 
 
 def _wildcard(path: str) -> str:
@@ -233,7 +233,7 @@ def _wildcard(path: str) -> str:
 
 
 def _ignored(path: str, ignore_changes: Sequence[str]) -> bool:
-    return any(_under(path, ignored) and not ignored.startswith(_wildcard(path) + ".") for ignored in ignore_changes)
+    return any(_at_or_under(path, ignored) for ignored in ignore_changes)
 
 
 # ---------------------------------------------------------------- the rules, per resource
@@ -307,7 +307,7 @@ def plan_changes(deployed: Deployed, plan: PlanResult) -> ChangeSet:
         fields = [
             p for p in changed_paths(before, after) if not _ignored(p, ignore) and p.split(".")[0].split("[")[0] not in computed
         ]
-        if record.type == MANAGED_CLUSTER:
+        if record.type == MANAGED_CLUSTER_TYPE:
             refusals += system_pool_refusals(record, old)
         whys: list[str] = []
         # Inputs that come from a replaced resource are unknown until it is replaced.
@@ -418,8 +418,9 @@ def _provider_replaces(
     whys: list[str],
     causes: set[str],
 ) -> bool:
-    """The Kubernetes provider's DiffConfig: replaced when its cluster identifier changes or comes from a replaced
-    resource, or (with no identifier) when its kubeconfig does."""
+    """The Kubernetes provider's DiffConfig: replaced when its cluster identifier (or kubeconfig, context, cluster)
+    comes from a replaced resource, so is unknown, or when its cluster identifier changes. Whether it replaces this
+    one itself (not through a resource it depends on)."""
     rules = kubernetes_provider_rules()
     identifier = rules.identifier
     for key in unknown:
@@ -474,14 +475,14 @@ def _with_impact(
 ) -> Change:
     """An agent pool's nodes and GPUs: those a replacement or delete drains (the deployed pool's), those a create or
     update leaves running (the planned pool's); the cluster's: the resources replaced with it (0 unless replaced)."""
-    if change.type == AGENT_POOL:
+    if change.type == AGENT_POOL_TYPE:
         if change.action in ("replace", "delete", "blocked"):
             old = deployed.resources.get(old_of.get(change.urn, change.urn))
             inputs = old.inputs if old is not None else {}
         else:
             inputs = next((r.inputs for r in plan.resources if r.urn == change.urn), {})
         return _replace(change, pool_impact(inputs))
-    if change.type == MANAGED_CLUSTER:
+    if change.type == MANAGED_CLUSTER_TYPE:
         # What its replacement takes with it: every other resource replaced because of it.
         others = sum(1 for urn, started_by in roots.items() if urn != change.urn and change.urn in started_by)
         return _replace(change, {"resources": others})
@@ -511,6 +512,6 @@ def needs_attention(change: Change) -> bool:
         return True
     if change.action != "replace":
         return False
-    if change.type == MANAGED_CLUSTER:
+    if change.type == MANAGED_CLUSTER_TYPE:
         return True
-    return change.type == AGENT_POOL and change.impact.get("gpus") != 0
+    return change.type == AGENT_POOL_TYPE and change.impact.get("gpus") != 0
