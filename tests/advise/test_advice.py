@@ -68,12 +68,14 @@ def test_each_gpu_model_has_its_own_profiles() -> None:
 
 
 def test_time_slicing_where_the_gpu_has_no_mig() -> None:
-    (recommendation,) = advice_of([one(3000, 0.2, model="Tesla T4")]).recommendations
+    # A batch Job's pod (a Deployment's is a service, never time-sliced: tests/advise/test_kinds.py).
+    job = "batch-q8zt4"
+    (recommendation,) = advice_of([one(3000, 0.2, model="Tesla T4", pod=job)]).recommendations
     # 16 GB T4 = 15,258 MiB: four of 3,600 MiB fit by memory, four of 24% by compute; capped at four.
     assert (recommendation.recommend, recommendation.per_gpu) == ("time-slicing", 4)
-    (recommendation,) = advice_of([one(3000, 0.35, model="Tesla T4")]).recommendations
+    (recommendation,) = advice_of([one(3000, 0.35, model="Tesla T4", pod=job)]).recommendations
     assert (recommendation.recommend, recommendation.per_gpu) == ("time-slicing", 2)
-    (recommendation,) = advice_of([one(3000, 0.5, model="Tesla T4")]).recommendations
+    (recommendation,) = advice_of([one(3000, 0.5, model="Tesla T4", pod=job)]).recommendations
     assert recommendation.recommend == "keep"
 
 
@@ -131,7 +133,7 @@ def test_multi_gpu_and_mig_workloads_are_kept() -> None:
     on_mig = one(3000, 0.05)
     on_mig.extra = {"GPU_I_PROFILE": "1g.10gb", "GPU_I_ID": "7"}
     (recommendation,) = advice_of([on_mig]).recommendations
-    assert recommendation.recommend == "keep" and "already on the MIG instance 1g.10gb" in recommendation.why
+    assert recommendation.recommend == "keep" and "1g.10gb holds it, and no smaller instance does" in recommendation.why
 
 
 def test_a_scrape_with_honor_labels_false_reads_the_exported_pod() -> None:

@@ -9,6 +9,7 @@ evaluated.
 
 from __future__ import annotations
 
+import bisect
 import math
 import re
 from collections import Counter
@@ -23,6 +24,15 @@ from aks_gpu.naming import Vendor
 # The percentile the advice sizes for: a workload's usual busy peaks, not its one worst sample (the peak memory is
 # sized for separately: memory that does not fit fails the workload, compute that does not fit only slows it).
 PERCENTILE = 0.95
+# A serving workload is sized on its bursts: each hour's peak activity, and the 99th percentile of those peaks (the
+# second busiest hour of a week, the busiest of a day): a burst that recurs (a daily rush hour) is held, one spike in a
+# week is not. The p95 of point samples is no measure of a service's bursts: a 5-minute step shows one sample in ten
+# or more and a burst shorter than 5% of the window falls under it. Ours; why in docs/advise.md.
+BURST_PERCENTILE = 0.99
+_HOUR = 3600
+# A GPU whose activity never rose above 1% in the window did no work worth a GPU (released); a sample above it is the
+# workload active (its duty cycle counts them).
+IDLE_ACTIVITY = 0.01
 
 
 @dataclass(frozen=True)
@@ -102,6 +112,12 @@ class WorkloadUsage:
     span: float = 0.0  # seconds from its first sample to its last, plus a step
     share: float = 1.0  # of the span with samples (0-1)
     dropped: Mapping[str, int] = field(default_factory=dict)  # samples dropped, by reason
+    kind: str | None = None  # the owner's kind: kube_pod_owner's, or Deployment where the name has a pod-template-hash
+    burst_activity: float = 0.0  # the BURST_PERCENTILE of its hourly activity peaks
+    duty_cycle: float = 1.0  # the share of its activity samples above IDLE_ACTIVITY
+    active_hours: tuple[int, ...] = ()  # the hours of the day (UTC) it was active in on at least half the days seen
+    first: float = 0.0  # its first sample (Unix seconds)
+    last: float = 0.0  # and its last
 
 
 @dataclass(frozen=True)
@@ -142,6 +158,7 @@ class _Held:
     last: float = -math.inf
     step: float = 0.0
     dropped: Counter[str] = field(default_factory=Counter)
+    hours: dict[int, float] = field(default_factory=dict)  # hour (Unix seconds // 3600) -> peak activity in it
 
 
 def owner_of_pod(pod: str) -> str:
@@ -152,6 +169,13 @@ def owner_of_pod(pod: str) -> str:
         if matched:
             return matched["owner"]
     return pod
+
+
+def kind_of_pod(pod: str) -> str | None:
+    """The owner's kind as far as the pod's name says it: a Deployment where it carries a ReplicaSet's
+    pod-template-hash; None otherwise (``db-0`` is a StatefulSet's pod or a PyTorchJob's, ``job-abcde`` a Job's or a
+    RayCluster's: only kube_pod_owner tells)."""
+    return "Deployment" if _REPLICASET_POD.fullmatch(pod) else None
 
 
 def pod_owners(series: Sequence[Series]) -> dict[tuple[str, str], tuple[str, str]]:
@@ -271,11 +295,54 @@ def _read_exporter(
                 if metric == activity_name:
                     entry.activity.extend(kept)
                     entry.activity_metric = metric
+                    _hourly_peaks(one, factor, entry.hours)
                 else:
                     entry.activity_peaks.extend(kept)
             profile = _first(labels, exporter.mig_labels)
             if profile:
                 entry.mig_profile = profile
+
+
+def _hourly_peaks(one: Series, factor: float, hours: dict[int, float]) -> None:
+    """Each hour's peak activity (a share of time) of the series into ``hours`` (the peak over the pod's GPUs); values
+    no GPU can report left out. Slices of a run of samples one step apart, one an hour."""
+    if not one.step or not one.values:
+        return
+    offset = 0
+    for first, count in one.runs or ((one.start, len(one.values)),):
+        n = 0
+        while n < count:
+            hour = int((first + n * one.step) // _HOUR)
+            end = min(count, max(n + 1, math.ceil(((hour + 1) * _HOUR - first) / one.step)))
+            chunk = one.values[offset + n : offset + end]
+            peak = max(chunk) * factor
+            if peak > 1.0 or min(chunk) < 0:
+                peak = max((value * factor for value in chunk if 0 <= value * factor <= 1.0), default=-1.0)
+            if peak >= 0 and peak > hours.get(hour, -1.0):
+                hours[hour] = peak
+            n = end
+        offset += count
+
+
+def _active_hours(hours: Mapping[int, float]) -> tuple[int, ...]:
+    """The hours of the day (UTC) whose peak was above IDLE_ACTIVITY on at least half the days they were seen."""
+    seen: Counter[int] = Counter()
+    active: Counter[int] = Counter()
+    for hour, peak in hours.items():
+        seen[hour % 24] += 1
+        active[hour % 24] += peak > IDLE_ACTIVITY
+    return tuple(sorted(hour for hour, count in seen.items() if 2 * active[hour] >= count and active[hour]))
+
+
+def active_hours_text(hours: Sequence[int]) -> str:
+    """``(9, 10, 11, 14)`` -> ``09-12, 14-15 UTC``: the active hours as ranges of the day."""
+    ranges: list[list[int]] = []
+    for hour in hours:
+        if ranges and ranges[-1][1] == hour:
+            ranges[-1][1] = hour + 1
+        else:
+            ranges.append([hour, hour + 1])
+    return ", ".join(f"{start:02d}-{end:02d}" for start, end in ranges) + " UTC" if ranges else "no hour of the day"
 
 
 def read_usage(
@@ -321,6 +388,7 @@ def read_usage(
             continue
         memory, activity = sorted(entry.memory), sorted(entry.activity)
         kind, owner = owners.get((namespace, pod), (None, owner_of_pod(pod)))
+        peaks = sorted([*entry.hours.values(), *entry.activity_peaks]) or activity
         workloads.append(
             WorkloadUsage(
                 namespace=namespace,
@@ -341,6 +409,12 @@ def read_usage(
                 span=span,
                 share=share,
                 dropped=dict(sorted(entry.dropped.items())),
+                kind=kind or kind_of_pod(pod),
+                burst_activity=percentile(peaks, BURST_PERCENTILE),
+                duty_cycle=(len(activity) - bisect.bisect_right(activity, IDLE_ACTIVITY)) / len(activity) if activity else 0.0,
+                active_hours=_active_hours(entry.hours),
+                first=entry.first,
+                last=entry.last,
             )
         )
     return Usage(

@@ -67,7 +67,7 @@ class AdviceUsageError(Exception):
 
 def advice_from(args: argparse.Namespace) -> tuple[Any, str]:
     """The advice (``Advice``) and its currency, from --metrics or --prometheus; ``AdviceUsageError`` saying why not."""
-    from aks_gpu.advise.recommend import NodeFacts, Pricing, advise
+    from aks_gpu.advise.recommend import SERVING_TYPE, NodeFacts, Pricing, advise
     from aks_gpu.advise.series import AdviceInputError
     from aks_gpu.advise.usage import SUMMARY_HISTORY, read_usage
     from aks_gpu.audit.prices import load_prices
@@ -90,6 +90,7 @@ def advice_from(args: argparse.Namespace) -> tuple[Any, str]:
     except AdviceInputError as error:
         raise AdviceUsageError(str(error)) from None
     pools: dict[str, NodeFacts] = {}
+    serving: frozenset[str] = frozenset()
     if getattr(args, "stack", None):
         from aks_gpu.config.models import StackConfig
 
@@ -102,8 +103,9 @@ def advice_from(args: argparse.Namespace) -> tuple[Any, str]:
             )
             for pool in model.pools
         }
+        serving = frozenset(workload.name for workload in config.workloads if workload.type == SERVING_TYPE)
     prices = load_prices()
-    return advise(usage, Pricing(prices=prices, catalog=catalog, pools=pools)), prices.currency
+    return advise(usage, Pricing(prices=prices, catalog=catalog, pools=pools), serving), prices.currency
 
 
 def _live(args: argparse.Namespace) -> tuple[Any, bool]:
