@@ -25,6 +25,7 @@ class ExporterMetrics:
     host_labels: tuple[str, ...]  # the node
     gpu_labels: tuple[str, ...]  # which GPU of the node, the first present
     mig_labels: tuple[str, ...] = ()  # the MIG instance profile, on a series of a MIG instance
+    instance_labels: tuple[str, ...] = ()  # which MIG instance of the GPU, on a series of a MIG instance
     # Where an activity series is itself a summary (a recorded daily p95), the series of its peaks, for the idle test.
     activity_peaks: tuple[tuple[str, str], ...] = ()
 
@@ -55,6 +56,7 @@ DCGM = ExporterMetrics(
     host_labels=("Hostname", "hostname", "node"),
     gpu_labels=("UUID", "uuid", "gpu"),
     mig_labels=("GPU_I_PROFILE",),
+    instance_labels=("GPU_I_ID",),
 )
 # ROCm device-metrics-exporter v1.5.1: pkg/amdgpu/gpuagent/gpuagent_gpu_metrics.go (the mandatory labels gpu_id,
 # card_model, serial_number, pod, namespace, container, hostname, registered in lower case); units in

@@ -44,6 +44,8 @@ def recommendation_row(one: Recommendation) -> dict[str, Any]:
         "burstActivity": round(usage.burst_activity, 4),
         "dutyCycle": round(usage.duty_cycle, 3),
         "activeHours": list(usage.active_hours),
+        # Samples of its GPUs that had lost their pod labels (dcgm-exporter#342, #477), attributed to it.
+        "unlabelledSamples": usage.unlabelled,
     }
 
 

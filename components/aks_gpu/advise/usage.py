@@ -15,6 +15,7 @@ import re
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Literal
 
 from aks_gpu.advise.metrics import EXPORTED_PREFIX, EXPORTER_DAEMONSETS, EXPORTERS, POD_OWNER_METRIC, ExporterMetrics
 from aks_gpu.advise.series import AdviceInputError, Series
@@ -118,6 +119,7 @@ class WorkloadUsage:
     active_hours: tuple[int, ...] = ()  # the hours of the day (UTC) it was active in on at least half the days seen
     first: float = 0.0  # its first sample (Unix seconds)
     last: float = 0.0  # and its last
+    unlabelled: int = 0  # samples of its GPUs that had lost their pod labels, attributed to it (per GPU)
 
 
 @dataclass(frozen=True)
@@ -159,6 +161,19 @@ class _Held:
     step: float = 0.0
     dropped: Counter[str] = field(default_factory=Counter)
     hours: dict[int, float] = field(default_factory=dict)  # hour (Unix seconds // 3600) -> peak activity in it
+    # Each GPU (or MIG instance) it held: its first and last labelled sample there.
+    spans: dict[tuple[str, str, str], tuple[float, float]] = field(default_factory=dict)
+    unlabelled: int = 0
+
+
+@dataclass(frozen=True)
+class _Unlabelled:
+    """A series of a GPU without a workload's pod label (dcgm-exporter#342, #477 lose them), for attribution."""
+
+    series: Series
+    factor: float
+    reading: Literal["memory", "activity", "peaks"]
+    model: GpuModel
 
 
 def owner_of_pod(pod: str) -> str:
@@ -241,6 +256,7 @@ def _read_exporter(
     held: dict[tuple[str, str], _Held],
     unheld: dict[tuple[str, str], GpuModel],
     owners: Mapping[tuple[str, str], tuple[str, str]],
+    unlabelled: dict[tuple[str, str, str], list[_Unlabelled]],
 ) -> None:
     memory = series_by_metric.get(exporter.memory_used) or []
     activity_name, scale = next(((name, factor) for name, factor in exporter.activity if series_by_metric.get(name)), (None, 1.0))
@@ -276,8 +292,14 @@ def _read_exporter(
                     )
                 models[product] = model
             namespace, pod = labels.get(prefix + "namespace"), labels.get(prefix + "pod")
+            where = (host, gpu, _first(labels, exporter.instance_labels) or "")
+            reading: Literal["memory", "activity", "peaks"] = (
+                "memory" if metric == memory_name else "activity" if metric == activity_name else "peaks"
+            )
             if not (namespace and pod) or _is_agent(namespace, pod, owners):
                 unheld.setdefault((host, gpu), model)
+                if one.values:
+                    unlabelled.setdefault(where, []).append(_Unlabelled(one, factor, reading, model))
                 continue
             entry = held.get((namespace, pod))
             if entry is None:
@@ -285,6 +307,8 @@ def _read_exporter(
             entry.gpus.add((host, gpu))
             if one.values:
                 entry.first, entry.last = min(entry.first, one.start), max(entry.last, one.end)
+                first, last = entry.spans.get(where, (one.start, one.end))
+                entry.spans[where] = (min(first, one.start), max(last, one.end))
             if one.step and (not entry.step or one.step < entry.step):
                 entry.step = one.step
             if metric == memory_name:
@@ -365,8 +389,9 @@ def read_usage(
     owners = pod_owners(series_by_metric.get(POD_OWNER_METRIC) or [])
     held: dict[tuple[str, str], _Held] = {}
     unheld: dict[tuple[str, str], GpuModel] = {}
+    unlabelled: dict[tuple[str, str, str], list[_Unlabelled]] = {}
     for exporter in exporters:
-        _read_exporter(exporter, series_by_metric, catalog, held, unheld, owners)
+        _read_exporter(exporter, series_by_metric, catalog, held, unheld, owners, unlabelled)
     if not held:
         raise AdviceInputError(
             "no series carries a workload's pod label (namespace and pod, or exported_namespace and exported_pod): "
@@ -374,7 +399,7 @@ def read_usage(
             "pod held a GPU; the pod labels there name the exporter itself, not a workload"
         )
     workloads: list[WorkloadUsage] = []
-    not_evaluated: list[NotEvaluated] = []
+    not_evaluated: list[NotEvaluated] = _attribute(unlabelled, held)
     held_gpus = {gpu for entry in held.values() for gpu in entry.gpus}
     idle = tuple(IdleGpu(host, gpu, model) for (host, gpu), model in sorted(unheld.items()) if (host, gpu) not in held_gpus)
     for (namespace, pod), entry in sorted(held.items()):
@@ -415,6 +440,7 @@ def read_usage(
                 active_hours=_active_hours(entry.hours),
                 first=entry.first,
                 last=entry.last,
+                unlabelled=entry.unlabelled // max(1, len(entry.gpus)),
             )
         )
     return Usage(
@@ -424,6 +450,66 @@ def read_usage(
         idle=idle,
         busy_hosts=frozenset(host for host, _ in held_gpus),
     )
+
+
+def _attribute(
+    unlabelled: Mapping[tuple[str, str, str], Sequence[_Unlabelled]], held: Mapping[tuple[str, str], _Held]
+) -> list[NotEvaluated]:
+    """Attribute the samples of a GPU that lost their pod labels to the pod that held the GPU then: the one pod whose
+    labelled samples of that GPU (that MIG instance) come before and after them (a pod holds the GPUs it was given
+    from its start to its end). Busy samples of a GPU no pod held then, as far as the labels show, are refused and
+    counted (listed as not evaluated); idle ones are the GPU idle between pods."""
+    holders: dict[tuple[str, str, str], list[tuple[float, float, _Held]]] = {}
+    for entry in held.values():
+        for where, (first, last) in entry.spans.items():
+            holders.setdefault(where, []).append((first, last, entry))
+    refused: list[NotEvaluated] = []
+    for where, found in sorted(unlabelled.items()):
+        spans = holders.get(where, [])
+        if not spans:
+            continue  # a GPU no pod held: idle capacity
+        busy = 0
+        for one in found:
+            taken: dict[int, tuple[_Held, list[float], list[float]]] = {}
+            for time, value in zip(one.series.times(), one.series.values, strict=False):
+                owners = [entry for first, last, entry in spans if first <= time <= last]
+                if len(owners) == 1:
+                    _, times, values = taken.setdefault(id(owners[0]), (owners[0], [], []))
+                    times.append(time)
+                    values.append(value)
+                elif one.reading == "activity" and IDLE_ACTIVITY < value * one.factor <= 1.0:
+                    busy += 1
+            for entry, times, values in taken.values():
+                _add(entry, one, times, values)
+        if busy:
+            host, gpu, instance = where
+            refused.append(
+                NotEvaluated(
+                    f"{host} {gpu}" + (f" instance {instance}" if instance else ""),
+                    f"{busy} busy sample(s) without a pod label while no pod held it as far as the labels show "
+                    "(the exporter lost them: dcgm-exporter#342, #477): not attributed to any workload",
+                )
+            )
+    return refused
+
+
+def _add(entry: _Held, one: _Unlabelled, times: Sequence[float], values: Sequence[float]) -> None:
+    """Samples of ``entry``'s GPU that had lost their labels, read as its own."""
+    if one.reading == "memory":
+        limit = one.model.memory_gib * _MIB_PER_GIB
+        entry.memory.extend(_kept(values, 1.0, limit, MEMORY_ABOVE_TOTAL, MEMORY_NEGATIVE, entry.dropped))
+        return
+    kept = _kept(values, one.factor, 1.0, ACTIVITY_OUT_OF_RANGE, ACTIVITY_OUT_OF_RANGE, entry.dropped)
+    if one.reading == "peaks":
+        entry.activity_peaks.extend(kept)
+        return
+    entry.activity.extend(kept)
+    entry.unlabelled += len(values)
+    for time, value in zip(times, values, strict=True):
+        share = value * one.factor
+        hour = int(time // _HOUR)
+        if 0 <= share <= 1.0 and share > entry.hours.get(hour, -1.0):
+            entry.hours[hour] = share
 
 
 def hours_text(seconds: float) -> str:
