@@ -324,3 +324,15 @@ def test_busy_samples_without_labels_no_pod_held_are_refused_and_counted() -> No
     assert one.usage.unlabelled == 0
     ((what, why),) = [(entry.what, entry.why) for entry in advice.usage.not_evaluated]
     assert what == f"{gpus[0].host} {gpus[0].uuid}" and why.startswith(f"{HOUR} busy sample(s) without a pod label")
+
+
+def test_a_mig_instance_without_activity_is_sized_by_memory_and_never_released() -> None:
+    # DCGM reports no utilisation percentage for a MIG instance (0): not idle, and not sized down on compute.
+    responses = dcgm_responses([mig("3g.40gb", 5000, 0.0)], WEEK, activity_metric="DCGM_FI_DEV_GPU_UTIL")
+    catalog = load_catalog()
+    usage = read_usage(series_of(responses), catalog)
+    (one,) = advise(usage, Pricing(prices=load_prices(), catalog=catalog)).recommendations
+    assert one.recommend == "keep" and "not reported" in one.why
+    responses = dcgm_responses([mig("1g.10gb", 9000, 0.0)], WEEK, activity_metric="DCGM_FI_DEV_GPU_UTIL")
+    (one,) = advise(read_usage(series_of(responses), catalog), Pricing(prices=load_prices(), catalog=catalog)).recommendations
+    assert (one.recommend, one.profile) == ("mig", "2g.20gb")

@@ -71,6 +71,10 @@ AMD = ExporterMetrics(
     gpu_labels=("serial_number", "gpu_id"),
 )
 EXPORTERS = (DCGM, AMD)
+# Activity DCGM does not report for a MIG instance (it reads 0 there): the utilisation percentage. NVIDIA's answer in
+# https://github.com/NVIDIA/dcgm-exporter/issues/216 ("no plans to support DCGM_FI_DEV_GPU_UTIL for MIG instances";
+# DCGM_FI_PROF_GR_ENGINE_ACTIVE instead).
+NO_MIG_ACTIVITY = "DCGM_FI_DEV_GPU_UTIL"
 # The workload's labels. Scraped with honor_labels false (as GpuMonitoring scrapes), Prometheus renames the exporter's
 # own pod/namespace/container to exported_* because the target has labels of those names (the exporter's pod):
 # https://prometheus.io/docs/prometheus/latest/configuration/configuration/#scrape_config (honor_labels).

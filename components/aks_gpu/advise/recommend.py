@@ -15,6 +15,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
+from aks_gpu.advise.metrics import NO_MIG_ACTIVITY
 from aks_gpu.advise.usage import IDLE_ACTIVITY, IdleGpu, Usage, WorkloadUsage, active_hours_text
 from aks_gpu.audit.prices import Prices
 from aks_gpu.catalog import Catalog, GpuModel, MigInstance
@@ -282,6 +283,9 @@ def _decide(group: Sequence[WorkloadUsage], how: SizedAs, kind_why: str) -> tupl
     peak_activity = max(one.peak_activity for one in group)
     gpus = max(one.gpus for one in group)
     mig = next((one.mig_profile for one in group if one.mig_profile), None)
+    if mig and any(NO_MIG_ACTIVITY in one.activity_metric for one in group):
+        # No activity on a MIG instance: sized by its memory alone, never down on compute it may use.
+        return _resize(model, mig, peak_memory * (1 + HEADROOM), None, f"not reported ({NO_MIG_ACTIVITY})", peak_memory)
     if peak_activity <= IDLE_ACTIVITY:
         return "release", None, None, 0, f"idle through the window: activity peaked at {_percent(peak_activity)}"
     if how == "distributed":
@@ -331,15 +335,16 @@ def _decide(group: Sequence[WorkloadUsage], how: SizedAs, kind_why: str) -> tupl
 
 
 def _resize(
-    model: GpuModel, current: str, memory_needed: float, activity: float, measured: str, peak_memory: float
+    model: GpuModel, current: str, memory_needed: float, activity: float | None, measured: str, peak_memory: float
 ) -> tuple[Recommend, str | None, str | None, int, str]:
     """A workload already on the MIG instance ``current``, resized: the smallest profile that holds its memory and
     compute with headroom. Its activity is a share of its own instance (DCGM reports a MIG instance's profiling fields
-    for the instance), so the slices it uses are that share of the instance's slices."""
+    for the instance: a 1g instance reaches 100%, https://github.com/NVIDIA/DCGM/issues/138), so the slices it uses
+    are that share of the instance's slices; where activity is not known (None), the slices it has."""
     slices_now = profile_slices(current)
     memory_now = profile_memory_mib(current)
-    slices_needed = activity * slices_now * (1 + HEADROOM)
-    saturated = activity >= SATURATED
+    slices_needed = slices_now if activity is None else activity * slices_now * (1 + HEADROOM)
+    saturated = activity is not None and activity >= SATURATED
     if saturated:
         slices_needed = max(slices_needed, slices_now + 1)
     need = (
