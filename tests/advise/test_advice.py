@@ -9,9 +9,9 @@ from collections.abc import Sequence
 
 import pytest
 
-from aks_gpu.advise.recommend import HEADROOM, IDLE_ACTIVITY, Advice, NodeFacts, Pricing, advise, profile_memory_mib
+from aks_gpu.advise.recommend import HEADROOM, Advice, NodeFacts, Pricing, advise, profile_memory_mib
 from aks_gpu.advise.series import AdviceInputError, parse_query_range
-from aks_gpu.advise.usage import owner_of_pod, read_usage
+from aks_gpu.advise.usage import IDLE_ACTIVITY, owner_of_pod, read_usage
 from aks_gpu.audit.prices import load_prices
 from aks_gpu.catalog import load_catalog
 from tests.advise.histories import Gpu, dcgm_responses, query_range

@@ -287,9 +287,9 @@ def test_the_json_has_kind_duty_cycle_and_how_it_was_sized(capsys: pytest.Captur
 # --- 1. spans of a GPU whose samples lost their pod labels ---------------------------------------------------------
 
 
-def relabelled(lost: Callable[[int], bool], memory: Callable[[int], float], activity: Callable[[int], float]) -> list[Gpu]:
-    """One GPU held all week by one pod, whose samples carry no pod labels at the steps ``lost`` says (the exporter
-    restarted without the kubelet's pod-resources socket: dcgm-exporter#342, #477): the same GPU, two series."""
+def relabelled(memory: Callable[[int], float], activity: Callable[[int], float]) -> list[Gpu]:
+    """One GPU held all week by one pod, as two series: with its pod labels, and without them (the exporter restarted
+    without the kubelet's pod-resources socket: dcgm-exporter#342, #477); which samples each has is the test's."""
     labelled = on(0, "chat-7d9c5b6f4-x2k9p", memory=memory, activity=activity)
     bare = Gpu(labelled.host, 0, model_name=A100, memory=memory, activity=activity)
     return [labelled, bare]
@@ -298,9 +298,8 @@ def relabelled(lost: Callable[[int], bool], memory: Callable[[int], float], acti
 def test_a_span_without_labels_between_the_pods_samples_is_its_own() -> None:
     # Labels lost from day 2 to day 5, when the service peaked at 15,000 MiB (3,000 the rest of the week): read
     # without those days, a 1g.10gb would run it out of memory.
-    lost = lambda n: 2 * DAY <= n < 5 * DAY  # noqa: E731
-    gpus = relabelled(lost, lambda n: 15000.0 if n == 3 * DAY else 3000.0, lambda n: 0.05)
-    advice = advice_of(gpus, keep=lambda pod, n: lost(n) is (pod is None))
+    gpus = relabelled(lambda n: 15000.0 if n == 3 * DAY else 3000.0, lambda n: 0.05)
+    advice = advice_of(gpus, keep=lambda pod, n: (2 * DAY <= n < 5 * DAY) is (pod is None))
     (one,) = advice.recommendations
     assert one.usage.peak_memory_mib == 15000 and (one.recommend, one.profile) == ("mig", "2g.20gb")
     assert one.usage.unlabelled == 3 * DAY and one.usage.share == 1.0
@@ -308,16 +307,15 @@ def test_a_span_without_labels_between_the_pods_samples_is_its_own() -> None:
 
 
 def test_a_pod_whose_labels_were_mostly_lost_is_evaluated_on_its_whole_week() -> None:
-    lost = lambda n: DAY <= n < 6 * DAY  # noqa: E731
-    gpus = relabelled(lost, lambda n: 3000.0, lambda n: 0.05)
-    (one,) = advice_of(gpus, keep=lambda pod, n: lost(n) is (pod is None)).recommendations
+    gpus = relabelled(lambda n: 3000.0, lambda n: 0.05)
+    (one,) = advice_of(gpus, keep=lambda pod, n: (DAY <= n < 6 * DAY) is (pod is None)).recommendations
     assert one.usage.samples == WEEK and one.usage.unlabelled == 5 * DAY
 
 
 def test_busy_samples_without_labels_no_pod_held_are_refused_and_counted() -> None:
     # The pod ran days 0-3; the GPU was busy without labels on day 5 (no pod's labelled samples around it) and idle
     # without labels the rest of the time (a GPU between pods: not counted).
-    gpus = relabelled(lambda n: n >= 3 * DAY, lambda n: 3000.0, lambda n: 0.5 if 5 * DAY <= n < 5 * DAY + HOUR else 0.0)
+    gpus = relabelled(lambda n: 3000.0, lambda n: 0.5 if 5 * DAY <= n < 5 * DAY + HOUR else 0.0)
     gpus[0].activity = lambda n: 0.2
     advice = advice_of(gpus, keep=lambda pod, n: (n >= 3 * DAY) is (pod is None))
     (one,) = advice.recommendations

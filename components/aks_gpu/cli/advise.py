@@ -14,8 +14,9 @@ from aks_gpu.cli.common import EXIT_FAILED, EXIT_OK, EXIT_USAGE, err, load_stack
 
 _DESCRIPTION = """\
 From the GPU exporters' history (DCGM exporter, ROCm device metrics exporter), what each workload (pod, grouped by its
-owner) should run on: `mig` (the smallest MIG instance of its GPU model that holds its peak memory and p95 activity
-with 20% headroom), `time-slicing` (several such workloads on one GPU), `release` (idle through the window) or `keep`;
+owner) should run on: `mig` (the smallest MIG instance of its GPU model that holds its peak memory and p95 activity,
+a service's bursts, with 20% headroom; a workload on a MIG instance resized both ways), `time-slicing` (several such
+workloads on one GPU; never a service), `release` (idle through the window) or `keep` (a distributed job stays whole);
 the pool change that carries it, and the monthly saving at the price table's list prices (name the stack, or keep
 AKS's node names, for the VM size and region).
 
