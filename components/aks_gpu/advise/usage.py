@@ -15,6 +15,7 @@ import re
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from itertools import pairwise
 from typing import Literal
 
 from aks_gpu.advise.metrics import EXPORTED_PREFIX, EXPORTER_DAEMONSETS, EXPORTERS, POD_OWNER_METRIC, ExporterMetrics
@@ -329,33 +330,38 @@ def _read_exporter(
 
 def _hourly_peaks(one: Series, factor: float, hours: dict[int, float]) -> None:
     """Each hour's peak activity (a share of time) of the series into ``hours`` (the peak over the pod's GPUs); values
-    no GPU can report left out. Slices of a run of samples one step apart, one an hour."""
+    no GPU can report left out. One slice of a run of samples an hour (a day's summary: one sample, its own hour)."""
     if not one.step or not one.values:
         return
     offset = 0
     for first, count in one.runs or ((one.start, len(one.values)),):
-        n = 0
-        while n < count:
-            hour = int((first + n * one.step) // _HOUR)
-            end = min(count, max(n + 1, math.ceil(((hour + 1) * _HOUR - first) / one.step)))
-            chunk = one.values[offset + n : offset + end]
-            peak = max(chunk) * factor
-            if peak > 1.0 or min(chunk) < 0:
-                peak = max((value * factor for value in chunk if 0 <= value * factor <= 1.0), default=-1.0)
-            if peak >= 0 and peak > hours.get(hour, -1.0):
-                hours[hour] = peak
-            n = end
+        run = one.values[offset : offset + count]
         offset += count
+        # The run's hour boundaries: the first hour's samples, then one hour's (or one sample's) each.
+        lead = min(count, max(1, math.ceil(((first // _HOUR + 1) * _HOUR - first) / one.step)))
+        per = max(1, round(_HOUR / one.step))
+        bounds = [0, *range(lead, count, per), count]
+        if min(run) >= 0 and max(run) * factor <= 1.0:
+            peaks = [max(run[start:end]) * factor for start, end in pairwise(bounds)]
+        else:
+            peaks = [
+                max((value * factor for value in run[start:end] if 0 <= value * factor <= 1.0), default=-1.0)
+                for start, end in pairwise(bounds)
+            ]
+        for start, peak in zip(bounds, peaks, strict=False):
+            hour = int((first + start * one.step) // _HOUR)
+            if peak > hours.get(hour, -1.0):
+                hours[hour] = peak
 
 
 def _active_hours(hours: Mapping[int, float]) -> tuple[int, ...]:
     """The hours of the day (UTC) whose peak was above IDLE_ACTIVITY on at least half the days they were seen."""
-    seen: Counter[int] = Counter()
-    active: Counter[int] = Counter()
+    seen, active = [0] * 24, [0] * 24
     for hour, peak in hours.items():
         seen[hour % 24] += 1
-        active[hour % 24] += peak > IDLE_ACTIVITY
-    return tuple(sorted(hour for hour, count in seen.items() if 2 * active[hour] >= count and active[hour]))
+        if peak > IDLE_ACTIVITY:
+            active[hour % 24] += 1
+    return tuple(hour for hour in range(24) if active[hour] and 2 * active[hour] >= seen[hour])
 
 
 def active_hours_text(hours: Sequence[int]) -> str:
