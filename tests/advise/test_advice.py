@@ -179,6 +179,10 @@ def test_nan_samples_are_left_out_and_errors_name_the_metric() -> None:
     text = query_range([{"metric": {"a": "b"}, "values": [[1, "NaN"], [2, "5"], [3, "+Inf"]]}])
     (series,) = parse_query_range("m", text)
     assert series.values == (5.0,) and (series.start, series.end) == (1.0, 3.0)
+    assert list(series.times()) == [2.0]  # each value's time, the samples left out skipped
+    gap = query_range([{"metric": {}, "values": [[0, "1"], [300, "2"], [1200, "3"], [1500, "4"]]}])
+    (series,) = parse_query_range("m", gap)
+    assert series.runs == ((0.0, 2), (1200.0, 2)) and list(series.times()) == [0.0, 300.0, 1200.0, 1500.0]
     with pytest.raises(AdviceInputError, match="m: not a Prometheus query_range response: not JSON"):
         parse_query_range("m", "{")
     with pytest.raises(AdviceInputError, match="did not succeed"):

@@ -31,8 +31,8 @@ SERVING_KINDS = frozenset({"Deployment", "StatefulSet", "LeaderWorkerSet", "Infe
 SERVING_TYPE = "inference"
 # Owner kinds whose pods work as one job across GPUs (collectives over NCCL): Kubeflow's PyTorchJob and MPIJob,
 # JobSet, KubeRay's RayJob and RayCluster (whose workers KubeRay creates itself), LeaderWorkerSet. A MIG instance has no
-# GPU-to-GPU P2P, over PCIe or NVLink (NVIDIA's MIG user guide, "Application Considerations":
-# https://docs.nvidia.com/datacenter/tesla/mig-user-guide/#application-considerations), so they are kept whole.
+# GPU-to-GPU P2P, over PCIe or NVLink (NVIDIA's MIG user guide, https://docs.nvidia.com/datacenter/tesla/mig-user-guide/,
+# its application considerations), so they are kept whole.
 DISTRIBUTED_KINDS = frozenset({"PyTorchJob", "MPIJob", "JobSet", "RayJob", "RayCluster", "LeaderWorkerSet"})
 # Pods of one owner that move together (a job's ranks): two or more, held at the same time, whose first samples are
 # within this of each other inside the window (started as one), and whose last samples are too, or who run to the
