@@ -1,0 +1,110 @@
+"""The diagnostic Job a GPU node is proven with, and what its verdict does to the node (issue 43 item 1)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from aks_gpu.gpu.diag import Grade
+from aks_gpu.naming import DIAGNOSTIC_TAINT_VALUE, HOSTNAME_LABEL, QUARANTINE_TAINT_KEY, QUARANTINE_TAINT_VALUE
+from aks_gpu.validation.diagnostics import (
+    DEADLINE_SECONDS,
+    diagnostic_job_manifest,
+    grade_node,
+    job_name,
+    node_action,
+)
+from tests.conftest import stack_model
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
+POOLS = {pool.name: pool for pool in stack_model("prod").pools}
+
+
+def pod_spec(job: dict[str, Any]) -> dict[str, Any]:
+    spec: dict[str, Any] = job["spec"]["template"]["spec"]
+    return spec
+
+
+def test_the_job_is_pinned_to_its_node_and_asks_for_every_gpu_of_it() -> None:
+    job = diagnostic_job_manifest(POOLS["train"], "aks-train-31415926-vmss000000", 3)
+    spec = pod_spec(job)
+    assert spec["nodeSelector"][HOSTNAME_LABEL] == "aks-train-31415926-vmss000000"
+    assert spec["nodeSelector"]["aks-gpu/pool"] == "train"
+    containers = spec["initContainers"] + spec["containers"]
+    assert [c["name"] for c in containers] == ["dcgm-diag", "cuda-context", "nccl"]
+    # Every container holds all 8 GPUs: no GPU work can share the node while it runs.
+    assert all(c["resources"]["limits"]["nvidia.com/gpu"] == "8" for c in containers)
+    assert "dcgmi diag -r 3 -j" in containers[0]["command"][-1]
+    assert "all_reduce_perf -b 8 -e 16G -f 2 -g 8" in containers[2]["command"][-1]
+    assert job["spec"]["activeDeadlineSeconds"] == DEADLINE_SECONDS[3] and job["spec"]["backoffLimit"] == 0
+
+
+def test_the_job_runs_on_a_quarantined_cordoned_node() -> None:
+    keys = {t["key"] for t in pod_spec(diagnostic_job_manifest(POOLS["train"], "n", 2))["tolerations"]}
+    assert {QUARANTINE_TAINT_KEY, "node.kubernetes.io/unschedulable", "nvidia.com/gpu"} <= keys
+
+
+def test_a_single_gpu_or_mig_pool_runs_no_nccl_and_asks_for_every_unit() -> None:
+    spec = pod_spec(diagnostic_job_manifest(POOLS["infer"], "n", 1))
+    names = [c["name"] for c in spec["initContainers"] + spec["containers"]]
+    assert names == ["dcgm-diag", "cuda-context"]
+    assert spec["containers"][0]["resources"]["limits"]["nvidia.com/gpu"] == "7"  # 7 MIG instances of its A100
+
+
+def test_a_long_node_name_still_makes_a_valid_job_name() -> None:
+    name = job_name("aks-" + "x" * 70)
+    assert len(name) <= 63 and name.startswith("gpu-diag-")
+    assert job_name("aks-" + "x" * 70) != job_name("aks-" + "x" * 69 + "y")
+
+
+def test_a_node_is_graded_from_every_tool_it_ran() -> None:
+    dcgm = (FIXTURES / "diag/01_dcgmi-diag-r2_8xa100_dcgm3.3.3_pass.txt").read_text()
+    cuda = (FIXTURES / "diag/20_deviceQuery_cuda-sample_error802.txt").read_text()
+    nccl = (FIXTURES / "diag/10_all_reduce_perf_8xh100_256M-2G_nvls.txt").read_text()
+    train = POOLS["train"]
+    faulty = grade_node(train, {"dcgm-diag": dcgm, "cuda-context": cuda, "nccl": nccl}, 2)
+    # DCGM passes, yet CUDA cannot start: the fabric manager is down (issue 43: nodes that pass every SMI check).
+    assert faulty.state == "unhealthy" and "fabric manager" in faulty.part
+    missing = grade_node(train, {"dcgm-diag": dcgm, "nccl": nccl}, 2)
+    assert missing.state == "inconclusive" and "cuda-context" in missing.part
+
+
+def node(taints: list[dict[str, str]], unschedulable: bool = False) -> dict[str, Any]:
+    return {"metadata": {"name": "n"}, "spec": {"taints": taints, "unschedulable": unschedulable}}
+
+
+OURS = {"key": QUARANTINE_TAINT_KEY, "value": DIAGNOSTIC_TAINT_VALUE, "effect": "NoSchedule"}
+ENGINES = {"key": QUARANTINE_TAINT_KEY, "value": QUARANTINE_TAINT_VALUE, "effect": "NoSchedule"}
+GPU = {"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"}
+
+
+def test_a_failing_node_is_tainted_and_cordoned_keeping_its_other_taints() -> None:
+    done = node_action(node([GPU]), Grade("node", "unhealthy", "dcgm-diag: PCIe"))
+    assert done.action == "quarantine" and done.patch is not None
+    assert done.patch["spec"]["unschedulable"] is True and done.patch["spec"]["taints"] == [GPU, OURS]
+
+
+@pytest.mark.parametrize("state", ["healthy", "inconclusive"])
+def test_a_healthy_or_inconclusive_node_that_was_never_quarantined_is_left_alone(state: str) -> None:
+    assert node_action(node([GPU]), Grade("node", state, "" if state == "healthy" else "pcie skipped")).action == "none"  # type: ignore[arg-type]
+
+
+def test_a_quarantined_node_returns_only_after_a_passing_diagnostic() -> None:
+    held = node([GPU, OURS], unschedulable=True)
+    assert node_action(held, Grade("node", "inconclusive", "pcie skipped")).action == "none"
+    assert node_action(held, Grade("node", "unhealthy", "x")).action == "none"
+    back = node_action(held, Grade("node", "healthy"))
+    assert back.action == "return" and back.patch == {"spec": {"taints": [GPU], "unschedulable": False}}
+
+
+def test_a_pass_never_lifts_the_engines_quarantine() -> None:
+    back = node_action(node([GPU, ENGINES, OURS], unschedulable=True), Grade("node", "healthy"))
+    assert back.patch == {"spec": {"taints": [GPU, ENGINES]}}  # ours removed, the engine's kept, still cordoned
+
+
+def test_amd_pools_are_refused_until_their_tools_are_wired() -> None:
+    mi300x = stack_model("amd").pools[0]
+    with pytest.raises(ValueError, match="amd"):
+        diagnostic_job_manifest(mi300x, "n", 1)
