@@ -1,4 +1,4 @@
-"""The diagnostic Job a GPU node is proven with, and what its verdict does to the node (issue 43 item 1)."""
+"""The diagnostic pod a GPU node is proven with, and what its verdict does to the node (issue 43 item 1)."""
 
 from __future__ import annotations
 
@@ -11,10 +11,11 @@ from aks_gpu.gpu.diag import Grade
 from aks_gpu.naming import DIAGNOSTIC_TAINT_VALUE, HOSTNAME_LABEL, QUARANTINE_TAINT_KEY, QUARANTINE_TAINT_VALUE
 from aks_gpu.validation.diagnostics import (
     DEADLINE_SECONDS,
-    diagnostic_job_manifest,
+    dcgm_command,
+    diagnostic_pod_manifest,
     grade_node,
-    job_name,
     node_action,
+    pod_name,
 )
 from tests.conftest import stack_model
 
@@ -22,41 +23,42 @@ FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 POOLS = {pool.name: pool for pool in stack_model("prod").pools}
 
 
-def pod_spec(job: dict[str, Any]) -> dict[str, Any]:
-    spec: dict[str, Any] = job["spec"]["template"]["spec"]
+def pod_spec(pod: dict[str, Any]) -> dict[str, Any]:
+    spec: dict[str, Any] = pod["spec"]
     return spec
 
 
-def test_the_job_is_pinned_to_its_node_and_asks_for_every_gpu_of_it() -> None:
-    job = diagnostic_job_manifest(POOLS["train"], "aks-train-31415926-vmss000000", 3)
-    spec = pod_spec(job)
+def test_the_pod_is_pinned_to_its_node_and_asks_for_every_gpu_of_it() -> None:
+    pod = diagnostic_pod_manifest(POOLS["train"], "aks-train-31415926-vmss000000", 3)
+    spec = pod_spec(pod)
     assert spec["nodeSelector"][HOSTNAME_LABEL] == "aks-train-31415926-vmss000000"
     assert spec["nodeSelector"]["aks-gpu/pool"] == "train"
     containers = spec["initContainers"] + spec["containers"]
-    assert [c["name"] for c in containers] == ["dcgm-diag", "cuda-context", "nccl"]
+    assert [c["name"] for c in containers] == ["cuda-context", "nccl", "dcgm"]
     # Every container holds all 8 GPUs: no GPU work can share the node while it runs.
     assert all(c["resources"]["limits"]["nvidia.com/gpu"] == "8" for c in containers)
-    assert "dcgmi diag -r 3 -j" in containers[0]["command"][-1]
-    assert "all_reduce_perf -b 8 -e 16G -f 2 -g 8" in containers[2]["command"][-1]
-    assert job["spec"]["activeDeadlineSeconds"] == DEADLINE_SECONDS[3] and job["spec"]["backoffLimit"] == 0
+    assert "all_reduce_perf -b 8 -e 16G -f 2 -g 8" in containers[1]["command"][-1]
+    assert dcgm_command(3) == ["dcgmi", "diag", "-r", "3", "-j"]
+    assert spec["activeDeadlineSeconds"] == DEADLINE_SECONDS[3] and spec["restartPolicy"] == "Never"
+    assert pod["metadata"]["name"] == "gpu-diag-aks-train-31415926-vmss000000"
 
 
-def test_the_job_runs_on_a_quarantined_cordoned_node() -> None:
-    keys = {t["key"] for t in pod_spec(diagnostic_job_manifest(POOLS["train"], "n", 2))["tolerations"]}
+def test_the_pod_runs_on_a_quarantined_cordoned_node() -> None:
+    keys = {t["key"] for t in pod_spec(diagnostic_pod_manifest(POOLS["train"], "n", 2))["tolerations"]}
     assert {QUARANTINE_TAINT_KEY, "node.kubernetes.io/unschedulable", "nvidia.com/gpu"} <= keys
 
 
 def test_a_single_gpu_or_mig_pool_runs_no_nccl_and_asks_for_every_unit() -> None:
-    spec = pod_spec(diagnostic_job_manifest(POOLS["infer"], "n", 1))
+    spec = pod_spec(diagnostic_pod_manifest(POOLS["infer"], "n", 1))
     names = [c["name"] for c in spec["initContainers"] + spec["containers"]]
-    assert names == ["dcgm-diag", "cuda-context"]
+    assert names == ["cuda-context", "dcgm"]
     assert spec["containers"][0]["resources"]["limits"]["nvidia.com/gpu"] == "7"  # 7 MIG instances of its A100
 
 
-def test_a_long_node_name_still_makes_a_valid_job_name() -> None:
-    name = job_name("aks-" + "x" * 70)
+def test_a_long_node_name_still_makes_a_valid_pod_name() -> None:
+    name = pod_name("aks-" + "x" * 70)
     assert len(name) <= 63 and name.startswith("gpu-diag-")
-    assert job_name("aks-" + "x" * 70) != job_name("aks-" + "x" * 69 + "y")
+    assert pod_name("aks-" + "x" * 70) != pod_name("aks-" + "x" * 69 + "y")
 
 
 def test_a_node_is_graded_from_every_tool_it_ran() -> None:
@@ -107,4 +109,4 @@ def test_a_pass_never_lifts_the_engines_quarantine() -> None:
 def test_amd_pools_are_refused_until_their_tools_are_wired() -> None:
     mi300x = stack_model("amd").pools[0]
     with pytest.raises(ValueError, match="amd"):
-        diagnostic_job_manifest(mi300x, "n", 1)
+        diagnostic_pod_manifest(mi300x, "n", 1)

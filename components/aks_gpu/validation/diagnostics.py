@@ -1,23 +1,26 @@
-"""Active vendor diagnostics on one GPU node: the diagnostic Job, and what a node's verdict does to the node.
+"""Active vendor diagnostics on one GPU node: the diagnostic pod, how its outputs are graded, and what a node's verdict
+does to the node.
 
-**The Job** (``diagnostic_job_manifest``): pinned to one node (its ``kubernetes.io/hostname``, inside its pool's node
-selector), asking for *every* GPU the node advertises, so the scheduler never places it beside GPU work and nothing
-else lands on the node's GPUs while it runs. It tolerates the pool's taints, the quarantine taint and the cordon's
-(``node.kubernetes.io/unschedulable``): it must run on a quarantined, cordoned node, as that is when a node is proven
-before it returns to service. The vendor tools run one after the other, each in its own container holding the GPUs
-(init containers, so a fault in one still leaves the others' output; each prints its output and exits 0, the
-readers of ``aks_gpu.gpu.diag`` judge it):
+**The diagnostic pod** (``diagnostic_pod_manifest``), ``gpu-diag-<node>`` in ``gpu-resources``, one per node: pinned to
+the node (its ``kubernetes.io/hostname``, inside its pool's node selector) and asking for *every* GPU the node
+advertises, so the scheduler never places it beside GPU work and no GPU work lands on the node while it runs. It
+tolerates the pool's taints, the quarantine taint and the cordon's (``node.kubernetes.io/unschedulable``): a node is
+proven while quarantined and cordoned, before it returns to service. The vendor tools run one after the other, each in
+a container that holds the node's GPUs:
 
-1. ``dcgm-diag``: ``dcgmi diag -r <level> -j`` in NVIDIA's DCGM image (level 1 after deploy, 2 or 3 on the schedule
-   and before a node returns to service; https://docs.nvidia.com/datacenter/dcgm/latest/user-guide/dcgm-diagnostics.html);
-2. ``cuda-context``: CUDA samples' ``deviceQuery``, a context on every GPU;
-3. ``nccl`` (multi-GPU sizes): ``all_reduce_perf -b 8 -e 16G -f 2 -g <gpus>``, up to the size the bus bandwidth
-   figures are for (``components/aks_gpu/data/gpu_diagnostics.yaml``).
+1. ``cuda-context`` (init container): CUDA samples' ``deviceQuery``, a context on every GPU;
+2. ``nccl`` (init container, multi-GPU sizes): ``all_reduce_perf -b 8 -e 16G -f 2 -g <gpus>``, up to the message
+   size the bus bandwidth figures are for (``components/aks_gpu/data/gpu_diagnostics.yaml``);
+3. ``dcgm`` (the pod's container, NVIDIA's DCGM image): holds the GPUs until the deadline, and the runner execs
+   ``dcgmi diag -r <level> -j`` in it (level 1 after deploy, 2 or 3 on the schedule and before a node returns;
+   https://docs.nvidia.com/datacenter/dcgm/latest/user-guide/dcgm-diagnostics.html).
 
-Their logs (``kubectl logs job/<name> -c <container>``) are what ``grade_node`` reads.
+Each init container prints its tool's output and exits 0 (the readers of ``aks_gpu.gpu.diag`` judge it, not the exit
+status), so one tool's fault never hides the others'. A bare pod rather than a Job: the runner that creates it execs
+into it by its name and deletes it when done (a Job would name its pod itself and could run it again).
 
 **The verdict's effect** (``node_action``): an unhealthy node is tainted ``aks-gpu/gpu-quarantine=diagnostic:NoSchedule``
-and cordoned, for the quarantine engine and its drain; a node the diagnostic quarantined returns (taint removed,
+and cordoned, for the quarantine engine and its drain; a node the diagnostic quarantined returns (its taint removed,
 uncordoned) only after a *passing* diagnostic; an inconclusive one changes nothing. Pure: dicts in, dicts out.
 """
 
@@ -44,19 +47,18 @@ from aks_gpu.naming import (
 from aks_gpu.resolved.model import QUARANTINE_TOLERATION, ResolvedPool, Toleration
 
 DIAG_APP = "gpu-diag"
+HOLDER = "dcgm"
 Level = Literal[1, 2, 3]
 # How long each level may take: DCGM's documentation gives level 1 seconds, level 2 about two minutes and level 3
 # about 30 minutes on a node; the CUDA and NCCL checks add minutes.
 DEADLINE_SECONDS: dict[int, int] = {1: 900, 2: 1800, 3: 3600}
-TTL_SECONDS_AFTER_FINISHED = 3600
-CONTAINERS = ("dcgm-diag", "cuda-context", "nccl")
 NCCL_MAX_BYTES = "16G"
 UNSCHEDULABLE_TOLERATION = Toleration(UNSCHEDULABLE_TAINT_KEY, "Exists", "NoSchedule")
 Action = Literal["quarantine", "return", "none"]
 
 
-def job_name(node: str) -> str:
-    """``gpu-diag-<node>``, within the 63 characters a Job's name may have for its pods' ``job-name`` label."""
+def pod_name(node: str) -> str:
+    """``gpu-diag-<node>``, kept within 63 characters (a DNS label: the name is also the pod's hostname)."""
     name = f"{DIAG_APP}-{node}"
     if len(name) <= 63:
         return name
@@ -64,74 +66,78 @@ def job_name(node: str) -> str:
     return f"{name[:54]}-{digest}"
 
 
-def diagnostic_commands(pool: ResolvedPool, level: Level) -> dict[str, list[str]]:
-    """Per container, the command it runs; ``nccl`` only on sizes with more than one GPU."""
-    commands = {
-        # nv-hostengine starts the host engine dcgmi talks to (it daemonizes); -j prints the JSON the reader reads.
-        "dcgm-diag": ["sh", "-c", f"nv-hostengine; dcgmi diag -r {level} -j; exit 0"],
-        "cuda-context": ["sh", "-c", "/cuda-samples/sample; exit 0"],
-    }
+def dcgm_command(level: Level) -> list[str]:
+    """What the runner execs in the ``dcgm`` container: ``-j`` prints the JSON the reader reads."""
+    return ["dcgmi", "diag", "-r", str(level), "-j"]
+
+
+def init_commands(pool: ResolvedPool) -> dict[str, list[str]]:
+    """The init containers' commands, by container; ``nccl`` only on sizes with more than one GPU. Each prints its
+    output (stderr too) and exits 0."""
+    commands = {"cuda-context": ["sh", "-c", "/cuda-samples/sample 2>&1; exit 0"]}
     gpus = pool.gpus_per_node or 1
     if gpus > 1:
-        commands["nccl"] = ["sh", "-c", f"all_reduce_perf -b 8 -e {NCCL_MAX_BYTES} -f 2 -g {gpus}; exit 0"]
+        nccl = f"/opt/nccl-tests/build/all_reduce_perf -b 8 -e {NCCL_MAX_BYTES} -f 2 -g {gpus} 2>&1; exit 0"
+        commands["nccl"] = ["sh", "-c", nccl]
     return commands
 
 
-def diagnostic_job_manifest(pool: ResolvedPool, node: str, level: Level, namespace: str = GPU_NAMESPACE) -> dict[str, Any]:
-    """The diagnostic Job for ``node`` of ``pool`` at ``level``. Refused (ValueError) for a pool whose GPU count per
+def tools(pool: ResolvedPool) -> tuple[str, ...]:
+    """Every output a node of ``pool`` gives: the init containers', then ``dcgm-diag`` (the exec)."""
+    return (*init_commands(pool), "dcgm-diag")
+
+
+def diagnostic_pod_manifest(pool: ResolvedPool, node: str, level: Level, namespace: str = GPU_NAMESPACE) -> dict[str, Any]:
+    """The diagnostic pod for ``node`` of ``pool`` at ``level``. Refused (ValueError) for a pool whose GPU count per
     node is unknown (it could not ask for every GPU) or that is not NVIDIA (AMD's tools are not wired yet)."""
     if pool.vendor != "nvidia":
-        raise ValueError(f"pool {pool.name}: the diagnostic Job runs NVIDIA's tools; {pool.vendor} is not supported yet")
+        raise ValueError(f"pool {pool.name}: the diagnostic pod runs NVIDIA's tools; {pool.vendor} is not supported yet")
     units = pool.resource.count_per_node
     if not units:
-        raise ValueError(f"pool {pool.name}: its GPUs per node are unknown, so the Job cannot ask for all of them")
+        raise ValueError(f"pool {pool.name}: its GPUs per node are unknown, so the pod cannot ask for all of them")
     images = diagnostic_images()
-    role = {"dcgm-diag": "dcgm", "cuda-context": "cuda_context", "nccl": "nccl"}
     labels = {NAME_LABEL: DIAG_APP, POOL_LABEL: pool.name, DIAGNOSTIC_LEVEL_LABEL: str(level)}
     every_gpu = {pool.resource.name: str(units)}
-    containers = [
-        {
+    deadline = DEADLINE_SECONDS[level]
+
+    def container(name: str, image: str, command: list[str]) -> dict[str, Any]:
+        return {
             "name": name,
-            "image": images[role[name]].reference,
+            "image": images[image].reference,
             "imagePullPolicy": "IfNotPresent",
             "command": command,
             "resources": {"requests": {"cpu": "1", "memory": "2Gi"}, "limits": {"memory": "8Gi", **every_gpu}},
             "securityContext": {"allowPrivilegeEscalation": False, "capabilities": {"drop": ["ALL"]}},
         }
-        for name, command in diagnostic_commands(pool, level).items()
-    ]
+
+    image_of = {"cuda-context": "cuda_context", "nccl": "nccl"}
+    # The holder starts DCGM's host engine (dcgmi talks to it) and keeps the GPUs until the deadline.
+    holder = container(HOLDER, "dcgm", ["sh", "-c", f"nv-hostengine; sleep {deadline}"])
     tolerations = [t.to_kube() for t in (*pool.tolerations, QUARANTINE_TOLERATION, UNSCHEDULABLE_TOLERATION)]
     return {
-        "apiVersion": "batch/v1",
-        "kind": "Job",
-        "metadata": {"name": job_name(node), "namespace": namespace, "labels": labels},
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": pod_name(node), "namespace": namespace, "labels": labels},
         "spec": {
-            "backoffLimit": 0,
-            "activeDeadlineSeconds": DEADLINE_SECONDS[level],
-            "ttlSecondsAfterFinished": TTL_SECONDS_AFTER_FINISHED,
-            "template": {
-                "metadata": {"labels": labels},
-                "spec": {
-                    "restartPolicy": "Never",
-                    "nodeSelector": {**pool.node_selector, HOSTNAME_LABEL: node},
-                    "tolerations": tolerations,
-                    "automountServiceAccountToken": False,
-                    "enableServiceLinks": False,
-                    # Every tool but the last runs as an init container: one after the other, each holding the GPUs.
-                    "initContainers": containers[:-1],
-                    "containers": containers[-1:],
-                },
-            },
+            "restartPolicy": "Never",
+            "activeDeadlineSeconds": deadline,
+            "nodeSelector": {**pool.node_selector, HOSTNAME_LABEL: node},
+            "tolerations": tolerations,
+            "automountServiceAccountToken": False,
+            "enableServiceLinks": False,
+            "terminationGracePeriodSeconds": 5,
+            "initContainers": [container(name, image_of[name], command) for name, command in init_commands(pool).items()],
+            "containers": [holder],
         },
     }
 
 
 def grade_node(pool: ResolvedPool, outputs: Mapping[str, str], level: Level, vm_size: str | None = None) -> Grade:
-    """The node's verdict from its containers' outputs (by container name): every tool the Job runs must have said
-    something, or the node is inconclusive."""
+    """The node's verdict from its tools' outputs (by ``tools`` name): every tool must have said something, or the
+    node is inconclusive."""
     size = vm_size or (pool.vm_size.name if pool.vm_size else pool.config.vm_size)
     grades: list[Grade] = []
-    for name in diagnostic_commands(pool, level):
+    for name in tools(pool):
         text = outputs.get(name)
         if text is None:
             grades.append(Grade(name, "inconclusive", "no output (the container did not run or its log is gone)"))
