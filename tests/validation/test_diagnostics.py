@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import argparse
+import json
+import shutil
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from aks_gpu.cli import validate
 from aks_gpu.gpu.diag import Grade
 from aks_gpu.naming import DIAGNOSTIC_TAINT_VALUE, HOSTNAME_LABEL, QUARANTINE_TAINT_KEY, QUARANTINE_TAINT_VALUE
 from aks_gpu.validation.diagnostics import (
@@ -17,7 +21,7 @@ from aks_gpu.validation.diagnostics import (
     node_action,
     pod_name,
 )
-from tests.conftest import stack_model
+from tests.conftest import PROJECT_DIR, stack_model
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 POOLS = {pool.name: pool for pool in stack_model("prod").pools}
@@ -34,7 +38,7 @@ def test_the_pod_is_pinned_to_its_node_and_asks_for_every_gpu_of_it() -> None:
     assert spec["nodeSelector"][HOSTNAME_LABEL] == "aks-train-31415926-vmss000000"
     assert spec["nodeSelector"]["aks-gpu/pool"] == "train"
     containers = spec["initContainers"] + spec["containers"]
-    assert [c["name"] for c in containers] == ["cuda-context", "nccl", "dcgm"]
+    assert [c["name"] for c in containers] == ["cuda-context", "nccl-all-reduce", "dcgm"]
     # Every container holds all 8 GPUs: no GPU work can share the node while it runs.
     assert all(c["resources"]["limits"]["nvidia.com/gpu"] == "8" for c in containers)
     assert "all_reduce_perf -b 8 -e 16G -f 2 -g 8" in containers[1]["command"][-1]
@@ -66,10 +70,10 @@ def test_a_node_is_graded_from_every_tool_it_ran() -> None:
     cuda = (FIXTURES / "diag/20_deviceQuery_cuda-sample_error802.txt").read_text()
     nccl = (FIXTURES / "diag/10_all_reduce_perf_8xh100_256M-2G_nvls.txt").read_text()
     train = POOLS["train"]
-    faulty = grade_node(train, {"dcgm-diag": dcgm, "cuda-context": cuda, "nccl": nccl}, 2)
+    faulty = grade_node(train, {"dcgm-diag": dcgm, "cuda-context": cuda, "nccl-all-reduce": nccl}, 2)
     # DCGM passes, yet CUDA cannot start: the fabric manager is down (issue 43: nodes that pass every SMI check).
     assert faulty.state == "unhealthy" and "fabric manager" in faulty.part
-    missing = grade_node(train, {"dcgm-diag": dcgm, "nccl": nccl}, 2)
+    missing = grade_node(train, {"dcgm-diag": dcgm, "nccl-all-reduce": nccl}, 2)
     assert missing.state == "inconclusive" and "cuda-context" in missing.part
 
 
@@ -110,3 +114,65 @@ def test_amd_pools_are_refused_until_their_tools_are_wired() -> None:
     mi300x = stack_model("amd").pools[0]
     with pytest.raises(ValueError, match="amd"):
         diagnostic_pod_manifest(mi300x, "n", 1)
+
+
+# ---------------------------------------------------------------- aksgpu validate --deep --snapshot
+
+STACK = ["--stack", "prod", "--project-dir", str(PROJECT_DIR)]
+TRAIN_NODE = "aks-train-31415926-vmss000000"
+
+
+def deep_snapshot(folder: Path, outputs: dict[str, str]) -> Path:
+    """The healthy example snapshot with ``outputs`` (tool: fixture file) recorded for its first train node."""
+    shutil.copytree(PROJECT_DIR / "examples/snapshots/healthy", folder)
+    recorded = folder / "diag" / TRAIN_NODE
+    recorded.mkdir(parents=True)
+    for tool, fixture in outputs.items():
+        (recorded / f"{tool}.txt").write_text((FIXTURES / fixture).read_text())
+    return folder
+
+
+def run_cli(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(prog="aksgpu")
+    validate.register(parser.add_subparsers(dest="command"))
+    args = parser.parse_args(argv)
+    exit_code: int = args.handler(args)
+    return exit_code
+
+
+HEALTHY_RUN = {
+    "dcgm-diag": "diag/01_dcgmi-diag-r2_8xa100_dcgm3.3.3_pass.txt",
+    "nccl-all-reduce": "diag/10_all_reduce_perf_8xh100_256M-2G_nvls.txt",
+}
+
+
+def test_validate_deep_grades_a_snapshots_recorded_outputs(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    outputs = HEALTHY_RUN | {"cuda-context": "diag/20_deviceQuery_cuda-sample_error802.txt"}
+    folder = deep_snapshot(tmp_path / "snap", outputs)
+    code = run_cli(["validate", *STACK, "--deep", "--level", "2", "--snapshot", str(folder), "--node", TRAIN_NODE, "--json"])
+    report = json.loads(capsys.readouterr().out)
+    assert code == 1 and report["passed"] is False and report["level"] == 2
+    (node,) = report["nodes"]
+    assert list(node) == ["node", "pool", "state", "verdict", "tools", "action", "actionReason"]
+    assert node["node"] == TRAIN_NODE and node["state"] == "unhealthy" and "fabric manager" in node["verdict"]
+    assert {t["tool"]: t["state"] for t in node["tools"]} == {
+        "cuda-context": "unhealthy",
+        "nccl-all-reduce": "healthy",
+        "dcgm-diag": "healthy",
+    }
+
+
+def test_validate_deep_calls_a_node_without_recorded_outputs_inconclusive(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    folder = deep_snapshot(tmp_path / "snap", {})
+    code = run_cli(["validate", *STACK, "--deep", "--snapshot", str(folder), "--json"])
+    report = json.loads(capsys.readouterr().out)
+    assert code == 1 and {n["state"] for n in report["nodes"]} == {"inconclusive"}
+
+
+def test_deep_flags_need_deep_and_quarantine_needs_a_live_cluster(tmp_path: Path) -> None:
+    folder = deep_snapshot(tmp_path / "snap", {})
+    assert run_cli(["validate", *STACK, "--level", "2", "--snapshot", str(folder)]) == 2
+    assert run_cli(["validate", *STACK, "--deep", "--quarantine", "--snapshot", str(folder)]) == 2
+    assert run_cli(["validate", *STACK, "--deep", "--node", "nope", "--snapshot", str(folder)]) == 2

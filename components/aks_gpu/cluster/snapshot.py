@@ -176,9 +176,7 @@ def _read_upgrades(path: Path, root: Path) -> list[dict[str, Any]]:
         raise SnapshotError(f"{path.name}: {error}") from None
     profiles = [document] if isinstance(document, dict) else document
     if not isinstance(profiles, list) or not all(isinstance(item, dict) for item in profiles):
-        raise SnapshotError(
-            f"{path.name}: expected what `az aks nodepool get-upgrades` prints (an object), or an array of those"
-        )
+        raise SnapshotError(f"{path.name}: expected what `az aks nodepool get-upgrades` prints (an object), or an array of those")
     return profiles
 
 
@@ -341,7 +339,7 @@ def _read_meta(path: Path, root: Path) -> tuple[str | None, dict[str, str], dict
     except (ValueError, RecursionError) as error:
         raise SnapshotError(f"{path}: not JSON ({str(error)[:120]})") from None
     if not isinstance(document, dict):
-        raise SnapshotError(f"{path}: expected an object such as {{\"collectedAt\": \"2025-03-01T09:30:00Z\"}}")
+        raise SnapshotError(f'{path}: expected an object such as {{"collectedAt": "2025-03-01T09:30:00Z"}}')
     collected = document.get("collectedAt")
     if collected is not None:
         try:
@@ -671,3 +669,33 @@ def _type_name(value: Any) -> str:
     if isinstance(value, dict):
         return "an object"
     return type(value).__name__
+
+
+# The outputs of the active diagnostics (`aksgpu validate --deep --snapshot DIR`): diag/<node>/<tool>.txt, the tool
+# named as aks_gpu.validation.diagnostics.tools names it (cuda-context.txt, nccl.txt, dcgm-diag.txt).
+DIAG_DIR = "diag"
+
+
+def read_diag_outputs(directory: Path | str) -> dict[str, dict[str, str]]:
+    """Per node, per tool, the recorded output of ``<directory>/diag/<node>/<tool>.txt``. Nothing is followed outside
+    the folder; a file that cannot be read (too large, not a regular file, a symlink out) is left out, so its tool
+    reads as "no output" and its node is inconclusive. No ``diag/`` folder: no outputs."""
+    folder = Path(directory)
+    root = folder.resolve()
+    found: dict[str, dict[str, str]] = {}
+    diag = folder / DIAG_DIR
+    if not diag.is_dir() or not _inside(root, diag):
+        return found
+    for node_dir in sorted(diag.iterdir()):
+        if not node_dir.is_dir() or not _inside(root, node_dir):
+            continue
+        for path in sorted(node_dir.iterdir()):
+            if not path.name.endswith(SMI_SUFFIX):
+                continue
+            try:
+                found.setdefault(node_dir.name, {})[path.name.removesuffix(SMI_SUFFIX)] = _read_text(
+                    _contained(root, path), MAX_SMI_FILE_BYTES
+                )
+            except InputFileError:
+                continue
+    return found

@@ -9,7 +9,7 @@ proven while quarantined and cordoned, before it returns to service. The vendor 
 a container that holds the node's GPUs:
 
 1. ``cuda-context`` (init container): CUDA samples' ``deviceQuery``, a context on every GPU;
-2. ``nccl`` (init container, multi-GPU sizes): ``all_reduce_perf -b 8 -e 16G -f 2 -g <gpus>``, up to the message
+2. ``nccl-all-reduce`` (init container, multi-GPU sizes): ``all_reduce_perf -b 8 -e 16G -f 2 -g <gpus>``, up to the message
    size the bus bandwidth figures are for (``components/aks_gpu/data/gpu_diagnostics.yaml``);
 3. ``dcgm`` (the pod's container, NVIDIA's DCGM image): holds the GPUs until the deadline, and the runner execs
    ``dcgmi diag -r <level> -j`` in it (level 1 after deploy, 2 or 3 on the schedule and before a node returns;
@@ -72,13 +72,13 @@ def dcgm_command(level: Level) -> list[str]:
 
 
 def init_commands(pool: ResolvedPool) -> dict[str, list[str]]:
-    """The init containers' commands, by container; ``nccl`` only on sizes with more than one GPU. Each prints its
+    """The init containers' commands, by container; ``nccl-all-reduce`` only on sizes with more than one GPU. Each prints its
     output (stderr too) and exits 0."""
     commands = {"cuda-context": ["sh", "-c", "/cuda-samples/sample 2>&1; exit 0"]}
     gpus = pool.gpus_per_node or 1
     if gpus > 1:
         nccl = f"/opt/nccl-tests/build/all_reduce_perf -b 8 -e {NCCL_MAX_BYTES} -f 2 -g {gpus} 2>&1; exit 0"
-        commands["nccl"] = ["sh", "-c", nccl]
+        commands["nccl-all-reduce"] = ["sh", "-c", nccl]
     return commands
 
 
@@ -110,7 +110,7 @@ def diagnostic_pod_manifest(pool: ResolvedPool, node: str, level: Level, namespa
             "securityContext": {"allowPrivilegeEscalation": False, "capabilities": {"drop": ["ALL"]}},
         }
 
-    image_of = {"cuda-context": "cuda_context", "nccl": "nccl"}
+    image_of = {"cuda-context": "cuda_context", "nccl-all-reduce": "nccl"}
     # The holder starts DCGM's host engine (dcgmi talks to it) and keeps the GPUs until the deadline.
     holder = container(HOLDER, "dcgm", ["sh", "-c", f"nv-hostengine; sleep {deadline}"])
     tolerations = [t.to_kube() for t in (*pool.tolerations, QUARANTINE_TOLERATION, UNSCHEDULABLE_TOLERATION)]
@@ -132,22 +132,34 @@ def diagnostic_pod_manifest(pool: ResolvedPool, node: str, level: Level, namespa
     }
 
 
-def grade_node(pool: ResolvedPool, outputs: Mapping[str, str], level: Level, vm_size: str | None = None) -> Grade:
-    """The node's verdict from its tools' outputs (by ``tools`` name): every tool must have said something, or the
-    node is inconclusive."""
+def tool_grades(
+    pool: ResolvedPool,
+    outputs: Mapping[str, str | None],
+    level: Level,
+    vm_size: str | None = None,
+    notes: Mapping[str, str] | None = None,
+) -> list[Grade]:
+    """Each tool's verdict from its output (by ``tools`` name); a tool with no output is inconclusive, with the
+    note that says why (``notes``)."""
     size = vm_size or (pool.vm_size.name if pool.vm_size else pool.config.vm_size)
     grades: list[Grade] = []
     for name in tools(pool):
         text = outputs.get(name)
         if text is None:
-            grades.append(Grade(name, "inconclusive", "no output (the container did not run or its log is gone)"))
+            why = (notes or {}).get(name) or "no output (the container did not run or its log is gone)"
+            grades.append(Grade(name, "inconclusive", f"no output: {why}"))
         elif name == "dcgm-diag":
             grades.append(read_dcgm_diag(text, level))
         elif name == "cuda-context":
             grades.append(read_cuda_context(text, pool.gpus_per_node))
         else:
             grades.append(read_all_reduce(text, bus_bandwidth_for(size)))
-    return combine("node", grades)
+    return grades
+
+
+def grade_node(pool: ResolvedPool, outputs: Mapping[str, str | None], level: Level, vm_size: str | None = None) -> Grade:
+    """The node's verdict from its tools' outputs: every tool must have said something, or it is inconclusive."""
+    return combine("node", tool_grades(pool, outputs, level, vm_size))
 
 
 @dataclass(frozen=True)

@@ -24,7 +24,7 @@ from aks_gpu.gpu.diag.grade import Grade
 
 TOOL = "cuda-context"
 _DETECTED = re.compile(r"Detected\s+(\d+)\s+CUDA Capable device", re.IGNORECASE)
-_RETURNED = re.compile(r"returned\s+(\d+)\s*(?:\n\s*->\s*(.+))?")
+_RETURNED = re.compile(r"returned\s+(\d+)[ \t]*(?:\r?\n\s*->\s*(.+))?")
 _CODE = re.compile(r"code=(\d+)\((\w+)\)|Error\s+(\d+):\s*([^\n(]+)")
 _NOT_RUN = {
     35: "the diagnostic image's CUDA is newer than the node's driver (CUDA error 35)",
