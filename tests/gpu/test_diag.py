@@ -93,6 +93,12 @@ def test_cuda_error_802_is_the_fabric_manager(name: str) -> None:
     assert graded.state == "unhealthy" and "fabric manager" in graded.part
 
 
+def test_a_passing_device_query_on_every_gpu_is_healthy() -> None:
+    recorded = text("21_deviceQuery_8xb200_cuda12.8_pass_excerpt.txt")
+    assert str(read_cuda_context(recorded, expected_gpus=8)) == "healthy"
+    assert str(read_cuda_context(recorded, expected_gpus=16)) == "unhealthy: CUDA sees 8 of 16 GPUs"
+
+
 def test_a_cuda_image_newer_than_the_driver_is_inconclusive() -> None:
     output = "cudaGetDeviceCount returned 35\n-> CUDA driver version is insufficient for CUDA runtime version\nResult = FAIL\n"
     assert read_cuda_context(output).state == "inconclusive"

@@ -1,8 +1,8 @@
 """A CUDA context on every GPU, read and graded: the output of CUDA samples' ``deviceQuery`` (NVIDIA's
 ``nvcr.io/nvidia/k8s/cuda-sample:devicequery`` image prints it), or any CUDA program's error.
 
-``deviceQuery`` creates a context on each device and prints ``Detected N CUDA Capable device(s)`` and
-``Result = PASS``, or ``cudaGetDeviceCount returned <code>`` / ``-> <message>`` and ``Result = FAIL``
+``deviceQuery`` creates a context on each device and prints ``Detected N CUDA Capable device(s)``, a
+summary line with ``NumDevs = N`` and ``Result = PASS``, or ``cudaGetDeviceCount returned <code>`` / ``-> <message>`` and ``Result = FAIL``
 (https://github.com/NVIDIA/cuda-samples, Samples/1_Utilities/deviceQuery). The CUDA runtime's error codes
 (https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html, cudaError):
 
@@ -23,7 +23,7 @@ import re
 from aks_gpu.gpu.diag.grade import Grade
 
 TOOL = "cuda-context"
-_DETECTED = re.compile(r"Detected\s+(\d+)\s+CUDA Capable device", re.IGNORECASE)
+_DETECTED = re.compile(r"Detected\s+(\d+)\s+CUDA Capable device|NumDevs\s*=\s*(\d+)", re.IGNORECASE)
 _RETURNED = re.compile(r"returned\s+(\d+)[ \t]*(?:\r?\n\s*->\s*(.+))?")
 _CODE = re.compile(r"code=(\d+)\((\w+)\)|Error\s+(\d+):\s*([^\n(]+)")
 _NOT_RUN = {
@@ -53,7 +53,7 @@ def read_cuda_context(text: str, expected_gpus: int | None = None) -> Grade:
     detected = _DETECTED.search(text)
     if detected is None:
         return Grade(TOOL, "inconclusive", "no deviceQuery result in the output")
-    count = int(detected.group(1))
+    count = int(detected.group(1) or detected.group(2))
     if expected_gpus is not None and count < expected_gpus:
         return Grade(TOOL, "unhealthy", f"CUDA sees {count} of {expected_gpus} GPUs", (detected.group(0),))
     if "Result = FAIL" in text:
