@@ -163,3 +163,38 @@ def test_every_diagnostic_image_names_its_source() -> None:
     assert set(images) == {"dcgm", "cuda_context", "nccl"}
     assert all(image.source and image.tag for image in images.values())
     assert BusBandwidth("x", 1, 1.0, "s").busbw_gbps == 1.0
+
+
+# The DCGM 4 document as its schema states it (NVIDIA/DCGM testing/python3/dcgm_diag_schema.json @72fa3fe, DCGM 4.6.0):
+# results per entity_group/entity_id, warnings as objects, a test_summary per test, runtime_error when nothing ran.
+DCGM4_FAIL = """{"DCGM Diagnostic": {"test_categories": [
+  {"category": "Deployment", "tests": [{"name": "software", "test_summary": {"status": "Pass"},
+    "results": [{"entity_group": "GPU", "entity_group_id": 1, "entity_id": 0, "status": "Pass"},
+                {"entity_group": "GPU", "entity_group_id": 1, "entity_id": 1, "status": "Pass"}]}]},
+  {"category": "Hardware", "tests": [{"name": "memory", "test_summary": {"status": "Fail"},
+    "results": [{"entity_group": "GPU", "entity_group_id": 1, "entity_id": 0, "status": "Pass"},
+                {"entity_group": "GPU", "entity_group_id": 1, "entity_id": 1, "status": "Fail",
+                 "warnings": [{"error_category": 4, "error_id": 40, "error_severity": 2,
+                               "warning": "Found 3 memory mismatches on GPU 1"}]}]}]}]},
+  "version": "4.6.0"}"""
+
+
+def test_a_dcgm4_json_failure_names_the_test_gpu_and_message() -> None:
+    graded = read_dcgm_diag(DCGM4_FAIL, level=2)
+    assert str(graded) == "unhealthy: memory (GPU 1)"
+    assert "Found 3 memory mismatches on GPU 1" in graded.evidence[0]
+
+
+def test_a_dcgm4_runtime_error_is_inconclusive() -> None:
+    document = '{"DCGM Diagnostic": {"runtime_error": "Unable to open the plugin directory", "version": "4.6.0"}}'
+    graded = read_dcgm_diag(document)
+    assert graded.state == "inconclusive" and "Unable to open the plugin directory" in graded.part
+
+
+def test_not_run_counts_as_not_proven() -> None:
+    recorded = text("02_dcgmi-diag-r2_1gpu_dcgm4.4.2_pass.txt")
+    not_run = recorded.replace(
+        "| memory                    | Pass                                           |",
+        "| memory                    | Not Run                                        |",
+    )
+    assert read_dcgm_diag(not_run, level=2).state == "inconclusive"

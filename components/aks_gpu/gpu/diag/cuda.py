@@ -1,10 +1,10 @@
 """A CUDA context on every GPU, read and graded: the output of CUDA samples' ``deviceQuery`` (NVIDIA's
 ``nvcr.io/nvidia/k8s/cuda-sample:devicequery`` image prints it), or any CUDA program's error.
 
-``deviceQuery`` creates a context on each device and prints ``Detected N CUDA Capable device(s)``, a
-summary line with ``NumDevs = N`` and ``Result = PASS``, or ``cudaGetDeviceCount returned <code>`` / ``-> <message>`` and ``Result = FAIL``
-(https://github.com/NVIDIA/cuda-samples, Samples/1_Utilities/deviceQuery). The CUDA runtime's error codes
-(https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html, cudaError):
+``deviceQuery`` creates a context on each device and prints ``Detected N CUDA Capable device(s)``, a summary line
+with ``NumDevs = N`` and ``Result = PASS``, or ``cudaGetDeviceCount returned <code>`` / ``-> <message>`` and
+``Result = FAIL`` (https://github.com/NVIDIA/cuda-samples, Samples/1_Utilities/deviceQuery). The CUDA runtime's
+error codes (https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html, cudaError):
 
 - 802 ``cudaErrorSystemNotReady`` "system not yet initialized": on NVSwitch systems (ND A100 v4, ND H100 v5) the
   fabric manager is not running, so no CUDA work can start although ``nvidia-smi`` lists every GPU: unhealthy;

@@ -2,13 +2,16 @@
 prints JSON.
 
 The table (DCGM 2.x to 4.x): a ``Metadata`` block (DCGM version, driver, device ids), then one block per category
-(``Deployment``, ``Integration``, ``Hardware``, ``Stress``) with one row per test whose result is ``Pass``, ``Fail``,
-``Warn`` or ``Skip`` (DCGM 3: ``Pass - All``, ``Fail - GPU: 0``; DCGM 4: the test's result, then one ``GPU<n>: <result>``
-row per GPU), and ``Warning`` / ``Info`` rows whose text wraps over the following rows. The JSON: DCGM 3's
-``{"DCGM GPU Diagnostic": {"test_categories": [{"category", "tests": [{"name", "results": [{"gpu_ids" | "gpu_id",
-"status", "warnings", "info"}]}]}]}}`` (null entries between tests included, as NVIDIA/DCGM's JsonResult test
-shows), DCGM 4's ``"DCGM Diagnostic"`` with ``entity_id`` and ``test_summary``. Text before the document (a warning
-line) is skipped. https://docs.nvidia.com/datacenter/dcgm/latest/user-guide/dcgm-diagnostics.html
+(``Deployment``, ``Integration``, ``Hardware``, ``Stress``) with one row per test whose result is ``Pass``,
+``Fail``, ``Warn`` or ``Skip`` (DCGM 3: ``Pass - All``, ``Fail - GPU: 0``; DCGM 4: the test's result, then one
+``GPU<n>: <result>`` row per GPU), and ``Warning`` / ``Info`` rows whose text wraps over the following rows. The
+JSON: DCGM 3's ``{"DCGM GPU Diagnostic": {"test_categories": [{"category", "tests": [{"name", "results": [{"gpu_ids"
+| "gpu_id", "status", "warnings", "info"}]}]}]}}`` (null entries between tests included, as NVIDIA/DCGM's JsonResult
+test shows), DCGM 4's ``"DCGM Diagnostic"`` with ``entity_group`` / ``entity_id`` results (GPUs, and CPUs on DCGM
+4), ``warnings`` of ``{"warning", "error_id", ...}``, a ``test_summary`` per test and ``runtime_error`` when nothing
+ran (NVIDIA/DCGM ``testing/python3/dcgm_diag_schema.json`` and ``dcgmi/Diag.cpp`` @72fa3fe, DCGM 4.6.0). Text before
+the document (a warning line) is skipped.
+https://docs.nvidia.com/datacenter/dcgm/latest/user-guide/dcgm-diagnostics.html
 
 Graded as an engineer reads it:
 - a test that failed on a GPU is ``unhealthy`` with the test and GPU named;
@@ -32,7 +35,7 @@ from aks_gpu.gpu.diag.grade import Grade
 
 TOOL = "dcgm-diag"
 _HEADER = re.compile(r"^[|+]-{3,}\s+([A-Za-z][A-Za-z ]*?)\s+-+[+|]")
-_PER_GPU = re.compile(r"^GPU\s*(\d+)\s*:\s*(Pass|Fail|Warn|Skip)\b", re.IGNORECASE)
+_PER_GPU = re.compile(r"^(GPU|CPU)\s*(\d+)\s*:\s*(Pass|Fail|Warn|Skip|Not Run)\b", re.IGNORECASE)
 _GPU_LIST = re.compile(r"GPU\s*:?\s*([\d,\s]+)")
 _INTERNAL = (
     "internal error during the test",
@@ -43,6 +46,10 @@ _INTERNAL = (
 )
 _PERSISTENCE = "persistence mode"
 STATUSES = ("pass", "fail", "warn", "skip")
+
+
+class _NotRunError(Exception):
+    """The JSON says the diagnostic could not run (``runtime_error``)."""
 
 
 @dataclass
@@ -63,7 +70,10 @@ def read_dcgm_diag(text: str, level: int | None = None) -> Grade:
     start = stripped.find("{")
     tests: list[_Test] | None = None
     if start != -1 and "| Diagnostic" not in stripped:
-        tests = _json_tests(stripped[start : stripped.rfind("}") + 1])
+        try:
+            tests = _json_tests(stripped[start : stripped.rfind("}") + 1])
+        except _NotRunError as error:
+            return Grade(TOOL, "inconclusive", f"dcgmi diag did not run: {str(error)[:300]}", (str(error)[:300],))
     if tests is None:
         tests = _table_tests(stripped)
     if not tests:
@@ -74,6 +84,21 @@ def read_dcgm_diag(text: str, level: int | None = None) -> Grade:
 
 
 # ---------------------------------------------------------------- the table
+
+
+def _status(value: str) -> str:
+    """``pass``, ``fail``, ``warn`` or ``skip`` of a result cell (``Pass - All``, ``Fail - GPU: 0``, ``Not Run``: DCGM 4's
+    result for a test that did not run, counted as skipped); "" when the cell is no result."""
+    word = value.strip().lower()
+    if word.startswith("not run"):
+        return "skip"
+    first = word.split(" ", 1)[0] if word else ""
+    return first if first in STATUSES else ""
+
+
+def _entity(group: str, entity: str) -> str:
+    """A GPU by its id (``0``), any other entity by its group too (``CPU 0``: DCGM 4 also tests CPUs)."""
+    return entity if group.upper() == "GPU" else f"{group.upper()} {entity}"
 
 
 def _table_tests(text: str) -> list[_Test]:
@@ -103,13 +128,12 @@ def _table_tests(text: str) -> list[_Test]:
         if not name:
             per_gpu = _PER_GPU.match(value)
             if per_gpu and current is not None:
-                current.gpus[per_gpu.group(1)] = per_gpu.group(2).lower()
+                current.gpus[_entity(per_gpu.group(1), per_gpu.group(2))] = _status(per_gpu.group(3))
                 message_open = False
             elif message_open and current is not None and value:
                 current.messages[-1] = _unwrap(current.messages[-1], value)
             continue
-        status_word = value.split(" ", 1)[0].lower() if value else ""
-        current = _Test(category, name, status_word if status_word in STATUSES else "")
+        current = _Test(category, name, _status(value))
         message_open = False
         listed = _GPU_LIST.search(value) if " - " in value else None
         if listed:
@@ -140,6 +164,9 @@ def _json_tests(document: str) -> list[_Test] | None:
     root: Any = data.get("DCGM GPU Diagnostic") or data.get("DCGM Diagnostic") or data
     if not isinstance(root, dict):
         return None
+    if root.get("runtime_error"):
+        # DCGM 4 (-j) reports a diagnostic that could not run so (dcgmi/Diag.cpp HelperDisplayFailureMessage).
+        raise _NotRunError(str(root["runtime_error"]))
     tests: list[_Test] = []
     for category in root.get("test_categories") or []:
         if not isinstance(category, dict):
@@ -170,7 +197,7 @@ def _json_test(category: str, entry: dict[str, Any]) -> _Test:
                 if text and key != "info":
                     test.messages.append(str(text))
     summary = entry.get("test_summary")
-    overall = str(summary.get("status") or "").lower() if isinstance(summary, dict) else ""
+    overall = _status(str(summary.get("status") or "")) if isinstance(summary, dict) else ""
     for status in ("fail", "warn", "skip", "pass"):
         if status in statuses or overall == status:
             test.status = status
@@ -182,8 +209,11 @@ def _json_test(category: str, entry: dict[str, Any]) -> _Test:
 
 
 def _where(test: _Test, status: str) -> str:
-    gpus = sorted((gpu for gpu, s in test.gpus.items() if s == status), key=lambda g: (len(g), g))
-    return f"{test.name} (GPU {', '.join(gpus)})" if gpus else test.name
+    found = sorted((entity for entity, s in test.gpus.items() if s == status), key=lambda e: (len(e), e))
+    gpus = [entity for entity in found if entity.isdigit()]
+    others = [entity for entity in found if not entity.isdigit()]
+    named = ([f"GPU {', '.join(gpus)}"] if gpus else []) + others
+    return f"{test.name} ({', '.join(named)})" if named else test.name
 
 
 def _grade(tests: list[_Test], level: int | None) -> Grade:
