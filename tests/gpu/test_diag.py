@@ -198,3 +198,18 @@ def test_not_run_counts_as_not_proven() -> None:
         "| memory                    | Not Run                                        |",
     )
     assert read_dcgm_diag(not_run, level=2).state == "inconclusive"
+
+
+def test_dcgm46_per_gpu_warning_rows_are_read() -> None:
+    # DCGM 4.6 names a per-entity message row "Warning: GPU<n>" (NVIDIA/DCGM dcgmi/Diag.cpp @72fa3fe), on the table of
+    # fixture 02 with GPU0's memory test failed.
+    recorded = text("02_dcgmi-diag-r2_1gpu_dcgm4.4.2_pass.txt").replace(
+        "| memory                    | Pass                                           |\n"
+        "|                           | GPU0: Pass                                     |",
+        "| memory                    | Fail                                           |\n"
+        "|                           | GPU0: Fail                                     |\n"
+        "| Warning: GPU0             | Found 3 memory mismatches on GPU 0             |",
+    )
+    graded = read_dcgm_diag(recorded, level=2)
+    assert str(graded) == "unhealthy: memory (GPU 0)"
+    assert "Found 3 memory mismatches" in graded.evidence[0]

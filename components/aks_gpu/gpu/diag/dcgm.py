@@ -120,7 +120,8 @@ def _table_tests(text: str) -> list[_Test]:
         name, value = cells[0].strip(), cells[1].strip()
         if category.lower() == "metadata":
             continue
-        if name in ("Warning", "Info", "Error"):
+        # "Warning", or DCGM 4.6's per-entity "Warning: GPU1" (dcgmi/Diag.cpp @72fa3fe).
+        if re.match(r"(Warning|Info|Error)\b", name):
             if current is not None:
                 current.messages.append(value)
                 message_open = True
