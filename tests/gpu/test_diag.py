@@ -213,3 +213,22 @@ def test_dcgm46_per_gpu_warning_rows_are_read() -> None:
     graded = read_dcgm_diag(recorded, level=2)
     assert str(graded) == "unhealthy: memory (GPU 0)"
     assert "Found 3 memory mismatches" in graded.evidence[0]
+
+
+def test_nccl_rows_of_every_release_are_read() -> None:
+    # Fixture 10's largest row as nccl-tests writes it in other releases (src/util.cu @a0b82b2): before the root
+    # column, with the count of wrong elements as %6g (1e+06), and with -c 0 (N/A).
+    recorded = text("10_all_reduce_perf_8xh100_256M-2G_nvls.txt")
+    row = "2147483648     536870912     float     sum      -1   7983.5  268.99  470.73      0   7985.2  268.93  470.63      0"
+    no_root = recorded.replace(row, row.replace("     sum      -1", "     sum"))
+    assert read_all_reduce(no_root, None).state == "healthy"
+    assert read_all_reduce(recorded.replace(row, row[:-1] + "1e+06"), None).state == "unhealthy"
+    unchecked = recorded.replace(row, row.replace("470.73      0", "470.73    N/A").replace("470.63      0", "470.63    N/A"))
+    assert read_all_reduce(unchecked, None).state == "healthy"
+
+
+def test_nccl_runs_own_bandwidth_check_failing_is_unhealthy() -> None:
+    recorded = text("10_all_reduce_perf_8xh100_256M-2G_nvls.txt")
+    failed = recorded.replace("# Avg bus bandwidth    : 448.212", "# Avg bus bandwidth    : 448.212 FAILED")
+    assert read_all_reduce(failed, None).state == "unhealthy"
+    assert read_all_reduce(recorded.replace("448.212", "448.212 OK"), None).state == "healthy"
