@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from aks_gpu.gpu.diag import BusBandwidth, Grade, combine, read_all_reduce, read_cuda_context, read_dcgm_diag
+from aks_gpu.gpu.diag import BusBandwidth, Grade, combine, read_all_reduce, read_cuda_context, read_dcgm_diag, read_rvs
 from aks_gpu.gpu.diag.expectations import bus_bandwidth_for, diagnostic_images
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
@@ -232,3 +232,23 @@ def test_nccl_runs_own_bandwidth_check_failing_is_unhealthy() -> None:
     failed = recorded.replace("# Avg bus bandwidth    : 448.212", "# Avg bus bandwidth    : 448.212 FAILED")
     assert read_all_reduce(failed, None).state == "unhealthy"
     assert read_all_reduce(recorded.replace("448.212", "448.212 OK"), None).state == "healthy"
+
+
+def test_rvs_summary_tables_are_graded_per_action() -> None:
+    assert str(read_rvs(text("30_rvs_8xmi355x_rocm7.0.2_all_pass.txt"))) == "healthy"
+    graded = read_rvs(text("31_rvs_2xmi210_rocm7.2.0_iet_gst_fail_excerpt.txt"))
+    assert str(graded) == "unhealthy: IET (action_5), GST (action_6)"
+    assert any("Action failed to run successfully" in line for line in graded.evidence)
+
+
+def test_rvs_that_found_no_supported_gpu_is_inconclusive() -> None:
+    # ROCm/ROCmValidationSuite#1263: `rvs -m gst` on a GPU its platform table lacks.
+    output = "RVS-ERROR [CLI] No platform support for the detected GPU or no GPU detected !\n"
+    graded = read_rvs(output)
+    assert graded.state == "inconclusive" and "No platform support" in graded.part
+
+
+def test_rvs_result_lines_alone_are_read() -> None:
+    # The per-module verdict lines of fixture 31, without the summary table (releases before 1.3 print only these).
+    lines = [line for line in text("31_rvs_2xmi210_rocm7.2.0_iet_gst_fail_excerpt.txt").splitlines() if "[RESULT]" in line]
+    assert str(read_rvs("\n".join(lines))) == "unhealthy: action_5"

@@ -176,3 +176,10 @@ def test_deep_flags_need_deep_and_quarantine_needs_a_live_cluster(tmp_path: Path
     assert run_cli(["validate", *STACK, "--level", "2", "--snapshot", str(folder)]) == 2
     assert run_cli(["validate", *STACK, "--deep", "--quarantine", "--snapshot", str(folder)]) == 2
     assert run_cli(["validate", *STACK, "--deep", "--node", "nope", "--snapshot", str(folder)]) == 2
+
+
+def test_an_amd_node_is_graded_by_rvs() -> None:
+    mi300x = stack_model("amd").pools[0]
+    failed = (FIXTURES / "diag/31_rvs_2xmi210_rocm7.2.0_iet_gst_fail_excerpt.txt").read_text()
+    assert str(grade_node(mi300x, {"rvs": failed}, 1)) == "unhealthy: rvs: IET (action_5), GST (action_6)"
+    assert grade_node(mi300x, {}, 1).state == "inconclusive"

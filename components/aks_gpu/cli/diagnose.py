@@ -39,6 +39,8 @@ from aks_gpu.validation.diagnostics import (
 # How long a node's diagnostic pod may wait to be scheduled and through its init containers: a node whose GPUs hold
 # other work never schedules it (it asks for every GPU), and that is reported as inconclusive, not waited on.
 SCHEDULE_WAIT_S = 600.0
+# AMD's RVS is graded from recorded outputs (--snapshot); no diagnostic pod runs it on a live cluster yet.
+AMD_NOT_RUN = "no diagnostic pod runs RVS yet (no public RVS image is pinned): record `rvs` and grade it with --snapshot"
 _STYLE = {"healthy": "green", "unhealthy": "bold red", "inconclusive": "yellow"}
 
 
@@ -98,11 +100,8 @@ def _gpu_nodes(
 
 
 def _result(
-    pool: ResolvedPool, node: str, outputs: dict[str, str | None], notes: dict[str, str], level: Level, vm_size: str | None
+    pool: ResolvedPool, outputs: dict[str, str | None], notes: dict[str, str], level: Level, vm_size: str | None
 ) -> tuple[Grade, tuple[Grade, ...]]:
-    if pool.vendor != "nvidia":
-        skipped = Grade("node", "inconclusive", f"{pool.vendor} diagnostics are not wired yet (amd-smi, RVS)")
-        return skipped, ()
     grades = tuple(tool_grades(pool, outputs, level, vm_size, notes))
     return combine("node", grades), grades
 
@@ -131,7 +130,7 @@ def _from_snapshot(args: argparse.Namespace, model: PlatformModel, level: Level)
     for node, pool in _gpu_nodes(model, snapshot.nodes, args.node):
         outputs: dict[str, str | None] = dict(recorded.get(node, {}))
         notes = {} if node in recorded else dict.fromkeys(tools(pool), f"no {DIAG_DIR}/{node}/ folder in the snapshot")
-        verdict, grades = _result(pool, node, outputs, notes, level, _instance_type(snapshot.nodes, node))
+        verdict, grades = _result(pool, outputs, notes, level, _instance_type(snapshot.nodes, node))
         results.append(NodeResult(node, pool.name, verdict, grades, None))
     return results
 
@@ -165,7 +164,7 @@ def _live(args: argparse.Namespace, model: PlatformModel, level: Level) -> list[
             raise ValueError(f"cannot list the GPU nodes: {type(error).__name__}: {str(error)[:300]}") from None
         for node, pool in _gpu_nodes(model, nodes, args.node):
             outputs: dict[str, str | None] = {}
-            notes: dict[str, str] = {}
+            notes = dict.fromkeys(tools(pool), AMD_NOT_RUN)
             if pool.vendor == "nvidia":
                 run = run_diagnostic(
                     core,
@@ -176,7 +175,7 @@ def _live(args: argparse.Namespace, model: PlatformModel, level: Level) -> list[
                     exec_timeout_s=float(DEADLINE_SECONDS[level]),
                 )
                 outputs, notes = run.outputs, run.notes
-            verdict, grades = _result(pool, node, outputs, notes, level, _instance_type(nodes, node))
+            verdict, grades = _result(pool, outputs, notes, level, _instance_type(nodes, node))
             action = None
             if args.quarantine:
                 action = node_action(read_node(core, node), verdict)

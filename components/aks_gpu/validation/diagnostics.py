@@ -31,7 +31,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from aks_gpu.gpu.diag import Grade, combine, read_all_reduce, read_cuda_context, read_dcgm_diag
+from aks_gpu.gpu.diag import Grade, combine, read_all_reduce, read_cuda_context, read_dcgm_diag, read_rvs
 from aks_gpu.gpu.diag.expectations import bus_bandwidth_for, diagnostic_images
 from aks_gpu.naming import (
     DIAGNOSTIC_LEVEL_LABEL,
@@ -83,7 +83,10 @@ def init_commands(pool: ResolvedPool) -> dict[str, list[str]]:
 
 
 def tools(pool: ResolvedPool) -> tuple[str, ...]:
-    """Every output a node of ``pool`` gives: the init containers', then ``dcgm-diag`` (the exec)."""
+    """Every output a node of ``pool`` gives: on NVIDIA the init containers', then ``dcgm-diag`` (the exec); on AMD
+    ROCm's validation suite, ``rvs`` (graded from recorded outputs: no diagnostic pod runs it yet)."""
+    if pool.vendor == "amd":
+        return ("rvs",)
     return (*init_commands(pool), "dcgm-diag")
 
 
@@ -152,6 +155,8 @@ def tool_grades(
             grades.append(read_dcgm_diag(text, level))
         elif name == "cuda-context":
             grades.append(read_cuda_context(text, pool.gpus_per_node))
+        elif name == "rvs":
+            grades.append(read_rvs(text))
         else:
             grades.append(read_all_reduce(text, bus_bandwidth_for(size)))
     return grades
