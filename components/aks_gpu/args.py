@@ -129,7 +129,9 @@ def args_error(
     component: str, problems: Iterable[Problem], root: type[BaseModel] = StackConfig, renames: Mapping[str, str] | None = None
 ) -> ArgsError:
     """``ArgsError`` for the errors among ``problems`` (warnings are left out)."""
-    return ArgsError(component, [(property_path(p.path, root, renames), p.message) for p in problems if p.severity == "error"])
+    return ArgsError(
+        component, [(property_path(p.path, root, renames), p.message) for p in problems if p.severity == "error"]
+    )
 
 
 # ---------------------------------------------------------------- values as they arrive

@@ -277,7 +277,9 @@ def run_az(arguments: list[str]) -> str | None:
     if az is None:
         return None
     try:
-        done = subprocess.run([az, *arguments], capture_output=True, timeout=AZ_TIMEOUT_S, check=False, stdin=subprocess.DEVNULL)
+        done = subprocess.run(
+            [az, *arguments], capture_output=True, timeout=AZ_TIMEOUT_S, check=False, stdin=subprocess.DEVNULL
+        )
     except (OSError, subprocess.TimeoutExpired):
         return None
     if done.returncode != 0 or len(done.stdout) > AZ_OUTPUT_LIMIT:
@@ -319,7 +321,9 @@ def check_subscription(
     # else the CLI's default, which is the provider's too when it signs in through the CLI.
     subscription = subscription_id or environment.get("ARM_SUBSCRIPTION_ID")
     scope = ["--subscription", subscription] if subscription else []
-    listed = az(["provider", "list", "--query", "[].{namespace:namespace, state:registrationState}", "--output", "json", *scope])
+    listed = az(
+        ["provider", "list", "--query", "[].{namespace:namespace, state:registrationState}", "--output", "json", *scope]
+    )
     try:
         rows = json.loads(listed) if listed is not None else None
     except ValueError:
@@ -370,3 +374,4 @@ def run_platform() -> None:
     for output_name, value in stack_exports(platform).items():
         # An export that holds secret config (a cluster name set with --secret) stays a secret output.
         pulumi.export(output_name, secrets.protect(value))
+

@@ -50,3 +50,4 @@ class AksGpuMocks(PlanMocks):
     ``AksGpuMocks(preview=True)`` answers as ``pulumi preview`` does (ids and computed outputs unknown); pass the same
     ``preview`` to ``pulumi.runtime.set_mocks``.
     """
+

@@ -669,16 +669,8 @@ _RELATIONS = {
 _IN = base_functions["_in_"]
 _PASSTHROUGH = frozenset(
     {
-        "expr",
-        "conditionalor",
-        "conditionaland",
-        "relation",
-        "addition",
-        "multiplication",
-        "unary",
-        "member",
-        "primary",
-        "paren_expr",
+        "expr", "conditionalor", "conditionaland", "relation", "addition", "multiplication",
+        "unary", "member", "primary", "paren_expr",
     }
 )
 # The variables of the policy being evaluated: name -> static kind ("list", "map:list", ...), as the API server's

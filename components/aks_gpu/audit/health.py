@@ -102,10 +102,8 @@ def judge_health(
         if health.incomplete is not None or health.not_checked:
             # Read in part (cut short, rows or fields it could not read): what was not read is a gap, never a pass.
             incomplete.append(node.name)
-            first_incomplete = (
-                first_incomplete
-                or health.incomplete
-                or "; ".join(f"{entry.id} on GPU {entry.gpu or '?'}: {entry.reason}" for entry in health.not_checked[:2])
+            first_incomplete = first_incomplete or health.incomplete or "; ".join(
+                f"{entry.id} on GPU {entry.gpu or '?'}: {entry.reason}" for entry in health.not_checked[:2]
             )
         vendor = health.vendor or node.vendor
         skipped = _OTHER_VENDORS_IDS.get(vendor, frozenset()) if vendor else frozenset()
@@ -119,7 +117,11 @@ def judge_health(
                 faulty[node.name].append(f"{merged.id} on GPU {on}" if on else merged.id)
             run.add_health(merged.id, "fail" if merged.severity == "critical" else "warn", merged.text(), node.name)
 
-    collect = f"`aksgpu validate collect --stack {stack.name} --out DIR`" if stack else "`aksgpu audit collect --out DIR`"
+    collect = (
+        f"`aksgpu validate collect --stack {stack.name} --out DIR`"
+        if stack
+        else "`aksgpu audit collect --out DIR`"
+    )
     if no_output:
         run.gap(
             "health",

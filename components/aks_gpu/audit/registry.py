@@ -122,7 +122,6 @@ def health_remedy(node: str, severity: Severity) -> str:
     fix = CRITICAL_GPU_FAULT_FIX if severity == "fail" else GPU_WARNING_FIX
     return sentence(fix.replace("<node>", node))
 
-
 CHECKS: tuple[AuditCheck, ...] = (
     AuditCheck(
         "gpu-node-untainted",

@@ -205,7 +205,9 @@ def practice_verdicts(report: AuditReport) -> tuple[PracticeVerdict, ...]:
         findings = grouped[practice.id]
         failing = sum(1 for finding in findings if finding.severity == "fail")
         judged = any(finding in report.checked for check in checks_of(practice.id) for finding in check.finding_ids)
-        verdict: Verdict = "fail" if failing else "warn" if findings else "pass" if judged else "not checked"
+        verdict: Verdict = (
+            "fail" if failing else "warn" if findings else "pass" if judged else "not checked"
+        )
         gaps = sum(1 for gap in report.not_checked if gap.practice == practice.id)
         verdicts.append(PracticeVerdict(practice, verdict, len(findings), failing, gaps))
     return tuple(verdicts)

@@ -38,7 +38,8 @@ def judge_utilisation(
         run.add(
             "gpu-idle",
             "warn",
-            f"GPU node of pool {node.pool}: none of its {gpus} is requested{short} ({pods}): the node is paid for and idle",
+            f"GPU node of pool {node.pool}: none of its {gpus} is requested{short} ({pods}): the node is paid for and "
+            "idle",
             f"Let the cluster autoscaler remove the node ({autoscale}), scale the pool down, or share the GPUs (MIG, "
             "time-slicing) so smaller jobs fill them",
             node=node.name,

@@ -60,7 +60,6 @@ def missing_prerequisites(
     not checked."""
     providers = {name.lower(): state.lower() for name, state in provider_states.items()}
     features = {name.lower(): state.lower() for name, state in feature_states.items()}
-
     def state(item: Prerequisite) -> str | None:
         if item.kind == "provider":
             return providers.get(item.namespace.lower())

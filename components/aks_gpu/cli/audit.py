@@ -416,4 +416,6 @@ def _print_namespaces(report: AuditReport) -> bool:
         deny = "not read" if namespace.deny_all is None else ("yes" if namespace.deny_all else "no")
         rows.append((safe(namespace.namespace), str(namespace.gpu_pods), str(whole(namespace.gpus_requested)), safe(quota), deny))
     columns = ("namespace", "GPU pods", "GPUs requested", "GPU quota", "deny-all")
-    return tables.print_table(out, "Namespaces with GPU pods", columns, rows, keep=("namespace",), flexible={"GPU quota": 20})
+    return tables.print_table(
+        out, "Namespaces with GPU pods", columns, rows, keep=("namespace",), flexible={"GPU quota": 20}
+    )

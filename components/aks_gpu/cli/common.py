@@ -191,7 +191,9 @@ def no_such_stack(stack: str, folder: Path) -> str:
     stack never created is told from the other at once."""
     try:
         names = sorted(
-            file.name.removeprefix("Pulumi.").removesuffix(".yaml") for file in folder.glob("Pulumi.*.yaml") if file.is_file()
+            file.name.removeprefix("Pulumi.").removesuffix(".yaml")
+            for file in folder.glob("Pulumi.*.yaml")
+            if file.is_file()
         )
     except OSError:
         names = []

@@ -148,9 +148,9 @@ def pulumi_environment_problem() -> str | None:
     try:
         keys = json.loads(text)
     except (ValueError, RecursionError):
-        return 'PULUMI_CONFIG_SECRET_KEYS is not JSON (a list such as ["aks-gpu:cluster"])'
+        return "PULUMI_CONFIG_SECRET_KEYS is not JSON (a list such as [\"aks-gpu:cluster\"])"
     if not (isinstance(keys, list) and all(isinstance(key, str) for key in keys)):
-        return 'PULUMI_CONFIG_SECRET_KEYS is not a JSON list of config keys (such as ["aks-gpu:cluster"])'
+        return "PULUMI_CONFIG_SECRET_KEYS is not a JSON list of config keys (such as [\"aks-gpu:cluster\"])"
     return None
 
 

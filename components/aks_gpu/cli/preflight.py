@@ -138,15 +138,8 @@ def _usage_error(message: str) -> int:
 
 
 def _report(
-    stack: str,
-    subscription: str,
-    plan: Any,
-    checks: list[Any],
-    needed: list[Any],
-    missing: list[Any],
-    fits: bool,
-    limits: dict[str, int],
-    offers: list[Any],
+    stack: str, subscription: str, plan: Any, checks: list[Any], needed: list[Any], missing: list[Any], fits: bool,
+    limits: dict[str, int], offers: list[Any],
 ) -> dict[str, Any]:
     missing_names = {item.what for item in missing}
     return {
@@ -194,13 +187,7 @@ def _report(
 
 
 def _print(
-    stack: str,
-    subscription: str,
-    plan: Any,
-    checks: list[Any],
-    needed: list[Any],
-    missing: list[Any],
-    limits: dict[str, int],
+    stack: str, subscription: str, plan: Any, checks: list[Any], needed: list[Any], missing: list[Any], limits: dict[str, int],
     offers: list[Any],
 ) -> None:
     title = f"compute quota for stack {safe(stack)} in {safe(plan.location)} (subscription {safe(subscription)})"

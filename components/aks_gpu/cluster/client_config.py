@@ -2,6 +2,7 @@
 its credential plugin, the client's own log lines), and the credentials it carries kept out of any text the probe
 reports (``Redactor``). ``ProbeError``: the cluster cannot be read at all."""
 
+
 import base64
 import contextlib
 import importlib.util

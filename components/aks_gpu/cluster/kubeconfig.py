@@ -210,7 +210,7 @@ def _check_cluster(cluster: dict[str, Any], where: str) -> None:
     if cluster.get("insecure-skip-tls-verify") is True and authority:
         raise KubeconfigFieldError(
             f"{where}: insecure-skip-tls-verify is true and a certificate-authority is given; kubectl refuses this"
-            ' ("specifying a root certificates file with the insecure flag is not allowed"): drop one of them'
+            " (\"specifying a root certificates file with the insecure flag is not allowed\"): drop one of them"
         )
 
 

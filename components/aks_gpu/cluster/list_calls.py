@@ -2,6 +2,7 @@
 its timeout and size, every object checked for the shape the checks read, all of them within the list phase's
 deadline; and what ``aksgpu audit`` lists beyond the validation (``read_for_audit``)."""
 
+
 import contextlib
 import json
 import time

@@ -2,6 +2,7 @@
 library sets no timeout: ``_TimedWebSocket``), redirects refused, the command's time enforced by a watchdog, its
 output bounded, its exit status read from the error channel (``exit_note``)."""
 
+
 import contextlib
 import json
 import socket

@@ -2,6 +2,7 @@
 exec phases, which failures are transient (``is_transient``), and ``with_retries`` / ``call_within``, which bound a
 call's attempts and its wait."""
 
+
 import contextlib
 import json
 import math

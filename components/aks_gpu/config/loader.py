@@ -197,7 +197,9 @@ def read_config(
             # "aksgpu:workloads" is a typo of this program's namespace, not another provider's key: as a warning, the
             # workloads it holds would be dropped and the stack planned without them.
             right = f"{PROJECT}:{name}" if name in known else f"{PROJECT}:{nearest_name(name, known) or name}"
-            problems.append(Problem(key, f"config namespace '{namespace}' is not read by this program; did you mean `{right}`?"))
+            problems.append(
+                Problem(key, f"config namespace '{namespace}' is not read by this program; did you mean `{right}`?")
+            )
         elif namespace not in FOREIGN_NAMESPACES and name:
             problems.append(Problem(key, f"config namespace '{namespace}' is not read by this program", "warning"))
     cluster = document.get("cluster")
@@ -630,7 +632,7 @@ def problems_from(exc: ValidationError) -> list[Problem]:
             dropped = f" (YAML drops a trailing zero: {meant} unquoted is {given})" if isinstance(given, float) else ""
             message = (
                 f"{shown(given)} is not allowed: it must be text, and YAML read the unquoted value as the number "
-                f'{shown(given)}{dropped}; put it in quotes as you mean it: {loc[-1]}: "{meant}"'
+                f"{shown(given)}{dropped}; put it in quotes as you mean it: {loc[-1]}: \"{meant}\""
                 + (f" for {meant}" if isinstance(given, float) else "")
             )
         elif kind == "string_pattern_mismatch":

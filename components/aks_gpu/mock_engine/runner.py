@@ -82,7 +82,9 @@ def run_program(
 
     # A whole stack program: everything Azure-side it names must be created or looked up in it (a component run on
     # its own gets its cluster from its caller, so run_mocked checks only when asked).
-    return run_mocked(program, stack, raw_config, project, mocks, preview=preview, run_hooks=run_hooks, check_references=True)
+    return run_mocked(
+        program, stack, raw_config, project, mocks, preview=preview, run_hooks=run_hooks, check_references=True
+    )
 
 
 def run_mocked(

@@ -189,8 +189,7 @@ def run_deploy_validation(
         return HookOutcome(mode, names, False, f"aks-gpu post-deploy validation could not run: {internal_error_message(error)}")
     simulated = simulated_without_output(snapshot)
     results = tuple(
-        r
-        for r in run_checks(scope_model, scope_targets, snapshot)
+        r for r in run_checks(scope_model, scope_targets, snapshot)
         if not (r.node in simulated and r.id in SMI_CHECKS and r.status != "pass")
     )
     return HookOutcome(mode, names, passed(results), deploy_report(results, names, stack, simulated), results)

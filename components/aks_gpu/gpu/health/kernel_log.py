@@ -78,11 +78,8 @@ def _reset_required(lines: Sequence[str]) -> dict[str | None, str]:
     for number, line in enumerate(lines):
         if any(marker in line for marker in _RESET_MARKERS):
             bus = pci_address(line) or next(
-                (
-                    address
-                    for nearby in (*reversed(lines[max(0, number - 3) : number]), *lines[number + 1 : number + 4])
-                    if (address := pci_address(nearby))
-                ),
+                (address for nearby in (*reversed(lines[max(0, number - 3) : number]), *lines[number + 1 : number + 4])
+                 if (address := pci_address(nearby))),
                 None,
             )
             found.setdefault(bus, shorten(line.strip(), 160))

@@ -16,7 +16,9 @@ from aks_gpu.gpu.smi.nvidia_query import QUERY_FIELDS, QueryGpu, QueryLog
 from aks_gpu.gpu.smi.text import PCI_ADDRESS, Text, box_table, cells, integer, shorten, value
 
 
-def read_nvidia(t: Text, log: QueryLog | None, out: Collector, nvlink_expected: bool | None, vendors_named: bool) -> bool:
+def read_nvidia(
+    t: Text, log: QueryLog | None, out: Collector, nvlink_expected: bool | None, vendors_named: bool
+) -> bool:
     recognized = False
     if log is not None:
         recognized = True

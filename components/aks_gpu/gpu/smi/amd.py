@@ -148,30 +148,8 @@ Tree = dict[str, object]
 # Keys only amd-smi prints inside a "GPU: N" section: a section with none of them is not amd-smi's, whatever
 # "GPU: 0" line started it (a log line, a YAML file).
 _AMD_SECTION_KEYS = frozenset(
-    {
-        "asic",
-        "bus",
-        "driver",
-        "vram",
-        "board",
-        "vbios",
-        "ifwi",
-        "bdf",
-        "uuid",
-        "kfd_id",
-        "node_id",
-        "partition_id",
-        "ecc",
-        "ecc_blocks",
-        "usage",
-        "power",
-        "partition",
-        "ras",
-        "limit",
-        "process_isolation",
-        "numa",
-        "cache_info",
-    }
+    {"asic", "bus", "driver", "vram", "board", "vbios", "ifwi", "bdf", "uuid", "kfd_id", "node_id", "partition_id",
+     "ecc", "ecc_blocks", "usage", "power", "partition", "ras", "limit", "process_isolation", "numa", "cache_info"}
 )
 
 

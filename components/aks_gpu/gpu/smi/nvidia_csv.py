@@ -92,7 +92,9 @@ def parse_csv(t: Text) -> SmiReport | None:
     else:
         header = [(field, None) for field in NVIDIA_CSV_QUERY_FIELDS]
         body = [row for row in rows if len(row) == len(header)]
-        if not body or not all(shape.fullmatch(cell) for row in body for shape, cell in zip(_HEADERLESS_SHAPE, row, strict=True)):
+        if not body or not all(
+            shape.fullmatch(cell) for row in body for shape, cell in zip(_HEADERLESS_SHAPE, row, strict=True)
+        ):
             return None
 
     gpus: list[GpuInfo] = []

@@ -109,7 +109,6 @@ def bus_key(bus_id: str) -> str:
         parts[0] = f"{int(parts[0], 16):x}"
     return ":".join(parts)
 
-
 # Version shapes. NVIDIA drivers are "565.57.01", "550.120", "418.87.01"; CUDA "12.7"; AMD's amdgpu DKMS module
 # "6.12.12" and ROCm "7.0.0" or "6.3.2-66". A Linux kernel release has a "-" and a build after it
 # ("6.14.0-28-generic", "4.18.0-348.12.2.el8_5.x86_64"): where an AMD tool prints one as the driver version,
