@@ -195,7 +195,7 @@ QUARANTINE_TAINT_EFFECT = "NoSchedule"
 # The value the diagnostic schedule puts under that key when a node fails its vendor diagnostic (the engine's is
 # "fault"): a passing diagnostic takes away only its own, so it never returns a node the engine quarantined.
 DIAGNOSTIC_TAINT_VALUE = "diagnostic"
-# On the diagnostic Job and its pods: the dcgmi diag level it runs (1 after deploy, 2 or 3 on the schedule).
+# On the diagnostic pods (validation/diagnostics.py): the dcgmi diag level it runs (1 after deploy, 2 or 3 on the schedule).
 DIAGNOSTIC_LEVEL_LABEL = f"{PACKAGE_NAME}/diag-level"
 # The taint a cordon is (kubectl cordon sets spec.unschedulable; the node lifecycle controller adds it).
 UNSCHEDULABLE_TAINT_KEY = "node.kubernetes.io/unschedulable"

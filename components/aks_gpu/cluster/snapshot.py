@@ -176,7 +176,9 @@ def _read_upgrades(path: Path, root: Path) -> list[dict[str, Any]]:
         raise SnapshotError(f"{path.name}: {error}") from None
     profiles = [document] if isinstance(document, dict) else document
     if not isinstance(profiles, list) or not all(isinstance(item, dict) for item in profiles):
-        raise SnapshotError(f"{path.name}: expected what `az aks nodepool get-upgrades` prints (an object), or an array of those")
+        raise SnapshotError(
+            f"{path.name}: expected what `az aks nodepool get-upgrades` prints (an object), or an array of those"
+        )
     return profiles
 
 
@@ -339,7 +341,7 @@ def _read_meta(path: Path, root: Path) -> tuple[str | None, dict[str, str], dict
     except (ValueError, RecursionError) as error:
         raise SnapshotError(f"{path}: not JSON ({str(error)[:120]})") from None
     if not isinstance(document, dict):
-        raise SnapshotError(f'{path}: expected an object such as {{"collectedAt": "2025-03-01T09:30:00Z"}}')
+        raise SnapshotError(f"{path}: expected an object such as {{\"collectedAt\": \"2025-03-01T09:30:00Z\"}}")
     collected = document.get("collectedAt")
     if collected is not None:
         try:
