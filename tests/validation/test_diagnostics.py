@@ -78,7 +78,7 @@ def test_a_node_is_graded_from_every_tool_it_ran() -> None:
 
 
 def node(taints: list[dict[str, str]], unschedulable: bool = False) -> dict[str, Any]:
-    return {"metadata": {"name": "n"}, "spec": {"taints": taints, "unschedulable": unschedulable}}
+    return {"metadata": {"name": "n", "resourceVersion": "42"}, "spec": {"taints": taints, "unschedulable": unschedulable}}
 
 
 OURS = {"key": QUARANTINE_TAINT_KEY, "value": DIAGNOSTIC_TAINT_VALUE, "effect": "NoSchedule"}
@@ -90,6 +90,8 @@ def test_a_failing_node_is_tainted_and_cordoned_keeping_its_other_taints() -> No
     done = node_action(node([GPU]), Grade("node", "unhealthy", "dcgm-diag: PCIe"))
     assert done.action == "quarantine" and done.patch is not None
     assert done.patch["spec"]["unschedulable"] is True and done.patch["spec"]["taints"] == [GPU, OURS]
+    # Computed from resourceVersion 42: refused by the API server should the node have changed since.
+    assert done.patch["metadata"] == {"resourceVersion": "42"}
 
 
 @pytest.mark.parametrize("state", ["healthy", "inconclusive"])
@@ -102,12 +104,14 @@ def test_a_quarantined_node_returns_only_after_a_passing_diagnostic() -> None:
     assert node_action(held, Grade("node", "inconclusive", "pcie skipped")).action == "none"
     assert node_action(held, Grade("node", "unhealthy", "x")).action == "none"
     back = node_action(held, Grade("node", "healthy"))
-    assert back.action == "return" and back.patch == {"spec": {"taints": [GPU], "unschedulable": False}}
+    assert back.action == "return" and back.patch is not None
+    assert back.patch["spec"] == {"taints": [GPU], "unschedulable": False}
 
 
 def test_a_pass_never_lifts_the_engines_quarantine() -> None:
     back = node_action(node([GPU, ENGINES, OURS], unschedulable=True), Grade("node", "healthy"))
-    assert back.patch == {"spec": {"taints": [GPU, ENGINES]}}  # ours removed, the engine's kept, still cordoned
+    assert back.patch is not None
+    assert back.patch["spec"] == {"taints": [GPU, ENGINES]}  # ours removed, the engine's kept, still cordoned
 
 
 def test_amd_pools_are_refused_until_their_tools_are_wired() -> None:

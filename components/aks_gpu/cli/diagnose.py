@@ -148,7 +148,7 @@ def _live(args: argparse.Namespace, model: PlatformModel, level: Level) -> list[
     from kubernetes import client as kube_client
 
     from aks_gpu.cluster.client_config import ProbeError, load_client_configuration
-    from aks_gpu.cluster.diag_run import list_nodes, patch_node, read_node, run_diagnostic
+    from aks_gpu.cluster.diag_run import list_nodes, run_diagnostic
     from aks_gpu.cluster.probe import pool_selector
 
     try:
@@ -176,13 +176,29 @@ def _live(args: argparse.Namespace, model: PlatformModel, level: Level) -> list[
                 )
                 outputs, notes = run.outputs, run.notes
             verdict, grades = _result(pool, outputs, notes, level, _instance_type(nodes, node))
-            action = None
-            if args.quarantine:
-                action = node_action(read_node(core, node), verdict)
-                if action.patch is not None:
-                    patch_node(core, node, action.patch)
+            action = _act(core, node, verdict) if args.quarantine else None
             results.append(NodeResult(node, pool.name, verdict, grades, action))
     return results
+
+
+def _act(core: Any, node: str, verdict: Grade) -> NodeAction:
+    """Patch the node as its verdict calls for; a node changed meanwhile (409: the patch carries the resourceVersion it
+    was computed from) is read again and the action computed anew, once."""
+    from kubernetes.client import ApiException
+
+    from aks_gpu.cluster.diag_run import patch_node, read_node
+
+    for attempt in (1, 2):
+        action = node_action(read_node(core, node), verdict)
+        if action.patch is None:
+            return action
+        try:
+            patch_node(core, node, action.patch)
+            return action
+        except ApiException as error:
+            if error.status != 409 or attempt == 2:
+                raise ValueError(f"cannot patch node {node}: {error.status} {error.reason}") from None
+    raise AssertionError("unreachable")
 
 
 def _print(level: int, results: Sequence[NodeResult]) -> None:

@@ -49,8 +49,9 @@ from aks_gpu.resolved.model import QUARANTINE_TOLERATION, ResolvedPool, Tolerati
 DIAG_APP = "gpu-diag"
 HOLDER = "dcgm"
 Level = Literal[1, 2, 3]
-# How long each level may take: DCGM's documentation gives level 1 seconds, level 2 about two minutes and level 3
-# about 30 minutes on a node; the CUDA and NCCL checks add minutes.
+# How long each level may take: DCGM's guide gives a level 1 run seconds, level 2 about two minutes and level 3 about
+# 30 minutes (https://docs.nvidia.com/datacenter/dcgm/latest/user-guide/dcgm-diagnostics.html, "Run Levels"); the CUDA
+# and NCCL checks add minutes, an image pull on a fresh node more.
 DEADLINE_SECONDS: dict[int, int] = {1: 900, 2: 1800, 3: 3600}
 NCCL_MAX_BYTES = "16G"
 UNSCHEDULABLE_TOLERATION = Toleration(UNSCHEDULABLE_TAINT_KEY, "Exists", "NoSchedule")
@@ -171,7 +172,9 @@ def grade_node(pool: ResolvedPool, outputs: Mapping[str, str | None], level: Lev
 class NodeAction:
     action: Action
     reason: str
-    patch: dict[str, Any] | None  # a strategic-merge patch of the Node (``kubectl patch node --type=strategic``)
+    # A JSON merge patch of the Node (RFC 7386: its taints list replaces the Node's), carrying the resourceVersion it was
+    # computed from, so the API server refuses it (409) should the node have changed since it was read.
+    patch: dict[str, Any] | None
 
 
 def _taints(node: Mapping[str, Any]) -> list[dict[str, Any]]:
@@ -180,6 +183,11 @@ def _taints(node: Mapping[str, Any]) -> list[dict[str, Any]]:
 
 def _ours(taint: Mapping[str, Any]) -> bool:
     return taint.get("key") == QUARANTINE_TAINT_KEY and taint.get("value") == DIAGNOSTIC_TAINT_VALUE
+
+
+def _patch(node: Mapping[str, Any], spec: dict[str, Any]) -> dict[str, Any]:
+    version = (node.get("metadata") or {}).get("resourceVersion")
+    return {"metadata": {"resourceVersion": version}, "spec": spec} if version else {"spec": spec}
 
 
 def node_action(node: Mapping[str, Any], grade: Grade) -> NodeAction:
@@ -191,13 +199,12 @@ def node_action(node: Mapping[str, Any], grade: Grade) -> NodeAction:
             return NodeAction("none", f"already quarantined: {grade.part}", None)
         taint = {"key": QUARANTINE_TAINT_KEY, "value": DIAGNOSTIC_TAINT_VALUE, "effect": QUARANTINE_TAINT_EFFECT}
         kept = [t for t in taints if not _ours(t)]
-        return NodeAction("quarantine", str(grade), {"spec": {"unschedulable": True, "taints": [*kept, taint]}})
+        return NodeAction("quarantine", str(grade), _patch(node, {"unschedulable": True, "taints": [*kept, taint]}))
     if grade.state == "healthy" and quarantined_by_us:
         kept = [t for t in taints if not _ours(t)]
         # Uncordon only where no other quarantine (the engine's "fault") still holds the node.
         others = any(t.get("key") == QUARANTINE_TAINT_KEY for t in kept)
         spec: dict[str, Any] = {"taints": kept} if others else {"taints": kept, "unschedulable": False}
-        return NodeAction(
-            "return", "a passing diagnostic" + (" (another quarantine still holds it)" if others else ""), {"spec": spec}
-        )
+        reason = "a passing diagnostic" + (" (another quarantine still holds it)" if others else "")
+        return NodeAction("return", reason, _patch(node, spec))
     return NodeAction("none", str(grade), None)
