@@ -139,6 +139,7 @@ def diagnose_live(
     from aks_gpu.cluster.client_config import ProbeError, load_client_configuration
     from aks_gpu.cluster.diag_run import list_nodes, run_diagnostic
     from aks_gpu.cluster.probe import pool_selector
+    from aks_gpu.cluster.retries import describe
 
     try:
         configuration = load_client_configuration(kubeconfig, context, kubeconfig_text)
@@ -150,7 +151,7 @@ def diagnose_live(
         try:
             nodes = list_nodes(core, pool_selector(pool.name for pool in model.pools))
         except Exception as error:  # noqa: BLE001 - the cluster cannot be read: a usage error, said in one line
-            raise ValueError(f"cannot list the GPU nodes: {type(error).__name__}: {str(error)[:300]}") from None
+            raise ValueError(f"cannot list the GPU nodes: {describe(error)}") from None
         left_out = set(skip)
         for node, pool in gpu_nodes(model, nodes, wanted):
             if node in left_out:

@@ -229,6 +229,8 @@ def _deploy_diagnostics(
         return True, ["vendor diagnostics: no NVIDIA pool (AMD nodes are graded from recorded RVS outputs only)"]
     try:
         results = (diagnose or diagnose_live)(nvidia, 1, None, kubeconfig_text=kubeconfig_text, skip=simulated)
+    except ValueError as error:  # the cluster could not be read (its message is redacted, one line)
+        return False, [f"vendor diagnostics could not run: {error}"]
     except Exception as error:  # noqa: BLE001 - the step fails (or warns) with one line, never a traceback
         return False, [f"vendor diagnostics could not run: {internal_error_message(error)}"]
     proven = [result for result in results if result.verdict.passed]
