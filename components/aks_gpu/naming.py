@@ -192,6 +192,13 @@ SPOT_TAINT_VALUE = "spot"
 QUARANTINE_TAINT_KEY = f"{PACKAGE_NAME}/gpu-quarantine"
 QUARANTINE_TAINT_VALUE = "fault"
 QUARANTINE_TAINT_EFFECT = "NoSchedule"
+# The value the diagnostic schedule puts under that key when a node fails its vendor diagnostic (the engine's is
+# "fault"): a passing diagnostic takes away only its own, so it never returns a node the engine quarantined.
+DIAGNOSTIC_TAINT_VALUE = "diagnostic"
+# On the diagnostic pods (validation/diagnostics.py): the dcgmi diag level it runs (1 after deploy, 2 or 3 on the schedule).
+DIAGNOSTIC_LEVEL_LABEL = f"{PACKAGE_NAME}/diag-level"
+# The taint a cordon is (kubectl cordon sets spec.unschedulable; the node lifecycle controller adds it).
+UNSCHEDULABLE_TAINT_KEY = "node.kubernetes.io/unschedulable"
 
 
 PLATFORM_TAINT_KEYS: frozenset[str] = frozenset({*(vendor_resource(v) for v in VENDORS), SPOT_TAINT_KEY, QUARANTINE_TAINT_KEY})
