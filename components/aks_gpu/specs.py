@@ -194,6 +194,15 @@ class UpgradeSettingsSpec(TypedDict):
     """How long to wait between nodes. Default: 0."""
 
 
+class NapPoolSettingsSpec(TypedDict):
+    """How Karpenter removes a NAP pool's nodes (the NodePool's disruption; components/aks_gpu/azure/node_provisioning.py)."""
+
+    consolidation: NotRequired[str]
+    """WhenEmpty: only a node with no pod left is removed, and never one under a running job (training); WhenEmptyOrUnderutilized: Karpenter also moves pods to pack nodes, one node at a time (stateless serving). One of: WhenEmpty, WhenEmptyOrUnderutilized. Default: WhenEmpty."""
+    consolidate_after_minutes: NotRequired[int]
+    """How long a node stays empty (or underutilised) before it is removed. Default: 10."""
+
+
 class GpuPoolSpec(TypedDict):
     """One AKS agent pool of GPU VMs, tainted and labelled so only GPU work lands on it."""
 
@@ -255,8 +264,10 @@ class GpuPoolSpec(TypedDict):
     """Protect the pool from pulumi destroy and replacement. Default: false."""
     provisioning: NotRequired[str]
     """agentPool: an AKS agent pool; nap: a Karpenter NodePool and AKSNodeClass of node auto-provisioning (the same taint and labels; needs cluster.sku Automatic or cluster.nodeProvisioning Auto). Not set: nap on Automatic, else agentPool. One of: agentPool, nap."""
+    nap: NotRequired[NapPoolSettingsSpec]
+    """provisioning nap: how Karpenter removes the pool's nodes."""
     managed_gpu: NotRequired[bool]
-    """AKS-managed GPU experience (AKS installs driver, device plugin and DCGM exporter): refused today, the pinned provider's API has no gpuProfile.nvidia.managementMode (docs/platform.md). Default: false."""
+    """AKS-managed GPU experience (AKS installs driver, device plugin and DCGM exporter): a NAP pool's AKSNodeClass tag; on an agent pool refused while the installed provider's API has no gpuProfile.nvidia.managementMode (docs/platform.md). Default: false."""
 
 
 class EgressRuleSpec(TypedDict):

@@ -452,6 +452,21 @@ class UpgradeSettings(ConfigModel):
         return "0" if self.max_unavailable is not None else AKS_DEFAULT_MAX_SURGE
 
 
+class NapPoolSettings(ConfigModel):
+    """How Karpenter removes a NAP pool's nodes (the NodePool's disruption; components/aks_gpu/azure/node_provisioning.py)."""
+
+    # karpenter.sh/v1 NodePool spec.disruption.consolidationPolicy (components/aks_gpu/data/karpenter.yaml).
+    consolidation: Literal["WhenEmpty", "WhenEmptyOrUnderutilized"] = Field(
+        default="WhenEmpty",
+        description="WhenEmpty: only a node with no pod left is removed, and never one under a running job (training); "
+        "WhenEmptyOrUnderutilized: Karpenter also moves pods to pack nodes, one node at a time (stateless serving).",
+    )
+    # The cluster autoscaler's scale-down-unneeded-time default is 10 minutes; the same here.
+    consolidate_after_minutes: int = Field(
+        default=10, ge=0, le=1440, description="How long a node stays empty (or underutilised) before it is removed."
+    )
+
+
 class GpuPoolConfig(ConfigModel):
     """One AKS agent pool of GPU VMs, tainted and labelled so only GPU work lands on it."""
 
@@ -520,13 +535,17 @@ class GpuPoolConfig(ConfigModel):
         "(the same taint and labels; needs cluster.sku Automatic or cluster.nodeProvisioning Auto). Not set: nap on "
         "Automatic, else agentPool.",
     )
-    # gpuProfile.nvidia.managementMode Managed: not expressible through the provider this program pins (see the
-    # `managed-gpu-api-unreachable` refusal and docs/platform.md); the key exists so the choice is documented and
-    # refused with why, not silently ignored.
+    nap: NapPoolSettings = Field(
+        default=NapPoolSettings.model_construct(), description="provisioning nap: how Karpenter removes the pool's nodes."
+    )
+    # gpuProfile.nvidia.managementMode Managed on an agent pool: refused while the installed azure-native SDK lacks it
+    # (`managed-gpu-api-unreachable`, read from the SDK); on a NAP pool the AKSNodeClass's EnableManagedGPUExperience
+    # tag (docs/automatic.md).
     managed_gpu: bool = Field(
         default=False,
-        description="AKS-managed GPU experience (AKS installs driver, device plugin and DCGM exporter): refused today, "
-        "the pinned provider's API has no gpuProfile.nvidia.managementMode (docs/platform.md).",
+        description="AKS-managed GPU experience (AKS installs driver, device plugin and DCGM exporter): a NAP pool's "
+        "AKSNodeClass tag; on an agent pool refused while the installed provider's API has no "
+        "gpuProfile.nvidia.managementMode (docs/platform.md).",
     )
 
     def effective_provisioning(self, cluster: ClusterConfig | None) -> Literal["agentPool", "nap"]:
