@@ -15,17 +15,37 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
-from aks_gpu.advise.usage import IdleGpu, Usage, WorkloadUsage
+from aks_gpu.advise.metrics import NO_MIG_ACTIVITY
+from aks_gpu.advise.usage import IDLE_ACTIVITY, IdleGpu, Usage, WorkloadUsage, active_hours_text
 from aks_gpu.audit.prices import Prices
-from aks_gpu.catalog import Catalog, GpuModel
+from aks_gpu.catalog import Catalog, GpuModel, MigInstance
 
 Recommend = Literal["mig", "time-slicing", "release", "keep"]
 RECOMMENDS: tuple[Recommend, ...] = ("mig", "time-slicing", "release", "keep")
+# How a workload is sized (``sizedAs`` in the JSON): a service on its bursts, never time-sliced; a distributed job kept
+# whole; an interactive owner (a notebook) by its duty cycle; batch work (and what is not known) on its p95.
+SizedAs = Literal["serving", "distributed", "interactive", "batch"]
+# Owner kinds that serve requests: Kubernetes' Deployment and StatefulSet, LeaderWorkerSet (sigs.k8s.io/lws, multi-host
+# inference), KServe's InferenceService. Namespaces of the stack's `inference` workload type serve as well.
+SERVING_KINDS = frozenset({"Deployment", "StatefulSet", "LeaderWorkerSet", "InferenceService"})
+SERVING_TYPE = "inference"
+# Owner kinds whose pods work as one job across GPUs (collectives over NCCL): Kubeflow's PyTorchJob and MPIJob,
+# JobSet, KubeRay's RayJob and RayCluster (whose workers KubeRay creates itself), LeaderWorkerSet. A MIG instance has no
+# GPU-to-GPU P2P, over PCIe or NVLink (NVIDIA's MIG user guide, https://docs.nvidia.com/datacenter/tesla/mig-user-guide/,
+# its application considerations), so they are kept whole.
+DISTRIBUTED_KINDS = frozenset({"PyTorchJob", "MPIJob", "JobSet", "RayJob", "RayCluster", "LeaderWorkerSet"})
+# Pods of one owner that move together (a job's ranks): two or more, held at the same time, whose first samples are
+# within this of each other inside the window (started as one), and whose last samples are too, or who run to the
+# window's end. Ours: two 5-minute steps.
+TOGETHER_SECONDS = 600.0
+# An interactive owner idle more than half the time (its duty cycle below this) shares a GPU or releases it when idle.
+IDLE_MOST = 0.5
+# A MIG instance's activity at or above this share of the instance is saturated: what it would use is more than it
+# shows, so it is sized up. Ours, as the headroom.
+SATURATED = 0.9
 # Memory and compute are sized 20% over what was seen (peak memory, p95 activity): a model's KV cache or a batch a
 # little larger than any in the window must still fit. Ours: the margin is a judgement, stated in docs/advise.md.
 HEADROOM = 0.20
-# A GPU whose activity never reached 1% in the window did no work worth a GPU: release it.
-IDLE_ACTIVITY = 0.01
 # Time-slicing shares a GPU's memory with no isolation and its time by context switching; past four workloads a
 # GPU the advice sizes at the p95 leaves too little margin for their peaks to coincide. Ours, as HEADROOM.
 MAX_TIME_SLICES = 4
@@ -113,14 +133,22 @@ class Recommendation:
     gpu_month: float | None
     why: str
     unpriced: str | None = None  # why gpu_month is None
+    sized_as: SizedAs = "batch"
+
+    @property
+    def gpus_held(self) -> float:
+        """The GPUs it holds now: a MIG instance is the share of a GPU its profile's pool gives each (1/7 for 1g)."""
+        instance = _instance(self.usage.model, self.usage.mig_profile) if self.usage.mig_profile else None
+        return self.usage.gpus / instance.max_instances if instance else float(self.usage.gpus)
 
     @property
     def monthly_saving(self) -> float | None:
-        """This pod's share of what the change saves: the GPUs it holds, less its share of the GPU it moves to."""
+        """This pod's share of what the change saves: the GPUs it holds, less its share of the GPU it moves to (below
+        0 where it sizes a MIG instance up)."""
         if self.gpu_month is None or self.recommend == "keep":
             return None if self.recommend != "keep" else 0.0
         kept = 0.0 if self.recommend == "release" else 1 / self.per_gpu
-        return round(self.gpu_month * (self.usage.gpus - kept), 2)
+        return round(self.gpu_month * (self.gpus_held - kept), 2)
 
 
 @dataclass(frozen=True)
@@ -199,58 +227,158 @@ def _percent(share: float) -> str:
     return f"{share * 100:.1f}%"
 
 
-def _decide(group: Sequence[WorkloadUsage]) -> tuple[Recommend, str | None, str | None, int, str]:
+def _instance(model: GpuModel, profile: str) -> MigInstance | None:
+    return next((instance for instance in model.mig.values() if instance.profile == profile), None)
+
+
+def _moves_together(group: Sequence[WorkloadUsage], usage: Usage) -> bool:
+    """Whether the owner's pods move together: two or more, held at the same time, started as one inside the window
+    and ended as one (or run on to its end)."""
+    if len(group) < 2 or max(one.first for one in group) >= min(one.last for one in group):
+        return False
+    firsts, lasts = [one.first for one in group], [one.last for one in group]
+    started = max(firsts) - min(firsts) <= TOGETHER_SECONDS and min(firsts) > usage.window.start + TOGETHER_SECONDS
+    ended = max(lasts) - min(lasts) <= TOGETHER_SECONDS
+    return started and ended
+
+
+def sized_as(
+    group: Sequence[WorkloadUsage], usage: Usage, serving_namespaces: frozenset[str] = frozenset()
+) -> tuple[SizedAs, str]:
+    """How an owner's pods are sized, and why (the kind, the namespace, the pods moving together)."""
+    first = group[0]
+    kind = first.kind
+    if kind in DISTRIBUTED_KINDS:
+        return "distributed", f"a {kind}"
+    if kind not in SERVING_KINDS and _moves_together(group, usage):
+        return "distributed", f"{len(group)} pods that started and ended together"
+    serving_namespace = first.namespace in serving_namespaces
+    duty = max(one.duty_cycle for one in group)
+    if kind == "StatefulSet" and len(group) == 1 and not serving_namespace and duty < IDLE_MOST:
+        return "interactive", f"a StatefulSet of one pod (a notebook) active {_percent(duty)} of the time"
+    if kind in SERVING_KINDS or serving_namespace:
+        return "serving", f"a {kind}" if kind in SERVING_KINDS else f"in the {SERVING_TYPE} namespace {first.namespace}"
+    return "batch", f"a {kind}" if kind else "an owner of unknown kind"
+
+
+def _fitting(model: GpuModel, memory_needed: float, slices_needed: float, shareable: bool) -> list[tuple[str, MigInstance]]:
+    """The model's MIG profiles that hold ``memory_needed`` MiB and ``slices_needed`` compute slices, smallest first;
+    ``shareable``: only those of which two or more fit a GPU (one of which frees nothing)."""
+    return sorted(
+        (
+            (value, instance)
+            for value, instance in model.mig.items()
+            if profile_memory_mib(instance.profile) >= memory_needed
+            and profile_slices(instance.profile) >= slices_needed
+            and (instance.max_instances > 1 or not shareable)
+        ),
+        key=lambda item: (profile_slices(item[1].profile), profile_memory_mib(item[1].profile)),
+    )
+
+
+def _decide(group: Sequence[WorkloadUsage], how: SizedAs, kind_why: str) -> tuple[Recommend, str | None, str | None, int, str]:
     """(recommend, profile, gpuInstanceProfile value, workloads per GPU after, why) for an owner's pods."""
     model: GpuModel = group[0].model
     peak_memory = max(one.peak_memory_mib for one in group)
-    p95_activity = max(one.p95_activity for one in group)
     peak_activity = max(one.peak_activity for one in group)
     gpus = max(one.gpus for one in group)
     mig = next((one.mig_profile for one in group if one.mig_profile), None)
+    if mig and any(NO_MIG_ACTIVITY in one.activity_metric for one in group):
+        # No activity on a MIG instance: sized by its memory alone, never down on compute it may use.
+        return _resize(model, mig, peak_memory * (1 + HEADROOM), None, f"not reported ({NO_MIG_ACTIVITY})", peak_memory)
     if peak_activity <= IDLE_ACTIVITY:
         return "release", None, None, 0, f"idle through the window: activity peaked at {_percent(peak_activity)}"
+    if how == "distributed":
+        return "keep", None, None, 1, f"{kind_why}, a distributed job: kept whole (a MIG instance has no GPU-to-GPU P2P)"
+    # A service is sized on its bursts (its hourly peaks' high percentile), other work on the p95 of its samples.
+    if how == "serving":
+        activity = max(one.burst_activity for one in group)
+        measured = f"bursts {_percent(activity)}"
+    else:
+        activity = max(one.p95_activity for one in group)
+        measured = f"p95 {_percent(activity)}"
+    memory_needed = peak_memory * (1 + HEADROOM)
     if mig:
-        return "keep", None, None, 1, f"already on the MIG instance {mig}"
+        return _resize(model, mig, memory_needed, activity, measured, peak_memory)
     if gpus > 1:
         return "keep", None, None, 1, f"holds {gpus} GPUs, busy up to {_percent(peak_activity)}: sized whole"
-    memory_needed = peak_memory * (1 + HEADROOM)
-    compute_needed = p95_activity * (1 + HEADROOM)
+    compute_needed = activity * (1 + HEADROOM)
     need = (
-        f"needs {memory_needed:,.0f} MiB (peak {peak_memory:,.0f} + {HEADROOM:.0%}) and {_percent(compute_needed)} of the compute"
+        f"needs {memory_needed:,.0f} MiB (peak {peak_memory:,.0f} + {HEADROOM:.0%}) and {_percent(compute_needed)} of the "
+        f"compute ({measured} + {HEADROOM:.0%})"
     )
     if model.mig:
         full = max(profile_slices(instance.profile) for instance in model.mig.values())
-        fitting = sorted(
-            (
-                (profile_slices(instance.profile), value, instance)
-                for value, instance in model.mig.items()
-                if profile_memory_mib(instance.profile) >= memory_needed
-                and profile_slices(instance.profile) >= compute_needed * full
-                and instance.max_instances > 1
-            ),
-            key=lambda item: (item[0], profile_memory_mib(item[2].profile)),
-        )
+        fitting = _fitting(model, memory_needed, compute_needed * full, shareable=True)
         if fitting:
-            slices, value, instance = fitting[0]
+            value, instance = fitting[0]
+            slices = profile_slices(instance.profile)
             why = f"{need}: {instance.profile} holds it ({slices}/{full} of the compute), {instance.max_instances} per GPU"
             return "mig", instance.profile, value, instance.max_instances, why
+    duty = max(one.duty_cycle for one in group)
+    pattern = f"active {_percent(duty)} of the time, in {active_hours_text(group[0].active_hours)}"
+    if how == "serving":
+        return "keep", None, None, 1, f"{need}: no MIG instance holds it, and a service ({kind_why}) is not time-sliced"
     if group[0].vendor == "nvidia" and compute_needed > 0 and memory_needed > 0:
         memory_total = model.memory_gib * _GB_MIB
-        fit = min(int(memory_total // memory_needed), int(1 // compute_needed), MAX_TIME_SLICES)
+        by_compute = int(1 // compute_needed)
+        if how == "interactive":
+            # Idle most of the time: its active hours seldom meet another's, so it shares by its duty cycle.
+            by_compute = max(by_compute, int(1 // max(duty, IDLE_ACTIVITY)))
+        fit = min(int(memory_total // memory_needed), by_compute, MAX_TIME_SLICES)
         if fit >= 2:
-            return "time-slicing", None, None, fit, f"{need}: {fit} such workloads share one {model.key}"
+            said = f"{need}: {fit} such workloads share one {model.key}"
+            return "time-slicing", None, None, fit, said + (f" ({kind_why}, {pattern})" if how == "interactive" else "")
+    if how == "interactive":
+        return "keep", None, None, 1, f"{kind_why}, {pattern}: release its GPU when idle (cull the notebook)"
     return "keep", None, None, 1, f"{need}: no smaller share of one {model.key} GPU holds it"
 
 
-def advise(usage: Usage, pricing: Pricing) -> Advice:
-    """One recommendation per pod (decided per owner), and the pool changes that carry them."""
+def _resize(
+    model: GpuModel, current: str, memory_needed: float, activity: float | None, measured: str, peak_memory: float
+) -> tuple[Recommend, str | None, str | None, int, str]:
+    """A workload already on the MIG instance ``current``, resized: the smallest profile that holds its memory and
+    compute with headroom. Its activity is a share of its own instance (DCGM reports a MIG instance's profiling fields
+    for the instance: a 1g instance reaches 100%, https://github.com/NVIDIA/DCGM/issues/138), so the slices it uses
+    are that share of the instance's slices; where activity is not known (None), the slices it has."""
+    slices_now = profile_slices(current)
+    memory_now = profile_memory_mib(current)
+    slices_needed = slices_now if activity is None else activity * slices_now * (1 + HEADROOM)
+    saturated = activity is not None and activity >= SATURATED
+    if saturated:
+        slices_needed = max(slices_needed, slices_now + 1)
+    need = (
+        f"on {current}: memory peak {peak_memory:,.0f} MiB ({_percent(peak_memory / memory_now) if memory_now else '?'} of "
+        f"the instance), activity {measured} of it{' (saturated)' if saturated else ''}: needs {memory_needed:,.0f} MiB "
+        f"and {slices_needed:.1f} slice(s)"
+    )
+    fitting = _fitting(model, memory_needed, slices_needed, shareable=False)
+    if not fitting:
+        return "keep", None, None, 1, f"{need}: size up to a whole {model.key}, no MIG instance holds it"
+    value, instance = fitting[0]
+    if instance.profile == current:
+        return "keep", None, None, 1, f"{need}: {current} holds it, and no smaller instance does"
+    larger = profile_slices(instance.profile) > slices_now or profile_memory_mib(instance.profile) > memory_now
+    if larger:
+        return "mig", instance.profile, value, instance.max_instances, f"{need}: size up to {instance.profile}"
+    shareable = _fitting(model, memory_needed, slices_needed, shareable=True)
+    if not shareable or shareable[0][1].profile == current:
+        return "keep", None, None, 1, f"{need}: {current} holds it, and no smaller instance two of which fit a GPU does"
+    value, instance = shareable[0]
+    return "mig", instance.profile, value, instance.max_instances, f"{need}: size down to {instance.profile}"
+
+
+def advise(usage: Usage, pricing: Pricing, serving_namespaces: frozenset[str] = frozenset()) -> Advice:
+    """One recommendation per pod (decided per owner), and the pool changes that carry them. ``serving_namespaces``:
+    the stack's namespaces of the ``inference`` workload type, whose workloads are sized as services."""
     groups: dict[tuple[str, str, str], list[WorkloadUsage]] = defaultdict(list)
     for workload in usage.workloads:
         groups[(workload.namespace, workload.owner, workload.model.key)].append(workload)
     recommendations: list[Recommendation] = []
     for key in sorted(groups):
         group = groups[key]
-        recommend, profile, value, per_gpu, why = _decide(group)
+        how, kind_why = sized_as(group, usage, serving_namespaces)
+        recommend, profile, value, per_gpu, why = _decide(group, how, kind_why)
         for workload in group:
             host = workload.hosts[0]
             recommendations.append(
@@ -264,6 +392,7 @@ def advise(usage: Usage, pricing: Pricing) -> Advice:
                     gpu_month=pricing.gpu_month(host),
                     why=why,
                     unpriced=pricing.unpriced(host),
+                    sized_as=how,
                 )
             )
     return Advice(
@@ -324,7 +453,7 @@ def _pool_changes(recommendations: Sequence[Recommendation], pricing: Pricing) -
             by_change[key].append(one)
     changes: list[PoolChange] = []
     for (pool, model_key, recommend, profile, per_gpu), members in sorted(by_change.items()):
-        gpus_now = sum(one.usage.gpus for one in members)
+        gpus_now = math.ceil(sum(one.gpus_held for one in members) - 1e-9)
         gpus_after = 0 if recommend == "release" else math.ceil(len(members) / per_gpu)
         prices = [one.gpu_month for one in members]
         saving = None

@@ -14,8 +14,9 @@ from aks_gpu.cli.common import EXIT_FAILED, EXIT_OK, EXIT_USAGE, err, load_stack
 
 _DESCRIPTION = """\
 From the GPU exporters' history (DCGM exporter, ROCm device metrics exporter), what each workload (pod, grouped by its
-owner) should run on: `mig` (the smallest MIG instance of its GPU model that holds its peak memory and p95 activity
-with 20% headroom), `time-slicing` (several such workloads on one GPU), `release` (idle through the window) or `keep`;
+owner) should run on: `mig` (the smallest MIG instance of its GPU model that holds its peak memory and p95 activity,
+a service's bursts, with 20% headroom; a workload on a MIG instance resized both ways), `time-slicing` (several such
+workloads on one GPU; never a service), `release` (idle through the window) or `keep` (a distributed job stays whole);
 the pool change that carries it, and the monthly saving at the price table's list prices (name the stack, or keep
 AKS's node names, for the VM size and region).
 
@@ -67,7 +68,7 @@ class AdviceUsageError(Exception):
 
 def advice_from(args: argparse.Namespace) -> tuple[Any, str]:
     """The advice (``Advice``) and its currency, from --metrics or --prometheus; ``AdviceUsageError`` saying why not."""
-    from aks_gpu.advise.recommend import NodeFacts, Pricing, advise
+    from aks_gpu.advise.recommend import SERVING_TYPE, NodeFacts, Pricing, advise
     from aks_gpu.advise.series import AdviceInputError
     from aks_gpu.advise.usage import SUMMARY_HISTORY, read_usage
     from aks_gpu.audit.prices import load_prices
@@ -90,6 +91,7 @@ def advice_from(args: argparse.Namespace) -> tuple[Any, str]:
     except AdviceInputError as error:
         raise AdviceUsageError(str(error)) from None
     pools: dict[str, NodeFacts] = {}
+    serving: frozenset[str] = frozenset()
     if getattr(args, "stack", None):
         from aks_gpu.config.models import StackConfig
 
@@ -102,8 +104,9 @@ def advice_from(args: argparse.Namespace) -> tuple[Any, str]:
             )
             for pool in model.pools
         }
+        serving = frozenset(workload.name for workload in config.workloads if workload.type == SERVING_TYPE)
     prices = load_prices()
-    return advise(usage, Pricing(prices=prices, catalog=catalog, pools=pools)), prices.currency
+    return advise(usage, Pricing(prices=prices, catalog=catalog, pools=pools), serving), prices.currency
 
 
 def _live(args: argparse.Namespace) -> tuple[Any, bool]:
