@@ -51,6 +51,7 @@ def test_standard_with_nap_takes_nap_pools() -> None:
         ({"nvmeCache": True}, "nvmeCache"),
         ({"zones": ["1"]}, "zones"),
         ({"autoscaling": False, "count": 1}, "autoscaling"),
+        ({"minCount": 1}, "minCount"),
     ],
 )
 def test_what_a_nodepool_cannot_carry_is_refused_not_dropped(pool: dict[str, Any], key: str) -> None:

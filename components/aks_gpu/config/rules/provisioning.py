@@ -120,4 +120,7 @@ def _nap_pool_rules(pool: GpuPoolConfig, path: str) -> list[Problem]:
         problems.append(
             Problem(f"{path}.autoscaling", "a NAP pool always scales (0 to maxCount nodes); remove autoscaling and count")
         )
+    if pool.min_count > 0:
+        # A NodePool has limits, not a floor: Karpenter makes nodes for pending pods only (karpenter.sh/v1).
+        problems.append(Problem(f"{path}.minCount", "a NodePool keeps no nodes without pending pods; remove minCount"))
     return problems
