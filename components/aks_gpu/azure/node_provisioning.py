@@ -3,10 +3,8 @@
 
 The NodePool's nodes carry exactly the taint and labels an agent pool's nodes carry (``ResolvedPool.taints`` and
 ``node_labels``), so the workload namespaces' selectors and tolerations, the admission policy and every placement rule
-work unchanged. Requirements pin the pool's VM size (``node.kubernetes.io/instance-type``, as a node reports it) and,
-on Azure, its GPU manufacturer and count (``karpenter.azure.com/sku-gpu-*``); limits stop it at ``maxCount`` nodes and
-their GPUs. Locally (``aksgpu local``) the same NodePool points at Karpenter's kwok node class instead
-(``local_node_class_ref``), and carries no Azure requirement: the kwok provider's instance types have none.
+work unchanged. Requirements pin the pool's VM size (``node.kubernetes.io/instance-type``, as a node reports it) and
+its GPU manufacturer and count (``karpenter.azure.com/sku-gpu-*``); limits stop it at ``maxCount`` nodes and their GPUs.
 """
 
 from __future__ import annotations
@@ -17,12 +15,6 @@ from typing import Any, Literal
 from aks_gpu.aks_facts import karpenter_facts
 from aks_gpu.naming import ARCH_LABEL, INSTANCE_TYPE_LABEL, OS_LABEL, POOL_TAG, nap_object_name, vendor_resource
 from aks_gpu.resolved.model import ResolvedPool
-
-# Karpenter's kwok provider's node class (sigs.k8s.io/karpenter kwok/apis/v1alpha1/kwoknodeclass.go: group
-# karpenter.kwok.sh, kind KWOKNodeClass): what a NodePool points at on the local control plane.
-KWOK_NODE_CLASS_GROUP = "karpenter.kwok.sh"
-KWOK_NODE_CLASS_KIND = "KWOKNodeClass"
-KWOK_NODE_CLASS_VERSION = "v1alpha1"
 
 # Training jobs hold their GPUs for days and do not survive a move: no voluntary disruption other than removing an
 # empty node (budgets of 0 nodes for Underutilized and Drifted), and nodes never expire (expiry is forceful in
@@ -43,10 +35,6 @@ class NodeClassRef:
 def azure_node_class_ref(pool: ResolvedPool) -> NodeClassRef:
     facts = karpenter_facts()["node_class"]
     return NodeClassRef(str(facts["group"]), str(facts["kind"]), nap_object_name(pool.name))
-
-
-def local_node_class_ref() -> NodeClassRef:
-    return NodeClassRef(KWOK_NODE_CLASS_GROUP, KWOK_NODE_CLASS_KIND, "default")
 
 
 def image_family(pool: ResolvedPool) -> str:
@@ -82,9 +70,9 @@ def node_class_manifest(pool: ResolvedPool, tags: dict[str, str] | None = None) 
     }
 
 
-def requirements(pool: ResolvedPool, azure: bool) -> list[dict[str, Any]]:
-    """What a node of the pool must be: Linux on amd64, on-demand, of the pool's VM size; on Azure also of its GPU
-    manufacturer and count (the provider's labels)."""
+def requirements(pool: ResolvedPool) -> list[dict[str, Any]]:
+    """What a node of the pool must be: Linux on amd64, on-demand, of the pool's VM size, GPU manufacturer and count
+    (the Azure provider's labels)."""
     facts = karpenter_facts()
     labels = facts["labels"]
     out: list[dict[str, Any]] = [
@@ -93,10 +81,9 @@ def requirements(pool: ResolvedPool, azure: bool) -> list[dict[str, Any]]:
         {"key": facts["node_pool"]["capacity_type_label"], "operator": "In", "values": ["on-demand"]},
         {"key": INSTANCE_TYPE_LABEL, "operator": "In", "values": [pool.config.vm_size]},
     ]
-    if azure:
-        out.append({"key": labels["sku_gpu_manufacturer"], "operator": "In", "values": [pool.vendor]})
-        if pool.gpus_per_node is not None:
-            out.append({"key": labels["sku_gpu_count"], "operator": "In", "values": [str(pool.gpus_per_node)]})
+    out.append({"key": labels["sku_gpu_manufacturer"], "operator": "In", "values": [pool.vendor]})
+    if pool.gpus_per_node is not None:
+        out.append({"key": labels["sku_gpu_count"], "operator": "In", "values": [str(pool.gpus_per_node)]})
     return out
 
 
@@ -109,7 +96,7 @@ def disruption(consolidation: Consolidation, consolidate_after_minutes: int) -> 
     return {"consolidationPolicy": consolidation, "consolidateAfter": after, "budgets": budgets}
 
 
-def node_pool_manifest(pool: ResolvedPool, node_class: NodeClassRef, azure: bool = True) -> dict[str, Any]:
+def node_pool_manifest(pool: ResolvedPool, node_class: NodeClassRef) -> dict[str, Any]:
     """The pool's Karpenter NodePool."""
     facts = karpenter_facts()["node_pool"]
     nap = pool.config.nap
@@ -127,7 +114,7 @@ def node_pool_manifest(pool: ResolvedPool, node_class: NodeClassRef, azure: bool
                 "metadata": {"labels": dict(pool.node_labels)},
                 "spec": {
                     "nodeClassRef": node_class.to_kube(),
-                    "requirements": requirements(pool, azure),
+                    "requirements": requirements(pool),
                     "taints": [{"key": t.key, "value": t.value, "effect": t.effect} for t in pool.taints],
                     "expireAfter": "Never",
                 },
