@@ -179,6 +179,23 @@ PLATFORM_NODE_LABELS: frozenset[str] = frozenset(
     }
 )
 
+# ---------------------------------------------------------------- node auto-provisioning (Karpenter)
+
+# Karpenter labels every node it makes with its NodePool's name (sigs.k8s.io/karpenter pkg/apis/v1/labels.go,
+# NodePoolLabelKey), and counts NodeClaims under it: the audit finds a NAP pool's nodes by this label.
+KARPENTER_NODEPOOL_LABEL = "karpenter.sh/nodepool"
+
+
+# The Azure tag a NAP pool's VMs carry with the pool's name (its AKSNodeClass's tags), for cost reports by pool.
+POOL_TAG = f"{PACKAGE_NAME}-pool"
+
+
+def nap_object_name(pool: str) -> str:
+    """``aks-gpu-<pool>``: the NodePool and the AKSNodeClass of a NAP GPU pool (cluster-scoped objects, beside the
+    NodePools AKS creates itself, ``default`` and ``system-surge``)."""
+    return platform_object_name(pool)
+
+
 # ---------------------------------------------------------------- taints
 
 GPU_TAINT_VALUE = "present"

@@ -137,6 +137,10 @@ class ClusterSpec(TypedDict):
     """The cluster's Azure region, when it differs from azure-native:location."""
     kubernetes_version: NotRequired[str]
     """1.NN or 1.NN.P, supported on AKS today (components/aks_gpu/data/aks_versions.yaml). Default: 1.36."""
+    sku: NotRequired[str]
+    """AKS Standard, or AKS Automatic (managed system nodes, node auto-provisioning, Deployment Safeguards enforced): GPU pools there are Karpenter NodePools (docs/automatic.md). One of: Standard, Automatic. Default: Standard."""
+    node_provisioning: NotRequired[str]
+    """Node auto-provisioning (Karpenter) on a Standard cluster: Auto lets GPU pools with provisioning nap be NodePools. Not set: Auto on Automatic, Manual on Standard. One of: Manual, Auto."""
     sku_tier: NotRequired[str]
     """The AKS pricing tier. One of: Free, Standard, Premium. Default: Standard."""
     support_plan: NotRequired[str]
@@ -188,6 +192,15 @@ class UpgradeSettingsSpec(TypedDict):
     """How long a pod (a long training job) may hold a node's drain. Default: 30."""
     node_soak_duration_in_minutes: NotRequired[int]
     """How long to wait between nodes. Default: 0."""
+
+
+class NapPoolSettingsSpec(TypedDict):
+    """How Karpenter removes a NAP pool's nodes (the NodePool's disruption; components/aks_gpu/azure/node_provisioning.py)."""
+
+    consolidation: NotRequired[str]
+    """WhenEmpty: only a node with no pod left is removed, and never one under a running job (training); WhenEmptyOrUnderutilized: Karpenter also moves pods to pack nodes, one node at a time (stateless serving). One of: WhenEmpty, WhenEmptyOrUnderutilized. Default: WhenEmpty."""
+    consolidate_after_minutes: NotRequired[int]
+    """How long a node stays empty (or underutilised) before it is removed. Default: 10."""
 
 
 class GpuPoolSpec(TypedDict):
@@ -249,8 +262,12 @@ class GpuPoolSpec(TypedDict):
     """Run the smoke Job on this pool (not set: only where minCount keeps a node running)."""
     protect: NotRequired[bool]
     """Protect the pool from pulumi destroy and replacement. Default: false."""
+    provisioning: NotRequired[str]
+    """agentPool: an AKS agent pool; nap: a Karpenter NodePool and AKSNodeClass of node auto-provisioning (the same taint and labels; needs cluster.sku Automatic or cluster.nodeProvisioning Auto). Not set: nap on Automatic, else agentPool. One of: agentPool, nap."""
+    nap: NotRequired[NapPoolSettingsSpec]
+    """provisioning nap: how Karpenter removes the pool's nodes."""
     managed_gpu: NotRequired[bool]
-    """AKS-managed GPU experience (AKS installs driver, device plugin and DCGM exporter): refused today, the pinned provider's API has no gpuProfile.nvidia.managementMode (docs/platform.md). Default: false."""
+    """AKS-managed GPU experience (AKS installs driver, device plugin and DCGM exporter): a NAP pool's AKSNodeClass tag; on an agent pool refused while the installed provider's API has no gpuProfile.nvidia.managementMode (docs/platform.md). Default: false."""
 
 
 class EgressRuleSpec(TypedDict):

@@ -135,6 +135,7 @@ def test_the_faulty_example_has_a_verdict_and_a_count_for_every_practice() -> No
     _, page = page_of(FAULTY)
 
     assert verdicts(page) == {
+        "automatic": ("pass", 0),
         "placement": ("fail", 2),
         "validation": ("pass", 0),
         "node-image": ("warn", 1),

@@ -18,6 +18,7 @@ from collections import defaultdict
 from aks_gpu.audit.health import judge_faulty_schedulable, judge_health
 from aks_gpu.audit.isolation import judge_isolation
 from aks_gpu.audit.judging import Commands, Run
+from aks_gpu.audit.nap import judge_nap
 from aks_gpu.audit.node_images import judge_node_images
 from aks_gpu.audit.placement import judge_placement, judge_validation
 from aks_gpu.audit.prices import INSTANCE_TYPE_LABELS, REGION_LABELS, first_label
@@ -37,6 +38,7 @@ from aks_gpu.cluster.inventory import (
 from aks_gpu.cluster.snapshot import (
     NAMESPACES_FILE,
     NETWORK_POLICIES_FILE,
+    NODEPOOLS_FILE,
     NODES_FILE,
     PODS_FILE,
     RESOURCE_QUOTAS_FILE,
@@ -73,6 +75,7 @@ def run_audit(snapshot: ClusterSnapshot, stack: StackExpectations | None = None,
                 (NAMESPACES_FILE, "Namespace", snapshot.namespaces),
                 (RESOURCE_QUOTAS_FILE, "ResourceQuota", snapshot.resourcequotas),
                 (NETWORK_POLICIES_FILE, "NetworkPolicy", snapshot.networkpolicies),
+                (NODEPOOLS_FILE, "NodePool", snapshot.nodepools),
             )
         )
     extra = stack.resources if stack else frozenset()
@@ -91,6 +94,7 @@ def run_audit(snapshot: ClusterSnapshot, stack: StackExpectations | None = None,
 
     run = Run()
     commands = Commands(stack)
+    judge_nap(run, snapshot.nodepools)
     judge_placement(run, nodes, on_node, stack, commands)
     judge_validation(run, nodes, stack)
     judge_node_images(run, nodes, collected, commands, snapshot)

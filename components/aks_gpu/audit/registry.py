@@ -17,6 +17,7 @@ from aks_gpu.cluster.snapshot import (
     META_FILE,
     NETWORK_POLICIES_FILE,
     NODEPOOL_UPGRADES_FILE,
+    NODEPOOLS_FILE,
     NODES_FILE,
     PODS_FILE,
     RESOURCE_QUOTAS_FILE,
@@ -34,6 +35,7 @@ RESOURCE_QUOTAS = RESOURCE_QUOTAS_FILE
 NETWORK_POLICIES = NETWORK_POLICIES_FILE
 META = META_FILE
 NODEPOOL_UPGRADES = NODEPOOL_UPGRADES_FILE
+NODEPOOLS = NODEPOOLS_FILE
 SMI = f"{SMI_DIR}/"
 
 
@@ -67,6 +69,12 @@ class AuditCheck:
 
 
 PRACTICES: tuple[Practice, ...] = (
+    Practice(
+        "automatic",
+        "Choose AKS Automatic or AKS Standard for GPU workloads",
+        "AKS Automatic is the recommended default; its node auto-provisioning brings GPU nodes from Karpenter NodePools, "
+        "and its defaults don't replace placement controls, validation and isolation",
+    ),
     Practice(
         "placement",
         "Enforce GPU workload placement",
@@ -122,7 +130,36 @@ def health_remedy(node: str, severity: Severity) -> str:
     fix = CRITICAL_GPU_FAULT_FIX if severity == "fail" else GPU_WARNING_FIX
     return sentence(fix.replace("<node>", node))
 
+
 CHECKS: tuple[AuditCheck, ...] = (
+    AuditCheck(
+        "nap-gpu-nodepool-untainted",
+        "fail",
+        "automatic",
+        "every GPU NodePool of node auto-provisioning (karpenter.sh/v1, requirements on karpenter.azure.com/sku-gpu-*, the "
+        "N family or GPU sizes) gives its nodes a NoSchedule <vendor>.com/gpu taint",
+        "add the taint to the NodePool's spec.template.spec.taints (Karpenter puts it on every node it creates) and give "
+        "GPU pods the matching toleration",
+        (NODEPOOLS,),
+    ),
+    AuditCheck(
+        "nap-gpu-nodepool-unbounded",
+        "warn",
+        "automatic",
+        "every GPU NodePool has spec.limits on nodes or GPUs",
+        "set spec.limits (nodes, nvidia.com/gpu) to what the budget and quota allow",
+        (NODEPOOLS,),
+    ),
+    AuditCheck(
+        "nap-gpu-nodepool-disrupts-jobs",
+        "warn",
+        "automatic",
+        "every GPU NodePool keeps Karpenter off nodes that run jobs: consolidationPolicy WhenEmpty (or a budget of 0 "
+        "nodes for Underutilized) and expireAfter Never (Karpenter's default 720h replaces nodes regardless of budgets)",
+        "set consolidationPolicy WhenEmpty, a budget {nodes: '0', reasons: [Underutilized, Drifted]} and expireAfter "
+        "Never on training NodePools",
+        (NODEPOOLS,),
+    ),
     AuditCheck(
         "gpu-node-untainted",
         "fail",

@@ -322,7 +322,8 @@ class GpuCluster(GpuComponent[ClusterInputs]):
             "location": spec.location or location,
             "dns_prefix": spec.dns_prefix or spec.name,
             "kubernetes_version": spec.kubernetes_version,
-            "sku": {"name": "Base", "tier": spec.sku_tier},
+            # ManagedClusterSKUName: Base (AKS Standard) or Automatic.
+            "sku": {"name": "Automatic" if spec.sku == "Automatic" else "Base", "tier": spec.sku_tier},
             # AKSLongTermSupport with the Premium tier keeps a minor patched a year past its end of life
             # (https://learn.microsoft.com/azure/aks/long-term-support#enable-long-term-support).
             "support_plan": spec.support_plan,
@@ -341,23 +342,32 @@ class GpuCluster(GpuComponent[ClusterInputs]):
                 "node_os_upgrade_channel": spec.node_os_upgrade_channel,
             },
             "network_profile": network,
-            "agent_pool_profiles": [
-                {
-                    "name": system.name,
-                    "mode": "System",
-                    "vm_size": system.vm_size,
-                    "os_type": "Linux",
-                    "os_sku": system.os_sku,
-                    "enable_auto_scaling": True,
-                    "count": system.min_count,
-                    "min_count": system.min_count,
-                    "max_count": system.max_count,
-                    "availability_zones": list(system.zones) or None,
-                    "node_taints": [SYSTEM_POOL_TAINT],
-                }
-            ],
             "tags": {"managed-by": PACKAGE_NAME, **spec.tags},
         }
+        if spec.sku != "Automatic":
+            # Automatic's system nodes are AKS-managed: its documented template sends no agentPoolProfiles
+            # (data/arm_refusals.yaml automatic-managed-system-pool).
+            system_pool: dict[str, Any] = {
+                "name": system.name,
+                "mode": "System",
+                "vm_size": system.vm_size,
+                "os_type": "Linux",
+                "os_sku": system.os_sku,
+                "enable_auto_scaling": True,
+                "count": system.min_count,
+                "min_count": system.min_count,
+                "max_count": system.max_count,
+                "availability_zones": list(system.zones) or None,
+                "node_taints": [SYSTEM_POOL_TAINT],
+            }
+            if spec.node_auto_provisioning:
+                # Beside NAP the API takes fixed-size pools only ("autoscaling Node Pools cannot be",
+                # data/arm_refusals.yaml nap-no-autoscaled-agent-pools): minCount system nodes.
+                system_pool |= {"enable_auto_scaling": False, "min_count": None, "max_count": None}
+            inputs["agent_pool_profiles"] = [system_pool]
+        if spec.node_auto_provisioning:
+            # nodeProvisioningProfile.mode Auto (API 2025-09-01): NAP's Karpenter, which reads the NAP pools' NodePools.
+            inputs["node_provisioning_profile"] = {"mode": "Auto"}
         if spec.kaito:
             inputs["ai_toolchain_operator_profile"] = {"enabled": True}
         if azure_monitor_metrics:

@@ -45,6 +45,9 @@ def agent_pool_inputs(pool: ResolvedPool) -> dict[str, Any]:
         "node_labels": dict(pool.node_labels),
         "gpu_profile": {"driver": pool.gpu_driver},
     }
+    if spec.managed_gpu:
+        # Only reached where the installed SDK carries gpuProfile.nvidia (config rule managed-gpu-api-unreachable).
+        inputs["gpu_profile"]["nvidia"] = {"management_mode": "Managed"}
     if not spec.spot:
         # Spot pools get no upgradeSettings at all: ARM refuses maxSurge and maxUnavailable there ("Spot pools can't
         # set max surge"), and AKS upgrades them with neither surge nodes nor a drain

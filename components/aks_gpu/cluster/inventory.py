@@ -31,10 +31,13 @@ from aks_gpu.admission.quantity import Quantity
 from aks_gpu.cluster.snapshot import SnapshotError, shape_problem
 from aks_gpu.config.problems import clipped
 from aks_gpu.gpu.health import GpuCondition, read_gpu_conditions
-from aks_gpu.naming import ACCELERATOR_LABEL, POOL_LABEL, Vendor, is_mig_resource
+from aks_gpu.naming import ACCELERATOR_LABEL, KARPENTER_NODEPOOL_LABEL, POOL_LABEL, Vendor, is_mig_resource
 
 AKS_POOL_LABEL = "kubernetes.azure.com/agentpool"
 AKS_LEGACY_POOL_LABEL = "agentpool"
+# Which label names a node's pool, first found first: a node auto-provisioning node carries its Karpenter NodePool's
+# name (karpenter.sh/nodepool), an agent pool's node its pool's, a node of an aks-gpu stack the platform's.
+POOL_LABELS = (KARPENTER_NODEPOOL_LABEL, AKS_POOL_LABEL, AKS_LEGACY_POOL_LABEL, POOL_LABEL)
 AKS_ACCELERATOR_LABEL = "kubernetes.azure.com/accelerator"
 GFD_PRESENT_LABEL = "nvidia.com/gpu.present"
 NODE_IMAGE_LABEL = "kubernetes.azure.com/node-image-version"
@@ -171,7 +174,7 @@ def read_gpu_nodes(
         found.append(
             GpuNode(
                 name=name,
-                pool=labels.get(AKS_POOL_LABEL) or labels.get(AKS_LEGACY_POOL_LABEL) or labels.get(POOL_LABEL) or NO_POOL,
+                pool=next((labels[key] for key in POOL_LABELS if labels.get(key)), NO_POOL),
                 vendor=(stack_pools or {}).get(stack_pool or "") or _vendor(capacity, labels),
                 evidence=evidence,
                 labels=labels,

@@ -333,6 +333,20 @@ class ClusterConfig(ConfigModel):
         pattern=r"^1\.\d{2}(\.\d+)?$",
         description="1.NN or 1.NN.P, supported on AKS today (components/aks_gpu/data/aks_versions.yaml).",
     )
+    # ManagedClusterSKUName "Base" (sent for Standard) or "Automatic" in the provider's AKS API 2025-09-01
+    # (pulumi_azure_native 3.29.0 containerservice/_enums.py); https://learn.microsoft.com/azure/aks/intro-aks-automatic
+    sku: Literal["Standard", "Automatic"] = Field(
+        default="Standard",
+        description="AKS Standard, or AKS Automatic (managed system nodes, node auto-provisioning, Deployment Safeguards "
+        "enforced): GPU pools there are Karpenter NodePools (docs/automatic.md).",
+    )
+    # ManagedClusterNodeProvisioningProfile.mode, "Manual" or "Auto" (same SDK): Auto runs node auto-provisioning
+    # (Karpenter) on a Standard cluster; Automatic clusters have it preconfigured.
+    node_provisioning: Literal["Manual", "Auto"] | None = Field(
+        default=None,
+        description="Node auto-provisioning (Karpenter) on a Standard cluster: Auto lets GPU pools with provisioning nap "
+        "be NodePools. Not set: Auto on Automatic, Manual on Standard.",
+    )
     sku_tier: Literal["Free", "Standard", "Premium"] = Field(default="Standard", description="The AKS pricing tier.")
     support_plan: Literal["KubernetesOfficial", "AKSLongTermSupport"] = Field(
         default="KubernetesOfficial",
@@ -389,6 +403,11 @@ class ClusterConfig(ConfigModel):
     protect: bool = Field(default=False, description="Protect the cluster from pulumi destroy and replacement.")
     tags: dict[str, ConfigText] = Field(default={}, description="Azure tags on the cluster (beside managed-by: aks-gpu).")
 
+    @property
+    def node_auto_provisioning(self) -> bool:
+        """Whether the cluster runs node auto-provisioning (Karpenter): Automatic always, Standard with Auto."""
+        return self.sku == "Automatic" or self.node_provisioning == "Auto"
+
 
 # ---------------------------------------------------------------- GPU pools
 
@@ -431,6 +450,21 @@ class UpgradeSettings(ConfigModel):
         if self.max_surge is not None:
             return self.max_surge
         return "0" if self.max_unavailable is not None else AKS_DEFAULT_MAX_SURGE
+
+
+class NapPoolSettings(ConfigModel):
+    """How Karpenter removes a NAP pool's nodes (the NodePool's disruption; components/aks_gpu/azure/node_provisioning.py)."""
+
+    # karpenter.sh/v1 NodePool spec.disruption.consolidationPolicy (components/aks_gpu/data/karpenter.yaml).
+    consolidation: Literal["WhenEmpty", "WhenEmptyOrUnderutilized"] = Field(
+        default="WhenEmpty",
+        description="WhenEmpty: only a node with no pod left is removed, and never one under a running job (training); "
+        "WhenEmptyOrUnderutilized: Karpenter also moves pods to pack nodes, one node at a time (stateless serving).",
+    )
+    # The cluster autoscaler's scale-down-unneeded-time default is 10 minutes; the same here.
+    consolidate_after_minutes: int = Field(
+        default=10, ge=0, le=1440, description="How long a node stays empty (or underutilised) before it is removed."
+    )
 
 
 class GpuPoolConfig(ConfigModel):
@@ -495,14 +529,32 @@ class GpuPoolConfig(ConfigModel):
         description="Run the smoke Job on this pool (not set: only where minCount keeps a node running).",
     )
     protect: bool = Field(default=False, description="Protect the pool from pulumi destroy and replacement.")
-    # gpuProfile.nvidia.managementMode Managed: not expressible through the provider this program pins (see the
-    # `managed-gpu-api-unreachable` refusal and docs/platform.md); the key exists so the choice is documented and
-    # refused with why, not silently ignored.
+    provisioning: Literal["agentPool", "nap"] | None = Field(
+        default=None,
+        description="agentPool: an AKS agent pool; nap: a Karpenter NodePool and AKSNodeClass of node auto-provisioning "
+        "(the same taint and labels; needs cluster.sku Automatic or cluster.nodeProvisioning Auto). Not set: nap on "
+        "Automatic, else agentPool.",
+    )
+    nap: NapPoolSettings = Field(
+        default=NapPoolSettings.model_construct(), description="provisioning nap: how Karpenter removes the pool's nodes."
+    )
+    # gpuProfile.nvidia.managementMode Managed on an agent pool: refused while the installed azure-native SDK lacks it
+    # (`managed-gpu-api-unreachable`, read from the SDK); on a NAP pool the AKSNodeClass's EnableManagedGPUExperience
+    # tag (docs/automatic.md).
     managed_gpu: bool = Field(
         default=False,
-        description="AKS-managed GPU experience (AKS installs driver, device plugin and DCGM exporter): refused today, "
-        "the pinned provider's API has no gpuProfile.nvidia.managementMode (docs/platform.md).",
+        description="AKS-managed GPU experience (AKS installs driver, device plugin and DCGM exporter): a NAP pool's "
+        "AKSNodeClass tag; on an agent pool refused while the installed provider's API has no "
+        "gpuProfile.nvidia.managementMode (docs/platform.md).",
     )
+
+    def effective_provisioning(self, cluster: ClusterConfig | None) -> Literal["agentPool", "nap"]:
+        """How the pool's nodes come to be: as set, else a NodePool on an Automatic cluster (whose nodes node
+        auto-provisioning manages, https://learn.microsoft.com/azure/aks/intro-aks-automatic), else an agent pool. A
+        component's pool (no cluster) is an agent pool unless it says nap."""
+        if self.provisioning is not None:
+            return self.provisioning
+        return "nap" if cluster is not None and cluster.sku == "Automatic" else "agentPool"
 
     def effective_gpu_driver(self, device_plugin_mode: str) -> Literal["Install", "None"]:
         """The agent pool's gpuProfile.driver: as set, else None where AKS installs no driver (AMD) or the GPU Operator
