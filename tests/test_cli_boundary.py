@@ -20,7 +20,8 @@ from aks_gpu.cli import common, main
 from aks_gpu.cli import plan as plan_cli
 from aks_gpu.cli import validate as validate_cli
 from aks_gpu.cli.admission import print_report
-from aks_gpu.mock_engine import PlanResult, Replacement, ResourceRecord
+from aks_gpu.mock_engine import PlanResult, ResourceRecord
+from aks_gpu.mock_engine.changes import Change, ChangeSet
 from aks_gpu.resolved.stack import validate_stack
 from aks_gpu.validation.checks import CheckResult
 from tests.conftest import PROJECT_DIR, MockHarness, minimal_raw, raw_stack
@@ -142,12 +143,11 @@ def test_the_resource_tree_and_replacements_show_names_as_written(capsys) -> Non
     child = ResourceRecord("urn:c", f"kubernetes:{BROKEN_MARKUP}", "c", f"urn:{MARKUP}", True, {}, {})
     text = rendered(plan_cli.resource_tree(PlanResult("aks-gpu", MARKUP, [record, child], {})))
     assert text.count(MARKUP) == 2 and f"kubernetes:{BROKEN_MARKUP}" in text
-    plan_cli.print_replacements(
-        [
-            Replacement(
-                "urn:pulumi:dev::aks-gpu::azure-native:containerservice:AgentPool::p", BROKEN_MARKUP, "vmSize", MARKUP, "\x1b[2J"
-            )
-        ]
+    plan_cli.print_changes(
+        ChangeSet(
+            f"export{MARKUP}.json",
+            (Change("azure-native:containerservice:AgentPool", BROKEN_MARKUP, "urn:p", "replace", (MARKUP,), "\x1b[2J", {}),),
+        )
     )
     out = capsys.readouterr().out
     assert BROKEN_MARKUP in out and MARKUP in out and "\x1b" not in out

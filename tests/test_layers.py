@@ -54,6 +54,7 @@ PROGRAM = {
     "",
     "program",
     "mock_engine",
+    "mock_engine.changes",
     "mock_engine.mocks",
     "mock_engine.monitors",
     "mock_engine.plan_files",

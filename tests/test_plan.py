@@ -12,15 +12,16 @@ import yaml
 
 from aks_gpu.aks_facts import immutable_fields
 from aks_gpu.cli import main
+from aks_gpu.cli.deployed_state import previous_plan_state
 from aks_gpu.mock_engine import (
     FAKE_OBJECT_ID,
     UNKNOWN,
     DuplicateUrnError,
     PlanResult,
     ResourceRecord,
-    replacements,
     run_program,
 )
+from aks_gpu.mock_engine.changes import plan_changes
 from tests.conftest import PROJECT_DIR, STACK_NAMES, MockHarness, raw_stack
 
 
@@ -110,9 +111,10 @@ def test_changing_an_immutable_pool_field_is_shown_as_a_replacement(tmp_path: Pa
     assert plan("prod", out, "--config-file", str(stack_file)) == 0
     capsys.readouterr()
     stack_file.write_text(stack_file.read_text().replace("migProfile: MIG1g", "migProfile: MIG2g"))
-    assert plan("prod", out, "--config-file", str(stack_file)) == 0
-    printed = capsys.readouterr().out
-    assert "replace" in printed and "gpuInstanceProfile 'MIG1g' -> 'MIG2g' cannot change in place" in printed
+    # prod's pools are protected: the engine would refuse the replacement, so the plan exits 1
+    assert plan("prod", out, "--config-file", str(stack_file)) == 1
+    printed = " ".join(capsys.readouterr().out.split())
+    assert "blocked" in printed and "platform-infer-pool" in printed and "gpuInstanceProfile is fixed at creation" in printed
 
 
 def test_duplicate_urns_are_refused(harness: MockHarness) -> None:
@@ -171,22 +173,21 @@ def prod_result() -> PlanResult:
     return run_program(PROJECT_DIR, "prod", raw_stack("prod"))
 
 
+def told(previous: dict[str, Any], result: PlanResult) -> list[tuple[str, str, tuple[str, ...]]]:
+    return [(c.name, c.action, c.fields) for c in plan_changes(previous_plan_state(previous, "before"), result).changes]
+
+
 def test_a_driver_change_is_a_replacement(prod_result: PlanResult) -> None:
-    """Switching devicePlugin.mode flips gpuProfile.driver, which AKS fixes at creation (data/immutable_fields.yaml)."""
-    changes = replacements(previous_of(prod_result, "train", gpuProfile={"driver": "None"}), prod_result)
-    assert [(c.field, c.before, c.after) for c in changes] == [("gpuProfile.driver", "None", "Install")]
-
-
-@pytest.mark.parametrize(
-    ("field", "old"),
-    [("scaleSetPriority", "Spot"), ("spotMaxPrice", 0.5), ("scaleSetEvictionPolicy", "Deallocate"), ("vmSize", "x")],
-)
-def test_fields_fixed_at_creation_are_replacements(prod_result: PlanResult, field: str, old: Any) -> None:
-    assert [c.field for c in replacements(previous_of(prod_result, "train", **{field: old}), prod_result)] == [field]
+    """Switching devicePlugin.mode flips gpuProfile.driver, which AKS fixes at creation (data/immutable_fields.yaml):
+    prod's train pool is protected, so the engine refuses it."""
+    changes = told(previous_of(prod_result, "train", gpuProfile={"driver": "None"}), prod_result)
+    assert changes == [("platform-train-pool", "blocked", ("gpuProfile.driver",))]
 
 
 def test_os_sku_changes_in_place(prod_result: PlanResult) -> None:
-    assert replacements(previous_of(prod_result, "train", osSKU="AzureLinux"), prod_result) == []
+    assert told(previous_of(prod_result, "train", osSKU="AzureLinux"), prod_result) == [
+        ("platform-train-pool", "update", ("osSKU",))
+    ]
 
 
 def test_every_fixed_field_names_its_source() -> None:

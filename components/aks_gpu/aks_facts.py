@@ -1,7 +1,7 @@
 """Facts about Azure and AKS the rules and the plan rely on, read from the data files that hold them with their
 sources (``data/aks_versions.yaml``, ``data/arm_refusals.yaml``, ``data/immutable_fields.yaml``,
 ``data/arm64_support.yaml``, ``data/azure_locations.yaml``, ``data/vm_size_regions.yaml``,
-``data/node_resources.yaml``).
+``data/node_resources.yaml``, ``data/azure_native_rules.yaml``).
 
 Pure: each file is read once and turned into frozen dataclasses; the date a version rule is evaluated on is the
 caller's (the loader passes today, tests a fixed day).
@@ -29,6 +29,8 @@ LOCATIONS_FILE = DATA_DIR / "azure_locations.yaml"
 VM_SIZE_REGIONS_FILE = DATA_DIR / "vm_size_regions.yaml"
 API_VERSIONS_FILE = DATA_DIR / "azure_api_versions.yaml"
 NODE_RESOURCES_FILE = DATA_DIR / "node_resources.yaml"
+PROVIDER_RULES_FILE = DATA_DIR / "azure_native_rules.yaml"
+KUBERNETES_REPLACE_FILE = DATA_DIR / "kubernetes_replace_rules.yaml"
 
 
 def _read(path: Path) -> Any:
@@ -264,6 +266,124 @@ def immutable_fields() -> dict[str, tuple[ImmutableField, ...]]:
         )
         for resource_type, entries in raw.items()
     }
+
+
+# ---------------------------------------------------------------- the azure-native provider's own replace rules
+
+ProviderRuleKind = Literal["path-parameter", "force-new-map", "create-only"]
+
+
+@dataclass(frozen=True)
+class ReplaceRule:
+    """A changed input the azure-native provider's Diff answers with a replacement (``data/azure_native_rules.yaml``)."""
+
+    resource: str
+    field: str  # camelCase input path, dotted into objects (networkProfile.networkPolicy)
+    rule: ProviderRuleKind
+    source: str
+
+    def covers(self, path: str) -> bool:
+        """Whether a change at ``path`` (a dotted input path) falls under this rule: the field itself or inside it."""
+        return path == self.field or path.startswith(self.field + ".") or path.startswith(self.field + "[")
+
+
+@dataclass(frozen=True)
+class _ProviderRules:
+    replaces: dict[str, tuple[ReplaceRule, ...]]
+    delete_first: dict[str, tuple[bool, str]]
+
+
+@lru_cache(maxsize=1)
+def _provider_rules() -> _ProviderRules:
+    raw = _read(PROVIDER_RULES_FILE)
+    sources: dict[str, str] = {key: " ".join(str(text).split()) for key, text in raw["sources"].items()}
+    replaces: dict[str, tuple[ReplaceRule, ...]] = {}
+    delete_first: dict[str, tuple[bool, str]] = {}
+    for resource, entry in raw["resources"].items():
+        rules = []
+        for item in entry["replaces"]:
+            kind = str(item["rule"])
+            if kind not in ("path-parameter", "force-new-map", "create-only"):
+                raise ValueError(f"{PROVIDER_RULES_FILE}: {resource} {item['field']}: unknown rule {kind!r}")
+            rules.append(ReplaceRule(resource, str(item["field"]), kind, sources[kind]))  # type: ignore[arg-type]
+        replaces[str(resource)] = tuple(rules)
+        answer = entry["delete_before_replace"]
+        because = " ".join(str(answer["because"]).split())
+        delete_first[str(resource)] = (bool(answer["answer"]), f"{because} ({sources['diff']})")
+    return _ProviderRules(replaces, delete_first)
+
+
+def provider_replace_rules(resource_type: str) -> tuple[ReplaceRule, ...]:
+    """The inputs whose change the azure-native provider itself answers with a replacement, for a resource type the
+    program creates (``azure-native:containerservice:AgentPool``); () for a type the data file does not hold."""
+    return _provider_rules().replaces.get(resource_type, ())
+
+
+def provider_deletes_before_replace(resource_type: str) -> tuple[bool, str]:
+    """Whether the provider's Diff asks the engine to delete the old resource before creating its replacement, and
+    why (with the source). A type the data file does not hold: the provider's default for a named resource (True)."""
+    rules = _provider_rules()
+    found = rules.delete_first.get(resource_type)
+    if found is not None:
+        return found
+    return True, f"not recorded for {resource_type}; the provider deletes first unless it named the resource at random"
+
+
+def fixed_at_creation(resource_type: str) -> list[str]:
+    """The camelCase input paths of ``resource_type`` Azure fixes at creation (data/immutable_fields.yaml): the
+    resource's ``replace_on_changes``, so the engine replaces it instead of sending an update AKS refuses."""
+    return [fixed.field for fixed in immutable_fields().get(resource_type, ())]
+
+
+# ---------------------------------------------------------------- what the Kubernetes provider replaces
+
+
+@dataclass(frozen=True)
+class KubernetesReplaceRule:
+    """A property of a Kubernetes object whose change the pulumi-kubernetes provider answers with a replacement."""
+
+    field: str
+    source: str
+
+
+@dataclass(frozen=True)
+class KubernetesProviderRules:
+    """The provider resource's own: which computed inputs force its replacement, and the identifier that decides."""
+
+    computed: tuple[str, ...]
+    identifier: str
+    source: str
+    # Where the provider's Diff replaces a named object delete-first.
+    named_delete_first_source: str
+
+
+@lru_cache(maxsize=1)
+def _kubernetes_replace_rules() -> dict[str, Any]:
+    raw: dict[str, Any] = _read(KUBERNETES_REPLACE_FILE)
+    return raw
+
+
+def kubernetes_replace_rules(resource_type: str) -> tuple[KubernetesReplaceRule, ...]:
+    """The forceNew properties of a ``kubernetes:`` resource type (data/kubernetes_replace_rules.yaml): those of every
+    object, and its kind's; a Helm release's own."""
+    raw = _kubernetes_replace_rules()
+    releases = raw["helm_release"]
+    if resource_type in releases["types"]:
+        return tuple(KubernetesReplaceRule(field, releases["source"]) for field in releases["fields"])
+    every = raw["every_object"]
+    rules = [KubernetesReplaceRule(field, every["source"]) for field in every["fields"]]
+    kind = raw["kinds"].get(resource_type)
+    if kind is not None:
+        rules += [KubernetesReplaceRule(field, kind["source"]) for field in kind["fields"]]
+    return tuple(rules)
+
+
+def kubernetes_provider_rules() -> KubernetesProviderRules:
+    raw = _kubernetes_replace_rules()
+    provider = raw["provider"]
+    return KubernetesProviderRules(
+        tuple(provider["computed"]), provider["identifier"], provider["source"], raw["named_object_delete_first"]["source"]
+    )
 
 
 # ---------------------------------------------------------------- arm64 (Grace) GPU nodes

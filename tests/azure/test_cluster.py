@@ -68,6 +68,7 @@ def test_cluster_options_protect_prod_and_leave_inline_pools_alone() -> None:
     [cluster] = planned_result("prod").by_type(MANAGED_CLUSTER)
     assert cluster.options["protect"] is True
     assert cluster.options["ignoreChanges"] == ["agentPoolProfiles"]
+    assert cluster.options["replaceOnChanges"] == ["dnsPrefix", "location", "resourceName"]
     [dev_cluster] = planned_result("dev").by_type(MANAGED_CLUSTER)
     assert dev_cluster.options["protect"] is False
 

@@ -7,6 +7,7 @@ from typing import Any
 import pytest
 from pulumi_azure_native import containerservice as cs
 
+from aks_gpu.aks_facts import fixed_at_creation
 from aks_gpu.azure.node_pool import agent_pool_inputs
 from aks_gpu.config.models import PlatformConfig
 from aks_gpu.mock_engine import PlanResult
@@ -35,6 +36,7 @@ def test_the_cpu_pool_is_untainted_autoscaled_and_serves_every_workload_type_aft
         "serves.aks-gpu/training": "true",
     }
     assert cpu.options["ignoreChanges"] == ["count"]
+    assert cpu.options["replaceOnChanges"] == sorted(fixed_at_creation("azure-native:containerservice:AgentPool"))
     # AKS runs one agent pool operation at a time: the CPU pool waits for the last GPU pool.
     assert records.index(cpu) == len(records) - 1
 
@@ -83,6 +85,9 @@ def test_pool_options_never_fight_the_autoscaler_and_replace_safely() -> None:
         assert record.options["ignoreChanges"] == ["count"]
         assert record.options["deleteBeforeReplace"] is True
         assert record.options["protect"] is True
+        # Every field AKS fixes at creation is replaced, not sent as an update AKS refuses (data/immutable_fields.yaml).
+        assert record.options["replaceOnChanges"] == sorted(fixed_at_creation("azure-native:containerservice:AgentPool"))
+        assert {"vmSize", "maxPods", "osDiskType", "gpuProfile.driver", "spotMaxPrice"} <= set(record.options["replaceOnChanges"])
     assert pools(planned_result("dev"))["dev"].options["protect"] is False
 
 

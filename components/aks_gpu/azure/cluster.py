@@ -12,6 +12,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 from pulumi_azure_native import authorization, containerservice, resources
 
+from aks_gpu.aks_facts import fixed_at_creation
 from aks_gpu.args import validated
 from aks_gpu.azure.kubeconfig import use_login_mode
 from aks_gpu.azure.maintenance import (
@@ -33,6 +34,8 @@ SYSTEM_POOL_TAINT = "CriticalAddonsOnly=true:NoSchedule"
 # https://learn.microsoft.com/azure/role-based-access-control/built-in-roles/containers#azure-kubernetes-service-rbac-cluster-admin
 AKS_RBAC_CLUSTER_ADMIN_ROLE_ID = "b1ff04bb-8a4e-4dc4-8eb5-8693973ce19b"
 Value = TypeVar("Value")
+# The Pulumi type token of the cluster (pulumi_azure_native containerservice.ManagedCluster).
+MANAGED_CLUSTER_TYPE = "azure-native:containerservice:ManagedCluster"
 
 
 # How the azure-native provider is told to sign in as an application rather than a person: its config keys and
@@ -209,8 +212,11 @@ class GpuCluster(GpuComponent[ClusterInputs]):
                 opts=self.child(
                     after=[self.resource_group] if self.resource_group is not None else (),
                     protect=spec.protect,
+                    replace_on_changes=fixed_at_creation(MANAGED_CLUSTER_TYPE),
                     # GPU pools are separate AgentPool resources; the inline profile only seeds the system
-                    # pool, so later drift there (autoscaler counts, upgrades) must not fight Pulumi.
+                    # pool, so later drift there (autoscaler counts, upgrades) must not fight Pulumi. A change of
+                    # cluster.systemPool on a running cluster is refused by `aksgpu plan` instead of dropped here
+                    # (aks_gpu.mock_engine.changes, SYSTEM_POOL_PROCEDURE).
                     ignore_changes=["agentPoolProfiles"],
                 ),
             )

@@ -7,6 +7,7 @@ from typing import Any, NotRequired, TypedDict, cast
 import pulumi
 from pulumi_azure_native import containerservice
 
+from aks_gpu.aks_facts import fixed_at_creation
 from aks_gpu.args import platform_model
 from aks_gpu.component import GpuComponent
 from aks_gpu.config.models import CpuPoolConfig
@@ -15,6 +16,9 @@ from aks_gpu.naming import POOL_LABEL
 from aks_gpu.resolved.model import ResolvedPool
 from aks_gpu.resolved.node_labels import cpu_pool_labels
 from aks_gpu.specs import DevicePluginSpec, GpuPoolSpec, StorageSpec
+
+# The Pulumi type token of an agent pool (pulumi_azure_native containerservice.AgentPool).
+AGENT_POOL_TYPE = "azure-native:containerservice:AgentPool"
 
 
 class GpuNodePoolArgs(TypedDict):
@@ -134,6 +138,8 @@ class GpuNodePool(GpuComponent[NodePoolInputs]):
                 protect=pool.config.protect,
                 # Pool names are fixed, so create-before-delete always collides with the old pool.
                 delete_before_replace=True,
+                # What AKS fixes at creation is replaced, never sent as an update AKS refuses halfway through an up.
+                replace_on_changes=fixed_at_creation(AGENT_POOL_TYPE),
                 # The cluster autoscaler owns the node count once the pool exists.
                 ignore_changes=["count"] if pool.config.autoscaling else None,
             ),

@@ -16,6 +16,7 @@ from aks_gpu.azure.prerequisites import subscription_prerequisites
 from aks_gpu.azure.quota import QUOTA_CLI_DOC, QUOTA_REQUEST_DOC, QuotaPlan, quota_plan
 from aks_gpu.cli import COMMANDS, tables
 from aks_gpu.cli.common import (
+    EXIT_FAILED,
     EXIT_OK,
     EXIT_USAGE,
     add_stack_arguments,
@@ -27,6 +28,7 @@ from aks_gpu.cli.common import (
     report_warnings,
     safe,
 )
+from aks_gpu.cli.deployed_state import DeployedStateError, previous_plan_state, read_export
 from aks_gpu.config.models import StackConfig
 from aks_gpu.config.problems import clipped, shown
 from aks_gpu.input_files import InputFileError, decode_utf8, read_bounded
@@ -34,12 +36,11 @@ from aks_gpu.mock_engine import (
     PLAN_FILE,
     PlanResult,
     PlanWriteError,
-    Replacement,
     ResourceRecord,
-    replacements,
     run_program,
     write_plan,
 )
+from aks_gpu.mock_engine.changes import ChangeSet, Deployed, Refusal, needs_attention, plan_changes
 from aks_gpu.monitoring.remediation import npd_coverage, remediation_summary
 from aks_gpu.monitoring.summary import monitoring_lines
 from aks_gpu.resolved.model import PlatformModel
@@ -60,6 +61,18 @@ def register(subparsers: Any) -> None:
         "--preview",
         action="store_true",
         help="run as `pulumi preview` does: nothing exists yet, so ids and provider-computed outputs are unknown",
+    )
+    parser.add_argument(
+        "--against",
+        type=Path,
+        metavar="FILE",
+        help="tell each change against this `pulumi stack export` of the deployed stack (default: the previous plan in --out)",
+    )
+    parser.add_argument(
+        "--accept-replace",
+        action="store_true",
+        help="exit 0 when the plan replaces unprotected resources (a GPU pool, the cluster); they are still printed,"
+        " and a blocked change (a protected resource) still exits 1",
     )
     parser.set_defaults(handler=run)
 
@@ -87,7 +100,10 @@ def run(args: argparse.Namespace) -> int:
     if out_dir.exists() and not out_dir.is_dir():
         err.print(f"[bold red]aksgpu plan[/]: --out {safe(out_dir)} is a file, not a folder: nothing was planned")
         return EXIT_USAGE
-    previous = read_previous_plan(out_dir / PLAN_FILE)
+    deployed = deployed_state(args.against, out_dir)
+    if isinstance(deployed, str):
+        err.print(f"[bold red]aksgpu plan[/]: {safe(deployed)}; nothing was planned")
+        return EXIT_USAGE
     problem = pulumi_environment_problem()
     if problem is not None:
         err.print(f"[bold red]aksgpu plan[/]: {safe(problem)}: nothing was planned")
@@ -102,9 +118,12 @@ def run(args: argparse.Namespace) -> int:
         )
     with interrupts_end_at_once(), out.status(f"planning stack [bold]{safe(loaded.stack)}[/] under the mock engine{mode}"):
         result = run_program(loaded.project_dir, loaded.stack, loaded.raw, preview=args.preview)
-    changes = replacements(previous, result) if previous else []
+    changes = plan_changes(deployed or Deployed(None, {}), result)
+    if changes.refusals:
+        print_refusals(changes.refusals)
+        return EXIT_USAGE
     try:
-        written = write_plan(result, out_dir)
+        written = write_plan(result, out_dir, changes.to_json())
     except PlanWriteError as error:
         err.print(f"[bold red]aksgpu plan[/]: {safe(error)}")
         return EXIT_USAGE
@@ -122,7 +141,8 @@ def run(args: argparse.Namespace) -> int:
             out.print(f"[dim]{tables.list_note(json=False)}[/]")
         for line in quota_lines(quota):
             print_line(line)
-    print_replacements(changes)
+    if deployed is not None:
+        print_changes(changes)
     for decision in smoke_plan(model):
         out.print(f"smoke Job [bold]{safe(decision.pool)}[/]: {safe(decision.reason)}")
     for line in monitoring_lines(model):
@@ -131,10 +151,39 @@ def run(args: argparse.Namespace) -> int:
     if (coverage := npd_coverage(model)) is not None:
         out.print(coverage, markup=False)
     out.print(f"[bold]{len(result.resources)}[/] resources, [bold]{len(result.manifests())}[/] Kubernetes manifests")
-    for path in written[:1]:
+    plan_files, manifests = written[:2], written[2:]
+    for path in plan_files:
         out.print(f"wrote {safe(_relative(path))}")
-    if len(written) > 1:
-        out.print(f"wrote {len(written) - 1} manifests under {safe(_relative(written[1].parent))}/")
+    if manifests:
+        out.print(f"wrote {len(manifests)} manifests under {safe(_relative(manifests[0].parent))}/")
+    return changes_exit(changes, accept_replace=args.accept_replace)
+
+
+def deployed_state(against: Path | None, out_dir: Path) -> Deployed | str | None:
+    """What the plan is compared with: the --against export (a problem with it as a message), else the previous plan
+    in the output folder, else None (nothing deployed that the plan knows of)."""
+    if against is not None:
+        try:
+            return read_export(against, _relative(against))
+        except DeployedStateError as error:
+            return str(error)
+    previous = read_previous_plan(out_dir / PLAN_FILE)
+    return previous_plan_state(previous, _relative(out_dir / PLAN_FILE)) if previous is not None else None
+
+
+def changes_exit(changes: ChangeSet, *, accept_replace: bool) -> int:
+    """1 when a change is blocked (always) or replaces a GPU pool or the cluster (unless accepted), else 0."""
+    blocked = any(change.action == "blocked" for change in changes.changes)
+    replacing = any(needs_attention(change) for change in changes.changes)
+    if blocked:
+        err.print("[bold red]aksgpu plan[/]: a protected resource would be replaced or deleted (blocked): unprotect it first")
+        return EXIT_FAILED
+    if replacing and not accept_replace:
+        err.print(
+            "[bold red]aksgpu plan[/]: the plan replaces a GPU pool or the cluster (see the changes above);"
+            " --accept-replace accepts it"
+        )
+        return EXIT_FAILED
     return EXIT_OK
 
 
@@ -154,7 +203,7 @@ def pulumi_environment_problem() -> str | None:
     return None
 
 
-# A previous plan is read only to warn about replacements: past this size it is not one of ours.
+# A previous plan is read only to tell the changes against it: past this size it is not one of ours.
 MAX_PREVIOUS_PLAN_BYTES = 256 << 20
 
 
@@ -179,7 +228,7 @@ def read_previous_plan(path: Path) -> dict[str, Any] | None:
             return dict(document)
     err.print(
         f"[yellow]warning[/] ignoring the previous plan {safe(_relative(path))}: {safe(problem)};"
-        " replacements of GPU pools cannot be shown this time (the new plan replaces it)"
+        " the changes against it cannot be told this time (the new plan replaces it)"
     )
     return None
 
@@ -339,17 +388,43 @@ def print_pools(model: PlatformModel) -> bool:
     return tables.print_table(out, POOL_TITLE, POOL_COLUMNS, pool_rows(model), keep=POOL_KEEP, flexible={"mig": 12})
 
 
-def print_replacements(changes: list[Replacement]) -> None:
-    for change in changes:
-        consequence = (
-            "drains and recreates every node of this pool"
-            if change.urn.split("::")[-2].endswith("AgentPool")
-            else "recreates the resource"
+CHANGE_COLUMNS = ("action", "type", "name", "fields", "why", "impact")
+ACTION_STYLE = {"replace": "bold red", "blocked": "bold red", "delete": "red", "create": "green", "update": "yellow"}
+
+
+def change_rows(changes: ChangeSet) -> list[tuple[str, ...]]:
+    rows: list[tuple[str, ...]] = []
+    for change in changes.changes:
+        impact = ", ".join(f"{key} {'?' if value is None else value}" for key, value in change.impact.items())
+        rows.append(
+            (
+                f"[{ACTION_STYLE[change.action]}]{change.action}[/]",
+                safe(change.type),
+                safe(change.name),
+                "\n".join(safe(field) for field in change.fields),
+                safe(change.why),
+                safe(impact),
+            )
         )
-        out.print(
-            f"[bold red]replace[/] [red]{safe(change.name)}: {safe(change.field)} {safe(shown(change.before))} ->"
-            f" {safe(shown(change.after))} cannot change in place: Pulumi replaces it ({consequence}) or Azure refuses"
-            " the update[/]"
+    return rows
+
+
+def print_changes(changes: ChangeSet) -> None:
+    """One row per change, in changes.json's words: a table where it fits whole, else one entry a change."""
+    if not changes.changes:
+        out.print(f"no changes against {safe(changes.against or '')}")
+        return
+    title = f"changes against {changes.against}, as the engine will make them"
+    flexible = {"why": 24, "type": 16, "fields": 12}
+    tables.print_table(out, safe(title), CHANGE_COLUMNS, change_rows(changes), keep=("action",), flexible=flexible)
+
+
+def print_refusals(refusals: tuple[Refusal, ...]) -> None:
+    for refusal in refusals:
+        err.print(
+            f"[bold red]aksgpu plan[/]: {safe(refusal.setting)} {safe(shown(refusal.before))} ->"
+            f" {safe(shown(refusal.after))} on the running cluster {safe(refusal.name)}: {safe(refusal.what_to_do)};"
+            " nothing was planned"
         )
 
 

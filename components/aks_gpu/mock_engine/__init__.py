@@ -5,7 +5,8 @@ registration and every invoke is answered here, with stable fake IDs, so two run
 
 The parts: ``runner`` runs a program, ``mocks`` answers it, ``monitors`` record its registrations (and run its
 resource hooks), ``records`` is what a run gives back, ``references`` finds the Azure scopes it names without
-creating or looking them up, ``urns`` matches a plan to a previous deployment, and ``plan_files`` writes a plan out.
+creating or looking them up, ``urns`` matches a plan to a previous deployment, ``changes`` tells what the engine
+does with each change against it, and ``plan_files`` writes a plan out.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from aks_gpu.mock_engine.mocks import (
     revealed,
 )
 from aks_gpu.mock_engine.monitors import HookFailedError, HookRunningMonitor, RecordingMonitor
-from aks_gpu.mock_engine.plan_files import MANIFEST_DIR, PLAN_FILE, PlanWriteError, write_plan
+from aks_gpu.mock_engine.plan_files import CHANGES_FILE, MANIFEST_DIR, PLAN_FILE, PlanWriteError, write_plan
 from aks_gpu.mock_engine.records import (
     KUBE_PREFIX,
     SECRET,
@@ -38,17 +39,16 @@ from aks_gpu.mock_engine.references import UndeclaredAzureReferenceError, undecl
 from aks_gpu.mock_engine.runner import DuplicateUrnError, run_mocked, run_program
 from aks_gpu.mock_engine.urns import (
     ROOT_STACK_TYPE,
-    Replacement,
     engine_aliases,
     engine_urn,
     previous_urns,
     qualified_type,
-    replacements,
 )
 
 __all__ = [
     "AKS_CLIENT_APP_ID",
     "AKS_SERVER_APP_ID",
+    "CHANGES_FILE",
     "FAKE_OBJECT_ID",
     "FAKE_SUBSCRIPTION",
     "FAKE_TENANT",
@@ -67,7 +67,6 @@ __all__ = [
     "PlanResult",
     "PlanWriteError",
     "RecordingMonitor",
-    "Replacement",
     "ResourceRecord",
     "UndeclaredAzureReferenceError",
     "arm_id",
@@ -78,7 +77,6 @@ __all__ = [
     "mask_secrets",
     "previous_urns",
     "qualified_type",
-    "replacements",
     "revealed",
     "run_mocked",
     "run_program",

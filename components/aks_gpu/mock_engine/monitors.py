@@ -57,6 +57,7 @@ class RecordingMonitor(MockMonitor):
             "protect": bool(request.protect),
             "deleteBeforeReplace": bool(request.deleteBeforeReplace),
             "ignoreChanges": sorted(request.ignoreChanges),
+            "replaceOnChanges": sorted(request.replaceOnChanges),
             "provider": request.provider.split("::")[-1] if request.provider else None,
             "dependsOn": sorted(request.dependencies),
         }
@@ -69,6 +70,11 @@ class RecordingMonitor(MockMonitor):
             inputs=mask_secrets(rpc.deserialize_properties(request.object, keep_unknowns=False)),
             options=options,
             aliases=tuple(AliasSpec.from_request(alias) for alias in request.aliases),
+            property_dependencies={
+                key: tuple(sorted(deps.urns)) for key, deps in request.propertyDependencies.items() if deps.urns
+            },
+            # A provider reference is "<URN>::<id>"; the id may be unknown (empty) in a preview.
+            provider_urn=request.provider.rsplit("::", 1)[0] if request.provider else None,
         )
         plain = None
         if request.type.startswith("azure-native:"):

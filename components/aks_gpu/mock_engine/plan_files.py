@@ -12,12 +12,15 @@ import shutil
 import stat
 import tempfile
 from pathlib import Path
+from typing import Any
 
 import yaml
 
 from aks_gpu.mock_engine.records import PlanResult
 
 PLAN_FILE = "resources.json"
+# What the engine will do with each change against the deployed state (aks_gpu.mock_engine.changes).
+CHANGES_FILE = "changes.json"
 MANIFEST_DIR = "manifests"
 _SWAP_ATTEMPTS = 20
 
@@ -26,8 +29,9 @@ class PlanWriteError(Exception):
     """The output folder cannot take a plan (a file stands there, it holds other files, it is not writable)."""
 
 
-def write_plan(result: PlanResult, out_dir: Path) -> list[Path]:
-    """Write ``resources.json`` and ``manifests/`` as ``out_dir``; returns the files written.
+def write_plan(result: PlanResult, out_dir: Path, changes: dict[str, Any] | None = None) -> list[Path]:
+    """Write ``resources.json``, ``changes.json`` (when given) and ``manifests/`` as ``out_dir``; returns the files
+    written, ``resources.json`` first.
 
     Atomic: the plan is written into a fresh folder beside ``out_dir``, which then takes ``out_dir``'s place by
     renames, so whoever reads the folder (a second plan, a diff, checkov), even while another plan is being
@@ -44,6 +48,8 @@ def write_plan(result: PlanResult, out_dir: Path) -> list[Path]:
         raise PlanWriteError(f"cannot write the plan to {out_dir}: {error.strerror or error}") from None
     try:
         (staging / PLAN_FILE).write_text(json.dumps(result.to_json(), indent=2, sort_keys=True) + "\n", encoding="utf-8")
+        if changes is not None:
+            (staging / CHANGES_FILE).write_text(json.dumps(changes, indent=2) + "\n", encoding="utf-8")
         (staging / MANIFEST_DIR).mkdir()
         for file_name, manifest in manifests.items():
             text = yaml.safe_dump(manifest, sort_keys=True, default_flow_style=False)
@@ -56,7 +62,8 @@ def write_plan(result: PlanResult, out_dir: Path) -> list[Path]:
         raise PlanWriteError(f"cannot write the plan to {out_dir}: {error.strerror or error}") from None
     finally:
         shutil.rmtree(staging, ignore_errors=True)
-    return [out_dir / PLAN_FILE, *(out_dir / MANIFEST_DIR / name for name in manifests)]
+    written = [out_dir / PLAN_FILE, *([out_dir / CHANGES_FILE] if changes is not None else [])]
+    return [*written, *(out_dir / MANIFEST_DIR / name for name in manifests)]
 
 
 def _check_out_dir(out_dir: Path) -> None:
@@ -76,7 +83,7 @@ def _check_out_dir(out_dir: Path) -> None:
         return
     except OSError as error:
         raise PlanWriteError(f"cannot write the plan to {out_dir}: {error.strerror or error}") from None
-    foreign = sorted(name for name in entries if name not in (PLAN_FILE, MANIFEST_DIR))
+    foreign = sorted(name for name in entries if name not in (PLAN_FILE, CHANGES_FILE, MANIFEST_DIR))
     if foreign:
         listed = ", ".join(foreign[:5]) + (f" and {len(foreign) - 5} more" if len(foreign) > 5 else "")
         raise PlanWriteError(

@@ -60,6 +60,11 @@ class ResourceRecord:
     aliases: tuple[AliasSpec, ...] = field(default=(), compare=False, repr=False)
     # The Azure REST API version an azure-native resource is sent with (the installed SDK's; None for others).
     api_version: str | None = field(default=None, compare=False)
+    # Which resources each input comes from (input name -> their URNs), and the URN of the provider resource that
+    # serves this one: the graph `aksgpu plan` follows for what a replacement takes with it (mock_engine.changes).
+    # Not written to resources.json.
+    property_dependencies: dict[str, tuple[str, ...]] = field(default_factory=dict, compare=False, repr=False)
+    provider_urn: str | None = field(default=None, compare=False, repr=False)
 
     def to_json(self) -> dict[str, Any]:
         body = {

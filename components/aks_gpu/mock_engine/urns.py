@@ -1,14 +1,11 @@
 """URNs and aliases as the Pulumi engine resolves them: which resource of a previous deployment each planned one
-updates, and which of those updates change an input Azure fixes at creation (a replacement)."""
+updates (what it changes is aks_gpu.mock_engine.changes)."""
 
 from __future__ import annotations
 
 from collections.abc import Collection, Iterator, Mapping, Sequence
-from dataclasses import dataclass
-from typing import Any
 
-from aks_gpu.aks_facts import immutable_fields
-from aks_gpu.mock_engine.records import AliasSpec, PlanResult, ResourceRecord
+from aks_gpu.mock_engine.records import AliasSpec, ResourceRecord
 
 # The type of the stack resource every program's resources hang under; it is no part of their URNs.
 ROOT_STACK_TYPE = "pulumi:pulumi:Stack"
@@ -99,33 +96,4 @@ def previous_urns(records: Sequence[ResourceRecord], state: Collection[str]) -> 
                 if candidate != record.urn:
                     taken_over[record.urn] = candidate
                 break
-    return found
-
-
-@dataclass(frozen=True)
-class Replacement:
-    urn: str
-    name: str
-    field: str
-    before: Any
-    after: Any
-
-
-def replacements(previous: Mapping[str, Any], current: PlanResult) -> list[Replacement]:
-    """Resources whose immutable inputs differ from a previous plan's ``resources.json``."""
-    before = {r["urn"]: r for r in previous.get("resources", [])}
-    # A resource renamed with an alias updates the old one: compare it with that.
-    updates = previous_urns(current.resources, before)
-    found = []
-    fixed = immutable_fields()
-    for record in current.resources:
-        old = before.get(updates.get(record.urn, ""))
-        if old is None:
-            continue
-        # Inputs Azure fixes at creation (data/immutable_fields.yaml, each with its source): for a GPU pool a change
-        # drains and deletes every GPU node, so the plan shows it loudly.
-        for fixed_field in fixed.get(record.type, ()):
-            old_value, new_value = fixed_field.value_in(old["inputs"]), fixed_field.value_in(record.inputs)
-            if old_value != new_value:
-                found.append(Replacement(record.urn, record.name, fixed_field.field, old_value, new_value))
     return found

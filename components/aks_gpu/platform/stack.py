@@ -10,9 +10,10 @@ from pulumi_azure_native import containerservice
 
 from aks_gpu.admission.component import AdmissionInputs, GpuAdmissionPolicy
 from aks_gpu.admission.deployment_safeguards import excluded_namespaces
+from aks_gpu.aks_facts import fixed_at_creation
 from aks_gpu.args import stack_model
 from aks_gpu.azure.cluster import ClusterInputs, GpuCluster
-from aks_gpu.azure.node_pool import GpuNodePool, NodePoolInputs, cpu_agent_pool_inputs
+from aks_gpu.azure.node_pool import AGENT_POOL_TYPE, GpuNodePool, NodePoolInputs, cpu_agent_pool_inputs
 from aks_gpu.component import GpuComponent, kube_resource, plain_output
 from aks_gpu.config.models import StackConfig
 from aks_gpu.kube.team_role import team_role_manifest
@@ -115,7 +116,11 @@ class GpuPlatform(GpuComponent[PlatformModel]):
                     resource_name_=self.cluster.cluster_name,
                     **cpu_agent_pool_inputs(cpu, workload_types),
                     opts=self.child(
-                        after=[last] if last else (), protect=cpu.protect, delete_before_replace=True, ignore_changes=["count"]
+                        after=[last] if last else (),
+                        protect=cpu.protect,
+                        delete_before_replace=True,
+                        replace_on_changes=fixed_at_creation(AGENT_POOL_TYPE),
+                        ignore_changes=["count"],
                     ),
                 )
             pools_ready = [pool.agent_pool for pool in self.node_pools.values()]
