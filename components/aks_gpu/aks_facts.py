@@ -553,7 +553,8 @@ def disruption_facts() -> DisruptionFacts:
     raw = _read(DISRUPTION_FILE)
     undrainable = raw["upgrade"]["undrainable_node_behavior"]
     behaviors = tuple(str(value) for value in undrainable["values"])
-    by_type = {str(kind): str(entry["undrainableNodeBehavior"]) for kind, entry in raw["upgrade"]["defaults_by_workload_type"].items()}
+    defaults = raw["upgrade"]["defaults_by_workload_type"]
+    by_type = {str(kind): str(entry["undrainableNodeBehavior"]) for kind, entry in defaults.items()}
     for kind, value in by_type.items():
         if value not in behaviors:
             raise ValueError(f"{DISRUPTION_FILE}: defaults_by_workload_type {kind}: {value!r} is not one of {behaviors}")

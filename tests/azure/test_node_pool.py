@@ -223,9 +223,12 @@ def test_a_training_pool_keeps_an_undrainable_node_cordoned_and_lets_the_upgrade
     # A pool's own choice wins over its type's default.
     own = a100_pool(upgrade={"undrainableNodeBehavior": "Schedule"})
     assert pool_inputs(own)["upgrade_settings"]["undrainable_node_behavior"] == "Schedule"
-    assert pool_inputs(a100_pool(workload="inference", upgrade={"undrainableNodeBehavior": "Cordon"}))["upgrade_settings"][
-        "undrainable_node_behavior"
-    ] == "Cordon"
+    assert (
+        pool_inputs(a100_pool(workload="inference", upgrade={"undrainableNodeBehavior": "Cordon"}))["upgrade_settings"][
+            "undrainable_node_behavior"
+        ]
+        == "Cordon"
+    )
     # The value the SDK of the pinned provider takes.
     assert cs.UndrainableNodeBehavior("Cordon") == cs.UndrainableNodeBehavior.CORDON
 
