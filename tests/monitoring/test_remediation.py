@@ -14,12 +14,12 @@ import pytest
 from celpy.adapter import json_to_cel
 
 from aks_gpu.config.problems import ConfigError
+from aks_gpu.config.rules.monitoring import circuit_breaker_percentage
 from aks_gpu.data_files import load_yaml
 from aks_gpu.gpu.xid import critical_xid_codes
 from aks_gpu.kube.device_plugin import plugin_manifests
 from aks_gpu.kube.gpu_operator import nvidia_operator_values
 from aks_gpu.monitoring.exporters import exporter_manifests
-from aks_gpu.config.rules.monitoring import circuit_breaker_percentage
 from aks_gpu.monitoring.remediation import (
     PINS_FILE,
     engine_pin,
