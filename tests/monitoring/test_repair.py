@@ -45,17 +45,17 @@ ON = {
 
 
 def raw_of(
-    remediation: dict[str, Any] | None = None, pools: list[dict[str, Any]] | None = None, **overrides: Any
+    remediation: dict[str, Any] | None = None, pools: list[dict[str, Any]] | None = None, extra: dict[str, Any] | None = None
 ) -> dict[str, Any]:
-    raw = minimal_raw(**{"aks-gpu:gpuPools": pools or POOLS, **overrides})
+    raw = minimal_raw(**{"aks-gpu:gpuPools": pools or POOLS, **(extra or {})})
     raw["aks-gpu:remediation"] = ON if remediation is None else remediation
     return raw
 
 
 def model_of(
-    remediation: dict[str, Any] | None = None, pools: list[dict[str, Any]] | None = None, **overrides: Any
+    remediation: dict[str, Any] | None = None, pools: list[dict[str, Any]] | None = None, extra: dict[str, Any] | None = None
 ) -> PlatformModel:
-    return validate_stack(raw_of(remediation, pools, **overrides), "test").model
+    return validate_stack(raw_of(remediation, pools, extra), "test").model
 
 
 def values_of(model: PlatformModel) -> dict[str, Any]:
@@ -127,7 +127,7 @@ def test_aks_driver_pools_are_rebooted_a_gpu_reset_needs_the_gpu_operator() -> N
 
 
 def test_gpu_operator_pools_get_a_gpu_reset_per_gpu_superseded_by_a_reboot() -> None:
-    model = model_of(**{"aks-gpu:devicePlugin": {"mode": "gpu-operator"}})
+    model = model_of(extra={"aks-gpu:devicePlugin": {"mode": "gpu-operator"}})
     values = values_of(model)
     action = values["fault-remediation"]["maintenance"]["actions"]["COMPONENT_RESET"]
     assert action["kind"] == REPAIR["actions"]["gpu_reset_kind"]
@@ -148,7 +148,7 @@ def test_gpu_operator_pools_get_a_gpu_reset_per_gpu_superseded_by_a_reboot() -> 
 
 def test_a_pool_with_repair_false_is_kept_out_of_the_janitors_hands() -> None:
     pools = [{**POOLS[0], "name": "train"}, {**POOLS[0], "name": "infer", "workload": "inference", "repair": False}]
-    model = model_of(pools=pools, **{"aks-gpu:workloads": [{"name": "team-a", "type": "training", "gpuQuota": 2}]})
+    model = model_of(pools=pools, extra={"aks-gpu:workloads": [{"name": "team-a", "type": "training", "gpuQuota": 2}]})
     [exclusion] = values_of(model)["janitor"]["config"]["nodes"]["exclusions"]
     assert exclusion == {"matchExpressions": [{"key": POOL_LABEL, "operator": "In", "values": ["infer"]}]}
     # Every node of the pool carries that label (AKS puts a pool's labels on each node it creates).
@@ -181,9 +181,9 @@ def test_repair_is_refused_where_it_cannot_work(change: dict[str, Any], key: str
 
 def test_repair_needs_an_azure_cluster_with_workload_identity() -> None:
     with pytest.raises(ConfigError, match=r"aks-gpu:cluster\.workloadIdentity"):
-        model_of(**{"aks-gpu:cluster": {"resourceGroup": "rg-test", "name": "aks-test", "workloadIdentity": False}})
+        model_of(extra={"aks-gpu:cluster": {"resourceGroup": "rg-test", "name": "aks-test", "workloadIdentity": False}})
     with pytest.raises(ConfigError, match=r"remediation\.repair\.enabled.*kubeconfig"):
-        model_of(**{"aks-gpu:cluster": {"resourceGroup": "rg-test", "name": "aks-test", "kubeconfig": "/dev/null"}})
+        model_of(extra={"aks-gpu:cluster": {"resourceGroup": "rg-test", "name": "aks-test", "kubeconfig": "/dev/null"}})
 
 
 # ---------------------------------------------------------------- prove, then return

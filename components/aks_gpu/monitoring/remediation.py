@@ -337,11 +337,6 @@ def repair_subject() -> str:
     return f"system:serviceaccount:{REMEDIATION_NAMESPACE}:{repair_facts().service_account}"
 
 
-def repair_role_permissions() -> list[dict[str, Any]]:
-    """The custom role's permissions: the ARM actions the janitor-provider's Azure code calls, nothing else."""
-    return [{"actions": list(repair_facts().arm_actions), "not_actions": [], "data_actions": [], "not_data_actions": []}]
-
-
 def gpu_reset_applies(model: PlatformModel) -> bool:
     """A GPU reset instead of a reboot for COMPONENT_RESET: only where the janitor can take the GPU's clients down,
     that is where the GPU Operator runs them (devicePlugin.mode gpu-operator, driver None) on every pool it may repair."""

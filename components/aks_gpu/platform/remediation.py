@@ -21,7 +21,6 @@ from aks_gpu.monitoring.remediation import (
     namespace_manifest,
     remediation_release,
     repair_facts,
-    repair_role_permissions,
     repair_runs,
     repair_subject,
 )
@@ -63,10 +62,12 @@ def repair_identity(
         f"{name}-role",
         scope=scope,
         assignable_scopes=[scope],
-        role_name=pulumi.Output.concat(f"{PACKAGE_NAME} node repair ", cluster.cluster_name, " ", cluster.node_resource_group),
+        # Role names are unique in a tenant: the node resource group's name is the cluster's own.
+        role_name=pulumi.Output.concat(f"{PACKAGE_NAME} node repair ", node_group.name),
         description="aks-gpu: NVSentinel's janitor-provider restarts this cluster's GPU nodes (scale set VMs) and reads "
         "their instance view; nothing else",
-        permissions=repair_role_permissions(),
+        # Exactly the ARM actions the janitor-provider's Azure code calls (repair facts): no data actions, no wildcard.
+        permissions=[authorization.PermissionArgs(actions=list(repair_facts().arm_actions))],
         role_type="CustomRole",
         opts=opts,
     )
