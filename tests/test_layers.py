@@ -44,6 +44,7 @@ COMPONENT_MODULES = {
     "cluster.list_calls",
     "cluster.pod_exec",
     "cluster.retries",
+    "cluster.diag_run",
     "advise.sources",
     "local.engine",
 }

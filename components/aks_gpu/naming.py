@@ -197,6 +197,13 @@ QUARANTINE_TAINT_EFFECT = "NoSchedule"
 # one fails). A quarantined node is held quarantined until this matches its current boot: a repair reboots the node, so
 # only a pass after the repair lets it return.
 DIAGNOSTICS_PASSED_ANNOTATION = f"{PACKAGE_NAME}/diagnostics-passed-boot-id"
+# The value the diagnostic schedule puts under that key when a node fails its vendor diagnostic (the engine's is
+# "fault"): a passing diagnostic takes away only its own, so it never returns a node the engine quarantined.
+DIAGNOSTIC_TAINT_VALUE = "diagnostic"
+# On the diagnostic pods (validation/diagnostics.py): the dcgmi diag level it runs (1 after deploy, 2 or 3 on the schedule).
+DIAGNOSTIC_LEVEL_LABEL = f"{PACKAGE_NAME}/diag-level"
+# The taint a cordon is (kubectl cordon sets spec.unschedulable; the node lifecycle controller adds it).
+UNSCHEDULABLE_TAINT_KEY = "node.kubernetes.io/unschedulable"
 
 
 PLATFORM_TAINT_KEYS: frozenset[str] = frozenset({*(vendor_resource(v) for v in VENDORS), SPOT_TAINT_KEY, QUARANTINE_TAINT_KEY})

@@ -671,3 +671,33 @@ def _type_name(value: Any) -> str:
     if isinstance(value, dict):
         return "an object"
     return type(value).__name__
+
+
+# The outputs of the active diagnostics (`aksgpu validate --deep --snapshot DIR`): diag/<node>/<tool>.txt, the tool
+# named as aks_gpu.validation.diagnostics.tools names it (cuda-context.txt, nccl.txt, dcgm-diag.txt).
+DIAG_DIR = "diag"
+
+
+def read_diag_outputs(directory: Path | str) -> dict[str, dict[str, str]]:
+    """Per node, per tool, the recorded output of ``<directory>/diag/<node>/<tool>.txt``. Nothing is followed outside
+    the folder; a file that cannot be read (too large, not a regular file, a symlink out) is left out, so its tool
+    reads as "no output" and its node is inconclusive. No ``diag/`` folder: no outputs."""
+    folder = Path(directory)
+    root = folder.resolve()
+    found: dict[str, dict[str, str]] = {}
+    diag = folder / DIAG_DIR
+    if not diag.is_dir() or not _inside(root, diag):
+        return found
+    for node_dir in sorted(diag.iterdir()):
+        if not node_dir.is_dir() or not _inside(root, node_dir):
+            continue
+        for path in sorted(node_dir.iterdir()):
+            if not path.name.endswith(SMI_SUFFIX):
+                continue
+            try:
+                found.setdefault(node_dir.name, {})[path.name.removesuffix(SMI_SUFFIX)] = _read_text(
+                    _contained(root, path), MAX_SMI_FILE_BYTES
+                )
+            except InputFileError:
+                continue
+    return found
