@@ -283,3 +283,41 @@ def test_the_release_waits_for_the_identity_and_carries_its_client_id(plan: Plan
     for kind in ("FederatedIdentityCredential", "UserAssignedIdentity"):
         [record] = plan.by_type(f"azure-native:managedidentity:{kind}")
         assert record.urn in waits_for, kind
+
+
+# ---------------------------------------------------------------- the seam: the node diagnostics record their pass
+
+
+def test_a_passing_diagnostic_releases_a_repaired_node_and_a_failing_one_holds_it() -> None:
+    from aks_gpu.gpu.diag import Grade
+    from aks_gpu.validation.diagnostics import node_action
+
+    predicate = gate_predicate()
+    engine_taint = {"key": "aks-gpu/gpu-quarantine", "value": "fault", "effect": "NoSchedule"}
+    repaired = node({REPAIR["quarantine_annotation"]: "{}", DIAGNOSTICS_PASSED_ANNOTATION: "boot-1"}, boot="boot-2")
+    repaired["spec"] = {"unschedulable": True, "taints": [engine_taint]}
+    assert cel(predicate, resource=repaired)  # rebooted by the repair: the old pass does not count
+
+    passed = node_action(repaired, Grade("node", "healthy"))
+    # The engine's quarantine is the engine's to lift: the diagnostic records the pass on this boot, nothing else.
+    assert passed.action == "proven" and passed.patch == {"metadata": {"annotations": {DIAGNOSTICS_PASSED_ANNOTATION: "boot-2"}}}
+    released = {
+        **repaired,
+        "metadata": {
+            **repaired["metadata"],
+            "annotations": {**repaired["metadata"]["annotations"], DIAGNOSTICS_PASSED_ANNOTATION: "boot-2"},
+        },
+    }
+    assert not cel(predicate, resource=released)
+
+    failed = node_action(released, Grade("node", "unhealthy", "dcgm-diag: memory"))
+    assert failed.patch is not None and failed.patch["metadata"] == {"annotations": {DIAGNOSTICS_PASSED_ANNOTATION: None}}
+    held = {**released, "metadata": {**released["metadata"], "annotations": {REPAIR["quarantine_annotation"]: "{}"}}}
+    assert cel(predicate, resource=held)
+    # An inconclusive run records nothing.
+    assert node_action(repaired, Grade("node", "inconclusive", "pcie skipped")).patch is None
+
+
+def gate_predicate() -> str:
+    [gate] = [p for p in values_of(model_of())["kubernetes-object-monitor"]["policies"] if p["name"] == GATE_POLICY]
+    return str(gate["predicate"]["expression"])
