@@ -321,3 +321,18 @@ def test_a_passing_diagnostic_releases_a_repaired_node_and_a_failing_one_holds_i
 def gate_predicate() -> str:
     [gate] = [p for p in values_of(model_of())["kubernetes-object-monitor"]["policies"] if p["name"] == GATE_POLICY]
     return str(gate["predicate"]["expression"])
+
+
+def test_a_failing_diagnostic_on_a_node_the_engine_holds_adds_no_second_quarantine_taint() -> None:
+    # The API server refuses two taints of one key and effect (seen on the local cluster: tests/e2e/test_repair_gate.py).
+    from aks_gpu.gpu.diag import Grade
+    from aks_gpu.validation.diagnostics import node_action
+
+    held = node({REPAIR["quarantine_annotation"]: "{}", DIAGNOSTICS_PASSED_ANNOTATION: "boot-2"})
+    held["spec"] = {
+        "unschedulable": True,
+        "taints": [{"key": "aks-gpu/gpu-quarantine", "value": "fault", "effect": "NoSchedule"}],
+    }
+    action = node_action(held, Grade("node", "unhealthy", "dcgm-diag: memory"))
+    assert action.action == "none" and action.patch is not None
+    assert "taints" not in action.patch["spec"] and action.patch["spec"]["unschedulable"] is True

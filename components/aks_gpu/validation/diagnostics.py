@@ -206,8 +206,16 @@ def node_action(node: Mapping[str, Any], grade: Grade) -> NodeAction:
         revoked = _passed_record(node, passed=False) or {}
         if quarantined_by_us and (node.get("spec") or {}).get("unschedulable"):
             return NodeAction("none", f"already quarantined: {grade.part}", revoked or None)
-        taint = {"key": QUARANTINE_TAINT_KEY, "value": DIAGNOSTIC_TAINT_VALUE, "effect": QUARANTINE_TAINT_EFFECT}
         kept = [t for t in taints if not _ours(t)]
+        if any(t.get("key") == QUARANTINE_TAINT_KEY and t.get("effect") == QUARANTINE_TAINT_EFFECT for t in kept):
+            # The engine's quarantine (=fault) holds the node already, and the API server refuses a second taint of
+            # the same key and effect ("taints must be unique by key and effect pair", Kubernetes'
+            # pkg/apis/core/validation validateNodeTaints; seen on the local cluster): keep it cordoned, take the
+            # pass record away.
+            return NodeAction(
+                "none", f"held by the engine's quarantine: {grade.part}", {**revoked, "spec": {"unschedulable": True}}
+            )
+        taint = {"key": QUARANTINE_TAINT_KEY, "value": DIAGNOSTIC_TAINT_VALUE, "effect": QUARANTINE_TAINT_EFFECT}
         return NodeAction("quarantine", str(grade), {**revoked, "spec": {"unschedulable": True, "taints": [*kept, taint]}})
     proof = _passed_record(node, passed=True) if grade.state == "healthy" else None
     if grade.state == "healthy" and quarantined_by_us:
