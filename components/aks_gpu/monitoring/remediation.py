@@ -337,6 +337,11 @@ def repair_subject() -> str:
     return f"system:serviceaccount:{REMEDIATION_NAMESPACE}:{repair_facts().service_account}"
 
 
+def kept_out_of_repair(model: PlatformModel) -> list[str]:
+    """The NVIDIA pools with ``repair: false``: quarantined and drained, never reset or rebooted by the engine."""
+    return sorted(pool.name for pool in model.pools_of("nvidia") if not pool.config.repair)
+
+
 def gpu_reset_applies(model: PlatformModel) -> bool:
     """A GPU reset instead of a reboot for COMPONENT_RESET: only where the janitor can take the GPU's clients down,
     that is where the GPU Operator runs them (devicePlugin.mode gpu-operator, driver None) on every pool it may repair."""
@@ -350,7 +355,8 @@ def gpu_reset_applies(model: PlatformModel) -> bool:
 
 def gate_policy() -> dict[str, Any]:
     """kubernetes-object-monitor policy: a fatal event, recommending no action, while a node fault-quarantine
-    quarantined has no diagnostics pass for its current boot (the diagnostic Job writes the boot id it passed on).
+    quarantined has no diagnostics pass for its current boot (the diagnostics record the boot id they passed on,
+    ``aks_gpu.validation.diagnostics.node_action``).
     When it turns false the monitor sends the healthy event, and the node may return."""
     facts = repair_facts()
     annotations = "resource.metadata.annotations"
@@ -367,8 +373,8 @@ def gate_policy() -> dict[str, Any]:
         "healthEvent": {
             "componentClass": "GPU",
             "isFatal": True,
-            "message": "quarantined node: the node diagnostics have not passed since its last boot (after a repair, "
-            f"the diagnostic Job writes {DIAGNOSTICS_PASSED_ANNOTATION} when they pass)",
+            "message": "quarantined node: the node diagnostics have not passed since its last boot (`aksgpu validate "
+            f"--deep --quarantine` records a pass in {DIAGNOSTICS_PASSED_ANNOTATION})",
             "recommendedAction": facts.gate_recommended_action,
             "errorCode": ["DiagnosticsPending"],
         },
@@ -380,7 +386,7 @@ def repair_values(model: PlatformModel, target: RepairTarget) -> dict[str, Any]:
     janitor never acting on a pool with ``repair: false``, and COMPONENT_RESET a GPU reset where it can be one."""
     facts = repair_facts()
     controllers = {"tolerations": system_pool_tolerations()}
-    kept_out = sorted(pool.name for pool in model.pools_of("nvidia") if not pool.config.repair)
+    kept_out = kept_out_of_repair(model)
     exclusions = [{"matchExpressions": [{"key": POOL_LABEL, "operator": "In", "values": kept_out}]}] if kept_out else []
     janitor_config: dict[str, Any] = {"nodes": {"exclusions": exclusions}}
     remediation: dict[str, Any] = dict(controllers)
@@ -543,7 +549,7 @@ def remediation_summary(model: PlatformModel) -> str:
             "halts the engine, uncordons included (maxUnhealthy not enforced)"
         )
     if repair_runs(model.config):
-        kept_out = [pool.name for pool in model.pools_of("nvidia") if not pool.config.repair]
+        kept_out = kept_out_of_repair(model)
         how = "GPU reset, else reboot" if gpu_reset_applies(model) else "reboot of the VM"
         repair = (
             f"; repair: {how} through Azure (restart/instanceView of the node resource group's scale set VMs), at most "

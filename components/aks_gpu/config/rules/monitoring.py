@@ -1,6 +1,7 @@
 """The monitoring and remediation sections' rules: what they cannot do on this stack (alerts that notify nobody,
-refused; an adopted cluster's metrics, a circuit breaker that stops everything, drains that apply to nothing). Pure: config in,
-problems (with key paths) out."""
+refused; an adopted cluster's metrics, a circuit breaker that stops everything, drains that apply to nothing, a repair
+nothing bounds). Pure: config in, problems (with key paths) out. NVSentinel's circuit breaker arithmetic lives here too,
+since the rules and the release's values (components/aks_gpu/monitoring/remediation.py) both need it."""
 
 from __future__ import annotations
 
