@@ -19,7 +19,8 @@ BOOT = "6b1e2c1a-0000-4000-8000-00000000e2e2"
 
 
 def annotation(prod: LocalCluster, node: str) -> str | None:
-    return prod.json("get", "node", node)["metadata"].get("annotations", {}).get(DIAGNOSTICS_PASSED_ANNOTATION)
+    value = prod.json("get", "node", node)["metadata"].get("annotations", {}).get(DIAGNOSTICS_PASSED_ANNOTATION)
+    return None if value is None else str(value)
 
 
 def test_a_pass_records_the_boot_for_the_engine_and_a_failure_takes_it_away(prod: LocalCluster, served: Served) -> None:
