@@ -45,6 +45,7 @@ COMPONENT_MODULES = {
     "cluster.pod_exec",
     "cluster.retries",
     "cluster.diag_run",
+    "validation.deep",
     "advise.sources",
     "local.engine",
 }

@@ -431,6 +431,8 @@ class ValidationSpec(TypedDict):
     """Retries of a failed command or list on temporary errors. Default: 2."""
     smoke_job: NotRequired[SmokeJobSpec]
     """The per-pool smoke Jobs."""
+    diagnostics_on_deploy: NotRequired[bool]
+    """After the checks in pulumi up, also run the vendors' diagnostics at level 1 on every NVIDIA GPU node (aksgpu validate --deep: dcgmi diag, a CUDA context on every GPU, NCCL all-reduce, in a pod holding all the node's GPUs); a node not proven healthy counts as a failed check for onDeploy. Off by default: it pulls the diagnostic images onto every GPU node and takes minutes per node. Default: false."""
 
 
 class AlertReceiverSpec(TypedDict):

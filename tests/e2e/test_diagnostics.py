@@ -24,12 +24,12 @@ import pytest
 
 from aks_gpu.local.control_plane import cri_log, recorded_logs, recorded_output_name, smi_exec
 from aks_gpu.naming import DIAGNOSTIC_TAINT_VALUE, GPU_NAMESPACE, POOL_LABEL, QUARANTINE_TAINT_KEY
-from aks_gpu.validation.diagnostics import HOLDER, dcgm_command, pod_name
+from aks_gpu.validation.diagnostics import HOLDER, Level, dcgm_command, pod_name
 from tests.conftest import PROJECT_DIR
 from tests.e2e.conftest import LocalCluster
 
 STACK = "prod"
-LEVEL = 2
+LEVEL: Level = 2
 FIXTURES = PROJECT_DIR / "tests" / "fixtures"
 DCGM_FAIL = FIXTURES / "health/19_dcgmi-diag-r2_a100_pcie_fail_nvlink_down_warnings.txt"
 DCGM_PASS = FIXTURES / "diag/01_dcgmi-diag-r2_8xa100_dcgm3.3.3_pass.txt"

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import shutil
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -13,6 +14,8 @@ import pytest
 from aks_gpu.cli import validate
 from aks_gpu.gpu.diag import Grade
 from aks_gpu.naming import DIAGNOSTIC_TAINT_VALUE, HOSTNAME_LABEL, QUARANTINE_TAINT_KEY, QUARANTINE_TAINT_VALUE
+from aks_gpu.resolved.targets import plugin_targets
+from aks_gpu.validation.deep import NodeResult
 from aks_gpu.validation.diagnostics import (
     DEADLINE_SECONDS,
     dcgm_command,
@@ -21,6 +24,8 @@ from aks_gpu.validation.diagnostics import (
     node_action,
     pod_name,
 )
+from aks_gpu.validation.hooks import run_deploy_validation
+from tests.cluster.snapshots import healthy_snapshot, nodes_in_every_pool
 from tests.conftest import PROJECT_DIR, stack_model
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
@@ -78,7 +83,7 @@ def test_a_node_is_graded_from_every_tool_it_ran() -> None:
 
 
 def node(taints: list[dict[str, str]], unschedulable: bool = False) -> dict[str, Any]:
-    return {"metadata": {"name": "n"}, "spec": {"taints": taints, "unschedulable": unschedulable}}
+    return {"metadata": {"name": "n", "resourceVersion": "42"}, "spec": {"taints": taints, "unschedulable": unschedulable}}
 
 
 OURS = {"key": QUARANTINE_TAINT_KEY, "value": DIAGNOSTIC_TAINT_VALUE, "effect": "NoSchedule"}
@@ -90,6 +95,8 @@ def test_a_failing_node_is_tainted_and_cordoned_keeping_its_other_taints() -> No
     done = node_action(node([GPU]), Grade("node", "unhealthy", "dcgm-diag: PCIe"))
     assert done.action == "quarantine" and done.patch is not None
     assert done.patch["spec"]["unschedulable"] is True and done.patch["spec"]["taints"] == [GPU, OURS]
+    # Computed from resourceVersion 42: refused by the API server should the node have changed since.
+    assert done.patch["metadata"] == {"resourceVersion": "42"}
 
 
 @pytest.mark.parametrize("state", ["healthy", "inconclusive"])
@@ -102,12 +109,14 @@ def test_a_quarantined_node_returns_only_after_a_passing_diagnostic() -> None:
     assert node_action(held, Grade("node", "inconclusive", "pcie skipped")).action == "none"
     assert node_action(held, Grade("node", "unhealthy", "x")).action == "none"
     back = node_action(held, Grade("node", "healthy"))
-    assert back.action == "return" and back.patch == {"spec": {"taints": [GPU], "unschedulable": False}}
+    assert back.action == "return" and back.patch is not None
+    assert back.patch["spec"] == {"taints": [GPU], "unschedulable": False}
 
 
 def test_a_pass_never_lifts_the_engines_quarantine() -> None:
     back = node_action(node([GPU, ENGINES, OURS], unschedulable=True), Grade("node", "healthy"))
-    assert back.patch == {"spec": {"taints": [GPU, ENGINES]}}  # ours removed, the engine's kept, still cordoned
+    assert back.patch is not None
+    assert back.patch["spec"] == {"taints": [GPU, ENGINES]}  # ours removed, the engine's kept, still cordoned
 
 
 def test_amd_pools_are_refused_until_their_tools_are_wired() -> None:
@@ -183,3 +192,63 @@ def test_an_amd_node_is_graded_by_rvs() -> None:
     failed = (FIXTURES / "diag/31_rvs_2xmi210_rocm7.2.0_iet_gst_fail_excerpt.txt").read_text()
     assert str(grade_node(mi300x, {"rvs": failed}, 1)) == "unhealthy: rvs: IET (action_5), GST (action_6)"
     assert grade_node(mi300x, {}, 1).state == "inconclusive"
+
+
+# ---------------------------------------------------------------- in pulumi up: validation.diagnosticsOnDeploy
+
+
+class FakeDiagnose:
+    """Stands in for the live run: each node of the pools it is given gets ``state``; remembers its calls."""
+
+    def __init__(self, state: str = "healthy", error: Exception | None = None) -> None:
+        self.state, self.error = state, error
+        self.calls: list[dict[str, Any]] = []
+
+    def __call__(self, model: Any, level: Any, wanted: Any = None, *, kubeconfig_text: Any, skip: Any) -> list[NodeResult]:
+        self.calls.append({"pools": [p.name for p in model.pools], "level": level, "skip": list(skip)})
+        if self.error is not None:
+            raise self.error
+        part = "" if self.state == "healthy" else "dcgm-diag: PCIe"
+        return [NodeResult(f"{p.name}-0", p.name, Grade("node", self.state, part), (), None) for p in model.pools]  # type: ignore[arg-type]
+
+
+def deploy_model(on: bool) -> Any:
+    model = stack_model("prod")
+    validation = model.config.validation.model_copy(update={"diagnostics_on_deploy": on})
+    return replace(model, config=model.config.model_copy(update={"validation": validation}))
+
+
+def healthy_collector(model: Any) -> Any:
+    snapshot = healthy_snapshot(model, plugin_targets(model), nodes_in_every_pool(model, 2))
+    return lambda *args, **kwargs: snapshot
+
+
+def test_the_deploy_hook_runs_level_1_diagnostics_only_when_asked() -> None:
+    for on in (False, True):
+        model = deploy_model(on)
+        diagnose = FakeDiagnose()
+        outcome = run_deploy_validation(
+            model, plugin_targets(model), "kubeconfig", "fail", collect=healthy_collector(model), diagnose=diagnose
+        )
+        assert outcome.passed
+        assert diagnose.calls == ([{"pools": ["train", "infer", "inferfull"], "level": 1, "skip": []}] if on else [])
+        assert ("3 of 3 GPU node(s) healthy" in outcome.report) is on
+
+
+@pytest.mark.parametrize("state", ["unhealthy", "inconclusive"])
+def test_a_node_not_proven_fails_the_deploy(state: str) -> None:
+    model = deploy_model(True)
+    outcome = run_deploy_validation(
+        model, plugin_targets(model), "kubeconfig", "fail", collect=healthy_collector(model), diagnose=FakeDiagnose(state)
+    )
+    assert not outcome.passed
+    assert f"FAIL gpu-diagnostic train/train-0: {state}: dcgm-diag: PCIe" in outcome.report
+
+
+def test_diagnostics_that_cannot_run_fail_the_deploy_in_one_line() -> None:
+    model = deploy_model(True)
+    broken = FakeDiagnose(error=ValueError("cannot list the GPU nodes: 403"))
+    outcome = run_deploy_validation(
+        model, plugin_targets(model), "kubeconfig", "fail", collect=healthy_collector(model), diagnose=broken
+    )
+    assert not outcome.passed and "vendor diagnostics could not run" in outcome.report

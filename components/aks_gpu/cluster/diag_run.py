@@ -37,7 +37,7 @@ class DiagRun:
 
 
 def _plain(api: kube_client.ApiClient, obj: Any) -> dict[str, Any]:
-    plain: Any = api.sanitize_for_serialization(obj)
+    plain: Any = api.sanitize_for_serialization(obj)  # type: ignore[no-untyped-call]
     return plain if isinstance(plain, dict) else {}
 
 
@@ -101,7 +101,8 @@ def run_diagnostic(
     try:
         # A pod of an earlier run that was cut short would hold the node's GPUs: replace it.
         _delete_pod(core, namespace, name, schedule_wait_s, sleep)
-        core.create_namespaced_pod(namespace, dict(manifest), _request_timeout=API_TIMEOUT_S)
+        # The client sends a plain dict as it sends a V1Pod (its stubs name only the model).
+        core.create_namespaced_pod(namespace, dict(manifest), _request_timeout=API_TIMEOUT_S)  # type: ignore[arg-type]
         deadline = time.monotonic() + schedule_wait_s
         pod: dict[str, Any] = {}
         ended: str | None = None

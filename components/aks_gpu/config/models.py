@@ -798,6 +798,13 @@ class ValidationConfig(ConfigModel):
     exec_timeout_seconds: int = Field(default=30, ge=1, le=600, description="The time one SMI command may take.")
     retries: int = Field(default=2, ge=0, le=10, description="Retries of a failed command or list on temporary errors.")
     smoke_job: SmokeJobConfig = Field(default=SmokeJobConfig.model_construct(), description="The per-pool smoke Jobs.")
+    diagnostics_on_deploy: bool = Field(
+        default=False,
+        description="After the checks in pulumi up, also run the vendors' diagnostics at level 1 on every NVIDIA GPU "
+        "node (aksgpu validate --deep: dcgmi diag, a CUDA context on every GPU, NCCL all-reduce, in a pod holding all "
+        "the node's GPUs); a node not proven healthy counts as a failed check for onDeploy. Off by default: it pulls "
+        "the diagnostic images onto every GPU node and takes minutes per node.",
+    )
 
 
 # ---------------------------------------------------------------- continuous validation (components/aks_gpu/monitoring/)

@@ -53,8 +53,9 @@ from aks_gpu.resolved.model import QUARANTINE_TOLERATION, ResolvedPool, Tolerati
 DIAG_APP = "gpu-diag"
 HOLDER = "dcgm"
 Level = Literal[1, 2, 3]
-# How long each level may take: DCGM's documentation gives level 1 seconds, level 2 about two minutes and level 3
-# about 30 minutes on a node; the CUDA and NCCL checks add minutes.
+# How long each level may take: DCGM's guide gives a level 1 run seconds, level 2 about two minutes and level 3 about
+# 30 minutes (https://docs.nvidia.com/datacenter/dcgm/latest/user-guide/dcgm-diagnostics.html, "Run Levels"); the CUDA
+# and NCCL checks add minutes, an image pull on a fresh node more.
 DEADLINE_SECONDS: dict[int, int] = {1: 900, 2: 1800, 3: 3600}
 NCCL_MAX_BYTES = "16G"
 UNSCHEDULABLE_TOLERATION = Toleration(UNSCHEDULABLE_TAINT_KEY, "Exists", "NoSchedule")
@@ -175,7 +176,9 @@ def grade_node(pool: ResolvedPool, outputs: Mapping[str, str | None], level: Lev
 class NodeAction:
     action: Action
     reason: str
-    patch: dict[str, Any] | None  # a strategic-merge patch of the Node (``kubectl patch node --type=strategic``)
+    # A JSON merge patch of the Node (RFC 7386: its taints list replaces the Node's), carrying the resourceVersion it was
+    # computed from, so the API server refuses it (409) should the node have changed since it was read.
+    patch: dict[str, Any] | None
 
 
 def _taints(node: Mapping[str, Any]) -> list[dict[str, Any]]:
@@ -186,16 +189,28 @@ def _ours(taint: Mapping[str, Any]) -> bool:
     return taint.get("key") == QUARANTINE_TAINT_KEY and taint.get("value") == DIAGNOSTIC_TAINT_VALUE
 
 
-def _passed_record(node: Mapping[str, Any], passed: bool) -> dict[str, Any] | None:
-    """The annotation patch that records a pass on the node's current boot, or takes a record away on a failure;
-    None where nothing changes (no boot id to record, the record already right)."""
+def _passed_record(node: Mapping[str, Any], passed: bool) -> dict[str, str | None] | None:
+    """The annotation that records a pass on the node's current boot (``DIAGNOSTICS_PASSED_ANNOTATION``), or takes a
+    record away on a failure (None deletes it in a merge patch); None where nothing changes (no boot id to record,
+    the record already right)."""
     annotations = (node.get("metadata") or {}).get("annotations") or {}
-    recorded = annotations.get(DIAGNOSTICS_PASSED_ANNOTATION)
     boot = ((node.get("status") or {}).get("nodeInfo") or {}).get("bootID")
     wanted = boot if passed else None
-    if (passed and not boot) or recorded == wanted:
+    if (passed and not boot) or annotations.get(DIAGNOSTICS_PASSED_ANNOTATION) == wanted:
         return None
-    return {"metadata": {"annotations": {DIAGNOSTICS_PASSED_ANNOTATION: wanted}}}
+    return {DIAGNOSTICS_PASSED_ANNOTATION: wanted}
+
+
+def _patch(
+    node: Mapping[str, Any], spec: dict[str, Any] | None, annotations: dict[str, str | None] | None = None
+) -> dict[str, Any]:
+    metadata: dict[str, Any] = {}
+    version = (node.get("metadata") or {}).get("resourceVersion")
+    if version:
+        metadata["resourceVersion"] = version
+    if annotations:
+        metadata["annotations"] = annotations
+    return {**({"metadata": metadata} if metadata else {}), **({"spec": spec} if spec is not None else {})}
 
 
 def node_action(node: Mapping[str, Any], grade: Grade) -> NodeAction:
@@ -203,9 +218,9 @@ def node_action(node: Mapping[str, Any], grade: Grade) -> NodeAction:
     taints = _taints(node)
     quarantined_by_us = any(_ours(t) for t in taints)
     if grade.state == "unhealthy":
-        revoked = _passed_record(node, passed=False) or {}
+        revoked = _passed_record(node, passed=False)
         if quarantined_by_us and (node.get("spec") or {}).get("unschedulable"):
-            return NodeAction("none", f"already quarantined: {grade.part}", revoked or None)
+            return NodeAction("none", f"already quarantined: {grade.part}", _patch(node, None, revoked) if revoked else None)
         kept = [t for t in taints if not _ours(t)]
         if any(t.get("key") == QUARANTINE_TAINT_KEY and t.get("effect") == QUARANTINE_TAINT_EFFECT for t in kept):
             # The engine's quarantine (=fault) holds the node already, and the API server refuses a second taint of
@@ -213,22 +228,21 @@ def node_action(node: Mapping[str, Any], grade: Grade) -> NodeAction:
             # pkg/apis/core/validation validateNodeTaints; seen on the local cluster): keep it cordoned, take the
             # pass record away.
             return NodeAction(
-                "none", f"held by the engine's quarantine: {grade.part}", {**revoked, "spec": {"unschedulable": True}}
+                "none", f"held by the engine's quarantine: {grade.part}", _patch(node, {"unschedulable": True}, revoked)
             )
         taint = {"key": QUARANTINE_TAINT_KEY, "value": DIAGNOSTIC_TAINT_VALUE, "effect": QUARANTINE_TAINT_EFFECT}
-        return NodeAction("quarantine", str(grade), {**revoked, "spec": {"unschedulable": True, "taints": [*kept, taint]}})
+        return NodeAction("quarantine", str(grade), _patch(node, {"unschedulable": True, "taints": [*kept, taint]}, revoked))
     proof = _passed_record(node, passed=True) if grade.state == "healthy" else None
     if grade.state == "healthy" and quarantined_by_us:
         kept = [t for t in taints if not _ours(t)]
         # Uncordon only where no other quarantine (the engine's "fault") still holds the node.
         others = any(t.get("key") == QUARANTINE_TAINT_KEY for t in kept)
         spec: dict[str, Any] = {"taints": kept} if others else {"taints": kept, "unschedulable": False}
-        return NodeAction(
-            "return",
-            "a passing diagnostic" + (" (another quarantine still holds it)" if others else ""),
-            {**(proof or {}), "spec": spec},
-        )
+        reason = "a passing diagnostic" + (" (another quarantine still holds it)" if others else "")
+        return NodeAction("return", reason, _patch(node, spec, proof))
     if proof is not None:
         # The engine's own quarantine (=fault) is the engine's to lift: the record lets its repair gate release it.
-        return NodeAction("proven", "a passing diagnostic on this boot, recorded for the quarantine engine", proof)
+        return NodeAction(
+            "proven", "a passing diagnostic on this boot, recorded for the quarantine engine", _patch(node, None, proof)
+        )
     return NodeAction("none", str(grade), None)
