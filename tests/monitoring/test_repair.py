@@ -336,3 +336,11 @@ def test_a_failing_diagnostic_on_a_node_the_engine_holds_adds_no_second_quaranti
     action = node_action(held, Grade("node", "unhealthy", "dcgm-diag: memory"))
     assert action.action == "none" and action.patch is not None
     assert "taints" not in action.patch["spec"] and action.patch["spec"]["unschedulable"] is True
+
+
+def test_repair_with_every_pool_kept_out_is_warned_and_deploys_no_repair_module() -> None:
+    stack = validate_stack(raw_of(pools=[{**POOLS[0], "repair": False}]), "test")
+    assert any(w.path == "aks-gpu:remediation.repair.enabled" and "nothing is repaired" in w.message for w in stack.warnings)
+    assert not repair_runs(stack.model.config)
+    release = remediation_release(stack.model, critical_xid_codes())
+    assert release is not None and release.values["global"]["janitor"] == {"enabled": False}
