@@ -1,7 +1,7 @@
 """Facts about Azure and AKS the rules and the plan rely on, read from the data files that hold them with their
 sources (``data/aks_versions.yaml``, ``data/arm_refusals.yaml``, ``data/immutable_fields.yaml``,
 ``data/arm64_support.yaml``, ``data/azure_locations.yaml``, ``data/vm_size_regions.yaml``,
-``data/node_resources.yaml``, ``data/azure_native_rules.yaml``).
+``data/node_resources.yaml``, ``data/azure_native_rules.yaml``, ``data/disruption.yaml``).
 
 Pure: each file is read once and turned into frozen dataclasses; the date a version rule is evaluated on is the
 caller's (the loader passes today, tests a fixed day).
@@ -703,3 +703,45 @@ def gpu_profile_fields(sdk_dir: Path | None = None) -> frozenset[str]:
 def sdk_has_managed_gpu(sdk_dir: Path | None = None) -> bool:
     """Whether the installed SDK's agent pool can say gpuProfile.nvidia (managementMode Managed)."""
     return "nvidia" in gpu_profile_fields(sdk_dir)
+
+
+# ---------------------------------------------------------------- planned disruption: upgrades, scheduled events
+
+DISRUPTION_FILE = DATA_DIR / "disruption.yaml"
+
+
+@dataclass(frozen=True)
+class DisruptionFacts:
+    """``data/disruption.yaml``: the undrainable-node behaviours the pinned AgentPool API takes, the default per
+    workload type, the Node Problem Detector condition Azure Scheduled Events raise, and node auto-repair's events."""
+
+    undrainable_behaviors: tuple[str, ...]
+    undrainable_aks_default: str
+    undrainable_by_workload_type: dict[str, str]
+    upgrade_quarantine_label: str
+    scheduled_event_condition: str
+    scheduled_event_quiet_reason: str
+    auto_repair_source: str
+    auto_repair_reasons: tuple[str, ...]
+
+
+@lru_cache(maxsize=1)
+def disruption_facts() -> DisruptionFacts:
+    raw = _read(DISRUPTION_FILE)
+    undrainable = raw["upgrade"]["undrainable_node_behavior"]
+    behaviors = tuple(str(value) for value in undrainable["values"])
+    defaults = raw["upgrade"]["defaults_by_workload_type"]
+    by_type = {str(kind): str(entry["undrainableNodeBehavior"]) for kind, entry in defaults.items()}
+    for kind, value in by_type.items():
+        if value not in behaviors:
+            raise ValueError(f"{DISRUPTION_FILE}: defaults_by_workload_type {kind}: {value!r} is not one of {behaviors}")
+    return DisruptionFacts(
+        undrainable_behaviors=behaviors,
+        undrainable_aks_default=str(undrainable["aks_default"]),
+        undrainable_by_workload_type=by_type,
+        upgrade_quarantine_label=str(undrainable["quarantine_label"]),
+        scheduled_event_condition=str(raw["scheduled_events"]["condition"]),
+        scheduled_event_quiet_reason=str(raw["scheduled_events"]["quiet_reason"]),
+        auto_repair_source=str(raw["auto_repair"]["source"]),
+        auto_repair_reasons=tuple(str(reason) for reason in raw["auto_repair"]["reasons"]),
+    )

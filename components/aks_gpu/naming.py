@@ -209,6 +209,11 @@ SPOT_TAINT_VALUE = "spot"
 QUARANTINE_TAINT_KEY = f"{PACKAGE_NAME}/gpu-quarantine"
 QUARANTINE_TAINT_VALUE = "fault"
 QUARANTINE_TAINT_EFFECT = "NoSchedule"
+# The seam between repair and the diagnostics (docs/remediation.md, "Repair, then prove, then return"): the node
+# diagnostic Job writes the node's status.nodeInfo.bootID here when every diagnostic passed on it (and removes it when
+# one fails). A quarantined node is held quarantined until this matches its current boot: a repair reboots the node, so
+# only a pass after the repair lets it return.
+DIAGNOSTICS_PASSED_ANNOTATION = f"{PACKAGE_NAME}/diagnostics-passed-boot-id"
 # The value the diagnostic schedule puts under that key when a node fails its vendor diagnostic (the engine's is
 # "fault"): a passing diagnostic takes away only its own, so it never returns a node the engine quarantined.
 DIAGNOSTIC_TAINT_VALUE = "diagnostic"

@@ -192,6 +192,8 @@ class UpgradeSettingsSpec(TypedDict):
     """How long a pod (a long training job) may hold a node's drain. Default: 30."""
     node_soak_duration_in_minutes: NotRequired[int]
     """How long to wait between nodes. Default: 0."""
+    undrainable_node_behavior: NotRequired[str]
+    """A node whose drain cannot finish (a PDB, a pod outliving drainTimeoutInMinutes): Cordon keeps it cordoned on its old image while the upgrade goes on (label kubernetes.azure.com/upgrade-status=Quarantined); Schedule makes it schedulable again and the upgrade fails. Not set: Cordon for workload training, else AKS's default (Schedule). One of: Cordon, Schedule."""
 
 
 class NapPoolSettingsSpec(TypedDict):
@@ -262,6 +264,8 @@ class GpuPoolSpec(TypedDict):
     """Run the smoke Job on this pool (not set: only where minCount keeps a node running)."""
     protect: NotRequired[bool]
     """Protect the pool from pulumi destroy and replacement. Default: false."""
+    repair: NotRequired[bool]
+    """With remediation.repair on: NVSentinel may reboot this pool's faulty nodes (false: its nodes are only quarantined and drained, a person repairs them). Default: true."""
     provisioning: NotRequired[str]
     """agentPool: an AKS agent pool; nap: a Karpenter NodePool and AKSNodeClass of node auto-provisioning (the same taint and labels; needs cluster.sku Automatic or cluster.nodeProvisioning Auto). Not set: nap on Automatic, else agentPool. One of: agentPool, nap."""
     nap: NotRequired[NapPoolSettingsSpec]
@@ -521,6 +525,13 @@ class MonitoringSpec(TypedDict):
     """The AMD device metrics exporter image (default: the pin)."""
 
 
+class RepairSpec(TypedDict):
+    """NVSentinel's repair half (docs/remediation.md, "Repair"): fault-remediation asks the janitor to reset a GPU or reboot the node through Azure, with a workload identity whose custom role restarts this cluster's scale set VMs only."""
+
+    enabled: NotRequired[bool]
+    """Repair quarantined nodes: a GPU reset where it suffices (GPU Operator pools), else a reboot of the VM through Azure. Needs remediation mode on, cert-manager (certManagerInstalled), the cluster's workload identity, and the circuit breaker enforced: repairs follow quarantines, so maxUnhealthy per windowMinutes is their rate limit. Default: false."""
+
+
 class RemediationSpec(TypedDict):
     """Quarantine of faulty GPU nodes by NVIDIA NVSentinel (docs/remediation.md): fault-quarantine taints and cordons a node with a fatal GPU fault, node-drainer moves its pods per workload type, bounded by a circuit breaker."""
 
@@ -545,7 +556,9 @@ class RemediationSpec(TypedDict):
     datastore_secret: NotRequired[str]
     """external-mongodb: the Secret in the nvsentinel namespace whose key MONGODB_URI holds the connection string (created by the cluster's owner, never in the stack file)."""
     cert_manager_installed: NotRequired[bool]
-    """datastore mongodb-store: cert-manager, which issues the in-cluster MongoDB's TLS certificates, is installed in the cluster. Default: false."""
+    """cert-manager is installed in the cluster: it issues the in-cluster MongoDB's TLS certificates (datastore mongodb-store) and the janitor's webhook and provider certificates (repair). Default: false."""
+    repair: NotRequired[RepairSpec]
+    """Reset or reboot quarantined nodes (off unless set); gpuPools[].repair takes a pool out."""
 
 
 class PlatformSpec(TypedDict):

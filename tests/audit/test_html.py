@@ -142,6 +142,7 @@ def test_the_faulty_example_has_a_verdict_and_a_count_for_every_practice() -> No
         "isolation": ("warn", 3),
         "utilisation": ("warn", 1),
         "health": ("fail", 3),
+        "disruption": ("pass", 0),
     }
     # Each row leads to the practice's section on the page.
     for row in page.one("section", id="verdicts").all("tr", class_="verdict"):

@@ -2,7 +2,7 @@
 Pure: no I/O, no clock (the snapshot's ``collectedAt`` is "now").
 
 Each practice of ``registry`` is judged from the files it reads, by its own module (``placement``, ``node_images``,
-``isolation``, ``utilisation``, ``health``), into one ``judging.Run``; the results are ``report``'s. A file the
+``isolation``, ``utilisation``, ``health``, ``disruption``), into one ``judging.Run``; the results are ``report``'s. A file the
 snapshot lacks (``resourcequotas.json``, ``networkpolicies.json``, ``namespaces.json``, ``meta.json``, a node's
 ``smi/<node>.txt``) makes what depends on it "not checked" in the report, with the reason and how many objects it
 concerns, never "passed".
@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 
+from aks_gpu.audit.disruption import judge_disruption
 from aks_gpu.audit.health import judge_faulty_schedulable, judge_health
 from aks_gpu.audit.isolation import judge_isolation
 from aks_gpu.audit.judging import Commands, Run
@@ -113,6 +114,7 @@ def run_audit(snapshot: ClusterSnapshot, stack: StackExpectations | None = None,
     )
     faulty, judged, drivers = judge_health(run, nodes, snapshot, stack)
     judge_faulty_schedulable(run, nodes, faulty, judged, stack)
+    judge_disruption(run, nodes)
     if not nodes:
         _nothing_to_judge(run, len(snapshot.nodes))
 

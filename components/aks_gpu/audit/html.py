@@ -26,6 +26,7 @@ from aks_gpu.audit.registry import (
     CHECKS,
     NPD_URL,
     PRACTICES,
+    UPGRADE_URL,
     Practice,
     checks_of,
     sentence,
@@ -240,8 +241,11 @@ def _verdicts(report: AuditReport) -> str:
     )
 
 
+_SOURCE_NAMES = {ARTICLE_URL: "Microsoft's article", NPD_URL: "AKS Node Problem Detector", UPGRADE_URL: "AKS upgrade options"}
+
+
 def _source_name(url: str) -> str:
-    return "Microsoft's article" if url == ARTICLE_URL else "AKS Node Problem Detector" if url == NPD_URL else url
+    return _SOURCE_NAMES.get(url, url)
 
 
 # The top actions listed first: the checks with findings, failing ones first, then by how many findings each has.

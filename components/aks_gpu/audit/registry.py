@@ -41,6 +41,7 @@ SMI = f"{SMI_DIR}/"
 
 ARTICLE_URL = "https://learn.microsoft.com/azure/aks/best-practices-gpu"
 NPD_URL = "https://learn.microsoft.com/azure/aks/node-problem-detector"
+UPGRADE_URL = "https://learn.microsoft.com/azure/aks/upgrade-options"
 
 
 @dataclass(frozen=True)
@@ -105,6 +106,13 @@ PRACTICES: tuple[Practice, ...] = (
         "GPU health",
         "hardware and fabric faults (ECC, Xid, lost GPUs, NVLink) stop jobs: the Node Problem Detector and SMI output show them",
         NPD_URL,
+    ),
+    Practice(
+        "disruption",
+        "Planned disruption",
+        "GPU VMs are never live-migrated: a scheduled event or an upgrade stops their jobs, so see it coming and let "
+        "the jobs checkpoint",
+        UPGRADE_URL,
     ),
 )
 PRACTICE_BY_ID = {practice.id: practice for practice in PRACTICES}
@@ -285,6 +293,29 @@ CHECKS: tuple[AuditCheck, ...] = (
         _HEALTH_FIX,
         (SMI,),
         ids=HEALTH_FINDING_IDS,
+    ),
+    AuditCheck(
+        "node-vm-event-scheduled",
+        "warn",
+        "disruption",
+        "no GPU node has an Azure scheduled event pending (the Node Problem Detector condition VMEventScheduled True: "
+        "a Freeze, Reboot, Redeploy, Preempt or Terminate); GPU sizes are not live-migrated, so the event stops the "
+        "jobs on the node",
+        "checkpoint the jobs on the node now and drain it before the event (`kubectl drain <node> --ignore-daemonsets "
+        "--delete-emptydir-data`), so they restart elsewhere from their checkpoint; a job that reads Azure Scheduled "
+        "Events itself (IMDS) gets the notice too",
+        (NODES,),
+    ),
+    AuditCheck(
+        "node-upgrade-blocked",
+        "warn",
+        "disruption",
+        "no GPU node is held back by an upgrade that could not drain it: cordoned on its old node image with the label "
+        "kubernetes.azure.com/upgrade-status=Quarantined (undrainableNodeBehavior Cordon)",
+        "let the job that holds the node finish or checkpoint, or fix the PodDisruptionBudget that blocks the eviction; "
+        "then remove the label (`kubectl label node <node> kubernetes.azure.com/upgrade-status-`) and run the "
+        "upgrade again, as AKS's upgrade options say (Resolve undrainable nodes)",
+        (NODES,),
     ),
 )
 

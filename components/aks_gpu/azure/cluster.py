@@ -172,6 +172,10 @@ class GpuCluster(GpuComponent[ClusterInputs]):
     """The deploying identity's "Azure Kubernetes Service RBAC Cluster Admin" assignment, when it is made."""
     resource_group: resources.ResourceGroup | None
     """The cluster's resource group, when the stack creates it (not cluster.existing nor existingResourceGroup)."""
+    oidc_issuer_url: pulumi.Output[str | None]
+    """The cluster's OIDC issuer URL: the issuer of the federated credentials its workload identities use."""
+    node_resource_group: pulumi.Output[str | None]
+    """The resource group AKS keeps the cluster's scale sets in (MC_...)."""
 
     def __init__(self, name: str, args: GpuClusterArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__(name, args, opts)
@@ -205,6 +209,8 @@ class GpuCluster(GpuComponent[ClusterInputs]):
             )
             self.cluster_id = found.id.apply(lambda found_id: answered(found_id, GET_CLUSTER_CALL, "id", "names the cluster"))
             self.cluster_name = plain_output(spec.name)
+            issuer_profile: pulumi.Output[Any] = found.oidc_issuer_profile
+            self.node_resource_group = found.node_resource_group
         else:
             cluster = containerservice.ManagedCluster(
                 f"{name}-aks",
@@ -221,6 +227,8 @@ class GpuCluster(GpuComponent[ClusterInputs]):
                 ),
             )
             self.cluster_id = cluster.id
+            issuer_profile = cluster.oidc_issuer_profile
+            self.node_resource_group = cluster.node_resource_group
             # Azure names the cluster its resourceName; a unit test's new_resource that echoes the inputs returns none.
             self.cluster_name = cluster.name.apply(
                 lambda cluster_name: answered(
@@ -242,6 +250,9 @@ class GpuCluster(GpuComponent[ClusterInputs]):
                     maintenance_window=cast(Any, maintenance_window_args(window)),
                     opts=self.child(),
                 )
+        # The issuer of the federated credentials (remediation.repair); None where the cluster has none (ARM answers it
+        # only with oidcIssuerProfile enabled, which cluster.workloadIdentity turns on; the config rules require that).
+        self.oidc_issuer_url = issuer_profile.apply(lambda profile: profile.issuer_url if profile is not None else None)
         self.resource_group_name = plain_output(spec.resource_group)
         self.deployer_access = None
         if not spec.existing and spec.deployer_access.enabled:

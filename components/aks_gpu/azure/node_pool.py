@@ -63,6 +63,8 @@ def agent_pool_inputs(pool: ResolvedPool) -> dict[str, Any]:
             "drain_timeout_in_minutes": upgrade.drain_timeout_in_minutes,
             "node_soak_duration_in_minutes": upgrade.node_soak_duration_in_minutes,
         }
+        if spec.undrainable_node_behavior is not None:
+            inputs["upgrade_settings"]["undrainable_node_behavior"] = spec.undrainable_node_behavior
     if spec.autoscaling:
         inputs |= {"enable_auto_scaling": True, "min_count": spec.min_count, "max_count": spec.max_count, "count": spec.min_count}
     else:

@@ -33,7 +33,7 @@ from pydantic import (
 from pydantic.alias_generators import to_camel
 from pydantic_core import PydanticCustomError
 
-from aks_gpu.aks_facts import canonical_vm_size, kubernetes_calendar
+from aks_gpu.aks_facts import canonical_vm_size, disruption_facts, kubernetes_calendar
 from aks_gpu.config.encrypted import Encrypted
 from aks_gpu.config.safe_yaml import LeadingZeroNumber
 from aks_gpu.naming import GPU_NAMESPACE, TEAM_ROLE_NAME, Vendor
@@ -444,6 +444,15 @@ class UpgradeSettings(ConfigModel):
         default=30, ge=1, le=1440, description="How long a pod (a long training job) may hold a node's drain."
     )
     node_soak_duration_in_minutes: int = Field(default=0, ge=0, le=30, description="How long to wait between nodes.")
+    # AgentPool upgradeSettings.undrainableNodeBehavior (AKS API 2025-09-01; components/aks_gpu/data/disruption.yaml).
+    # Not set: the default of the pool's workload type there (training: Cordon), else AKS's own (Schedule).
+    undrainable_node_behavior: Literal["Cordon", "Schedule"] | None = Field(
+        default=None,
+        description="A node whose drain cannot finish (a PDB, a pod outliving drainTimeoutInMinutes): Cordon keeps it "
+        "cordoned on its old image while the upgrade goes on (label kubernetes.azure.com/upgrade-status=Quarantined); "
+        "Schedule makes it schedulable again and the upgrade fails. Not set: Cordon for workload training, else AKS's "
+        "default (Schedule).",
+    )
 
     @property
     def effective_max_surge(self) -> str:
@@ -529,6 +538,11 @@ class GpuPoolConfig(ConfigModel):
         description="Run the smoke Job on this pool (not set: only where minCount keeps a node running).",
     )
     protect: bool = Field(default=False, description="Protect the pool from pulumi destroy and replacement.")
+    repair: bool = Field(
+        default=True,
+        description="With remediation.repair on: NVSentinel may reboot this pool's faulty nodes (false: its nodes are "
+        "only quarantined and drained, a person repairs them).",
+    )
     provisioning: Literal["agentPool", "nap"] | None = Field(
         default=None,
         description="agentPool: an AKS agent pool; nap: a Karpenter NodePool and AKSNodeClass of node auto-provisioning "
@@ -563,6 +577,14 @@ class GpuPoolConfig(ConfigModel):
             return self.gpu_driver
         operator_manages = self.vendor == "nvidia" and device_plugin_mode == "gpu-operator"
         return "None" if self.vendor == "amd" or operator_manages else "Install"
+
+    @property
+    def undrainable_node_behavior(self) -> str | None:
+        """upgradeSettings.undrainableNodeBehavior as sent: the pool's own, else its workload type's default
+        (components/aks_gpu/data/disruption.yaml), else None (AKS's default, Schedule)."""
+        if self.upgrade.undrainable_node_behavior is not None:
+            return self.upgrade.undrainable_node_behavior
+        return disruption_facts().undrainable_by_workload_type.get(self.workload)
 
     @property
     def most_nodes(self) -> int:
@@ -982,6 +1004,19 @@ class MonitoringConfig(ConfigModel):
 DrainMode = Literal["Immediate", "AllowCompletion", "DeleteAfterTimeout"]
 
 
+class RepairConfig(ConfigModel):
+    """NVSentinel's repair half (docs/remediation.md, "Repair"): fault-remediation asks the janitor to reset a GPU or
+    reboot the node through Azure, with a workload identity whose custom role restarts this cluster's scale set VMs only."""
+
+    enabled: bool = Field(
+        default=False,
+        description="Repair quarantined nodes: a GPU reset where it suffices (GPU Operator pools), else a reboot of the "
+        "VM through Azure. Needs remediation mode on, cert-manager (certManagerInstalled), the cluster's workload "
+        "identity, and the circuit breaker enforced: repairs follow quarantines, so maxUnhealthy per windowMinutes is their "
+        "rate limit.",
+    )
+
+
 class RemediationConfig(ConfigModel):
     """Quarantine of faulty GPU nodes by NVIDIA NVSentinel (docs/remediation.md): fault-quarantine taints and cordons a
     node with a fatal GPU fault, node-drainer moves its pods per workload type, bounded by a circuit breaker."""
@@ -1039,8 +1074,12 @@ class RemediationConfig(ConfigModel):
     )
     cert_manager_installed: bool = Field(
         default=False,
-        description="datastore mongodb-store: cert-manager, which issues the in-cluster MongoDB's TLS certificates, is "
-        "installed in the cluster.",
+        description="cert-manager is installed in the cluster: it issues the in-cluster MongoDB's TLS certificates "
+        "(datastore mongodb-store) and the janitor's webhook and provider certificates (repair).",
+    )
+    repair: RepairConfig = Field(
+        default=RepairConfig.model_construct(),
+        description="Reset or reboot quarantined nodes (off unless set); gpuPools[].repair takes a pool out.",
     )
 
 

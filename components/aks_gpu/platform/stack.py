@@ -22,7 +22,7 @@ from aks_gpu.kube.workload_namespace import GpuWorkloadNamespace, platform_names
 from aks_gpu.monitoring.component import GpuMonitoring, MonitoredCluster, MonitoringInputs
 from aks_gpu.platform.device_plugin import DevicePluginInputs, GpuDevicePlugin
 from aks_gpu.platform.node_provisioning import nap_pool_resources
-from aks_gpu.platform.remediation import remediation_resources
+from aks_gpu.platform.remediation import AzureSite, remediation_resources
 from aks_gpu.resolved.model import PlatformModel
 from aks_gpu.specs import StackSpec
 from aks_gpu.storage.nvme_cache import NvmeCache, NvmeCacheInputs
@@ -203,8 +203,12 @@ class GpuPlatform(GpuComponent[PlatformModel]):
             f"{name}-monitoring", MonitoringInputs(model, monitored), inside([*pools_ready, self.device_plugin])
         )
         # Quarantine of faulty GPU nodes (remediation.mode dry-run or on): after the device plugin, whose nodes it watches.
+        # With repair, the janitor-provider's Azure identity too (on the cluster's node resource group).
         self.remediation: list[pulumi.Resource] = remediation_resources(
-            f"{name}-remediation", model, inside([*pools_ready, self.device_plugin])
+            f"{name}-remediation",
+            model,
+            inside([*pools_ready, self.device_plugin]),
+            AzureSite(self.cluster, location, self.child()) if self.cluster is not None else None,
         )
 
         self.kubeconfig = kubeconfig

@@ -21,7 +21,10 @@ into it by its name and deletes it when done (a Job would name its pod itself an
 
 **The verdict's effect** (``node_action``): an unhealthy node is tainted ``aks-gpu/gpu-quarantine=diagnostic:NoSchedule``
 and cordoned, for the quarantine engine and its drain; a node the diagnostic quarantined returns (its taint removed,
-uncordoned) only after a *passing* diagnostic; an inconclusive one changes nothing. Pure: dicts in, dicts out.
+uncordoned) only after a *passing* diagnostic; an inconclusive one changes nothing. A pass also records the node's
+boot (``DIAGNOSTICS_PASSED_ANNOTATION``, its ``status.nodeInfo.bootID``) and a failure takes that record away: the
+quarantine engine's repair holds a node it quarantined until the record matches the node's current boot
+(docs/remediation.md, "Repair, then prove, then return"). Pure: dicts in, dicts out.
 """
 
 from __future__ import annotations
@@ -36,6 +39,7 @@ from aks_gpu.gpu.diag.expectations import bus_bandwidth_for, diagnostic_images
 from aks_gpu.naming import (
     DIAGNOSTIC_LEVEL_LABEL,
     DIAGNOSTIC_TAINT_VALUE,
+    DIAGNOSTICS_PASSED_ANNOTATION,
     GPU_NAMESPACE,
     HOSTNAME_LABEL,
     NAME_LABEL,
@@ -55,7 +59,7 @@ Level = Literal[1, 2, 3]
 DEADLINE_SECONDS: dict[int, int] = {1: 900, 2: 1800, 3: 3600}
 NCCL_MAX_BYTES = "16G"
 UNSCHEDULABLE_TOLERATION = Toleration(UNSCHEDULABLE_TAINT_KEY, "Exists", "NoSchedule")
-Action = Literal["quarantine", "return", "none"]
+Action = Literal["quarantine", "return", "proven", "none"]
 
 
 def pod_name(node: str) -> str:
@@ -185,9 +189,28 @@ def _ours(taint: Mapping[str, Any]) -> bool:
     return taint.get("key") == QUARANTINE_TAINT_KEY and taint.get("value") == DIAGNOSTIC_TAINT_VALUE
 
 
-def _patch(node: Mapping[str, Any], spec: dict[str, Any]) -> dict[str, Any]:
+def _passed_record(node: Mapping[str, Any], passed: bool) -> dict[str, str | None] | None:
+    """The annotation that records a pass on the node's current boot (``DIAGNOSTICS_PASSED_ANNOTATION``), or takes a
+    record away on a failure (None deletes it in a merge patch); None where nothing changes (no boot id to record,
+    the record already right)."""
+    annotations = (node.get("metadata") or {}).get("annotations") or {}
+    boot = ((node.get("status") or {}).get("nodeInfo") or {}).get("bootID")
+    wanted = boot if passed else None
+    if (passed and not boot) or annotations.get(DIAGNOSTICS_PASSED_ANNOTATION) == wanted:
+        return None
+    return {DIAGNOSTICS_PASSED_ANNOTATION: wanted}
+
+
+def _patch(
+    node: Mapping[str, Any], spec: dict[str, Any] | None, annotations: dict[str, str | None] | None = None
+) -> dict[str, Any]:
+    metadata: dict[str, Any] = {}
     version = (node.get("metadata") or {}).get("resourceVersion")
-    return {"metadata": {"resourceVersion": version}, "spec": spec} if version else {"spec": spec}
+    if version:
+        metadata["resourceVersion"] = version
+    if annotations:
+        metadata["annotations"] = annotations
+    return {**({"metadata": metadata} if metadata else {}), **({"spec": spec} if spec is not None else {})}
 
 
 def node_action(node: Mapping[str, Any], grade: Grade) -> NodeAction:
@@ -195,16 +218,31 @@ def node_action(node: Mapping[str, Any], grade: Grade) -> NodeAction:
     taints = _taints(node)
     quarantined_by_us = any(_ours(t) for t in taints)
     if grade.state == "unhealthy":
+        revoked = _passed_record(node, passed=False)
         if quarantined_by_us and (node.get("spec") or {}).get("unschedulable"):
-            return NodeAction("none", f"already quarantined: {grade.part}", None)
-        taint = {"key": QUARANTINE_TAINT_KEY, "value": DIAGNOSTIC_TAINT_VALUE, "effect": QUARANTINE_TAINT_EFFECT}
+            return NodeAction("none", f"already quarantined: {grade.part}", _patch(node, None, revoked) if revoked else None)
         kept = [t for t in taints if not _ours(t)]
-        return NodeAction("quarantine", str(grade), _patch(node, {"unschedulable": True, "taints": [*kept, taint]}))
+        if any(t.get("key") == QUARANTINE_TAINT_KEY and t.get("effect") == QUARANTINE_TAINT_EFFECT for t in kept):
+            # The engine's quarantine (=fault) holds the node already, and the API server refuses a second taint of
+            # the same key and effect ("taints must be unique by key and effect pair", Kubernetes'
+            # pkg/apis/core/validation validateNodeTaints; seen on the local cluster): keep it cordoned, take the
+            # pass record away.
+            return NodeAction(
+                "none", f"held by the engine's quarantine: {grade.part}", _patch(node, {"unschedulable": True}, revoked)
+            )
+        taint = {"key": QUARANTINE_TAINT_KEY, "value": DIAGNOSTIC_TAINT_VALUE, "effect": QUARANTINE_TAINT_EFFECT}
+        return NodeAction("quarantine", str(grade), _patch(node, {"unschedulable": True, "taints": [*kept, taint]}, revoked))
+    proof = _passed_record(node, passed=True) if grade.state == "healthy" else None
     if grade.state == "healthy" and quarantined_by_us:
         kept = [t for t in taints if not _ours(t)]
         # Uncordon only where no other quarantine (the engine's "fault") still holds the node.
         others = any(t.get("key") == QUARANTINE_TAINT_KEY for t in kept)
         spec: dict[str, Any] = {"taints": kept} if others else {"taints": kept, "unschedulable": False}
         reason = "a passing diagnostic" + (" (another quarantine still holds it)" if others else "")
-        return NodeAction("return", reason, _patch(node, spec))
+        return NodeAction("return", reason, _patch(node, spec, proof))
+    if proof is not None:
+        # The engine's own quarantine (=fault) is the engine's to lift: the record lets its repair gate release it.
+        return NodeAction(
+            "proven", "a passing diagnostic on this boot, recorded for the quarantine engine", _patch(node, None, proof)
+        )
     return NodeAction("none", str(grade), None)

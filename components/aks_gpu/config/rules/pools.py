@@ -403,6 +403,7 @@ def _upgrade_rules(pool: GpuPoolConfig, path: str) -> list[Problem]:
         for key, field in (
             ("drainTimeoutInMinutes", "drain_timeout_in_minutes"),
             ("nodeSoakDurationInMinutes", "node_soak_duration_in_minutes"),
+            ("undrainableNodeBehavior", "undrainable_node_behavior"),
         ):
             if field in given:
                 problems.append(
