@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from aks_gpu.addresses import is_loopback_host
-from aks_gpu.advise.metrics import ALL_METRICS, EXPORTERS, POD_OWNER_METRIC
+from aks_gpu.advise.metrics import ALL_METRICS, EXPORTERS, LABELS_ONLY
 from aks_gpu.advise.series import AdviceInputError, Series, parse_query_range
 from aks_gpu.input_files import InputFileError, read_bounded, size_text
 from aks_gpu.monitoring.rules import advice_record_name
@@ -61,10 +61,10 @@ def since_seconds(text: str) -> int:
 
 def read_metrics_dir(folder: Path, limit: int = MAX_RESPONSE_BYTES) -> dict[str, list[Series]]:
     """The series of each ``<metric>.json`` in ``folder`` the advice reads (an exporter's memory metric and the best
-    activity metric present; kube_pod_owner where there is one)."""
+    activity metric present; kube_pod_owner and kube_node_labels where they are there)."""
     if not folder.is_dir():
         raise AdviceInputError(f"--metrics {folder}: not a folder")
-    present = {name for name in (*ALL_METRICS, POD_OWNER_METRIC) if (folder / f"{name}.json").exists()}
+    present = {name for name in (*ALL_METRICS, *LABELS_ONLY) if (folder / f"{name}.json").exists()}
     if not present & set(ALL_METRICS):
         raise AdviceInputError(
             f"--metrics {folder}: no <metric>.json the advice reads; expected {', '.join(f'{n}.json' for n in ALL_METRICS)}"
@@ -75,8 +75,7 @@ def read_metrics_dir(folder: Path, limit: int = MAX_RESPONSE_BYTES) -> dict[str,
             wanted.append(exporter.memory_used)
         # The first activity metric present; the coarser ones are not read at all.
         wanted += next(([name] for name, _ in exporter.activity if name in present), [])
-    if POD_OWNER_METRIC in present:
-        wanted.append(POD_OWNER_METRIC)
+    wanted += [name for name in LABELS_ONLY if name in present]
     series: dict[str, list[Series]] = {}
     for name in wanted:
         path = folder / f"{name}.json"
@@ -255,7 +254,7 @@ def _error_of(body: bytes) -> str:
 
 
 def read_live(
-    client: PrometheusClient, since: int, now: float | None = None, metrics: Sequence[str] = (*ALL_METRICS, POD_OWNER_METRIC)
+    client: PrometheusClient, since: int, now: float | None = None, metrics: Sequence[str] = (*ALL_METRICS, *LABELS_ONLY)
 ) -> dict[str, list[Series]]:
     """Each metric's series over the last ``since`` seconds, queried as its bare name (every label kept)."""
     end = time.time() if now is None else now
@@ -283,7 +282,6 @@ def read_live_summaries(client: PrometheusClient, since: int, now: float | None 
         for name in names
     }
     if any(one.values for found in series.values() for one in found):
-        series[POD_OWNER_METRIC] = parse_query_range(
-            POD_OWNER_METRIC, client.query_range(POD_OWNER_METRIC, end - since, end, SUMMARY_STEP_SECONDS)
-        )
+        for name in LABELS_ONLY:
+            series[name] = parse_query_range(name, client.query_range(name, end - since, end, SUMMARY_STEP_SECONDS))
     return series

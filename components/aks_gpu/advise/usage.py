@@ -15,7 +15,14 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from aks_gpu.advise.metrics import EXPORTED_PREFIX, EXPORTER_DAEMONSETS, EXPORTERS, POD_OWNER_METRIC, ExporterMetrics
+from aks_gpu.advise.metrics import (
+    EXPORTED_PREFIX,
+    EXPORTER_DAEMONSETS,
+    EXPORTERS,
+    LABELS_ONLY,
+    POD_OWNER_METRIC,
+    ExporterMetrics,
+)
 from aks_gpu.advise.series import AdviceInputError, Series
 from aks_gpu.catalog import Catalog, GpuModel
 from aks_gpu.naming import Vendor
@@ -83,6 +90,17 @@ class Window:
 
 
 @dataclass(frozen=True)
+class HeldGpu:
+    """One GPU a pod held, from its first sample to its last (Unix seconds): what the pool changes count GPUs and nodes
+    held at the same time by."""
+
+    host: str
+    gpu: str
+    first: float
+    last: float
+
+
+@dataclass(frozen=True)
 class WorkloadUsage:
     namespace: str
     pod: str
@@ -102,6 +120,8 @@ class WorkloadUsage:
     span: float = 0.0  # seconds from its first sample to its last, plus a step
     share: float = 1.0  # of the span with samples (0-1)
     dropped: Mapping[str, int] = field(default_factory=dict)  # samples dropped, by reason
+    held: tuple[HeldGpu, ...] = ()  # each GPU it held and when
+    step: float = 0.0  # the query's step: a sample stands for the step after it
 
 
 @dataclass(frozen=True)
@@ -126,6 +146,9 @@ class Usage:
     not_evaluated: tuple[NotEvaluated, ...]
     idle: tuple[IdleGpu, ...] = ()
     busy_hosts: frozenset[str] = frozenset()  # the nodes where a pod held a GPU
+    # node -> the (namespace, pod) of every pod that held a GPU there, evaluated or not: a node a change can free is one
+    # whose GPUs only the change's pods held.
+    holders: Mapping[str, frozenset[tuple[str, str]]] = field(default_factory=dict)
 
 
 @dataclass
@@ -133,6 +156,7 @@ class _Held:
     vendor: Vendor
     model: GpuModel
     gpus: set[tuple[str, str]] = field(default_factory=set)
+    spans: dict[tuple[str, str], list[float]] = field(default_factory=dict)  # GPU -> [first, last] sample time
     memory: list[float] = field(default_factory=list)
     activity: list[float] = field(default_factory=list)
     activity_peaks: list[float] = field(default_factory=list)
@@ -261,6 +285,8 @@ def _read_exporter(
             entry.gpus.add((host, gpu))
             if one.values:
                 entry.first, entry.last = min(entry.first, one.start), max(entry.last, one.end)
+                span = entry.spans.setdefault((host, gpu), [one.start, one.end])
+                span[0], span[1] = min(span[0], one.start), max(span[1], one.end)
             if one.step and (not entry.step or one.step < entry.step):
                 entry.step = one.step
             if metric == memory_name:
@@ -288,7 +314,7 @@ def read_usage(
     series without the labels it needs, a GPU model the catalog does not know, an empty window, no series of a
     workload's pod). ``exporters``: the raw series (``EXPORTERS``), or their recorded daily summaries
     (``ExporterMetrics.summarised``, read with ``SUMMARY_HISTORY``)."""
-    all_series = [one for name, series in series_by_metric.items() if name != POD_OWNER_METRIC for one in series]
+    all_series = [one for name, series in series_by_metric.items() if name not in LABELS_ONLY for one in series]
     sampled = [one for one in all_series if one.values]
     if not sampled:
         names = ", ".join(sorted(series_by_metric)) or "none"
@@ -341,6 +367,8 @@ def read_usage(
                 span=span,
                 share=share,
                 dropped=dict(sorted(entry.dropped.items())),
+                held=tuple(HeldGpu(host, gpu, first, last) for (host, gpu), (first, last) in sorted(entry.spans.items())),
+                step=step,
             )
         )
     return Usage(
@@ -349,7 +377,16 @@ def read_usage(
         not_evaluated=tuple(not_evaluated),
         idle=idle,
         busy_hosts=frozenset(host for host, _ in held_gpus),
+        holders=_holders(held),
     )
+
+
+def _holders(held: Mapping[tuple[str, str], _Held]) -> dict[str, frozenset[tuple[str, str]]]:
+    found: dict[str, set[tuple[str, str]]] = {}
+    for pod, entry in held.items():
+        for host, _ in entry.gpus:
+            found.setdefault(host, set()).add(pod)
+    return {host: frozenset(pods) for host, pods in found.items()}
 
 
 def hours_text(seconds: float) -> str:

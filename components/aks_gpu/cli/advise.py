@@ -9,6 +9,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import yaml
+
 from aks_gpu.cli import COMMANDS, tables
 from aks_gpu.cli.common import EXIT_FAILED, EXIT_OK, EXIT_USAGE, err, load_stack, out, safe, write_text_file
 
@@ -49,6 +51,12 @@ def register(subparsers: Any) -> None:
         "--prometheus", metavar="URL", help="query this Prometheus (or Azure Monitor workspace query endpoint) live"
     )
     parser.add_argument("--stack", metavar="NAME", help="price by this stack's pools (VM size, region) and name them")
+    parser.add_argument(
+        "--prices",
+        type=Path,
+        metavar="FILE",
+        help="your own hourly rates (reservations, discounts), in the format of the shipped price table",
+    )
     parser.add_argument("--config-file", type=Path, metavar="FILE", help="with --stack: read this stack file instead")
     parser.add_argument("--project-dir", type=Path, metavar="DIR", help="with --stack: the folder with Pulumi.yaml")
     parser.add_argument("--since", default="7d", metavar="DURATION", help="with --prometheus: the window, up to now (default 7d)")
@@ -61,19 +69,24 @@ def register(subparsers: Any) -> None:
     parser.set_defaults(handler=run)
 
 
+# A team's price file is a few hundred lines; a bound far above that.
+_MAX_PRICES_BYTES = 4 << 20
+
+
 class AdviceUsageError(Exception):
     """Input or usage the advice cannot go on with; the message is safe to print."""
 
 
 def advice_from(args: argparse.Namespace) -> tuple[Any, str]:
     """The advice (``Advice``) and its currency, from --metrics or --prometheus; ``AdviceUsageError`` saying why not."""
-    from aks_gpu.advise.recommend import NodeFacts, Pricing, advise
+    from aks_gpu.advise.metrics import NODE_LABELS_METRIC
+    from aks_gpu.advise.recommend import NodeFacts, Pricing, advise, node_labels
     from aks_gpu.advise.series import AdviceInputError
     from aks_gpu.advise.usage import SUMMARY_HISTORY, read_usage
-    from aks_gpu.audit.prices import load_prices
     from aks_gpu.catalog import load_catalog
 
     catalog = load_catalog()
+    prices = _prices(getattr(args, "prices", None))
     try:
         if getattr(args, "prometheus", None):
             series, summarised = _live(args)
@@ -102,8 +115,32 @@ def advice_from(args: argparse.Namespace) -> tuple[Any, str]:
             )
             for pool in model.pools
         }
-    prices = load_prices()
-    return advise(usage, Pricing(prices=prices, catalog=catalog, pools=pools)), prices.currency
+    nodes = node_labels(series.get(NODE_LABELS_METRIC) or [])
+    pricing = Pricing(prices=prices, catalog=catalog, nodes=nodes, pools=pools, stack=getattr(args, "stack", None))
+    return advise(usage, pricing), prices.currency
+
+
+def _prices(path: Path | None) -> Any:
+    """The shipped price table, or the team's own (``--prices FILE``, the same format); ``AdviceUsageError`` where the
+    file cannot be read or is not in that format."""
+    from aks_gpu.audit.prices import PriceFileError, load_prices, parse_prices
+
+    if path is None:
+        return load_prices()
+    from aks_gpu.config import safe_yaml
+    from aks_gpu.input_files import InputFileError, read_bounded
+
+    try:
+        text = read_bounded(path, _MAX_PRICES_BYTES).decode("utf-8")
+        return parse_prices(safe_yaml.load(text), f"--prices {path}")
+    except InputFileError as error:
+        raise AdviceUsageError(f"--prices {path}: {error}") from None
+    except UnicodeDecodeError:
+        raise AdviceUsageError(f"--prices {path}: not UTF-8 text") from None
+    except yaml.YAMLError as error:
+        raise AdviceUsageError(f"--prices {path}: {safe_yaml.describe_yaml_error(error)}") from None
+    except (PriceFileError, ValueError) as error:
+        raise AdviceUsageError(str(error)) from None
 
 
 def _live(args: argparse.Namespace) -> tuple[Any, bool]:
