@@ -44,9 +44,8 @@ _AKS_NODE = re.compile(r"aks-(?P<pool>[a-z][a-z0-9]{0,11})-\d+-vmss[0-9a-z]+")
 # tests/fixtures/smi/40_* and 41_*), so an instance the advice picks holds what it was sized for.
 _PROFILE = re.compile(r"(?P<slices>\d+)g\.(?P<gb>\d+)gb")
 _GB_MIB = 1e9 / (1 << 20)
-# GPUs and nodes "now" are those held at the same time for at least this long in all: a rolling update's surge (the
-# new pod up before the old one goes) holds one more GPU for minutes, which the cluster autoscaler does not keep a node
-# for. Ours, as HEADROOM.
+# GPUs and nodes "now" are those held at the same time for at least this long at a stretch: a rolling update's surge
+# (the new pod up before the old one goes) holds one more GPU for minutes, which is no lasting need. Ours, as HEADROOM.
 HELD_AT_ONCE_SECONDS = 3600.0
 # kube-state-metrics writes a node's labels on kube_node_labels as `label_<name>`, every character but a letter, digit
 # or underscore as `_` (docs/metrics/cluster/node-metrics.md, SanitizeLabelName in internal/store/utils.go of
@@ -374,21 +373,37 @@ def idle_capacity_text(idle: IdleCapacity) -> str:
 
 
 def held_at_once(spans: Iterable[tuple[float, float]], at_least: float = HELD_AT_ONCE_SECONDS) -> int:
-    """The most of ``spans`` ([start, end) in seconds) that overlap for at least ``at_least`` seconds in all; where
-    none overlap that long, the most that overlap at all (a window shorter than ``at_least``)."""
+    """The most of ``spans`` ([start, end) in seconds) held at once for ``at_least`` seconds at a stretch; where no
+    stretch is that long (a short window), the most held at once at all."""
     events = sorted(point for start, end in spans if end > start for point in ((start, 1), (end, -1)))
-    time_at: dict[int, float] = defaultdict(float)  # count -> seconds held at that count
-    count, previous = 0, None
-    for when, delta in events:
-        if previous is not None and count:
-            time_at[count] += when - previous
-        count, previous = count + delta, when
-    if not time_at:
-        return 0
-    for level in sorted(time_at, reverse=True):
-        if sum(seconds for above, seconds in time_at.items() if above >= level) >= at_least:
-            return level
-    return max(time_at)
+    segments: list[tuple[float, float, int]] = []  # (from, to, how many held)
+    count = 0
+    for (when, delta), (later, _) in zip(events, [*events[1:], (math.inf, 0)][: len(events)], strict=True):
+        count += delta
+        if later > when and count:
+            segments.append((when, later, count))
+
+    def longest(level: int) -> float:
+        best, since, until = 0.0, None, None
+        for start, end, held in segments:
+            if held >= level and since is not None and start == until:
+                until = end
+            elif held >= level:
+                since, until = start, end
+            else:
+                since = None
+            if since is not None and until is not None:
+                best = max(best, until - since)
+        return best
+
+    most = max((held for _, _, held in segments), default=0)
+    low, high = 1, most  # longest(level) falls as level rises: the highest level whose stretch is long enough
+    if not most or longest(1) < at_least:
+        return most
+    while low < high:
+        middle = (low + high + 1) // 2
+        low, high = (middle, high) if longest(middle) >= at_least else (low, middle - 1)
+    return low
 
 
 def _pool_changes(
