@@ -178,7 +178,7 @@ def test_owner_read_off_the_pod_name(pod: str, owner: str) -> None:
 def test_nan_samples_are_left_out_and_errors_name_the_metric() -> None:
     text = query_range([{"metric": {"a": "b"}, "values": [[1, "NaN"], [2, "5"], [3, "+Inf"]]}])
     (series,) = parse_query_range("m", text)
-    assert series.values == (5.0,) and (series.start, series.end) == (1.0, 3.0)
+    assert list(series.values) == [5.0] and (series.start, series.end) == (1.0, 3.0)
     with pytest.raises(AdviceInputError, match="m: not a Prometheus query_range response: not JSON"):
         parse_query_range("m", "{")
     with pytest.raises(AdviceInputError, match="did not succeed"):

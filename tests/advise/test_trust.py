@@ -110,11 +110,13 @@ def test_a_history_mostly_missing_is_not_evaluated(kept: int, evaluated: bool) -
 
 
 def test_daily_summaries_need_two_days() -> None:
-    from aks_gpu.advise.sources import SUMMARISED
+    from aks_gpu.advise.sources import summarised
+
+    exporters = summarised()
 
     def summaries(days: int) -> dict[str, Any]:
         series: dict[str, Any] = {}
-        for exporter in SUMMARISED:
+        for exporter in exporters:
             if exporter.vendor != "nvidia":
                 continue
             for metric in exporter.metric_names:
@@ -127,8 +129,8 @@ def test_daily_summaries_need_two_days() -> None:
                 series[metric] = parse_query_range(metric, query_range([entry]))
         return series
 
-    assert not advice_on(summaries(1), exporters=SUMMARISED, history=SUMMARY_HISTORY).recommendations
-    assert advice_on(summaries(2), exporters=SUMMARISED, history=SUMMARY_HISTORY).recommendations
+    assert not advice_on(summaries(1), exporters=exporters, history=SUMMARY_HISTORY).recommendations
+    assert advice_on(summaries(2), exporters=exporters, history=SUMMARY_HISTORY).recommendations
 
 
 # --- impossible samples --------------------------------------------------------------------------------------------

@@ -89,15 +89,15 @@ def advice_from(args: argparse.Namespace) -> tuple[Any, str]:
     prices = _prices(getattr(args, "prices", None))
     try:
         if getattr(args, "prometheus", None):
-            series, summarised = _live(args)
+            series, daily = _live(args)
         else:
             from aks_gpu.advise.sources import read_metrics_dir
 
-            series, summarised = read_metrics_dir(args.metrics), False
-        if summarised:
-            from aks_gpu.advise.sources import SUMMARISED
+            series, daily = read_metrics_dir(args.metrics), False
+        if daily:
+            from aks_gpu.advise.sources import summarised
 
-            usage = read_usage(series, catalog, SUMMARISED, SUMMARY_HISTORY)
+            usage = read_usage(series, catalog, summarised(), SUMMARY_HISTORY)
         else:
             usage = read_usage(series, catalog)
     except AdviceInputError as error:
