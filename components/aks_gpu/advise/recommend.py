@@ -304,7 +304,6 @@ def advise(usage: Usage, pricing: Pricing) -> Advice:
                     per_gpu=per_gpu,
                     pool=pricing.node(host).pool,
                     why=why,
-                    unpriced=pricing.unpriced(host),
                 )
             )
     changes = _pool_changes(recommendations, usage, pricing)
@@ -425,8 +424,8 @@ def _pool_changes(
             for held, (start, end) in zip(one.usage.held, ends, strict=True):
                 span = gpus.setdefault((held.host, held.gpu), [start, end])
                 span[0], span[1] = min(span[0], start), max(span[1], end)
-        pods_now = [(one.usage.namespace, one.usage.pod) for one in members]
-        only_ours = {host for host, holders in usage.holders.items() if holders <= set(pods_now)}
+        ours = {(one.usage.namespace, one.usage.pod) for one in members}
+        only_ours = {host for host, holders in usage.holders.items() if holders <= ours}
         hosts: dict[str, list[float]] = {}
         for (host, _), (start, end) in gpus.items():
             if host in only_ours:

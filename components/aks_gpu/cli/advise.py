@@ -246,7 +246,13 @@ def print_advice(document: dict[str, Any]) -> None:
     if document["poolChanges"]:
         out.print("[bold]pool changes[/]")
         for change in document["poolChanges"]:
-            out.print(f"  {safe(change['change'])} (saves {_money(change['monthlySaving'], currency)} a month)")
+            saving = change["monthlySaving"]
+            bill = (
+                f"costs {_money(-saving, currency)} more"
+                if saving is not None and saving < 0
+                else f"saves {_money(saving, currency)}"
+            )
+            out.print(f"  {safe(change['change'])} ({bill} a month)")
     if document["idleCapacity"]:
         out.print("[bold]idle capacity[/]")
         for idle in document["idleCapacity"]:
