@@ -8,6 +8,7 @@ import json
 import math
 import re
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -16,7 +17,7 @@ from aks_gpu.advise.series import AdviceInputError, Series, parse_query_range
 from aks_gpu.advise.sources import read_metrics_dir
 from tests.advise.histories import query_range
 
-RESULT = [
+RESULT: list[dict[str, Any]] = [
     {
         "metric": {"__name__": "DCGM_FI_DEV_FB_USED", "pod": 'a "quoted" pod', "UUID": "GPU-1", "note": "{braces} [x]"},
         "values": [[1_764_547_200, "1000"], [1_764_547_500, "NaN"], [1_764_547_800.5, "1e3"], [1_764_548_100, "+Inf"]],
@@ -26,7 +27,7 @@ RESULT = [
 ]
 
 
-def compact(result: list[dict[str, object]]) -> bytes:
+def compact(result: list[dict[str, Any]]) -> bytes:
     return json.dumps({"status": "success", "data": {"resultType": "matrix", "result": result}}, separators=(",", ":")).encode()
 
 
