@@ -92,6 +92,9 @@ def _open_regular(path: Path | str, limit: int, follow_symlinks: bool) -> int:
             raise InputFileError("is not a regular file: not read")
         if info.st_size > limit:
             raise InputFileError(f"is {size_text(info.st_size)}, over the {size_text(limit)} limit for this file")
+    except OSError as error:
+        os.close(fd)
+        raise InputFileError(f"cannot be read: {error.strerror or type(error).__name__}") from None
     except BaseException:
         os.close(fd)
         raise
