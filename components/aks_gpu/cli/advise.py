@@ -18,14 +18,16 @@ _DESCRIPTION = """\
 From the GPU exporters' history (DCGM exporter, ROCm device metrics exporter), what each workload (pod, grouped by its
 owner) should run on: `mig` (the smallest MIG instance of its GPU model that holds its peak memory and p95 activity
 with 20% headroom), `time-slicing` (several such workloads on one GPU), `release` (idle through the window) or `keep`;
-the pool change that carries it, and the monthly saving at the price table's list prices (name the stack, or keep
-AKS's node names, for the VM size and region).
+the pool change that carries it, and what it saves a month: the nodes it frees at the VM's list price (or your own
+rates, --prices FILE in the format of components/aks_gpu/data/gpu_prices.yaml); the VM size and region from the stack
+(--stack) or from kube_node_labels.
 
   aksgpu advise --metrics metrics/ --stack prod          a folder of query_range responses, <metric>.json each
   aksgpu advise --prometheus https://prom.example --json the same queries, live (read-only)
 
 --metrics DIR reads DCGM_FI_DEV_FB_USED.json and DCGM_FI_PROF_GR_ENGINE_ACTIVE.json (or DCGM_FI_PROF_SM_ACTIVE,
-DCGM_FI_DEV_GPU_UTIL), gpu_used_vram.json and gpu_gfx_activity.json for AMD, and kube_pod_owner.json where present:
+DCGM_FI_DEV_GPU_UTIL), gpu_used_vram.json and gpu_gfx_activity.json for AMD, and kube_pod_owner.json and
+kube_node_labels.json where present:
   curl -G https://prom.example/api/v1/query_range --data-urlencode 'query=max_over_time(DCGM_FI_DEV_FB_USED[5m])' \\
     --data-urlencode start=$(date -d -7days +%s) --data-urlencode end=$(date +%s) -d step=300 > metrics/DCGM_FI_DEV_FB_USED.json
 (memory as each step's 5-minute peak, not the one sample on the step; the activity metrics as they are)
