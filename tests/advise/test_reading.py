@@ -79,6 +79,7 @@ def test_other_shapes_are_read_whole_to_the_same_series(text: str) -> None:
         (compact(RESULT)[:-40], "not JSON"),
         (compact(RESULT).replace(b'"1000"', b'"lots"'), 'series 0 has a sample that is not [time, "value"]'),
         (compact(RESULT).replace(b"1764547500,", b"x,"), "not JSON"),
+        (compact(RESULT).replace(b'"UUID":"GPU-1",', b'"UUID":"GPU-1"'), "not JSON"),  # labels without a comma
         (compact(RESULT).replace(b'"success"', b'"error"'), "did not succeed"),
         (compact(RESULT).replace(b'"matrix"', b'"vector"'), "expected 'matrix'"),
     ],

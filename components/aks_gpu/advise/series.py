@@ -115,7 +115,10 @@ def _read_compact(metric: str, pieces: Iterator[bytes], labels_only: bool) -> li
 
 
 def _compact_series(labels_text: bytes, samples: bytes, labels_only: bool) -> Series:
-    labels = {str(key): str(value) for key, value in json.loads(labels_text).items()}
+    try:
+        labels = {str(key): str(value) for key, value in json.loads(labels_text).items()}
+    except (ValueError, RecursionError):
+        raise _NotCompactError from None
     if labels_only or not samples:
         return Series(labels=labels, start=math.nan, end=math.nan, values=array("d"), step=0.0)
     # `[t,"v"],[t,"v"]` split at the quotes: the values, and between them `[t,`, `],[t,` ... `]`.
