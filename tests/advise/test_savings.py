@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -42,9 +41,10 @@ def held(gpu: Gpu, steps: range) -> Gpu:
     return gpu
 
 
-def responses(gpus: Sequence[Gpu], steps: int) -> dict[str, Any]:
-    """Memory and activity series of ``gpus``, each over the steps ``held`` gave it (all ``steps`` otherwise)."""
-    series: dict[str, Any] = {}
+def responses(gpus: Sequence[Gpu], steps: int) -> dict[str, str]:
+    """Memory and activity query_range responses of ``gpus``, each over the steps ``held`` gave it (all ``steps``
+    otherwise)."""
+    found: dict[str, str] = {}
     for metric, reading in (("DCGM_FI_DEV_FB_USED", "memory"), ("DCGM_FI_PROF_GR_ENGINE_ACTIVE", "activity")):
         result = []
         for gpu in gpus:
@@ -52,13 +52,14 @@ def responses(gpus: Sequence[Gpu], steps: int) -> dict[str, Any]:
             labels = {key: value for key, value in dcgm_labels(metric, gpu).items() if key != "_steps"}
             values = [[START + n * STEP, str(round(getattr(gpu, reading)(n), 6))] for n in range(int(first), int(last))]
             result.append({"metric": labels, "values": values})
-        series[metric] = parse_query_range(metric, query_range(result))
-    return series
+        found[metric] = query_range(result)
+    return found
 
 
 def advice_of(gpus: Sequence[Gpu], steps: int, pools: dict[str, NodeFacts]) -> Advice:
     catalog = load_catalog()
-    return advise(read_usage(responses(gpus, steps), catalog), Pricing(prices=PRICES, catalog=catalog, pools=pools))
+    series = {metric: parse_query_range(metric, text) for metric, text in responses(gpus, steps).items()}
+    return advise(read_usage(series, catalog), Pricing(prices=PRICES, catalog=catalog, pools=pools))
 
 
 def small(host: str, index: int, pod: str, activity: float = 0.05) -> Gpu:
@@ -119,19 +120,46 @@ def test_the_saving_is_the_nodes_freed_at_the_vms_price_and_the_gpus_freed_are_c
     assert change.monthly_saving == pytest.approx(H100_NODE, abs=0.01)
 
 
-def test_a_new_mig_pool_starts_at_one_whole_node() -> None:
-    # Two small services on an 8-GPU node that also runs a training pod: moving them frees two GPUs of capacity but no
-    # node, and their new MIG pool needs a node of its own: the change costs a node, it does not save 2/8 of one.
+def shared_node() -> list[Gpu]:
+    """Two small services on an 8-GPU node that also runs a training pod."""
     pods = [small("aks-infer-12345670-vmss000000", index, f"svc{index}-0") for index in range(2)]
     trainer = Gpu("aks-infer-12345670-vmss000000", 7, model_name=H100, pod=("ml", "trainer-0", "main"), memory=lambda n: 70_000.0)
     trainer.activity = lambda n: 0.95
-    (change,) = advice_of([*pods, trainer], DAY + 12, EIGHT).pool_changes
+    return [*pods, trainer]
+
+
+def test_a_new_mig_pool_starts_at_one_whole_node() -> None:
+    # Moving the two small services frees two GPUs of capacity but no node, and their new MIG pool needs a node of
+    # its own: the change costs a node, it does not save 2/8 of one.
+    (change,) = advice_of(shared_node(), DAY + 12, EIGHT).pool_changes
     assert (change.gpus_now, change.gpus_after, change.gpus_freed) == (2, 1, 1)
     assert (change.nodes_now, change.nodes_after, change.nodes_freed) == (0, 1, -1)
     assert change.monthly_saving == pytest.approx(-H100_NODE, abs=0.01)
-    advice = advice_of([*pods, trainer], DAY + 12, EIGHT)
+    advice = advice_of(shared_node(), DAY + 12, EIGHT)
     shares = [one.monthly_saving for one in advice.recommendations if one.recommend == "mig"]
     assert shares == [pytest.approx(-H100_NODE / 2, abs=0.01)] * 2
+
+
+def test_the_table_says_what_a_change_costs(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    for metric, text in responses(shared_node(), DAY + 12).items():
+        (tmp_path / f"{metric}.json").write_text(text, encoding="utf-8")
+    (tmp_path / "kube_node_labels.json").write_text(
+        node_labels_of("aks-infer-12345670-vmss000000", "Standard_ND96isr_H100_v5"), "utf-8"
+    )
+    main(["advise", "--metrics", str(tmp_path)])
+    out = " ".join(capsys.readouterr().out.split())
+    assert f"the new pool needs 1 node(s) more (costs USD {H100_NODE:,.0f} more a month)" in out
+
+
+def node_labels_of(*nodes_and_size: str, region: str = "eastus", pool: str | None = None) -> str:
+    """kube_node_labels as kube-state-metrics exports them: each node with the VM size (the last argument)."""
+    *nodes, size = nodes_and_size
+    labels = {"label_node_kubernetes_io_instance_type": size, "label_topology_kubernetes_io_region": region}
+    if pool:
+        labels["label_kubernetes_azure_com_agentpool"] = pool
+    return query_range(
+        [{"metric": {"__name__": "kube_node_labels", "node": node, **labels}, "values": [[START, "1"]]} for node in nodes]
+    )
 
 
 # --- where the prices come from -------------------------------------------------------------------------------------
@@ -140,20 +168,8 @@ def test_a_new_mig_pool_starts_at_one_whole_node() -> None:
 def test_kube_node_labels_give_the_size_and_region_without_the_stack(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     for path in DCGM.glob("*.json"):
         (tmp_path / path.name).write_bytes(path.read_bytes())
-    nodes = [
-        {
-            "metric": {
-                "__name__": "kube_node_labels",
-                "node": f"aks-infer-31245367-vmss00000{n}",
-                "label_node_kubernetes_io_instance_type": "Standard_NC24ads_A100_v4",
-                "label_topology_kubernetes_io_region": "eastus",
-                "label_kubernetes_azure_com_agentpool": "infer",
-            },
-            "values": [[START, "1"]],
-        }
-        for n in range(4)
-    ]
-    (tmp_path / "kube_node_labels.json").write_text(query_range(nodes), encoding="utf-8")
+    nodes = [f"aks-infer-31245367-vmss00000{n}" for n in range(4)]
+    (tmp_path / "kube_node_labels.json").write_text(node_labels_of(*nodes, "Standard_NC24ads_A100_v4", pool="infer"), "utf-8")
     main(["advise", "--metrics", str(tmp_path), "--json"])
     document = json.loads(capsys.readouterr().out)
     release = next(change for change in document["poolChanges"] if change["recommend"] == "release")
