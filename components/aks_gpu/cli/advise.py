@@ -9,8 +9,6 @@ import sys
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from aks_gpu.cli import COMMANDS, tables
 from aks_gpu.cli.common import EXIT_FAILED, EXIT_OK, EXIT_USAGE, err, load_stack, out, safe, write_text_file
 
@@ -129,6 +127,8 @@ def _prices(path: Path | None) -> Any:
 
     if path is None:
         return load_prices()
+    import yaml
+
     from aks_gpu.config import safe_yaml
     from aks_gpu.input_files import InputFileError, read_bounded
 
@@ -141,8 +141,10 @@ def _prices(path: Path | None) -> Any:
         raise AdviceUsageError(f"--prices {path}: not UTF-8 text") from None
     except yaml.YAMLError as error:
         raise AdviceUsageError(f"--prices {path}: {safe_yaml.describe_yaml_error(error)}") from None
-    except (PriceFileError, ValueError) as error:
+    except PriceFileError as error:
         raise AdviceUsageError(str(error)) from None
+    except ValueError as error:  # what the safe YAML reader refuses (an alias loop, a tag, nesting too deep)
+        raise AdviceUsageError(f"--prices {path}: {error}") from None
 
 
 def _live(args: argparse.Namespace) -> tuple[Any, bool]:
