@@ -7,7 +7,8 @@ The response format: https://prometheus.io/docs/prometheus/latest/querying/api/#
 A week of 1,000 GPUs is 2 million samples a metric, 45 MiB of JSON: decoding it into lists and strings took most of
 the advice's time and five times the file's size in memory. The response is read a piece at a time instead, the way
 Prometheus writes it (compact JSON, each series ``{"metric":{...},"values":[[t,"v"],...]}``): each series' labels are
-decoded as JSON, its values read straight into an array of doubles, and a series whose samples nothing reads
+decoded as JSON, its values read straight into an array of doubles (its times only where samples are missing, for
+its ``runs``, the same as reading the whole document gives), and a series whose samples nothing reads
 (``labels_only``: kube-state-metrics' owners and node labels) keeps its labels only. Anything not in that shape is read
 again as a whole JSON document, which says what is wrong.
 """
