@@ -108,7 +108,10 @@ def test_samples_with_gaps_read_to_the_same_series_and_runs_by_both_readers() ->
     result: list[dict[str, Any]] = [
         {"metric": {"UUID": "GPU-1"}, "values": [[t, "1"], [t + 300, "2"], [t + 1200, "3"], [t + 1500, "4"], [t + 3000, "5"]]},
         {"metric": {"UUID": "GPU-2"}, "values": [[t, "NaN"], [t + 300, "2"], [t + 600, "+Inf"], [t + 900, "4"], [t + 1200, "5"]]},
-        {"metric": {"UUID": "GPU-3"}, "values": [[t, "1"], [t + 300, "2"], [t + 900, "NaN"], [t + 1200, "4"], [t + 1500, "-Inf"]]},
+        {
+            "metric": {"UUID": "GPU-3"},
+            "values": [[t, "1"], [t + 300, "2"], [t + 900, "NaN"], [t + 1200, "4"], [t + 1500, "-Inf"]],
+        },
         {"metric": {"UUID": "GPU-4"}, "values": [[t + n * 300, str(n)] for n in range(20)]},
         {"metric": {"UUID": "GPU-5"}, "values": [[t, "NaN"], [t + 300, "2"], [t + 600, "3"]]},
         {"metric": {"UUID": "GPU-6"}, "values": [[t + 600, "7"]]},
