@@ -20,6 +20,8 @@ DAY = 288  # 5-minute steps
 A100 = "NVIDIA A100 80GB PCIe"
 A100_40 = "NVIDIA A100-SXM4-40GB"
 H100 = "NVIDIA H100 80GB HBM3"
+# Standard_NC24ads_A100_v4 (one A100 80GB) a month at the eastus table's list price (components/aks_gpu/data/gpu_prices.yaml).
+A100_MONTH = load_prices().monthly("eastus", "Standard_NC24ads_A100_v4")[0]  # type: ignore[index]
 
 
 def advice_of(gpus: Sequence[Gpu], steps: int = DAY, pools: dict[str, NodeFacts] | None = None, **options: object) -> Advice:
@@ -119,7 +121,7 @@ def test_the_pool_change_packs_workloads_onto_fewer_gpus() -> None:
     pools = {"infer": NodeFacts("infer", "Standard_NC24ads_A100_v4", "eastus")}
     (change,) = advice_of(gpus, pools=pools).pool_changes
     assert (change.pool, change.mig_value, change.per_gpu, change.gpus_now, change.gpus_after) == ("infer", "MIG1g", 7, 8, 2)
-    assert change.monthly_saving == pytest.approx(6 * 3.67 * 730, abs=0.01)
+    assert change.monthly_saving == pytest.approx(6 * A100_MONTH, abs=0.01)
     assert change.nodes_freed == 6  # one GPU a node
 
 
@@ -178,7 +180,7 @@ def test_owner_read_off_the_pod_name(pod: str, owner: str) -> None:
 def test_nan_samples_are_left_out_and_errors_name_the_metric() -> None:
     text = query_range([{"metric": {"a": "b"}, "values": [[1, "NaN"], [2, "5"], [3, "+Inf"]]}])
     (series,) = parse_query_range("m", text)
-    assert series.values == (5.0,) and (series.start, series.end) == (1.0, 3.0)
+    assert list(series.values) == [5.0] and (series.start, series.end) == (1.0, 3.0)
     assert list(series.times()) == [2.0]  # each value's time, the samples left out skipped
     gap = query_range([{"metric": {}, "values": [[0, "1"], [300, "2"], [1200, "3"], [1500, "4"]]}])
     (series,) = parse_query_range("m", gap)

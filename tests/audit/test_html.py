@@ -172,7 +172,7 @@ def test_the_idle_gpus_monthly_cost_is_in_the_header() -> None:
     _, healthy = page_of(HEALTHY)
 
     # 730 hours of the idle Standard_NC24ads_A100_v4 at the eastus list price (components/aks_gpu/data/gpu_prices.yaml).
-    assert faulty.one("header").one(id="idle-cost-total").text == "about USD 2,679 a month at list price"
+    assert faulty.one("header").one(id="idle-cost-total").text == "about USD 2,681 a month at list price"
     assert healthy.one("header").one(id="idle-cost-total").text == "USD 0 a month"
     assert "no GPU node is idle" in healthy.one(id="idle-total").text
 

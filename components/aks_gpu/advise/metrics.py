@@ -83,6 +83,11 @@ EXPORTED_PREFIX = "exported_"
 # kube-state-metrics' owner of each pod (optional input: without it the owner is read off the pod's name).
 # https://github.com/kubernetes/kube-state-metrics/blob/main/docs/metrics/workload/pod-metrics.md
 POD_OWNER_METRIC = "kube_pod_owner"
+# kube-state-metrics' labels of each node (optional input): its VM size and region, for the prices, where the stack is
+# not named. https://github.com/kubernetes/kube-state-metrics/blob/main/docs/metrics/cluster/node-metrics.md
+NODE_LABELS_METRIC = "kube_node_labels"
+# The series read for their labels only: their samples say nothing the advice uses.
+LABELS_ONLY = (POD_OWNER_METRIC, NODE_LABELS_METRIC)
 # The exporters' own DaemonSets, whose pod a scrape puts on every series as the target's `pod` (and which is never the
 # workload): the GPU Operator's (app nvidia-dcgm-exporter, assets/state-dcgm-exporter/0800_daemonset.yaml in
 # NVIDIA/gpu-operator v26.7.0), and GpuMonitoring's own (components/aks_gpu/monitoring/exporters.py: dcgm-exporter,

@@ -11,14 +11,16 @@ from __future__ import annotations
 import math
 import re
 from collections import defaultdict
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from typing import Literal
 
 from aks_gpu.advise.metrics import NO_MIG_ACTIVITY
+from aks_gpu.advise.series import Series
 from aks_gpu.advise.usage import IDLE_ACTIVITY, IdleGpu, Usage, WorkloadUsage, active_hours_text
-from aks_gpu.audit.prices import Prices
+from aks_gpu.audit.prices import INSTANCE_TYPE_LABELS, REGION_LABELS, Prices, first_label
 from aks_gpu.catalog import Catalog, GpuModel, MigInstance
+from aks_gpu.naming import AKS_AGENTPOOL_LABEL, AKS_LEGACY_AGENTPOOL_LABEL
 
 Recommend = Literal["mig", "time-slicing", "release", "keep"]
 RECOMMENDS: tuple[Recommend, ...] = ("mig", "time-slicing", "release", "keep")
@@ -62,6 +64,13 @@ _AKS_NODE = re.compile(r"aks-(?P<pool>[a-z][a-z0-9]{0,11})-\d+-vmss[0-9a-z]+")
 # tests/fixtures/smi/40_* and 41_*), so an instance the advice picks holds what it was sized for.
 _PROFILE = re.compile(r"(?P<slices>\d+)g\.(?P<gb>\d+)gb")
 _GB_MIB = 1e9 / (1 << 20)
+# GPUs and nodes "now" are those held at the same time for at least this long at a stretch: a rolling update's surge
+# (the new pod up before the old one goes) holds one more GPU for minutes, which is no lasting need. Ours, as HEADROOM.
+HELD_AT_ONCE_SECONDS = 3600.0
+# kube-state-metrics writes a node's labels on kube_node_labels as `label_<name>`, every character but a letter, digit
+# or underscore as `_` (docs/metrics/cluster/node-metrics.md, SanitizeLabelName in internal/store/utils.go of
+# kubernetes/kube-state-metrics), for the labels its --metric-labels-allowlist lets through.
+_KSM_INVALID = re.compile(r"[^a-zA-Z0-9_]")
 
 
 @dataclass(frozen=True)
@@ -74,14 +83,42 @@ class NodeFacts:
     min_count: int | None = None  # the pool's minCount, where the stack says (None: not known, or no autoscaling)
 
 
+def _ksm_label(name: str) -> str:
+    return "label_" + _KSM_INVALID.sub("_", name)
+
+
+_SIZE_KEYS = tuple(_ksm_label(name) for name in INSTANCE_TYPE_LABELS)
+_REGION_KEYS = tuple(_ksm_label(name) for name in REGION_LABELS)
+# AKS labels each node with its agent pool (https://learn.microsoft.com/azure/aks/use-labels#reserved-system-labels).
+_POOL_KEYS = tuple(_ksm_label(name) for name in (AKS_AGENTPOOL_LABEL, AKS_LEGACY_AGENTPOOL_LABEL))
+
+
+def node_labels(series: Iterable[Series]) -> dict[str, NodeFacts]:
+    """node name -> its pool, VM size and region, from kube-state-metrics' ``kube_node_labels`` (the labels
+    ``node.kubernetes.io/instance-type`` and ``topology.kubernetes.io/region``, and AKS's agent pool label)."""
+    found: dict[str, NodeFacts] = {}
+    for one in series:
+        labels = one.labels
+        node = labels.get("node")
+        if not node:
+            continue
+        found[node] = NodeFacts(
+            pool=first_label(labels, _POOL_KEYS),
+            vm_size=first_label(labels, _SIZE_KEYS),
+            region=first_label(labels, _REGION_KEYS),
+        )
+    return found
+
+
 @dataclass(frozen=True)
 class Pricing:
     """How the advice prices a GPU: the node's VM size and region, then the price table (``audit.prices``)."""
 
     prices: Prices
     catalog: Catalog
-    nodes: Mapping[str, NodeFacts] = field(default_factory=dict)  # node name -> facts
+    nodes: Mapping[str, NodeFacts] = field(default_factory=dict)  # node name -> facts (kube_node_labels)
     pools: Mapping[str, NodeFacts] = field(default_factory=dict)  # AKS pool name -> facts (from the stack)
+    stack: str | None = None  # the stack the pools come from, for the messages
 
     def node(self, host: str) -> NodeFacts:
         known = self.nodes.get(host)
@@ -101,25 +138,18 @@ class Pricing:
         priced = self.prices.monthly(facts.region, facts.vm_size)
         return priced[0] if priced else None
 
-    def gpu_month(self, host: str) -> float | None:
-        """The monthly list price of one GPU on ``host`` (its VM's price over its GPUs), or None where unknown."""
-        facts = self.node(host)
-        size = self.catalog.vm_size(facts.vm_size) if facts.vm_size else None
-        month = self.node_month(host)
-        if size is None or month is None:
-            return None
-        return month / size.gpu_count
-
     def unpriced(self, host: str) -> str | None:
-        """Why a GPU on ``host`` has no price (None where it has one): the VM size or region unknown, or the price
-        table without that size in that region."""
+        """Why a node ``host`` has no price (None where it has one): ``unpriced: <size> in <region>`` where the price
+        table lacks that size in that region, else what of the node is not known and where it would come from."""
         facts = self.node(host)
-        if not facts.vm_size or not facts.region:
-            missing = " and ".join(what for what, known in (("VM size", facts.vm_size), ("region", facts.region)) if not known)
-            return f"unpriced: the {missing} of {host} not known (name the stack with --stack)"
-        if self.catalog.vm_size(facts.vm_size) is None or self.prices.monthly(facts.region, facts.vm_size) is None:
-            return f"unpriced: {facts.vm_size} in {facts.region} (not in the price table)"
-        return None
+        if facts.vm_size and facts.region:
+            return None if self.node_month(host) is not None else f"unpriced: {facts.vm_size} in {facts.region}"
+        missing = " and ".join(what for what, known in (("VM size", facts.vm_size), ("region", facts.region)) if not known)
+        if self.stack is None:
+            return f"unpriced: the {missing} of {host} not known (name the stack with --stack, or add kube_node_labels)"
+        if facts.pool is None:
+            return f"unpriced: the {missing} of {host} not known (not an AKS node name aks-<pool>-<digits>-vmss<suffix>)"
+        return f"unpriced: the {missing} of {host} not known (its pool {facts.pool} is not in stack {self.stack})"
 
 
 @dataclass(frozen=True)
@@ -130,9 +160,9 @@ class Recommendation:
     mig_value: str | None  # the pool's gpuInstanceProfile (MIG1g) for mig
     per_gpu: int  # workloads like it that one GPU carries after the change (0 for release)
     pool: str | None
-    gpu_month: float | None
     why: str
-    unpriced: str | None = None  # why gpu_month is None
+    unpriced: str | None = None  # why the saving is None
+    saving: float | None = None  # this pod's share of its pool change's saving (``_pool_changes``)
     sized_as: SizedAs = "batch"
 
     @property
@@ -143,17 +173,15 @@ class Recommendation:
 
     @property
     def monthly_saving(self) -> float | None:
-        """This pod's share of what the change saves: the GPUs it holds, less its share of the GPU it moves to (below
-        0 where it sizes a MIG instance up)."""
-        if self.gpu_month is None or self.recommend == "keep":
-            return None if self.recommend != "keep" else 0.0
-        kept = 0.0 if self.recommend == "release" else 1 / self.per_gpu
-        return round(self.gpu_month * (self.gpus_held - kept), 2)
+        """This pod's share of what its pool change saves a month (the change's saving over its workloads); 0 for keep,
+        None where the change is not priced."""
+        return 0.0 if self.recommend == "keep" else self.saving
 
 
 @dataclass(frozen=True)
 class PoolChange:
-    """One change to a pool and what it frees: the workloads it carries, the GPUs they hold now and after."""
+    """One change to a pool and what it frees on the bill: the GPUs and nodes its workloads hold at the same time now,
+    and after the change (a node is what Azure bills; the GPUs freed are capacity)."""
 
     pool: str | None
     gpu_model: str
@@ -162,20 +190,33 @@ class PoolChange:
     mig_value: str | None
     per_gpu: int
     workloads: int
-    gpus_now: int
+    gpus_now: int  # GPUs held at the same time (a GPU time-sliced between the pods counts once)
     gpus_after: int
     gpus_per_node: int | None
-    monthly_saving: float | None
+    nodes_now: int  # nodes held at the same time whose GPUs only these workloads held
+    node_month: float | None  # the pool's VM's monthly price
+    unpriced: str | None = None  # why node_month is None
 
     @property
     def gpus_freed(self) -> int:
         return max(0, self.gpus_now - self.gpus_after)
 
     @property
-    def nodes_freed(self) -> int | None:
-        if not self.gpus_per_node:
-            return None
-        return self.gpus_freed // self.gpus_per_node
+    def nodes_after(self) -> int:
+        """The nodes the change needs: none for release; for a new MIG or time-sliced pool, whole nodes, at least one."""
+        if self.recommend == "release" or not self.gpus_after:
+            return 0
+        return max(1, math.ceil(self.gpus_after / (self.gpus_per_node or 1)))
+
+    @property
+    def nodes_freed(self) -> int:
+        """Nodes freed (negative: the new pool needs more nodes than the change frees)."""
+        return self.nodes_now - self.nodes_after
+
+    @property
+    def monthly_saving(self) -> float | None:
+        """The nodes freed at the pool's VM price; None where it is not priced."""
+        return None if self.node_month is None else round(self.nodes_freed * self.node_month, 2)
 
 
 @dataclass(frozen=True)
@@ -389,18 +430,31 @@ def advise(usage: Usage, pricing: Pricing, serving_namespaces: frozenset[str] = 
                     mig_value=value,
                     per_gpu=per_gpu,
                     pool=pricing.node(host).pool,
-                    gpu_month=pricing.gpu_month(host),
                     why=why,
-                    unpriced=pricing.unpriced(host),
                     sized_as=how,
                 )
             )
+    changes = _pool_changes(recommendations, usage, pricing)
     return Advice(
         usage=usage,
-        recommendations=tuple(recommendations),
-        pool_changes=_pool_changes(recommendations, pricing),
+        recommendations=tuple(_with_savings(recommendations, changes)),
+        pool_changes=tuple(change for change, _ in changes),
         idle_capacity=_idle_capacity(usage, pricing),
     )
+
+
+def _with_savings(
+    recommendations: Sequence[Recommendation], changes: Sequence[tuple[PoolChange, Sequence[Recommendation]]]
+) -> list[Recommendation]:
+    """Each recommendation with its share of its pool change's saving, and the change's reason where it is unpriced."""
+    share: dict[int, tuple[float | None, str | None]] = {}
+    for change, members in changes:
+        saving = change.monthly_saving
+        for one in members:
+            share[id(one)] = (None if saving is None else round(saving / len(members), 2), change.unpriced)
+    return [
+        replace(one, saving=share[id(one)][0], unpriced=share[id(one)][1]) if id(one) in share else one for one in recommendations
+    ]
 
 
 def _idle_capacity(usage: Usage, pricing: Pricing) -> tuple[IdleCapacity, ...]:
@@ -445,58 +499,126 @@ def idle_capacity_text(idle: IdleCapacity) -> str:
     return f"{said}: keep minCount at most {idle.nodes_seen - idle.nodes} so the autoscaler removes them"
 
 
-def _pool_changes(recommendations: Sequence[Recommendation], pricing: Pricing) -> tuple[PoolChange, ...]:
+def held_at_once(
+    spans: Iterable[tuple[float, float] | tuple[float, float, float]], at_least: float = HELD_AT_ONCE_SECONDS
+) -> int:
+    """The most of ``spans`` ([start, end) in seconds) held at once for ``at_least`` seconds at a stretch, in whole GPUs
+    (or nodes) rounded up: a span holds one, or the share its third item says (a MIG instance: 1/7 of a GPU for a 1g);
+    where no stretch is that long (a short window), the most held at once at all."""
+    events: list[tuple[float, float]] = []
+    for start, end, *share in spans:
+        if end > start:
+            held = share[0] if share else 1.0
+            events += [(start, held), (end, -held)]
+    events.sort()
+    segments: list[tuple[float, float, float]] = []  # (from, to, how much held)
+    count = 0.0
+    for (when, delta), (later, _) in zip(events, [*events[1:], (math.inf, 0)][: len(events)], strict=True):
+        count = round(count + delta, 9)  # shares of a GPU (1/7) add up to whole GPUs again
+        if later > when and count:
+            segments.append((when, later, count))
+
+    def longest(level: float) -> float:
+        best, since, until = 0.0, None, None
+        for start, end, held in segments:
+            if held >= level and since is not None and start == until:
+                until = end
+            elif held >= level:
+                since, until = start, end
+            else:
+                since = None
+            if since is not None and until is not None:
+                best = max(best, until - since)
+        return best
+
+    levels = sorted({held for _, _, held in segments})
+    if not levels or longest(levels[0]) < at_least:
+        return math.ceil(levels[-1]) if levels else 0
+    low, high = 0, len(levels) - 1  # longest(level) falls as level rises: the highest level whose stretch is long enough
+    while low < high:
+        middle = (low + high + 1) // 2
+        low, high = (middle, high) if longest(levels[middle]) >= at_least else (low, middle - 1)
+    return math.ceil(levels[low])
+
+
+def _pool_changes(
+    recommendations: Sequence[Recommendation], usage: Usage, pricing: Pricing
+) -> list[tuple[PoolChange, list[Recommendation]]]:
     by_change: dict[tuple[str, str, str, str, int], list[Recommendation]] = defaultdict(list)
     for one in recommendations:
         if one.recommend != "keep":
             key = (one.pool or "", one.usage.model.key, one.recommend, one.profile or "", one.per_gpu)
             by_change[key].append(one)
-    changes: list[PoolChange] = []
+    changes: list[tuple[PoolChange, list[Recommendation]]] = []
     for (pool, model_key, recommend, profile, per_gpu), members in sorted(by_change.items()):
-        gpus_now = math.ceil(sum(one.gpus_held for one in members) - 1e-9)
-        gpus_after = 0 if recommend == "release" else math.ceil(len(members) / per_gpu)
-        prices = [one.gpu_month for one in members]
-        saving = None
-        if all(price is not None for price in prices) and prices:
-            per_gpu_price = sum(price for price in prices if price is not None) / len(prices)
-            saving = round((gpus_now - gpus_after) * per_gpu_price, 2)
-        size_name = pricing.pools[pool].vm_size if pool in pricing.pools else pricing.node(members[0].usage.hosts[0]).vm_size
+        # A sample stands for the step after it: a pod's GPU is held from its first sample to its last plus a step.
+        # A GPU only these pods held counts once however many held it (time-sliced, or MIG instances of it); a MIG
+        # instance of a GPU that other pods share counts as its share of the GPU (``Recommendation.gpus_held``).
+        ours = {(one.usage.namespace, one.usage.pod) for one in members}
+        foreign = {gpu for gpu, holders in usage.holders.items() if not holders <= ours}
+        gpus: dict[tuple[str, str, str], list[float]] = {}
+        pods: list[tuple[float, float]] = []
+        for one in members:
+            ends = [(held.first, held.last + one.usage.step) for held in one.usage.held]
+            pods.append((min(start for start, _ in ends), max(end for _, end in ends)) if ends else (0.0, 0.0))
+            share = one.gpus_held / one.usage.gpus if one.usage.gpus else 1.0
+            for held, (start, end) in zip(one.usage.held, ends, strict=True):
+                shared = (held.host, held.gpu) in foreign and share < 1
+                where = (held.host, held.gpu, held.instance if shared else "")
+                span = gpus.setdefault(where, [start, end, share if shared else 1.0])
+                span[0], span[1] = min(span[0], start), max(span[1], end)
+        only_ours = {host for host, _ in usage.holders} - {host for host, _ in foreign}
+        hosts: dict[str, list[float]] = {}
+        for (host, _, _), (start, end, _) in gpus.items():
+            if host in only_ours:
+                span = hosts.setdefault(host, [start, end])
+                span[0], span[1] = min(span[0], start), max(span[1], end)
+        gpus_now = held_at_once((start, end, share) for start, end, share in gpus.values())
+        gpus_after = 0 if recommend == "release" else math.ceil(held_at_once(pods) / per_gpu)
+        host = members[0].usage.hosts[0]
+        size_name = pricing.pools[pool].vm_size if pool in pricing.pools else pricing.node(host).vm_size
         size = pricing.catalog.vm_size(size_name) if size_name else None
-        changes.append(
-            PoolChange(
-                pool=pool or None,
-                gpu_model=model_key,
-                recommend=recommend,  # type: ignore[arg-type]
-                profile=profile or None,
-                mig_value=members[0].mig_value,
-                per_gpu=per_gpu,
-                workloads=len(members),
-                gpus_now=gpus_now,
-                gpus_after=gpus_after,
-                gpus_per_node=size.gpu_count if size else None,
-                monthly_saving=saving,
-            )
+        unpriced = next((why for one in members for why in [pricing.unpriced(one.usage.hosts[0])] if why), None)
+        change = PoolChange(
+            pool=pool or None,
+            gpu_model=model_key,
+            recommend=recommend,  # type: ignore[arg-type]
+            profile=profile or None,
+            mig_value=members[0].mig_value,
+            per_gpu=per_gpu,
+            workloads=len(members),
+            gpus_now=gpus_now,
+            gpus_after=gpus_after,
+            gpus_per_node=size.gpu_count if size else None,
+            nodes_now=held_at_once((start, end) for start, end in hosts.values()),
+            node_month=None if unpriced else pricing.node_month(host),
+            unpriced=unpriced,
         )
-    return tuple(changes)
+        changes.append((change, members))
+    return changes
 
 
 def pool_change_text(change: PoolChange) -> str:
     """The change in words, as a person would make it in the stack."""
     where = f"pool {change.pool}" if change.pool else f"the {change.gpu_model} pool"
-    freed = change.gpus_now - change.gpus_after
-    nodes = change.nodes_freed
-    shrink = f"; {where} could shrink by {nodes} node(s)" if nodes else ""
+    freed, nodes = change.gpus_freed, change.nodes_freed
     if not freed:
-        shrink = "; frees no GPU until the pool carries more workloads like these"
+        bill = "; frees no GPU until the pool carries more workloads like these"
+    elif nodes > 0:
+        bill = f"; {where} could shrink by {nodes} node(s)"
+    elif nodes < 0:
+        bill = f"; frees {freed} GPU(s) of capacity but no node, and the new pool needs {-nodes} node(s) more"
+    else:
+        bill = f"; frees {freed} GPU(s) of capacity, no whole node"
     if change.recommend == "release":
-        return f"{where}: release {freed} idle GPU(s) of {change.workloads} workload(s){shrink}"
+        return f"{where}: release {freed} idle GPU(s) of {change.workloads} workload(s){bill}"
     if change.recommend == "mig":
         return (
             f"a pool of {change.gpu_model} with migProfile {change.mig_value} ({change.profile}, {change.per_gpu} per GPU) "
             f"carries {change.workloads} workload(s) from {where} on {change.gpus_after} GPU(s) "
-            f"instead of {change.gpus_now}{shrink}"
+            f"instead of {change.gpus_now}{bill}"
         )
     return (
         f"a pool of {change.gpu_model} with timeSlicingReplicas {change.per_gpu} carries {change.workloads} workload(s) "
-        f"from {where} on {change.gpus_after} GPU(s) instead of {change.gpus_now}{shrink}"
+        f"from {where} on {change.gpus_after} GPU(s) instead of {change.gpus_now}{bill}"
     )

@@ -63,6 +63,7 @@ def pool_change_row(change: PoolChange) -> dict[str, Any]:
         "gpusFreed": change.gpus_freed,
         "nodesFreed": change.nodes_freed,
         "monthlySaving": change.monthly_saving,
+        "priced": change.unpriced or True,
         "change": pool_change_text(change),
     }
 
@@ -98,7 +99,7 @@ def advice_document(advice: Advice, currency: str) -> dict[str, Any]:
         "idleCapacity": [idle_capacity_row(idle) for idle in advice.idle_capacity],
         # Why a saving is null: each VM size and region the price table lacks, or the node whose size is not known.
         "unpriced": sorted(
-            {one.unpriced for one in advice.recommendations if one.unpriced and one.recommend != "keep"}
+            {change.unpriced for change in advice.pool_changes if change.unpriced}
             | {idle.unpriced for idle in advice.idle_capacity if idle.unpriced}
         ),
         "currency": currency,

@@ -305,6 +305,11 @@ def _money(amount: float, currency: str) -> str:
     return f"{currency} {amount:,.0f}"
 
 
+def _saving(amount: float, currency: str) -> str:
+    """What a pool change does to the bill: a saving, or (a new pool needing more nodes than it frees) a cost."""
+    return f"costs {_money(-amount, currency)} more a month" if amount < 0 else f"saves {_money(amount, currency)} a month"
+
+
 @dataclass(frozen=True)
 class _IdleCosts:
     """What the idle GPU nodes cost a month at the dated list prices: each node's price (None: not priced), the
@@ -573,7 +578,7 @@ def advice_section(document: Mapping[str, Any]) -> str:
         rows.append(f'<tr class="advice" data-recommend="{_e(row["recommend"])}">{_cells(_ADVICE_COLUMNS, cells)}</tr>')
     changes = "".join(
         f"<li>{_e(change['change'])}"
-        + (f" (saves {_e(_money(change['monthlySaving'], currency))} a month)" if change["monthlySaving"] is not None else "")
+        + (f" ({_e(_saving(change['monthlySaving'], currency))})" if change["monthlySaving"] is not None else "")
         + "</li>"
         for change in document.get("poolChanges", [])
     )
