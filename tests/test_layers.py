@@ -44,6 +44,8 @@ COMPONENT_MODULES = {
     "cluster.list_calls",
     "cluster.pod_exec",
     "cluster.retries",
+    "cluster.diag_run",
+    "validation.deep",
     "advise.sources",
     "local.engine",
 }

@@ -19,11 +19,13 @@ CREATED_TYPES = sorted(checked_api_versions())
 
 
 def _sdk_args(token: str) -> type:
-    """The resource's own args class, from the resource's module (where a type of the same name exists, the SDK calls
-    it ``ActionGroupInitArgs``: ``monitor.ActionGroupArgs`` is an input type other resources use)."""
+    """The resource's own args class, from the SDK's package for it (where a type of the same name exists, the SDK calls
+    it ``ActionGroupInitArgs``: ``monitor.ActionGroupArgs`` is an input type other resources use). Read through the
+    package, never by importing the resource's module directly: that import leaves the lazily loading package without
+    the resource's class, and the program built later in the same run then fails."""
     _, module, name = token.split(":")
-    resource_module = importlib.import_module(f"pulumi_azure_native.{module}.{re.sub(r'(?<!^)(?=[A-Z])', '_', name).lower()}")
-    return getattr(resource_module, f"{name}InitArgs", None) or getattr(resource_module, f"{name}Args")  # type: ignore[no-any-return]
+    package = importlib.import_module(f"pulumi_azure_native.{module}")
+    return getattr(package, f"{name}InitArgs", None) or getattr(package, f"{name}Args")  # type: ignore[no-any-return]
 
 
 def _input_type(args: type, pulumi_name: str) -> tuple[bool, type | None]:

@@ -1,7 +1,7 @@
 """Facts about Azure and AKS the rules and the plan rely on, read from the data files that hold them with their
 sources (``data/aks_versions.yaml``, ``data/arm_refusals.yaml``, ``data/immutable_fields.yaml``,
 ``data/arm64_support.yaml``, ``data/azure_locations.yaml``, ``data/vm_size_regions.yaml``,
-``data/node_resources.yaml``, ``data/azure_native_rules.yaml``).
+``data/node_resources.yaml``, ``data/azure_native_rules.yaml``, ``data/disruption.yaml``).
 
 Pure: each file is read once and turned into frozen dataclasses; the date a version rule is evaluated on is the
 caller's (the loader passes today, tests a fixed day).
@@ -646,3 +646,102 @@ def gpu_node_images() -> GpuNodeImages:
             if node_image_version_key(version) is None:
                 raise ValueError(f"{GPU_NODE_IMAGES_FILE}: {family.gpu_model}: {version!r} is not YYYYMM.DD.V")
     return GpuNodeImages(str(raw["current"]["version"]), str(raw["current"]["source"]), families)
+
+
+# ---------------------------------------------------------------- node auto-provisioning (Karpenter)
+
+KARPENTER_FILE = DATA_DIR / "karpenter.yaml"
+
+
+@lru_cache(maxsize=1)
+def karpenter_facts() -> dict[str, Any]:
+    """The NodePool and AKSNodeClass facts of ``data/karpenter.yaml`` (fields and enums read from their CRDs)."""
+    return dict(_read(KARPENTER_FILE))
+
+
+# ---------------------------------------------------------------- what the installed azure-native SDK carries
+
+# The AgentPool's gpuProfile input type in pulumi_azure_native (containerservice/_inputs.py): AKS API 2025-09-01 has
+# `driver` only; the API that carries the managed GPU experience adds `nvidia` (gpuProfile.nvidia.managementMode,
+# https://learn.microsoft.com/azure/aks/aks-managed-gpu-nodes). Read from the SDK's source text, not imported: the pure
+# layers import no Pulumi (tests/test_layers.py), and the module is 5 MB.
+GPU_PROFILE_CLASS = "GPUProfileArgs"
+
+
+def azure_native_dir() -> Path | None:
+    """The installed pulumi_azure_native package's folder (found, not imported), or None."""
+    import importlib.util
+
+    spec = importlib.util.find_spec("pulumi_azure_native")
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    return Path(next(iter(spec.submodule_search_locations)))
+
+
+def gpu_profile_fields(sdk_dir: Path | None = None) -> frozenset[str]:
+    """The keyword inputs of the installed SDK's ``GPUProfileArgs`` (``{"driver"}`` in 3.29.0); empty when the SDK
+    or the class cannot be found."""
+    root = sdk_dir if sdk_dir is not None else azure_native_dir()
+    if root is None:
+        return frozenset()
+    try:
+        text = (root / "containerservice" / "_inputs.py").read_text(encoding="utf-8")
+    except OSError:
+        return frozenset()
+    start = text.find(f"\nclass {GPU_PROFILE_CLASS}:\n")
+    if start < 0:
+        return frozenset()
+    end = text.find("\nclass ", start + 1)
+    body = text[start : end if end > 0 else len(text)]
+    header = body.split("def __init__(__self__, *,", 1)
+    if len(header) < 2:
+        return frozenset()
+    params = header[1].split("):", 1)[0]
+    return frozenset(re.findall(r"^\s*(\w+): ", params, re.M))
+
+
+def sdk_has_managed_gpu(sdk_dir: Path | None = None) -> bool:
+    """Whether the installed SDK's agent pool can say gpuProfile.nvidia (managementMode Managed)."""
+    return "nvidia" in gpu_profile_fields(sdk_dir)
+
+
+# ---------------------------------------------------------------- planned disruption: upgrades, scheduled events
+
+DISRUPTION_FILE = DATA_DIR / "disruption.yaml"
+
+
+@dataclass(frozen=True)
+class DisruptionFacts:
+    """``data/disruption.yaml``: the undrainable-node behaviours the pinned AgentPool API takes, the default per
+    workload type, the Node Problem Detector condition Azure Scheduled Events raise, and node auto-repair's events."""
+
+    undrainable_behaviors: tuple[str, ...]
+    undrainable_aks_default: str
+    undrainable_by_workload_type: dict[str, str]
+    upgrade_quarantine_label: str
+    scheduled_event_condition: str
+    scheduled_event_quiet_reason: str
+    auto_repair_source: str
+    auto_repair_reasons: tuple[str, ...]
+
+
+@lru_cache(maxsize=1)
+def disruption_facts() -> DisruptionFacts:
+    raw = _read(DISRUPTION_FILE)
+    undrainable = raw["upgrade"]["undrainable_node_behavior"]
+    behaviors = tuple(str(value) for value in undrainable["values"])
+    defaults = raw["upgrade"]["defaults_by_workload_type"]
+    by_type = {str(kind): str(entry["undrainableNodeBehavior"]) for kind, entry in defaults.items()}
+    for kind, value in by_type.items():
+        if value not in behaviors:
+            raise ValueError(f"{DISRUPTION_FILE}: defaults_by_workload_type {kind}: {value!r} is not one of {behaviors}")
+    return DisruptionFacts(
+        undrainable_behaviors=behaviors,
+        undrainable_aks_default=str(undrainable["aks_default"]),
+        undrainable_by_workload_type=by_type,
+        upgrade_quarantine_label=str(undrainable["quarantine_label"]),
+        scheduled_event_condition=str(raw["scheduled_events"]["condition"]),
+        scheduled_event_quiet_reason=str(raw["scheduled_events"]["quiet_reason"]),
+        auto_repair_source=str(raw["auto_repair"]["source"]),
+        auto_repair_reasons=tuple(str(reason) for reason in raw["auto_repair"]["reasons"]),
+    )

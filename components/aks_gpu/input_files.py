@@ -13,8 +13,8 @@ import codecs
 import errno
 import os
 import stat
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 _KINDS = (
     (stat.S_ISFIFO, "a named pipe (FIFO)"),
@@ -39,6 +39,33 @@ def read_bounded(path: Path | str, limit: int, *, follow_symlinks: bool = True) 
     """The bytes of the regular file at ``path`` (symlinks followed unless ``follow_symlinks`` is False: then a
     symlink as the last part of the path is refused), at most ``limit``; ``InputFileError`` otherwise, naming the
     limit when it is what was hit."""
+    return b"".join(read_chunks(path, limit, follow_symlinks=follow_symlinks))
+
+
+def read_chunks(path: Path | str, limit: int, *, follow_symlinks: bool = True, size: int = 1 << 20) -> Iterator[bytes]:
+    """``read_bounded`` a piece at a time (``size`` bytes or fewer each), for a reader that need not hold the whole
+    file: the same checks before the first piece, ``InputFileError`` as soon as more than ``limit`` bytes were read."""
+    fd = _open_regular(path, limit, follow_symlinks)
+    try:
+        with os.fdopen(fd, "rb", buffering=0, closefd=False) as handle:
+            read = 0
+            while True:
+                try:
+                    chunk = handle.read(size)
+                except OSError as error:
+                    raise InputFileError(f"cannot be read: {error.strerror or type(error).__name__}") from None
+                if not chunk:
+                    return
+                read += len(chunk)
+                if read > limit:
+                    raise InputFileError(f"is over the {size_text(limit)} limit for this file")
+                yield chunk
+    finally:
+        os.close(fd)
+
+
+def _open_regular(path: Path | str, limit: int, follow_symlinks: bool) -> int:
+    """A descriptor of the regular file at ``path``, checked on the open descriptor; ``InputFileError`` otherwise."""
     flags = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
     if not follow_symlinks:
         flags |= getattr(os, "O_NOFOLLOW", 0)
@@ -65,28 +92,13 @@ def read_bounded(path: Path | str, limit: int, *, follow_symlinks: bool = True) 
             raise InputFileError("is not a regular file: not read")
         if info.st_size > limit:
             raise InputFileError(f"is {size_text(info.st_size)}, over the {size_text(limit)} limit for this file")
-        with os.fdopen(fd, "rb", buffering=0, closefd=False) as handle:
-            data = _read_up_to(handle, limit + 1)
     except OSError as error:
-        raise InputFileError(f"cannot be read: {error.strerror or type(error).__name__}") from None
-    finally:
         os.close(fd)
-    if len(data) > limit:
-        raise InputFileError(f"is over the {size_text(limit)} limit for this file")
-    return data
-
-
-def _read_up_to(handle: Any, count: int) -> bytes:
-    # A raw read may return fewer bytes than asked for: read until ``count`` or the end.
-    chunks: list[bytes] = []
-    left = count
-    while left > 0:
-        chunk = handle.read(min(left, 1 << 20))
-        if not chunk:
-            break
-        chunks.append(chunk)
-        left -= len(chunk)
-    return b"".join(chunks)
+        raise InputFileError(f"cannot be read: {error.strerror or type(error).__name__}") from None
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
 
 
 _BOMS = (

@@ -179,6 +179,23 @@ PLATFORM_NODE_LABELS: frozenset[str] = frozenset(
     }
 )
 
+# ---------------------------------------------------------------- node auto-provisioning (Karpenter)
+
+# Karpenter labels every node it makes with its NodePool's name (sigs.k8s.io/karpenter pkg/apis/v1/labels.go,
+# NodePoolLabelKey), and counts NodeClaims under it: the audit finds a NAP pool's nodes by this label.
+KARPENTER_NODEPOOL_LABEL = "karpenter.sh/nodepool"
+
+
+# The Azure tag a NAP pool's VMs carry with the pool's name (its AKSNodeClass's tags), for cost reports by pool.
+POOL_TAG = f"{PACKAGE_NAME}-pool"
+
+
+def nap_object_name(pool: str) -> str:
+    """``aks-gpu-<pool>``: the NodePool and the AKSNodeClass of a NAP GPU pool (cluster-scoped objects, beside the
+    NodePools AKS creates itself, ``default`` and ``system-surge``)."""
+    return platform_object_name(pool)
+
+
 # ---------------------------------------------------------------- taints
 
 GPU_TAINT_VALUE = "present"
@@ -192,6 +209,18 @@ SPOT_TAINT_VALUE = "spot"
 QUARANTINE_TAINT_KEY = f"{PACKAGE_NAME}/gpu-quarantine"
 QUARANTINE_TAINT_VALUE = "fault"
 QUARANTINE_TAINT_EFFECT = "NoSchedule"
+# The seam between repair and the diagnostics (docs/remediation.md, "Repair, then prove, then return"): the node
+# diagnostic Job writes the node's status.nodeInfo.bootID here when every diagnostic passed on it (and removes it when
+# one fails). A quarantined node is held quarantined until this matches its current boot: a repair reboots the node, so
+# only a pass after the repair lets it return.
+DIAGNOSTICS_PASSED_ANNOTATION = f"{PACKAGE_NAME}/diagnostics-passed-boot-id"
+# The value the diagnostic schedule puts under that key when a node fails its vendor diagnostic (the engine's is
+# "fault"): a passing diagnostic takes away only its own, so it never returns a node the engine quarantined.
+DIAGNOSTIC_TAINT_VALUE = "diagnostic"
+# On the diagnostic pods (validation/diagnostics.py): the dcgmi diag level it runs (1 after deploy, 2 or 3 on the schedule).
+DIAGNOSTIC_LEVEL_LABEL = f"{PACKAGE_NAME}/diag-level"
+# The taint a cordon is (kubectl cordon sets spec.unschedulable; the node lifecycle controller adds it).
+UNSCHEDULABLE_TAINT_KEY = "node.kubernetes.io/unschedulable"
 
 
 PLATFORM_TAINT_KEYS: frozenset[str] = frozenset({*(vendor_resource(v) for v in VENDORS), SPOT_TAINT_KEY, QUARANTINE_TAINT_KEY})

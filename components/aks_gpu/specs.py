@@ -137,6 +137,10 @@ class ClusterSpec(TypedDict):
     """The cluster's Azure region, when it differs from azure-native:location."""
     kubernetes_version: NotRequired[str]
     """1.NN or 1.NN.P, supported on AKS today (components/aks_gpu/data/aks_versions.yaml). Default: 1.36."""
+    sku: NotRequired[str]
+    """AKS Standard, or AKS Automatic (managed system nodes, node auto-provisioning, Deployment Safeguards enforced): GPU pools there are Karpenter NodePools (docs/automatic.md). One of: Standard, Automatic. Default: Standard."""
+    node_provisioning: NotRequired[str]
+    """Node auto-provisioning (Karpenter) on a Standard cluster: Auto lets GPU pools with provisioning nap be NodePools. Not set: Auto on Automatic, Manual on Standard. One of: Manual, Auto."""
     sku_tier: NotRequired[str]
     """The AKS pricing tier. One of: Free, Standard, Premium. Default: Standard."""
     support_plan: NotRequired[str]
@@ -188,6 +192,17 @@ class UpgradeSettingsSpec(TypedDict):
     """How long a pod (a long training job) may hold a node's drain. Default: 30."""
     node_soak_duration_in_minutes: NotRequired[int]
     """How long to wait between nodes. Default: 0."""
+    undrainable_node_behavior: NotRequired[str]
+    """A node whose drain cannot finish (a PDB, a pod outliving drainTimeoutInMinutes): Cordon keeps it cordoned on its old image while the upgrade goes on (label kubernetes.azure.com/upgrade-status=Quarantined); Schedule makes it schedulable again and the upgrade fails. Not set: Cordon for workload training, else AKS's default (Schedule). One of: Cordon, Schedule."""
+
+
+class NapPoolSettingsSpec(TypedDict):
+    """How Karpenter removes a NAP pool's nodes (the NodePool's disruption; components/aks_gpu/azure/node_provisioning.py)."""
+
+    consolidation: NotRequired[str]
+    """WhenEmpty: only a node with no pod left is removed, and never one under a running job (training); WhenEmptyOrUnderutilized: Karpenter also moves pods to pack nodes, one node at a time (stateless serving). One of: WhenEmpty, WhenEmptyOrUnderutilized. Default: WhenEmpty."""
+    consolidate_after_minutes: NotRequired[int]
+    """How long a node stays empty (or underutilised) before it is removed. Default: 10."""
 
 
 class GpuPoolSpec(TypedDict):
@@ -249,8 +264,14 @@ class GpuPoolSpec(TypedDict):
     """Run the smoke Job on this pool (not set: only where minCount keeps a node running)."""
     protect: NotRequired[bool]
     """Protect the pool from pulumi destroy and replacement. Default: false."""
+    repair: NotRequired[bool]
+    """With remediation.repair on: NVSentinel may reboot this pool's faulty nodes (false: its nodes are only quarantined and drained, a person repairs them). Default: true."""
+    provisioning: NotRequired[str]
+    """agentPool: an AKS agent pool; nap: a Karpenter NodePool and AKSNodeClass of node auto-provisioning (the same taint and labels; needs cluster.sku Automatic or cluster.nodeProvisioning Auto). Not set: nap on Automatic, else agentPool. One of: agentPool, nap."""
+    nap: NotRequired[NapPoolSettingsSpec]
+    """provisioning nap: how Karpenter removes the pool's nodes."""
     managed_gpu: NotRequired[bool]
-    """AKS-managed GPU experience (AKS installs driver, device plugin and DCGM exporter): refused today, the pinned provider's API has no gpuProfile.nvidia.managementMode (docs/platform.md). Default: false."""
+    """AKS-managed GPU experience (AKS installs driver, device plugin and DCGM exporter): a NAP pool's AKSNodeClass tag; on an agent pool refused while the installed provider's API has no gpuProfile.nvidia.managementMode (docs/platform.md). Default: false."""
 
 
 class EgressRuleSpec(TypedDict):
@@ -427,6 +448,8 @@ class ValidationSpec(TypedDict):
     """Retries of a failed command or list on temporary errors. Default: 2."""
     smoke_job: NotRequired[SmokeJobSpec]
     """The per-pool smoke Jobs."""
+    diagnostics_on_deploy: NotRequired[bool]
+    """After the checks in pulumi up, also run the vendors' diagnostics at level 1 on every NVIDIA GPU node (aksgpu validate --deep: dcgmi diag, a CUDA context on every GPU, NCCL all-reduce, in a pod holding all the node's GPUs); a node not proven healthy counts as a failed check for onDeploy. Off by default: it pulls the diagnostic images onto every GPU node and takes minutes per node. Default: false."""
 
 
 class AlertReceiverSpec(TypedDict):
@@ -502,6 +525,13 @@ class MonitoringSpec(TypedDict):
     """The AMD device metrics exporter image (default: the pin)."""
 
 
+class RepairSpec(TypedDict):
+    """NVSentinel's repair half (docs/remediation.md, "Repair"): fault-remediation asks the janitor to reset a GPU or reboot the node through Azure, with a workload identity whose custom role restarts this cluster's scale set VMs only."""
+
+    enabled: NotRequired[bool]
+    """Repair quarantined nodes: a GPU reset where it suffices (GPU Operator pools), else a reboot of the VM through Azure. Needs remediation mode on, cert-manager (certManagerInstalled), the cluster's workload identity, and the circuit breaker enforced: repairs follow quarantines, so maxUnhealthy per windowMinutes is their rate limit. Default: false."""
+
+
 class RemediationSpec(TypedDict):
     """Quarantine of faulty GPU nodes by NVIDIA NVSentinel (docs/remediation.md): fault-quarantine taints and cordons a node with a fatal GPU fault, node-drainer moves its pods per workload type, bounded by a circuit breaker."""
 
@@ -526,7 +556,9 @@ class RemediationSpec(TypedDict):
     datastore_secret: NotRequired[str]
     """external-mongodb: the Secret in the nvsentinel namespace whose key MONGODB_URI holds the connection string (created by the cluster's owner, never in the stack file)."""
     cert_manager_installed: NotRequired[bool]
-    """datastore mongodb-store: cert-manager, which issues the in-cluster MongoDB's TLS certificates, is installed in the cluster. Default: false."""
+    """cert-manager is installed in the cluster: it issues the in-cluster MongoDB's TLS certificates (datastore mongodb-store) and the janitor's webhook and provider certificates (repair). Default: false."""
+    repair: NotRequired[RepairSpec]
+    """Reset or reboot quarantined nodes (off unless set); gpuPools[].repair takes a pool out."""
 
 
 class PlatformSpec(TypedDict):

@@ -9,9 +9,9 @@ from collections.abc import Sequence
 
 import pytest
 
-from aks_gpu.advise.recommend import HEADROOM, IDLE_ACTIVITY, Advice, NodeFacts, Pricing, advise, profile_memory_mib
+from aks_gpu.advise.recommend import HEADROOM, Advice, NodeFacts, Pricing, advise, profile_memory_mib
 from aks_gpu.advise.series import AdviceInputError, parse_query_range
-from aks_gpu.advise.usage import owner_of_pod, read_usage
+from aks_gpu.advise.usage import IDLE_ACTIVITY, owner_of_pod, read_usage
 from aks_gpu.audit.prices import load_prices
 from aks_gpu.catalog import load_catalog
 from tests.advise.histories import Gpu, dcgm_responses, query_range
@@ -20,6 +20,8 @@ DAY = 288  # 5-minute steps
 A100 = "NVIDIA A100 80GB PCIe"
 A100_40 = "NVIDIA A100-SXM4-40GB"
 H100 = "NVIDIA H100 80GB HBM3"
+# Standard_NC24ads_A100_v4 (one A100 80GB) a month at the eastus table's list price (components/aks_gpu/data/gpu_prices.yaml).
+A100_MONTH = load_prices().monthly("eastus", "Standard_NC24ads_A100_v4")[0]  # type: ignore[index]
 
 
 def advice_of(gpus: Sequence[Gpu], steps: int = DAY, pools: dict[str, NodeFacts] | None = None, **options: object) -> Advice:
@@ -68,12 +70,14 @@ def test_each_gpu_model_has_its_own_profiles() -> None:
 
 
 def test_time_slicing_where_the_gpu_has_no_mig() -> None:
-    (recommendation,) = advice_of([one(3000, 0.2, model="Tesla T4")]).recommendations
+    # A batch Job's pod (a Deployment's is a service, never time-sliced: tests/advise/test_kinds.py).
+    job = "batch-q8zt4"
+    (recommendation,) = advice_of([one(3000, 0.2, model="Tesla T4", pod=job)]).recommendations
     # 16 GB T4 = 15,258 MiB: four of 3,600 MiB fit by memory, four of 24% by compute; capped at four.
     assert (recommendation.recommend, recommendation.per_gpu) == ("time-slicing", 4)
-    (recommendation,) = advice_of([one(3000, 0.35, model="Tesla T4")]).recommendations
+    (recommendation,) = advice_of([one(3000, 0.35, model="Tesla T4", pod=job)]).recommendations
     assert (recommendation.recommend, recommendation.per_gpu) == ("time-slicing", 2)
-    (recommendation,) = advice_of([one(3000, 0.5, model="Tesla T4")]).recommendations
+    (recommendation,) = advice_of([one(3000, 0.5, model="Tesla T4", pod=job)]).recommendations
     assert recommendation.recommend == "keep"
 
 
@@ -117,7 +121,7 @@ def test_the_pool_change_packs_workloads_onto_fewer_gpus() -> None:
     pools = {"infer": NodeFacts("infer", "Standard_NC24ads_A100_v4", "eastus")}
     (change,) = advice_of(gpus, pools=pools).pool_changes
     assert (change.pool, change.mig_value, change.per_gpu, change.gpus_now, change.gpus_after) == ("infer", "MIG1g", 7, 8, 2)
-    assert change.monthly_saving == pytest.approx(6 * 3.67 * 730, abs=0.01)
+    assert change.monthly_saving == pytest.approx(6 * A100_MONTH, abs=0.01)
     assert change.nodes_freed == 6  # one GPU a node
 
 
@@ -131,7 +135,7 @@ def test_multi_gpu_and_mig_workloads_are_kept() -> None:
     on_mig = one(3000, 0.05)
     on_mig.extra = {"GPU_I_PROFILE": "1g.10gb", "GPU_I_ID": "7"}
     (recommendation,) = advice_of([on_mig]).recommendations
-    assert recommendation.recommend == "keep" and "already on the MIG instance 1g.10gb" in recommendation.why
+    assert recommendation.recommend == "keep" and "1g.10gb holds it, and no smaller instance does" in recommendation.why
 
 
 def test_a_scrape_with_honor_labels_false_reads_the_exported_pod() -> None:
@@ -176,7 +180,11 @@ def test_owner_read_off_the_pod_name(pod: str, owner: str) -> None:
 def test_nan_samples_are_left_out_and_errors_name_the_metric() -> None:
     text = query_range([{"metric": {"a": "b"}, "values": [[1, "NaN"], [2, "5"], [3, "+Inf"]]}])
     (series,) = parse_query_range("m", text)
-    assert series.values == (5.0,) and (series.start, series.end) == (1.0, 3.0)
+    assert list(series.values) == [5.0] and (series.start, series.end) == (1.0, 3.0)
+    assert list(series.times()) == [2.0]  # each value's time, the samples left out skipped
+    gap = query_range([{"metric": {}, "values": [[0, "1"], [300, "2"], [1200, "3"], [1500, "4"]]}])
+    (series,) = parse_query_range("m", gap)
+    assert series.runs == ((0.0, 2), (1200.0, 2)) and list(series.times()) == [0.0, 300.0, 1200.0, 1500.0]
     with pytest.raises(AdviceInputError, match="m: not a Prometheus query_range response: not JSON"):
         parse_query_range("m", "{")
     with pytest.raises(AdviceInputError, match="did not succeed"):

@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 import yaml
 
+from aks_gpu.audit.prices import load_prices
 from aks_gpu.cli import main
 from tests.conftest import FIXTURES_DIR, PROJECT_DIR, STACKS_DIR
 
@@ -29,8 +30,8 @@ CONTRACT_KEYS = {
     "monthlySaving",
     "why",
 }
-# Standard_NC24ads_A100_v4 (one A100 80GB) at the eastus table's $3.67 an hour, 730 hours a month.
-A100_MONTH = 3.67 * 730
+# Standard_NC24ads_A100_v4 (one A100 80GB) a month at the eastus table's list price (components/aks_gpu/data/gpu_prices.yaml).
+A100_MONTH = load_prices().monthly("eastus", "Standard_NC24ads_A100_v4")[0]  # type: ignore[index]
 
 
 def advise(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
@@ -98,12 +99,12 @@ def test_the_stack_prices_the_savings(capsys: pytest.CaptureFixture[str], eastus
     assert code == 1
     rows = by_pod(document)
     assert rows["notebook-x7k2p"]["monthlySaving"] == pytest.approx(A100_MONTH, abs=0.01)
-    # A 1g.10gb instance is a seventh of the GPU: the rest is saved once the pool carries six more like it.
-    assert rows["llm-small-7d9c5b6f4-x2k9p"]["monthlySaving"] == pytest.approx(A100_MONTH * 6 / 7, abs=0.01)
+    # Alone on a new 1g.10gb pool, the small service still needs a whole node (one A100): no node freed, nothing saved.
+    assert rows["llm-small-7d9c5b6f4-x2k9p"]["monthlySaving"] == 0.0
     assert rows["trainer-0"]["monthlySaving"] == 0.0
     release = next(change for change in document["poolChanges"] if change["recommend"] == "release")
-    assert (release["pool"], release["gpusNow"], release["gpusAfter"]) == ("infer", 1, 0)
-    assert release["monthlySaving"] == pytest.approx(A100_MONTH, abs=0.01)
+    assert (release["pool"], release["gpusNow"], release["gpusAfter"], release["nodesFreed"]) == ("infer", 1, 0, 1)
+    assert release["monthlySaving"] == pytest.approx(A100_MONTH, abs=0.01) and release["priced"] is True
 
 
 def test_without_prices_the_saving_is_unknown_not_zero(capsys: pytest.CaptureFixture[str]) -> None:

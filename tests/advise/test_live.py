@@ -190,7 +190,8 @@ def test_since_takes_a_count_and_a_unit(capsys: pytest.CaptureFixture[str]) -> N
 
 def _summaries(peak_activity: float) -> Respond:
     """A Prometheus that runs the aks-gpu-advice recording rules: a week of daily summaries for one small inference
-    pod (a 1g.10gb fits) and one that is never busy at its p95 but peaked at ``peak_activity`` once a day."""
+    pod (a 1g.10gb holds its p95, a 2g.20gb its daily peaks) and one that is never busy at its p95 but peaked at
+    ``peak_activity`` once a day."""
     small = Gpu(
         "aks-infer-31245367-vmss000000", 0, model_name="NVIDIA A100 80GB PCIe", pod=("inference", "llm-7d9c5b6f4-x2k9p", "vllm")
     )
@@ -223,7 +224,8 @@ def test_a_week_is_read_from_the_recording_rules_daily_summaries(capsys: pytest.
     captured = capsys.readouterr()
     assert code == 1 and "daily summaries" in captured.err
     rows = {row["pod"]: row for row in json.loads(captured.out)["recommendations"]}
-    assert (rows["llm-7d9c5b6f4-x2k9p"]["recommend"], rows["llm-7d9c5b6f4-x2k9p"]["profile"]) == ("mig", "1g.10gb")
+    # A service, sized on its bursts: its daily peaks (12% + 20% is more than 1g's one slice of 7), not its p95 (8%).
+    assert (rows["llm-7d9c5b6f4-x2k9p"]["recommend"], rows["llm-7d9c5b6f4-x2k9p"]["profile"]) == ("mig", "2g.20gb")
     assert rows["llm-7d9c5b6f4-x2k9p"]["peakMemoryMiB"] == 7000
     assert rows["notebook-x7k2p"]["recommend"] == "release"
     # One sample a day: the summaries are queried at a day's step, and no raw series is read.

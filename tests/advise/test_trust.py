@@ -31,8 +31,8 @@ from tests.conftest import FIXTURES_DIR
 DAY = 288  # 5-minute steps
 WEEK = 7 * DAY
 A100 = "NVIDIA A100 80GB PCIe"
-# Standard_NC24ads_A100_v4 (one A100 80GB) at the eastus table's $3.67 an hour, 730 hours a month.
-A100_MONTH = 3.67 * 730
+# Standard_NC24ads_A100_v4 (one A100 80GB) a month at the eastus table's list price (components/aks_gpu/data/gpu_prices.yaml).
+A100_MONTH = load_prices().monthly("eastus", "Standard_NC24ads_A100_v4")[0]  # type: ignore[index]
 DCGM = FIXTURES_DIR / "advise" / "dcgm"
 
 
@@ -110,11 +110,13 @@ def test_a_history_mostly_missing_is_not_evaluated(kept: int, evaluated: bool) -
 
 
 def test_daily_summaries_need_two_days() -> None:
-    from aks_gpu.advise.sources import SUMMARISED
+    from aks_gpu.advise.sources import summarised
+
+    exporters = summarised()
 
     def summaries(days: int) -> dict[str, Any]:
         series: dict[str, Any] = {}
-        for exporter in SUMMARISED:
+        for exporter in exporters:
             if exporter.vendor != "nvidia":
                 continue
             for metric in exporter.metric_names:
@@ -127,8 +129,8 @@ def test_daily_summaries_need_two_days() -> None:
                 series[metric] = parse_query_range(metric, query_range([entry]))
         return series
 
-    assert not advice_on(summaries(1), exporters=SUMMARISED, history=SUMMARY_HISTORY).recommendations
-    assert advice_on(summaries(2), exporters=SUMMARISED, history=SUMMARY_HISTORY).recommendations
+    assert not advice_on(summaries(1), exporters=exporters, history=SUMMARY_HISTORY).recommendations
+    assert advice_on(summaries(2), exporters=exporters, history=SUMMARY_HISTORY).recommendations
 
 
 # --- impossible samples --------------------------------------------------------------------------------------------
@@ -248,7 +250,7 @@ def test_idle_capacity_without_prices_says_why() -> None:
     gpus = [gpu(0, "app-7d9c5b6f4-x2k9p", activity=lambda n: 0.9, memory=lambda n: 70_000.0), gpu(1, None)]
     (idle,) = advice_on(series_of(dcgm_responses(gpus, DAY)), pools=pools).idle_capacity
     assert idle.monthly_saving is None
-    assert idle.unpriced == "unpriced: Standard_NC24ads_A100_v4 in swedencentral (not in the price table)"
+    assert idle.unpriced == "unpriced: Standard_NC24ads_A100_v4 in swedencentral"
     assert idle.min_count_after is None  # minCount 0 does not hold the idle node
 
 
@@ -289,10 +291,13 @@ def test_advise_with_the_stack_never_asks_for_the_stack(capsys: pytest.CaptureFi
     assert "unpriced: Standard_NC24ads_A100_v4 in swedencentral" in out
     main(["advise", "--metrics", str(DCGM), "--stack", "prod", "--json"])
     document = json.loads(capsys.readouterr().out)
-    assert document["unpriced"] == ["unpriced: Standard_NC24ads_A100_v4 in swedencentral (not in the price table)"]
+    assert document["unpriced"] == ["unpriced: Standard_NC24ads_A100_v4 in swedencentral"]
 
 
 def test_without_the_stack_the_note_names_what_is_missing(capsys: pytest.CaptureFixture[str]) -> None:
     main(["advise", "--metrics", str(DCGM)])
     out = capsys.readouterr().out
-    assert "VM size and region of aks-infer-31245367-vmss000002 not known (name the stack with --stack)" in out
+    assert (
+        "VM size and region of aks-infer-31245367-vmss000002 not known (name the stack with --stack, or add kube_node_labels)"
+        in out
+    )

@@ -198,6 +198,8 @@ def clean_snapshot(nodes: dict[str, int] | None = None, model: PlatformModel = P
         namespaces=namespaces,
         resourcequotas=quotas,
         networkpolicies=policies,
+        # A Standard cluster without node auto-provisioning: the collector reads no NodePool (the API answers 404).
+        nodepools=[],
         collected_at=COLLECTED_AT,
     )
 

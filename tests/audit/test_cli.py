@@ -339,11 +339,14 @@ def test_validate_collect_writes_every_file_the_audit_reads(tmp_path: Path, caps
         "meta.json",
         "namespaces.json",
         "networkpolicies.json",
+        "nodepools.json",
         "nodes.json",
         "pods.json",
         "resourcequotas.json",
     ]
     snapshot = read_snapshot(folder)
+    # The fake API server has no karpenter.sh API (404): no node auto-provisioning, so no NodePool.
+    assert snapshot.nodepools == []
     assert snapshot.collected_at is not None and len(snapshot.smi) == 3
     assert main(["audit", "--snapshot", str(folder), "--json"]) == 1
     findings = json.loads(capsys.readouterr().out)["findings"]

@@ -135,12 +135,14 @@ def test_the_faulty_example_has_a_verdict_and_a_count_for_every_practice() -> No
     _, page = page_of(FAULTY)
 
     assert verdicts(page) == {
+        "automatic": ("pass", 0),
         "placement": ("fail", 2),
         "validation": ("pass", 0),
         "node-image": ("warn", 1),
         "isolation": ("warn", 3),
         "utilisation": ("warn", 1),
         "health": ("fail", 3),
+        "disruption": ("pass", 0),
     }
     # Each row leads to the practice's section on the page.
     for row in page.one("section", id="verdicts").all("tr", class_="verdict"):
@@ -170,7 +172,7 @@ def test_the_idle_gpus_monthly_cost_is_in_the_header() -> None:
     _, healthy = page_of(HEALTHY)
 
     # 730 hours of the idle Standard_NC24ads_A100_v4 at the eastus list price (components/aks_gpu/data/gpu_prices.yaml).
-    assert faulty.one("header").one(id="idle-cost-total").text == "about USD 2,679 a month at list price"
+    assert faulty.one("header").one(id="idle-cost-total").text == "about USD 2,681 a month at list price"
     assert healthy.one("header").one(id="idle-cost-total").text == "USD 0 a month"
     assert "no GPU node is idle" in healthy.one(id="idle-total").text
 

@@ -65,7 +65,13 @@ def test_prod_training_pool_inputs() -> None:
             "nvidia.com/gpu.present": "true",
         },
         "gpuProfile": {"driver": "Install"},
-        "upgradeSettings": {"maxSurge": "1", "drainTimeoutInMinutes": 60, "nodeSoakDurationInMinutes": 5},
+        # A training pool: a node whose drain a long job blocks stays cordoned, the upgrade goes on (data/disruption.yaml).
+        "upgradeSettings": {
+            "maxSurge": "1",
+            "drainTimeoutInMinutes": 60,
+            "nodeSoakDurationInMinutes": 5,
+            "undrainableNodeBehavior": "Cordon",
+        },
         "enableAutoScaling": True,
         "minCount": 0,
         "maxCount": 4,
@@ -206,11 +212,30 @@ def test_spot_pools_get_no_upgrade_settings() -> None:
 
 
 def test_regular_pools_surge_one_node_by_default() -> None:
-    assert pool_inputs(a100_pool())["upgrade_settings"] == {
+    assert pool_inputs(a100_pool(workload="batch"))["upgrade_settings"] == {
         "max_surge": "1",
         "drain_timeout_in_minutes": 30,
         "node_soak_duration_in_minutes": 0,
     }
+
+
+def test_a_training_pool_keeps_an_undrainable_node_cordoned_and_lets_the_upgrade_go_on() -> None:
+    # A long job whose PDB blocks the drain: with Cordon the upgrade continues on the other nodes and does not fail;
+    # AKS's own default (Schedule) fails it (data/disruption.yaml, upgrade-options.md and the SDK's enum).
+    assert pool_inputs(a100_pool())["upgrade_settings"]["undrainable_node_behavior"] == "Cordon"
+    # Other workload types keep AKS's default: nothing is sent.
+    assert "undrainable_node_behavior" not in pool_inputs(a100_pool(workload="inference"))["upgrade_settings"]
+    # A pool's own choice wins over its type's default.
+    own = a100_pool(upgrade={"undrainableNodeBehavior": "Schedule"})
+    assert pool_inputs(own)["upgrade_settings"]["undrainable_node_behavior"] == "Schedule"
+    assert (
+        pool_inputs(a100_pool(workload="inference", upgrade={"undrainableNodeBehavior": "Cordon"}))["upgrade_settings"][
+            "undrainable_node_behavior"
+        ]
+        == "Cordon"
+    )
+    # The value the SDK of the pinned provider takes.
+    assert cs.UndrainableNodeBehavior("Cordon") == cs.UndrainableNodeBehavior.CORDON
 
 
 def test_max_unavailable_upgrades_in_place_without_surge() -> None:

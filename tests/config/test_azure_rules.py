@@ -64,6 +64,9 @@ def test_surge_values_follow_the_api_format(value: str) -> None:
 def test_drain_settings_on_a_spot_pool_are_warned_as_without_effect() -> None:
     errors, warnings = problems(with_pool(spot=True, upgrade={"drainTimeoutInMinutes": 60}))
     assert errors == [] and has(warnings, "upgrade.drainTimeoutInMinutes", "no effect on a spot pool")
+    # A spot training pool gets no undrainable-node default (it is sent no upgrade settings), and one it sets is warned.
+    errors, warnings = problems(with_pool(spot=True, upgrade={"undrainableNodeBehavior": "Cordon"}))
+    assert errors == [] and has(warnings, "upgrade.undrainableNodeBehavior", "no effect on a spot pool")
     assert problems(with_pool(spot=True)) == ([], [])
 
 

@@ -113,10 +113,10 @@ def test_the_html_report_names_the_cluster_opens_with_the_top_actions_and_prices
     ranked = [part.split('"')[0] for part in actions.split('data-id="')[1:]]
     assert ranked[:5] == ["gpu-node-untainted", "gpu-squatter", "gpu-condition", "gpu-node-faulty-schedulable", "gpu-idle"]
     # 730 hours of Standard_NC24ads_A100_v4 at the eastus list price of components/aks_gpu/data/gpu_prices.yaml.
-    assert "about USD 2,679 a month at list price" in actions
+    assert "about USD 2,681 a month at list price" in actions
     cost = html[html.index('id="idle-cost"') :]
-    assert 'data-node="aks-infer-31415926-vmss000000"' in cost and "USD 2,679" in cost
-    assert "Prices: eastus pay-as-you-go Linux list prices (USD, 730 hours a month), read 2026-12-01" in cost
+    assert 'data-node="aks-infer-31415926-vmss000000"' in cost and "USD 2,681" in cost
+    assert "Prices: eastus pay-as-you-go Linux list prices (USD, 730 hours a month), read 2026-12-07" in cost
 
 
 def test_an_idle_node_no_price_table_knows_is_shown_unpriced(tmp_path: Path) -> None:

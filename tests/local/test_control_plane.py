@@ -153,6 +153,6 @@ def test_kwok_finds_the_stand_ins_before_anything_else_and_serves_execs(tmp_path
     paths = LocalPaths(tmp_path, "prod")
     env = kwokctl_environment(paths, tmp_path / ".tools" / "bin", {"PATH": "/usr/bin"})
     assert env["PATH"].split(":")[:2] == [str(paths.node_commands), str(tmp_path / ".tools" / "bin")]
-    assert kwokctl_configuration(tmp_path, 6443, "v1.36.3")["options"]["enableCRDs"] == ["Exec"]
+    assert kwokctl_configuration(tmp_path, 6443, "v1.36.3")["options"]["enableCRDs"] == ["Exec", "Logs"]
     with pytest.raises(ValueError):
         recorded_output_name(["sh", "-c", "amd-smi static; rm -rf /"])

@@ -137,3 +137,23 @@ def test_the_ephemeral_storage_is_the_os_disk_less_the_kubelets_nodefs_threshold
 def test_the_system_pool_has_akss_default_max_pods_for_azure_cni_overlay() -> None:
     system = by_pool(nodes_of("prod"))[stack_config("prod").cluster.system_pool.name][0]["status"]
     assert system["allocatable"]["pods"] == "250"
+
+
+def test_a_nap_pool_gets_no_node_ahead_karpenter_makes_them() -> None:
+    import copy
+
+    from aks_gpu.aks_facts import kubernetes_calendar
+    from aks_gpu.local.crds import stand_in_crds
+    from aks_gpu.resolved.model import resolve
+    from aks_gpu.resolved.stack import validate_stack
+    from tests.conftest import minimal_raw
+
+    raw = copy.deepcopy(minimal_raw())
+    raw["aks-gpu:cluster"]["sku"] = "Automatic"
+    config = validate_stack(raw, "s", today=kubernetes_calendar().read_on).config
+    pools = {node["metadata"]["labels"].get(POOL_LABEL) for node in node_manifests(config, resolve(config), 1)}
+    assert "gpu" not in pools
+    # Its NodePool and AKSNodeClass are still stored by the local server: cluster-scoped stand-ins of NAP's CRDs.
+    crds = {crd["metadata"]["name"]: crd["spec"] for crd in stand_in_crds()}
+    assert crds["nodepools.karpenter.sh"]["scope"] == "Cluster"
+    assert [v["name"] for v in crds["aksnodeclasses.karpenter.azure.com"]["versions"]] == ["v1beta1"]

@@ -327,6 +327,15 @@ CASES: list[Case] = [
          fires(({"node": TRAIN_NODE, "severity": "warning"},
                 f"GPU node {TRAIN_NODE} is quarantined: no new GPU work lands there until it is repaired"))),
     Case("prod", "GpuNodeQuarantined", "only-the-gpu-taint", [gpu_taint(TRAIN_NODE)], 5),
+    # ---------------------------------------------------------------- planned disruption (Azure Scheduled Events)
+    Case("prod", "GpuNodeVmEventScheduled", "redeploy-scheduled-on-a-gpu-node",
+         [npd(TRAIN_NODE, "VMEventScheduled", "true", 10), gpu_taint(TRAIN_NODE)], 5,
+         fires(({"node": TRAIN_NODE, "severity": "warning"},
+                f"Azure scheduled a maintenance event on GPU node {TRAIN_NODE}: its jobs stop when it runs "
+                "(GPU VMs are not live-migrated)"))),
+    Case("prod", "GpuNodeVmEventScheduled", "no-event-or-not-a-gpu-node",
+         [npd(TRAIN_NODE, "VMEventScheduled", "false", 10), gpu_taint(TRAIN_NODE),
+          npd("aks-system-50000000-vmss000000", "VMEventScheduled", "true", 10)], 5),
     # ---------------------------------------------------------------- AMD health
     Case("amd", "AmdGpuEccUncorrectable", "three-uncorrectable",
          [series("gpu_ecc_uncorrect_total", MI300X, "0x5 3x10")], 10,

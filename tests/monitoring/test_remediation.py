@@ -14,6 +14,7 @@ import pytest
 from celpy.adapter import json_to_cel
 
 from aks_gpu.config.problems import ConfigError
+from aks_gpu.config.rules.monitoring import circuit_breaker_percentage
 from aks_gpu.data_files import load_yaml
 from aks_gpu.gpu.xid import critical_xid_codes
 from aks_gpu.kube.device_plugin import plugin_manifests
@@ -21,7 +22,6 @@ from aks_gpu.kube.gpu_operator import nvidia_operator_values
 from aks_gpu.monitoring.exporters import exporter_manifests
 from aks_gpu.monitoring.remediation import (
     PINS_FILE,
-    circuit_breaker_percentage,
     engine_pin,
     npd_condition_types,
     remediation_release,
@@ -115,7 +115,7 @@ def test_max_unhealthy_becomes_the_breakers_share_of_nvidia_nodes(max_unhealthy:
     pool = {"name": "gpu", "vendor": "nvidia", "vmSize": "Standard_NC24ads_A100_v4", "workload": "training"}
     pools = [{**pool, "maxCount": max_count}]
     model = model_of({"mode": "on", "maxUnhealthy": max_unhealthy}, **{"aks-gpu:gpuPools": pools})
-    assert circuit_breaker_percentage(model) == percentage
+    assert circuit_breaker_percentage(model.config) == percentage
     breaker = values_of(model)["fault-quarantine"]["circuitBreaker"]
     assert breaker == {"enabled": False, "percentage": percentage, "duration": "5m"}
 
@@ -123,7 +123,7 @@ def test_max_unhealthy_becomes_the_breakers_share_of_nvidia_nodes(max_unhealthy:
 def test_a_count_never_lets_more_nodes_go_than_it_says() -> None:
     # The breaker trips at percentage% of the nodes up; at every size up to maxCount the count is never exceeded.
     prod = stack_model("prod")
-    share = circuit_breaker_percentage(prod)
+    share = circuit_breaker_percentage(prod.config)
     largest = sum(pool.config.max_count for pool in prod.pools_of("nvidia"))
     allowed = int(prod.config.remediation.max_unhealthy)
     for nodes in range(1, largest + 1):

@@ -25,6 +25,7 @@ class ExporterMetrics:
     host_labels: tuple[str, ...]  # the node
     gpu_labels: tuple[str, ...]  # which GPU of the node, the first present
     mig_labels: tuple[str, ...] = ()  # the MIG instance profile, on a series of a MIG instance
+    instance_labels: tuple[str, ...] = ()  # which MIG instance of the GPU, on a series of a MIG instance
     # Where an activity series is itself a summary (a recorded daily p95), the series of its peaks, for the idle test.
     activity_peaks: tuple[tuple[str, str], ...] = ()
 
@@ -55,6 +56,7 @@ DCGM = ExporterMetrics(
     host_labels=("Hostname", "hostname", "node"),
     gpu_labels=("UUID", "uuid", "gpu"),
     mig_labels=("GPU_I_PROFILE",),
+    instance_labels=("GPU_I_ID",),
 )
 # ROCm device-metrics-exporter v1.5.1: pkg/amdgpu/gpuagent/gpuagent_gpu_metrics.go (the mandatory labels gpu_id,
 # card_model, serial_number, pod, namespace, container, hostname, registered in lower case); units in
@@ -69,6 +71,10 @@ AMD = ExporterMetrics(
     gpu_labels=("serial_number", "gpu_id"),
 )
 EXPORTERS = (DCGM, AMD)
+# Activity DCGM does not report for a MIG instance (it reads 0 there): the utilisation percentage. NVIDIA's answer in
+# https://github.com/NVIDIA/dcgm-exporter/issues/216 ("no plans to support DCGM_FI_DEV_GPU_UTIL for MIG instances";
+# DCGM_FI_PROF_GR_ENGINE_ACTIVE instead).
+NO_MIG_ACTIVITY = "DCGM_FI_DEV_GPU_UTIL"
 # The workload's labels. Scraped with honor_labels false (as GpuMonitoring scrapes), Prometheus renames the exporter's
 # own pod/namespace/container to exported_* because the target has labels of those names (the exporter's pod):
 # https://prometheus.io/docs/prometheus/latest/configuration/configuration/#scrape_config (honor_labels).
@@ -77,6 +83,11 @@ EXPORTED_PREFIX = "exported_"
 # kube-state-metrics' owner of each pod (optional input: without it the owner is read off the pod's name).
 # https://github.com/kubernetes/kube-state-metrics/blob/main/docs/metrics/workload/pod-metrics.md
 POD_OWNER_METRIC = "kube_pod_owner"
+# kube-state-metrics' labels of each node (optional input): its VM size and region, for the prices, where the stack is
+# not named. https://github.com/kubernetes/kube-state-metrics/blob/main/docs/metrics/cluster/node-metrics.md
+NODE_LABELS_METRIC = "kube_node_labels"
+# The series read for their labels only: their samples say nothing the advice uses.
+LABELS_ONLY = (POD_OWNER_METRIC, NODE_LABELS_METRIC)
 # The exporters' own DaemonSets, whose pod a scrape puts on every series as the target's `pod` (and which is never the
 # workload): the GPU Operator's (app nvidia-dcgm-exporter, assets/state-dcgm-exporter/0800_daemonset.yaml in
 # NVIDIA/gpu-operator v26.7.0), and GpuMonitoring's own (components/aks_gpu/monitoring/exporters.py: dcgm-exporter,

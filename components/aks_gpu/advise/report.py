@@ -36,6 +36,16 @@ def recommendation_row(one: Recommendation) -> dict[str, Any]:
         # that span with samples) and the samples no GPU can report, dropped, by reason.
         "coverage": {"samples": usage.samples, "span": round(usage.span), "share": round(usage.share, 3)},
         "droppedSamples": dict(usage.dropped),
+        # The owner's kind (kube_pod_owner's, or Deployment where the pod's name has a pod-template-hash; null where
+        # neither says), how it was sized, its bursts (the 99th percentile of its hourly activity peaks), its duty
+        # cycle (the share of its samples active) and the hours of the day (UTC) it was active.
+        "kind": usage.kind,
+        "sizedAs": one.sized_as,
+        "burstActivity": round(usage.burst_activity, 4),
+        "dutyCycle": round(usage.duty_cycle, 3),
+        "activeHours": list(usage.active_hours),
+        # Samples of its GPUs that had lost their pod labels (dcgm-exporter#342, #477), attributed to it.
+        "unlabelledSamples": usage.unlabelled,
     }
 
 
@@ -53,6 +63,7 @@ def pool_change_row(change: PoolChange) -> dict[str, Any]:
         "gpusFreed": change.gpus_freed,
         "nodesFreed": change.nodes_freed,
         "monthlySaving": change.monthly_saving,
+        "priced": change.unpriced or True,
         "change": pool_change_text(change),
     }
 
@@ -88,7 +99,7 @@ def advice_document(advice: Advice, currency: str) -> dict[str, Any]:
         "idleCapacity": [idle_capacity_row(idle) for idle in advice.idle_capacity],
         # Why a saving is null: each VM size and region the price table lacks, or the node whose size is not known.
         "unpriced": sorted(
-            {one.unpriced for one in advice.recommendations if one.unpriced and one.recommend != "keep"}
+            {change.unpriced for change in advice.pool_changes if change.unpriced}
             | {idle.unpriced for idle in advice.idle_capacity if idle.unpriced}
         ),
         "currency": currency,

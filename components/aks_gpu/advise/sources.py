@@ -21,13 +21,13 @@ import time
 import urllib.parse
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from functools import cache
 from pathlib import Path
 
 from aks_gpu.addresses import is_loopback_host
-from aks_gpu.advise.metrics import ALL_METRICS, EXPORTERS, POD_OWNER_METRIC
+from aks_gpu.advise.metrics import ALL_METRICS, EXPORTERS, LABELS_ONLY, ExporterMetrics
 from aks_gpu.advise.series import AdviceInputError, Series, parse_query_range
-from aks_gpu.input_files import InputFileError, read_bounded, size_text
-from aks_gpu.monitoring.rules import advice_record_name
+from aks_gpu.input_files import InputFileError, read_chunks, size_text
 from aks_gpu.redaction import redact_known
 
 # A week of 1,000 GPUs at a 5-minute step is about 45 MiB of query_range JSON per metric; a bound ten times that.
@@ -61,10 +61,10 @@ def since_seconds(text: str) -> int:
 
 def read_metrics_dir(folder: Path, limit: int = MAX_RESPONSE_BYTES) -> dict[str, list[Series]]:
     """The series of each ``<metric>.json`` in ``folder`` the advice reads (an exporter's memory metric and the best
-    activity metric present; kube_pod_owner where there is one)."""
+    activity metric present; kube_pod_owner and kube_node_labels where they are there)."""
     if not folder.is_dir():
         raise AdviceInputError(f"--metrics {folder}: not a folder")
-    present = {name for name in (*ALL_METRICS, POD_OWNER_METRIC) if (folder / f"{name}.json").exists()}
+    present = {name for name in (*ALL_METRICS, *LABELS_ONLY) if (folder / f"{name}.json").exists()}
     if not present & set(ALL_METRICS):
         raise AdviceInputError(
             f"--metrics {folder}: no <metric>.json the advice reads; expected {', '.join(f'{n}.json' for n in ALL_METRICS)}"
@@ -75,16 +75,17 @@ def read_metrics_dir(folder: Path, limit: int = MAX_RESPONSE_BYTES) -> dict[str,
             wanted.append(exporter.memory_used)
         # The first activity metric present; the coarser ones are not read at all.
         wanted += next(([name] for name, _ in exporter.activity if name in present), [])
-    if POD_OWNER_METRIC in present:
-        wanted.append(POD_OWNER_METRIC)
+    wanted += [name for name in LABELS_ONLY if name in present]
     series: dict[str, list[Series]] = {}
     for name in wanted:
         path = folder / f"{name}.json"
+        # A piece at a time: a week of 1,000 GPUs is 45 MiB a metric, never held whole (advise.series).
         try:
-            data = read_bounded(path, limit)
+            series[name] = parse_query_range(
+                name, read_chunks(path, limit), labels_only=name in LABELS_ONLY, again=read_chunks(path, limit)
+            )
         except InputFileError as error:
             raise AdviceInputError(f"{path}: {error}") from None
-        series[name] = parse_query_range(name, data)
     return series
 
 
@@ -255,7 +256,7 @@ def _error_of(body: bytes) -> str:
 
 
 def read_live(
-    client: PrometheusClient, since: int, now: float | None = None, metrics: Sequence[str] = (*ALL_METRICS, POD_OWNER_METRIC)
+    client: PrometheusClient, since: int, now: float | None = None, metrics: Sequence[str] = (*ALL_METRICS, *LABELS_ONLY)
 ) -> dict[str, list[Series]]:
     """Each metric's series over the last ``since`` seconds, queried as its bare name (every label kept)."""
     end = time.time() if now is None else now
@@ -263,27 +264,34 @@ def read_live(
     step = max(DEFAULT_STEP_SECONDS, math.ceil(since / MAX_POINTS))
     series: dict[str, list[Series]] = {}
     for name in metrics:
-        series[name] = parse_query_range(name, client.query_range(name, start, end, step))
+        series[name] = parse_query_range(name, client.query_range(name, start, end, step), labels_only=name in LABELS_ONLY)
     return series
 
 
-# The exporters read through the recording rules `aksgpu rules` prints (monitoring/rules.py, the aks-gpu-advice
-# group): one sample a day per series, at a day's step.
-SUMMARISED = tuple(exporter.summarised(advice_record_name) for exporter in EXPORTERS)
 SUMMARY_STEP_SECONDS = 86_400
+
+
+@cache
+def summarised() -> tuple[ExporterMetrics, ...]:
+    """The exporters read through the recording rules `aksgpu rules` prints (monitoring/rules.py, the aks-gpu-advice
+    group): one sample a day per series, at a day's step."""
+    # Imported here: the rules' module loads the stack model, half a second a folder of responses does not need.
+    from aks_gpu.monitoring.rules import advice_record_name
+
+    return tuple(exporter.summarised(advice_record_name) for exporter in EXPORTERS)
 
 
 def read_live_summaries(client: PrometheusClient, since: int, now: float | None = None) -> dict[str, list[Series]]:
     """The recorded daily summaries over the last ``since`` seconds (with kube_pod_owner raw); every series empty where
     the Prometheus does not run the recording rules."""
     end = time.time() if now is None else now
-    names = [name for exporter in SUMMARISED for name in exporter.metric_names]
+    names = [name for exporter in summarised() for name in exporter.metric_names]
     series = {
         name: parse_query_range(name, client.query_range(name, end - since + SUMMARY_STEP_SECONDS, end, SUMMARY_STEP_SECONDS))
         for name in names
     }
     if any(one.values for found in series.values() for one in found):
-        series[POD_OWNER_METRIC] = parse_query_range(
-            POD_OWNER_METRIC, client.query_range(POD_OWNER_METRIC, end - since, end, SUMMARY_STEP_SECONDS)
-        )
+        for name in LABELS_ONLY:
+            response = client.query_range(name, end - since, end, SUMMARY_STEP_SECONDS)
+            series[name] = parse_query_range(name, response, labels_only=True)
     return series

@@ -9,13 +9,24 @@ evaluated.
 
 from __future__ import annotations
 
+import bisect
 import math
 import re
+from array import array
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from itertools import pairwise
+from typing import Literal
 
-from aks_gpu.advise.metrics import EXPORTED_PREFIX, EXPORTER_DAEMONSETS, EXPORTERS, POD_OWNER_METRIC, ExporterMetrics
+from aks_gpu.advise.metrics import (
+    EXPORTED_PREFIX,
+    EXPORTER_DAEMONSETS,
+    EXPORTERS,
+    LABELS_ONLY,
+    POD_OWNER_METRIC,
+    ExporterMetrics,
+)
 from aks_gpu.advise.series import AdviceInputError, Series
 from aks_gpu.catalog import Catalog, GpuModel
 from aks_gpu.naming import Vendor
@@ -23,6 +34,15 @@ from aks_gpu.naming import Vendor
 # The percentile the advice sizes for: a workload's usual busy peaks, not its one worst sample (the peak memory is
 # sized for separately: memory that does not fit fails the workload, compute that does not fit only slows it).
 PERCENTILE = 0.95
+# A serving workload is sized on its bursts: each hour's peak activity, and the 99th percentile of those peaks (the
+# second busiest hour of a week, the busiest of a day): a burst that recurs (a daily rush hour) is held, one spike in a
+# week is not. The p95 of point samples is no measure of a service's bursts: a 5-minute step shows one sample in ten
+# or more and a burst shorter than 5% of the window falls under it. Ours; why in docs/advise.md.
+BURST_PERCENTILE = 0.99
+_HOUR = 3600
+# A GPU whose activity never rose above 1% in the window did no work worth a GPU (released); a sample above it is the
+# workload active (its duty cycle counts them).
+IDLE_ACTIVITY = 0.01
 
 
 @dataclass(frozen=True)
@@ -83,6 +103,18 @@ class Window:
 
 
 @dataclass(frozen=True)
+class HeldGpu:
+    """One GPU (or MIG instance) a pod held, from its first sample to its last (Unix seconds): what the pool changes
+    count GPUs and nodes held at the same time by."""
+
+    host: str
+    gpu: str
+    first: float
+    last: float
+    instance: str = ""  # the MIG instance on the GPU, where it is one
+
+
+@dataclass(frozen=True)
 class WorkloadUsage:
     namespace: str
     pod: str
@@ -102,6 +134,15 @@ class WorkloadUsage:
     span: float = 0.0  # seconds from its first sample to its last, plus a step
     share: float = 1.0  # of the span with samples (0-1)
     dropped: Mapping[str, int] = field(default_factory=dict)  # samples dropped, by reason
+    kind: str | None = None  # the owner's kind: kube_pod_owner's, or Deployment where the name has a pod-template-hash
+    burst_activity: float = 0.0  # the BURST_PERCENTILE of its hourly activity peaks
+    duty_cycle: float = 1.0  # the share of its activity samples above IDLE_ACTIVITY
+    active_hours: tuple[int, ...] = ()  # the hours of the day (UTC) it was active in on at least half the days seen
+    first: float = 0.0  # its first sample (Unix seconds)
+    last: float = 0.0  # and its last
+    unlabelled: int = 0  # samples of its GPUs that had lost their pod labels, attributed to it (per GPU)
+    held: tuple[HeldGpu, ...] = ()  # each GPU it held and when
+    step: float = 0.0  # the query's step: a sample stands for the step after it
 
 
 @dataclass(frozen=True)
@@ -126,6 +167,9 @@ class Usage:
     not_evaluated: tuple[NotEvaluated, ...]
     idle: tuple[IdleGpu, ...] = ()
     busy_hosts: frozenset[str] = frozenset()  # the nodes where a pod held a GPU
+    # (node, GPU) -> the (namespace, pod) of every pod that held the GPU (or an instance of it), evaluated or not: a GPU
+    # or node a change can free is one only the change's pods held.
+    holders: Mapping[tuple[str, str], frozenset[tuple[str, str]]] = field(default_factory=dict)
 
 
 @dataclass
@@ -133,15 +177,30 @@ class _Held:
     vendor: Vendor
     model: GpuModel
     gpus: set[tuple[str, str]] = field(default_factory=set)
-    memory: list[float] = field(default_factory=list)
-    activity: list[float] = field(default_factory=list)
-    activity_peaks: list[float] = field(default_factory=list)
+    # Compact: a week of 1,000 GPUs is 4 million samples, 32 MiB as doubles, 128 MiB as Python floats in lists.
+    memory: array[float] = field(default_factory=lambda: array("d"))
+    activity: array[float] = field(default_factory=lambda: array("d"))
+    activity_peaks: array[float] = field(default_factory=lambda: array("d"))
     activity_metric: str = ""
     mig_profile: str | None = None
     first: float = math.inf
     last: float = -math.inf
     step: float = 0.0
     dropped: Counter[str] = field(default_factory=Counter)
+    hours: dict[int, float] = field(default_factory=dict)  # hour (Unix seconds // 3600) -> peak activity in it
+    # Each GPU (or MIG instance) it held: its first and last labelled sample there.
+    spans: dict[tuple[str, str, str], tuple[float, float]] = field(default_factory=dict)
+    unlabelled: int = 0
+
+
+@dataclass(frozen=True)
+class _Unlabelled:
+    """A series of a GPU without a workload's pod label (dcgm-exporter#342, #477 lose them), for attribution."""
+
+    series: Series
+    factor: float
+    reading: Literal["memory", "activity", "peaks"]
+    model: GpuModel
 
 
 def owner_of_pod(pod: str) -> str:
@@ -152,6 +211,13 @@ def owner_of_pod(pod: str) -> str:
         if matched:
             return matched["owner"]
     return pod
+
+
+def kind_of_pod(pod: str) -> str | None:
+    """The owner's kind as far as the pod's name says it: a Deployment where it carries a ReplicaSet's
+    pod-template-hash; None otherwise (``db-0`` is a StatefulSet's pod or a PyTorchJob's, ``job-abcde`` a Job's or a
+    RayCluster's: only kube_pod_owner tells)."""
+    return "Deployment" if _REPLICASET_POD.fullmatch(pod) else None
 
 
 def pod_owners(series: Sequence[Series]) -> dict[tuple[str, str], tuple[str, str]]:
@@ -217,6 +283,7 @@ def _read_exporter(
     held: dict[tuple[str, str], _Held],
     unheld: dict[tuple[str, str], GpuModel],
     owners: Mapping[tuple[str, str], tuple[str, str]],
+    unlabelled: dict[tuple[str, str, str], list[_Unlabelled]],
 ) -> None:
     memory = series_by_metric.get(exporter.memory_used) or []
     activity_name, scale = next(((name, factor) for name, factor in exporter.activity if series_by_metric.get(name)), (None, 1.0))
@@ -252,8 +319,14 @@ def _read_exporter(
                     )
                 models[product] = model
             namespace, pod = labels.get(prefix + "namespace"), labels.get(prefix + "pod")
+            where = (host, gpu, _first(labels, exporter.instance_labels) or "")
+            reading: Literal["memory", "activity", "peaks"] = (
+                "memory" if metric == memory_name else "activity" if metric == activity_name else "peaks"
+            )
             if not (namespace and pod) or _is_agent(namespace, pod, owners):
                 unheld.setdefault((host, gpu), model)
+                if one.values:
+                    unlabelled.setdefault(where, []).append(_Unlabelled(one, factor, reading, model))
                 continue
             entry = held.get((namespace, pod))
             if entry is None:
@@ -261,6 +334,8 @@ def _read_exporter(
             entry.gpus.add((host, gpu))
             if one.values:
                 entry.first, entry.last = min(entry.first, one.start), max(entry.last, one.end)
+                first, last = entry.spans.get(where, (one.start, one.end))
+                entry.spans[where] = (min(first, one.start), max(last, one.end))
             if one.step and (not entry.step or one.step < entry.step):
                 entry.step = one.step
             if metric == memory_name:
@@ -271,11 +346,59 @@ def _read_exporter(
                 if metric == activity_name:
                     entry.activity.extend(kept)
                     entry.activity_metric = metric
+                    _hourly_peaks(one, factor, entry.hours)
                 else:
                     entry.activity_peaks.extend(kept)
             profile = _first(labels, exporter.mig_labels)
             if profile:
                 entry.mig_profile = profile
+
+
+def _hourly_peaks(one: Series, factor: float, hours: dict[int, float]) -> None:
+    """Each hour's peak activity (a share of time) of the series into ``hours`` (the peak over the pod's GPUs); values
+    no GPU can report left out. One slice of a run of samples an hour (a day's summary: one sample, its own hour)."""
+    if not one.step or not one.values:
+        return
+    offset = 0
+    for first, count in one.runs or ((one.start, len(one.values)),):
+        run = one.values[offset : offset + count]
+        offset += count
+        # The run's hour boundaries: the first hour's samples, then one hour's (or one sample's) each.
+        lead = min(count, max(1, math.ceil(((first // _HOUR + 1) * _HOUR - first) / one.step)))
+        per = max(1, round(_HOUR / one.step))
+        bounds = [0, *range(lead, count, per), count]
+        if min(run) >= 0 and max(run) * factor <= 1.0:
+            peaks = [max(run[start:end]) * factor for start, end in pairwise(bounds)]
+        else:
+            peaks = [
+                max((value * factor for value in run[start:end] if 0 <= value * factor <= 1.0), default=-1.0)
+                for start, end in pairwise(bounds)
+            ]
+        for start, peak in zip(bounds, peaks, strict=False):
+            hour = int((first + start * one.step) // _HOUR)
+            if peak > hours.get(hour, -1.0):
+                hours[hour] = peak
+
+
+def _active_hours(hours: Mapping[int, float]) -> tuple[int, ...]:
+    """The hours of the day (UTC) whose peak was above IDLE_ACTIVITY on at least half the days they were seen."""
+    seen, active = [0] * 24, [0] * 24
+    for hour, peak in hours.items():
+        seen[hour % 24] += 1
+        if peak > IDLE_ACTIVITY:
+            active[hour % 24] += 1
+    return tuple(hour for hour in range(24) if active[hour] and 2 * active[hour] >= seen[hour])
+
+
+def active_hours_text(hours: Sequence[int]) -> str:
+    """``(9, 10, 11, 14)`` -> ``09-12, 14-15 UTC``: the active hours as ranges of the day."""
+    ranges: list[list[int]] = []
+    for hour in hours:
+        if ranges and ranges[-1][1] == hour:
+            ranges[-1][1] = hour + 1
+        else:
+            ranges.append([hour, hour + 1])
+    return ", ".join(f"{start:02d}-{end:02d}" for start, end in ranges) + " UTC" if ranges else "no hour of the day"
 
 
 def read_usage(
@@ -288,7 +411,7 @@ def read_usage(
     series without the labels it needs, a GPU model the catalog does not know, an empty window, no series of a
     workload's pod). ``exporters``: the raw series (``EXPORTERS``), or their recorded daily summaries
     (``ExporterMetrics.summarised``, read with ``SUMMARY_HISTORY``)."""
-    all_series = [one for name, series in series_by_metric.items() if name != POD_OWNER_METRIC for one in series]
+    all_series = [one for name, series in series_by_metric.items() if name not in LABELS_ONLY for one in series]
     sampled = [one for one in all_series if one.values]
     if not sampled:
         names = ", ".join(sorted(series_by_metric)) or "none"
@@ -298,8 +421,9 @@ def read_usage(
     owners = pod_owners(series_by_metric.get(POD_OWNER_METRIC) or [])
     held: dict[tuple[str, str], _Held] = {}
     unheld: dict[tuple[str, str], GpuModel] = {}
+    unlabelled: dict[tuple[str, str, str], list[_Unlabelled]] = {}
     for exporter in exporters:
-        _read_exporter(exporter, series_by_metric, catalog, held, unheld, owners)
+        _read_exporter(exporter, series_by_metric, catalog, held, unheld, owners, unlabelled)
     if not held:
         raise AdviceInputError(
             "no series carries a workload's pod label (namespace and pod, or exported_namespace and exported_pod): "
@@ -307,7 +431,7 @@ def read_usage(
             "pod held a GPU; the pod labels there name the exporter itself, not a workload"
         )
     workloads: list[WorkloadUsage] = []
-    not_evaluated: list[NotEvaluated] = []
+    not_evaluated: list[NotEvaluated] = _attribute(unlabelled, held)
     held_gpus = {gpu for entry in held.values() for gpu in entry.gpus}
     idle = tuple(IdleGpu(host, gpu, model) for (host, gpu), model in sorted(unheld.items()) if (host, gpu) not in held_gpus)
     for (namespace, pod), entry in sorted(held.items()):
@@ -321,6 +445,7 @@ def read_usage(
             continue
         memory, activity = sorted(entry.memory), sorted(entry.activity)
         kind, owner = owners.get((namespace, pod), (None, owner_of_pod(pod)))
+        peaks = sorted([*entry.hours.values(), *entry.activity_peaks]) or activity
         workloads.append(
             WorkloadUsage(
                 namespace=namespace,
@@ -341,6 +466,15 @@ def read_usage(
                 span=span,
                 share=share,
                 dropped=dict(sorted(entry.dropped.items())),
+                kind=kind or kind_of_pod(pod),
+                burst_activity=percentile(peaks, BURST_PERCENTILE),
+                duty_cycle=(len(activity) - bisect.bisect_right(activity, IDLE_ACTIVITY)) / len(activity) if activity else 0.0,
+                active_hours=_active_hours(entry.hours),
+                first=entry.first,
+                last=entry.last,
+                unlabelled=entry.unlabelled // max(1, len(entry.gpus)),
+                held=tuple(HeldGpu(*where[:2], first, last, where[2]) for where, (first, last) in sorted(entry.spans.items())),
+                step=step,
             )
         )
     return Usage(
@@ -349,7 +483,76 @@ def read_usage(
         not_evaluated=tuple(not_evaluated),
         idle=idle,
         busy_hosts=frozenset(host for host, _ in held_gpus),
+        holders=_holders(held),
     )
+
+
+def _attribute(
+    unlabelled: Mapping[tuple[str, str, str], Sequence[_Unlabelled]], held: Mapping[tuple[str, str], _Held]
+) -> list[NotEvaluated]:
+    """Attribute the samples of a GPU that lost their pod labels to the pod that held the GPU then: the one pod whose
+    labelled samples of that GPU (that MIG instance) come before and after them (a pod holds the GPUs it was given
+    from its start to its end). Busy samples of a GPU no pod held then, as far as the labels show, are refused and
+    counted (listed as not evaluated); idle ones are the GPU idle between pods."""
+    holders: dict[tuple[str, str, str], list[tuple[float, float, _Held]]] = {}
+    for entry in held.values():
+        for where, (first, last) in entry.spans.items():
+            holders.setdefault(where, []).append((first, last, entry))
+    refused: list[NotEvaluated] = []
+    for where, found in sorted(unlabelled.items()):
+        spans = holders.get(where, [])
+        if not spans:
+            continue  # a GPU no pod held: idle capacity
+        busy = 0
+        for one in found:
+            taken: dict[int, tuple[_Held, list[float], list[float]]] = {}
+            for time, value in zip(one.series.times(), one.series.values, strict=False):
+                owners = [entry for first, last, entry in spans if first <= time <= last]
+                if len(owners) == 1:
+                    _, times, values = taken.setdefault(id(owners[0]), (owners[0], [], []))
+                    times.append(time)
+                    values.append(value)
+                elif one.reading == "activity" and IDLE_ACTIVITY < value * one.factor <= 1.0:
+                    busy += 1
+            for entry, times, values in taken.values():
+                _add(entry, one, times, values)
+        if busy:
+            host, gpu, instance = where
+            refused.append(
+                NotEvaluated(
+                    f"{host} {gpu}" + (f" instance {instance}" if instance else ""),
+                    f"{busy} busy sample(s) without a pod label while no pod held it as far as the labels show "
+                    "(the exporter lost them: dcgm-exporter#342, #477): not attributed to any workload",
+                )
+            )
+    return refused
+
+
+def _add(entry: _Held, one: _Unlabelled, times: Sequence[float], values: Sequence[float]) -> None:
+    """Samples of ``entry``'s GPU that had lost their labels, read as its own."""
+    if one.reading == "memory":
+        limit = one.model.memory_gib * _MIB_PER_GIB
+        entry.memory.extend(_kept(values, 1.0, limit, MEMORY_ABOVE_TOTAL, MEMORY_NEGATIVE, entry.dropped))
+        return
+    kept = _kept(values, one.factor, 1.0, ACTIVITY_OUT_OF_RANGE, ACTIVITY_OUT_OF_RANGE, entry.dropped)
+    if one.reading == "peaks":
+        entry.activity_peaks.extend(kept)
+        return
+    entry.activity.extend(kept)
+    entry.unlabelled += len(values)
+    for time, value in zip(times, values, strict=True):
+        share = value * one.factor
+        hour = int(time // _HOUR)
+        if 0 <= share <= 1.0 and share > entry.hours.get(hour, -1.0):
+            entry.hours[hour] = share
+
+
+def _holders(held: Mapping[tuple[str, str], _Held]) -> dict[tuple[str, str], frozenset[tuple[str, str]]]:
+    found: dict[tuple[str, str], set[tuple[str, str]]] = {}
+    for pod, entry in held.items():
+        for gpu in entry.gpus:
+            found.setdefault(gpu, set()).add(pod)
+    return {gpu: frozenset(pods) for gpu, pods in found.items()}
 
 
 def hours_text(seconds: float) -> str:

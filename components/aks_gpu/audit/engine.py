@@ -2,7 +2,7 @@
 Pure: no I/O, no clock (the snapshot's ``collectedAt`` is "now").
 
 Each practice of ``registry`` is judged from the files it reads, by its own module (``placement``, ``node_images``,
-``isolation``, ``utilisation``, ``health``), into one ``judging.Run``; the results are ``report``'s. A file the
+``isolation``, ``utilisation``, ``health``, ``disruption``), into one ``judging.Run``; the results are ``report``'s. A file the
 snapshot lacks (``resourcequotas.json``, ``networkpolicies.json``, ``namespaces.json``, ``meta.json``, a node's
 ``smi/<node>.txt``) makes what depends on it "not checked" in the report, with the reason and how many objects it
 concerns, never "passed".
@@ -15,9 +15,11 @@ from __future__ import annotations
 
 from collections import defaultdict
 
+from aks_gpu.audit.disruption import judge_disruption
 from aks_gpu.audit.health import judge_faulty_schedulable, judge_health
 from aks_gpu.audit.isolation import judge_isolation
 from aks_gpu.audit.judging import Commands, Run
+from aks_gpu.audit.nap import judge_nap
 from aks_gpu.audit.node_images import judge_node_images
 from aks_gpu.audit.placement import judge_placement, judge_validation
 from aks_gpu.audit.prices import INSTANCE_TYPE_LABELS, REGION_LABELS, first_label
@@ -37,6 +39,7 @@ from aks_gpu.cluster.inventory import (
 from aks_gpu.cluster.snapshot import (
     NAMESPACES_FILE,
     NETWORK_POLICIES_FILE,
+    NODEPOOLS_FILE,
     NODES_FILE,
     PODS_FILE,
     RESOURCE_QUOTAS_FILE,
@@ -73,6 +76,7 @@ def run_audit(snapshot: ClusterSnapshot, stack: StackExpectations | None = None,
                 (NAMESPACES_FILE, "Namespace", snapshot.namespaces),
                 (RESOURCE_QUOTAS_FILE, "ResourceQuota", snapshot.resourcequotas),
                 (NETWORK_POLICIES_FILE, "NetworkPolicy", snapshot.networkpolicies),
+                (NODEPOOLS_FILE, "NodePool", snapshot.nodepools),
             )
         )
     extra = stack.resources if stack else frozenset()
@@ -91,6 +95,7 @@ def run_audit(snapshot: ClusterSnapshot, stack: StackExpectations | None = None,
 
     run = Run()
     commands = Commands(stack)
+    judge_nap(run, snapshot.nodepools)
     judge_placement(run, nodes, on_node, stack, commands)
     judge_validation(run, nodes, stack)
     judge_node_images(run, nodes, collected, commands, snapshot)
@@ -109,6 +114,7 @@ def run_audit(snapshot: ClusterSnapshot, stack: StackExpectations | None = None,
     )
     faulty, judged, drivers = judge_health(run, nodes, snapshot, stack)
     judge_faulty_schedulable(run, nodes, faulty, judged, stack)
+    judge_disruption(run, nodes)
     if not nodes:
         _nothing_to_judge(run, len(snapshot.nodes))
 

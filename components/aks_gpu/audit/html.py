@@ -26,6 +26,7 @@ from aks_gpu.audit.registry import (
     CHECKS,
     NPD_URL,
     PRACTICES,
+    UPGRADE_URL,
     Practice,
     checks_of,
     sentence,
@@ -240,8 +241,11 @@ def _verdicts(report: AuditReport) -> str:
     )
 
 
+_SOURCE_NAMES = {ARTICLE_URL: "Microsoft's article", NPD_URL: "AKS Node Problem Detector", UPGRADE_URL: "AKS upgrade options"}
+
+
 def _source_name(url: str) -> str:
-    return "Microsoft's article" if url == ARTICLE_URL else "AKS Node Problem Detector" if url == NPD_URL else url
+    return _SOURCE_NAMES.get(url, url)
 
 
 # The top actions listed first: the checks with findings, failing ones first, then by how many findings each has.
@@ -299,6 +303,11 @@ def _listed(names: Sequence[str], what: str) -> str:
 
 def _money(amount: float, currency: str) -> str:
     return f"{currency} {amount:,.0f}"
+
+
+def _saving(amount: float, currency: str) -> str:
+    """What a pool change does to the bill: a saving, or (a new pool needing more nodes than it frees) a cost."""
+    return f"costs {_money(-amount, currency)} more a month" if amount < 0 else f"saves {_money(amount, currency)} a month"
 
 
 @dataclass(frozen=True)
@@ -569,7 +578,7 @@ def advice_section(document: Mapping[str, Any]) -> str:
         rows.append(f'<tr class="advice" data-recommend="{_e(row["recommend"])}">{_cells(_ADVICE_COLUMNS, cells)}</tr>')
     changes = "".join(
         f"<li>{_e(change['change'])}"
-        + (f" (saves {_e(_money(change['monthlySaving'], currency))} a month)" if change["monthlySaving"] is not None else "")
+        + (f" ({_e(_saving(change['monthlySaving'], currency))})" if change["monthlySaving"] is not None else "")
         + "</li>"
         for change in document.get("poolChanges", [])
     )

@@ -17,6 +17,7 @@ from aks_gpu.cluster.snapshot import (
     META_FILE,
     NETWORK_POLICIES_FILE,
     NODEPOOL_UPGRADES_FILE,
+    NODEPOOLS_FILE,
     NODES_FILE,
     PODS_FILE,
     RESOURCE_QUOTAS_FILE,
@@ -34,11 +35,13 @@ RESOURCE_QUOTAS = RESOURCE_QUOTAS_FILE
 NETWORK_POLICIES = NETWORK_POLICIES_FILE
 META = META_FILE
 NODEPOOL_UPGRADES = NODEPOOL_UPGRADES_FILE
+NODEPOOLS = NODEPOOLS_FILE
 SMI = f"{SMI_DIR}/"
 
 
 ARTICLE_URL = "https://learn.microsoft.com/azure/aks/best-practices-gpu"
 NPD_URL = "https://learn.microsoft.com/azure/aks/node-problem-detector"
+UPGRADE_URL = "https://learn.microsoft.com/azure/aks/upgrade-options"
 
 
 @dataclass(frozen=True)
@@ -67,6 +70,12 @@ class AuditCheck:
 
 
 PRACTICES: tuple[Practice, ...] = (
+    Practice(
+        "automatic",
+        "Choose AKS Automatic or AKS Standard for GPU workloads",
+        "AKS Automatic is the recommended default; its node auto-provisioning brings GPU nodes from Karpenter NodePools, "
+        "and its defaults don't replace placement controls, validation and isolation",
+    ),
     Practice(
         "placement",
         "Enforce GPU workload placement",
@@ -98,6 +107,13 @@ PRACTICES: tuple[Practice, ...] = (
         "hardware and fabric faults (ECC, Xid, lost GPUs, NVLink) stop jobs: the Node Problem Detector and SMI output show them",
         NPD_URL,
     ),
+    Practice(
+        "disruption",
+        "Planned disruption",
+        "GPU VMs are never live-migrated: a scheduled event or an upgrade stops their jobs, so see it coming and let "
+        "the jobs checkpoint",
+        UPGRADE_URL,
+    ),
 )
 PRACTICE_BY_ID = {practice.id: practice for practice in PRACTICES}
 
@@ -122,7 +138,36 @@ def health_remedy(node: str, severity: Severity) -> str:
     fix = CRITICAL_GPU_FAULT_FIX if severity == "fail" else GPU_WARNING_FIX
     return sentence(fix.replace("<node>", node))
 
+
 CHECKS: tuple[AuditCheck, ...] = (
+    AuditCheck(
+        "nap-gpu-nodepool-untainted",
+        "fail",
+        "automatic",
+        "every GPU NodePool of node auto-provisioning (karpenter.sh/v1, requirements on karpenter.azure.com/sku-gpu-*, the "
+        "N family or GPU sizes) gives its nodes a NoSchedule <vendor>.com/gpu taint",
+        "add the taint to the NodePool's spec.template.spec.taints (Karpenter puts it on every node it creates) and give "
+        "GPU pods the matching toleration",
+        (NODEPOOLS,),
+    ),
+    AuditCheck(
+        "nap-gpu-nodepool-unbounded",
+        "warn",
+        "automatic",
+        "every GPU NodePool has spec.limits on nodes or GPUs",
+        "set spec.limits (nodes, nvidia.com/gpu) to what the budget and quota allow",
+        (NODEPOOLS,),
+    ),
+    AuditCheck(
+        "nap-gpu-nodepool-disrupts-jobs",
+        "warn",
+        "automatic",
+        "every GPU NodePool keeps Karpenter off nodes that run jobs: consolidationPolicy WhenEmpty (or a budget of 0 "
+        "nodes for Underutilized) and expireAfter Never (Karpenter's default 720h replaces nodes regardless of budgets)",
+        "set consolidationPolicy WhenEmpty, a budget {nodes: '0', reasons: [Underutilized, Drifted]} and expireAfter "
+        "Never on training NodePools",
+        (NODEPOOLS,),
+    ),
     AuditCheck(
         "gpu-node-untainted",
         "fail",
@@ -248,6 +293,29 @@ CHECKS: tuple[AuditCheck, ...] = (
         _HEALTH_FIX,
         (SMI,),
         ids=HEALTH_FINDING_IDS,
+    ),
+    AuditCheck(
+        "node-vm-event-scheduled",
+        "warn",
+        "disruption",
+        "no GPU node has an Azure scheduled event pending (the Node Problem Detector condition VMEventScheduled True: "
+        "a Freeze, Reboot, Redeploy, Preempt or Terminate); GPU sizes are not live-migrated, so the event stops the "
+        "jobs on the node",
+        "checkpoint the jobs on the node now and drain it before the event (`kubectl drain <node> --ignore-daemonsets "
+        "--delete-emptydir-data`), so they restart elsewhere from their checkpoint; a job that reads Azure Scheduled "
+        "Events itself (IMDS) gets the notice too",
+        (NODES,),
+    ),
+    AuditCheck(
+        "node-upgrade-blocked",
+        "warn",
+        "disruption",
+        "no GPU node is held back by an upgrade that could not drain it: cordoned on its old node image with the label "
+        "kubernetes.azure.com/upgrade-status=Quarantined (undrainableNodeBehavior Cordon)",
+        "let the job that holds the node finish or checkpoint, or fix the PodDisruptionBudget that blocks the eviction; "
+        "then remove the label (`kubectl label node <node> kubernetes.azure.com/upgrade-status-`) and run the "
+        "upgrade again, as AKS's upgrade options say (Resolve undrainable nodes)",
+        (NODES,),
     ),
 )
 

@@ -172,6 +172,10 @@ class GpuCluster(GpuComponent[ClusterInputs]):
     """The deploying identity's "Azure Kubernetes Service RBAC Cluster Admin" assignment, when it is made."""
     resource_group: resources.ResourceGroup | None
     """The cluster's resource group, when the stack creates it (not cluster.existing nor existingResourceGroup)."""
+    oidc_issuer_url: pulumi.Output[str | None]
+    """The cluster's OIDC issuer URL: the issuer of the federated credentials its workload identities use."""
+    node_resource_group: pulumi.Output[str | None]
+    """The resource group AKS keeps the cluster's scale sets in (MC_...)."""
 
     def __init__(self, name: str, args: GpuClusterArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__(name, args, opts)
@@ -205,6 +209,8 @@ class GpuCluster(GpuComponent[ClusterInputs]):
             )
             self.cluster_id = found.id.apply(lambda found_id: answered(found_id, GET_CLUSTER_CALL, "id", "names the cluster"))
             self.cluster_name = plain_output(spec.name)
+            issuer_profile: pulumi.Output[Any] = found.oidc_issuer_profile
+            self.node_resource_group = found.node_resource_group
         else:
             cluster = containerservice.ManagedCluster(
                 f"{name}-aks",
@@ -221,6 +227,8 @@ class GpuCluster(GpuComponent[ClusterInputs]):
                 ),
             )
             self.cluster_id = cluster.id
+            issuer_profile = cluster.oidc_issuer_profile
+            self.node_resource_group = cluster.node_resource_group
             # Azure names the cluster its resourceName; a unit test's new_resource that echoes the inputs returns none.
             self.cluster_name = cluster.name.apply(
                 lambda cluster_name: answered(
@@ -242,6 +250,9 @@ class GpuCluster(GpuComponent[ClusterInputs]):
                     maintenance_window=cast(Any, maintenance_window_args(window)),
                     opts=self.child(),
                 )
+        # The issuer of the federated credentials (remediation.repair); None where the cluster has none (ARM answers it
+        # only with oidcIssuerProfile enabled, which cluster.workloadIdentity turns on; the config rules require that).
+        self.oidc_issuer_url = issuer_profile.apply(lambda profile: profile.issuer_url if profile is not None else None)
         self.resource_group_name = plain_output(spec.resource_group)
         self.deployer_access = None
         if not spec.existing and spec.deployer_access.enabled:
@@ -328,7 +339,8 @@ class GpuCluster(GpuComponent[ClusterInputs]):
             "location": spec.location or location,
             "dns_prefix": spec.dns_prefix or spec.name,
             "kubernetes_version": spec.kubernetes_version,
-            "sku": {"name": "Base", "tier": spec.sku_tier},
+            # ManagedClusterSKUName: Base (AKS Standard) or Automatic.
+            "sku": {"name": "Automatic" if spec.sku == "Automatic" else "Base", "tier": spec.sku_tier},
             # AKSLongTermSupport with the Premium tier keeps a minor patched a year past its end of life
             # (https://learn.microsoft.com/azure/aks/long-term-support#enable-long-term-support).
             "support_plan": spec.support_plan,
@@ -347,23 +359,32 @@ class GpuCluster(GpuComponent[ClusterInputs]):
                 "node_os_upgrade_channel": spec.node_os_upgrade_channel,
             },
             "network_profile": network,
-            "agent_pool_profiles": [
-                {
-                    "name": system.name,
-                    "mode": "System",
-                    "vm_size": system.vm_size,
-                    "os_type": "Linux",
-                    "os_sku": system.os_sku,
-                    "enable_auto_scaling": True,
-                    "count": system.min_count,
-                    "min_count": system.min_count,
-                    "max_count": system.max_count,
-                    "availability_zones": list(system.zones) or None,
-                    "node_taints": [SYSTEM_POOL_TAINT],
-                }
-            ],
             "tags": {"managed-by": PACKAGE_NAME, **spec.tags},
         }
+        if spec.sku != "Automatic":
+            # Automatic's system nodes are AKS-managed: its documented template sends no agentPoolProfiles
+            # (data/arm_refusals.yaml automatic-managed-system-pool).
+            system_pool: dict[str, Any] = {
+                "name": system.name,
+                "mode": "System",
+                "vm_size": system.vm_size,
+                "os_type": "Linux",
+                "os_sku": system.os_sku,
+                "enable_auto_scaling": True,
+                "count": system.min_count,
+                "min_count": system.min_count,
+                "max_count": system.max_count,
+                "availability_zones": list(system.zones) or None,
+                "node_taints": [SYSTEM_POOL_TAINT],
+            }
+            if spec.node_auto_provisioning:
+                # Beside NAP the API takes fixed-size pools only ("autoscaling Node Pools cannot be",
+                # data/arm_refusals.yaml nap-no-autoscaled-agent-pools): minCount system nodes.
+                system_pool |= {"enable_auto_scaling": False, "min_count": None, "max_count": None}
+            inputs["agent_pool_profiles"] = [system_pool]
+        if spec.node_auto_provisioning:
+            # nodeProvisioningProfile.mode Auto (API 2025-09-01): NAP's Karpenter, which reads the NAP pools' NodePools.
+            inputs["node_provisioning_profile"] = {"mode": "Auto"}
         if spec.kaito:
             inputs["ai_toolchain_operator_profile"] = {"enabled": True}
         if azure_monitor_metrics:

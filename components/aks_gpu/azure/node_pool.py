@@ -49,6 +49,9 @@ def agent_pool_inputs(pool: ResolvedPool) -> dict[str, Any]:
         "node_labels": dict(pool.node_labels),
         "gpu_profile": {"driver": pool.gpu_driver},
     }
+    if spec.managed_gpu:
+        # Only reached where the installed SDK carries gpuProfile.nvidia (config rule managed-gpu-api-unreachable).
+        inputs["gpu_profile"]["nvidia"] = {"management_mode": "Managed"}
     if not spec.spot:
         # Spot pools get no upgradeSettings at all: ARM refuses maxSurge and maxUnavailable there ("Spot pools can't
         # set max surge"), and AKS upgrades them with neither surge nodes nor a drain
@@ -60,6 +63,8 @@ def agent_pool_inputs(pool: ResolvedPool) -> dict[str, Any]:
             "drain_timeout_in_minutes": upgrade.drain_timeout_in_minutes,
             "node_soak_duration_in_minutes": upgrade.node_soak_duration_in_minutes,
         }
+        if spec.undrainable_node_behavior is not None:
+            inputs["upgrade_settings"]["undrainable_node_behavior"] = spec.undrainable_node_behavior
     if spec.autoscaling:
         inputs |= {"enable_auto_scaling": True, "min_count": spec.min_count, "max_count": spec.max_count, "count": spec.min_count}
     else:

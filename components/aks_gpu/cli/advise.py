@@ -14,16 +14,19 @@ from aks_gpu.cli.common import EXIT_FAILED, EXIT_OK, EXIT_USAGE, err, load_stack
 
 _DESCRIPTION = """\
 From the GPU exporters' history (DCGM exporter, ROCm device metrics exporter), what each workload (pod, grouped by its
-owner) should run on: `mig` (the smallest MIG instance of its GPU model that holds its peak memory and p95 activity
-with 20% headroom), `time-slicing` (several such workloads on one GPU), `release` (idle through the window) or `keep`;
-the pool change that carries it, and the monthly saving at the price table's list prices (name the stack, or keep
-AKS's node names, for the VM size and region).
+owner) should run on: `mig` (the smallest MIG instance of its GPU model that holds its peak memory and p95 activity,
+a service's bursts, with 20% headroom; a workload on a MIG instance resized both ways), `time-slicing` (several such
+workloads on one GPU; never a service), `release` (idle through the window) or `keep` (a distributed job stays whole);
+the pool change that carries it, and what it saves a month: the nodes it frees at the VM's list price (or your own
+rates, --prices FILE in the format of components/aks_gpu/data/gpu_prices.yaml); the VM size and region from the stack
+(--stack) or from kube_node_labels.
 
   aksgpu advise --metrics metrics/ --stack prod          a folder of query_range responses, <metric>.json each
   aksgpu advise --prometheus https://prom.example --json the same queries, live (read-only)
 
 --metrics DIR reads DCGM_FI_DEV_FB_USED.json and DCGM_FI_PROF_GR_ENGINE_ACTIVE.json (or DCGM_FI_PROF_SM_ACTIVE,
-DCGM_FI_DEV_GPU_UTIL), gpu_used_vram.json and gpu_gfx_activity.json for AMD, and kube_pod_owner.json where present:
+DCGM_FI_DEV_GPU_UTIL), gpu_used_vram.json and gpu_gfx_activity.json for AMD, and kube_pod_owner.json and
+kube_node_labels.json where present:
   curl -G https://prom.example/api/v1/query_range --data-urlencode 'query=max_over_time(DCGM_FI_DEV_FB_USED[5m])' \\
     --data-urlencode start=$(date -d -7days +%s) --data-urlencode end=$(date +%s) -d step=300 > metrics/DCGM_FI_DEV_FB_USED.json
 (memory as each step's 5-minute peak, not the one sample on the step; the activity metrics as they are)
@@ -49,6 +52,12 @@ def register(subparsers: Any) -> None:
         "--prometheus", metavar="URL", help="query this Prometheus (or Azure Monitor workspace query endpoint) live"
     )
     parser.add_argument("--stack", metavar="NAME", help="price by this stack's pools (VM size, region) and name them")
+    parser.add_argument(
+        "--prices",
+        type=Path,
+        metavar="FILE",
+        help="your own hourly rates (reservations, discounts), in the format of the shipped price table",
+    )
     parser.add_argument("--config-file", type=Path, metavar="FILE", help="with --stack: read this stack file instead")
     parser.add_argument("--project-dir", type=Path, metavar="DIR", help="with --stack: the folder with Pulumi.yaml")
     parser.add_argument("--since", default="7d", metavar="DURATION", help="with --prometheus: the window, up to now (default 7d)")
@@ -61,35 +70,41 @@ def register(subparsers: Any) -> None:
     parser.set_defaults(handler=run)
 
 
+# A team's price file is a few hundred lines; a bound far above that.
+_MAX_PRICES_BYTES = 4 << 20
+
+
 class AdviceUsageError(Exception):
     """Input or usage the advice cannot go on with; the message is safe to print."""
 
 
 def advice_from(args: argparse.Namespace) -> tuple[Any, str]:
     """The advice (``Advice``) and its currency, from --metrics or --prometheus; ``AdviceUsageError`` saying why not."""
-    from aks_gpu.advise.recommend import NodeFacts, Pricing, advise
+    from aks_gpu.advise.metrics import NODE_LABELS_METRIC
+    from aks_gpu.advise.recommend import SERVING_TYPE, NodeFacts, Pricing, advise, node_labels
     from aks_gpu.advise.series import AdviceInputError
     from aks_gpu.advise.usage import SUMMARY_HISTORY, read_usage
-    from aks_gpu.audit.prices import load_prices
     from aks_gpu.catalog import load_catalog
 
     catalog = load_catalog()
+    prices = _prices(getattr(args, "prices", None))
     try:
         if getattr(args, "prometheus", None):
-            series, summarised = _live(args)
+            series, daily = _live(args)
         else:
             from aks_gpu.advise.sources import read_metrics_dir
 
-            series, summarised = read_metrics_dir(args.metrics), False
-        if summarised:
-            from aks_gpu.advise.sources import SUMMARISED
+            series, daily = read_metrics_dir(args.metrics), False
+        if daily:
+            from aks_gpu.advise.sources import summarised
 
-            usage = read_usage(series, catalog, SUMMARISED, SUMMARY_HISTORY)
+            usage = read_usage(series, catalog, summarised(), SUMMARY_HISTORY)
         else:
             usage = read_usage(series, catalog)
     except AdviceInputError as error:
         raise AdviceUsageError(str(error)) from None
     pools: dict[str, NodeFacts] = {}
+    serving: frozenset[str] = frozenset()
     if getattr(args, "stack", None):
         from aks_gpu.config.models import StackConfig
 
@@ -102,8 +117,37 @@ def advice_from(args: argparse.Namespace) -> tuple[Any, str]:
             )
             for pool in model.pools
         }
-    prices = load_prices()
-    return advise(usage, Pricing(prices=prices, catalog=catalog, pools=pools)), prices.currency
+        serving = frozenset(workload.name for workload in config.workloads if workload.type == SERVING_TYPE)
+    nodes = node_labels(series.get(NODE_LABELS_METRIC) or [])
+    pricing = Pricing(prices=prices, catalog=catalog, nodes=nodes, pools=pools, stack=getattr(args, "stack", None))
+    return advise(usage, pricing, serving), prices.currency
+
+
+def _prices(path: Path | None) -> Any:
+    """The shipped price table, or the team's own (``--prices FILE``, the same format); ``AdviceUsageError`` where the
+    file cannot be read or is not in that format."""
+    from aks_gpu.audit.prices import PriceFileError, load_prices, parse_prices
+
+    if path is None:
+        return load_prices()
+    import yaml
+
+    from aks_gpu.config import safe_yaml
+    from aks_gpu.input_files import InputFileError, read_bounded
+
+    try:
+        text = read_bounded(path, _MAX_PRICES_BYTES).decode("utf-8")
+        return parse_prices(safe_yaml.load(text), f"--prices {path}")
+    except InputFileError as error:
+        raise AdviceUsageError(f"--prices {path}: {error}") from None
+    except UnicodeDecodeError:
+        raise AdviceUsageError(f"--prices {path}: not UTF-8 text") from None
+    except yaml.YAMLError as error:
+        raise AdviceUsageError(f"--prices {path}: {safe_yaml.describe_yaml_error(error)}") from None
+    except PriceFileError as error:
+        raise AdviceUsageError(str(error)) from None
+    except ValueError as error:  # what the safe YAML reader refuses (an alias loop, a tag, nesting too deep)
+        raise AdviceUsageError(f"--prices {path}: {error}") from None
 
 
 def _live(args: argparse.Namespace) -> tuple[Any, bool]:
@@ -209,7 +253,13 @@ def print_advice(document: dict[str, Any]) -> None:
     if document["poolChanges"]:
         out.print("[bold]pool changes[/]")
         for change in document["poolChanges"]:
-            out.print(f"  {safe(change['change'])} (saves {_money(change['monthlySaving'], currency)} a month)")
+            saving = change["monthlySaving"]
+            bill = (
+                f"costs {_money(-saving, currency)} more"
+                if saving is not None and saving < 0
+                else f"saves {_money(saving, currency)}"
+            )
+            out.print(f"  {safe(change['change'])} ({bill} a month)")
     if document["idleCapacity"]:
         out.print("[bold]idle capacity[/]")
         for idle in document["idleCapacity"]:

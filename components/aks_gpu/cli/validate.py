@@ -30,6 +30,7 @@ from aks_gpu.cli.common import (
     report_warnings,
     safe,
 )
+from aks_gpu.cli.diagnose import run_deep
 from aks_gpu.cluster.snapshot import ClusterSnapshot, SnapshotError, read_snapshot, write_snapshot
 from aks_gpu.config.problems import ConfigError
 from aks_gpu.naming import POOL_LABEL
@@ -93,6 +94,7 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--snapshot", type=Path, metavar="DIR", help="check this saved snapshot instead of a live cluster")
     parser.add_argument("--json", action="store_true", help='print {"passed": ..., "checks": [...]} on stdout, nothing else')
     parser.add_argument("--verbose", "-v", action="store_true", help="list every result's message, passes included")
+    _add_deep_arguments(parser)
     tables.add_wide_argument(parser)
     # Hidden: `validate --out DIR` gets told it is collect's, rather than "unrecognized arguments".
     parser.add_argument("--out", type=Path, help=argparse.SUPPRESS)
@@ -119,6 +121,24 @@ def register(subparsers: Any) -> None:
         if action.dest != "help":
             action.default = argparse.SUPPRESS
     collect.set_defaults(handler=run, action="collect")
+
+
+def _add_deep_arguments(parser: argparse.ArgumentParser) -> None:
+    deep = parser.add_argument_group("vendor diagnostics (docs/validation.md, Active diagnostics)")
+    deep.add_argument(
+        "--deep",
+        action="store_true",
+        help="run the vendors' diagnostics on every GPU node instead: dcgmi diag, a CUDA context on every GPU, NCCL "
+        "all_reduce_perf (a pod per node holding all its GPUs); with --snapshot, grade diag/<node>/<tool>.txt",
+    )
+    deep.add_argument("--level", type=int, choices=(1, 2, 3), help="the dcgmi diag level (default 1; 2 or 3 on the schedule)")
+    deep.add_argument("--node", action="append", metavar="NAME", help="diagnose this GPU node only (repeatable)")
+    deep.add_argument(
+        "--quarantine",
+        action="store_true",
+        help="act as the diagnostic schedule does: taint and cordon a failing node, return a node it quarantined "
+        "once it passes (live only)",
+    )
 
 
 def _add_live_arguments(parser: argparse.ArgumentParser) -> None:
@@ -150,6 +170,8 @@ def run(args: argparse.Namespace) -> int:
         return report_config_error(error)
     report_warnings(loaded)
     model = loaded.validated.model
+    if args.action != "collect" and args.deep:
+        return run_deep(args, model)
     targets = plugin_targets(model)
     try:
         if args.action == "collect":
@@ -180,6 +202,11 @@ def _check_usage(args: argparse.Namespace) -> None:
         return
     if args.out is not None:
         raise _UsageError("--out is for `aksgpu validate collect`; to check a saved snapshot use --snapshot DIR")
+    deep_only = [flag for flag in ("level", "node", "quarantine") if getattr(args, flag, None)]
+    if deep_only and not args.deep:
+        raise _UsageError(f"{', '.join('--' + flag for flag in deep_only)}: for the vendor diagnostics; add --deep")
+    if args.quarantine and args.snapshot is not None:
+        raise _UsageError("--quarantine acts on a live cluster's nodes; --snapshot reads saved files")
     if args.snapshot is not None:
         live_only = [flag for flag in ("kubeconfig", "context", "concurrency", "timeout") if getattr(args, flag) is not None]
         if live_only:

@@ -28,13 +28,17 @@ from fractions import Fraction
 from typing import Any
 
 from aks_gpu.admission.quantity import Quantity
+from aks_gpu.aks_facts import disruption_facts
 from aks_gpu.cluster.snapshot import SnapshotError, shape_problem
 from aks_gpu.config.problems import clipped
 from aks_gpu.gpu.health import GpuCondition, read_gpu_conditions
-from aks_gpu.naming import ACCELERATOR_LABEL, POOL_LABEL, Vendor, is_mig_resource
+from aks_gpu.naming import ACCELERATOR_LABEL, KARPENTER_NODEPOOL_LABEL, POOL_LABEL, Vendor, is_mig_resource
 
 AKS_POOL_LABEL = "kubernetes.azure.com/agentpool"
 AKS_LEGACY_POOL_LABEL = "agentpool"
+# Which label names a node's pool, first found first: a node auto-provisioning node carries its Karpenter NodePool's
+# name (karpenter.sh/nodepool), an agent pool's node its pool's, a node of an aks-gpu stack the platform's.
+POOL_LABELS = (KARPENTER_NODEPOOL_LABEL, AKS_POOL_LABEL, AKS_LEGACY_POOL_LABEL, POOL_LABEL)
 AKS_ACCELERATOR_LABEL = "kubernetes.azure.com/accelerator"
 GFD_PRESENT_LABEL = "nvidia.com/gpu.present"
 NODE_IMAGE_LABEL = "kubernetes.azure.com/node-image-version"
@@ -132,6 +136,9 @@ class GpuNode:
     conditions: tuple[GpuCondition, ...]
     stack_pool: str | None = None  # the stack pool this node belongs to (its aks-gpu/pool), with --stack
     unschedulable: bool = False  # spec.unschedulable: cordoned (kubectl cordon, a drain, a quarantine engine)
+    # The Node Problem Detector condition Azure Scheduled Events raise (VMEventScheduled, data/disruption.yaml) while
+    # True: its reason and message (the event's type and time, as NPD writes them); None when no event is pending.
+    scheduled_event: str | None = None
 
     @property
     def image(self) -> str | None:
@@ -171,7 +178,7 @@ def read_gpu_nodes(
         found.append(
             GpuNode(
                 name=name,
-                pool=labels.get(AKS_POOL_LABEL) or labels.get(AKS_LEGACY_POOL_LABEL) or labels.get(POOL_LABEL) or NO_POOL,
+                pool=next((labels[key] for key in POOL_LABELS if labels.get(key)), NO_POOL),
                 vendor=(stack_pools or {}).get(stack_pool or "") or _vendor(capacity, labels),
                 evidence=evidence,
                 labels=labels,
@@ -184,9 +191,21 @@ def read_gpu_nodes(
                 conditions=read_gpu_conditions(item),
                 stack_pool=stack_pool,
                 unschedulable=_get(item, "spec", "unschedulable") is True,
+                scheduled_event=_scheduled_event(item),
             )
         )
     return sorted(found, key=lambda node: node.name)
+
+
+def _scheduled_event(item: Any) -> str | None:
+    """The VMEventScheduled condition's reason and message while it is True (a scheduled event is pending)."""
+    condition_type = disruption_facts().scheduled_event_condition
+    conditions = _get(item, "status", "conditions")
+    for condition in conditions if isinstance(conditions, list) else ():
+        if isinstance(condition, Mapping) and condition.get("type") == condition_type and condition.get("status") == "True":
+            text = ": ".join(str(part) for part in (condition.get("reason"), condition.get("message")) if part)
+            return clipped(text, 300) if text else condition_type
+    return None
 
 
 def _gpu_quantities(where: _Where, raw: Any, path: str, extra: frozenset[str]) -> dict[str, Fraction]:

@@ -4,6 +4,7 @@ deadline; and what ``aksgpu audit`` lists beyond the validation (``read_for_audi
 
 
 import contextlib
+import functools
 import json
 import time
 from collections.abc import Callable, Mapping
@@ -19,6 +20,7 @@ from aks_gpu.cluster.retries import DeadlineError, RetryPolicy, call_within, des
 from aks_gpu.cluster.snapshot import (
     NAMESPACES_FILE,
     NETWORK_POLICIES_FILE,
+    NODEPOOLS_FILE,
     RESOURCE_QUOTAS_FILE,
     rfc3339,
     shape_problem,
@@ -143,7 +145,7 @@ def read_for_audit(
     """What ``aksgpu audit`` reads beyond the validation: the GPU nodes (``aks_gpu.cluster.inventory`` decides, plus
     every node of the stack's pools), the pods on them or asking for GPUs (and the plugin pods already read), and
     the namespaces, resource quotas and network policies of the whole cluster, with the time of collection.
-    RBAC: list nodes, pods, namespaces, resourcequotas and networkpolicies cluster-wide."""
+    RBAC: list nodes, pods, namespaces, resourcequotas and networkpolicies cluster-wide, and karpenter.sh nodepools."""
     collected_at = rfc3339(datetime.now(UTC))
     nodes = [
         node
@@ -165,15 +167,23 @@ def read_for_audit(
 
     optional: dict[str, Any] = {"collected_at": collected_at, "not_collected": {}}
     networking = kube_client.NetworkingV1Api(reader.core.api_client)
+    custom = kube_client.CustomObjectsApi(reader.core.api_client)
+    # Karpenter's NodePools (karpenter.sh/v1): only on clusters with node auto-provisioning; elsewhere 404.
+    nodepools = functools.partial(custom.list_cluster_custom_object, "karpenter.sh", "v1", "nodepools")
     for field_name, file_name, kind, method in (
         ("namespaces", NAMESPACES_FILE, "Namespace", reader.core.list_namespace),
         ("resourcequotas", RESOURCE_QUOTAS_FILE, "ResourceQuota", reader.core.list_resource_quota_for_all_namespaces),
         ("networkpolicies", NETWORK_POLICIES_FILE, "NetworkPolicy", networking.list_network_policy_for_all_namespaces),
+        ("nodepools", NODEPOOLS_FILE, "NodePool", nodepools),
     ):
         try:
             optional[field_name] = reader._all(method, kind, f"the {kind} list")
         except ApiException as error:
             if int(error.status or 0) not in _OPTIONAL_REFUSALS:
                 raise
+            if kind == "NodePool" and int(error.status or 0) == 404:
+                # No karpenter.sh API: a cluster without node auto-provisioning has no NodePool to judge.
+                optional[field_name] = []
+                continue
             optional["not_collected"][file_name] = describe(error)
     return nodes, pods, optional

@@ -52,11 +52,14 @@ RESOURCE_QUOTAS_FILE = "resourcequotas.json"
 NETWORK_POLICIES_FILE = "networkpolicies.json"
 META_FILE = "meta.json"
 NODEPOOL_UPGRADES_FILE = "nodepool-upgrades.json"
+# Karpenter's NodePools (karpenter.sh/v1): node auto-provisioning's GPU capacity on AKS Automatic and NAP clusters.
+NODEPOOLS_FILE = "nodepools.json"
 # The optional lists and the kind of their items.
 _OPTIONAL_FILES = (
     (NAMESPACES_FILE, "Namespace"),
     (RESOURCE_QUOTAS_FILE, "ResourceQuota"),
     (NETWORK_POLICIES_FILE, "NetworkPolicy"),
+    (NODEPOOLS_FILE, "NodePool"),
 )
 SMI_DIR = "smi"
 SMI_SUFFIX = ".txt"
@@ -93,6 +96,7 @@ class ClusterSnapshot:
     namespaces: list[dict[str, Any]] | None = None
     resourcequotas: list[dict[str, Any]] | None = None
     networkpolicies: list[dict[str, Any]] | None = None
+    nodepools: list[dict[str, Any]] | None = None
     collected_at: str | None = None  # meta.json's collectedAt, RFC 3339
     # nodepool-upgrades.json: `az aks nodepool get-upgrades` outputs (AgentPoolUpgradeProfile), one per pool.
     nodepool_upgrades: list[dict[str, Any]] | None = None
@@ -104,6 +108,7 @@ class ClusterSnapshot:
             (NAMESPACES_FILE, self.namespaces),
             (RESOURCE_QUOTAS_FILE, self.resourcequotas),
             (NETWORK_POLICIES_FILE, self.networkpolicies),
+            (NODEPOOLS_FILE, self.nodepools),
         )
 
 
@@ -161,6 +166,7 @@ def read_snapshot(directory: Path | str, *, collect: str | None = None) -> Clust
         namespaces=optional[NAMESPACES_FILE],
         resourcequotas=optional[RESOURCE_QUOTAS_FILE],
         networkpolicies=optional[NETWORK_POLICIES_FILE],
+        nodepools=optional[NODEPOOLS_FILE],
         collected_at=collected_at,
         not_collected=not_collected,
         cluster=cluster,
@@ -573,6 +579,18 @@ _FIELDS: dict[str, dict[str, _Check]] = {
             )
         },
     },
+    # Karpenter's NodePool (karpenter.sh/v1): what the "automatic" practice reads (audit/nap.py).
+    "NodePool": {
+        **_METADATA,
+        "spec.template": _is_map,
+        "spec.template.metadata": _is_map,
+        "spec.template.metadata.labels": _is_str_map,
+        "spec.template.spec": _is_map,
+        "spec.template.spec.expireAfter": _is_str,
+        "spec.disruption": _is_map,
+        "spec.disruption.consolidationPolicy": _is_str,
+        "spec.limits": _is_map,
+    },
 }
 # Lists of objects inside an object, each item checked with its own fields.
 _LISTS: dict[str, dict[str, dict[str, _Check]]] = {
@@ -592,6 +610,11 @@ _LISTS: dict[str, dict[str, dict[str, _Check]]] = {
         "spec.podSelector.matchExpressions": {"key": _is_str, "operator": _is_str, "values": _is_str_list},
         "spec.ingress": {"from": _is_peer_list},
         "spec.egress": {"to": _is_peer_list},
+    },
+    "NodePool": {
+        "spec.template.spec.requirements": {"key": _is_str, "operator": _is_str, "values": _is_str_list},
+        "spec.template.spec.taints": {"key": _is_str, "value": _is_str, "effect": _is_str},
+        "spec.disruption.budgets": {"nodes": _is_str, "reasons": _is_str_list},
     },
 }
 _REQUIRED = ("metadata", "metadata.name")
@@ -671,3 +694,33 @@ def _type_name(value: Any) -> str:
     if isinstance(value, dict):
         return "an object"
     return type(value).__name__
+
+
+# The outputs of the active diagnostics (`aksgpu validate --deep --snapshot DIR`): diag/<node>/<tool>.txt, the tool
+# named as aks_gpu.validation.diagnostics.tools names it (cuda-context.txt, nccl.txt, dcgm-diag.txt).
+DIAG_DIR = "diag"
+
+
+def read_diag_outputs(directory: Path | str) -> dict[str, dict[str, str]]:
+    """Per node, per tool, the recorded output of ``<directory>/diag/<node>/<tool>.txt``. Nothing is followed outside
+    the folder; a file that cannot be read (too large, not a regular file, a symlink out) is left out, so its tool
+    reads as "no output" and its node is inconclusive. No ``diag/`` folder: no outputs."""
+    folder = Path(directory)
+    root = folder.resolve()
+    found: dict[str, dict[str, str]] = {}
+    diag = folder / DIAG_DIR
+    if not diag.is_dir() or not _inside(root, diag):
+        return found
+    for node_dir in sorted(diag.iterdir()):
+        if not node_dir.is_dir() or not _inside(root, node_dir):
+            continue
+        for path in sorted(node_dir.iterdir()):
+            if not path.name.endswith(SMI_SUFFIX):
+                continue
+            try:
+                found.setdefault(node_dir.name, {})[path.name.removesuffix(SMI_SUFFIX)] = _read_text(
+                    _contained(root, path), MAX_SMI_FILE_BYTES
+                )
+            except InputFileError:
+                continue
+    return found

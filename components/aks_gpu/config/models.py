@@ -33,7 +33,7 @@ from pydantic import (
 from pydantic.alias_generators import to_camel
 from pydantic_core import PydanticCustomError
 
-from aks_gpu.aks_facts import canonical_vm_size, kubernetes_calendar
+from aks_gpu.aks_facts import canonical_vm_size, disruption_facts, kubernetes_calendar
 from aks_gpu.config.encrypted import Encrypted
 from aks_gpu.config.safe_yaml import LeadingZeroNumber
 from aks_gpu.naming import GPU_NAMESPACE, TEAM_ROLE_NAME, Vendor
@@ -333,6 +333,20 @@ class ClusterConfig(ConfigModel):
         pattern=r"^1\.\d{2}(\.\d+)?$",
         description="1.NN or 1.NN.P, supported on AKS today (components/aks_gpu/data/aks_versions.yaml).",
     )
+    # ManagedClusterSKUName "Base" (sent for Standard) or "Automatic" in the provider's AKS API 2025-09-01
+    # (pulumi_azure_native 3.29.0 containerservice/_enums.py); https://learn.microsoft.com/azure/aks/intro-aks-automatic
+    sku: Literal["Standard", "Automatic"] = Field(
+        default="Standard",
+        description="AKS Standard, or AKS Automatic (managed system nodes, node auto-provisioning, Deployment Safeguards "
+        "enforced): GPU pools there are Karpenter NodePools (docs/automatic.md).",
+    )
+    # ManagedClusterNodeProvisioningProfile.mode, "Manual" or "Auto" (same SDK): Auto runs node auto-provisioning
+    # (Karpenter) on a Standard cluster; Automatic clusters have it preconfigured.
+    node_provisioning: Literal["Manual", "Auto"] | None = Field(
+        default=None,
+        description="Node auto-provisioning (Karpenter) on a Standard cluster: Auto lets GPU pools with provisioning nap "
+        "be NodePools. Not set: Auto on Automatic, Manual on Standard.",
+    )
     sku_tier: Literal["Free", "Standard", "Premium"] = Field(default="Standard", description="The AKS pricing tier.")
     support_plan: Literal["KubernetesOfficial", "AKSLongTermSupport"] = Field(
         default="KubernetesOfficial",
@@ -389,6 +403,11 @@ class ClusterConfig(ConfigModel):
     protect: bool = Field(default=False, description="Protect the cluster from pulumi destroy and replacement.")
     tags: dict[str, ConfigText] = Field(default={}, description="Azure tags on the cluster (beside managed-by: aks-gpu).")
 
+    @property
+    def node_auto_provisioning(self) -> bool:
+        """Whether the cluster runs node auto-provisioning (Karpenter): Automatic always, Standard with Auto."""
+        return self.sku == "Automatic" or self.node_provisioning == "Auto"
+
 
 # ---------------------------------------------------------------- GPU pools
 
@@ -425,12 +444,36 @@ class UpgradeSettings(ConfigModel):
         default=30, ge=1, le=1440, description="How long a pod (a long training job) may hold a node's drain."
     )
     node_soak_duration_in_minutes: int = Field(default=0, ge=0, le=30, description="How long to wait between nodes.")
+    # AgentPool upgradeSettings.undrainableNodeBehavior (AKS API 2025-09-01; components/aks_gpu/data/disruption.yaml).
+    # Not set: the default of the pool's workload type there (training: Cordon), else AKS's own (Schedule).
+    undrainable_node_behavior: Literal["Cordon", "Schedule"] | None = Field(
+        default=None,
+        description="A node whose drain cannot finish (a PDB, a pod outliving drainTimeoutInMinutes): Cordon keeps it "
+        "cordoned on its old image while the upgrade goes on (label kubernetes.azure.com/upgrade-status=Quarantined); "
+        "Schedule makes it schedulable again and the upgrade fails. Not set: Cordon for workload training, else AKS's "
+        "default (Schedule).",
+    )
 
     @property
     def effective_max_surge(self) -> str:
         if self.max_surge is not None:
             return self.max_surge
         return "0" if self.max_unavailable is not None else AKS_DEFAULT_MAX_SURGE
+
+
+class NapPoolSettings(ConfigModel):
+    """How Karpenter removes a NAP pool's nodes (the NodePool's disruption; components/aks_gpu/azure/node_provisioning.py)."""
+
+    # karpenter.sh/v1 NodePool spec.disruption.consolidationPolicy (components/aks_gpu/data/karpenter.yaml).
+    consolidation: Literal["WhenEmpty", "WhenEmptyOrUnderutilized"] = Field(
+        default="WhenEmpty",
+        description="WhenEmpty: only a node with no pod left is removed, and never one under a running job (training); "
+        "WhenEmptyOrUnderutilized: Karpenter also moves pods to pack nodes, one node at a time (stateless serving).",
+    )
+    # The cluster autoscaler's scale-down-unneeded-time default is 10 minutes; the same here.
+    consolidate_after_minutes: int = Field(
+        default=10, ge=0, le=1440, description="How long a node stays empty (or underutilised) before it is removed."
+    )
 
 
 class GpuPoolConfig(ConfigModel):
@@ -495,14 +538,37 @@ class GpuPoolConfig(ConfigModel):
         description="Run the smoke Job on this pool (not set: only where minCount keeps a node running).",
     )
     protect: bool = Field(default=False, description="Protect the pool from pulumi destroy and replacement.")
-    # gpuProfile.nvidia.managementMode Managed: not expressible through the provider this program pins (see the
-    # `managed-gpu-api-unreachable` refusal and docs/platform.md); the key exists so the choice is documented and
-    # refused with why, not silently ignored.
+    repair: bool = Field(
+        default=True,
+        description="With remediation.repair on: NVSentinel may reboot this pool's faulty nodes (false: its nodes are "
+        "only quarantined and drained, a person repairs them).",
+    )
+    provisioning: Literal["agentPool", "nap"] | None = Field(
+        default=None,
+        description="agentPool: an AKS agent pool; nap: a Karpenter NodePool and AKSNodeClass of node auto-provisioning "
+        "(the same taint and labels; needs cluster.sku Automatic or cluster.nodeProvisioning Auto). Not set: nap on "
+        "Automatic, else agentPool.",
+    )
+    nap: NapPoolSettings = Field(
+        default=NapPoolSettings.model_construct(), description="provisioning nap: how Karpenter removes the pool's nodes."
+    )
+    # gpuProfile.nvidia.managementMode Managed on an agent pool: refused while the installed azure-native SDK lacks it
+    # (`managed-gpu-api-unreachable`, read from the SDK); on a NAP pool the AKSNodeClass's EnableManagedGPUExperience
+    # tag (docs/automatic.md).
     managed_gpu: bool = Field(
         default=False,
-        description="AKS-managed GPU experience (AKS installs driver, device plugin and DCGM exporter): refused today, "
-        "the pinned provider's API has no gpuProfile.nvidia.managementMode (docs/platform.md).",
+        description="AKS-managed GPU experience (AKS installs driver, device plugin and DCGM exporter): a NAP pool's "
+        "AKSNodeClass tag; on an agent pool refused while the installed provider's API has no "
+        "gpuProfile.nvidia.managementMode (docs/platform.md).",
     )
+
+    def effective_provisioning(self, cluster: ClusterConfig | None) -> Literal["agentPool", "nap"]:
+        """How the pool's nodes come to be: as set, else a NodePool on an Automatic cluster (whose nodes node
+        auto-provisioning manages, https://learn.microsoft.com/azure/aks/intro-aks-automatic), else an agent pool. A
+        component's pool (no cluster) is an agent pool unless it says nap."""
+        if self.provisioning is not None:
+            return self.provisioning
+        return "nap" if cluster is not None and cluster.sku == "Automatic" else "agentPool"
 
     def effective_gpu_driver(self, device_plugin_mode: str) -> Literal["Install", "None"]:
         """The agent pool's gpuProfile.driver: as set, else None where AKS installs no driver (AMD) or the GPU Operator
@@ -511,6 +577,14 @@ class GpuPoolConfig(ConfigModel):
             return self.gpu_driver
         operator_manages = self.vendor == "nvidia" and device_plugin_mode == "gpu-operator"
         return "None" if self.vendor == "amd" or operator_manages else "Install"
+
+    @property
+    def undrainable_node_behavior(self) -> str | None:
+        """upgradeSettings.undrainableNodeBehavior as sent: the pool's own, else its workload type's default
+        (components/aks_gpu/data/disruption.yaml), else None (AKS's default, Schedule)."""
+        if self.upgrade.undrainable_node_behavior is not None:
+            return self.upgrade.undrainable_node_behavior
+        return disruption_facts().undrainable_by_workload_type.get(self.workload)
 
     @property
     def most_nodes(self) -> int:
@@ -776,6 +850,13 @@ class ValidationConfig(ConfigModel):
     exec_timeout_seconds: int = Field(default=30, ge=1, le=600, description="The time one SMI command may take.")
     retries: int = Field(default=2, ge=0, le=10, description="Retries of a failed command or list on temporary errors.")
     smoke_job: SmokeJobConfig = Field(default=SmokeJobConfig.model_construct(), description="The per-pool smoke Jobs.")
+    diagnostics_on_deploy: bool = Field(
+        default=False,
+        description="After the checks in pulumi up, also run the vendors' diagnostics at level 1 on every NVIDIA GPU "
+        "node (aksgpu validate --deep: dcgmi diag, a CUDA context on every GPU, NCCL all-reduce, in a pod holding all "
+        "the node's GPUs); a node not proven healthy counts as a failed check for onDeploy. Off by default: it pulls "
+        "the diagnostic images onto every GPU node and takes minutes per node.",
+    )
 
 
 # ---------------------------------------------------------------- continuous validation (components/aks_gpu/monitoring/)
@@ -923,6 +1004,19 @@ class MonitoringConfig(ConfigModel):
 DrainMode = Literal["Immediate", "AllowCompletion", "DeleteAfterTimeout"]
 
 
+class RepairConfig(ConfigModel):
+    """NVSentinel's repair half (docs/remediation.md, "Repair"): fault-remediation asks the janitor to reset a GPU or
+    reboot the node through Azure, with a workload identity whose custom role restarts this cluster's scale set VMs only."""
+
+    enabled: bool = Field(
+        default=False,
+        description="Repair quarantined nodes: a GPU reset where it suffices (GPU Operator pools), else a reboot of the "
+        "VM through Azure. Needs remediation mode on, cert-manager (certManagerInstalled), the cluster's workload "
+        "identity, and the circuit breaker enforced: repairs follow quarantines, so maxUnhealthy per windowMinutes is their "
+        "rate limit.",
+    )
+
+
 class RemediationConfig(ConfigModel):
     """Quarantine of faulty GPU nodes by NVIDIA NVSentinel (docs/remediation.md): fault-quarantine taints and cordons a
     node with a fatal GPU fault, node-drainer moves its pods per workload type, bounded by a circuit breaker."""
@@ -980,8 +1074,12 @@ class RemediationConfig(ConfigModel):
     )
     cert_manager_installed: bool = Field(
         default=False,
-        description="datastore mongodb-store: cert-manager, which issues the in-cluster MongoDB's TLS certificates, is "
-        "installed in the cluster.",
+        description="cert-manager is installed in the cluster: it issues the in-cluster MongoDB's TLS certificates "
+        "(datastore mongodb-store) and the janitor's webhook and provider certificates (repair).",
+    )
+    repair: RepairConfig = Field(
+        default=RepairConfig.model_construct(),
+        description="Reset or reboot quarantined nodes (off unless set); gpuPools[].repair takes a pool out.",
     )
 
 

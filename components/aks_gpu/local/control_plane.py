@@ -14,6 +14,9 @@ a pod maps its containers to a command kwok runs on this machine (``pkg/kwok/ser
 ``spec.execs[].containers`` and ``local.envs``; the command is looked up on kwok's own PATH). ``.local/NAME/
 node-commands`` comes first on that PATH and holds stand-ins for the SMI tools that print a recorded output from the
 folder the pod's ``Exec`` names (``smi_exec``), so the live paths read SMI output through the real API server's exec.
+With the ``Logs`` CRD, a ``Logs`` object named after a pod serves each container's log from a local file
+(``pkg/kwok/server/debugging_logs.go``: the CRI log format, ``cri_log``): the diagnostic pod's init containers
+(``recorded_logs``).
 """
 
 from __future__ import annotations
@@ -130,8 +133,9 @@ def kwokctl_configuration(bin_dir: Path, port: int, kube_version: str) -> dict[s
             "kubeAuthorization": True,
             "kubeAdmission": True,
             "quietPull": True,
-            # Exec objects map a pod's exec to a local command (the module docstring); nothing else of kwok's CRDs.
-            "enableCRDs": ["Exec"],
+            # Exec objects map a pod's exec to a local command, Logs objects a container's log to a local file (the
+            # module docstring); nothing else of kwok's CRDs.
+            "enableCRDs": ["Exec", "Logs"],
             "kubeVersion": kube_version,
             # Every other binary kwokctl derives from this prefix is a local path too, never a download URL.
             "kubeBinaryPrefix": str(bin_dir),
@@ -178,9 +182,10 @@ def kwokctl_environment(paths: LocalPaths, bin_dir: Path, base: dict[str, str]) 
     return {**base, "KWOK_WORKDIR": str(paths.kwok_workdir), "PATH": path}
 
 
-# The SMI tools the live paths run in a GPU node's pod (resolved/targets.py smi_command: nvidia-smi, and amd-smi
-# through sh), each stood in for on a simulated node.
-SMI_TOOLS = ("nvidia-smi", "amd-smi")
+# The tools the live paths run in a GPU node's pod, each stood in for on a simulated node: the SMI tools
+# (resolved/targets.py smi_command: nvidia-smi, and amd-smi through sh) and dcgmi, which `aksgpu validate --deep`
+# execs in a node's diagnostic pod (validation/diagnostics.py dcgm_command).
+SMI_TOOLS = ("nvidia-smi", "amd-smi", "dcgmi")
 # The environment variable an Exec sets for the stand-ins: the folder of that pod's recorded outputs.
 RECORDED_SMI_ENV = "AKSGPU_RECORDED_SMI"
 RECORDED_SMI_UNSET_EXIT = 127
@@ -226,6 +231,23 @@ def smi_exec(namespace: str, pod: str, container: str | None, recorded: Path) ->
         "kind": "Exec",
         "metadata": {"name": pod, "namespace": namespace},
         "spec": {"execs": [target]},
+    }
+
+
+def cri_log(text: str, at: str = "2026-01-01T00:00:00.000000000Z") -> str:
+    """``text`` as a container log file in the CRI format the kubelet keeps and kwok reads for a ``Logs`` object
+    (k8s.io/kubernetes pkg/kubelet/kuberuntime/logs: ``<RFC3339Nano time> stdout F <line>`` per line)."""
+    return "".join(f"{at} stdout F {line}\n" for line in text.splitlines())
+
+
+def recorded_logs(namespace: str, pod: str, files: dict[str, Path]) -> dict[str, Any]:
+    """The kwok ``Logs`` (``kwok.x-k8s.io/v1alpha1``) that serves each container's log of ``namespace/pod`` from its
+    file in ``files`` (a ``cri_log`` file), through the API server's ``pods/log`` as a kubelet would."""
+    return {
+        "apiVersion": "kwok.x-k8s.io/v1alpha1",
+        "kind": "Logs",
+        "metadata": {"name": pod, "namespace": namespace},
+        "spec": {"logs": [{"containers": [name], "logsFile": str(path.resolve())} for name, path in files.items()]},
     }
 
 

@@ -1,6 +1,9 @@
 """Stand-in CustomResourceDefinitions for the kinds the in-cluster layer creates but does not own: the Prometheus
-operator's PodMonitor and PrometheusRule (``monitoring.coreos.com``) and managed Prometheus's PodMonitor
-(``azmonitoring.coreos.com``, which the AKS metrics add-on installs). A local control plane has neither, so
+operator's PodMonitor and PrometheusRule (``monitoring.coreos.com``), managed Prometheus's PodMonitor
+(``azmonitoring.coreos.com``, which the AKS metrics add-on installs), and node auto-provisioning's NodePool
+(``karpenter.sh``) and AKSNodeClass (``karpenter.azure.com``), which AKS installs with NAP (the NodePool and
+AKSNodeClass objects are held to their CRDs' facts by tests/azure/test_node_provisioning.py instead). A local control
+plane has none of them, so
 ``aksgpu local`` defines them with an open schema (``x-kubernetes-preserve-unknown-fields``): the real server then
 accepts and stores our objects, while their field-level checks stay the operators' own (not copied here). Pure.
 """
@@ -12,17 +15,20 @@ from typing import Any
 from aks_gpu.config.models import PlatformConfig
 from aks_gpu.naming import COMMON_LABELS, GPU_NAMESPACE, LOCAL_STAND_IN_ANNOTATION
 
-# (group, kind, plural): the kinds our manifests use (monitoring/exporters.py, monitoring/rules.py).
+# (group, version, kind, plural, scope): the kinds our manifests use (monitoring/exporters.py, monitoring/rules.py,
+# azure/node_provisioning.py).
 STAND_IN_KINDS = (
-    ("monitoring.coreos.com", "PodMonitor", "podmonitors"),
-    ("monitoring.coreos.com", "PrometheusRule", "prometheusrules"),
-    ("azmonitoring.coreos.com", "PodMonitor", "podmonitors"),
+    ("monitoring.coreos.com", "v1", "PodMonitor", "podmonitors", "Namespaced"),
+    ("monitoring.coreos.com", "v1", "PrometheusRule", "prometheusrules", "Namespaced"),
+    ("azmonitoring.coreos.com", "v1", "PodMonitor", "podmonitors", "Namespaced"),
+    ("karpenter.sh", "v1", "NodePool", "nodepools", "Cluster"),
+    ("karpenter.azure.com", "v1beta1", "AKSNodeClass", "aksnodeclasses", "Cluster"),
 )
 STAND_IN_ANNOTATION = LOCAL_STAND_IN_ANNOTATION
 
 
 def stand_in_crds() -> list[dict[str, Any]]:
-    return [_crd(group, kind, plural) for group, kind, plural in STAND_IN_KINDS]
+    return [_crd(*kind) for kind in STAND_IN_KINDS]
 
 
 def stand_in_namespaces(config: PlatformConfig) -> list[dict[str, Any]]:
@@ -37,7 +43,7 @@ def stand_in_namespaces(config: PlatformConfig) -> list[dict[str, Any]]:
     return [{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace, "labels": labels}}]
 
 
-def _crd(group: str, kind: str, plural: str) -> dict[str, Any]:
+def _crd(group: str, version: str, kind: str, plural: str, scope: str) -> dict[str, Any]:
     return {
         "apiVersion": "apiextensions.k8s.io/v1",
         "kind": "CustomResourceDefinition",
@@ -48,11 +54,11 @@ def _crd(group: str, kind: str, plural: str) -> dict[str, Any]:
         },
         "spec": {
             "group": group,
-            "scope": "Namespaced",
+            "scope": scope,
             "names": {"kind": kind, "listKind": f"{kind}List", "plural": plural, "singular": kind.lower()},
             "versions": [
                 {
-                    "name": "v1",
+                    "name": version,
                     "served": True,
                     "storage": True,
                     "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": True}},

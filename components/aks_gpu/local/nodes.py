@@ -103,7 +103,8 @@ def simulated_pools(config: StackConfig, model: PlatformModel) -> tuple[Simulate
             max_pods=None,
         )
     ]
-    pools.extend(simulated_gpu_pool(pool) for pool in model.pools)
+    # A NAP pool has no node until Karpenter makes one for a pending pod: none is simulated ahead.
+    pools.extend(simulated_gpu_pool(pool) for pool in model.pools if not pool.nap)
     pools.extend(simulated_cpu_pools(config.cpu_pools, [workload.type for workload in model.workloads]))
     return tuple(pools)
 

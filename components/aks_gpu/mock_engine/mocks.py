@@ -14,6 +14,8 @@ from aks_gpu.azure.cluster import CLIENT_CONFIG_CALL, CREDENTIALS_CALL, GET_CLUS
 FAKE_SUBSCRIPTION = "00000000-0000-0000-0000-000000000000"
 FAKE_TENANT = "11111111-1111-1111-1111-111111111111"
 FAKE_OBJECT_ID = "22222222-2222-2222-2222-222222222222"
+FAKE_IDENTITY_CLIENT_ID = "33333333-3333-3333-3333-333333333333"
+FAKE_IDENTITY_PRINCIPAL_ID = "44444444-4444-4444-4444-444444444444"
 # The first-party Entra ID applications of AKS, the same in every cloud: the server (the token's audience) and the
 # public client kubelogin signs users in with. https://azure.github.io/kubelogin/concepts/aks.html
 AKS_SERVER_APP_ID = "6dae42f8-4368-4678-94ff-3960e28e3630"
@@ -105,9 +107,14 @@ class PlanMocks(Mocks):
             inputs = revealed(args.inputs)
             group = str(inputs.get("resourceGroupName"))
             cluster = str(inputs.get("resourceName", args.name))
+            location = str(inputs.get("location", "swedencentral")).replace(" ", "").lower()
             state |= {"name": cluster, "fqdn": f"{cluster}.hcp.example.invalid"}
+            state["nodeResourceGroup"] = f"MC_{group}_{cluster}_{location}"
             state["oidcIssuerProfile"] = {"issuerURL": f"https://oidc.example.invalid/{cluster}/"}
             return arm_id(group, "Microsoft.ContainerService/managedClusters", cluster), state
+        if args.typ == "azure-native:managedidentity:UserAssignedIdentity":
+            # What ARM computes for a new identity: its application (client) id and its service principal's object id.
+            state |= {"clientId": FAKE_IDENTITY_CLIENT_ID, "principalId": FAKE_IDENTITY_PRINCIPAL_ID, "tenantId": FAKE_TENANT}
         if not args.custom:
             return None, {}
         return f"{args.name}-id", state
@@ -126,6 +133,7 @@ class PlanMocks(Mocks):
                 "name": cluster,
                 "location": "swedencentral",
                 "oidcIssuerProfile": {"enabled": True, "issuerURL": f"https://oidc.example.invalid/{cluster}/"},
+                "nodeResourceGroup": f"MC_{group}_{cluster}_swedencentral",
             }, []
         if token == "azure-native:resources:getResourceGroup":
             group = str(arguments.get("resourceGroupName"))

@@ -15,25 +15,33 @@ What the values turn on, and why (keys as NVIDIA/NVSentinel docs/configuration/*
   ``defaultDrain``; the platform's and AKS's namespaces are never drained;
 - ``global.dryRun`` with mode dry-run: every module runs and records what it would do, and changes no node.
 
+With ``repair.enabled`` (mode on): ``fault-remediation``, ``janitor`` and ``janitor-provider`` reset a GPU where the
+GPU Operator owns the node's GPU clients, else reboot the node's scale set VM through Azure (a workload identity
+whose custom role restarts this cluster's node resource group VMs, created by the stack), never on a pool with
+``repair: false``; a repaired node stays quarantined until the node diagnostics passed on its current boot
+(``DIAGNOSTICS_PASSED_ANNOTATION``).
+
 Left off on purpose: ``gpu-health-monitor`` (it reads a standalone DCGM host engine service, which neither the AKS
-managed driver nor this platform's DCGM exporter runs), and fault-remediation / janitor (reboot or terminate the VM:
-AKS node auto-repair and a person do that on AKS, docs/remediation.md).
+managed driver nor this platform's DCGM exporter runs).
 """
 
 from __future__ import annotations
 
-import math
 import re
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 from typing import Any
 
+from aks_gpu.config.models import PlatformConfig
+from aks_gpu.config.rules.monitoring import circuit_breaker_enabled, circuit_breaker_percentage, fewest_gpu_nodes, nvidia_pools
 from aks_gpu.data_files import load_yaml
 from aks_gpu.gpu.health import GPU_CONDITIONS
 from aks_gpu.kube.gpu_operator import system_pool_tolerations
 from aks_gpu.naming import (
     ACCELERATOR_LABEL,
+    DIAGNOSTICS_PASSED_ANNOTATION,
+    POOL_LABEL,
     QUARANTINE_TAINT_EFFECT,
     QUARANTINE_TAINT_KEY,
     QUARANTINE_TAINT_VALUE,
@@ -127,39 +135,6 @@ def namespace_manifest() -> dict[str, Any]:
     return {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": REMEDIATION_NAMESPACE, "labels": labels}}
 
 
-def circuit_breaker_percentage(model: PlatformModel) -> int:
-    """maxUnhealthy as NVSentinel's circuit breaker takes it: a whole percentage of the GPU nodes it watches (every
-    NVIDIA node). A count is turned into the share it is of the NVIDIA pools at their largest (maxCount), rounded
-    down (at least 1): with fewer nodes up the breaker trips sooner, never later."""
-    text = model.config.remediation.max_unhealthy
-    if text.endswith("%"):
-        return max(1, int(text[:-1]))
-    largest = sum(pool.config.max_count for pool in model.pools_of("nvidia"))
-    if largest <= 0:
-        return 100
-    return max(1, min(100, math.floor(int(text) * 100 / largest)))
-
-
-def breaker_threshold(nodes: int, percentage: int) -> int:
-    """The recent cordons at which NVSentinel's breaker trips with ``nodes`` GPU nodes up: it trips once
-    ``recent >= ceil(nodes * percentage / 100)`` (the breaker fact in components/aks_gpu/data/remediation.yaml)."""
-    return math.ceil(nodes * percentage / 100)
-
-
-def fewest_gpu_nodes(model: PlatformModel) -> int:
-    """The fewest NVIDIA GPU nodes the breaker may count: the pools at their minCount, and at least the one node a
-    fault needs."""
-    return max(1, sum(pool.config.min_count for pool in model.pools_of("nvidia")))
-
-
-def circuit_breaker_enabled(model: PlatformModel) -> bool:
-    """Whether the breaker can run without halting the engine on its first cordon. Once tripped it stops all of
-    fault-quarantine's processing, the uncordon of a recovered node included, until a person resets its ConfigMap;
-    at ``fewest_gpu_nodes`` a threshold of 1 trips on the first quarantine. Then it is off and maxUnhealthy is
-    reported as not enforced (``remediation_summary``)."""
-    return breaker_threshold(fewest_gpu_nodes(model), circuit_breaker_percentage(model)) >= 2
-
-
 def _quarantine_action() -> dict[str, Any]:
     return {
         "cordon": {"shouldCordon": True},
@@ -174,9 +149,10 @@ _NOT_OPTED_OUT = {
 }
 
 
-def quarantine_rule_sets(critical_xids: tuple[int, ...], npd: bool) -> list[dict[str, Any]]:
+def quarantine_rule_sets(critical_xids: tuple[int, ...], npd: bool, gate: bool = False) -> list[dict[str, Any]]:
     """fault-quarantine's rule sets: the syslog monitor's fatal events or a critical Xid of our table; with ``npd``,
-    the fatal events of the NPD condition policies."""
+    the fatal events of the NPD condition policies; with ``gate`` (repair), the diagnostics gate's event, which holds a
+    quarantined node until the diagnostics passed on its current boot."""
     codes = ", ".join(f"'{code}'" for code in critical_xids)
     syslog = (
         "event.agent == 'syslog-health-monitor' && event.componentClass == 'GPU' && "
@@ -202,6 +178,17 @@ def quarantine_rule_sets(critical_xids: tuple[int, ...], npd: bool) -> list[dict
                 "version": "1",
                 "name": "aks-gpu AKS Node Problem Detector GPU condition",
                 "match": {"all": [{"kind": "HealthEvent", "expression": condition}, _NOT_OPTED_OUT]},
+                **_quarantine_action(),
+            }
+        )
+    if gate:
+        held = f"event.agent == 'kubernetes-object-monitor' && event.checkName == '{GATE_POLICY}' && event.isFatal == true"
+        sets.append(
+            {
+                "enabled": True,
+                "version": "1",
+                "name": "aks-gpu diagnostics not yet passed since the repair",
+                "match": {"all": [{"kind": "HealthEvent", "expression": held}, _NOT_OPTED_OUT]},
                 **_quarantine_action(),
             }
         )
@@ -281,7 +268,181 @@ def datastore_values(model: PlatformModel) -> dict[str, Any]:
         "global": external,
         "fault-quarantine": no_client_cert,
         "node-drainer": no_client_cert,
+        "fault-remediation": no_client_cert,
         "platformConnector": {"mongodbStore": no_client_cert},
+    }
+
+
+# ---------------------------------------------------------------- repair (remediation.repair)
+
+# The kubernetes-object-monitor policy that holds a quarantined node until the diagnostics passed on its current boot.
+GATE_POLICY = "aks-gpu-diagnostics-pending"
+GPU_RESET_TEMPLATE = "gpureset-template.yaml"
+
+
+@dataclass(frozen=True)
+class RepairFacts:
+    """``repair`` in the data file: what NVSentinel's chart and code at the pin require of the repair half."""
+
+    switches: tuple[str, ...]
+    api_group: str
+    api_version: str
+    gpu_reset_kind: str
+    gpu_reset_service_manager: str
+    gpu_reset_runtime_class: str
+    service_account: str
+    arm_actions: tuple[str, ...]
+    federated_audience: str
+    quarantine_annotation: str
+    gate_recommended_action: str
+
+
+@cache
+def repair_facts() -> RepairFacts:
+    raw: dict[str, Any] = load_yaml(PINS_FILE)["repair"]
+    return RepairFacts(
+        switches=tuple(raw["switches"]),
+        api_group=raw["actions"]["api_group"],
+        api_version=raw["actions"]["api_version"],
+        gpu_reset_kind=raw["actions"]["gpu_reset_kind"],
+        gpu_reset_service_manager=raw["gpu_reset"]["service_manager"],
+        gpu_reset_runtime_class=raw["gpu_reset"]["runtime_class"],
+        service_account=raw["janitor_provider"]["service_account"],
+        arm_actions=tuple(raw["janitor_provider"]["arm_actions"]),
+        federated_audience=raw["federated_audience"],
+        quarantine_annotation=raw["quarantine_annotation"],
+        gate_recommended_action=raw["gate_recommended_action"],
+    )
+
+
+@dataclass(frozen=True)
+class RepairTarget:
+    """Where the janitor-provider acts and as whom: the subscription, the cluster's node resource group, its region,
+    and the client id of the identity the stack created for it. Pulumi inputs in a deployment, text in tests."""
+
+    subscription_id: Any
+    node_resource_group: Any
+    location: str
+    client_id: Any
+
+
+def repair_runs(config: PlatformConfig) -> bool:
+    """Whether the repair half is deployed: the engine acts (mode on), repair is asked for, and an NVIDIA pool lets it."""
+    settings = config.remediation
+    return settings.mode == "on" and settings.repair.enabled and any(pool.repair for pool in nvidia_pools(config))
+
+
+def repair_subject() -> str:
+    """The federated credential's subject: the janitor-provider's ServiceAccount, the one Azure trusts."""
+    return f"system:serviceaccount:{REMEDIATION_NAMESPACE}:{repair_facts().service_account}"
+
+
+def kept_out_of_repair(model: PlatformModel) -> list[str]:
+    """The NVIDIA pools with ``repair: false``: quarantined and drained, never reset or rebooted by the engine."""
+    return sorted(pool.name for pool in model.pools_of("nvidia") if not pool.config.repair)
+
+
+def gpu_reset_applies(model: PlatformModel) -> bool:
+    """A GPU reset instead of a reboot for COMPONENT_RESET: only where the janitor can take the GPU's clients down,
+    that is where the GPU Operator runs them (devicePlugin.mode gpu-operator, driver None) on every pool it may repair."""
+    repaired = [pool for pool in model.pools_of("nvidia") if pool.config.repair]
+    return (
+        bool(repaired)
+        and model.config.device_plugin.mode == "gpu-operator"
+        and all(pool.gpu_driver == "None" for pool in repaired)
+    )
+
+
+def gate_policy() -> dict[str, Any]:
+    """kubernetes-object-monitor policy: a fatal event, recommending no action, while a node fault-quarantine
+    quarantined has no diagnostics pass for its current boot (the diagnostics record the boot id they passed on,
+    ``aks_gpu.validation.diagnostics.node_action``).
+    When it turns false the monitor sends the healthy event, and the node may return."""
+    facts = repair_facts()
+    annotations = "resource.metadata.annotations"
+    quarantined = f"has(resource.metadata.annotations) && '{facts.quarantine_annotation}' in {annotations}"
+    passed = (
+        f"'{DIAGNOSTICS_PASSED_ANNOTATION}' in {annotations} && "
+        f"{annotations}['{DIAGNOSTICS_PASSED_ANNOTATION}'] == resource.status.nodeInfo.bootID"
+    )
+    return {
+        "name": GATE_POLICY,
+        "enabled": True,
+        "resource": {"group": "", "version": "v1", "kind": "Node"},
+        "predicate": {"expression": f"{quarantined} && !({passed})"},
+        "healthEvent": {
+            "componentClass": "GPU",
+            "isFatal": True,
+            "message": "quarantined node: the node diagnostics have not passed since its last boot (`aksgpu validate "
+            f"--deep --quarantine` records a pass in {DIAGNOSTICS_PASSED_ANNOTATION})",
+            "recommendedAction": facts.gate_recommended_action,
+            "errorCode": ["DiagnosticsPending"],
+        },
+    }
+
+
+def repair_values(model: PlatformModel, target: RepairTarget) -> dict[str, Any]:
+    """The repair half's values: the three modules on, the janitor-provider on Azure with the stack's identity, the
+    janitor never acting on a pool with ``repair: false``, and COMPONENT_RESET a GPU reset where it can be one."""
+    facts = repair_facts()
+    controllers = {"tolerations": system_pool_tolerations()}
+    kept_out = kept_out_of_repair(model)
+    exclusions = [{"matchExpressions": [{"key": POOL_LABEL, "operator": "In", "values": kept_out}]}] if kept_out else []
+    janitor_config: dict[str, Any] = {"nodes": {"exclusions": exclusions}}
+    remediation: dict[str, Any] = dict(controllers)
+    if gpu_reset_applies(model):
+        remediation["maintenance"] = {
+            "actions": {
+                "COMPONENT_RESET": {
+                    "apiGroup": facts.api_group,
+                    "version": facts.api_version,
+                    "kind": facts.gpu_reset_kind,
+                    "scope": "Cluster",
+                    "completeConditionType": "Complete",
+                    "templateFileName": GPU_RESET_TEMPLATE,
+                    "equivalenceGroup": "reset",
+                    "supersedingEquivalenceGroups": ["restart"],
+                    "impactedEntityScope": "GPU_UUID",
+                }
+            },
+            "templates": {
+                GPU_RESET_TEMPLATE: (
+                    "apiVersion: {{.ApiGroup}}/{{.Version}}\nkind: GPUReset\nmetadata:\n"
+                    "  name: maintenance-{{ .HealthEvent.NodeName }}-{{ .HealthEventID }}\nspec:\n"
+                    "  nodeName: {{ .HealthEvent.NodeName }}\n  selector:\n    uuids:\n"
+                    "      - {{ .ImpactedEntityScopeValue }}\n"
+                )
+            },
+        }
+        janitor_config["controllers"] = {
+            "gpuReset": {
+                "serviceManager": {"name": facts.gpu_reset_service_manager},
+                "resetJob": {"runtimeClassName": facts.gpu_reset_runtime_class},
+            }
+        }
+    else:
+        # No GPU Operator to take the GPU's clients down: COMPONENT_RESET stays the chart's RebootNode.
+        janitor_config["controllers"] = {"gpuReset": {"enabled": False}}
+    return {
+        "global": {
+            "faultRemediation": {"enabled": True},
+            "janitor": {"enabled": True},
+            "janitorProvider": {"enabled": True},
+        },
+        "fault-remediation": remediation,
+        "janitor": {**controllers, "config": janitor_config},
+        "janitor-provider": {
+            **controllers,
+            "csp": {
+                "provider": "azure",
+                "azure": {
+                    "subscriptionId": target.subscription_id,
+                    "resourceGroup": target.node_resource_group,
+                    "location": target.location,
+                    "clientId": target.client_id,
+                },
+            },
+        },
     }
 
 
@@ -295,8 +456,13 @@ def _merge(base: dict[str, Any], extra: dict[str, Any]) -> dict[str, Any]:
     return merged
 
 
-def remediation_values(model: PlatformModel, critical_xids: tuple[int, ...]) -> dict[str, Any]:
+def remediation_values(
+    model: PlatformModel, critical_xids: tuple[int, ...], target: RepairTarget | None = None
+) -> dict[str, Any]:
     settings = model.config.remediation
+    repair = repair_runs(model.config)
+    if repair and target is None:
+        raise ValueError("remediation.repair runs on this stack: the values need the Azure target (RepairTarget)")
     nvidia = model.pools_of("nvidia")
     agents = {"nodeSelector": {ACCELERATOR_LABEL: "nvidia"}, "tolerations": tolerations_for(nvidia)}
     controllers = {"tolerations": system_pool_tolerations()}
@@ -305,11 +471,12 @@ def remediation_values(model: PlatformModel, critical_xids: tuple[int, ...]) -> 
             "dryRun": settings.mode == "dry-run",
             "gpuHealthMonitor": {"enabled": False},
             "syslogHealthMonitor": {"enabled": True},
-            "kubernetesObjectMonitor": {"enabled": settings.npd_conditions},
+            "kubernetesObjectMonitor": {"enabled": settings.npd_conditions or repair},
             "faultQuarantine": {"enabled": True},
             "nodeDrainer": {"enabled": True},
             "faultRemediation": {"enabled": False},
             "janitor": {"enabled": False},
+            "janitorProvider": {"enabled": False},
             # The kernel-log monitor schedules only on nodes labelled driver.installed=true, which the labeler sets.
             "labeler": {"enabled": True},
             # The datastore setup Job runs on the system pool, whose CriticalAddonsOnly taint it must tolerate.
@@ -329,11 +496,11 @@ def remediation_values(model: PlatformModel, critical_xids: tuple[int, ...]) -> 
             **controllers,
             "gpuNodeLabel": GPU_NODE_SELECTOR,
             "circuitBreaker": {
-                "enabled": circuit_breaker_enabled(model),
-                "percentage": circuit_breaker_percentage(model),
+                "enabled": circuit_breaker_enabled(model.config),
+                "percentage": circuit_breaker_percentage(model.config),
                 "duration": f"{settings.window_minutes}m",
             },
-            "ruleSets": quarantine_rule_sets(critical_xids, settings.npd_conditions),
+            "ruleSets": quarantine_rule_sets(critical_xids, settings.npd_conditions, gate=repair),
         },
         "node-drainer": {
             **controllers,
@@ -342,18 +509,25 @@ def remediation_values(model: PlatformModel, critical_xids: tuple[int, ...]) -> 
             "userNamespaces": drain_rules(model),
         },
     }
-    if settings.npd_conditions:
-        values["kubernetes-object-monitor"] = {**controllers, "policies": npd_policies()}
+    policies = [*(npd_policies() if settings.npd_conditions else []), *([gate_policy()] if repair else [])]
+    if policies:
+        values["kubernetes-object-monitor"] = {**controllers, "policies": policies}
+    if repair and target is not None:
+        values = _merge(values, repair_values(model, target))
     return _merge(values, datastore_values(model))
 
 
-def remediation_release(model: PlatformModel, critical_xids: tuple[int, ...]) -> RemediationRelease | None:
-    """The NVSentinel release, or None when nothing is deployed (mode off, or no NVIDIA pool)."""
+def remediation_release(
+    model: PlatformModel, critical_xids: tuple[int, ...], target: RepairTarget | None = None
+) -> RemediationRelease | None:
+    """The NVSentinel release, or None when nothing is deployed (mode off, or no NVIDIA pool). ``target``: where the
+    repair half acts, needed when it runs (``repair_runs``)."""
     if not remediation_runs(model.config):
         return None
     pin = engine_pin()
     version = model.config.remediation.chart_version or pin.version
-    return RemediationRelease(pin.release, pin.chart, version, REMEDIATION_NAMESPACE, remediation_values(model, critical_xids))
+    values = remediation_values(model, critical_xids, target)
+    return RemediationRelease(pin.release, pin.chart, version, REMEDIATION_NAMESPACE, values)
 
 
 def remediation_summary(model: PlatformModel) -> str:
@@ -366,16 +540,26 @@ def remediation_summary(model: PlatformModel) -> str:
     pin = engine_pin()
     drains = ", ".join(f"{rule['name']} {rule['mode']}" for rule in drain_rules(model))
     sources = "kernel-log Xids" + (", AKS NPD GPU conditions" if settings.npd_conditions else "")
-    share = circuit_breaker_percentage(model)
-    if circuit_breaker_enabled(model):
+    share = circuit_breaker_percentage(model.config)
+    if circuit_breaker_enabled(model.config):
         breaker = f"circuit breaker {settings.max_unhealthy} = {share}% of NVIDIA GPU nodes per {settings.window_minutes}m"
     else:
         breaker = (
-            f"circuit breaker off: at {fewest_gpu_nodes(model)} GPU node(s) {share}% trips on the first quarantine and "
+            f"circuit breaker off: at {fewest_gpu_nodes(model.config)} GPU node(s) {share}% trips on the first quarantine and "
             "halts the engine, uncordons included (maxUnhealthy not enforced)"
         )
+    if repair_runs(model.config):
+        kept_out = kept_out_of_repair(model)
+        how = "GPU reset, else reboot" if gpu_reset_applies(model) else "reboot of the VM"
+        repair = (
+            f"; repair: {how} through Azure (restart/instanceView of the node resource group's scale set VMs), at most "
+            f"maxUnhealthy per {settings.window_minutes}m (the breaker), back in service after the node diagnostics pass"
+            + (f", not on {', '.join(kept_out)}" if kept_out else "")
+        )
+    else:
+        repair = "; repair: off (a person reboots or reimages a quarantined node)"
     return (
         f"remediation: NVSentinel {settings.chart_version or pin.version} in {REMEDIATION_NAMESPACE}, mode {settings.mode}; "
         f"quarantine ({QUARANTINE_TAINT_KEY}={QUARANTINE_TAINT_VALUE}:{QUARANTINE_TAINT_EFFECT} + cordon) on {sources}; "
-        f"{breaker}; datastore {settings.datastore}; drain {drains}"
+        f"{breaker}; datastore {settings.datastore}; drain {drains}{repair}"
     )

@@ -27,6 +27,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, cast
 
+from aks_gpu.aks_facts import disruption_facts
 from aks_gpu.gpu.health import GPU_CONDITIONS
 from aks_gpu.naming import (
     GPU_NAMESPACE,
@@ -437,6 +438,29 @@ def quarantine_rule(model: PlatformModel) -> AlertRule | None:
     )
 
 
+def scheduled_event_rule(model: PlatformModel) -> AlertRule:
+    """An Azure scheduled event pending on a GPU node (AKS's Node Problem Detector condition VMEventScheduled,
+    components/aks_gpu/data/disruption.yaml): GPU VMs are never live-migrated, so a Reboot, Redeploy or Terminate stops
+    the jobs on the node. Warned at once: the notice comes minutes ahead, the time a job has to checkpoint."""
+    condition = disruption_facts().scheduled_event_condition
+    return AlertRule(
+        alert="GpuNodeVmEventScheduled",
+        expr=f'max by (node) (kube_node_status_condition{{condition="{condition}", status="true"}} == 1) '
+        f"and on (node) max by (node) ({gpu_taint_selector(model)})",
+        for_minutes=0,
+        severity="warning",
+        summary="Azure scheduled a maintenance event on GPU node {{ $labels.node }}: its jobs stop when it runs "
+        "(GPU VMs are not live-migrated)",
+        runbook=f"Read the event's type and time in the node's {condition} condition (`kubectl describe node`); have the "
+        "jobs on it checkpoint now and drain the node before the event (`kubectl drain --ignore-daemonsets "
+        "--delete-emptydir-data`) so they restart elsewhere; AKS itself cordons and drains only for Redeploy and "
+        "Preempt (docs/disruption.md).",
+        source=f"kube_node_status_condition and kube_node_spec_taint ({KSM_SOURCE}); the condition the AKS Node "
+        "Problem Detector sets from Azure Scheduled Events, on the nodes with a GPU taint",
+        metrics=("kube_node_status_condition", "kube_node_spec_taint"),
+    )
+
+
 def exporter_presence(vendors: Sequence[Vendor]) -> tuple[str, tuple[str, ...]]:
     parts = {"nvidia": "max by (node) (DCGM_FI_DEV_GPU_TEMP)", "amd": "max by (node) (gpu_gfx_activity)"}
     metrics = {"nvidia": "DCGM_FI_DEV_GPU_TEMP", "amd": "gpu_gfx_activity"}
@@ -585,6 +609,7 @@ def rule_groups(model: PlatformModel, critical_xid_codes: Sequence[int]) -> tupl
     health += npd_condition_rules(model, npd_conditions)
     if (quarantined := quarantine_rule(model)) is not None:
         health.append(quarantined)
+    health.append(scheduled_event_rule(model))
     health += blind_spot_rules(model)
     waste: list[AlertRule] = [idle_rule(model)]
     waste += [rule for pool in model.pools if (rule := empty_node_rule(pool, model)) is not None]

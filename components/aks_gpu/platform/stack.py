@@ -9,6 +9,7 @@ import pulumi_kubernetes as k8s
 from pulumi_azure_native import containerservice
 
 from aks_gpu.admission.component import AdmissionInputs, GpuAdmissionPolicy
+from aks_gpu.admission.deployment_safeguards import excluded_namespaces
 from aks_gpu.aks_facts import fixed_at_creation
 from aks_gpu.args import stack_model
 from aks_gpu.azure.cluster import ClusterInputs, GpuCluster
@@ -20,7 +21,8 @@ from aks_gpu.kube.workload_manifests import PoolOutput, pool_output
 from aks_gpu.kube.workload_namespace import GpuWorkloadNamespace, platform_namespace
 from aks_gpu.monitoring.component import GpuMonitoring, MonitoredCluster, MonitoringInputs
 from aks_gpu.platform.device_plugin import DevicePluginInputs, GpuDevicePlugin
-from aks_gpu.platform.remediation import remediation_resources
+from aks_gpu.platform.node_provisioning import nap_pool_resources
+from aks_gpu.platform.remediation import AzureSite, remediation_resources
 from aks_gpu.resolved.model import PlatformModel
 from aks_gpu.specs import StackSpec
 from aks_gpu.storage.nvme_cache import NvmeCache, NvmeCacheInputs
@@ -96,7 +98,8 @@ class GpuPlatform(GpuComponent[PlatformModel]):
             # (<pool> - Creating) is in progress", e.g. https://github.com/cilium/cilium/issues/25944;
             # https://aka.ms/aks-pending-operation). dependsOn orders creates and updates alike; URNs do not change.
             previous: GpuNodePool | None = None
-            for pool in model.pools:
+            # NAP pools are Karpenter NodePools, created in the cluster below: no agent pool.
+            for pool in (pool for pool in model.pools if not pool.nap):
                 previous = self.node_pools[pool.name] = GpuNodePool.of(
                     f"{name}-{pool.name}",
                     NodePoolInputs(pool, self.cluster.resource_group_name, self.cluster.cluster_name),
@@ -122,6 +125,18 @@ class GpuPlatform(GpuComponent[PlatformModel]):
                 )
             pools_ready = [pool.agent_pool for pool in self.node_pools.values()]
             pools_ready += list(self.cpu_pools.values())
+            if cluster.sku == "Automatic" and not cluster.existing:
+                # Automatic enforces Deployment Safeguards and baseline Pod Security, which the GPU agents' host access
+                # fails: their namespaces are excluded (admission/deployment_safeguards.py), before anything runs there.
+                pools_ready.append(
+                    containerservice.DeploymentSafeguard(
+                        f"{name}-safeguards",
+                        resource_uri=self.cluster.cluster_id,
+                        level="Enforce",
+                        excluded_namespaces=excluded_namespaces(model),
+                        opts=self.child(),
+                    )
+                )
             provider = self.cluster.provider
             kubeconfig = self.cluster.kubeconfig
             cluster_name = self.cluster.cluster_name
@@ -133,6 +148,9 @@ class GpuPlatform(GpuComponent[PlatformModel]):
         def inside(after: list[pulumi.Resource] | None = None) -> pulumi.ResourceOptions:
             return pulumi.ResourceOptions.merge(self.child(after=after or ()), in_cluster)
 
+        # The NAP pools' node classes and NodePools (Automatic, or Standard with nodeProvisioning Auto).
+        self.nap_pools: list[pulumi.Resource] = nap_pool_resources(f"{name}-nap", model, inside())
+        pools_ready = [*pools_ready, *self.nap_pools]
         self.device_plugin: GpuDevicePlugin = GpuDevicePlugin.of(
             f"{name}-gpu", DevicePluginInputs(model, kubeconfig), inside(pools_ready)
         )
@@ -185,8 +203,12 @@ class GpuPlatform(GpuComponent[PlatformModel]):
             f"{name}-monitoring", MonitoringInputs(model, monitored), inside([*pools_ready, self.device_plugin])
         )
         # Quarantine of faulty GPU nodes (remediation.mode dry-run or on): after the device plugin, whose nodes it watches.
+        # With repair, the janitor-provider's Azure identity too (on the cluster's node resource group).
         self.remediation: list[pulumi.Resource] = remediation_resources(
-            f"{name}-remediation", model, inside([*pools_ready, self.device_plugin])
+            f"{name}-remediation",
+            model,
+            inside([*pools_ready, self.device_plugin]),
+            AzureSite(self.cluster, location, self.child()) if self.cluster is not None else None,
         )
 
         self.kubeconfig = kubeconfig

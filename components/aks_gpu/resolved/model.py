@@ -101,6 +101,12 @@ class ResolvedPool:
     gpu_driver: Literal["Install", "None"]
     # Who partitions a MIG pool's GPUs; None without MIG.
     mig_partitioner: MigPartitioner | None = None
+    # agentPool: an AKS agent pool; nap: a Karpenter NodePool and AKSNodeClass (azure/node_provisioning.py).
+    provisioning: Literal["agentPool", "nap"] = "agentPool"
+
+    @property
+    def nap(self) -> bool:
+        return self.provisioning == "nap"
 
     @property
     def name(self) -> str:
@@ -324,6 +330,7 @@ def resolve_pool(pool: GpuPoolConfig, config: PlatformConfig, catalog: Catalog) 
         node_labels=labels,
         gpu_driver=driver,
         mig_partitioner=partitioner,
+        provisioning=pool.effective_provisioning(config.cluster if isinstance(config, StackConfig) else None),
     )
 
 

@@ -39,6 +39,8 @@ from aks_gpu.naming import KWOK_NODE_ANNOTATION, KWOK_NODE_ANNOTATION_VALUE
 from aks_gpu.resolved.model import PlatformModel
 from aks_gpu.resolved.targets import PluginTarget
 from aks_gpu.validation.checks import CheckResult, run_checks
+from aks_gpu.validation.deep import NodeResult, diagnose_live
+from aks_gpu.validation.diagnostics import Level
 from aks_gpu.validation.report import passed
 
 DeployMode = Literal["fail", "warn", "off"]
@@ -49,6 +51,17 @@ SMI_CHECKS = frozenset({"smi-error", "driver-version", "gpu-count", "mig-mode", 
 # A deployment error is read in a terminal: list this many problems, then count the rest.
 MAX_FAILURES_SHOWN = 20
 MAX_WARNINGS_SHOWN = 10
+
+
+class Diagnose(Protocol):
+    """What ``run_deploy_validation`` runs the vendor diagnostics with (``validation.diagnosticsOnDeploy``): the live
+    run of ``aks_gpu.validation.deep`` (the default) or a test's fake. It raises ``ValueError`` when the cluster cannot
+    be read."""
+
+    def __call__(
+        self, model: PlatformModel, level: Level, wanted: Sequence[str] | None = None, *, kubeconfig_text: str | None,
+        skip: Iterable[str],
+    ) -> list[NodeResult]: ...
 
 
 class Collector(Protocol):
@@ -102,16 +115,20 @@ def scoped(
     return narrowed, {name: target for name, target in targets.items() if name in wanted}
 
 
-def simulated_without_output(snapshot: ClusterSnapshot) -> tuple[str, ...]:
-    """The simulated nodes (kwok's annotation, which ``aksgpu local`` sets) that gave no SMI output, by name."""
+def simulated_nodes(snapshot: ClusterSnapshot) -> tuple[str, ...]:
+    """The simulated nodes (kwok's annotation, which ``aksgpu local`` sets), by name: no container runs there."""
     return tuple(
         sorted(
             str(metadata.get("name"))
             for metadata in ((node.get("metadata") or {}) for node in snapshot.nodes)
             if (metadata.get("annotations") or {}).get(KWOK_NODE_ANNOTATION) == KWOK_NODE_ANNOTATION_VALUE
-            and metadata.get("name") not in snapshot.smi
         )
     )
+
+
+def simulated_without_output(snapshot: ClusterSnapshot) -> tuple[str, ...]:
+    """The simulated nodes (kwok's annotation, which ``aksgpu local`` sets) that gave no SMI output, by name."""
+    return tuple(name for name in simulated_nodes(snapshot) if name not in snapshot.smi)
 
 
 def deploy_report(
@@ -152,8 +169,11 @@ def run_deploy_validation(
     collect: Collector | None = None,
     pools: Iterable[str] | None = None,
     stack: str | None = None,
+    diagnose: Diagnose | None = None,
 ) -> HookOutcome:
-    """Probe the cluster and run the checks (for ``pools``, default all); never raises for what it finds.
+    """Probe the cluster and run the checks (for ``pools``, default all), then, with ``validation.diagnosticsOnDeploy``,
+    the vendor diagnostics at level 1 on their NVIDIA nodes (``diagnose``, default the live run); never raises for
+    what it finds.
 
     Blocking (it waits for the probe); the hook runs it on a worker thread.
     """
@@ -192,7 +212,40 @@ def run_deploy_validation(
         r for r in run_checks(scope_model, scope_targets, snapshot)
         if not (r.node in simulated and r.id in SMI_CHECKS and r.status != "pass")
     )
-    return HookOutcome(mode, names, passed(results), deploy_report(results, names, stack, simulated), results)
+    report = deploy_report(results, names, stack, simulated)
+    if not settings.diagnostics_on_deploy:
+        return HookOutcome(mode, names, passed(results), report, results)
+    proven, lines = _deploy_diagnostics(scope_model, kubeconfig_text, simulated_nodes(snapshot), diagnose, stack)
+    return HookOutcome(mode, names, passed(results) and proven, "\n".join([report, *lines]), results)
+
+
+def _deploy_diagnostics(
+    model: PlatformModel, kubeconfig_text: str, simulated: Sequence[str], diagnose: Diagnose | None, stack: str | None
+) -> tuple[bool, list[str]]:
+    """Level 1 of the vendor diagnostics on the NVIDIA nodes of ``model``'s pools (simulated nodes left out: nothing
+    runs on a kwok node): whether every node was proven healthy, and the report's lines."""
+    nvidia = replace(model, pools=tuple(pool for pool in model.pools if pool.vendor == "nvidia"))
+    if not nvidia.pools:
+        return True, ["vendor diagnostics: no NVIDIA pool (AMD nodes are graded from recorded RVS outputs only)"]
+    try:
+        results = (diagnose or diagnose_live)(nvidia, 1, None, kubeconfig_text=kubeconfig_text, skip=simulated)
+    except ValueError as error:  # the cluster could not be read (its message is redacted, one line)
+        return False, [f"vendor diagnostics could not run: {error}"]
+    except Exception as error:  # noqa: BLE001 - the step fails (or warns) with one line, never a traceback
+        return False, [f"vendor diagnostics could not run: {internal_error_message(error)}"]
+    proven = [result for result in results if result.verdict.passed]
+    lines = [
+        f"vendor diagnostics (dcgmi diag level 1, CUDA context, NCCL all-reduce): {len(proven)} of {len(results)} "
+        "GPU node(s) healthy" + (f"; {len(simulated)} simulated node(s) not run" if simulated else "")
+    ]
+    failed = [result for result in results if not result.verdict.passed]
+    for result in failed[:MAX_FAILURES_SHOWN]:
+        lines.append(f"  FAIL gpu-diagnostic {result.pool}/{result.node}: {result.verdict}")
+    if len(failed) > MAX_FAILURES_SHOWN:
+        lines.append(f"  ... and {len(failed) - MAX_FAILURES_SHOWN} more (FAIL)")
+    if failed:
+        lines.append(f"Each tool's verdict: `aksgpu validate --stack {stack or '<stack>'} --deep`")
+    return not failed, lines
 
 
 def report_outcome(outcome: HookOutcome, resource: str = "") -> None:

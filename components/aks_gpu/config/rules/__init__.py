@@ -23,6 +23,7 @@ from aks_gpu.config.rules.cluster import cluster_rules, kubernetes_version_probl
 from aks_gpu.config.rules.limits import limit_rules
 from aks_gpu.config.rules.monitoring import monitoring_rules, remediation_rules
 from aks_gpu.config.rules.pools import amd_operator_rules, pool_rules
+from aks_gpu.config.rules.provisioning import provisioning_rules
 from aks_gpu.config.rules.workloads import admission_rules, cidr_problems, workload_rules
 
 __all__ = ["check_rules", "cidr_problems"]
@@ -41,6 +42,7 @@ def check_rules(config: PlatformConfig, catalog: Catalog, *, today: dt.date) -> 
             problems += kubernetes_version_problems(config.cluster, today, kubernetes_calendar())
     for index, pool in enumerate(config.gpu_pools):
         problems += pool_rules(pool, f"{P}:gpuPools[{index}]", config, catalog)
+    problems += provisioning_rules(config)
     problems += _duplicates(config)
     problems += workload_rules(config)
     problems += admission_rules(config)

@@ -1,11 +1,14 @@
 """The monitoring and remediation sections' rules: what they cannot do on this stack (alerts that notify nobody,
-refused; an adopted cluster's metrics, a circuit breaker that stops everything, drains that apply to nothing). Pure: config in,
-problems (with key paths) out."""
+refused; an adopted cluster's metrics, a circuit breaker that stops everything, drains that apply to nothing, a repair
+nothing bounds). Pure: config in, problems (with key paths) out. NVSentinel's circuit breaker arithmetic lives here too,
+since the rules and the release's values (components/aks_gpu/monitoring/remediation.py) both need it."""
 
 from __future__ import annotations
 
+import math
+
 from aks_gpu import naming
-from aks_gpu.config.models import PlatformConfig, StackConfig
+from aks_gpu.config.models import GpuPoolConfig, PlatformConfig, StackConfig
 from aks_gpu.config.problems import Problem
 from aks_gpu.config.rules.pools import is_zero
 
@@ -102,6 +105,46 @@ def _alertmanager_problems(config: StackConfig) -> list[Problem]:
     return []
 
 
+# ---------------------------------------------------------------- NVSentinel's circuit breaker (also the repair rate limit)
+
+
+def nvidia_pools(config: PlatformConfig) -> list[GpuPoolConfig]:
+    return [pool for pool in config.gpu_pools if pool.vendor == "nvidia"]
+
+
+def circuit_breaker_percentage(config: PlatformConfig) -> int:
+    """maxUnhealthy as NVSentinel's circuit breaker takes it: a whole percentage of the GPU nodes it watches (every
+    NVIDIA node). A count is turned into the share it is of the NVIDIA pools at their largest (maxCount), rounded
+    down (at least 1): with fewer nodes up the breaker trips sooner, never later."""
+    text = config.remediation.max_unhealthy
+    if text.endswith("%"):
+        return max(1, int(text[:-1]))
+    largest = sum(pool.max_count for pool in nvidia_pools(config))
+    if largest <= 0:
+        return 100
+    return max(1, min(100, math.floor(int(text) * 100 / largest)))
+
+
+def breaker_threshold(nodes: int, percentage: int) -> int:
+    """The recent cordons at which NVSentinel's breaker trips with ``nodes`` GPU nodes up: it trips once
+    ``recent >= ceil(nodes * percentage / 100)`` (the breaker fact in components/aks_gpu/data/remediation.yaml)."""
+    return math.ceil(nodes * percentage / 100)
+
+
+def fewest_gpu_nodes(config: PlatformConfig) -> int:
+    """The fewest NVIDIA GPU nodes the breaker may count: the pools at their minCount, and at least the one node a
+    fault needs."""
+    return max(1, sum(pool.min_count for pool in nvidia_pools(config)))
+
+
+def circuit_breaker_enabled(config: PlatformConfig) -> bool:
+    """Whether the breaker can run without halting the engine on its first cordon. Once tripped it stops all of
+    fault-quarantine's processing, the uncordon of a recovered node included, until a person resets its ConfigMap;
+    at ``fewest_gpu_nodes`` a threshold of 1 trips on the first quarantine. Then it is off and maxUnhealthy is
+    reported as not enforced (``remediation_summary``)."""
+    return breaker_threshold(fewest_gpu_nodes(config), circuit_breaker_percentage(config)) >= 2
+
+
 def remediation_rules(config: PlatformConfig) -> list[Problem]:
     """What the remediation section cannot do on this stack (components/aks_gpu/monitoring/remediation.py)."""
     settings, path = config.remediation, f"{P}:remediation"
@@ -126,6 +169,8 @@ def remediation_rules(config: PlatformConfig) -> list[Problem]:
         )
     if not config.gpu_pools or any(pool.vendor == "nvidia" for pool in config.gpu_pools):
         problems += _datastore_problems(config)
+    if settings.repair.enabled:
+        problems += _repair_problems(config)
     # Only a drain the stack wrote: the defaults name the common types, which a stack need not have.
     types = {workload.type for workload in config.workloads}
     written = settings.drain if "drain" in settings.model_fields_set else {}
@@ -170,3 +215,60 @@ def _datastore_problems(config: PlatformConfig) -> list[Problem]:
             )
         ]
     return []
+
+
+def _repair_problems(config: PlatformConfig) -> list[Problem]:
+    """What the repair half needs (components/aks_gpu/data/remediation.yaml, repair): the engine acting, cert-manager
+    for the janitor's certificates, an Azure cluster with workload identity for the provider's identity, and the
+    circuit breaker enforced, the only bound NVSentinel puts on how many nodes are repaired at once."""
+    settings, path = config.remediation, f"{P}:remediation"
+    problems: list[Problem] = []
+    if settings.mode != "on":
+        problems.append(
+            Problem(
+                f"{path}.repair.enabled",
+                f"true with mode {settings.mode}: a repair reboots a node, which only mode on may do; set mode on, or "
+                "repair.enabled false",
+            )
+        )
+    if not settings.cert_manager_installed:
+        problems.append(
+            Problem(
+                f"{path}.certManagerInstalled",
+                "not set with repair: the janitor's webhook and the janitor-provider's gRPC certificates come from "
+                "cert-manager Issuers the chart creates; install cert-manager, then set certManagerInstalled: true",
+            )
+        )
+    if settings.mode == "on" and not circuit_breaker_enabled(config):
+        problems.append(
+            Problem(
+                f"{path}.maxUnhealthy",
+                f"{settings.max_unhealthy!r} with repair: at the NVIDIA pools' fewest nodes ({fewest_gpu_nodes(config)}, "
+                "their minCount) the circuit breaker would halt on the first quarantine, so it is turned off, and it is "
+                "the repair's only rate limit (a repair follows a quarantine): raise the pools' minCount or set a "
+                "maxUnhealthy whose share of them is at least 2 nodes",
+            )
+        )
+    if not any(pool.repair for pool in nvidia_pools(config)):
+        problems.append(
+            Problem(f"{path}.repair.enabled", "true, but every NVIDIA pool sets repair: false: nothing is repaired", "warning")
+        )
+    if isinstance(config, StackConfig):
+        if config.cluster.kubeconfig is not None:
+            problems.append(
+                Problem(
+                    f"{path}.repair.enabled",
+                    "true on a cluster given by a kubeconfig: the janitor-provider reboots nodes through Azure with an "
+                    "identity the stack creates on the cluster's node resource group, which needs the AKS cluster as "
+                    "an Azure resource of the stack (cluster.existing or a new one)",
+                )
+            )
+        elif not config.cluster.workload_identity:
+            problems.append(
+                Problem(
+                    f"{P}:cluster.workloadIdentity",
+                    "false with remediation.repair: the janitor-provider signs in to Azure through a federated "
+                    "credential on the cluster's OIDC issuer; set workloadIdentity true",
+                )
+            )
+    return problems

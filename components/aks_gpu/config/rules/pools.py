@@ -8,7 +8,7 @@ from __future__ import annotations
 from decimal import Decimal
 
 from aks_gpu import naming
-from aks_gpu.aks_facts import Arm64Entry, arm64_support, gpu_node_images, refusal_tag
+from aks_gpu.aks_facts import Arm64Entry, arm64_support, gpu_node_images, refusal_tag, sdk_has_managed_gpu
 from aks_gpu.catalog import Catalog, VmSize
 from aks_gpu.config.models import GpuPoolConfig, PlatformConfig, SmokeJobConfig, StackConfig
 from aks_gpu.config.problems import Problem, did_you_mean
@@ -194,6 +194,8 @@ def pool_rules(pool: GpuPoolConfig, path: str, config: PlatformConfig, catalog: 
     if gpus == 0:
         problems.append(Problem(f"{path}.vmSize", "exposes no GPUs"))
     problems += _pool_limit_rules(pool, path, catalog)
+    if pool.managed_gpu:
+        problems += _managed_gpu_rules(pool, path, config)
     return problems
 
 
@@ -280,16 +282,35 @@ def _pool_limit_rules(pool: GpuPoolConfig, path: str, catalog: Catalog) -> list[
                 + refusal_tag("amd-size-not-supported"),
             )
         )
-    if pool.managed_gpu:
-        problems.append(
-            Problem(
-                f"{path}.managedGpu",
-                "AKS-managed GPU pools need gpuProfile.nvidia.managementMode, which the provider's AKS API 2025-09-01 "
-                "does not have (preview on 2026-01-02-preview, stable from 2026-08-01); see docs/platform.md "
-                + refusal_tag("managed-gpu-api-unreachable"),
-            )
-        )
     return problems
+
+
+def _managed_gpu_rules(pool: GpuPoolConfig, path: str, config: PlatformConfig) -> list[Problem]:
+    """An agent pool needs gpuProfile.nvidia.managementMode, which the installed azure-native SDK may lack (read from it,
+    so a provider bump lifts the refusal); a NAP pool asks by its AKSNodeClass's tag (docs/automatic.md)."""
+    cluster = config.cluster if isinstance(config, StackConfig) else None
+    key = f"{path}.managedGpu"
+    if pool.vendor != "nvidia":
+        return [Problem(key, "the AKS-managed GPU experience is NVIDIA's only (aks-managed-gpu-nodes.md)")]
+    if pool.effective_provisioning(cluster) != "nap" and not sdk_has_managed_gpu():
+        return [
+            Problem(
+                key,
+                "AKS-managed GPU pools need gpuProfile.nvidia.managementMode, which the installed azure-native SDK's "
+                "GPUProfileArgs does not have (AKS API 2025-09-01 in 3.29.0; preview on 2026-01-02-preview, stable from "
+                "2026-08-01); see docs/platform.md " + refusal_tag("managed-gpu-api-unreachable"),
+            )
+        ]
+    # AKS then installs its own device plugin and DCGM exporter on the pool's nodes (aks-managed-gpu-nodes.md,
+    # "Managed GPU components"); the platform's still target every GPU pool.
+    return [
+        Problem(
+            key,
+            "AKS installs its device plugin and DCGM exporter on this pool's nodes, and the platform's device plugin and "
+            "exporter still target every GPU pool: two plugins register nvidia.com/gpu (docs/automatic.md)",
+            "warning",
+        )
+    ]
 
 
 def _storage_rules(config: PlatformConfig) -> list[Problem]:
@@ -382,6 +403,7 @@ def _upgrade_rules(pool: GpuPoolConfig, path: str) -> list[Problem]:
         for key, field in (
             ("drainTimeoutInMinutes", "drain_timeout_in_minutes"),
             ("nodeSoakDurationInMinutes", "node_soak_duration_in_minutes"),
+            ("undrainableNodeBehavior", "undrainable_node_behavior"),
         ):
             if field in given:
                 problems.append(

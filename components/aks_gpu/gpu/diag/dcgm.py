@@ -1,0 +1,249 @@
+"""``dcgmi diag`` (NVIDIA DCGM's active diagnostic, levels 1-4) read and graded, as its table prints it and as ``-j``
+prints JSON.
+
+The table (DCGM 2.x to 4.x): a ``Metadata`` block (DCGM version, driver, device ids), then one block per category
+(``Deployment``, ``Integration``, ``Hardware``, ``Stress``) with one row per test whose result is ``Pass``,
+``Fail``, ``Warn`` or ``Skip`` (DCGM 3: ``Pass - All``, ``Fail - GPU: 0``; DCGM 4: the test's result, then one
+``GPU<n>: <result>`` row per GPU), and ``Warning`` / ``Info`` rows whose text wraps over the following rows. The
+JSON: DCGM 3's ``{"DCGM GPU Diagnostic": {"test_categories": [{"category", "tests": [{"name", "results": [{"gpu_ids"
+| "gpu_id", "status", "warnings", "info"}]}]}]}}`` (null entries between tests included, as NVIDIA/DCGM's JsonResult
+test shows), DCGM 4's ``"DCGM Diagnostic"`` with ``entity_group`` / ``entity_id`` results (GPUs, and CPUs on DCGM
+4), ``warnings`` of ``{"warning", "error_id", ...}``, a ``test_summary`` per test and ``runtime_error`` when nothing
+ran (NVIDIA/DCGM ``testing/python3/dcgm_diag_schema.json`` and ``dcgmi/Diag.cpp`` @72fa3fe, DCGM 4.6.0). Text before
+the document (a warning line) is skipped.
+https://docs.nvidia.com/datacenter/dcgm/latest/user-guide/dcgm-diagnostics.html
+
+Graded as an engineer reads it:
+- a test that failed on a GPU is ``unhealthy`` with the test and GPU named;
+- a test that failed because DCGM itself could not run it ("There was an internal error during the test", a plugin
+  that cannot load, an error instead of a table) is ``inconclusive``: nothing was learned about the GPU
+  (NVIDIA/DCGM#254: the pcie plugin's helper was missing from the install);
+- a skipped test is ``inconclusive`` (the plugin is not allowed on this SKU, or lacks its CUDA support package:
+  NVIDIA/DCGM#55, #139), never a pass; a level-2 or higher run that tested nothing past Deployment is too;
+- ``Warn`` is a warning, not a failure; so is a Deployment failure that only says persistence mode is off (CUDA works
+  without it: the first context is slower to create), which DCGM 3 reported as a failure.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from aks_gpu.gpu.diag.grade import Grade
+
+TOOL = "dcgm-diag"
+_HEADER = re.compile(r"^[|+]-{3,}\s+([A-Za-z][A-Za-z ]*?)\s+-+[+|]")
+_PER_GPU = re.compile(r"^(GPU|CPU)\s*(\d+)\s*:\s*(Pass|Fail|Warn|Skip|Not Run)\b", re.IGNORECASE)
+_GPU_LIST = re.compile(r"GPU\s*:?\s*([\d,\s]+)")
+_INTERNAL = (
+    "internal error during the test",
+    "cannot load plugins",
+    "unable to change to the plugin dir",
+    "returned an error",
+    "could not exec",
+)
+_PERSISTENCE = "persistence mode"
+STATUSES = ("pass", "fail", "warn", "skip")
+
+
+class _NotRunError(Exception):
+    """The JSON says the diagnostic could not run (``runtime_error``)."""
+
+
+@dataclass
+class _Test:
+    category: str
+    name: str
+    status: str  # pass | fail | warn | skip | "" (unknown)
+    gpus: dict[str, str] = field(default_factory=dict)  # GPU id: its own status
+    messages: list[str] = field(default_factory=list)
+
+
+def read_dcgm_diag(text: str, level: int | None = None) -> Grade:
+    """The grade of one ``dcgmi diag`` run (table or JSON). ``level``: the ``-r`` it was run with, when known (a
+    level-2 or higher run must have tested something past Deployment)."""
+    stripped = text.strip()
+    if not stripped:
+        return Grade(TOOL, "inconclusive", "dcgmi diag printed nothing")
+    start = stripped.find("{")
+    tests: list[_Test] | None = None
+    if start != -1 and "| Diagnostic" not in stripped:
+        try:
+            tests = _json_tests(stripped[start : stripped.rfind("}") + 1])
+        except _NotRunError as error:
+            return Grade(TOOL, "inconclusive", f"dcgmi diag did not run: {str(error)[:300]}", (str(error)[:300],))
+    if tests is None:
+        tests = _table_tests(stripped)
+    if not tests:
+        errors = [line.strip() for line in stripped.splitlines() if line.strip().lower().startswith("error")]
+        why = errors[0] if errors else stripped.splitlines()[0].strip()
+        return Grade(TOOL, "inconclusive", f"dcgmi diag did not run: {why[:300]}", tuple(errors[:5]))
+    return _grade(tests, level)
+
+
+# ---------------------------------------------------------------- the table
+
+
+def _status(value: str) -> str:
+    """``pass``, ``fail``, ``warn`` or ``skip`` of a result cell (``Pass - All``, ``Fail - GPU: 0``, ``Not Run``: DCGM 4's
+    result for a test that did not run, counted as skipped); "" when the cell is no result."""
+    word = value.strip().lower()
+    if word.startswith("not run"):
+        return "skip"
+    first = word.split(" ", 1)[0] if word else ""
+    return first if first in STATUSES else ""
+
+
+def _entity(group: str, entity: str) -> str:
+    """A GPU by its id (``0``), any other entity by its group too (``CPU 0``: DCGM 4 also tests CPUs)."""
+    return entity if group.upper() == "GPU" else f"{group.upper()} {entity}"
+
+
+def _table_tests(text: str) -> list[_Test]:
+    tests: list[_Test] = []
+    category = ""
+    current: _Test | None = None
+    message_open = False
+    for raw in text.splitlines():
+        line = raw.strip()
+        header = _HEADER.match(line)
+        if header:
+            category, current, message_open = header.group(1).strip(), None, False
+            continue
+        if not line.startswith("|") or line.startswith("| Diagnostic "):
+            continue
+        cells = line.strip("|").split("|")
+        if len(cells) < 2:
+            continue
+        name, value = cells[0].strip(), cells[1].strip()
+        if category.lower() == "metadata":
+            continue
+        # "Warning", or DCGM 4.6's per-entity "Warning: GPU1" (dcgmi/Diag.cpp @72fa3fe).
+        if re.match(r"(Warning|Info|Error)\b", name):
+            if current is not None:
+                current.messages.append(value)
+                message_open = True
+            continue
+        if not name:
+            per_gpu = _PER_GPU.match(value)
+            if per_gpu and current is not None:
+                current.gpus[_entity(per_gpu.group(1), per_gpu.group(2))] = _status(per_gpu.group(3))
+                message_open = False
+            elif message_open and current is not None and value:
+                current.messages[-1] = _unwrap(current.messages[-1], value)
+            continue
+        current = _Test(category, name, _status(value))
+        message_open = False
+        listed = _GPU_LIST.search(value) if " - " in value else None
+        if listed:
+            for gpu in (g.strip() for g in listed.group(1).split(",")):
+                if gpu:
+                    current.gpus[gpu] = current.status
+        tests.append(current)
+    return [test for test in tests if test.status]
+
+
+def _unwrap(before: str, after: str) -> str:
+    """The table wraps a message at a fixed width, inside words too ("non-ze" / "ro status"): a line that ends in a
+    letter and one that goes on in lower case are one word."""
+    joined = before[-1:].isalnum() and after[:1].islower()
+    return before + ("" if joined else " ") + after
+
+
+# ---------------------------------------------------------------- the JSON
+
+
+def _json_tests(document: str) -> list[_Test] | None:
+    try:
+        data = json.loads(document)
+    except ValueError:
+        return None
+    if not isinstance(data, dict):
+        return None
+    root: Any = data.get("DCGM GPU Diagnostic") or data.get("DCGM Diagnostic") or data
+    if not isinstance(root, dict):
+        return None
+    if root.get("runtime_error"):
+        # DCGM 4 (-j) reports a diagnostic that could not run so (dcgmi/Diag.cpp HelperDisplayFailureMessage).
+        raise _NotRunError(str(root["runtime_error"]))
+    tests: list[_Test] = []
+    for category in root.get("test_categories") or []:
+        if not isinstance(category, dict):
+            continue
+        name = str(category.get("category") or "")
+        for entry in category.get("tests") or []:
+            if not isinstance(entry, dict):
+                continue  # DCGM 3 writes null between tests
+            tests.append(_json_test(name, entry))
+    return tests
+
+
+def _json_test(category: str, entry: dict[str, Any]) -> _Test:
+    test = _Test(category, str(entry.get("name") or "?"), "")
+    statuses: list[str] = []
+    for result in entry.get("results") or []:
+        if not isinstance(result, dict):
+            continue
+        status = str(result.get("status") or "").lower()
+        status = "skip" if status.startswith("skip") or status == "not run" else status
+        statuses.append(status)
+        ids = result.get("gpu_ids", result.get("gpu_id", result.get("entity_id")))
+        for gpu in str(ids).split(",") if ids is not None and str(ids) != "" else []:
+            test.gpus[gpu.strip()] = status
+        for key in ("warnings", "errors", "info"):
+            for item in result.get(key) or []:
+                text = item.get("warning") or item.get("error") or item.get("msg") if isinstance(item, dict) else item
+                if text and key != "info":
+                    test.messages.append(str(text))
+    summary = entry.get("test_summary")
+    overall = _status(str(summary.get("status") or "")) if isinstance(summary, dict) else ""
+    for status in ("fail", "warn", "skip", "pass"):
+        if status in statuses or overall == status:
+            test.status = status
+            break
+    return test
+
+
+# ---------------------------------------------------------------- grading
+
+
+def _where(test: _Test, status: str) -> str:
+    found = sorted((entity for entity, s in test.gpus.items() if s == status), key=lambda e: (len(e), e))
+    gpus = [entity for entity in found if entity.isdigit()]
+    others = [entity for entity in found if not entity.isdigit()]
+    named = ([f"GPU {', '.join(gpus)}"] if gpus else []) + others
+    return f"{test.name} ({', '.join(named)})" if named else test.name
+
+
+def _grade(tests: list[_Test], level: int | None) -> Grade:
+    faults: list[str] = []
+    not_run: list[str] = []
+    warnings: list[str] = []
+    evidence: list[str] = []
+    for test in tests:
+        said = "; ".join(test.messages)
+        if test.status == "fail":
+            if any(marker in said.lower() for marker in _INTERNAL):
+                not_run.append(f"{test.name} could not run (DCGM internal error: {said[:200]})")
+            elif (
+                test.category.lower() == "deployment"
+                and test.messages
+                and all(_PERSISTENCE in message.lower() for message in test.messages)
+            ):
+                warnings.append(f"{test.name}: {said[:200]}")
+            else:
+                faults.append(_where(test, "fail"))
+            evidence.append(f"{test.category}/{test.name}: fail{': ' + said[:300] if said else ''}")
+        elif test.status == "skip":
+            not_run.append(f"{test.name} skipped")
+        elif test.status == "warn":
+            warnings.append(f"{_where(test, 'warn')}: {said[:200] or 'Warn'}")
+    if faults:
+        return Grade(TOOL, "unhealthy", ", ".join(faults), tuple(evidence), tuple(warnings))
+    if not_run:
+        return Grade(TOOL, "inconclusive", ", ".join(not_run), tuple(evidence), tuple(warnings))
+    if level is not None and level >= 2 and all(t.category.lower() in ("deployment", "custom") for t in tests):
+        return Grade(TOOL, "inconclusive", f"level {level} ran no test past Deployment", (), tuple(warnings))
+    return Grade(TOOL, "healthy", warnings=tuple(warnings))

@@ -1,0 +1,142 @@
+"""NCCL ``all_reduce_perf`` (NVIDIA/nccl-tests) read and graded: correctness, then the bus bandwidth against the
+figure expected for the VM size at a message size (``components/aks_gpu/data/gpu_diagnostics.yaml``).
+
+Its table has one row per message size: ``size count type redop [root] time algbw busbw #wrong`` out-of-place, then
+``time algbw busbw #wrong`` in-place (``#wrong`` is ``N/A`` with ``-c 0``), then ``# Out of bounds values : N
+OK|FAILED`` and ``# Avg bus bandwidth : X`` (nccl-tests src/util.cu). busbw is the figure to compare across GPU counts
+(nccl-tests doc/PERFORMANCE.md).
+
+- any ``#wrong`` above 0, or out-of-bounds values FAILED: the GPUs corrupted data between them: unhealthy;
+- the best busbw at the largest size that reaches the expectation's size below the expected figure: unhealthy
+  (an NVLink or NVSwitch path is degraded); a run whose largest size is smaller is not graded on bandwidth (the
+  average over small sizes says nothing of the links: a warning says so);
+- a run that aborted (``Test NCCL failure``, ``Test CUDA failure``) without a row: inconclusive, unless its error is
+  CUDA's "system not yet initialized" (error 802: the fabric manager), which is the node's fault.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from aks_gpu.gpu.diag.grade import Grade
+
+TOOL = "nccl-all-reduce"
+_PREFIX = re.compile(r"^\[\d+,\d+\]<stdout>:")
+_OOB = re.compile(r"#\s*Out of bounds values\s*:\s*(\d+)\s*(OK|FAILED)")
+_AVG_FAILED = re.compile(r"#\s*Avg bus bandwidth\s*:\s*([\d.eE+-]+)\s+FAILED")
+_ABORT = re.compile(r"(Test (?:NCCL|CUDA) failure.*|Test failure.*|Test timeout.*|NCCL failure.*|Failed, NCCL error.*)")
+GIB = 1 << 30
+
+
+@dataclass(frozen=True)
+class BusBandwidth:
+    """The all-reduce bus bandwidth a healthy node of a VM size reaches at ``message_bytes`` (GB/s), and its source."""
+
+    vm_size: str
+    message_bytes: int
+    busbw_gbps: float
+    source: str
+
+
+@dataclass(frozen=True)
+class _Row:
+    size: int
+    busbw: float  # the better of out-of-place and in-place
+    wrong: int
+
+
+def _int(token: str) -> int | None:
+    try:
+        return int(token)
+    except ValueError:
+        return None
+
+
+def _wrong(token: str) -> int:
+    """A ``#wrong`` cell: ``%6g`` of the count (``0``, ``1e+06``), ``N/A`` with ``-c 0``; the ``error`` column of old
+    releases held the largest difference, below 1 when the results were right."""
+    try:
+        value = float(token)
+    except ValueError:
+        return 0
+    return int(value) if value >= 1 else 0
+
+
+def _rows(text: str) -> list[_Row]:
+    """The result rows (nccl-tests src/util.cu @a0b82b2, 2.19.6: ``%12li %12li %8s %6s %6i`` then per placement
+    ``time algbw busbw #wrong``, four more per-iteration columns with ``-I``, a timestamp at the end with ``-t``)."""
+    rows: list[_Row] = []
+    for raw in text.splitlines():
+        line = _PREFIX.sub("", raw).strip()
+        if not line or line.startswith("#"):
+            continue
+        tokens = line.split()
+        if len(tokens) < 12 or _int(tokens[0]) is None or _int(tokens[1]) is None or _int(tokens[2]) is not None:
+            continue
+        lead = 5 if _int(tokens[4]) is not None else 4  # the root column came with nccl-tests 2.10
+        rest = tokens[lead:]
+        group = 8 if len(rest) >= 16 else 4
+        out_of_place, in_place = rest[:4], rest[group : group + 4]
+        try:
+            busbw = max(float(out_of_place[2]), float(in_place[2]) if len(in_place) == 4 else 0.0)
+        except (ValueError, IndexError):
+            continue
+        wrong = _wrong(out_of_place[3]) + (_wrong(in_place[3]) if len(in_place) == 4 else 0)
+        rows.append(_Row(int(tokens[0]), busbw, wrong))
+    return rows
+
+
+def read_all_reduce(text: str, expected: BusBandwidth | None = None) -> Grade:
+    """The grade of one ``all_reduce_perf`` run; ``expected`` None grades correctness only."""
+    rows = _rows(text)
+    oob = _OOB.search(text)
+    if not rows:
+        abort = _ABORT.search(text)
+        if abort and ("system not yet initialized" in text or " 802" in text):
+            return Grade(
+                TOOL,
+                "unhealthy",
+                "CUDA error 802 system not yet initialized: the fabric manager is not running",
+                (abort.group(1).strip(),),
+            )
+        why = abort.group(1).strip() if abort else "no result rows in the output"
+        return Grade(TOOL, "inconclusive", f"all_reduce_perf did not run: {why[:300]}")
+    wrong = [row for row in rows if row.wrong]
+    if wrong:
+        sizes = ", ".join(f"{row.size} B ({row.wrong} wrong)" for row in wrong[:3])
+        return Grade(TOOL, "unhealthy", f"wrong all-reduce results between the GPUs at {sizes}")
+    if oob and oob.group(2) == "FAILED":
+        return Grade(TOOL, "unhealthy", f"{oob.group(1)} out-of-bounds values", (oob.group(0),))
+    failed_check = _AVG_FAILED.search(text)
+    if failed_check:
+        # The run's own check (-a/--check_avg_bw: FAILED under 90 % of the figure it was given).
+        return Grade(
+            TOOL,
+            "unhealthy",
+            f"average bus bandwidth {failed_check.group(1)} GB/s failed the run's own check",
+            (failed_check.group(0),),
+        )
+    if expected is None:
+        return Grade(TOOL, "healthy", warnings=("bus bandwidth not graded: no figure for this VM size",))
+    reaching = [row for row in rows if row.size >= expected.message_bytes]
+    if not reaching:
+        largest = max(row.size for row in rows)
+        return Grade(
+            TOOL,
+            "healthy",
+            warnings=(
+                f"bus bandwidth not graded: the largest message ({largest} B) is below the {expected.message_bytes} B "
+                f"the {expected.busbw_gbps:g} GB/s figure for {expected.vm_size} is for",
+            ),
+        )
+    at = max(reaching, key=lambda row: row.size)
+    if at.busbw < expected.busbw_gbps:
+        return Grade(
+            TOOL,
+            "unhealthy",
+            f"bus bandwidth {at.busbw:g} GB/s at {at.size} B, below the {expected.busbw_gbps:g} GB/s "
+            f"expected of {expected.vm_size}",
+            (f"{at.size} B: busbw {at.busbw:g}",),
+        )
+    return Grade(TOOL, "healthy")

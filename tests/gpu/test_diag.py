@@ -1,0 +1,254 @@
+"""The diagnostic readers grade real recorded outputs (tests/fixtures/diag/SOURCES.md) as an engineer would: a failed
+test is unhealthy, a test DCGM could not run or skipped is inconclusive (never healthy), a Warn warns."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from aks_gpu.gpu.diag import BusBandwidth, Grade, combine, read_all_reduce, read_cuda_context, read_dcgm_diag, read_rvs
+from aks_gpu.gpu.diag.expectations import bus_bandwidth_for, diagnostic_images
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
+DIAG = FIXTURES / "diag"
+
+
+def text(name: str) -> str:
+    folder = DIAG if (DIAG / name).exists() else FIXTURES / "health"
+    return (folder / name).read_text(encoding="utf-8")
+
+
+@pytest.mark.parametrize(
+    ("name", "grade"),
+    [
+        ("01_dcgmi-diag-r2_8xa100_dcgm3.3.3_pass.txt", "healthy"),
+        ("02_dcgmi-diag-r2_1gpu_dcgm4.4.2_pass.txt", "healthy"),
+        ("19_dcgmi-diag-r2_a100_pcie_fail_nvlink_down_warnings.txt", "unhealthy: PCIe"),
+    ],
+)
+def test_dcgm_tables_are_graded_by_their_results(name: str, grade: str) -> None:
+    assert str(read_dcgm_diag(text(name), level=2)) == grade
+
+
+def test_a_failed_pcie_test_keeps_what_dcgm_said() -> None:
+    graded = read_dcgm_diag(text("19_dcgmi-diag-r2_a100_pcie_fail_nvlink_down_warnings.txt"))
+    assert any("NvLink link 0 is currently down" in line for line in graded.evidence), graded.evidence
+
+
+def test_skipped_plugins_are_inconclusive_never_healthy() -> None:
+    graded = read_dcgm_diag(text("03_dcgmi-diag-r3_1gpu_dcgm4.4.2_all_skipped.txt"), level=3)
+    assert graded.state == "inconclusive"
+    assert "memory skipped" in graded.part and "targeted_stress skipped" in graded.part
+
+
+def test_a_test_dcgm_could_not_run_is_inconclusive_not_a_gpu_fault() -> None:
+    graded = read_dcgm_diag(text("04_dcgmi-diag-r2_4xv100_dcgm4.4.1_pcie_internal_error_excerpt.txt"))
+    assert graded.state == "inconclusive" and graded.part.startswith("pcie could not run")
+    # The wrapped message is one text again, its words whole.
+    assert "exited with non-zero status 1" in graded.part
+
+
+def test_an_error_instead_of_a_table_is_inconclusive_with_the_error() -> None:
+    graded = read_dcgm_diag(text("05_dcgmi-diag-r3_dcgm4_no_plugin_dir_error.txt"))
+    assert graded.state == "inconclusive" and "Unable to complete diagnostic" in graded.part
+
+
+def test_dcgm3_json_is_read_past_its_stray_line_and_null_entries() -> None:
+    recorded = text("06_dcgmi-diag-j_8gpu_dcgm3.1.0_pass.json.txt")
+    assert str(read_dcgm_diag(recorded, level=1)) == "healthy"
+    # It tested nothing past Deployment: as a level-2 result that is no proof.
+    assert read_dcgm_diag(recorded, level=2).state == "inconclusive"
+
+
+def test_a_json_failure_names_the_test_and_gpu() -> None:
+    # The DCGM 3 document of fixture 06 with GPU 3's software result turned to FAIL (the rule, on the recorded shape).
+    recorded = text("06_dcgmi-diag-j_8gpu_dcgm3.1.0_pass.json.txt")
+    marker = '"gpu_ids" : 3,\n\t\t\t\t\t\t\t\t"status" : "PASS"'
+    assert marker in recorded
+    graded = read_dcgm_diag(recorded.replace(marker, marker.replace("PASS", "FAIL")))
+    assert str(graded) == "unhealthy: software (GPU 3)"
+
+
+def test_a_warn_warns_and_a_persistence_mode_failure_does_not_fail_the_node() -> None:
+    recorded = text("01_dcgmi-diag-r2_8xa100_dcgm3.3.3_pass.txt")
+    warned = recorded.replace("| GPU Memory                | Pass - All", "| GPU Memory                | Warn - All")
+    graded = read_dcgm_diag(warned)
+    assert graded.state == "healthy" and graded.warnings and "GPU Memory" in graded.warnings[0]
+    persistence = recorded.replace(
+        "| Persistence Mode          | Pass                                           |",
+        "| Persistence Mode          | Fail                                           |\n"
+        "| Warning                   | Persistence mode for GPU 0 is disabled.        |",
+    )
+    graded = read_dcgm_diag(persistence)
+    assert graded.state == "healthy" and "Persistence mode" in graded.warnings[0]
+
+
+@pytest.mark.parametrize(
+    "name",
+    ["20_deviceQuery_cuda-sample_error802.txt", "13_cuda-bandwidthTest_error802_system_not_yet_initialized.txt"],
+)
+def test_cuda_error_802_is_the_fabric_manager(name: str) -> None:
+    graded = read_cuda_context(text(name), expected_gpus=8)
+    assert graded.state == "unhealthy" and "fabric manager" in graded.part
+
+
+def test_a_passing_device_query_on_every_gpu_is_healthy() -> None:
+    recorded = text("21_deviceQuery_8xb200_cuda12.8_pass_excerpt.txt")
+    assert str(read_cuda_context(recorded, expected_gpus=8)) == "healthy"
+    assert str(read_cuda_context(recorded, expected_gpus=16)) == "unhealthy: CUDA sees 8 of 16 GPUs"
+
+
+def test_a_cuda_image_newer_than_the_driver_is_inconclusive() -> None:
+    output = "cudaGetDeviceCount returned 35\n-> CUDA driver version is insufficient for CUDA runtime version\nResult = FAIL\n"
+    assert read_cuda_context(output).state == "inconclusive"
+
+
+def test_cuda_counts_the_gpus_it_can_use() -> None:
+    output = "Detected 7 CUDA Capable device(s)\n\nResult = PASS\n"
+    assert str(read_cuda_context(output, expected_gpus=8)) == "unhealthy: CUDA sees 7 of 8 GPUs"
+    assert str(read_cuda_context(output.replace("7 CUDA", "8 CUDA"), expected_gpus=8)) == "healthy"
+    assert read_cuda_context("No CUDA GPUs are available").state == "unhealthy"
+    assert read_cuda_context("").state == "inconclusive"
+
+
+H100 = bus_bandwidth_for("standard_nd96isr_h100_v5")
+
+
+def test_the_h100_figure_is_azures_own_threshold() -> None:
+    assert H100 is not None and H100.busbw_gbps == 460.0 and H100.message_bytes == 16 << 30
+    assert "azurehpc-health-checks" in H100.source
+
+
+def test_a_clean_short_nccl_run_is_healthy_but_its_bandwidth_ungraded() -> None:
+    graded = read_all_reduce(text("10_all_reduce_perf_8xh100_256M-2G_nvls.txt"), H100)
+    assert graded.state == "healthy" and "not graded" in graded.warnings[0]
+
+
+def test_nccl_bandwidth_is_graded_at_the_figures_size() -> None:
+    # Fixture 10 with its largest row relabelled 16 GiB (the figure's size): its 470.73 GB/s passes 460, and the same
+    # row below it fails naming the figure.
+    recorded = text("10_all_reduce_perf_8xh100_256M-2G_nvls.txt")
+    row = "2147483648     536870912     float     sum      -1   7983.5  268.99  470.73      0   7985.2  268.93  470.63      0"
+    assert row in recorded
+    at_16g = recorded.replace(row, row.replace("2147483648     536870912", "17179869184    4294967296"))
+    assert read_all_reduce(at_16g, H100).state == "healthy"
+    slow = at_16g.replace("470.73", "401.20").replace("470.63", "400.90")
+    graded = read_all_reduce(slow, H100)
+    assert graded.state == "unhealthy" and "401.2 GB/s" in graded.part and "460" in graded.part
+
+
+def test_wrong_results_are_unhealthy_whatever_the_bandwidth() -> None:
+    recorded = text("10_all_reduce_perf_8xh100_256M-2G_nvls.txt")
+    row = "536870912     134217728     float     sum      -1   2157.5  248.83  435.46      0   2154.8  249.16  436.02      0"
+    graded = read_all_reduce(recorded.replace(row, row[:-1] + "3"), None)
+    assert graded.state == "unhealthy" and "wrong" in graded.part
+
+
+def test_an_aborted_nccl_run_is_inconclusive() -> None:
+    output = "# nThread 1 nGpus 8\nTest NCCL failure common.cu:1005 'unhandled system error'\n"
+    assert read_all_reduce(output, H100).state == "inconclusive"
+
+
+def test_a_node_verdict_lets_a_fault_outrank_what_could_not_run() -> None:
+    fault = Grade("cuda-context", "unhealthy", "CUDA sees 7 of 8 GPUs")
+    skipped = Grade("dcgm-diag", "inconclusive", "pcie skipped")
+    assert str(combine("node", [skipped, fault])) == "unhealthy: cuda-context: CUDA sees 7 of 8 GPUs"
+    assert combine("node", [skipped, Grade("nccl-all-reduce", "healthy")]).state == "inconclusive"
+    assert combine("node", []).state == "inconclusive"
+
+
+def test_every_diagnostic_image_names_its_source() -> None:
+    images = diagnostic_images()
+    assert set(images) == {"dcgm", "cuda_context", "nccl"}
+    assert all(image.source and image.tag for image in images.values())
+    assert BusBandwidth("x", 1, 1.0, "s").busbw_gbps == 1.0
+
+
+# The DCGM 4 document as its schema states it (NVIDIA/DCGM testing/python3/dcgm_diag_schema.json @72fa3fe, DCGM 4.6.0):
+# results per entity_group/entity_id, warnings as objects, a test_summary per test, runtime_error when nothing ran.
+DCGM4_FAIL = """{"DCGM Diagnostic": {"test_categories": [
+  {"category": "Deployment", "tests": [{"name": "software", "test_summary": {"status": "Pass"},
+    "results": [{"entity_group": "GPU", "entity_group_id": 1, "entity_id": 0, "status": "Pass"},
+                {"entity_group": "GPU", "entity_group_id": 1, "entity_id": 1, "status": "Pass"}]}]},
+  {"category": "Hardware", "tests": [{"name": "memory", "test_summary": {"status": "Fail"},
+    "results": [{"entity_group": "GPU", "entity_group_id": 1, "entity_id": 0, "status": "Pass"},
+                {"entity_group": "GPU", "entity_group_id": 1, "entity_id": 1, "status": "Fail",
+                 "warnings": [{"error_category": 4, "error_id": 40, "error_severity": 2,
+                               "warning": "Found 3 memory mismatches on GPU 1"}]}]}]}]},
+  "version": "4.6.0"}"""
+
+
+def test_a_dcgm4_json_failure_names_the_test_gpu_and_message() -> None:
+    graded = read_dcgm_diag(DCGM4_FAIL, level=2)
+    assert str(graded) == "unhealthy: memory (GPU 1)"
+    assert "Found 3 memory mismatches on GPU 1" in graded.evidence[0]
+
+
+def test_a_dcgm4_runtime_error_is_inconclusive() -> None:
+    document = '{"DCGM Diagnostic": {"runtime_error": "Unable to open the plugin directory", "version": "4.6.0"}}'
+    graded = read_dcgm_diag(document)
+    assert graded.state == "inconclusive" and "Unable to open the plugin directory" in graded.part
+
+
+def test_not_run_counts_as_not_proven() -> None:
+    recorded = text("02_dcgmi-diag-r2_1gpu_dcgm4.4.2_pass.txt")
+    not_run = recorded.replace(
+        "| memory                    | Pass                                           |",
+        "| memory                    | Not Run                                        |",
+    )
+    assert read_dcgm_diag(not_run, level=2).state == "inconclusive"
+
+
+def test_dcgm46_per_gpu_warning_rows_are_read() -> None:
+    # DCGM 4.6 names a per-entity message row "Warning: GPU<n>" (NVIDIA/DCGM dcgmi/Diag.cpp @72fa3fe), on the table of
+    # fixture 02 with GPU0's memory test failed.
+    recorded = text("02_dcgmi-diag-r2_1gpu_dcgm4.4.2_pass.txt").replace(
+        "| memory                    | Pass                                           |\n"
+        "|                           | GPU0: Pass                                     |",
+        "| memory                    | Fail                                           |\n"
+        "|                           | GPU0: Fail                                     |\n"
+        "| Warning: GPU0             | Found 3 memory mismatches on GPU 0             |",
+    )
+    graded = read_dcgm_diag(recorded, level=2)
+    assert str(graded) == "unhealthy: memory (GPU 0)"
+    assert "Found 3 memory mismatches" in graded.evidence[0]
+
+
+def test_nccl_rows_of_every_release_are_read() -> None:
+    # Fixture 10's largest row as nccl-tests writes it in other releases (src/util.cu @a0b82b2): before the root
+    # column, with the count of wrong elements as %6g (1e+06), and with -c 0 (N/A).
+    recorded = text("10_all_reduce_perf_8xh100_256M-2G_nvls.txt")
+    row = "2147483648     536870912     float     sum      -1   7983.5  268.99  470.73      0   7985.2  268.93  470.63      0"
+    no_root = recorded.replace(row, row.replace("     sum      -1", "     sum"))
+    assert read_all_reduce(no_root, None).state == "healthy"
+    assert read_all_reduce(recorded.replace(row, row[:-1] + "1e+06"), None).state == "unhealthy"
+    unchecked = recorded.replace(row, row.replace("470.73      0", "470.73    N/A").replace("470.63      0", "470.63    N/A"))
+    assert read_all_reduce(unchecked, None).state == "healthy"
+
+
+def test_nccl_runs_own_bandwidth_check_failing_is_unhealthy() -> None:
+    recorded = text("10_all_reduce_perf_8xh100_256M-2G_nvls.txt")
+    failed = recorded.replace("# Avg bus bandwidth    : 448.212", "# Avg bus bandwidth    : 448.212 FAILED")
+    assert read_all_reduce(failed, None).state == "unhealthy"
+    assert read_all_reduce(recorded.replace("448.212", "448.212 OK"), None).state == "healthy"
+
+
+def test_rvs_summary_tables_are_graded_per_action() -> None:
+    assert str(read_rvs(text("30_rvs_8xmi355x_rocm7.0.2_all_pass.txt"))) == "healthy"
+    graded = read_rvs(text("31_rvs_2xmi210_rocm7.2.0_iet_gst_fail_excerpt.txt"))
+    assert str(graded) == "unhealthy: IET (action_5), GST (action_6)"
+    assert any("Action failed to run successfully" in line for line in graded.evidence)
+
+
+def test_rvs_that_found_no_supported_gpu_is_inconclusive() -> None:
+    # ROCm/ROCmValidationSuite#1263: `rvs -m gst` on a GPU its platform table lacks.
+    output = "RVS-ERROR [CLI] No platform support for the detected GPU or no GPU detected !\n"
+    graded = read_rvs(output)
+    assert graded.state == "inconclusive" and "No platform support" in graded.part
+
+
+def test_rvs_result_lines_alone_are_read() -> None:
+    # The per-module verdict lines of fixture 31, without the summary table (releases before 1.3 print only these).
+    lines = [line for line in text("31_rvs_2xmi210_rocm7.2.0_iet_gst_fail_excerpt.txt").splitlines() if "[RESULT]" in line]
+    assert str(read_rvs("\n".join(lines))) == "unhealthy: action_5"
