@@ -59,6 +59,14 @@ ARM_IDS = {
     "azure-native:monitor:ActionGroup": _GROUP + "/providers/Microsoft.Insights/actionGroups/{actionGroupName}",
     "azure-native:alertsmanagement:PrometheusRuleGroup": _GROUP
     + "/providers/Microsoft.AlertsManagement/prometheusRuleGroups/{ruleGroupName}",
+    "azure-native:managedidentity:UserAssignedIdentity": _GROUP
+    + "/providers/Microsoft.ManagedIdentity/userAssignedIdentities/{resourceName}",
+    "azure-native:managedidentity:FederatedIdentityCredential": _GROUP
+    + "/providers/Microsoft.ManagedIdentity/userAssignedIdentities/{resourceName}"
+    + "/federatedIdentityCredentials/{federatedIdentityCredentialResourceName}",
+    "azure-native:authorization:RoleDefinition": "{scope}/providers/Microsoft.Authorization/roleDefinitions/{roleDefinitionId}",
+    "azure-native:containerservice:DeploymentSafeguard": "{resourceUri}/providers/Microsoft.ContainerService"
+    "/deploymentSafeguards/{safeguardName}",
     "azure-native:kubernetesconfiguration:Extension": _GROUP
     + "/providers/Microsoft.ContainerService/managedClusters/{clusterName}"
     + "/providers/Microsoft.KubernetesConfiguration/extensions/{extensionName}",
@@ -74,13 +82,16 @@ def type_of(urn: str) -> str:
 
 
 def arm_id(resource_type: str, inputs: dict[str, Any]) -> tuple[str, str]:
-    """The resource's ARM id and name. A role assignment without a name gets a UUID, as the provider auto-names it."""
+    """The resource's ARM id and name. A resource the program leaves unnamed (a role assignment or definition, the
+    repair identity) gets a name made from its inputs, as the provider names it itself; a Deployment Safeguard's name
+    is always ``default``."""
     values = {key: value for key, value in inputs.items() if isinstance(value, str)}
-    values.setdefault("roleAssignmentName", str(uuid.uuid5(uuid.NAMESPACE_URL, json.dumps(inputs, sort_keys=True))))
     values["subscription"] = SUBSCRIPTION
+    values["safeguardName"] = "default"
     template = ARM_IDS[resource_type]
     name_key = re.findall(r"\{(\w+)\}", template)[-1]
-    return template.format_map(_Missing(values)), values.get(name_key, "")
+    values.setdefault(name_key, str(uuid.uuid5(uuid.NAMESPACE_URL, json.dumps(inputs, sort_keys=True))))
+    return template.format_map(_Missing(values)), values[name_key]
 
 
 class _Missing(dict[str, str]):
@@ -147,6 +158,14 @@ def outputs(resource_type: str, inputs: dict[str, Any]) -> tuple[str, dict[str, 
     if resource_type == "azure-native:containerservice:ManagedCluster":
         state["fqdn"] = f"{name}.hcp.stand-in.azmk8s.io"
         state["nodeResourceGroup"] = f"MC_{inputs.get('resourceGroupName')}_{name}"
+        state["oidcIssuerProfile"] = {
+            **(inputs.get("oidcIssuerProfile") or {}),
+            "issuerURL": f"https://oidc.stand-in.invalid/{name}/",
+        }
+    if resource_type == "azure-native:managedidentity:UserAssignedIdentity":
+        for output in ("principalId", "clientId"):
+            state[output] = str(uuid.uuid5(uuid.NAMESPACE_URL, f"{resource_id}#{output}"))
+        state["tenantId"] = TENANT
     return resource_id, state
 
 
@@ -188,8 +207,10 @@ def invoke(token: str, args: dict[str, Any], environment: dict[str, str]) -> dic
         resource_id, name = arm_id("azure-native:resources:ResourceGroup", args)
         return {"id": resource_id, "name": name, "location": "swedencentral"}
     if token == "azure-native:containerservice:getManagedCluster":
-        resource_id, name = arm_id("azure-native:containerservice:ManagedCluster", args)
-        return {"id": resource_id, "name": name, "location": "swedencentral"}
+        _, state = outputs("azure-native:containerservice:ManagedCluster", {**args, "oidcIssuerProfile": {"enabled": True}})
+        return {key: state[key] for key in ("id", "name", "nodeResourceGroup", "oidcIssuerProfile")} | {
+            "location": "swedencentral"
+        }
     raise LookupError(f"the azure-native stand-in does not answer {token}")
 
 
