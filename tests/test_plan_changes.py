@@ -285,6 +285,18 @@ def test_the_cli_exits_1_on_a_gpu_pool_replacement_unless_accepted(tmp_path: Pat
     assert plan(stack_file, accepted, "--accept-replace") == 0
     [change] = json.loads((accepted / "changes.json").read_text())["changes"]
     assert (change["action"], change["fields"]) == ("replace", ["maxPods"])
+    assert not (accepted / "resources.accepted.json").exists()
+
+    # A plan that did not pass is not what is deployed: the same plan again is told the same replacement (it said
+    # nothing the second time before), against the last plan that passed, until one passes.
+    assert plan(stack_file, out) == 1
+    document = json.loads((out / "changes.json").read_text())
+    assert document["against"].endswith("resources.accepted.json")
+    assert [(c["action"], c["fields"]) for c in document["changes"]] == [("replace", ["maxPods"])]
+    assert plan(stack_file, out, "--accept-replace") == 0
+    assert not (out / "resources.accepted.json").exists()
+    assert plan(stack_file, out) == 0
+    assert json.loads((out / "changes.json").read_text())["changes"] == []
 
 
 def test_the_cli_refuses_a_system_pool_change_with_exit_2(

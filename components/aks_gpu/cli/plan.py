@@ -33,6 +33,7 @@ from aks_gpu.config.models import StackConfig
 from aks_gpu.config.problems import clipped, shown
 from aks_gpu.input_files import InputFileError, decode_utf8, read_bounded
 from aks_gpu.mock_engine import (
+    ACCEPTED_FILE,
     PLAN_FILE,
     PlanResult,
     PlanWriteError,
@@ -100,7 +101,7 @@ def run(args: argparse.Namespace) -> int:
     if out_dir.exists() and not out_dir.is_dir():
         err.print(f"[bold red]aksgpu plan[/]: --out {safe(out_dir)} is a file, not a folder: nothing was planned")
         return EXIT_USAGE
-    deployed = deployed_state(args.against, out_dir)
+    deployed, baseline = deployed_state(args.against, out_dir)
     if isinstance(deployed, str):
         err.print(f"[bold red]aksgpu plan[/]: {safe(deployed)}; nothing was planned")
         return EXIT_USAGE
@@ -122,8 +123,12 @@ def run(args: argparse.Namespace) -> int:
     if changes.refusals:
         print_refusals(changes.refusals)
         return EXIT_USAGE
+    code = changes_exit_code(changes, accept_replace=args.accept_replace)
+    # A plan that does not pass is not taken for what is deployed: the one it was told against stays the folder's
+    # baseline, so running it again tells the same changes until they are accepted (or undone).
+    accepted = baseline if code != EXIT_OK else None
     try:
-        written = write_plan(result, out_dir, changes.to_json())
+        written = write_plan(result, out_dir, changes.to_json(), accepted)
     except PlanWriteError as error:
         err.print(f"[bold red]aksgpu plan[/]: {safe(error)}")
         return EXIT_USAGE
@@ -151,40 +156,54 @@ def run(args: argparse.Namespace) -> int:
     if (coverage := npd_coverage(model)) is not None:
         out.print(coverage, markup=False)
     out.print(f"[bold]{len(result.resources)}[/] resources, [bold]{len(result.manifests())}[/] Kubernetes manifests")
-    plan_files, manifests = written[:2], written[2:]
+    plan_files = [path for path in written if path.parent == written[0].parent]
+    manifests = written[len(plan_files) :]
     for path in plan_files:
         out.print(f"wrote {safe(_relative(path))}")
     if manifests:
         out.print(f"wrote {len(manifests)} manifests under {safe(_relative(manifests[0].parent))}/")
-    return changes_exit(changes, accept_replace=args.accept_replace)
+    if accepted is not None:
+        out.print(
+            f"kept {safe(_relative(out_dir / ACCEPTED_FILE))}, the last plan that passed: the next plan in this folder is"
+            " told against it until one passes"
+        )
+    print_changes_verdict(changes, accept_replace=args.accept_replace)
+    return code
 
 
-def deployed_state(against: Path | None, out_dir: Path) -> Deployed | str | None:
-    """What the plan is compared with: the --against export (a problem with it as a message), else the previous plan
-    in the output folder, else None (nothing deployed that the plan knows of)."""
+def deployed_state(against: Path | None, out_dir: Path) -> tuple[Deployed | str | None, str | None]:
+    """What the plan is compared with: the --against export (a problem with it as a message), else the last plan that
+    passed in the output folder (``resources.accepted.json`` when a later one did not, else ``resources.json``), else
+    None (nothing deployed that the plan knows of); with the text of that plan when it came from the folder."""
     if against is not None:
         try:
-            return read_export(against, _relative(against))
+            return read_export(against, _relative(against)), None
         except DeployedStateError as error:
-            return str(error)
-    previous = read_previous_plan(out_dir / PLAN_FILE)
-    return previous_plan_state(previous, _relative(out_dir / PLAN_FILE)) if previous is not None else None
+            return str(error), None
+    path = out_dir / ACCEPTED_FILE if (out_dir / ACCEPTED_FILE).is_file() else out_dir / PLAN_FILE
+    read = read_previous_plan(path)
+    if read is None:
+        return None, None
+    previous, text = read
+    return previous_plan_state(previous, _relative(path)), text
 
 
-def changes_exit(changes: ChangeSet, *, accept_replace: bool) -> int:
+def changes_exit_code(changes: ChangeSet, *, accept_replace: bool) -> int:
     """1 when a change is blocked (always) or replaces a GPU pool or the cluster (unless accepted), else 0."""
     blocked = any(change.action == "blocked" for change in changes.changes)
     replacing = any(needs_attention(change) for change in changes.changes)
-    if blocked:
+    return EXIT_FAILED if blocked or (replacing and not accept_replace) else EXIT_OK
+
+
+def print_changes_verdict(changes: ChangeSet, *, accept_replace: bool) -> None:
+    """Why the plan exits 1, when it does."""
+    if any(change.action == "blocked" for change in changes.changes):
         err.print("[bold red]aksgpu plan[/]: a protected resource would be replaced or deleted (blocked): unprotect it first")
-        return EXIT_FAILED
-    if replacing and not accept_replace:
+    elif not accept_replace and any(needs_attention(change) for change in changes.changes):
         err.print(
             "[bold red]aksgpu plan[/]: the plan replaces a GPU pool or the cluster (see the changes above);"
             " --accept-replace accepts it"
         )
-        return EXIT_FAILED
-    return EXIT_OK
 
 
 def pulumi_environment_problem() -> str | None:
@@ -207,15 +226,16 @@ def pulumi_environment_problem() -> str | None:
 MAX_PREVIOUS_PLAN_BYTES = 256 << 20
 
 
-def read_previous_plan(path: Path) -> dict[str, Any] | None:
-    """The previous plan's ``resources.json`` when there is a readable one; else None, with a warning when a
-    file is there but broken (a truncated write, a hand edit): the replacement warnings then cannot be given,
+def read_previous_plan(path: Path) -> tuple[dict[str, Any], str] | None:
+    """The previous plan's ``resources.json`` (and its text) when there is a readable one; else None, with a warning
+    when a file is there but broken (a truncated write, a hand edit): the replacement warnings then cannot be given,
     and the plan goes on."""
     if not path.exists():
         return None
     problem: str | None
     try:
-        document = json.loads(decode_utf8(read_bounded(path, MAX_PREVIOUS_PLAN_BYTES)))
+        text = decode_utf8(read_bounded(path, MAX_PREVIOUS_PLAN_BYTES))
+        document = json.loads(text)
     except InputFileError as error:
         problem = str(error)
     except RecursionError:
@@ -225,7 +245,7 @@ def read_previous_plan(path: Path) -> dict[str, Any] | None:
     else:
         problem = _plan_shape_problem(document)
         if problem is None:
-            return dict(document)
+            return dict(document), text
     err.print(
         f"[yellow]warning[/] ignoring the previous plan {safe(_relative(path))}: {safe(problem)};"
         " the changes against it cannot be told this time (the new plan replaces it)"

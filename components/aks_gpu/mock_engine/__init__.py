@@ -23,7 +23,7 @@ from aks_gpu.mock_engine.mocks import (
     revealed,
 )
 from aks_gpu.mock_engine.monitors import HookFailedError, HookRunningMonitor, RecordingMonitor
-from aks_gpu.mock_engine.plan_files import CHANGES_FILE, MANIFEST_DIR, PLAN_FILE, PlanWriteError, write_plan
+from aks_gpu.mock_engine.plan_files import ACCEPTED_FILE, CHANGES_FILE, MANIFEST_DIR, PLAN_FILE, PlanWriteError, write_plan
 from aks_gpu.mock_engine.records import (
     KUBE_PREFIX,
     SECRET,
@@ -46,6 +46,7 @@ from aks_gpu.mock_engine.urns import (
 )
 
 __all__ = [
+    "ACCEPTED_FILE",
     "AKS_CLIENT_APP_ID",
     "AKS_SERVER_APP_ID",
     "CHANGES_FILE",

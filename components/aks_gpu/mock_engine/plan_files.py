@@ -19,6 +19,9 @@ import yaml
 from aks_gpu.mock_engine.records import PlanResult
 
 PLAN_FILE = "resources.json"
+# The last plan that passed (exit 0), kept beside a plan that did not: the next plan in the folder is told its changes
+# against it, so a refused replacement is told again on every run until it is accepted or undone.
+ACCEPTED_FILE = "resources.accepted.json"
 # What the engine will do with each change against the deployed state (aks_gpu.mock_engine.changes).
 CHANGES_FILE = "changes.json"
 MANIFEST_DIR = "manifests"
@@ -29,9 +32,12 @@ class PlanWriteError(Exception):
     """The output folder cannot take a plan (a file stands there, it holds other files, it is not writable)."""
 
 
-def write_plan(result: PlanResult, out_dir: Path, changes: dict[str, Any] | None = None) -> list[Path]:
-    """Write ``resources.json``, ``changes.json`` (when given) and ``manifests/`` as ``out_dir``; returns the files
-    written, ``resources.json`` first.
+def write_plan(
+    result: PlanResult, out_dir: Path, changes: dict[str, Any] | None = None, accepted: str | None = None
+) -> list[Path]:
+    """Write ``resources.json``, ``changes.json`` (when given), ``resources.accepted.json`` (``accepted``, the text of
+    the last plan that passed, when given) and ``manifests/`` as ``out_dir``; returns the files written,
+    ``resources.json`` first.
 
     Atomic: the plan is written into a fresh folder beside ``out_dir``, which then takes ``out_dir``'s place by
     renames, so whoever reads the folder (a second plan, a diff, checkov), even while another plan is being
@@ -50,6 +56,8 @@ def write_plan(result: PlanResult, out_dir: Path, changes: dict[str, Any] | None
         (staging / PLAN_FILE).write_text(json.dumps(result.to_json(), indent=2, sort_keys=True) + "\n", encoding="utf-8")
         if changes is not None:
             (staging / CHANGES_FILE).write_text(json.dumps(changes, indent=2) + "\n", encoding="utf-8")
+        if accepted is not None:
+            (staging / ACCEPTED_FILE).write_text(accepted, encoding="utf-8")
         (staging / MANIFEST_DIR).mkdir()
         for file_name, manifest in manifests.items():
             text = yaml.safe_dump(manifest, sort_keys=True, default_flow_style=False)
@@ -63,6 +71,7 @@ def write_plan(result: PlanResult, out_dir: Path, changes: dict[str, Any] | None
     finally:
         shutil.rmtree(staging, ignore_errors=True)
     written = [out_dir / PLAN_FILE, *([out_dir / CHANGES_FILE] if changes is not None else [])]
+    written += [out_dir / ACCEPTED_FILE] if accepted is not None else []
     return [*written, *(out_dir / MANIFEST_DIR / name for name in manifests)]
 
 
@@ -83,7 +92,7 @@ def _check_out_dir(out_dir: Path) -> None:
         return
     except OSError as error:
         raise PlanWriteError(f"cannot write the plan to {out_dir}: {error.strerror or error}") from None
-    foreign = sorted(name for name in entries if name not in (PLAN_FILE, CHANGES_FILE, MANIFEST_DIR))
+    foreign = sorted(name for name in entries if name not in (PLAN_FILE, CHANGES_FILE, ACCEPTED_FILE, MANIFEST_DIR))
     if foreign:
         listed = ", ".join(foreign[:5]) + (f" and {len(foreign) - 5} more" if len(foreign) > 5 else "")
         raise PlanWriteError(
