@@ -895,19 +895,39 @@ class LazyVariables(celtypes.MapType):
         return len(self._programs)
 
 
+# StringType(text) for a str, without StringType's Python-level __new__ (which, given a str, calls str.__new__ so): the
+# same object, made in C, for the 200,000 strings of a large object.
+_new_string = str.__new__
+_STRING = celtypes.StringType
+
+
+def _cel_map(value: Mapping[Any, Any]) -> celtypes.MapType:
+    """``MapType({StringType(str(k)): to_cel(v) ...})`` without the dict in between: MapType's __init__ puts every item
+    of it in again, in Python, hashing each key again with StringType's Python-level __hash__."""
+    mapped = celtypes.MapType()
+    dict.update(
+        mapped,
+        (
+            (_new_string(_STRING, str(k)), _new_string(_STRING, v) if type(v) is str else to_cel(v))
+            for k, v in value.items()
+        ),
+    )
+    return mapped
+
+
 def to_cel(value: Any) -> Any:
     """Plain data (what YAML gives) as CEL values; dates and other scalars become strings, as in JSON."""
     kind = type(value)
     if kind is str:  # most of an object's values (the type itself: a subclass, a CEL string, goes the long way)
-        return celtypes.StringType(value)
+        return _new_string(_STRING, value)
     if kind is dict:
-        return celtypes.MapType({celtypes.StringType(str(k)): to_cel(v) for k, v in value.items()})
+        return _cel_map(value)
     if kind is list:
-        return celtypes.ListType([to_cel(item) for item in value])
+        return celtypes.ListType([_new_string(_STRING, item) if type(item) is str else to_cel(item) for item in value])
     if isinstance(value, (celtypes.MapType, celtypes.ListType)):
         return value
     if isinstance(value, Mapping):
-        return celtypes.MapType({celtypes.StringType(str(k)): to_cel(v) for k, v in value.items()})
+        return _cel_map(value)
     if isinstance(value, (list, tuple)):
         return celtypes.ListType([to_cel(item) for item in value])
     if isinstance(value, (datetime, date)):
