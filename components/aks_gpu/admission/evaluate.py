@@ -305,7 +305,9 @@ def quantity_text(value: Any) -> Any:
 def _decoded(value: Any, key: str) -> Any:
     if isinstance(value, Mapping):
         # A string stands as it is (most of a large object's values: no call for each).
-        decoded = {str(k): v if type(v) is str else _decoded(v, str(k)) for k, v in value.items() if v is not None}
+        decoded: dict[str, Any] = {
+            str(k): v if type(v) is str else _decoded(v, str(k)) for k, v in value.items() if v is not None
+        }
         if key == "resources":
             for part in ("limits", "requests"):
                 if isinstance(decoded.get(part), dict):
