@@ -67,7 +67,7 @@ def generated_stack(pools: int, namespaces: int | None = None, name: str = "benc
         "aks-gpu:monitoring": {"azureMonitor": {"actionGroupIds": [ONCALL_ACTION_GROUP]}},
         # AMD pools with the AMD GPU Operator, as the AKS guide has it: AKS loads no amdgpu driver, and the ROCm device
         # plugin alone is warned about (config/rules/pools.py), while these stacks must pass every rule without a warning
-        # but one: the MI300X pools' region is not confirmed (data/vm_size_regions.yaml, tests/conformance).
+        # (tests/conformance).
         **(
             {
                 "aks-gpu:devicePlugin": {

@@ -166,3 +166,27 @@ def test_compiled_comprehension_bodies_charge_and_answer_as_the_evaluator(source
     finally:
         cel.COMPILED_FROM = original
     assert compiled == walked
+
+
+def test_a_large_object_is_turned_into_cel_values_once_for_all_the_bindings_that_read_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Issue 40 C3: every binding of a request binds the same object, and the conversion of a large one is a tenth of
+    what checking it costs: the namespace's conversion, between two bindings, made the next one convert it again."""
+    from aks_gpu.admission import cel
+
+    converted: list[str] = []
+    to_cel = cel.to_cel
+
+    def counted(value: Any) -> Any:
+        if type(value) is dict and value.get("kind") == "Pod":
+            converted.append(str(value["metadata"]["name"]))
+        return to_cel(value)
+
+    monkeypatch.setattr(cel, "to_cel", counted)
+    pod = cost_objects.gpu_pod_with_node_selector_keys(300)
+    namespace = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "gpu-training"}}
+    engine = engine_named("cel-python")
+    for _ in range(3):  # three bindings of one request: each binds the object, no old object, the namespace
+        engine.bind({"object": pod, "oldObject": None, "namespaceObject": namespace, "request": {"operation": "CREATE"}}, [])
+    assert converted == ["node-selector-300"]

@@ -75,10 +75,7 @@ def test_generated_stacks_are_valid_configs(pools: int) -> None:
     """The benchmark's stacks pass every config rule, so the benchmark measures planning, not an error path."""
     validated = validate_stack(generated_stack(pools), f"generated-{pools}")
     assert len(validated.config.gpu_pools) == pools and len(validated.config.workloads) == pools
-    # One warning a pool is known and left: the MI300X pools' region is not confirmed (data/vm_size_regions.yaml has a
-    # partial record of Standard_ND96isr_MI300X_v5 without swedencentral, where the other three shapes are recorded).
-    unconfirmed = [w for w in validated.warnings if "Standard_ND96isr_MI300X_v5 is not confirmed in swedencentral" in w.message]
-    assert len(unconfirmed) == pools // 4
-    assert not [w for w in validated.warnings if w not in unconfirmed], [w.message for w in validated.warnings]
+    # Not a warning: every shape's VM size is recorded in swedencentral (data/vm_size_regions.yaml).
+    assert not validated.warnings, [w.message for w in validated.warnings]
     vendors = {pool.vendor for pool in validated.config.gpu_pools}
     assert vendors == ({"nvidia", "amd"} if pools >= 4 else {"nvidia"})

@@ -900,7 +900,7 @@ def test_amd_gpu_operator_mode_is_refused_without_cert_manager_and_a_driver_imag
     raw["aks-gpu:devicePlugin"] = {"amdMode": "gpu-operator"}
     with pytest.raises(ConfigError) as error:
         validate_stack(raw, "test")
-    # The errors alone: the amd stack also warns that its VM size is not confirmed in its region (vm_size_regions.yaml).
+    # The errors alone: the warnings that follow them are not this test's.
     paths = {problem.path for problem in error.value.problems if problem.severity == "error"}
     assert paths == {"aks-gpu:devicePlugin.certManagerInstalled", "aks-gpu:devicePlugin.amdDriverImage"}
     assert any("helm install cert-manager" in problem.message for problem in error.value.problems)

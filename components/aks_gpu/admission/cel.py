@@ -23,6 +23,7 @@ Nothing here knows about policies; :mod:`aks_gpu.admission.evaluate` drives it.
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass, field
@@ -36,7 +37,7 @@ import lark
 from celpy import celtypes
 from celpy.adapter import json_to_cel
 from celpy.celparser import CELParseError
-from celpy.evaluation import CELEvalError, Evaluator, base_functions
+from celpy.evaluation import CELEvalError, Evaluator, base_functions, boolean
 
 from aks_gpu.admission import cost
 from aks_gpu.admission.engine import CelError, composited_variable_error
@@ -137,7 +138,22 @@ def _either_error(left: Any, right: Any) -> CELEvalError | None:
     return None
 
 
+# cel-python's comparisons (bool_eq, ...) wrap their operator anew (functools.wraps) on every call, which costs more
+# than the comparison itself: the same wrappers, made once.
+_COMPARISONS: dict[str, Callable[..., Any]] = {
+    name: boolean(function)
+    for name, function in {
+        "_<_": operator.lt,
+        "_<=_": operator.le,
+        "_>_": operator.gt,
+        "_>=_": operator.ge,
+        "_==_": operator.eq,
+        "_!=_": operator.ne,
+    }.items()
+}
+
 _KUBERNETES_FUNCTIONS: dict[str, Callable[..., Any]] = {
+    **_COMPARISONS,
     "_||_": _logical_or,
     "_&&_": _logical_and,
     "join": _join,
@@ -507,12 +523,12 @@ class _BodyCompiler:
             return None
         compiled = cast(list[_Closure], arguments)
 
-        def called(member: Any, values: list[Any]) -> Any:
-            error = next((v for v in values if isinstance(v, CELEvalError)), None)
+        def called(member: Any, values: Sequence[Any]) -> Any:
             if isinstance(member, CELEvalError):
                 return member
-            if error is not None:
-                return error
+            for value in values:
+                if isinstance(value, CELEvalError):
+                    return value
             try:
                 return function(member, *values)
             except ValueError as ex:
@@ -522,7 +538,7 @@ class _BodyCompiler:
 
         if len(compiled) == 1:
             [argument] = compiled
-            return lambda item: called(receiver(item), [argument(item)])  # the receiver first, then the argument
+            return lambda item: called(receiver(item), (argument(item),))  # the receiver first, then the argument
         return lambda item: called(receiver(item), [argument(item) for argument in compiled])
 
     def _relation(self, node: lark.Tree[Any]) -> _Closure | None:
@@ -825,8 +841,11 @@ class Program:
                 meter(tracker.cost)
 
 
+@cache
 def compile_expression(source: str) -> Program:
-    """Parse one CEL expression; ``CelError`` for a syntax error."""
+    """Parse one CEL expression; ``CelError`` for a syntax error. Once per source: a Program is never changed by a run,
+    and the prod stack's policies, their Pod Security baseline and their costed copies compile 133 expressions of 104
+    sources (lark's parse is most of what any check costs on cel-python)."""
     environment = _environment()
     try:
         ast = environment.compile(source)
@@ -876,19 +895,39 @@ class LazyVariables(celtypes.MapType):
         return len(self._programs)
 
 
+# StringType(text) for a str, without StringType's Python-level __new__ (which, given a str, calls str.__new__ so): the
+# same object, made in C, for the 200,000 strings of a large object.
+_new_string = str.__new__
+_STRING = celtypes.StringType
+
+
+def _cel_map(value: Mapping[Any, Any]) -> celtypes.MapType:
+    """``MapType({StringType(str(k)): to_cel(v) ...})`` without the dict in between: MapType's __init__ puts every item
+    of it in again, in Python, hashing each key again with StringType's Python-level __hash__."""
+    mapped = celtypes.MapType()
+    dict.update(
+        mapped,
+        (
+            (_new_string(_STRING, str(k)), _new_string(_STRING, v) if type(v) is str else to_cel(v))
+            for k, v in value.items()
+        ),
+    )
+    return mapped
+
+
 def to_cel(value: Any) -> Any:
     """Plain data (what YAML gives) as CEL values; dates and other scalars become strings, as in JSON."""
     kind = type(value)
     if kind is str:  # most of an object's values (the type itself: a subclass, a CEL string, goes the long way)
-        return celtypes.StringType(value)
+        return _new_string(_STRING, value)
     if kind is dict:
-        return celtypes.MapType({celtypes.StringType(str(k)): to_cel(v) for k, v in value.items()})
+        return _cel_map(value)
     if kind is list:
-        return celtypes.ListType([to_cel(item) for item in value])
+        return celtypes.ListType([_new_string(_STRING, item) if type(item) is str else to_cel(item) for item in value])
     if isinstance(value, (celtypes.MapType, celtypes.ListType)):
         return value
     if isinstance(value, Mapping):
-        return celtypes.MapType({celtypes.StringType(str(k)): to_cel(v) for k, v in value.items()})
+        return _cel_map(value)
     if isinstance(value, (list, tuple)):
         return celtypes.ListType([to_cel(item) for item in value])
     if isinstance(value, (datetime, date)):
@@ -922,17 +961,21 @@ def _reason(error: CELEvalError) -> str:
     return args[0] if args else str(error)
 
 
-# The last object (a mapping) turned into CEL values, and what it became: every binding of one request binds the same
-# object, which is read, never changed, by the evaluation (a 3 MiB object takes a tenth of a second to convert).
+# The last mappings turned into CEL values, and what each became: every binding of one request binds the same object,
+# which is read, never changed, by the evaluation (a 3 MiB object takes a tenth of a second to convert). A binding binds
+# up to three mappings (object, oldObject, namespaceObject; ``request`` is new each time), so one kept would be the
+# namespace's, and the object would be converted again for every binding.
+_KEPT_CONVERSIONS = 4
 _LAST_CONVERTED: list[tuple[Any, Any]] = []
 
 
 def _converted(value: Any) -> Any:
-    if _LAST_CONVERTED and _LAST_CONVERTED[0][0] is value:
-        return _LAST_CONVERTED[0][1]
+    for given, cel_value in _LAST_CONVERTED:
+        if given is value:
+            return cel_value
     cel_value = to_cel(value)
     if isinstance(value, Mapping):
-        _LAST_CONVERTED[:] = [(value, cel_value)]
+        _LAST_CONVERTED[:] = [(value, cel_value), *_LAST_CONVERTED[: _KEPT_CONVERSIONS - 1]]
     return cel_value
 
 

@@ -36,7 +36,6 @@ meet them when a controller creates them.
 
 from __future__ import annotations
 
-import copy
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -104,9 +103,11 @@ def extended_resources(spec: Mapping[str, Any]) -> list[str]:
 
 def mutate_pod(pod: Mapping[str, Any], namespace: Mapping[str, Any] | None, operation: str = "CREATE") -> dict[str, Any]:
     """The Pod as AKS's mutating plugins hand it to the validating policies (requests already defaulted from
-    limits); call :func:`selector_conflict` first: a conflicting Pod is refused, not mutated."""
-    mutated = copy.deepcopy(dict(pod))
-    spec = mutated.setdefault("spec", {})
+    limits); call :func:`selector_conflict` first: a conflicting Pod is refused, not mutated. A new Pod: what the
+    plugins change (the spec's node selector and tolerations) is new, the rest is ``pod``'s own (a 75,000-key node
+    selector took a tenth of a second to copy)."""
+    mutated = dict(pod)
+    spec = mutated["spec"] = dict(mutated.get("spec") or {})
     if operation == "CREATE":
         wanted = namespace_selector(namespace)
         if wanted:

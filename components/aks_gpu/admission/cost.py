@@ -81,7 +81,11 @@ def _free(amount: int) -> None:
 
 def actual_size(value: object) -> int:
     """cel-go ``actualSize``: the size of strings (in code points), bytes, lists and maps; 1 for anything else."""
-    if isinstance(value, (str, bytes, list, tuple, Mapping)) and isinstance(value, Sized):
+    if isinstance(value, (str, bytes, list, tuple)):
+        return len(value)
+    if isinstance(value, (int, float)):  # bools, CEL ints and doubles: no ABC check for the commonest values
+        return 1
+    if isinstance(value, Mapping) and isinstance(value, Sized):
         return len(value)
     return 1
 

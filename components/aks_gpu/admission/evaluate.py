@@ -19,6 +19,7 @@ from __future__ import annotations
 import base64
 import contextlib
 import copy
+import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import date, datetime
@@ -303,7 +304,10 @@ def quantity_text(value: Any) -> Any:
 
 def _decoded(value: Any, key: str) -> Any:
     if isinstance(value, Mapping):
-        decoded = {str(k): _decoded(v, str(k)) for k, v in value.items() if v is not None}
+        # A string stands as it is (most of a large object's values: no call for each).
+        decoded: dict[str, Any] = {
+            str(k): v if type(v) is str else _decoded(v, str(k)) for k, v in value.items() if v is not None
+        }
         if key == "resources":
             for part in ("limits", "requests"):
                 if isinstance(decoded.get(part), dict):
@@ -492,11 +496,12 @@ COSTED_ABOVE_VALUES = 256
 COSTED_ABOVE_CHARACTERS = 16_384
 
 
-def object_size(value: Any) -> tuple[int, int]:
-    """(JSON values, characters in strings and keys) of plain data."""
+def object_size(value: Any, most_values: float = math.inf, most_characters: float = math.inf) -> tuple[int, int]:
+    """(JSON values, characters in strings and keys) of plain data; counted only until one passes its ``most_``
+    (then at least that much)."""
     values, characters = 1, 0
     stack = [value]
-    while stack:
+    while stack and values <= most_values and characters <= most_characters:
         item = stack.pop()
         if isinstance(item, Mapping):
             values += len(item)
@@ -511,7 +516,7 @@ def object_size(value: Any) -> tuple[int, int]:
 
 
 def _needs_cost_model(request: Request) -> bool:
-    values, characters = object_size([request.object, request.old_object])
+    values, characters = object_size([request.object, request.old_object], COSTED_ABOVE_VALUES, COSTED_ABOVE_CHARACTERS)
     return values > COSTED_ABOVE_VALUES or characters > COSTED_ABOVE_CHARACTERS
 
 

@@ -151,6 +151,8 @@ def read_documents(text: str, name: str) -> list[SourcedObject]:
     try:
         documents = _json_documents(text)
         if documents is None:
+            documents = _plain_documents(text)
+        if documents is None:
             _check_nesting(text, name)
             documents = list(yaml.load_all(text, Loader=_StrictLoader))
     except yaml.YAMLError as error:
@@ -193,6 +195,99 @@ def _json_documents(text: str) -> list[Any] | None:
             documents.append(document)
     except (ValueError, RecursionError):
         return None
+
+
+# The scalar tags a plain YAML file gets from PyYAML's implicit resolvers (YAML 1.1): anything else (a merge key
+# ``<<``, a value key ``=``) is left to PyYAML.
+_STR_TAG = "tag:yaml.org,2002:str"
+_IMPLICIT_TAGS = frozenset(
+    f"tag:yaml.org,2002:{name}" for name in ("str", "null", "bool", "int", "float", "timestamp")
+)
+# The first characters of a plain scalar that one of the implicit resolvers may claim (``yes``, ``0x1f``, ``~``, ``.inf``,
+# ``2001-12-14``, the empty scalar): every other plain scalar is a string, what the resolver finds after trying none.
+_RESOLVED_FIRST = frozenset(key for key in _StrictLoader.yaml_implicit_resolvers if key is not None)
+_ANY_FIRST = None in _StrictLoader.yaml_implicit_resolvers  # a resolver for every first character: none here
+
+
+class _LeftToPyYAMLError(Exception):
+    """What the single pass does not read itself: the file is read by PyYAML's own loader instead."""
+
+
+def _plain_documents(text: str) -> list[Any] | None:
+    """The documents of a YAML file read in one pass over libyaml's events, exactly as PyYAML's ``load_all`` with
+    ``_StrictLoader`` reads them, without building PyYAML's node graph first (what made a 2 MB manifest take a second:
+    a node, two marks and three resolver calls per scalar, then a second pass to construct). A plain scalar whose
+    first character no implicit resolver claims is a string as it stands; any other is resolved and constructed by
+    PyYAML's own resolver and constructors. None where the file holds anything else: an anchor or alias, an explicit
+    tag, a merge (``<<``) or value (``=``) key, a non-scalar key, a duplicate key, nesting past ``MAX_DEPTH``, or
+    anything PyYAML refuses: the caller reads it with PyYAML, which gives the same objects or the same error."""
+    loader = _StrictLoader(text)
+    try:
+        return _events_to_documents(loader)
+    except (_LeftToPyYAMLError, yaml.YAMLError, ValueError):
+        return None
+    finally:
+        loader.dispose()
+
+
+def _events_to_documents(loader: Any) -> list[Any]:
+    get_event, resolve, constructors = loader.get_event, loader.resolve, loader.yaml_constructors
+    documents: list[Any] = []
+    # The collections open around the next value, each with the key read for its next value (a mapping's: empty while
+    # the key itself comes next) and the (tag, text) of every key read, as _StrictLoader compares them.
+    frames: list[tuple[Any, list[Any], set[tuple[str, str]]]] = []
+    root: Any = None
+    while True:
+        event = get_event()
+        kind = type(event)
+        if kind is yaml.ScalarEvent:
+            if event.anchor is not None or event.tag is not None:
+                raise _LeftToPyYAMLError
+            value: Any = event.value
+            tag = _STR_TAG
+            if event.implicit[0] and (_ANY_FIRST or not value or value[0] in _RESOLVED_FIRST):
+                tag = resolve(yaml.ScalarNode, value, event.implicit)
+                if tag not in _IMPLICIT_TAGS:
+                    raise _LeftToPyYAMLError
+                if tag != _STR_TAG:
+                    node = yaml.ScalarNode(tag, value, event.start_mark, event.end_mark, event.style)
+                    value = constructors[tag](loader, node)
+            if not frames:
+                root = value
+                continue
+            container, key, seen = frames[-1]
+            if type(container) is list:
+                container.append(value)
+            elif key:
+                container[key.pop()] = value
+            else:
+                if (tag, event.value) in seen:
+                    raise _LeftToPyYAMLError  # PyYAML says which key, and where
+                seen.add((tag, event.value))
+                key.append(value)
+        elif kind is yaml.MappingStartEvent or kind is yaml.SequenceStartEvent:
+            if event.anchor is not None or event.tag is not None or len(frames) >= MAX_DEPTH:
+                raise _LeftToPyYAMLError
+            if frames and type(frames[-1][0]) is dict and not frames[-1][1]:
+                raise _LeftToPyYAMLError  # a mapping or list as a key
+            frames.append(({} if kind is yaml.MappingStartEvent else [], [], set()))
+        elif kind is yaml.MappingEndEvent or kind is yaml.SequenceEndEvent:
+            done = frames.pop()[0]
+            if not frames:
+                root = done
+                continue
+            container, key, _ = frames[-1]
+            if type(container) is list:
+                container.append(done)
+            else:
+                container[key.pop()] = done
+        elif kind is yaml.DocumentEndEvent:
+            documents.append(root)
+            root = None
+        elif kind is yaml.StreamEndEvent:
+            return documents
+        elif kind is yaml.AliasEvent:
+            raise _LeftToPyYAMLError
 
 
 def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
@@ -273,19 +368,30 @@ def _label(document: Mapping[str, Any], kind: str, source: str) -> str:
 # ---------------------------------------------------------------- JSON-like data, bounded
 
 
+# The values that are always what JSON carries, at any place: counted, never looked into (nor their place named).
+_LEAVES = (str, bool, type(None))
+
+
 def _check_data(value: Any, label: str, path: str, depth: int, budget: _Budget) -> None:
     """What JSON can carry, as the API server decodes it: string keys, 64-bit integers, finite numbers."""
     budget.spend(label)
     if depth > MAX_DEPTH:
         raise InputError(f"{label}: {path or '(top)'}: nested deeper than {MAX_DEPTH} levels")
+    leaves_pass = depth < MAX_DEPTH  # one level down is still within the limit
     if isinstance(value, dict):
         for key, item in value.items():
             if not isinstance(key, str):
                 raise InputError(f"{label}: {path or '(top)'}: key {_shown(key)} is not a string")
-            _check_data(item, label, _join(path, key), depth + 1, budget)
+            if leaves_pass and type(item) in _LEAVES:
+                budget.spend(label)
+            else:
+                _check_data(item, label, _join(path, key), depth + 1, budget)
     elif isinstance(value, list):
         for index, item in enumerate(value):
-            _check_data(item, label, f"{path}[{index}]", depth + 1, budget)
+            if leaves_pass and type(item) in _LEAVES:
+                budget.spend(label)
+            else:
+                _check_data(item, label, f"{path}[{index}]", depth + 1, budget)
     elif isinstance(value, bool) or value is None or isinstance(value, str):
         return
     elif isinstance(value, int):

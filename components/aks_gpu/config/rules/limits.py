@@ -226,8 +226,9 @@ def vm_size_region_problems(config: StackConfig) -> list[Problem]:
             problems.append(
                 Problem(
                     key,
-                    f"{size} is not offered in {location}: the regions that offer it, as `az vm list-skus --all` listed "
-                    f"them on {entry.as_of} ({REGIONS_FILE}), are {recorded}; choose one of them or another size (if Azure "
+                    f"{size} is not offered in {location}: the regions that offer it, as a recorded `az vm list-skus "
+                    f"--all` and the file's other sources name them (as of {entry.as_of}, {REGIONS_FILE}), are "
+                    f"{recorded}; choose one of them or another size (if Azure "
                     f"offers it there since, `{check}` shows it: add the region to the file) "
                     + refusal_tag("vm-size-not-in-region"),
                 )
