@@ -332,10 +332,11 @@ def test_every_size_the_project_runs_is_priced_wherever_the_recording_prices_it(
     # Each size of the catalog, the defaults and the shipped stacks, in each region data/vm_size_regions.yaml records
     # it in: priced, unless the file's `unrecorded` names the region (the recording has no price for the size there).
     defaults = {SystemPool.model_fields["vm_size"].default, CpuPoolConfig.model_fields["vm_size"].default}
-    shipped = set()
+    shipped: set[str] = set()
     for stack in STACK_NAMES:
         config = stack_config(stack)
-        shipped |= {config.cluster.system_pool.vm_size} | {pool.vm_size for pool in (*config.gpu_pools, *config.cpu_pools)}
+        shipped |= {config.cluster.system_pool.vm_size, *(pool.vm_size for pool in config.gpu_pools)}
+        shipped |= {pool.vm_size for pool in config.cpu_pools}
     unrecorded = load_yaml(DATA_FILE)["unrecorded"]
     regions = vm_size_regions()
     for size in {*load_catalog().vm_sizes, *defaults, *shipped}:
