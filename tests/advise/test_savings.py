@@ -15,14 +15,15 @@ import pytest
 from aks_gpu.advise.recommend import HELD_AT_ONCE_SECONDS, Advice, NodeFacts, Pricing, advise, held_at_once, node_labels
 from aks_gpu.advise.series import parse_query_range
 from aks_gpu.advise.usage import read_usage
+from aks_gpu.aks_facts import vm_size_regions
 from aks_gpu.audit import html
 from aks_gpu.audit.prices import DATA_FILE, load_prices
-from aks_gpu.catalog import load_catalog
+from aks_gpu.catalog import load_catalog, vm_size_key
 from aks_gpu.cli import main
 from aks_gpu.config.models import CpuPoolConfig, SystemPool
 from aks_gpu.data_files import load_yaml
 from tests.advise.histories import START, STEP, Gpu, dcgm_labels, query_range
-from tests.conftest import FIXTURES_DIR
+from tests.conftest import FIXTURES_DIR, STACK_NAMES, stack_config
 
 DAY = 288  # 5-minute steps
 A100 = "NVIDIA A100 80GB PCIe"
@@ -210,6 +211,35 @@ def test_kube_node_labels_give_the_size_and_region_without_the_stack(capsys: pyt
     assert document["unpriced"] == []
 
 
+def dev_history(folder: Path) -> Path:
+    """A day of the dev stack's pool (Standard_NC4as_T4_v3, one T4 a node): a notebook that never computes, and a
+    node no pod used."""
+    notebook = Gpu("aks-dev-20481632-vmss000000", 0, model_name="Tesla T4", pod=("gpu-dev", "notebook-0", "main"))
+    notebook.activity = lambda n: 0.0
+    for metric, text in responses([notebook, Gpu("aks-dev-20481632-vmss000001", 0, model_name="Tesla T4")], DAY + 12).items():
+        (folder / f"{metric}.json").write_text(text, encoding="utf-8")
+    return folder
+
+
+# The history of each shipped stack's GPU pools: the tests' exporter fixtures (tests/fixtures/advise/SOURCES.md), on
+# the nodes AKS names after the stack's pools.
+HISTORIES = {"prod": lambda folder: DCGM, "amd": lambda folder: FIXTURES_DIR / "advise" / "amd", "dev": dev_history}
+
+
+@pytest.mark.parametrize("stack", STACK_NAMES)
+def test_the_shipped_stacks_price_their_pool_changes(stack: str, capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    config = stack_config(stack)
+    region = config.cluster.location or config.location
+    sizes = {pool.name: pool.vm_size for pool in config.gpu_pools}
+    main(["advise", "--metrics", str(HISTORIES[stack](tmp_path)), "--stack", stack, "--json"])
+    document = json.loads(capsys.readouterr().out)
+    assert document["poolChanges"] and document["unpriced"] == []
+    for change in [*document["poolChanges"], *document["idleCapacity"]]:
+        price = PRICES.monthly(region, sizes[change["pool"]])
+        assert price is not None and change["priced"] is True, change
+        assert change["monthlySaving"] == pytest.approx(change["nodesFreed"] * price[0], abs=0.01)
+
+
 def test_node_labels_read_the_kube_state_metrics_names() -> None:
     (series,) = parse_query_range(
         "kube_node_labels",
@@ -230,12 +260,19 @@ def test_node_labels_read_the_kube_state_metrics_names() -> None:
     assert node_labels([series]) == {"gpu-7": NodeFacts("h100", "Standard_ND96isr_H100_v5", "westus")}
 
 
-def test_every_pool_change_says_whether_it_is_priced(capsys: pytest.CaptureFixture[str]) -> None:
-    main(["advise", "--metrics", str(DCGM), "--stack", "prod", "--json"])  # prod: swedencentral
+def test_every_pool_change_says_whether_it_is_priced(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    for path in DCGM.glob("*.json"):
+        (tmp_path / path.name).write_bytes(path.read_bytes())
+    nodes = [f"aks-infer-31245367-vmss00000{n}" for n in range(4)]
+    # southeastus: not one of the regions the price table's recording priced.
+    labels = node_labels_of(*nodes, "Standard_NC24ads_A100_v4", region="southeastus", pool="infer")
+    (tmp_path / "kube_node_labels.json").write_text(labels, "utf-8")
+    main(["advise", "--metrics", str(tmp_path), "--json"])
     document = json.loads(capsys.readouterr().out)
     assert document["poolChanges"]
     for change in document["poolChanges"]:
-        assert change["monthlySaving"] is None and change["priced"] == "unpriced: Standard_NC24ads_A100_v4 in swedencentral"
+        assert change["monthlySaving"] is None and change["priced"] == "unpriced: Standard_NC24ads_A100_v4 in southeastus"
+    assert document["unpriced"] == ["unpriced: Standard_NC24ads_A100_v4 in southeastus"]
     main(["advise", "--metrics", str(DCGM), "--json"])
     document = json.loads(capsys.readouterr().out)
     for change in document["poolChanges"]:
@@ -289,3 +326,20 @@ def test_the_price_table_holds_the_catalogs_and_the_default_sizes_each_table_dat
     assert defaults <= priced
     # The audit's idle cost reads this same table: one source of prices.
     assert vars(html)["load_prices"] is load_prices
+
+
+def test_every_size_the_project_runs_is_priced_wherever_the_recording_prices_it() -> None:
+    # Each size of the catalog, the defaults and the shipped stacks, in each region data/vm_size_regions.yaml records
+    # it in: priced, unless the file's `unrecorded` names the region (the recording has no price for the size there).
+    defaults = {SystemPool.model_fields["vm_size"].default, CpuPoolConfig.model_fields["vm_size"].default}
+    shipped: set[str] = set()
+    for stack in STACK_NAMES:
+        config = stack_config(stack)
+        shipped |= {config.cluster.system_pool.vm_size, *(pool.vm_size for pool in config.gpu_pools)}
+        shipped |= {pool.vm_size for pool in config.cpu_pools}
+    unrecorded = load_yaml(DATA_FILE)["unrecorded"]
+    regions = vm_size_regions()
+    for size in {*load_catalog().vm_sizes, *defaults, *shipped}:
+        recorded = regions.sizes.get(vm_size_key(size))
+        for region in sorted(recorded.regions if recorded else ()):
+            assert (PRICES.monthly(region, size) is None) == (region in unrecorded.get(size, [])), (size, region)
