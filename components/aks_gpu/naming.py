@@ -214,6 +214,8 @@ QUARANTINE_TAINT_EFFECT = "NoSchedule"
 # one fails). A quarantined node is held quarantined until this matches its current boot: a repair reboots the node, so
 # only a pass after the repair lets it return.
 DIAGNOSTICS_PASSED_ANNOTATION = f"{PACKAGE_NAME}/diagnostics-passed-boot-id"
+# The NVSentinel kubernetes-object-monitor policy that holds a quarantined node until that annotation matches its boot.
+DIAGNOSTICS_GATE_POLICY = f"{PACKAGE_NAME}-diagnostics-pending"
 # The value the diagnostic schedule puts under that key when a node fails its vendor diagnostic (the engine's is
 # "fault"): a passing diagnostic takes away only its own, so it never returns a node the engine quarantined.
 DIAGNOSTIC_TAINT_VALUE = "diagnostic"

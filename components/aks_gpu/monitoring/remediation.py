@@ -40,6 +40,7 @@ from aks_gpu.gpu.health import GPU_CONDITIONS
 from aks_gpu.kube.gpu_operator import system_pool_tolerations
 from aks_gpu.naming import (
     ACCELERATOR_LABEL,
+    DIAGNOSTICS_GATE_POLICY,
     DIAGNOSTICS_PASSED_ANNOTATION,
     POOL_LABEL,
     QUARANTINE_TAINT_EFFECT,
@@ -276,7 +277,7 @@ def datastore_values(model: PlatformModel) -> dict[str, Any]:
 # ---------------------------------------------------------------- repair (remediation.repair)
 
 # The kubernetes-object-monitor policy that holds a quarantined node until the diagnostics passed on its current boot.
-GATE_POLICY = "aks-gpu-diagnostics-pending"
+GATE_POLICY = DIAGNOSTICS_GATE_POLICY
 GPU_RESET_TEMPLATE = "gpureset-template.yaml"
 
 
