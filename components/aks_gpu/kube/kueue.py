@@ -1,0 +1,207 @@
+"""The Kueue objects of a stack with ``aks-gpu:queueing: {engine: kueue}``, built as plain dicts (docs/queueing.md).
+
+One ResourceFlavor per GPU pool, one ClusterQueue per workload namespace in its workload type's cohort, a LocalQueue
+named ``default`` in each workload namespace, and the controller's Configuration. Pure (model in, dicts out).
+
+Every field name and enum value is Kueue's, read from its Go API types at the pinned version,
+sigs.k8s.io/kueue@v0.17.0:
+- ``apis/kueue/v1beta2/resourceflavor_types.go``: ResourceFlavorSpec ``nodeLabels``, ``tolerations`` (Kueue adds both
+  to the pods of a Job admitted on the flavor).
+- ``apis/kueue/v1beta2/clusterqueue_types.go``: ClusterQueueSpec ``cohortName``, ``namespaceSelector``,
+  ``queueingStrategy`` (Enum StrictFIFO;BestEffortFIFO), ``resourceGroups[].coveredResources`` and
+  ``.flavors[].resources[]`` (``name``, ``nominalQuota``, ``borrowingLimit``, ``lendingLimit``), ``preemption``
+  (ClusterQueuePreemption ``reclaimWithinCohort``: Enum Never;LowerPriority;Any, ``withinClusterQueue``: Enum
+  Never;LowerPriority;LowerOrNewerEqualPriority).
+- ``apis/kueue/v1beta2/localqueue_types.go``: LocalQueueSpec ``clusterQueue``.
+- ``apis/config/v1beta2/configuration_types.go``: Configuration ``waitForPodsReady`` (``timeout``, ``blockAdmission``),
+  ``manageJobsWithoutQueueName``, ``managedJobsNamespaceSelector``, ``integrations.frameworks``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from fractions import Fraction
+from typing import Any
+
+from aks_gpu.admission.quantity import Quantity
+from aks_gpu.config.models import QueueingConfig
+from aks_gpu.config.rules.workloads import lendable_gpus
+from aks_gpu.local.nodes import simulated_gpu_pool
+from aks_gpu.naming import (
+    KUEUE_DEFAULT_LOCAL_QUEUE,
+    NAMESPACE_NAME_LABEL,
+    WORKLOAD_LABEL,
+    cluster_queue_name,
+    cohort_name,
+    flavor_name,
+)
+from aks_gpu.resolved.model import PlatformModel, ResolvedPool, ResolvedWorkload
+
+Manifest = dict[str, Any]
+
+API_VERSION = "kueue.x-k8s.io/v1beta2"
+CONFIG_API_VERSION = "config.kueue.x-k8s.io/v1beta2"
+# BestEffortFIFO, not StrictFIFO: a Job that does not fit (one larger than its cohort, say) must not hold back the
+# smaller ones behind it (clusterqueue_types.go, QueueingStrategy).
+QUEUEING_STRATEGY = "BestEffortFIFO"
+# A team reclaims its lent GPUs from whoever borrowed them, whatever their priority (Any); inside one team's queue a
+# higher priority Job preempts lower ones (LowerPriority). clusterqueue_types.go, ClusterQueuePreemption.
+PREEMPTION = {"reclaimWithinCohort": "Any", "withinClusterQueue": "LowerPriority"}
+# The job kinds Kueue integrates that GPU teams use (configuration_types.go, Integrations.Frameworks lists the names).
+# Left out (docs/queueing.md): "pod", "deployment" and "statefulset", which would gate every plain Pod, serving
+# Deployment and StatefulSet of a workload namespace, and the Kubeflow kinds other than PyTorchJob.
+FRAMEWORKS = (
+    "batch/job",
+    "jobset.x-k8s.io/jobset",
+    "kubeflow.org/pytorchjob",
+    "ray.io/rayjob",
+    "ray.io/raycluster",
+    "leaderworkerset.x-k8s.io/leaderworkerset",
+)
+CPU_MEMORY = ("cpu", "memory")
+
+
+def resource_flavor(pool: ResolvedPool) -> Manifest:
+    """The pool's nodes, as Kueue places an admitted Job's pods on them: its pool label and every taint tolerated."""
+    return {
+        "apiVersion": API_VERSION,
+        "kind": "ResourceFlavor",
+        "metadata": {"name": flavor_name(pool.name), "labels": {WORKLOAD_LABEL: pool.workload}},
+        "spec": {"nodeLabels": dict(pool.node_selector), "tolerations": [t.to_kube() for t in pool.tolerations]},
+    }
+
+
+def split(total: int, weights: Sequence[int]) -> list[int]:
+    """``total`` shared out in proportion to ``weights`` in whole units, summing to ``total`` (largest remainder,
+    the first pool winning a tie). Equal shares where every weight is zero."""
+    if not weights:
+        return []
+    weights = list(weights) if any(weights) else [1] * len(weights)
+    exact = [Fraction(total * weight, sum(weights)) for weight in weights]
+    shares = [int(share) for share in exact]
+    by_remainder = sorted(range(len(exact)), key=lambda i: (-(exact[i] - shares[i]), i))
+    for index in by_remainder[: total - sum(shares)]:
+        shares[index] += 1
+    return shares
+
+
+def pool_capacity(pool: ResolvedPool) -> int:
+    """GPU units the pool offers at its maxCount (0 when its size's GPUs are unknown)."""
+    return (pool.resource.count_per_node or 0) * pool.config.max_count
+
+
+def _millicores(value: Fraction) -> str:
+    return f"{int(value * 1000)}m"
+
+
+def _cpu_memory_quota(workload: ResolvedWorkload, pool: ResolvedPool, share: Fraction) -> list[dict[str, str]]:
+    """cpu and memory on the flavor: the team's own quota (its share on this pool), never borrowed, since the
+    namespace's ResourceQuota holds them; without one, what the pool's nodes offer at maxCount, which never binds."""
+    limits = {"cpu": workload.config.quota.cpu, "memory": workload.config.quota.memory}
+    allocatable = simulated_gpu_pool(pool).resources()[1]
+    quotas = []
+    for name in CPU_MEMORY:
+        own = limits[name]
+        if own is not None:
+            amount = Quantity.parse(own).value * share
+            quotas.append({"name": name, "nominalQuota": _text(name, amount), "borrowingLimit": "0"})
+        else:
+            amount = Quantity.parse(allocatable[name]).value * pool.config.max_count
+            quotas.append({"name": name, "nominalQuota": _text(name, amount)})
+    return quotas
+
+
+def _text(name: str, amount: Fraction) -> str:
+    return _millicores(amount) if name == "cpu" else str(int(amount))
+
+
+def cluster_queue(workload: ResolvedWorkload) -> Manifest:
+    """The namespace's queue: its gpuQuota as nominal quota on its pools' flavors (shared out by the pools' GPUs at
+    maxCount), borrowing and lending within the cohort of its workload type, preemption that reclaims lent GPUs."""
+    config = workload.config
+    resource = workload.resource_name or ""
+    pools = workload.pools
+    weights = [pool_capacity(pool) for pool in pools]
+    nominal = split(config.gpu_quota, weights)
+    borrowing = split(config.borrowing_limit, weights) if config.borrowing_limit is not None else None
+    lending = split(config.lending_limit, weights) if config.lending_limit is not None else None
+    flavors = []
+    for index, pool in enumerate(pools):
+        gpu: dict[str, str] = {"name": resource, "nominalQuota": str(nominal[index])}
+        if borrowing is not None:
+            gpu["borrowingLimit"] = str(borrowing[index])
+        if lending is not None:
+            gpu["lendingLimit"] = str(lending[index])
+        share = Fraction(nominal[index], config.gpu_quota) if config.gpu_quota else Fraction(1, len(pools))
+        flavors.append({"name": flavor_name(pool.name), "resources": [gpu, *_cpu_memory_quota(workload, pool, share)]})
+    return {
+        "apiVersion": API_VERSION,
+        "kind": "ClusterQueue",
+        "metadata": {"name": cluster_queue_name(config.name), "labels": {WORKLOAD_LABEL: config.type}},
+        "spec": {
+            "cohortName": cohort_name(config.type),
+            "namespaceSelector": {"matchLabels": {NAMESPACE_NAME_LABEL: config.name}},
+            "queueingStrategy": QUEUEING_STRATEGY,
+            "resourceGroups": [{"coveredResources": [resource, *CPU_MEMORY], "flavors": flavors}],
+            "preemption": dict(PREEMPTION),
+        },
+    }
+
+
+def local_queue(workload: ResolvedWorkload) -> Manifest:
+    """``default`` in the workload namespace: Kueue's LocalQueueDefaulting puts every Job that names no queue here
+    (GA and locked on in v0.17, pkg/features/kube_features.go), so teams submit Jobs as they are. Chosen over
+    ``manageJobsWithoutQueueName``: a Job still shows which queue it is in (the label Kueue sets), and a namespace
+    without a LocalQueue is left alone instead of having its Jobs suspended with no queue to admit them."""
+    return {
+        "apiVersion": API_VERSION,
+        "kind": "LocalQueue",
+        "metadata": {
+            "name": KUEUE_DEFAULT_LOCAL_QUEUE,
+            "namespace": workload.name,
+            "labels": {WORKLOAD_LABEL: workload.type},
+        },
+        "spec": {"clusterQueue": cluster_queue_name(workload.name)},
+    }
+
+
+def queue_manifests(model: PlatformModel) -> list[Manifest]:
+    """Every Kueue object of the stack: the flavors first (the queues name them); none without queueing."""
+    if model.config.queueing is None:
+        return []
+    served = [workload for workload in model.workloads if workload.pools and workload.resource_name]
+    used = {pool.name for workload in served for pool in workload.pools}
+    return [
+        *(resource_flavor(pool) for pool in model.pools if pool.name in used),
+        *(cluster_queue(workload) for workload in served),
+        *(local_queue(workload) for workload in served),
+    ]
+
+
+def gpu_ceilings(model: PlatformModel) -> dict[str, int]:
+    """Per workload namespace, the GPUs its ResourceQuota allows with queueing on: its gpuQuota plus what it may
+    borrow (its borrowingLimit, or all the other teams of its type lend), so a Job Kueue admits by borrowing is never
+    refused by the quota. Empty without queueing (the quota is the gpuQuota)."""
+    if model.config.queueing is None:
+        return {}
+    ceilings = {}
+    for workload in model.workloads:
+        config = workload.config
+        others = [other.config for other in model.workloads if other.type == config.type and other is not workload]
+        lent = sum(lendable_gpus(other) for other in others)
+        borrow = lent if config.borrowing_limit is None else min(config.borrowing_limit, lent)
+        ceilings[config.name] = config.gpu_quota + borrow
+    return ceilings
+
+
+def controller_configuration(queueing: QueueingConfig) -> dict[str, Any]:
+    """What the platform sets in Kueue's Configuration; the chart's and the binary's defaults stand for the rest.
+    Kueue touches only the workload namespaces (they carry the workload label); a Job must name a queue, or get the
+    namespace's ``default`` by LocalQueueDefaulting; an admitted Job's pods all become ready within the timeout, or
+    it gives its quota back (all-or-nothing: ``blockAdmission`` false lets other Jobs be admitted meanwhile)."""
+    return {
+        "manageJobsWithoutQueueName": False,
+        "managedJobsNamespaceSelector": {"matchExpressions": [{"key": WORKLOAD_LABEL, "operator": "Exists"}]},
+        "waitForPodsReady": {"timeout": f"{queueing.pods_ready_timeout_minutes}m", "blockAdmission": False},
+        "integrations": {"frameworks": list(FRAMEWORKS)},
+    }
