@@ -5,9 +5,12 @@ from __future__ import annotations
 
 from typing import Any
 
+import yaml
+
 from aks_gpu.kube.kueue import (
     controller_configuration,
     gpu_ceilings,
+    kueue_release,
     queue_manifests,
     split,
 )
@@ -133,3 +136,20 @@ def test_the_controller_manages_only_workload_namespaces_and_admits_all_or_nothi
     assert config["managedJobsNamespaceSelector"] == {"matchExpressions": [{"key": "aks-gpu/workload", "operator": "Exists"}]}
     assert config["waitForPodsReady"]["timeout"] == "5m"
     assert "batch/job" in config["integrations"]["frameworks"]
+
+
+def test_the_chart_is_kueues_own_at_the_pin_with_the_platforms_configuration() -> None:
+    assert kueue_release(model_of(team("team-a"), queueing=False)) is None
+    release = kueue_release(model_of(team("team-a")))
+    assert release is not None
+    assert (release.chart, release.version, release.namespace) == (
+        "oci://registry.k8s.io/kueue/charts/kueue",
+        "0.17.0",
+        "kueue-system",
+    )
+    configuration = yaml.safe_load(release.values["managerConfig"]["controllerManagerConfigYaml"])
+    assert configuration["apiVersion"] == "config.kueue.x-k8s.io/v1beta2" and configuration["webhook"] == {"port": 9443}
+    assert configuration["waitForPodsReady"] == {"timeout": "5m", "blockAdmission": False}
+    assert {"key": "CriticalAddonsOnly", "operator": "Exists", "effect": "NoSchedule"} in release.values["controllerManager"][
+        "tolerations"
+    ]

@@ -20,15 +20,23 @@ sigs.k8s.io/kueue@v0.17.0:
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from fractions import Fraction
+from functools import cache
+from pathlib import Path
 from typing import Any
+
+import yaml
 
 from aks_gpu.admission.quantity import Quantity
 from aks_gpu.config.models import QueueingConfig
 from aks_gpu.config.rules.workloads import lendable_gpus
+from aks_gpu.data_files import load_yaml
+from aks_gpu.kube.gpu_operator import system_pool_tolerations
 from aks_gpu.local.nodes import simulated_gpu_pool
 from aks_gpu.naming import (
     KUEUE_DEFAULT_LOCAL_QUEUE,
+    KUEUE_NAMESPACE,
     NAMESPACE_NAME_LABEL,
     WORKLOAD_LABEL,
     cluster_queue_name,
@@ -38,6 +46,8 @@ from aks_gpu.naming import (
 from aks_gpu.resolved.model import PlatformModel, ResolvedPool, ResolvedWorkload
 
 Manifest = dict[str, Any]
+
+PINS_FILE = Path(__file__).resolve().parents[1] / "data" / "kueue.yaml"
 
 API_VERSION = "kueue.x-k8s.io/v1beta2"
 CONFIG_API_VERSION = "config.kueue.x-k8s.io/v1beta2"
@@ -205,3 +215,65 @@ def controller_configuration(queueing: QueueingConfig) -> dict[str, Any]:
         "waitForPodsReady": {"timeout": f"{queueing.pods_ready_timeout_minutes}m", "blockAdmission": False},
         "integrations": {"frameworks": list(FRAMEWORKS)},
     }
+
+
+@dataclass(frozen=True)
+class KueuePin:
+    """The pinned engine (components/aks_gpu/data/kueue.yaml): its chart, and the Go module of the same version."""
+
+    chart: str  # an OCI reference: Helm takes it as the chart, with no repository
+    version: str
+    release: str
+    module: str
+    module_version: str
+    chart_configuration: dict[str, Any]
+
+
+@cache
+def kueue_pin() -> KueuePin:
+    raw: dict[str, Any] = load_yaml(PINS_FILE)
+    pin = raw["kueue"]
+    return KueuePin(
+        pin["chart"], pin["version"], pin["release"], pin["module"], pin["module_version"], raw["chart_configuration"]
+    )
+
+
+@dataclass(frozen=True)
+class KueueRelease:
+    """The Helm release: ``helm install <name> <chart> --version <version> -n <namespace> -f <values>``."""
+
+    name: str
+    chart: str
+    version: str
+    namespace: str
+    values: dict[str, Any]
+
+
+def full_configuration(queueing: QueueingConfig) -> dict[str, Any]:
+    """The controller's whole Configuration: the chart's default lines and the platform's keys."""
+    return {**kueue_pin().chart_configuration, **controller_configuration(queueing)}
+
+
+def kueue_release(model: PlatformModel) -> KueueRelease | None:
+    """Kueue's own chart at the pin (or queueing.chartVersion), or None without queueing. Its values: the
+    Configuration, which the chart takes as one YAML text (charts/kueue/values.yaml:106,
+    managerConfig.controllerManagerConfigYaml), and the system pool's taint tolerated."""
+    queueing = model.config.queueing
+    if queueing is None:
+        return None
+    pin = kueue_pin()
+    text = yaml.safe_dump(full_configuration(queueing), sort_keys=False)
+    values = {
+        "managerConfig": {"controllerManagerConfigYaml": text},
+        # Its webhooks admit every Job of the workload namespaces: it runs with the cluster's critical add-ons, on the
+        # system pool (charts/kueue/values.yaml:93-94, controllerManager.tolerations).
+        "controllerManager": {"tolerations": system_pool_tolerations()},
+    }
+    return KueueRelease(pin.release, pin.chart, queueing.chart_version or pin.version, KUEUE_NAMESPACE, values)
+
+
+def kueue_namespace_manifest() -> Manifest:
+    """The engine's namespace, Pod Security restricted: the chart's controller runs as non-root with no privilege
+    (charts/kueue/values.yaml:54-64, controllerManager.manager.podSecurityContext and containerSecurityContext)."""
+    labels = {"pod-security.kubernetes.io/enforce": "restricted"}
+    return {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": KUEUE_NAMESPACE, "labels": labels}}

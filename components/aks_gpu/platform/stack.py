@@ -20,6 +20,7 @@ from aks_gpu.kube.workload_manifests import PoolOutput, pool_output
 from aks_gpu.kube.workload_namespace import GpuWorkloadNamespace, platform_namespace
 from aks_gpu.monitoring.component import GpuMonitoring, MonitoredCluster, MonitoringInputs
 from aks_gpu.platform.device_plugin import DevicePluginInputs, GpuDevicePlugin
+from aks_gpu.platform.queueing import queueing_resources
 from aks_gpu.platform.remediation import remediation_resources
 from aks_gpu.resolved.model import PlatformModel
 from aks_gpu.specs import StackSpec
@@ -161,6 +162,10 @@ class GpuPlatform(GpuComponent[PlatformModel]):
             )
             for workload in model.workloads
         }
+        # GPU queues (aks-gpu:queueing): Kueue's chart, then the queues, the LocalQueues inside the workload namespaces.
+        self.queueing: list[pulumi.Resource] = queueing_resources(
+            f"{name}-queueing", model, inside(pools_ready), [w.namespace for w in self.workloads.values()]
+        )
         # The cluster's network policy tells the policy whether Calico's namespaces are AKS's own (exempt).
         self.admission: GpuAdmissionPolicy = GpuAdmissionPolicy.of(
             f"{name}-admission", AdmissionInputs(model, cluster.network_policy), inside()

@@ -1,0 +1,46 @@
+"""The queueing engine's resources in a stack (aks-gpu:queueing): Kueue's namespace, its own Helm chart, and the
+queues (kube/kueue.py) once the chart has installed their CRDs and the webhooks that check them."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pulumi
+import pulumi_kubernetes as k8s
+
+from aks_gpu.component import kube_resource
+from aks_gpu.kube.kueue import kueue_namespace_manifest, kueue_release, queue_manifests
+from aks_gpu.resolved.model import PlatformModel
+
+
+def queueing_resources(
+    name: str, model: PlatformModel, opts: pulumi.ResourceOptions, after: list[pulumi.Resource]
+) -> list[pulumi.Resource]:
+    """The namespace, the release and the queues, children of ``opts.parent``; empty without queueing. ``after``:
+    the workload namespaces, where the LocalQueues go."""
+    spec = kueue_release(model)
+    if spec is None:
+        return []
+    namespace = kube_resource(f"{name}-namespace", kueue_namespace_manifest(), opts)
+    release = k8s.helm.v3.Release(
+        f"{name}-release",
+        name=spec.name,
+        # An OCI chart: Helm takes the reference as the chart, with no repository.
+        chart=spec.chart,
+        version=spec.version,
+        namespace=spec.namespace,
+        # The namespace is ours (its Pod Security label), not Helm's.
+        create_namespace=False,
+        values=spec.values,
+        opts=pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(depends_on=[namespace])),
+    )
+    queues = pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(depends_on=[release, *after]))
+    objects = [kube_resource(_resource_name(name, manifest), manifest, queues) for manifest in queue_manifests(model)]
+    return [namespace, release, *objects]
+
+
+def _resource_name(name: str, manifest: dict[str, Any]) -> str:
+    # Each LocalQueue is named default: its namespace tells them apart.
+    meta = manifest["metadata"]
+    where = f"{meta['namespace']}-" if "namespace" in meta else ""
+    return f"{name}-{manifest['kind'].lower()}-{where}{meta['name']}"
