@@ -1,5 +1,6 @@
 """tools/go/build-tools says what it does while it takes time: which group of how many it builds, and, waiting on
-another checkout's build of the same tools, whose lock it waits on and, once free, how long it waited.
+another checkout's build of the same tools, whose lock it waits on and, once free, how long it waited. A new version
+of one group (or a new group) builds that group alone: the others come from the cache.
 
 Nothing is built here: a stand-in `go` answers the script's calls (`env`, `mod download`, `mod edit`, `build -o`,
 `run`) and writes small executables where the real one would write binaries, and the cache is a temporary folder,
@@ -10,6 +11,7 @@ from __future__ import annotations
 import os
 import re
 import select
+import shutil
 import stat
 import subprocess
 import time
@@ -20,7 +22,15 @@ import pytest
 from tests.conftest import PROJECT_DIR
 
 BUILD_TOOLS = PROJECT_DIR / "tools" / "go" / "build-tools"
-GROUPS = ("kubernetes", "etcd", "kwok", "pulumi", "pulumi_kubernetes", "helm")
+
+
+def recipe_groups(recipes: Path) -> list[str]:
+    """The groups in build order, as the recipes name them (``groups="kubernetes etcd ..."``)."""
+    [line] = [line for line in recipes.read_text(encoding="utf-8").splitlines() if line.startswith("groups=")]
+    return line.removeprefix("groups=").strip('"').split()
+
+
+GROUPS = recipe_groups(BUILD_TOOLS.parent / "recipes")
 
 FAKE_GO = r"""#!/usr/bin/env bash
 # A stand-in for go: answers what tools/go/build-tools asks, builds nothing.
@@ -66,19 +76,24 @@ def environment(tmp_path: Path) -> dict[str, str]:
     }
 
 
-def build_tools(environment: dict[str, str]) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([str(BUILD_TOOLS)], env=environment, capture_output=True, text=True, timeout=120, check=False)
+def build_tools(environment: dict[str, str], script: Path = BUILD_TOOLS) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([str(script)], env=environment, capture_output=True, text=True, timeout=120, check=False)
+
+
+def built_groups(stderr: str) -> list[str]:
+    return [line.split()[2] for line in stderr.splitlines() if re.match(r"build-tools: building \w+ \(", line)]
 
 
 def test_a_build_numbers_its_groups_and_says_how_long_each_took(environment: dict[str, str]) -> None:
     first = build_tools(environment)
     assert first.returncode == 0, first.stderr
     lines = first.stderr.splitlines()
-    assert lines[0].startswith("build-tools: building 6 tool group(s) from their Go modules into ")
+    total = len(GROUPS)
+    assert lines[0].startswith(f"build-tools: building {total} tool group(s) from their Go modules into ")
     building = [line for line in lines if re.match(r"build-tools: building \w+ \(", line)]
-    assert [line.split()[2] for line in building] == list(GROUPS)
-    assert "build-tools: building kubernetes (1 of 6: k8s.io/kubernetes@v1.36.3), log: " in building[0]
-    assert building[-1].startswith("build-tools: building helm (6 of 6: helm.sh/helm/v3@")
+    assert built_groups(first.stderr) == GROUPS
+    assert f"build-tools: building kubernetes (1 of {total}: k8s.io/kubernetes@v1.36.3), log: " in building[0]
+    assert building[-1].startswith(f"build-tools: building {GROUPS[-1]} ({total} of {total}: ")
     assert [line for line in lines if re.fullmatch(r"build-tools: \w+ done in \d+s", line)] != []
     assert (Path(environment["AKSGPU_TOOLS_OUT"]) / "kube-apiserver").exists()
 
@@ -109,7 +124,7 @@ def test_waiting_on_another_build_names_the_lock_and_its_holder_then_how_long_it
     first = start()
     try:
         said_within(first, 30)  # "building 6 tool group(s) ..."
-        assert said_within(first, 30).startswith("build-tools: building kubernetes (1 of 6: ")  # it holds the lock
+        assert said_within(first, 30).startswith(f"build-tools: building kubernetes (1 of {len(GROUPS)}: ")  # it holds the lock
         second = start()
         try:
             # Said at once, before it blocks (the old script said nothing for as long as the other build ran).
@@ -122,13 +137,40 @@ def test_waiting_on_another_build_names_the_lock_and_its_holder_then_how_long_it
     finally:
         first.communicate(timeout=60)
     assert first.returncode == 0 and second.returncode == 0, rest
-    [lock_file] = Path(environment["AKSGPU_TOOLS_CACHE"]).glob("*/.lock")
+    lock_file = Path(environment["AKSGPU_TOOLS_CACHE"]) / ".lock"
     assert waiting.startswith(
         f"build-tools: waiting for another build of the tools (lock {lock_file} held by PID {first.pid} ("
     ), waiting
     assert str(BUILD_TOOLS) in waiting  # the holder's command line
-    assert waiting.rstrip().endswith(f"its logs: {lock_file.parent / 'logs'}")
+    assert waiting.rstrip().endswith(f"its logs: {lock_file.parent}/*/build.log")
     lines = rest.splitlines()
     waited = re.fullmatch(r"build-tools: the other build finished after (\d+)s of waiting; going on", lines[0])
     assert waited and int(waited[1]) >= 1, lines[0]
     assert not any("building" in line for line in lines)  # the other build built everything
+
+
+def test_a_new_version_of_one_group_builds_that_group_alone(environment: dict[str, str], tmp_path: Path) -> None:
+    # A copy of the driver, its recipes and its versions, so the versions can change without touching the checkout's.
+    tools = tmp_path / "repo" / "tools" / "go"
+    shutil.copytree(BUILD_TOOLS.parent, tools)
+    assert build_tools(environment, tools / "build-tools").returncode == 0
+    versions = tools / "versions"
+    text = versions.read_text(encoding="utf-8")
+    helm = re.search(r"^HELM_VERSION=(\S+)$", text, re.MULTILINE)
+    assert helm is not None
+    versions.write_text(text.replace(helm[0], "HELM_VERSION=v3.99.0"), encoding="utf-8")
+
+    again = build_tools(environment, tools / "build-tools")
+    assert again.returncode == 0, again.stderr
+    assert built_groups(again.stderr) == ["helm"]
+    assert "building helm (1 of 1: helm.sh/helm/v3@v3.99.0)" in again.stderr
+    recorded = (Path(environment["AKSGPU_TOOLS_OUT"]).parent / "versions.json").read_text(encoding="utf-8")
+    assert '"helm": "helm.sh/helm/v3@v3.99.0"' in recorded and '"kubectl": "k8s.io/kubernetes@v1.36.3"' in recorded
+
+    # A change to a group's own recipe builds that group alone too; one to the shared part builds them all.
+    recipes = tools / "recipes"
+    recipe = recipes.read_text(encoding="utf-8")
+    recipes.write_text(recipe.replace("build_etcd() {\n", "build_etcd() {\n  : a changed recipe\n"), encoding="utf-8")
+    assert built_groups(build_tools(environment, tools / "build-tools").stderr) == ["etcd"]
+    recipes.write_text(recipe.replace("build_parallelism=2", "build_parallelism=1"), encoding="utf-8")
+    assert built_groups(build_tools(environment, tools / "build-tools").stderr) == GROUPS
