@@ -44,6 +44,8 @@ case "$1" in
       dir=$FAKE_GO_ROOT/mod/$(echo "$4" | tr '/@' '__')
       mkdir -p "$dir/cmd/pulumi-resource-kubernetes" "$dir/config/components/crd/bases"
       echo "kind: CustomResourceDefinition" >"$dir/config/components/crd/bases/crd.yaml"
+      mkdir -p "$dir/config/components/webhook"
+      echo "kind: MutatingWebhookConfiguration" >"$dir/config/components/webhook/manifests.yaml"
       echo "module fake" >"$dir/go.mod"
       printf '{\n\t"GoMod": "%s",\n\t"Dir": "%s"\n}\n' "$dir/go.mod" "$dir"
     fi ;;
