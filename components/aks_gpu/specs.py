@@ -540,6 +540,8 @@ class QueueingSpec(TypedDict):
     """The queueing engine: kueue (Kubernetes SIGs' Kueue). One of: kueue."""
     chart_version: NotRequired[str]
     """The Kueue chart version (default: the pin in components/aks_gpu/data/kueue.yaml)."""
+    install_chart: NotRequired[bool]
+    """Install Kueue's chart; false where Kueue runs already (its owner installed it, or aksgpu local runs it as a process): the stack then creates the queues alone. Default: true."""
     pods_ready_timeout_minutes: NotRequired[int]
     """All-or-nothing admission: a Job whose pods are not all ready this long after admission gives its quota back and is requeued (Kueue's waitForPodsReady.timeout). Default: 5."""
 

@@ -17,7 +17,7 @@ from aks_gpu.kube.kueue import (
 from aks_gpu.kube.workload_manifests import namespace_facts, pod_placement
 from aks_gpu.resolved.model import PlatformModel
 from aks_gpu.resolved.stack import validate_stack
-from tests.conftest import minimal_raw
+from tests.conftest import MockHarness, minimal_raw
 
 QUEUEING = {"engine": "kueue"}
 
@@ -153,3 +153,17 @@ def test_the_chart_is_kueues_own_at_the_pin_with_the_platforms_configuration() -
     assert {"key": "CriticalAddonsOnly", "operator": "Exists", "effect": "NoSchedule"} in release.values["controllerManager"][
         "tolerations"
     ]
+
+
+def test_without_the_chart_the_stack_creates_the_queues_alone(harness: MockHarness) -> None:
+    raw = minimal_raw(
+        **{
+            "aks-gpu:gpuPools": [pool("train", "training")],
+            "aks-gpu:workloads": [team("team-a"), team("team-b")],
+            "aks-gpu:queueing": {**QUEUEING, "installChart": False},
+        }
+    )
+    records = harness.run_stack("test", raw).resources
+    kinds = [r.type.rsplit(":", 1)[-1] for r in records]
+    assert "Release" not in kinds and kinds.count("ClusterQueue") == 2 and kinds.count("LocalQueue") == 2
+    assert not [r for r in records if r.inputs.get("metadata", {}).get("name") == "kueue-system"]

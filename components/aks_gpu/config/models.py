@@ -1010,6 +1010,11 @@ class QueueingConfig(ConfigModel):
     chart_version: str | None = Field(
         default=None, description="The Kueue chart version (default: the pin in components/aks_gpu/data/kueue.yaml)."
     )
+    install_chart: bool = Field(
+        default=True,
+        description="Install Kueue's chart; false where Kueue runs already (its owner installed it, or aksgpu local runs "
+        "it as a process): the stack then creates the queues alone.",
+    )
     pods_ready_timeout_minutes: int = Field(
         default=5,
         ge=1,

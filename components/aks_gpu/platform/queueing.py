@@ -1,5 +1,6 @@
 """The queueing engine's resources in a stack (aks-gpu:queueing): Kueue's namespace, its own Helm chart, and the
-queues (kube/kueue.py) once the chart has installed their CRDs and the webhooks that check them."""
+queues (kube/kueue.py) once the chart has installed their CRDs and the webhooks that check them; the queues alone with
+``installChart: false`` (Kueue runs already)."""
 
 from __future__ import annotations
 
@@ -18,25 +19,28 @@ def queueing_resources(
 ) -> list[pulumi.Resource]:
     """The namespace, the release and the queues, children of ``opts.parent``; empty without queueing. ``after``:
     the workload namespaces, where the LocalQueues go."""
-    spec = kueue_release(model)
-    if spec is None:
+    queueing, spec = model.config.queueing, kueue_release(model)
+    if queueing is None or spec is None:
         return []
-    namespace = kube_resource(f"{name}-namespace", kueue_namespace_manifest(), opts)
-    release = k8s.helm.v3.Release(
-        f"{name}-release",
-        name=spec.name,
-        # An OCI chart: Helm takes the reference as the chart, with no repository.
-        chart=spec.chart,
-        version=spec.version,
-        namespace=spec.namespace,
-        # The namespace is ours (its Pod Security label), not Helm's.
-        create_namespace=False,
-        values=spec.values,
-        opts=pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(depends_on=[namespace])),
-    )
-    queues = pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(depends_on=[release, *after]))
+    engine: list[pulumi.Resource] = []
+    if queueing.install_chart:
+        namespace = kube_resource(f"{name}-namespace", kueue_namespace_manifest(), opts)
+        release = k8s.helm.v3.Release(
+            f"{name}-release",
+            name=spec.name,
+            # An OCI chart: Helm takes the reference as the chart, with no repository.
+            chart=spec.chart,
+            version=spec.version,
+            namespace=spec.namespace,
+            # The namespace is ours (its Pod Security label), not Helm's.
+            create_namespace=False,
+            values=spec.values,
+            opts=pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(depends_on=[namespace])),
+        )
+        engine = [namespace, release]
+    queues = pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(depends_on=[*engine[1:], *after]))
     objects = [kube_resource(_resource_name(name, manifest), manifest, queues) for manifest in queue_manifests(model)]
-    return [namespace, release, *objects]
+    return [*engine, *objects]
 
 
 def _resource_name(name: str, manifest: dict[str, Any]) -> str:
