@@ -16,13 +16,14 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, NotRequired, TypedDict
 
 from aks_gpu.admission.chain import NODE_SELECTOR_ANNOTATION, namespace_metadata_with_tolerations, placement_selector
-from aks_gpu.admission.namespace_admission import QUOTA_PREFIX, NamespaceFacts, PoolNodes
+from aks_gpu.admission.namespace_admission import QUOTA_PREFIX, NamespaceFacts, PoolNodes, QueueFacts
 from aks_gpu.admission.pod_security import rdma_policy_manifests
 from aks_gpu.config.models import EgressRule, IngressFrom, StackConfig, WorkloadConfig
 from aks_gpu.kube.kueue import gpu_ceilings
 from aks_gpu.local.nodes import SimulatedPool, simulated_cpu_pools, simulated_gpu_pool
 from aks_gpu.naming import (
     KUBE_SYSTEM_NAMESPACE,
+    KUEUE_DEFAULT_LOCAL_QUEUE,
     NAMESPACE_NAME_LABEL,
     PRIORITY_QUOTA_NAME,
     QUOTA_NAME,
@@ -447,5 +448,6 @@ def namespace_facts(model: PlatformModel) -> dict[str, NamespaceFacts]:
             },
             warn_level=PSA_WARN_LEVEL,
             pools=tuple(PoolNodes(pool.name, pool.vm_size, pool.resources()[1]) for pool in reachable),
+            queue=QueueFacts((KUEUE_DEFAULT_LOCAL_QUEUE,), ceilings[workload.name]) if workload.name in ceilings else None,
         )
     return facts
