@@ -37,7 +37,7 @@ def errors_of(raw: dict[str, Any]) -> list[str]:
 
 @pytest.mark.parametrize("key", ["borrowingLimit", "lendingLimit"])
 def test_limits_need_the_queueing_engine(key: str) -> None:
-    [message] = errors_of(teams(team("team-a", **{key: 1}), team("team-b"), queueing=False))
+    [message] = errors_of(teams({**team("team-a"), key: 1}, team("team-b"), queueing=False))
     assert message.startswith(f"{SOURCE}: aks-gpu:workloads[0].{key}: needs aks-gpu:queueing")
 
 

@@ -96,7 +96,7 @@ def test_the_resource_quota_allows_nominal_plus_what_the_team_can_borrow() -> No
 
 
 def test_a_cpu_quota_stays_the_teams_own_and_without_one_cpu_never_binds() -> None:
-    model = model_of(team("team-a", gpus=2, **{"quota": {"cpu": "16", "memory": "64Gi"}}), team("team-b"))
+    model = model_of(team("team-a", gpus=2, quota={"cpu": "16", "memory": "64Gi"}), team("team-b"))
     queues = of_kind(queue_manifests(model), "ClusterQueue")
     cpu_a, memory_a = queues["team-a"]["spec"]["resourceGroups"][0]["flavors"][0]["resources"][1:]
     assert cpu_a == {"name": "cpu", "nominalQuota": "16000m", "borrowingLimit": "0"}

@@ -393,9 +393,9 @@ def never_admitted(obj: Mapping[str, Any], pod: Mapping[str, Any], facts: Namesp
     """Why Kueue would hold a Job suspended forever in a queued namespace: it names a LocalQueue the namespace does
     not have, or all its Pods together ask more GPUs than its queue can ever admit (gpuQuota plus what it may
     borrow); None otherwise, or where the namespace is not queued."""
-    queue = facts.queue if facts is not None else None
-    if queue is None or obj.get("kind") != "Job":
+    if facts is None or facts.queue is None or obj.get("kind") != "Job":
         return None
+    queue = facts.queue
     metadata = obj.get("metadata") if isinstance(obj.get("metadata"), Mapping) else {}
     labels = (metadata or {}).get("labels")
     named = labels.get(KUEUE_QUEUE_LABEL) if isinstance(labels, Mapping) else None
