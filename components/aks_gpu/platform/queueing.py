@@ -7,10 +7,10 @@ from __future__ import annotations
 from typing import Any
 
 import pulumi
-import pulumi_kubernetes as k8s
 
 from aks_gpu.component import kube_resource
 from aks_gpu.kube.kueue import kueue_namespace_manifest, kueue_release, queue_manifests
+from aks_gpu.platform.charts import chart_release
 from aks_gpu.resolved.model import PlatformModel
 
 
@@ -25,18 +25,7 @@ def queueing_resources(
     engine: list[pulumi.Resource] = []
     if queueing.install_chart:
         namespace = kube_resource(f"{name}-namespace", kueue_namespace_manifest(), opts)
-        release = k8s.helm.v3.Release(
-            f"{name}-release",
-            name=spec.name,
-            # An OCI chart: Helm takes the reference as the chart, with no repository.
-            chart=spec.chart,
-            version=spec.version,
-            namespace=spec.namespace,
-            # The namespace is ours (its Pod Security label), not Helm's.
-            create_namespace=False,
-            values=spec.values,
-            opts=pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(depends_on=[namespace])),
-        )
+        release = chart_release(f"{name}-release", spec, namespace, opts)
         engine = [namespace, release]
     queues = pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(depends_on=[*engine[1:], *after]))
     objects = [kube_resource(_resource_name(name, manifest), manifest, queues) for manifest in queue_manifests(model)]

@@ -4,11 +4,11 @@
 from __future__ import annotations
 
 import pulumi
-import pulumi_kubernetes as k8s
 
 from aks_gpu.component import kube_resource
 from aks_gpu.gpu.xid import critical_xid_codes
 from aks_gpu.monitoring.remediation import namespace_manifest, remediation_release
+from aks_gpu.platform.charts import chart_release
 from aks_gpu.resolved.model import PlatformModel
 
 
@@ -18,16 +18,5 @@ def remediation_resources(name: str, model: PlatformModel, opts: pulumi.Resource
     if spec is None:
         return []
     namespace = kube_resource(f"{name}-namespace", namespace_manifest(), opts)
-    release = k8s.helm.v3.Release(
-        f"{name}-release",
-        name=spec.name,
-        # An OCI chart: Helm takes the reference as the chart, with no repository.
-        chart=spec.chart,
-        version=spec.version,
-        namespace=spec.namespace,
-        # The namespace is ours (Pod Security label, the platform's common labels), not Helm's.
-        create_namespace=False,
-        values=spec.values,
-        opts=pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(depends_on=[namespace])),
-    )
+    release = chart_release(f"{name}-release", spec, namespace, opts)
     return [namespace, release]
