@@ -39,7 +39,9 @@ def test_the_local_controller_runs_the_stacks_configuration_on_loopback() -> Non
         assert local[key] == azure[key]
     assert local["webhook"] == {"host": "127.0.0.1", "port": 30001, "certDir": "/certs"}
     assert local["health"] == {"healthProbeBindAddress": "127.0.0.1:30002"}
-    assert local["internalCertManagement"] == {"enable": False} and local["leaderElection"] == {"leaderElect": False}
+    # Kueue's certificate rotator on, over the Secret local up fills with certificates for 127.0.0.1.
+    assert local["internalCertManagement"]["webhookSecretName"] == "kueue-local-webhook-server-cert"
+    assert local["leaderElection"] == {"leaderElect": False}
 
 
 def test_the_webhooks_call_the_process_trust_its_certificate_and_only_in_workload_namespaces() -> None:

@@ -42,14 +42,16 @@ from aks_gpu.local.control_plane import (
     tools_dir,
 )
 from aks_gpu.local.kueue import (
-    CERT_FILE,
-    KEY_FILE,
+    CA_CERT_FILE,
     KUEUE_BINARY,
     KUEUE_CRDS,
     KUEUE_WEBHOOKS,
-    certificate_command,
+    certificate_commands,
     local_configuration,
+    local_crds,
     local_webhooks,
+    server_extensions,
+    webhook_secret,
 )
 
 EXIT_USAGE = 2
@@ -315,18 +317,25 @@ def start_kueue(local: Local, queueing: QueueingConfig, say: Say) -> None:
     paths, bin_dir = local.paths, local.bin_dir
     if not (bin_dir / KUEUE_BINARY).is_file():
         raise LocalError(f"the stack queues GPU Jobs with Kueue, and {bin_dir / KUEUE_BINARY} is missing: run `make tools`")
-    local.kubectl("apply", "--server-side", "--force-conflicts", "-f", str(bin_dir / KUEUE_CRDS))
-    crds = str(bin_dir / KUEUE_CRDS)
-    local.kubectl("wait", "--for=condition=Established", "-f", crds, f"--timeout={KUEUE_CRDS_TIMEOUT_S}s", timeout=90)
-    local.apply([kueue_namespace_manifest()])
+    paths.kueue.mkdir(mode=0o700, parents=True, exist_ok=True)
     if kueue_pid(paths) is not None:
         stop_kueue(paths)
-    paths.kueue.mkdir(mode=0o700, parents=True, exist_ok=True)
     certs = paths.kueue / "certs"
     certs.mkdir(mode=0o700, exist_ok=True)
-    _run(certificate_command(certs), dict(os.environ), 60)
-    (certs / KEY_FILE).chmod(0o600)
+    (certs / "server.ext").write_text(server_extensions(), encoding="utf-8")
+    for command in certificate_commands(certs):
+        _run(command, dict(os.environ), 60)
+    ca_pem = (certs / CA_CERT_FILE).read_bytes()
     webhook_port, health_port = free_port(), free_port()
+    crds = local_crds(yaml.safe_load_all((bin_dir / KUEUE_CRDS).read_text(encoding="utf-8")), webhook_port, ca_pem)
+    local.apply(crds)
+    names = [f"crd/{crd['metadata']['name']}" for crd in crds]
+    local.kubectl("wait", "--for=condition=Established", *names, f"--timeout={KUEUE_CRDS_TIMEOUT_S}s", timeout=90)
+    local.apply([kueue_namespace_manifest()])
+    local.apply([webhook_secret(certs)])
+    documents = yaml.safe_load_all((bin_dir / KUEUE_WEBHOOKS).read_text(encoding="utf-8"))
+    local.apply(local_webhooks(documents, webhook_port, ca_pem))
+    # certDir holds the Secret's files, as the kubelet mounts them for the chart's Pod: the rotator waits for them.
     configuration = local_configuration(queueing, webhook_port, health_port, certs)
     config_file = paths.kueue / "config.yaml"
     _private(config_file, yaml.safe_dump(configuration))
@@ -345,8 +354,6 @@ def start_kueue(local: Local, queueing: QueueingConfig, say: Say) -> None:
         if time.monotonic() > deadline:
             raise LocalError(f"Kueue was not ready after {KUEUE_READY_TIMEOUT_S:.0f}s; its log: {paths.kueue / 'kueue.log'}", 1)
         time.sleep(0.5)
-    documents = yaml.safe_load_all((bin_dir / KUEUE_WEBHOOKS).read_text(encoding="utf-8"))
-    local.apply(local_webhooks(documents, webhook_port, (certs / CERT_FILE).read_bytes()))
 
 
 def _kueue_ready(port: int) -> bool:
