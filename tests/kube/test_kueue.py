@@ -7,6 +7,8 @@ from typing import Any
 
 import yaml
 
+from aks_gpu.admission.namespace_admission import Amount, canonical
+from aks_gpu.admission.quantity import Quantity
 from aks_gpu.kube.kueue import (
     controller_configuration,
     gpu_ceilings,
@@ -99,10 +101,12 @@ def test_a_cpu_quota_stays_the_teams_own_and_without_one_cpu_never_binds() -> No
     model = model_of(team("team-a", gpus=2, quota={"cpu": "16", "memory": "64Gi"}), team("team-b"))
     queues = of_kind(queue_manifests(model), "ClusterQueue")
     cpu_a, memory_a = queues["team-a"]["spec"]["resourceGroups"][0]["flavors"][0]["resources"][1:]
-    assert cpu_a == {"name": "cpu", "nominalQuota": "16000m", "borrowingLimit": "0"}
-    assert memory_a == {"name": "memory", "nominalQuota": str(64 * 2**30), "borrowingLimit": "0"}
+    assert cpu_a == {"name": "cpu", "nominalQuota": "16", "borrowingLimit": "0"}
+    assert memory_a == {"name": "memory", "nominalQuota": "64Gi", "borrowingLimit": "0"}
     cpu_b = queues["team-b"]["spec"]["resourceGroups"][0]["flavors"][0]["resources"][1]
-    assert "borrowingLimit" not in cpu_b and int(cpu_b["nominalQuota"].removesuffix("m")) > 8 * 16000
+    # The pool's 8 nodes' allocatable CPU (24 vCPUs each less AKS's reservation), as the server prints a quantity.
+    assert "borrowingLimit" not in cpu_b and Quantity.parse(cpu_b["nominalQuota"]).value > 8 * 16
+    assert cpu_b["nominalQuota"] == canonical(Amount.of(cpu_b["nominalQuota"]))
 
 
 def test_a_team_on_two_pools_shares_its_quota_by_their_gpus() -> None:

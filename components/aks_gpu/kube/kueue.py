@@ -28,7 +28,7 @@ from typing import Any
 
 import yaml
 
-from aks_gpu.admission.quantity import Quantity
+from aks_gpu.admission.namespace_admission import Amount, canonical
 from aks_gpu.config.models import QueueingConfig
 from aks_gpu.config.rules.workloads import lendable_gpus
 from aks_gpu.data_files import load_yaml
@@ -59,14 +59,16 @@ QUEUEING_STRATEGY = "BestEffortFIFO"
 PREEMPTION = {"reclaimWithinCohort": "Any", "withinClusterQueue": "LowerPriority"}
 # The job kinds Kueue integrates that GPU teams use (configuration_types.go, Integrations.Frameworks lists the names).
 # Left out (docs/queueing.md): "pod", "deployment" and "statefulset", which would gate every plain Pod, serving
-# Deployment and StatefulSet of a workload namespace, and the Kubeflow kinds other than PyTorchJob.
+# Deployment and StatefulSet of a workload namespace, and "leaderworkerset.x-k8s.io/leaderworkerset", which turns the
+# pod integration on with it (pkg/controller/jobs/leaderworkerset/leaderworkerset_controller.go:49,
+# ImplicitlyEnabledFrameworkNames: ["pod"]; seen on the real engines: a plain GPU Pod got Kueue's admission
+# scheduling gate); and the Kubeflow kinds other than PyTorchJob.
 FRAMEWORKS = (
     "batch/job",
     "jobset.x-k8s.io/jobset",
     "kubeflow.org/pytorchjob",
     "ray.io/rayjob",
     "ray.io/raycluster",
-    "leaderworkerset.x-k8s.io/leaderworkerset",
 )
 CPU_MEMORY = ("cpu", "memory")
 
@@ -100,29 +102,28 @@ def pool_capacity(pool: ResolvedPool) -> int:
     return (pool.resource.count_per_node or 0) * pool.config.max_count
 
 
-def _millicores(value: Fraction) -> str:
-    return f"{int(value * 1000)}m"
-
-
 def _cpu_memory_quota(workload: ResolvedWorkload, pool: ResolvedPool, share: Fraction) -> list[dict[str, str]]:
     """cpu and memory on the flavor: the team's own quota (its share on this pool), never borrowed, since the
-    namespace's ResourceQuota holds them; without one, what the pool's nodes offer at maxCount, which never binds."""
+    namespace's ResourceQuota holds them; without one, what the pool's nodes offer at maxCount, which never binds.
+    Written as the API server prints a quantity, so a second deploy finds nothing changed."""
     limits = {"cpu": workload.config.quota.cpu, "memory": workload.config.quota.memory}
     allocatable = simulated_gpu_pool(pool).resources()[1]
     quotas = []
     for name in CPU_MEMORY:
         own = limits[name]
         if own is not None:
-            amount = Quantity.parse(own).value * share
-            quotas.append({"name": name, "nominalQuota": _text(name, amount), "borrowingLimit": "0"})
+            quotas.append({"name": name, "nominalQuota": _scaled(own, share), "borrowingLimit": "0"})
         else:
-            amount = Quantity.parse(allocatable[name]).value * pool.config.max_count
-            quotas.append({"name": name, "nominalQuota": _text(name, amount)})
+            quotas.append({"name": name, "nominalQuota": _scaled(allocatable[name], Fraction(pool.config.max_count))})
     return quotas
 
 
-def _text(name: str, amount: Fraction) -> str:
-    return _millicores(amount) if name == "cpu" else str(int(amount))
+def _scaled(text: str, factor: Fraction) -> str:
+    """``text`` times ``factor``, in whole milli-units (cpu) or bytes (memory), as the server prints it."""
+    amount = Amount.of(text)
+    value = amount.value * factor
+    whole = Fraction(int(value * 1000), 1000) if not amount.binary else Fraction(int(value))
+    return canonical(Amount(whole, amount.binary))
 
 
 def cluster_queue(workload: ResolvedWorkload) -> Manifest:
