@@ -69,6 +69,31 @@ GPU_NAMESPACE = "gpu-resources"
 # NVIDIA NVSentinel, the quarantine engine (components/aks_gpu/monitoring/remediation.py): the namespace its docs install it in
 # (helm install nvsentinel ... --namespace nvsentinel, NVIDIA/NVSentinel docs/configuration/node-drainer.md).
 REMEDIATION_NAMESPACE = "nvsentinel"
+# Kueue (aks-gpu:queueing, components/aks_gpu/kube/kueue.py): the namespace its chart's README installs it in
+# (charts/kueue/README.md in sigs.k8s.io/kueue@v0.17.0, `helm install kueue ... --namespace kueue-system`).
+KUEUE_NAMESPACE = "kueue-system"
+# The LocalQueue a Job with no kueue.x-k8s.io/queue-name label is put in: Kueue's LocalQueueDefaulting names the one
+# called "default" (pkg/controller/constants/constants.go DefaultLocalQueueName, sigs.k8s.io/kueue@v0.17.0).
+KUEUE_DEFAULT_LOCAL_QUEUE = "default"
+# The label a Job names its LocalQueue with (pkg/controller/constants/constants.go QueueLabel).
+KUEUE_QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
+
+
+def cluster_queue_name(namespace: str) -> str:
+    """A workload namespace's ClusterQueue (cluster-scoped): the namespace's own name."""
+    return namespace
+
+
+def cohort_name(workload_type: str) -> str:
+    """The cohort of a workload type's ClusterQueues: the type itself, so types never share quota."""
+    return workload_type
+
+
+def flavor_name(pool: str) -> str:
+    """A GPU pool's ResourceFlavor: the pool's own name."""
+    return pool
+
+
 # AKS's own agents, CoreDNS among them.
 KUBE_SYSTEM_NAMESPACE = "kube-system"
 

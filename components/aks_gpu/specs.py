@@ -367,6 +367,10 @@ class WorkloadSpec(TypedDict):
     """Export a ready NVMe cache volume snippet for this namespace. Default: false."""
     rdma: NotRequired[bool]
     """RDMA/InfiniBand jobs: pods may add IPC_LOCK, and nothing else beyond Pod Security baseline. Default: false."""
+    borrowing_limit: NotRequired[int]
+    """aks-gpu:queueing on: GPUs this team may borrow, on top of gpuQuota, from the idle quota of the other workloads of its type (default: no limit but what they lend)."""
+    lending_limit: NotRequired[int]
+    """aks-gpu:queueing on: GPUs of its idle gpuQuota this team lends to the other workloads of its type (default: all of it; 0 keeps the whole quota for itself)."""
 
 
 class DevicePluginSpec(TypedDict):
@@ -561,6 +565,19 @@ class RemediationSpec(TypedDict):
     """Reset or reboot quarantined nodes (off unless set); gpuPools[].repair takes a pool out."""
 
 
+class QueueingSpec(TypedDict):
+    """GPU job queueing by Kueue (docs/queueing.md): per workload a ClusterQueue whose nominal quota is its gpuQuota, one cohort per workload type, so a team borrows the idle GPUs of the other teams of its type and Jobs wait for quota instead of being refused."""
+
+    engine: str
+    """The queueing engine: kueue (Kubernetes SIGs' Kueue). One of: kueue."""
+    chart_version: NotRequired[str]
+    """The Kueue chart version (default: the pin in components/aks_gpu/data/kueue.yaml)."""
+    install_chart: NotRequired[bool]
+    """Install Kueue's chart; false where Kueue runs already (its owner installed it, or aksgpu local runs it as a process): the stack then creates the queues alone. Default: true."""
+    pods_ready_timeout_minutes: NotRequired[int]
+    """All-or-nothing admission: a Job whose pods are not all ready this long after admission gives its quota back and is requeued (Kueue's waitForPodsReady.timeout). Default: 5."""
+
+
 class PlatformSpec(TypedDict):
     """The in-cluster part of a stack: GPU pools and what runs for them. Components that need no cluster settings (device plugin, admission, NVMe cache, validation) take this much."""
 
@@ -580,6 +597,8 @@ class PlatformSpec(TypedDict):
     """GPU exporters, scraping and alert rules."""
     remediation: NotRequired[RemediationSpec]
     """Quarantine and drain of faulty GPU nodes (NVSentinel)."""
+    queueing: NotRequired[QueueingSpec]
+    """GPU job queueing (Kueue): teams of a workload type lend each other idle GPUs and Jobs wait for quota (default: none, each namespace's static GPU quota)."""
 
 
 class StackSpec(PlatformSpec):

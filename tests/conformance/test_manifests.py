@@ -39,6 +39,11 @@ KNOWN_CRDS: dict[tuple[str, str], str] = {
     # https://prometheus-operator.dev/docs/api-reference/api/
     ("monitoring.coreos.com/v1", "PodMonitor"): "Prometheus Operator CRD",
     ("monitoring.coreos.com/v1", "PrometheusRule"): "Prometheus Operator CRD",
+    # Kueue (aks-gpu:queueing): its chart installs them; the e2e tier creates them on the real API server from the
+    # CRDs of the same module version (sigs.k8s.io/kueue@v0.17.0 config/components/crd/bases).
+    ("kueue.x-k8s.io/v1beta2", "ResourceFlavor"): "Kueue CRD",
+    ("kueue.x-k8s.io/v1beta2", "ClusterQueue"): "Kueue CRD",
+    ("kueue.x-k8s.io/v1beta2", "LocalQueue"): "Kueue CRD",
 }
 
 # Kinds the platform renders only from a Kubernetes minor on, each with that minor: a stack below it renders none

@@ -28,6 +28,7 @@ from typing import Any
 import pytest
 import yaml
 
+from aks_gpu.kube.kueue import gpu_ceilings
 from aks_gpu.kube.node_daemonset import KUBELET_DEVICE_PLUGINS
 from aks_gpu.mock_engine import SECRET, fake_kubeconfig
 from aks_gpu.monitoring.exporters import AMD_EXPORTER_NAME, DCGM_EXPORTER_NAME, POD_RESOURCES_DIR
@@ -363,10 +364,12 @@ def test_every_namespace_carries_pod_security_labels(stack: str) -> None:
 def test_every_workload_namespace_is_fenced(stack: str) -> None:
     """Per entry of ``aks-gpu:workloads``: its Namespace enforces the configured Pod Security level, a
     NetworkPolicy ``deny-cross-namespace`` isolates every pod both ways, and a ResourceQuota caps the GPU
-    resource its pools expose at ``gpuQuota``."""
+    resource its pools expose at ``gpuQuota`` (plus what it may borrow, with queueing)."""
     plan = planned(stack)
     namespaces = {ns["metadata"]["name"]: ns for ns in plan.of_kind("Namespace")}
-    for workload in resolve(plan.config).workloads:
+    model = resolve(plan.config)
+    ceilings = gpu_ceilings(model)
+    for workload in model.workloads:
         name = workload.name
         assert name in namespaces, f"workload namespace {name} is not rendered"
         labels = namespaces[name]["metadata"].get("labels", {})
@@ -382,7 +385,9 @@ def test_every_workload_namespace_is_fenced(stack: str) -> None:
         assert workload.quota_key is not None
         quotas = _namespaced(plan, "ResourceQuota", name)
         hard = [q["spec"]["hard"].get(workload.quota_key) for q in quotas]
-        assert str(workload.config.gpu_quota) in hard, f"{name} has no quota {workload.quota_key}={workload.config.gpu_quota}"
+        # With queueing the quota is the ceiling of what Kueue may admit: gpuQuota plus what the team may borrow.
+        ceiling = ceilings.get(name, workload.config.gpu_quota)
+        assert str(ceiling) in hard, f"{name} has no quota {workload.quota_key}={ceiling}"
 
 
 # ---------------------------------------------------------------- checkov

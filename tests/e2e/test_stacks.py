@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from aks_gpu.kube.kueue import gpu_ceilings
 from aks_gpu.naming import serves_label
 from tests.conftest import PROJECT_DIR, STACK_NAMES, stack_config, stack_model
 from tests.e2e.conftest import ENV, Clusters, LocalCluster
@@ -179,7 +180,8 @@ def test_the_server_enforces_the_gpu_quota(cluster: LocalCluster) -> None:
     if workload is None:
         pytest.skip(f"stack {cluster.stack} sets no GPU quota")
     pool = workload.pools[0]
-    over = int(workload.config.gpu_quota or 0) + 1
+    # With queueing the quota is the ceiling of what Kueue may admit (gpuQuota plus what the team may borrow).
+    over = gpu_ceilings(model).get(workload.name, workload.config.gpu_quota) + 1
     spec = {
         "nodeSelector": dict(pool.node_selector),
         "tolerations": [t.to_kube() for t in pool.tolerations],

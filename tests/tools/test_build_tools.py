@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pytest
 
+from aks_gpu.kube.kueue import kueue_pin
 from tests.conftest import PROJECT_DIR
 
 BUILD_TOOLS = PROJECT_DIR / "tools" / "go" / "build-tools"
@@ -41,7 +42,10 @@ case "$1" in
   mod)
     if [ "$2" = download ]; then
       dir=$FAKE_GO_ROOT/mod/$(echo "$4" | tr '/@' '__')
-      mkdir -p "$dir/cmd/pulumi-resource-kubernetes"
+      mkdir -p "$dir/cmd/pulumi-resource-kubernetes" "$dir/config/components/crd/bases"
+      echo "kind: CustomResourceDefinition" >"$dir/config/components/crd/bases/crd.yaml"
+      mkdir -p "$dir/config/components/webhook"
+      echo "kind: MutatingWebhookConfiguration" >"$dir/config/components/webhook/manifests.yaml"
       echo "module fake" >"$dir/go.mod"
       printf '{\n\t"GoMod": "%s",\n\t"Dir": "%s"\n}\n' "$dir/go.mod" "$dir"
     fi ;;
@@ -174,3 +178,13 @@ def test_a_new_version_of_one_group_builds_that_group_alone(environment: dict[st
     assert built_groups(build_tools(environment, tools / "build-tools").stderr) == ["etcd"]
     recipes.write_text(recipe.replace("build_parallelism=2", "build_parallelism=1"), encoding="utf-8")
     assert built_groups(build_tools(environment, tools / "build-tools").stderr) == GROUPS
+
+
+def test_the_local_kueue_is_the_version_the_stacks_deploy() -> None:
+    """`aksgpu local` runs the Kueue that `make tools` builds; Azure gets the chart of components/aks_gpu/data/kueue.yaml:
+    one version, or the e2e tier would prove another engine than the one deployed."""
+    text = (BUILD_TOOLS.parent / "versions").read_text(encoding="utf-8")
+    pinned = re.search(r"^KUEUE_VERSION=(\S+)$", text, re.MULTILINE)
+    assert pinned is not None
+    pin = kueue_pin()
+    assert pinned[1] == pin.module_version == f"v{pin.version}"

@@ -25,7 +25,13 @@ from aks_gpu.admission.evaluate import (
     Judge,
     namespaced,
 )
-from aks_gpu.admission.namespace_admission import NamespaceFacts, complete, replicas_step, unschedulable
+from aks_gpu.admission.namespace_admission import (
+    NamespaceFacts,
+    complete,
+    never_admitted,
+    replicas_step,
+    unschedulable,
+)
 from aks_gpu.admission.platform_warnings import Platform, warnings
 from aks_gpu.admission.policy import DRA_POLICY_NAME
 from aks_gpu.admission.workload_pods import PodOf, not_evaluated_reason, operator_pods, template_pod
@@ -33,6 +39,7 @@ from aks_gpu.admission.workload_pods import PodOf, not_evaluated_reason, operato
 # How the table names an object the server admits that will not run as written.
 PODS_DENIED = "admitted, pods denied"
 STAYS_PENDING = "admitted, stays Pending"
+WAITS_IN_QUEUE = "admitted, waits in its queue forever"
 OPERATOR_STEP = "the operator's own changes to the Pods it creates (labels, environment, sidecars)"
 
 
@@ -105,6 +112,9 @@ def check(
             warned = _pod_security_warning(facts.get(own.namespace), pod_baselines)
             if warned:
                 folded = replace(folded, warnings=(*folded.warnings, warned))
+        waits = never_admitted(obj, pods[0].pod, facts.get(own.namespace)) if pods and own.allowed else None
+        if waits is not None:
+            folded = _stays_pending(folded, waits, WAITS_IN_QUEUE)
         step = replicas_step(obj, pods[0].pod, facts.get(own.namespace)) if pods and not from_operator else None
         if step is not None and folded.allowed:
             folded = replace(folded, not_evaluated=(step, *folded.not_evaluated))
@@ -156,11 +166,12 @@ def _admitted(decision: Decision) -> bool:
     return decision.decision == ADMITTED or decision.allowed
 
 
-def _stays_pending(decision: Decision, line: str) -> Decision:
+def _stays_pending(decision: Decision, line: str, label: str = STAYS_PENDING) -> Decision:
     """The decision with a reason its Pods would stay Pending: an admitted one becomes "admitted, stays Pending" (the
-    server admits it, and it never runs); a denied one keeps its denial and lists the reason too."""
+    server admits it, and it never runs; ``label`` says how); a denied one keeps its denial and lists the reason
+    too."""
     if _admitted(decision):
-        label = decision.label or STAYS_PENDING
+        label = decision.label or label
         return replace(
             decision,
             allowed=False,

@@ -36,7 +36,7 @@ from aks_gpu.admission.chain import ClusterClasses, cluster_classes, validate_re
 from aks_gpu.admission.evaluate import Decision
 from aks_gpu.admission.quantity import Quantity
 from aks_gpu.admission.reader import POD_SPEC_PATHS, builtin_kind, is_extended_resource
-from aks_gpu.naming import PRIORITY_QUOTA_NAME, QUOTA_NAME, SYSTEM_PRIORITY_CLASSES
+from aks_gpu.naming import KUEUE_QUEUE_LABEL, PRIORITY_QUOTA_NAME, QUOTA_NAME, SYSTEM_PRIORITY_CLASSES
 
 QUOTA_PREFIX = "requests."
 LIMITS_PREFIX = "limits."
@@ -62,6 +62,15 @@ class PoolNodes:
 
 
 @dataclass(frozen=True)
+class QueueFacts:
+    """Where Kueue queues a workload namespace's Jobs (aks-gpu:queueing, components/aks_gpu/kube/kueue.py)."""
+
+    local_queues: tuple[str, ...]  # the LocalQueues the stack creates in it
+    # The most GPUs Kueue can ever admit for it at once: its gpuQuota plus what it may borrow from its cohort.
+    most_gpus: int
+
+
+@dataclass(frozen=True)
 class NamespaceFacts:
     """What the stack puts on one workload namespace that admission reads."""
 
@@ -78,6 +87,8 @@ class NamespaceFacts:
     # The pools its Pods may land on (its GPU pools and the CPU pools), each with a node's allocatable; empty: the
     # nodes are not known, and no pod's fit is judged.
     pools: tuple[PoolNodes, ...] = ()
+    # Its Kueue queue, where the stack queues GPU Jobs; None: static quota alone.
+    queue: QueueFacts | None = None
 
     def hard(self) -> Mapping[str, str]:
         return self.quota or self.gpu_quota
@@ -376,3 +387,36 @@ def complete(
         messages.append(refused)
         first = first or refused
     return replace(decision, allowed=not messages, messages=tuple(messages), message=first, not_evaluated=steps)
+
+
+def never_admitted(obj: Mapping[str, Any], pod: Mapping[str, Any], facts: NamespaceFacts | None) -> str | None:
+    """Why Kueue would hold a Job suspended forever in a queued namespace: it names a LocalQueue the namespace does
+    not have, or all its Pods together ask more GPUs than its queue can ever admit (gpuQuota plus what it may
+    borrow); None otherwise, or where the namespace is not queued."""
+    if facts is None or facts.queue is None or obj.get("kind") != "Job":
+        return None
+    queue = facts.queue
+    metadata = obj.get("metadata") if isinstance(obj.get("metadata"), Mapping) else {}
+    labels = (metadata or {}).get("labels")
+    named = labels.get(KUEUE_QUEUE_LABEL) if isinstance(labels, Mapping) else None
+    if isinstance(named, str) and named not in queue.local_queues:
+        return (
+            f"the Job names the LocalQueue {named} ({KUEUE_QUEUE_LABEL}), which namespace {facts.name} does not have "
+            f"(its queue: {', '.join(queue.local_queues)}): Kueue would keep it suspended forever; drop the label or "
+            "name that queue"
+        )
+    spec = obj.get("spec") if isinstance(obj.get("spec"), Mapping) else {}
+    count = (spec or {}).get("parallelism", 1)
+    pod_spec_of = pod_spec(pod)
+    if pod_spec_of is None or not isinstance(count, int) or isinstance(count, bool) or not facts.exposes:
+        return None
+    usage = pod_usage(pod_spec_of, facts.default_requests)
+    key = f"{QUOTA_PREFIX}{facts.exposes}"
+    if key not in usage or usage[key].value * count <= queue.most_gpus:
+        return None
+    asked = canonical(usage[key].times(count))
+    return (
+        f"its {count} Pods together ask {asked} {facts.exposes}, more than Kueue can ever admit in namespace "
+        f"{facts.name} ({queue.most_gpus}: its gpuQuota plus what it may borrow from the teams of its type): the Job "
+        "would wait, suspended, forever; ask for fewer GPUs, or a larger gpuQuota or borrowingLimit"
+    )

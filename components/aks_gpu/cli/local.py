@@ -121,6 +121,7 @@ def run_up(args: argparse.Namespace) -> int:
         pulumi_processes,
         reach_host,
         require_tools,
+        start_kueue,
         unreachable_charts,
     )
     from aks_gpu.local.nodes import node_manifests
@@ -144,6 +145,8 @@ def run_up(args: argparse.Namespace) -> int:
             nodes = node_manifests(config, model, args.nodes_per_pool)
             local.apply([*stand_in_crds(), *stand_in_namespaces(config)])
             local.apply(nodes)
+            if config.queueing is not None:
+                start_kueue(local, config.queueing, say)
             left_out = unreachable_charts(config, reach_host)
             for release, why in left_out.items():
                 err.print(f"[yellow]left out[/] the Helm release {escape(release)}: {escape(why)}")
@@ -295,7 +298,15 @@ def run_status(args: argparse.Namespace) -> int:
 
 def run_down(args: argparse.Namespace) -> int:
     from aks_gpu.local.control_plane import LocalPaths
-    from aks_gpu.local.engine import Local, LocalError, end_processes, port_closes, pulumi_processes, require_tools
+    from aks_gpu.local.engine import (
+        Local,
+        LocalError,
+        end_processes,
+        port_closes,
+        pulumi_processes,
+        require_tools,
+        stop_kueue,
+    )
 
     project_dir = _project(args)
     paths = LocalPaths(project_dir, args.stack)
@@ -303,6 +314,9 @@ def run_down(args: argparse.Namespace) -> int:
         bin_dir = require_tools(project_dir)
         local = Local(paths, bin_dir)
         server = local.server()
+        # A queueing stack's Kueue first: it watches the API server that stops next.
+        if stop_kueue(paths):
+            say("stopped the stack's Kueue process")
         if args.purge:
             local.delete()
         else:

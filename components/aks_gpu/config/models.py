@@ -731,6 +731,22 @@ class WorkloadConfig(ConfigModel):
     rdma: bool = Field(
         default=False, description="RDMA/InfiniBand jobs: pods may add IPC_LOCK, and nothing else beyond Pod Security baseline."
     )
+    # Kueue's ClusterQueue quota fields of the same names (apis/kueue/v1beta2/clusterqueue_types.go in
+    # sigs.k8s.io/kueue@v0.17.0, ResourceQuota.borrowingLimit and .lendingLimit): absent is Kueue's own nil, no limit.
+    borrowing_limit: int | None = Field(
+        default=None,
+        ge=0,
+        le=100000,
+        description="aks-gpu:queueing on: GPUs this team may borrow, on top of gpuQuota, from the idle quota of the other "
+        "workloads of its type (default: no limit but what they lend).",
+    )
+    lending_limit: int | None = Field(
+        default=None,
+        ge=0,
+        le=100000,
+        description="aks-gpu:queueing on: GPUs of its idle gpuQuota this team lends to the other workloads of its type "
+        "(default: all of it; 0 keeps the whole quota for itself).",
+    )
 
 
 # ---------------------------------------------------------------- in-cluster GPU enablement
@@ -1083,6 +1099,29 @@ class RemediationConfig(ConfigModel):
     )
 
 
+class QueueingConfig(ConfigModel):
+    """GPU job queueing by Kueue (docs/queueing.md): per workload a ClusterQueue whose nominal quota is its gpuQuota, one
+    cohort per workload type, so a team borrows the idle GPUs of the other teams of its type and Jobs wait for quota
+    instead of being refused."""
+
+    engine: Literal["kueue"] = Field(description="The queueing engine: kueue (Kubernetes SIGs' Kueue).")
+    chart_version: str | None = Field(
+        default=None, description="The Kueue chart version (default: the pin in components/aks_gpu/data/kueue.yaml)."
+    )
+    install_chart: bool = Field(
+        default=True,
+        description="Install Kueue's chart; false where Kueue runs already (its owner installed it, or aksgpu local runs "
+        "it as a process): the stack then creates the queues alone.",
+    )
+    pods_ready_timeout_minutes: int = Field(
+        default=5,
+        ge=1,
+        le=1440,
+        description="All-or-nothing admission: a Job whose pods are not all ready this long after admission gives its "
+        "quota back and is requeued (Kueue's waitForPodsReady.timeout).",
+    )
+
+
 class PlatformConfig(ConfigModel):
     """The in-cluster part of a stack: GPU pools and what runs for them. Components that need no cluster settings
     (device plugin, admission, NVMe cache, validation) take this much."""
@@ -1104,6 +1143,11 @@ class PlatformConfig(ConfigModel):
     )
     remediation: RemediationConfig = Field(
         default=RemediationConfig.model_construct(), description="Quarantine and drain of faulty GPU nodes (NVSentinel)."
+    )
+    queueing: QueueingConfig | None = Field(
+        default=None,
+        description="GPU job queueing (Kueue): teams of a workload type lend each other idle GPUs and Jobs wait for quota "
+        "(default: none, each namespace's static GPU quota).",
     )
 
 

@@ -16,12 +16,14 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, NotRequired, TypedDict
 
 from aks_gpu.admission.chain import NODE_SELECTOR_ANNOTATION, namespace_metadata_with_tolerations, placement_selector
-from aks_gpu.admission.namespace_admission import QUOTA_PREFIX, NamespaceFacts, PoolNodes
+from aks_gpu.admission.namespace_admission import QUOTA_PREFIX, NamespaceFacts, PoolNodes, QueueFacts
 from aks_gpu.admission.pod_security import rdma_policy_manifests
 from aks_gpu.config.models import EgressRule, IngressFrom, StackConfig, WorkloadConfig
+from aks_gpu.kube.kueue import gpu_ceilings
 from aks_gpu.local.nodes import SimulatedPool, simulated_cpu_pools, simulated_gpu_pool
 from aks_gpu.naming import (
     KUBE_SYSTEM_NAMESPACE,
+    KUEUE_DEFAULT_LOCAL_QUEUE,
     NAMESPACE_NAME_LABEL,
     PRIORITY_QUOTA_NAME,
     QUOTA_NAME,
@@ -171,17 +173,20 @@ def gpu_quota_key(resource_name: str) -> str:
     return f"requests.{resource_name}"
 
 
-def quota_hard(config: WorkloadConfig, resource_name: str | None, other_gpu_resources: Iterable[str]) -> dict[str, str]:
+def quota_hard(
+    config: WorkloadConfig, resource_name: str | None, other_gpu_resources: Iterable[str], gpu_ceiling: int | None = None
+) -> dict[str, str]:
     """The ``spec.hard`` of the workload's ResourceQuota.
 
     ``gpuQuota`` units of ``resource_name`` (the resource the workload's pools expose; None when no pool
-    serves it). Every other GPU resource is capped at zero, so a namespace cannot reach another workload
-    type's GPUs through a resource its own quota misses. CPU and memory are quota'd on requests, which the
-    LimitRange defaults for pods that state none.
+    serves it), or ``gpu_ceiling`` where Kueue queues the namespace's Jobs (``kube.kueue.gpu_ceilings``: the quota
+    plus what it may borrow, so the quota never refuses a Job Kueue admitted). Every other GPU resource is capped at
+    zero, so a namespace cannot reach another workload type's GPUs through a resource its own quota misses. CPU and
+    memory are quota'd on requests, which the LimitRange defaults for pods that state none.
     """
     hard: dict[str, str] = {}
     if resource_name:
-        hard[gpu_quota_key(resource_name)] = str(config.gpu_quota)
+        hard[gpu_quota_key(resource_name)] = str(config.gpu_quota if gpu_ceiling is None else gpu_ceiling)
     for resource in sorted(set(other_gpu_resources) - {resource_name or ""}):
         hard[gpu_quota_key(resource)] = "0"
     limits = config.quota
@@ -423,10 +428,11 @@ def namespace_facts(model: PlatformModel) -> dict[str, NamespaceFacts]:
     cpu_pools: tuple[SimulatedPool, ...] = ()
     if isinstance(model.config, StackConfig):
         cpu_pools = simulated_cpu_pools(model.config.cpu_pools, [workload.type for workload in model.workloads])
+    ceilings = gpu_ceilings(model)
     facts = {}
     for workload in model.workloads:
         reachable = (*(simulated_gpu_pool(pool) for pool in workload.pools), *cpu_pools)
-        hard = quota_hard(workload.config, workload.resource_name, gpu_resources)
+        hard = quota_hard(workload.config, workload.resource_name, gpu_resources, ceilings.get(workload.name))
         gpu_keys = {f"{QUOTA_PREFIX}{name}" for name in gpu_resources}
         if workload.resource_name:
             gpu_keys.add(f"{QUOTA_PREFIX}{workload.resource_name}")
@@ -442,5 +448,6 @@ def namespace_facts(model: PlatformModel) -> dict[str, NamespaceFacts]:
             },
             warn_level=PSA_WARN_LEVEL,
             pools=tuple(PoolNodes(pool.name, pool.vm_size, pool.resources()[1]) for pool in reachable),
+            queue=QueueFacts((KUEUE_DEFAULT_LOCAL_QUEUE,), ceilings[workload.name]) if workload.name in ceilings else None,
         )
     return facts

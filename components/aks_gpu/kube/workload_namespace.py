@@ -85,9 +85,13 @@ class WorkloadNamespaceInputs:
     tolerations: pulumi.Input[Sequence[pulumi.Input[TolerationSpec]]]
     other_gpu_resources: pulumi.Input[Sequence[pulumi.Input[str]]] = ()
     pending: pulumi.Output[WorkloadConfig] | None = None
+    # The GPUs its ResourceQuota allows where the platform queues its Jobs (kube.kueue.gpu_ceilings); None: gpuQuota.
+    gpu_ceiling: int | None = None
 
 
-def platform_namespace(workload: ResolvedWorkload, other_gpu_resources: Sequence[str] = ()) -> WorkloadNamespaceInputs:
+def platform_namespace(
+    workload: ResolvedWorkload, other_gpu_resources: Sequence[str] = (), gpu_ceiling: int | None = None
+) -> WorkloadNamespaceInputs:
     """The inputs of a platform's own workload namespace, all plain values from its resolved model."""
     return WorkloadNamespaceInputs(
         shape=workload.config,
@@ -95,6 +99,7 @@ def platform_namespace(workload: ResolvedWorkload, other_gpu_resources: Sequence
         node_selector=dict(workload.node_selector),
         tolerations=[cast(TolerationSpec, t) for t in workload.kube_tolerations],
         other_gpu_resources=list(other_gpu_resources),
+        gpu_ceiling=gpu_ceiling,
     )
 
 
@@ -247,7 +252,10 @@ class GpuWorkloadNamespace(GpuComponent[WorkloadNamespaceInputs]):
         inside = self.child(after=[self.namespace])
         # Its keys are the GPU resource names, which another stack may only know as outputs: built once they are known.
         hard = combined(
-            lambda r, o, config: quota_hard(config, r or None, o), resource, others, shape if pending is None else pending
+            lambda r, o, config: quota_hard(config, r or None, o, inputs.gpu_ceiling),
+            resource,
+            others,
+            shape if pending is None else pending,
         )
         quota = {**manifest_of(lambda config: resource_quota_manifest(config, None)), "spec": {"hard": hard}}
         kube_resource(_child_name(name, "ResourceQuota", QUOTA_NAME), quota, inside)

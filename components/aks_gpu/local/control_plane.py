@@ -91,6 +91,11 @@ class LocalPaths:
         return self.root / "node-commands"
 
     @property
+    def kueue(self) -> Path:
+        """A queueing stack's Kueue process: its Configuration, serving certificate, log and pid file."""
+        return self.root / "kueue"
+
+    @property
     def cluster_name(self) -> str:
         return local_cluster_name(self.stack)
 

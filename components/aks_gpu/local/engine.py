@@ -15,6 +15,7 @@ import socket
 import subprocess
 import tempfile
 import time
+import urllib.request
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -23,7 +24,8 @@ from typing import Any
 import yaml
 
 from aks_gpu.config.encrypted import holds_secure_form
-from aks_gpu.config.models import StackConfig
+from aks_gpu.config.models import QueueingConfig, StackConfig
+from aks_gpu.kube.kueue import kueue_namespace_manifest, kueue_pin
 from aks_gpu.local.control_plane import (
     LOOPBACK,
     SMI_TOOLS,
@@ -38,6 +40,18 @@ from aks_gpu.local.control_plane import (
     missing_tools,
     node_command_script,
     tools_dir,
+)
+from aks_gpu.local.kueue import (
+    CA_CERT_FILE,
+    KUEUE_BINARY,
+    KUEUE_CRDS,
+    KUEUE_WEBHOOKS,
+    certificate_commands,
+    local_configuration,
+    local_crds,
+    local_webhooks,
+    server_extensions,
+    webhook_secret,
 )
 
 EXIT_USAGE = 2
@@ -282,6 +296,83 @@ class Local:
         return items
 
 
+# Kueue's start: its caches synced and its webhook server up (the readyz check of cmd/kueue/main.go).
+KUEUE_READY_TIMEOUT_S = 120.0
+KUEUE_CRDS_TIMEOUT_S = 60
+
+
+def kueue_pid(paths: LocalPaths) -> int | None:
+    """The running Kueue process of this stack's cluster, or None."""
+    try:
+        pid = int((paths.kueue / "pid").read_text(encoding="utf-8").strip())
+    except (OSError, ValueError):
+        return None
+    return pid if _alive(pid) else None
+
+
+def start_kueue(local: Local, queueing: QueueingConfig, say: Say) -> None:
+    """Kueue for a queueing stack (local/kueue.py): its CRDs and namespace, the controller as a process of this
+    machine (left running, like the control plane; `local down` stops it), then its webhook configurations, once it
+    answers, so the queues Pulumi creates next pass its webhooks."""
+    paths, bin_dir = local.paths, local.bin_dir
+    if not (bin_dir / KUEUE_BINARY).is_file():
+        raise LocalError(f"the stack queues GPU Jobs with Kueue, and {bin_dir / KUEUE_BINARY} is missing: run `make tools`")
+    paths.kueue.mkdir(mode=0o700, parents=True, exist_ok=True)
+    if kueue_pid(paths) is not None:
+        stop_kueue(paths)
+    certs = paths.kueue / "certs"
+    certs.mkdir(mode=0o700, exist_ok=True)
+    (certs / "server.ext").write_text(server_extensions(), encoding="utf-8")
+    for command in certificate_commands(certs):
+        _run(command, dict(os.environ), 60)
+    ca_pem = (certs / CA_CERT_FILE).read_bytes()
+    webhook_port, health_port = free_port(), free_port()
+    crds = local_crds(yaml.safe_load_all((bin_dir / KUEUE_CRDS).read_text(encoding="utf-8")), webhook_port, ca_pem)
+    local.apply(crds)
+    names = [f"crd/{crd['metadata']['name']}" for crd in crds]
+    local.kubectl("wait", "--for=condition=Established", *names, f"--timeout={KUEUE_CRDS_TIMEOUT_S}s", timeout=90)
+    local.apply([kueue_namespace_manifest()])
+    local.apply([webhook_secret(certs)])
+    documents = yaml.safe_load_all((bin_dir / KUEUE_WEBHOOKS).read_text(encoding="utf-8"))
+    local.apply(local_webhooks(documents, webhook_port, ca_pem))
+    # certDir holds the Secret's files, as the kubelet mounts them for the chart's Pod: the rotator waits for them.
+    configuration = local_configuration(queueing, webhook_port, health_port, certs)
+    config_file = paths.kueue / "config.yaml"
+    _private(config_file, yaml.safe_dump(configuration))
+    log = (paths.kueue / "kueue.log").open("ab")
+    # VisibilityOnDemand off: its API server would bind a fixed port on every address (cmd/kueue/main.go).
+    command = [str(bin_dir / KUEUE_BINARY), f"--config={config_file}", "--feature-gates=VisibilityOnDemand=false"]
+    env = {**os.environ, "KUBECONFIG": str(paths.kubeconfig)}
+    with log:
+        process = subprocess.Popen(command, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    (paths.kueue / "pid").write_text(str(process.pid), encoding="utf-8")
+    say(f"Kueue {kueue_pin().module_version} running as process {process.pid}, webhooks on {LOOPBACK}:{webhook_port}")
+    deadline = time.monotonic() + KUEUE_READY_TIMEOUT_S
+    while not _kueue_ready(health_port):
+        if process.poll() is not None:
+            raise LocalError(f"Kueue exited ({process.returncode}); its log: {paths.kueue / 'kueue.log'}", 1)
+        if time.monotonic() > deadline:
+            raise LocalError(f"Kueue was not ready after {KUEUE_READY_TIMEOUT_S:.0f}s; its log: {paths.kueue / 'kueue.log'}", 1)
+        time.sleep(0.5)
+
+
+def _kueue_ready(port: int) -> bool:
+    try:
+        with urllib.request.urlopen(f"http://{LOOPBACK}:{port}/readyz", timeout=2) as answer:
+            return bool(answer.status == 200)
+    except OSError:
+        return False
+
+
+def stop_kueue(paths: LocalPaths) -> bool:
+    """Stop this stack's Kueue process; True when one was running."""
+    pid = kueue_pid(paths)
+    if pid is None:
+        return False
+    end_processes([pid])
+    return True
+
+
 def check_kubeconfig(path: Path) -> None:
     """Refuse a kubeconfig that reaches anywhere but this machine (exit 2)."""
     if not path.is_file():
@@ -315,6 +406,7 @@ LOCAL_CHANGES = (
     "cluster.kubeconfig: the local cluster's (the given-cluster mode: no Azure resource)",
     "validation.onDeploy fail -> warn: the simulated nodes have no GPU for the post-deploy hook's nvidia-smi checks",
     "validation.smokeJob off: the Job controller never counts a kwok pod's completion, Pulumi would wait to its timeout",
+    "queueing.installChart false (a stack with queueing): Kueue runs as a process of this machine, built by make tools",
 )
 
 
@@ -333,6 +425,9 @@ def local_stack_config(raw: Mapping[str, Any], kubeconfig: Path, left_out: Mappi
     # SuccessCriteriaMet with 0/1 completions), so the provider's await for the Job would run to its timeout.
     validation["smokeJob"] = {**dict(validation.get("smokeJob") or {}), "enabled": False}
     config["aks-gpu:validation"] = validation
+    if config.get("aks-gpu:queueing"):
+        # Kueue is the process `local up` starts (start_kueue), not the chart: its image would run on no simulated node.
+        config["aks-gpu:queueing"] = {**dict(config["aks-gpu:queueing"]), "installChart": False}
     if "NVSentinel (remediation)" in left_out:
         remediation = dict(config.get("aks-gpu:remediation") or {})
         remediation["mode"] = "off"

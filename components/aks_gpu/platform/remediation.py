@@ -10,7 +10,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import pulumi
-import pulumi_kubernetes as k8s
 from pulumi_azure_native import authorization, managedidentity, resources
 
 from aks_gpu.azure.cluster import CLIENT_CONFIG_CALL, GpuCluster, answered
@@ -25,6 +24,7 @@ from aks_gpu.monitoring.remediation import (
     repair_subject,
 )
 from aks_gpu.naming import PACKAGE_NAME
+from aks_gpu.platform.charts import chart_release
 from aks_gpu.resolved.model import PlatformModel
 
 
@@ -106,16 +106,6 @@ def remediation_resources(
     if spec is None:
         return []
     namespace = kube_resource(f"{name}-namespace", namespace_manifest(), opts)
-    release = k8s.helm.v3.Release(
-        f"{name}-release",
-        name=spec.name,
-        # An OCI chart: Helm takes the reference as the chart, with no repository.
-        chart=spec.chart,
-        version=spec.version,
-        namespace=spec.namespace,
-        # The namespace is ours (Pod Security label, the platform's common labels), not Helm's.
-        create_namespace=False,
-        values=spec.values,
-        opts=pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(depends_on=[namespace, *azure])),
-    )
+    # After the repair's Azure identity and role, which its values name.
+    release = chart_release(f"{name}-release", spec, namespace, opts, after=azure)
     return [*azure, namespace, release]

@@ -16,12 +16,14 @@ from aks_gpu.azure.cluster import ClusterInputs, GpuCluster
 from aks_gpu.azure.node_pool import AGENT_POOL_TYPE, GpuNodePool, NodePoolInputs, cpu_agent_pool_inputs
 from aks_gpu.component import GpuComponent, kube_resource, plain_output
 from aks_gpu.config.models import StackConfig
+from aks_gpu.kube.kueue import gpu_ceilings
 from aks_gpu.kube.team_role import team_role_manifest
 from aks_gpu.kube.workload_manifests import PoolOutput, pool_output
 from aks_gpu.kube.workload_namespace import GpuWorkloadNamespace, platform_namespace
 from aks_gpu.monitoring.component import GpuMonitoring, MonitoredCluster, MonitoringInputs
 from aks_gpu.platform.device_plugin import DevicePluginInputs, GpuDevicePlugin
 from aks_gpu.platform.node_provisioning import nap_pool_resources
+from aks_gpu.platform.queueing import queueing_resources
 from aks_gpu.platform.remediation import AzureSite, remediation_resources
 from aks_gpu.resolved.model import PlatformModel
 from aks_gpu.specs import StackSpec
@@ -173,12 +175,20 @@ class GpuPlatform(GpuComponent[PlatformModel]):
         # The role the workloads' `edit` bindings name (Kubernetes' edit less NetworkPolicy writes): cluster-wide, so one
         # per cluster, and there for team stacks' own GpuWorkloadNamespaces too; before the bindings that name it.
         self.team_role = kube_resource(f"{name}-team-role", team_role_manifest(), inside())
+        # With queueing, each namespace's GPU quota is the ceiling of what Kueue may admit there (kube/kueue.py).
+        ceilings = gpu_ceilings(model)
         self.workloads: dict[str, GpuWorkloadNamespace] = {
             workload.name: GpuWorkloadNamespace.of(
-                f"{name}-{workload.name}", platform_namespace(workload, gpu_resources), inside([self.team_role])
+                f"{name}-{workload.name}",
+                platform_namespace(workload, gpu_resources, ceilings.get(workload.name)),
+                inside([self.team_role]),
             )
             for workload in model.workloads
         }
+        # GPU queues (aks-gpu:queueing): Kueue's chart, then the queues, the LocalQueues inside the workload namespaces.
+        self.queueing: list[pulumi.Resource] = queueing_resources(
+            f"{name}-queueing", model, inside(pools_ready), [w.namespace for w in self.workloads.values()]
+        )
         # The cluster's network policy tells the policy whether Calico's namespaces are AKS's own (exempt).
         self.admission: GpuAdmissionPolicy = GpuAdmissionPolicy.of(
             f"{name}-admission", AdmissionInputs(model, cluster.network_policy), inside()

@@ -2,7 +2,7 @@
 halfway through a deployment. Pure: config and catalog in, problems (with key paths) out.
 
 ``check_rules`` runs them in one order (the order their problems are reported in), by subject: ``cluster`` (names,
-networks, tags, versions), ``pools`` (GPU sizes, drivers, upgrades, storage), ``workloads`` (egress, admission) and
+networks, tags, versions), ``pools`` (GPU sizes, drivers, upgrades, storage), ``workloads`` (egress, queueing, admission) and
 ``monitoring`` (monitoring, remediation); the names that must be unique across sections are checked here.
 
 Rules that need the resolved model (what each pool exposes, which namespaces the admission policy exempts) run on it,
@@ -24,7 +24,7 @@ from aks_gpu.config.rules.limits import limit_rules
 from aks_gpu.config.rules.monitoring import monitoring_rules, remediation_rules
 from aks_gpu.config.rules.pools import amd_operator_rules, pool_rules
 from aks_gpu.config.rules.provisioning import provisioning_rules
-from aks_gpu.config.rules.workloads import admission_rules, cidr_problems, workload_rules
+from aks_gpu.config.rules.workloads import admission_rules, cidr_problems, queueing_rules, workload_rules
 
 __all__ = ["check_rules", "cidr_problems"]
 
@@ -45,6 +45,7 @@ def check_rules(config: PlatformConfig, catalog: Catalog, *, today: dt.date) -> 
     problems += provisioning_rules(config)
     problems += _duplicates(config)
     problems += workload_rules(config)
+    problems += queueing_rules(config)
     problems += admission_rules(config)
     problems += amd_operator_rules(config)
     problems += monitoring_rules(config)

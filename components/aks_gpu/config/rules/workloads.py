@@ -1,13 +1,15 @@
 """The workloads' and the admission policy's rules: egress CIDRs a NetworkPolicy would refuse or read otherwise,
-and namespaces the GPU placement policy must not exempt. Pure: config in, problems (with key paths) out; which pools
-serve a workload is checked on the model (``components/aks_gpu/resolved/rules.py``)."""
+borrowing and lending within a workload type's queue cohort, and namespaces the GPU placement policy must not exempt.
+Pure: config in, problems (with key paths) out; which pools serve a workload is checked on the model
+(``components/aks_gpu/resolved/rules.py``)."""
 
 from __future__ import annotations
 
 import ipaddress
+from collections import defaultdict
 
 from aks_gpu import naming
-from aks_gpu.config.models import PlatformConfig
+from aks_gpu.config.models import PlatformConfig, WorkloadConfig
 from aks_gpu.config.problems import Problem
 
 P = naming.CONFIG_NAMESPACE
@@ -20,6 +22,54 @@ def workload_rules(config: PlatformConfig) -> list[Problem]:
         for rule_index, rule in enumerate(workload.network.allow_egress):
             problems += cidr_problems(rule.cidr, f"{P}:workloads[{index}].network.allowEgress[{rule_index}].cidr")
     return problems
+
+
+def queueing_rules(config: PlatformConfig) -> list[Problem]:
+    """Borrowing and lending need the queueing engine, and stay within what the teams of the same workload type hold:
+    a team lends at most its own quota (Kueue's ClusterQueue webhook refuses a lendingLimit over nominalQuota,
+    pkg/webhooks/clusterqueue_webhook.go validateLendingLimit in sigs.k8s.io/kueue@v0.17.0), and borrows at most what
+    the others of its type can lend. Types never borrow from each other: each type is its own cohort."""
+    problems = []
+    by_type: dict[str, list[int]] = defaultdict(list)
+    for index, workload in enumerate(config.workloads):
+        by_type[workload.type].append(index)
+    for index, workload in enumerate(config.workloads):
+        path = f"{P}:workloads[{index}]"
+        limits = {"borrowingLimit": workload.borrowing_limit, "lendingLimit": workload.lending_limit}
+        if config.queueing is None:
+            problems += [
+                Problem(f"{path}.{key}", f"needs {P}:queueing (engine: kueue); without it each namespace has a static quota")
+                for key, value in limits.items()
+                if value is not None
+            ]
+            continue
+        if workload.lending_limit is not None and workload.lending_limit > workload.gpu_quota:
+            problems.append(
+                Problem(
+                    f"{path}.lendingLimit",
+                    f"{workload.lending_limit} is more than the team's own gpuQuota {workload.gpu_quota}; it can lend "
+                    "only its own GPUs",
+                )
+            )
+        others = [config.workloads[i] for i in by_type[workload.type] if i != index]
+        lendable = sum(lendable_gpus(other) for other in others)
+        if workload.borrowing_limit and workload.borrowing_limit > lendable:
+            problems.append(
+                Problem(
+                    f"{path}.borrowingLimit",
+                    f"the other workloads of type {workload.type!r} lend {lendable} GPUs in all, so it can never borrow "
+                    f"{workload.borrowing_limit}",
+                    "warning",
+                )
+            )
+    return problems
+
+
+def lendable_gpus(workload: WorkloadConfig) -> int:
+    """What a team of a cohort lends the others at most: its gpuQuota, or its lendingLimit when that is lower."""
+    if workload.lending_limit is None:
+        return workload.gpu_quota
+    return min(workload.gpu_quota, workload.lending_limit)
 
 
 def cidr_problems(cidr: str, path: str) -> list[Problem]:
