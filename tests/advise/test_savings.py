@@ -223,7 +223,12 @@ def dev_history(folder: Path) -> Path:
 
 # The history of each shipped stack's GPU pools: the tests' exporter fixtures (tests/fixtures/advise/SOURCES.md), on
 # the nodes AKS names after the stack's pools.
-HISTORIES = {"prod": lambda folder: DCGM, "amd": lambda folder: FIXTURES_DIR / "advise" / "amd", "dev": dev_history}
+HISTORIES = {
+    "prod": lambda folder: DCGM,
+    "teams": lambda folder: DCGM,  # prod's pools (train, infer) shared by three teams
+    "amd": lambda folder: FIXTURES_DIR / "advise" / "amd",
+    "dev": dev_history,
+}
 
 
 @pytest.mark.parametrize("stack", STACK_NAMES)

@@ -82,7 +82,7 @@ def test_the_components_still_take_snake_case_args() -> None:
 def test_a_stack_that_does_not_exist_lists_the_stacks_that_do(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["rules", "--stack", "staging", "--project-dir", str(PROJECT_DIR)]) == 2
     err = " ".join(capsys.readouterr().err.split())
-    assert "no stack 'staging'" in err and "the stacks there are amd, dev, prod (--stack NAME)" in err
+    assert "no stack 'staging'" in err and "the stacks there are amd, dev, prod, teams (--stack NAME)" in err
     assert "--config-file FILE" in err
 
 
