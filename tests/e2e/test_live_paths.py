@@ -43,6 +43,7 @@ rules:
 - {{apiGroups: [""], resources: [nodes, pods, namespaces, resourcequotas], verbs: [list]}}
 - {{apiGroups: [apps], resources: [daemonsets], verbs: [list]}}
 - {{apiGroups: [networking.k8s.io], resources: [networkpolicies], verbs: [list]}}
+- {{apiGroups: [karpenter.sh], resources: [nodepools], verbs: [list]}}
 - {{apiGroups: [""], resources: [pods/exec], verbs: [get, create]}}
 ---
 apiVersion: rbac.authorization.k8s.io/v1
