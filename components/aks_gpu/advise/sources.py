@@ -25,7 +25,7 @@ from functools import cache
 from pathlib import Path
 
 from aks_gpu.addresses import is_loopback_host
-from aks_gpu.advise.metrics import ALL_METRICS, EXPORTERS, LABELS_ONLY, ExporterMetrics
+from aks_gpu.advise.metrics import ALL_METRICS, EXPORTERS, KUEUE_METRICS, LABELS_ONLY, ExporterMetrics
 from aks_gpu.advise.series import AdviceInputError, Series, parse_query_range
 from aks_gpu.input_files import InputFileError, read_chunks, size_text
 from aks_gpu.redaction import redact_known
@@ -84,6 +84,20 @@ def read_metrics_dir(folder: Path, limit: int = MAX_RESPONSE_BYTES) -> dict[str,
             series[name] = parse_query_range(
                 name, read_chunks(path, limit), labels_only=name in LABELS_ONLY, again=read_chunks(path, limit)
             )
+        except InputFileError as error:
+            raise AdviceInputError(f"{path}: {error}") from None
+    return series
+
+
+def read_queue_metrics_dir(folder: Path, limit: int = MAX_RESPONSE_BYTES) -> dict[str, list[Series]]:
+    """Kueue's ClusterQueue gauges (``<metric>.json`` of ``KUEUE_METRICS``) where the folder has them; none is no error."""
+    series: dict[str, list[Series]] = {}
+    for name in KUEUE_METRICS:
+        path = folder / f"{name}.json"
+        if not path.exists():
+            continue
+        try:
+            series[name] = parse_query_range(name, read_chunks(path, limit), again=read_chunks(path, limit))
         except InputFileError as error:
             raise AdviceInputError(f"{path}: {error}") from None
     return series
