@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 import shutil
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -44,13 +44,17 @@ def gauge(metric: str, queue: str, cohort: str, flavor: str, value: Callable[[in
     return {"metric": labels, "values": [[START + n * STEP, str(value(n))] for n in range(STEPS)]}
 
 
-def responses(used: dict[str, Callable[[int], float]], nominal: dict[str, float]) -> dict[str, str]:
+def constant(value: float) -> Callable[[int], float]:
+    return lambda step: value
+
+
+def responses(used: Mapping[str, Callable[[int], float]], nominal: Mapping[str, float]) -> dict[str, str]:
     cohort = {team.namespace: team.type for team in TEAMS}
     flavor = {"training": "train", "inference": "infer"}
     return {
         KUEUE_USAGE_METRIC: query_range([gauge(KUEUE_USAGE_METRIC, q, cohort[q], flavor[cohort[q]], f) for q, f in used.items()]),
         KUEUE_NOMINAL_METRIC: query_range(
-            [gauge(KUEUE_NOMINAL_METRIC, q, cohort[q], flavor[cohort[q]], lambda n, v=v: v) for q, v in nominal.items()]
+            [gauge(KUEUE_NOMINAL_METRIC, q, cohort[q], flavor[cohort[q]], constant(v)) for q, v in nominal.items()]
         ),
     }
 
