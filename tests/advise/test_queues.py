@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import shutil
 from collections.abc import Callable, Mapping, Sequence
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any
 
@@ -15,8 +16,10 @@ import pytest
 from aks_gpu.advise.metrics import KUEUE_NOMINAL_METRIC, KUEUE_USAGE_METRIC
 from aks_gpu.advise.queues import Team, queue_advice
 from aks_gpu.advise.series import parse_query_range
+from aks_gpu.advise.sources import TOKEN_ENV
 from aks_gpu.cli import main
 from tests.advise.histories import START, STEP, query_range
+from tests.advise.test_live import TOKEN, fixture_answers, prometheus
 from tests.conftest import FIXTURES_DIR, PROJECT_DIR
 
 DCGM = FIXTURES_DIR / "advise" / "dcgm"
@@ -143,3 +146,35 @@ def test_the_cli_reads_kueues_gauges_with_a_queueing_stack_only(tmp_path: Path, 
 
     main(["advise", "--metrics", str(folder), "--stack", "teams", *project])
     assert "lower its gpuQuota from 16 to 4" in " ".join(capsys.readouterr().out.split())
+
+
+def test_a_live_prometheus_is_asked_for_kueues_gauges_with_a_queueing_stack(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    used = {"research": lambda n: 4, "vision": lambda n: 20, "serving": lambda n: 1}
+    gauges = responses(used, NOMINAL)
+
+    def answer(handler: BaseHTTPRequestHandler) -> None:
+        query = handler.path.split("query=", 1)[1].split("&", 1)[0]
+        if query in gauges:
+            body = gauges[query].encode()
+            handler.send_response(200)
+            handler.send_header("Content-Type", "application/json")
+            handler.send_header("Content-Length", str(len(body)))
+            handler.end_headers()
+            handler.wfile.write(body)
+        else:
+            fixture_answers(handler)
+
+    monkeypatch.setenv(TOKEN_ENV, TOKEN)
+    project = ["--project-dir", str(PROJECT_DIR)]
+    with prometheus(answer) as server:
+        document = advise_json(capsys, "--prometheus", server.url, "--since", "3h", "--stack", "teams", *project)
+        asked = {request["path"].split("query=", 1)[1].split("&", 1)[0] for request in server.requests}
+    assert [(row["namespace"], row["suggestedGpuQuota"]) for row in document["queueAdvice"]] == [("research", 4)]
+    assert {KUEUE_USAGE_METRIC, KUEUE_NOMINAL_METRIC} <= asked
+    # Without a queueing stack Prometheus is not asked for them.
+    with prometheus(answer) as server:
+        advise_json(capsys, "--prometheus", server.url, "--since", "3h")
+        asked = {request["path"].split("query=", 1)[1].split("&", 1)[0] for request in server.requests}
+    assert not asked & {KUEUE_USAGE_METRIC, KUEUE_NOMINAL_METRIC}
