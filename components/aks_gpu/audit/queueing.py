@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from fractions import Fraction
 from typing import Any
 
@@ -62,10 +62,6 @@ class Queue:
     namespaces: frozenset[str]
     gpus: dict[tuple[str, str], FlavorGpus] = field(default_factory=dict)
     pending: list[str] = field(default_factory=list)  # namespace/name of its waiting Workloads
-
-    @property
-    def borrowing(self) -> bool:
-        return any(flavor.borrowed > 0 for flavor in self.gpus.values())
 
 
 def _quantity(value: Any, file: str, where: str) -> Fraction:
@@ -120,10 +116,7 @@ def read_queues(items: Sequence[Mapping[str, Any]], extra: Iterable[str] = ()) -
                 total = _quantity(resource.get("total") or "0", CLUSTER_QUEUES_FILE, f"{where} total")
                 borrowed = _quantity(resource.get("borrowed") or "0", CLUSTER_QUEUES_FILE, f"{where} borrowed")
                 quota = queue.gpus[key_]
-                borrowed = max(borrowed, total - quota.nominal, Fraction(0))
-                queue.gpus[key_] = FlavorGpus(
-                    quota.flavor, quota.resource, quota.nominal, quota.borrowing_limit, quota.lending_limit, total, borrowed
-                )
+                queue.gpus[key_] = replace(quota, reserved=total, borrowed=max(borrowed, total - quota.nominal, Fraction(0)))
         queues[name] = queue
     return queues
 
