@@ -3,8 +3,9 @@ to do, and which snapshot files it reads. The CLI help, the HTML report and the 
 (``tests/audit/test_registry.py`` holds the docs to it).
 
 The practices are the sections of Microsoft's *GPU best practices for AKS* (``ARTICLE_URL``), plus GPU health from
-the AKS Node Problem Detector (``NPD_URL``) and ``aksgpu smi health`` (NVIDIA's Xid catalog and health checks). Finding
-ids are a contract (issue 15): other tools match on them.
+the AKS Node Problem Detector (``NPD_URL``) and ``aksgpu smi health`` (NVIDIA's Xid catalog and health checks), planned
+disruption (``UPGRADE_URL``) and GPU queues on Kueue (``KUEUE_URL``). Finding ids are a contract (issue 15): other tools
+match on them.
 """
 
 from __future__ import annotations
