@@ -56,6 +56,33 @@ def test_a_team_borrowing_the_idle_gpus_of_another_is_said_with_its_lender() -> 
     assert "lendingLimit" in idle.split(". ", 1)[1]
 
 
+def test_the_summary_gives_each_queues_gpus_borrowed_and_lendable() -> None:
+    queues = [
+        cluster_queue("team-a", "training", 8, 12, borrowing_limit=8),
+        cluster_queue("team-b", "training", 8, 4, lending_limit=2),
+    ]
+    report = audit(queues, [workload("team-b", "job-waiting", 8, 1)])
+
+    rows = {row["clusterQueue"]: row for row in report.to_dict()["summary"]["queues"]}
+    assert rows["team-a"] == {
+        "clusterQueue": "team-a",
+        "cohort": "training",
+        "flavor": "train",
+        "resource": "nvidia.com/gpu",
+        "nominal": 8,
+        "reserved": 12,
+        "borrowed": 4,
+        "lendable": 0,
+        "borrowingLimit": 8,
+        "lendingLimit": None,
+        "pendingWorkloads": 0,
+    }
+    # team-b leaves 4 of its 8 unreserved, and lends at most 2 of them.
+    b = rows["team-b"]
+    assert (b["reserved"], b["borrowed"], b["lendable"], b["lendingLimit"], b["pendingWorkloads"]) == (4, 0, 2, 2, 1)
+    assert audit(None, None).to_dict()["summary"]["queues"] == []
+
+
 def test_a_pending_workload_gives_kueues_reason_and_its_gpus() -> None:
     queues = [cluster_queue("team-a", "training", 8, 8, pending=1), cluster_queue("team-b", "training", 8, 0, lending_limit=0)]
     workloads = [

@@ -120,7 +120,7 @@ def run_audit(snapshot: ClusterSnapshot, stack: StackExpectations | None = None,
     faulty, judged, drivers = judge_health(run, nodes, snapshot, stack)
     judge_faulty_schedulable(run, nodes, faulty, judged, stack)
     judge_disruption(run, nodes)
-    judge_queueing(run, snapshot, extra)
+    queues = judge_queueing(run, snapshot, extra)
     if not nodes:
         _nothing_to_judge(run, len(snapshot.nodes))
 
@@ -150,4 +150,5 @@ def run_audit(snapshot: ClusterSnapshot, stack: StackExpectations | None = None,
         stack=stack.name if stack else None,
         cluster=dict(snapshot.cluster),
         idle=idle_nodes,
+        queues=queues,
     )

@@ -21,6 +21,7 @@ from typing import Any
 from aks_gpu.admission.quantity import Quantity
 from aks_gpu.audit.judging import Run, absent_file, count_shown, listed_names
 from aks_gpu.audit.registry import checks_of
+from aks_gpu.audit.report import QueueSummary
 from aks_gpu.cluster.inventory import is_gpu_resource
 from aks_gpu.cluster.snapshot import CLUSTER_QUEUES_FILE, WORKLOADS_FILE, ClusterSnapshot, SnapshotError
 from aks_gpu.naming import NAMESPACE_NAME_LABEL
@@ -144,11 +145,12 @@ def _gpus_asked(item: Mapping[str, Any], extra: frozenset[str]) -> dict[str, Fra
     return dict(asked)
 
 
-def judge_queueing(run: Run, snapshot: ClusterSnapshot, extra: Iterable[str] = ()) -> None:
+def judge_queueing(run: Run, snapshot: ClusterSnapshot, extra: Iterable[str] = ()) -> tuple[QueueSummary, ...]:
+    """The queueing findings, and each ClusterQueue's GPUs per flavor for the report's summary."""
     ids = [finding for check in checks_of(PRACTICE) for finding in check.finding_ids]
     if snapshot.clusterqueues is None:
         run.gap(PRACTICE, ids, absent_file(snapshot, CLUSTER_QUEUES_FILE, "Kueue's queues are not checked"))
-        return
+        return ()
     extra = frozenset(extra)
     queues = read_queues(snapshot.clusterqueues, extra)
     run.checked.update((BORROWED, IDLE))
@@ -165,6 +167,23 @@ def judge_queueing(run: Run, snapshot: ClusterSnapshot, extra: Iterable[str] = (
         members = [other for other in cohorts.get(queue.cohort or "", ()) if other.name != queue.name]
         _judge_borrowed(run, queue, members)
         _judge_idle(run, queue, members)
+    return tuple(
+        QueueSummary(
+            queue.name,
+            queue.cohort,
+            gpus.flavor,
+            gpus.resource,
+            gpus.nominal,
+            gpus.reserved,
+            gpus.borrowed,
+            gpus.lendable,
+            gpus.borrowing_limit,
+            gpus.lending_limit,
+            len(queue.pending),
+        )
+        for queue in sorted(queues.values(), key=lambda q: q.name)
+        for _, gpus in sorted(queue.gpus.items())
+    )
 
 
 def _by_namespace(queues: Mapping[str, Queue]) -> dict[str, Queue]:
