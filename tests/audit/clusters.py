@@ -200,6 +200,9 @@ def clean_snapshot(nodes: dict[str, int] | None = None, model: PlatformModel = P
         networkpolicies=policies,
         # A Standard cluster without node auto-provisioning: the collector reads no NodePool (the API answers 404).
         nodepools=[],
+        # Nor Kueue: its API answers 404, and the collector writes no ClusterQueue and no Workload.
+        clusterqueues=[],
+        workloads=[],
         collected_at=COLLECTED_AT,
     )
 

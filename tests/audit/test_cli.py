@@ -335,6 +335,7 @@ def test_validate_collect_writes_every_file_the_audit_reads(tmp_path: Path, caps
 
     files = sorted(path.name for path in folder.iterdir() if path.is_file())
     assert files == [
+        "clusterqueues.json",
         "daemonsets.json",
         "meta.json",
         "namespaces.json",
@@ -343,10 +344,12 @@ def test_validate_collect_writes_every_file_the_audit_reads(tmp_path: Path, caps
         "nodes.json",
         "pods.json",
         "resourcequotas.json",
+        "workloads.json",
     ]
     snapshot = read_snapshot(folder)
-    # The fake API server has no karpenter.sh API (404): no node auto-provisioning, so no NodePool.
+    # The fake API server has no karpenter.sh API (404): no node auto-provisioning, so no NodePool; no Kueue either.
     assert snapshot.nodepools == []
+    assert (snapshot.clusterqueues, snapshot.workloads) == ([], [])
     assert snapshot.collected_at is not None and len(snapshot.smi) == 3
     assert main(["audit", "--snapshot", str(folder), "--json"]) == 1
     findings = json.loads(capsys.readouterr().out)["findings"]

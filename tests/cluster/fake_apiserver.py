@@ -100,6 +100,8 @@ class FakeCluster:
     namespaces: list[dict[str, Any]] | None = None
     resourcequotas: list[dict[str, Any]] | None = None
     networkpolicies: list[dict[str, Any]] | None = None
+    clusterqueues: list[dict[str, Any]] | None = None  # Kueue's (kueue.x-k8s.io/v1beta2); None: no Kueue
+    workloads: list[dict[str, Any]] | None = None
     forbidden: set[str] = field(default_factory=set)  # paths answered 403 Forbidden, as RBAC refuses them
 
     @classmethod
@@ -114,6 +116,8 @@ class FakeCluster:
             namespaces=copy.deepcopy(snapshot.namespaces),
             resourcequotas=copy.deepcopy(snapshot.resourcequotas),
             networkpolicies=copy.deepcopy(snapshot.networkpolicies),
+            clusterqueues=copy.deepcopy(snapshot.clusterqueues),
+            workloads=copy.deepcopy(snapshot.workloads),
         )
 
     def behaviour(self, node: str) -> ExecBehaviour:
@@ -335,6 +339,8 @@ class _Handler(BaseHTTPRequestHandler):
             "/api/v1/namespaces": ("NamespaceList", "v1", cluster.namespaces),
             "/api/v1/resourcequotas": ("ResourceQuotaList", "v1", cluster.resourcequotas),
             "/apis/networking.k8s.io/v1/networkpolicies": ("NetworkPolicyList", "networking.k8s.io/v1", cluster.networkpolicies),
+            "/apis/kueue.x-k8s.io/v1beta2/clusterqueues": ("ClusterQueueList", "kueue.x-k8s.io/v1beta2", cluster.clusterqueues),
+            "/apis/kueue.x-k8s.io/v1beta2/workloads": ("WorkloadList", "kueue.x-k8s.io/v1beta2", cluster.workloads),
         }
         if path in cluster.forbidden:
             self._json(

@@ -191,3 +191,22 @@ def test_a_multi_pod_job_starts_all_its_pods_or_none(teams: LocalCluster) -> Non
     until("research/gang admitted", lambda: admitted(teams, "research", "gang"))
     pods = until("research/gang's 3 pods bound", lambda: (p := bound_pods(teams, "research", "gang")) and len(p) == 3 and p)
     assert len(pods) == 3
+
+
+def test_audit_says_why_a_job_larger_than_its_cohort_waits(teams: LocalCluster) -> None:
+    # 5 x 8 = 40 GPUs in vision: more than the training cohort's 32, so Kueue never reserves quota for it, whatever
+    # the other Jobs do. The live audit reads the Workload Kueue wrote and gives its reason.
+    submit(teams, "toolarge", "vision", pods=5, gpus_each=8)
+    waiting = until(
+        "vision/toolarge's QuotaReserved False",
+        lambda: (c := condition(workload_of(teams, "vision", "toolarge"), "QuotaReserved")) and c["status"] == "False" and c,
+    )
+    done = teams.aksgpu("audit", "--kubeconfig", str(teams.kubeconfig), "--json", timeout=180)
+    report = json.loads(done.stdout)
+    assert {"queue-workload-pending", "queue-gpus-borrowed", "queue-nominal-idle"} <= set(report["summary"]["checked"])
+    pending = [f for f in report["findings"] if f["id"] == "queue-workload-pending" and f["namespace"] == "vision"]
+    name = (workload_of(teams, "vision", "toolarge") or {})["metadata"]["name"]
+    [finding] = [f for f in pending if f["message"].startswith(f"Workload {name} ")]
+    assert "(40 nvidia.com/gpu; LocalQueue default, ClusterQueue vision)" in finding["message"]
+    assert f"QuotaReserved False, {waiting['reason']}: {waiting['message']}" in finding["message"]
+    teams.kubectl("delete", "-n", "vision", "job/toolarge", "--wait=true", timeout=120)

@@ -8,7 +8,7 @@ json`` prints them, the article's quota and deny-all policy, ``nvidia-smi -q -x`
 one breaks, one each: an untainted GPU node with a web pod squatting on it, a node whose real ``nvidia-smi -q``
 (tests/fixtures/health/31_..., gpud's testdata) shows all eight H100s in HW slowdown and power brake, an inference
 node on a node image four months old that nobody uses, a training node whose Node Problem
-Detector reports Xid errors, and a workload namespace with no GPU quota.
+Detector reports Xid errors, a workload namespace with no GPU quota, and a training job waiting in its Kueue queue.
 """
 
 from __future__ import annotations
@@ -30,6 +30,7 @@ from tests.audit.clusters import (
     npd_condition,
     workload_pod,
 )
+from tests.audit.queues import cluster_queue, workload
 from tests.conftest import FIXTURES_DIR, PROJECT_DIR
 
 EXAMPLES_DIR = PROJECT_DIR / "examples" / "snapshots"
@@ -37,6 +38,7 @@ TRAIN_2 = "aks-train-31415926-vmss000002"
 REGION = "eastus"
 CLUSTER = {"context": "contoso-gpu-prod", "server": "https://contoso-gpu-prod-4f7a2c1e.hcp.eastus.azmk8s.io:443"}
 STALE_IMAGE = "AKSUbuntu-2204gen2containerd-202506.10.0"
+TRAINING = "gpu-training"
 HW_SLOWDOWN_SMI = FIXTURES_DIR / "health" / "31_nvidia-smi-q_8xh100_535.161.08_hw_slowdown_power_brake.txt"
 
 
@@ -70,7 +72,10 @@ def faulty() -> ClusterSnapshot:
     snapshot.pods[:] = [pod for pod in snapshot.pods if pod["metadata"]["namespace"] != "gpu-inference"]
     # The training namespace lost its GPU quota.
     quotas = [q for q in snapshot.resourcequotas or [] if q["metadata"]["namespace"] != "gpu-training"]
-    return replace(snapshot, resourcequotas=quotas)
+    # Kueue queues the training team's jobs: 24 of its 32 GPUs are reserved, and a 16-GPU job waits for 8 more.
+    queue = cluster_queue(TRAINING, "training", 32, 24, pending=1)
+    waiting = workload(TRAINING, "job-pretrain-7b-2f9c1", 8, 2)
+    return replace(snapshot, resourcequotas=quotas, clusterqueues=[queue], workloads=[waiting])
 
 
 def example_snapshots() -> dict[str, ClusterSnapshot]:

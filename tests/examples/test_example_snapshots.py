@@ -53,6 +53,7 @@ def test_the_faulty_example_fails_with_each_common_fault_once(capsys: pytest.Cap
         ("gpu-squatter", "fail", TRAIN_1),
         ("hw-slowdown", "warn", TRAIN_0),  # a real nvidia-smi -q: all eight H100s, one line
         ("node-image-stale", "warn", INFER_0),
+        ("queue-workload-pending", "warn", None),  # a 16-GPU job in a queue with 8 GPUs free
     ]
     unfenced = {f["namespace"] for f in report["findings"] if f["id"] == "gpu-pod-unfenced"}
     assert unfenced == {"gpu-training"}

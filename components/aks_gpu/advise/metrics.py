@@ -94,3 +94,9 @@ LABELS_ONLY = (POD_OWNER_METRIC, NODE_LABELS_METRIC)
 # amd-metrics-exporter). kube_pod_owner's DaemonSet kind says the same of any other exporter.
 EXPORTER_DAEMONSETS = frozenset({"nvidia-dcgm-exporter", "dcgm-exporter", "amd-metrics-exporter"})
 ALL_METRICS = tuple(name for exporter in EXPORTERS for name in exporter.metric_names)
+# Kueue's ClusterQueue gauges, each labelled cohort, cluster_queue, flavor and resource (sigs.k8s.io/kueue@v0.17.0
+# pkg/metrics/metrics.go: ClusterQueueResourceUsage, ClusterQueueResourceNominalQuota; Subsystem "kueue"): read with
+# --stack on a stack with aks-gpu:queueing (advise/queues.py). Their borrowing and lending limits are the stack's own.
+KUEUE_USAGE_METRIC = "kueue_cluster_queue_resource_usage"
+KUEUE_NOMINAL_METRIC = "kueue_cluster_queue_nominal_quota"
+KUEUE_METRICS = (KUEUE_NOMINAL_METRIC, KUEUE_USAGE_METRIC)

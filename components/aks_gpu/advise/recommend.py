@@ -16,6 +16,7 @@ from dataclasses import dataclass, field, replace
 from typing import Literal
 
 from aks_gpu.advise.metrics import NO_MIG_ACTIVITY
+from aks_gpu.advise.queues import QueueAdvice
 from aks_gpu.advise.series import Series
 from aks_gpu.advise.usage import IDLE_ACTIVITY, IdleGpu, Usage, WorkloadUsage, active_hours_text
 from aks_gpu.audit.prices import INSTANCE_TYPE_LABELS, REGION_LABELS, Prices, first_label
@@ -246,6 +247,8 @@ class Advice:
     recommendations: tuple[Recommendation, ...]
     pool_changes: tuple[PoolChange, ...]
     idle_capacity: tuple[IdleCapacity, ...] = ()
+    # With --stack on a queueing stack: teams whose nominal GPUs idled while another of their type borrowed.
+    queues: tuple[QueueAdvice, ...] = ()
 
     @property
     def frees_capacity(self) -> bool:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
+from aks_gpu.advise.queues import QueueAdvice
 from aks_gpu.advise.recommend import Advice, IdleCapacity, PoolChange, Recommendation, idle_capacity_text, pool_change_text
 
 
@@ -84,6 +85,24 @@ def idle_capacity_row(idle: IdleCapacity) -> dict[str, Any]:
     }
 
 
+def queue_advice_row(one: QueueAdvice) -> dict[str, Any]:
+    return {
+        "namespace": one.namespace,
+        "workloadType": one.workload_type,
+        "flavor": one.flavor,
+        "resource": one.resource,
+        "nominalGpus": one.nominal,
+        "peakUsedGpus": one.peak_used,
+        "idleGpus": one.idle,
+        "borrowers": [{"namespace": b.namespace, "peakBorrowedGpus": b.peak_borrowed} for b in one.borrowers],
+        "gpuQuota": one.gpu_quota,
+        "lendingLimit": one.lending_limit,
+        "suggestedGpuQuota": one.suggested_gpu_quota,
+        "suggestedLendingLimit": one.suggested_lending_limit,
+        "why": one.text(),
+    }
+
+
 def advice_document(advice: Advice, currency: str) -> dict[str, Any]:
     window = advice.usage.window
     return {
@@ -97,6 +116,7 @@ def advice_document(advice: Advice, currency: str) -> dict[str, Any]:
         "notEvaluated": [{"what": one.what, "why": one.why} for one in advice.usage.not_evaluated],
         "poolChanges": [pool_change_row(change) for change in advice.pool_changes],
         "idleCapacity": [idle_capacity_row(idle) for idle in advice.idle_capacity],
+        "queueAdvice": [queue_advice_row(one) for one in advice.queues],
         # Why a saving is null: each VM size and region the price table lacks, or the node whose size is not known.
         "unpriced": sorted(
             {change.unpriced for change in advice.pool_changes if change.unpriced}

@@ -25,7 +25,7 @@ from functools import cache
 from pathlib import Path
 
 from aks_gpu.addresses import is_loopback_host
-from aks_gpu.advise.metrics import ALL_METRICS, EXPORTERS, LABELS_ONLY, ExporterMetrics
+from aks_gpu.advise.metrics import ALL_METRICS, EXPORTERS, KUEUE_METRICS, LABELS_ONLY, ExporterMetrics
 from aks_gpu.advise.series import AdviceInputError, Series, parse_query_range
 from aks_gpu.input_files import InputFileError, read_chunks, size_text
 from aks_gpu.redaction import redact_known
@@ -76,17 +76,21 @@ def read_metrics_dir(folder: Path, limit: int = MAX_RESPONSE_BYTES) -> dict[str,
         # The first activity metric present; the coarser ones are not read at all.
         wanted += next(([name] for name, _ in exporter.activity if name in present), [])
     wanted += [name for name in LABELS_ONLY if name in present]
-    series: dict[str, list[Series]] = {}
-    for name in wanted:
-        path = folder / f"{name}.json"
-        # A piece at a time: a week of 1,000 GPUs is 45 MiB a metric, never held whole (advise.series).
-        try:
-            series[name] = parse_query_range(
-                name, read_chunks(path, limit), labels_only=name in LABELS_ONLY, again=read_chunks(path, limit)
-            )
-        except InputFileError as error:
-            raise AdviceInputError(f"{path}: {error}") from None
-    return series
+    return {name: _read_metric_file(folder, name, limit) for name in wanted}
+
+
+def _read_metric_file(folder: Path, name: str, limit: int) -> list[Series]:
+    path = folder / f"{name}.json"
+    # A piece at a time: a week of 1,000 GPUs is 45 MiB a metric, never held whole (advise.series).
+    try:
+        return parse_query_range(name, read_chunks(path, limit), labels_only=name in LABELS_ONLY, again=read_chunks(path, limit))
+    except InputFileError as error:
+        raise AdviceInputError(f"{path}: {error}") from None
+
+
+def read_queue_metrics_dir(folder: Path, limit: int = MAX_RESPONSE_BYTES) -> dict[str, list[Series]]:
+    """Kueue's ClusterQueue gauges (``<metric>.json`` of ``KUEUE_METRICS``) where the folder has them; none is no error."""
+    return {name: _read_metric_file(folder, name, limit) for name in KUEUE_METRICS if (folder / f"{name}.json").exists()}
 
 
 # ---------------------------------------------------------------- a live Prometheus

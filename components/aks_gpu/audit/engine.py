@@ -2,10 +2,10 @@
 Pure: no I/O, no clock (the snapshot's ``collectedAt`` is "now").
 
 Each practice of ``registry`` is judged from the files it reads, by its own module (``placement``, ``node_images``,
-``isolation``, ``utilisation``, ``health``, ``disruption``), into one ``judging.Run``; the results are ``report``'s. A file the
-snapshot lacks (``resourcequotas.json``, ``networkpolicies.json``, ``namespaces.json``, ``meta.json``, a node's
-``smi/<node>.txt``) makes what depends on it "not checked" in the report, with the reason and how many objects it
-concerns, never "passed".
+``isolation``, ``utilisation``, ``health``, ``disruption``, ``queueing``), into one ``judging.Run``; the results are
+``report``'s. A file the snapshot lacks (``resourcequotas.json``, ``networkpolicies.json``, ``namespaces.json``,
+``meta.json``, ``clusterqueues.json``, ``workloads.json``, a node's ``smi/<node>.txt``) makes
+what depends on it "not checked" in the report, with the reason and how many objects it concerns, never "passed".
 
 Speed: one pass over the nodes, one over the pods (indexed by node), one over quotas and policies; each node's SMI
 output is read once (``read_smi_and_health``), so the work grows linearly with the cluster.
@@ -23,6 +23,7 @@ from aks_gpu.audit.nap import judge_nap
 from aks_gpu.audit.node_images import judge_node_images
 from aks_gpu.audit.placement import judge_placement, judge_validation
 from aks_gpu.audit.prices import INSTANCE_TYPE_LABELS, REGION_LABELS, first_label
+from aks_gpu.audit.queueing import judge_queueing
 from aks_gpu.audit.registry import CHECK_BY_ID, CHECKS, NODES, PRACTICES
 from aks_gpu.audit.report import AuditReport, IdleNode
 from aks_gpu.audit.stack import StackExpectations
@@ -37,12 +38,14 @@ from aks_gpu.cluster.inventory import (
     read_quotas,
 )
 from aks_gpu.cluster.snapshot import (
+    CLUSTER_QUEUES_FILE,
     NAMESPACES_FILE,
     NETWORK_POLICIES_FILE,
     NODEPOOLS_FILE,
     NODES_FILE,
     PODS_FILE,
     RESOURCE_QUOTAS_FILE,
+    WORKLOADS_FILE,
     ClusterSnapshot,
     parse_rfc3339,
 )
@@ -77,6 +80,8 @@ def run_audit(snapshot: ClusterSnapshot, stack: StackExpectations | None = None,
                 (RESOURCE_QUOTAS_FILE, "ResourceQuota", snapshot.resourcequotas),
                 (NETWORK_POLICIES_FILE, "NetworkPolicy", snapshot.networkpolicies),
                 (NODEPOOLS_FILE, "NodePool", snapshot.nodepools),
+                (CLUSTER_QUEUES_FILE, "ClusterQueue", snapshot.clusterqueues),
+                (WORKLOADS_FILE, "Workload", snapshot.workloads),
             )
         )
     extra = stack.resources if stack else frozenset()
@@ -115,6 +120,7 @@ def run_audit(snapshot: ClusterSnapshot, stack: StackExpectations | None = None,
     faulty, judged, drivers = judge_health(run, nodes, snapshot, stack)
     judge_faulty_schedulable(run, nodes, faulty, judged, stack)
     judge_disruption(run, nodes)
+    queues = judge_queueing(run, snapshot, extra)
     if not nodes:
         _nothing_to_judge(run, len(snapshot.nodes))
 
@@ -144,4 +150,5 @@ def run_audit(snapshot: ClusterSnapshot, stack: StackExpectations | None = None,
         stack=stack.name if stack else None,
         cluster=dict(snapshot.cluster),
         idle=idle_nodes,
+        queues=queues,
     )

@@ -24,6 +24,7 @@ from aks_gpu.audit.registry import (
     ARTICLE_URL,
     CHECK_BY_ID,
     CHECKS,
+    KUEUE_URL,
     NPD_URL,
     PRACTICES,
     UPGRADE_URL,
@@ -241,7 +242,12 @@ def _verdicts(report: AuditReport) -> str:
     )
 
 
-_SOURCE_NAMES = {ARTICLE_URL: "Microsoft's article", NPD_URL: "AKS Node Problem Detector", UPGRADE_URL: "AKS upgrade options"}
+_SOURCE_NAMES = {
+    ARTICLE_URL: "Microsoft's article",
+    NPD_URL: "AKS Node Problem Detector",
+    UPGRADE_URL: "AKS upgrade options",
+    KUEUE_URL: "AKS Kueue",
+}
 
 
 def _source_name(url: str) -> str:

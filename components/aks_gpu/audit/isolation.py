@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 
 from aks_gpu.admission.evaluate import selector_matches
-from aks_gpu.audit.judging import Run, requests_shown
+from aks_gpu.audit.judging import Run, absent_file, requests_shown
 from aks_gpu.audit.report import NamespaceSummary
 from aks_gpu.audit.stack import StackExpectations
 from aks_gpu.cluster.inventory import NamespaceInfo, PodInfo, PolicyInfo, PolicyPeer, QuotaInfo, selects_everything
@@ -49,19 +49,19 @@ def judge_isolation(
     missing_files = []
     if quotas is None:
         missing_files.append(RESOURCE_QUOTAS_FILE)
-        run.gap("isolation", ("gpu-pod-unfenced",), _absent(snapshot, RESOURCE_QUOTAS_FILE, "GPU quotas are not checked"))
+        run.gap("isolation", ("gpu-pod-unfenced",), absent_file(snapshot, RESOURCE_QUOTAS_FILE, "GPU quotas are not checked"))
     if policies is None:
         missing_files.append(NETWORK_POLICIES_FILE)
         run.gap(
             "isolation",
             ("gpu-pod-unfenced",),
-            _absent(snapshot, NETWORK_POLICIES_FILE, "deny-all network policies are not checked"),
+            absent_file(snapshot, NETWORK_POLICIES_FILE, "deny-all network policies are not checked"),
         )
     if namespaces is None:
         run.gap(
             "isolation",
             (),
-            _absent(snapshot, NAMESPACES_FILE, "the namespaces' workload and Pod Security labels are not shown"),
+            absent_file(snapshot, NAMESPACES_FILE, "the namespaces' workload and Pod Security labels are not shown"),
         )
     if len(missing_files) < 2:
         run.checked.add("gpu-pod-unfenced")
@@ -251,7 +251,3 @@ def _fix(
         steps.append(f"Narrow the network settings of workload {namespace} in stack {stack.name}: they make {', '.join(mine)}")
     return "; ".join(steps)
 
-
-def _absent(snapshot: ClusterSnapshot, file: str, consequence: str) -> str:
-    why = snapshot.not_collected.get(file)
-    return f"{file} is not in the snapshot{f' ({why})' if why else ''}: {consequence}"

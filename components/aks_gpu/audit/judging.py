@@ -11,6 +11,7 @@ from aks_gpu.audit.registry import Severity, health_remedy
 from aks_gpu.audit.report import AuditFinding, Gap
 from aks_gpu.audit.stack import StackExpectations
 from aks_gpu.cluster.inventory import whole
+from aks_gpu.cluster.snapshot import ClusterSnapshot
 
 SHOWN = 3  # names listed in a message before "+N more"
 
@@ -68,3 +69,9 @@ def count_shown(value: Fraction) -> str:
 
 def requests_shown(requests: Mapping[str, Fraction]) -> str:
     return ", ".join(f"{name} x {count_shown(value)}" for name, value in requests.items())
+
+
+def absent_file(snapshot: ClusterSnapshot, file: str, consequence: str) -> str:
+    """Why a gap: the optional ``file`` is not in the snapshot (with the collector's reason, where it gave one)."""
+    why = snapshot.not_collected.get(file)
+    return f"{file} is not in the snapshot{f' ({why})' if why else ''}: {consequence}"

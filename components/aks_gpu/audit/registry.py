@@ -3,8 +3,9 @@ to do, and which snapshot files it reads. The CLI help, the HTML report and the 
 (``tests/audit/test_registry.py`` holds the docs to it).
 
 The practices are the sections of Microsoft's *GPU best practices for AKS* (``ARTICLE_URL``), plus GPU health from
-the AKS Node Problem Detector (``NPD_URL``) and ``aksgpu smi health`` (NVIDIA's Xid catalog and health checks). Finding
-ids are a contract (issue 15): other tools match on them.
+the AKS Node Problem Detector (``NPD_URL``) and ``aksgpu smi health`` (NVIDIA's Xid catalog and health checks), planned
+disruption (``UPGRADE_URL``) and GPU queues on Kueue (``KUEUE_URL``). Finding ids are a contract (issue 15): other tools
+match on them.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from aks_gpu.cluster.snapshot import (
+    CLUSTER_QUEUES_FILE,
     META_FILE,
     NETWORK_POLICIES_FILE,
     NODEPOOL_UPGRADES_FILE,
@@ -22,6 +24,7 @@ from aks_gpu.cluster.snapshot import (
     PODS_FILE,
     RESOURCE_QUOTAS_FILE,
     SMI_DIR,
+    WORKLOADS_FILE,
 )
 from aks_gpu.gpu.health import FINDING_IDS as HEALTH_FINDING_IDS
 from aks_gpu.naming import TEAM_ROLE_NAME
@@ -37,11 +40,15 @@ META = META_FILE
 NODEPOOL_UPGRADES = NODEPOOL_UPGRADES_FILE
 NODEPOOLS = NODEPOOLS_FILE
 SMI = f"{SMI_DIR}/"
+CLUSTER_QUEUES = CLUSTER_QUEUES_FILE
+WORKLOADS = WORKLOADS_FILE
 
 
 ARTICLE_URL = "https://learn.microsoft.com/azure/aks/best-practices-gpu"
 NPD_URL = "https://learn.microsoft.com/azure/aks/node-problem-detector"
 UPGRADE_URL = "https://learn.microsoft.com/azure/aks/upgrade-options"
+# The AKS docs' Kueue overview: ClusterQueues as shared pools of GPU quota, LocalQueues, admission against quota.
+KUEUE_URL = "https://learn.microsoft.com/azure/aks/kueue-overview"
 
 
 @dataclass(frozen=True)
@@ -113,6 +120,13 @@ PRACTICES: tuple[Practice, ...] = (
         "GPU VMs are never live-migrated: a scheduled event or an upgrade stops their jobs, so see it coming and let "
         "the jobs checkpoint",
         UPGRADE_URL,
+    ),
+    Practice(
+        "queueing",
+        "Share GPU quota through queues",
+        "with Kueue, a team's idle nominal GPUs are lent to the teams of its cohort and a job that does not fit waits "
+        "in its queue: see what waits and why, and whose quota idles while others borrow",
+        KUEUE_URL,
     ),
 )
 PRACTICE_BY_ID = {practice.id: practice for practice in PRACTICES}
@@ -316,6 +330,38 @@ CHECKS: tuple[AuditCheck, ...] = (
         "then remove the label (`kubectl label node <node> kubernetes.azure.com/upgrade-status-`) and run the "
         "upgrade again, as AKS's upgrade options say (Resolve undrainable nodes)",
         (NODES,),
+    ),
+    AuditCheck(
+        "queue-workload-pending",
+        "warn",
+        "queueing",
+        "no Kueue Workload (kueue.x-k8s.io/v1beta2) waits for quota: every one that is not finished has its "
+        "QuotaReserved condition True; the message gives the condition's reason and message (e.g. \"couldn't assign "
+        'flavors to pod set ...: insufficient unused quota ...")',
+        "lower the job's GPUs, or make room for it: raise the team's gpuQuota or borrowingLimit, or the other teams' "
+        "lendingLimit (or let the running jobs finish); a job larger than its cohort can ever lend never starts",
+        (WORKLOADS, CLUSTER_QUEUES),
+    ),
+    AuditCheck(
+        "queue-gpus-borrowed",
+        "warn",
+        "queueing",
+        "no ClusterQueue uses more GPUs than its nominalQuota (status.flavorsReservation's borrowed, or its total "
+        "above spec's nominalQuota): the message says how many it borrows of its borrowingLimit, on which flavor, "
+        "and from which teams of its cohort (their idle nominal GPUs within their lendingLimit)",
+        "expect the borrowed GPUs to be reclaimed when their owners submit jobs (reclaimWithinCohort preempts the "
+        "borrower's workloads): checkpoint long jobs; a team that borrows all the time needs a larger gpuQuota",
+        (CLUSTER_QUEUES,),
+    ),
+    AuditCheck(
+        "queue-nominal-idle",
+        "warn",
+        "queueing",
+        "no ClusterQueue leaves nominal GPUs unreserved while another ClusterQueue of its cohort borrows or has "
+        "Workloads waiting: its idle GPUs are what the other team lacks (above its lendingLimit they cannot be lent)",
+        "lower the idle team's gpuQuota (and raise the borrower's), or raise its lendingLimit so the other teams of "
+        "its type may borrow what it leaves idle",
+        (CLUSTER_QUEUES, WORKLOADS),
     ),
 )
 

@@ -134,6 +134,43 @@ class IdleNode:
 
 
 @dataclass(frozen=True)
+class QueueSummary:
+    """One GPU resource of one flavor of a Kueue ClusterQueue: its quota, what it has reserved, what of it is borrowed
+    from its cohort, and what of its nominal quota it leaves for the others to borrow (unreserved, within its
+    lendingLimit)."""
+
+    cluster_queue: str
+    cohort: str | None
+    flavor: str
+    resource: str
+    nominal: Fraction
+    reserved: Fraction
+    borrowed: Fraction
+    lendable: Fraction
+    borrowing_limit: Fraction | None
+    lending_limit: Fraction | None
+    pending_workloads: int
+
+    def to_dict(self) -> dict[str, Any]:
+        def limit(value: Fraction | None) -> int | float | None:
+            return None if value is None else whole(value)
+
+        return {
+            "clusterQueue": self.cluster_queue,
+            "cohort": self.cohort,
+            "flavor": self.flavor,
+            "resource": self.resource,
+            "nominal": whole(self.nominal),
+            "reserved": whole(self.reserved),
+            "borrowed": whole(self.borrowed),
+            "lendable": whole(self.lendable),
+            "borrowingLimit": limit(self.borrowing_limit),
+            "lendingLimit": limit(self.lending_limit),
+            "pendingWorkloads": self.pending_workloads,
+        }
+
+
+@dataclass(frozen=True)
 class AuditReport:
     findings: tuple[AuditFinding, ...]
     pools: tuple[PoolSummary, ...]
@@ -145,6 +182,7 @@ class AuditReport:
     stack: str | None = None
     cluster: Mapping[str, str] = field(default_factory=dict)  # the snapshot's "context" and "server", where known
     idle: tuple[IdleNode, ...] = ()  # the gpu-idle nodes
+    queues: tuple[QueueSummary, ...] = ()  # Kueue's ClusterQueues, per flavor and GPU resource
 
     @property
     def failed(self) -> bool:
@@ -166,6 +204,7 @@ class AuditReport:
             "checked": list(self.checked),
             "notChecked": [gap.to_dict() for gap in self.not_checked],
             "idle": [node.to_dict() for node in self.idle],
+            "queues": [queue.to_dict() for queue in self.queues],
         }
 
     def to_dict(self) -> dict[str, Any]:

@@ -80,7 +80,10 @@ class AdviceUsageError(Exception):
 
 def advice_from(args: argparse.Namespace) -> tuple[Any, str]:
     """The advice (``Advice``) and its currency, from --metrics or --prometheus; ``AdviceUsageError`` saying why not."""
+    from dataclasses import replace
+
     from aks_gpu.advise.metrics import NODE_LABELS_METRIC
+    from aks_gpu.advise.queues import Team, queue_advice
     from aks_gpu.advise.recommend import SERVING_TYPE, NodeFacts, Pricing, advise, node_labels
     from aks_gpu.advise.series import AdviceInputError
     from aks_gpu.advise.usage import SUMMARY_HISTORY, read_usage
@@ -88,13 +91,18 @@ def advice_from(args: argparse.Namespace) -> tuple[Any, str]:
 
     catalog = load_catalog()
     prices = _prices(getattr(args, "prices", None))
+    model = load_stack(args).validated.model if getattr(args, "stack", None) else None
+    # A stack with queueing: Kueue's ClusterQueue gauges are read too (advise/queues.py).
+    queued = model is not None and model.config.queueing is not None
+    queue_series: dict[str, Any] = {}
     try:
         if getattr(args, "prometheus", None):
-            series, daily = _live(args)
+            series, daily, queue_series = _live(args, queued)
         else:
-            from aks_gpu.advise.sources import read_metrics_dir
+            from aks_gpu.advise.sources import read_metrics_dir, read_queue_metrics_dir
 
             series, daily = read_metrics_dir(args.metrics), False
+            queue_series = read_queue_metrics_dir(args.metrics) if queued else {}
         if daily:
             from aks_gpu.advise.sources import summarised
 
@@ -105,10 +113,10 @@ def advice_from(args: argparse.Namespace) -> tuple[Any, str]:
         raise AdviceUsageError(str(error)) from None
     pools: dict[str, NodeFacts] = {}
     serving: frozenset[str] = frozenset()
-    if getattr(args, "stack", None):
+    teams: list[Team] = []
+    if model is not None:
         from aks_gpu.config.models import StackConfig
 
-        model = load_stack(args).validated.model
         config = model.config
         region = (config.cluster.location or config.location) if isinstance(config, StackConfig) else None
         pools = {
@@ -118,9 +126,11 @@ def advice_from(args: argparse.Namespace) -> tuple[Any, str]:
             for pool in model.pools
         }
         serving = frozenset(workload.name for workload in config.workloads if workload.type == SERVING_TYPE)
+        teams = [Team(w.name, w.type, w.gpu_quota, w.lending_limit) for w in config.workloads]
     nodes = node_labels(series.get(NODE_LABELS_METRIC) or [])
     pricing = Pricing(prices=prices, catalog=catalog, nodes=nodes, pools=pools, stack=getattr(args, "stack", None))
-    return advise(usage, pricing, serving), prices.currency
+    advice = advise(usage, pricing, serving)
+    return replace(advice, queues=queue_advice(queue_series, teams)), prices.currency
 
 
 def _prices(path: Path | None) -> Any:
@@ -150,9 +160,11 @@ def _prices(path: Path | None) -> Any:
         raise AdviceUsageError(f"--prices {path}: {error}") from None
 
 
-def _live(args: argparse.Namespace) -> tuple[Any, bool]:
-    """The series over --since, and whether they are the recording rules' daily summaries (read first: a week is then
-    7 samples a series) rather than the raw series (read where the Prometheus does not record the summaries)."""
+def _live(args: argparse.Namespace, queued: bool) -> tuple[Any, bool, Any]:
+    """The series over --since, whether they are the recording rules' daily summaries (read first: a week is then
+    7 samples a series) rather than the raw series (read where the Prometheus does not record the summaries), and
+    (``queued``) Kueue's ClusterQueue gauges."""
+    from aks_gpu.advise.metrics import KUEUE_METRICS
     from aks_gpu.advise.series import AdviceInputError
     from aks_gpu.advise.sources import (
         PrometheusClient,
@@ -172,12 +184,13 @@ def _live(args: argparse.Namespace) -> tuple[Any, bool]:
     try:
         endpoint = parse_endpoint(args.prometheus)
         client = PrometheusClient(endpoint, token_for(endpoint), timeout=args.timeout)
+        queues = read_live(client, since, metrics=KUEUE_METRICS) if queued else {}
         if since >= 86_400:
             summaries = read_live_summaries(client, since)
             if any(one.values for found in summaries.values() for one in found):
                 err.print("read the daily summaries the aks-gpu-advice recording rules keep (`aksgpu rules`)")
-                return summaries, True
-        return read_live(client, since), False
+                return summaries, True, queues
+        return read_live(client, since), False, queues
     except PrometheusError as error:
         raise AdviceUsageError(str(error)) from None
     except AdviceInputError as error:
@@ -265,6 +278,10 @@ def print_advice(document: dict[str, Any]) -> None:
         for idle in document["idleCapacity"]:
             saving = f" (saves {_money(idle['monthlySaving'], currency)} a month)" if idle["nodes"] else ""
             out.print(f"  {safe(idle['change'])}{saving}")
+    if document["queueAdvice"]:
+        out.print("[bold]queues[/]")
+        for queue in document["queueAdvice"]:
+            out.print(f"  {safe(queue['why'])}")
     for skipped in document["notEvaluated"]:
         out.print(f"[dim]not evaluated[/] {safe(skipped['what'])}: {safe(skipped['why'])}")
     for why in document["unpriced"]:

@@ -2,7 +2,6 @@
 its timeout and size, every object checked for the shape the checks read, all of them within the list phase's
 deadline; and what ``aksgpu audit`` lists beyond the validation (``read_for_audit``)."""
 
-
 import contextlib
 import functools
 import json
@@ -18,14 +17,17 @@ from aks_gpu.cluster.inventory import asks_for_gpu, is_gpu_node
 from aks_gpu.cluster.objects import node_name
 from aks_gpu.cluster.retries import DeadlineError, RetryPolicy, call_within, describe, with_retries
 from aks_gpu.cluster.snapshot import (
+    CLUSTER_QUEUES_FILE,
     NAMESPACES_FILE,
     NETWORK_POLICIES_FILE,
     NODEPOOLS_FILE,
     RESOURCE_QUOTAS_FILE,
+    WORKLOADS_FILE,
     rfc3339,
     shape_problem,
 )
 from aks_gpu.config.problems import clipped
+from aks_gpu.kube.kueue import API_VERSION as KUEUE_API_VERSION
 from aks_gpu.naming import POOL_LABEL
 
 # A page of a list call: big enough for few round trips, small enough that a 5,000-node cluster's pod
@@ -137,6 +139,9 @@ def _read_json(response: Any, deadline: float, what: str) -> dict[str, Any]:
 # Reading these is optional: a caller without the right to list them (401/403), or a server without the API (404),
 # leaves that file out of the snapshot, and the audit reports what depends on it as not checked.
 _OPTIONAL_REFUSALS = (401, 403, 404)
+# The kinds of add-ons a cluster may not run (their API answers 404 there): none of them is what an empty list says.
+_ADD_ON_KINDS = frozenset({"NodePool", "ClusterQueue", "Workload"})
+KUEUE_GROUP, KUEUE_VERSION = KUEUE_API_VERSION.split("/")
 
 
 def read_for_audit(
@@ -145,7 +150,8 @@ def read_for_audit(
     """What ``aksgpu audit`` reads beyond the validation: the GPU nodes (``aks_gpu.cluster.inventory`` decides, plus
     every node of the stack's pools), the pods on them or asking for GPUs (and the plugin pods already read), and
     the namespaces, resource quotas and network policies of the whole cluster, with the time of collection.
-    RBAC: list nodes, pods, namespaces, resourcequotas and networkpolicies cluster-wide, and karpenter.sh nodepools."""
+    RBAC: list nodes, pods, namespaces, resourcequotas and networkpolicies cluster-wide, and karpenter.sh nodepools,
+    kueue.x-k8s.io clusterqueues and workloads."""
     collected_at = rfc3339(datetime.now(UTC))
     nodes = [
         node
@@ -170,19 +176,24 @@ def read_for_audit(
     custom = kube_client.CustomObjectsApi(reader.core.api_client)
     # Karpenter's NodePools (karpenter.sh/v1): only on clusters with node auto-provisioning; elsewhere 404.
     nodepools = functools.partial(custom.list_cluster_custom_object, "karpenter.sh", "v1", "nodepools")
+    # Kueue's queues (kueue.x-k8s.io/v1beta2): only where Kueue runs; elsewhere 404.
+    clusterqueues = functools.partial(custom.list_cluster_custom_object, KUEUE_GROUP, KUEUE_VERSION, "clusterqueues")
+    workloads = functools.partial(custom.list_cluster_custom_object, KUEUE_GROUP, KUEUE_VERSION, "workloads")
     for field_name, file_name, kind, method in (
         ("namespaces", NAMESPACES_FILE, "Namespace", reader.core.list_namespace),
         ("resourcequotas", RESOURCE_QUOTAS_FILE, "ResourceQuota", reader.core.list_resource_quota_for_all_namespaces),
         ("networkpolicies", NETWORK_POLICIES_FILE, "NetworkPolicy", networking.list_network_policy_for_all_namespaces),
         ("nodepools", NODEPOOLS_FILE, "NodePool", nodepools),
+        ("clusterqueues", CLUSTER_QUEUES_FILE, "ClusterQueue", clusterqueues),
+        ("workloads", WORKLOADS_FILE, "Workload", workloads),
     ):
         try:
             optional[field_name] = reader._all(method, kind, f"the {kind} list")
         except ApiException as error:
             if int(error.status or 0) not in _OPTIONAL_REFUSALS:
                 raise
-            if kind == "NodePool" and int(error.status or 0) == 404:
-                # No karpenter.sh API: a cluster without node auto-provisioning has no NodePool to judge.
+            if kind in _ADD_ON_KINDS and int(error.status or 0) == 404:
+                # No karpenter.sh API (no node auto-provisioning) or no kueue.x-k8s.io API (no Kueue): nothing to judge.
                 optional[field_name] = []
                 continue
             optional["not_collected"][file_name] = describe(error)

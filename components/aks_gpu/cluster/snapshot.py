@@ -17,6 +17,9 @@ offline, with the same checks the live path runs. The folder holds:
   collector could not read it, e.g. RBAC), and ``cluster``: ``{"context": ..., "server": ...}``, the kubeconfig
   context and API server it was read from (what the audit's report names). A file that is absent is None in the
   snapshot: what depends on it is "not checked", never "passed".
+- optional, for the queueing checks of ``aksgpu audit``: ``clusterqueues.json`` and ``workloads.json``, Kueue's
+  ClusterQueues and Workloads (kueue.x-k8s.io/v1beta2) as ``kubectl get clusterqueues -o json`` and ``kubectl get
+  workloads -A -o json`` print them; ``[]`` where the cluster has no Kueue API.
 - optional, for the node image rule of ``aksgpu audit``: ``nodepool-upgrades.json``, the GPU pools' upgrade profiles
   as ``az aks nodepool get-upgrades`` prints them (one object, or a JSON array of them): with it a node image is judged
   against the latest one AKS offers its pool (``latestNodeImageVersion``), not by its age.
@@ -54,12 +57,17 @@ META_FILE = "meta.json"
 NODEPOOL_UPGRADES_FILE = "nodepool-upgrades.json"
 # Karpenter's NodePools (karpenter.sh/v1): node auto-provisioning's GPU capacity on AKS Automatic and NAP clusters.
 NODEPOOLS_FILE = "nodepools.json"
+# Kueue's ClusterQueues and Workloads (kueue.x-k8s.io/v1beta2): GPU queues, where the cluster runs Kueue.
+CLUSTER_QUEUES_FILE = "clusterqueues.json"
+WORKLOADS_FILE = "workloads.json"
 # The optional lists and the kind of their items.
 _OPTIONAL_FILES = (
     (NAMESPACES_FILE, "Namespace"),
     (RESOURCE_QUOTAS_FILE, "ResourceQuota"),
     (NETWORK_POLICIES_FILE, "NetworkPolicy"),
     (NODEPOOLS_FILE, "NodePool"),
+    (CLUSTER_QUEUES_FILE, "ClusterQueue"),
+    (WORKLOADS_FILE, "Workload"),
 )
 SMI_DIR = "smi"
 SMI_SUFFIX = ".txt"
@@ -97,6 +105,8 @@ class ClusterSnapshot:
     resourcequotas: list[dict[str, Any]] | None = None
     networkpolicies: list[dict[str, Any]] | None = None
     nodepools: list[dict[str, Any]] | None = None
+    clusterqueues: list[dict[str, Any]] | None = None
+    workloads: list[dict[str, Any]] | None = None
     collected_at: str | None = None  # meta.json's collectedAt, RFC 3339
     # nodepool-upgrades.json: `az aks nodepool get-upgrades` outputs (AgentPoolUpgradeProfile), one per pool.
     nodepool_upgrades: list[dict[str, Any]] | None = None
@@ -109,6 +119,8 @@ class ClusterSnapshot:
             (RESOURCE_QUOTAS_FILE, self.resourcequotas),
             (NETWORK_POLICIES_FILE, self.networkpolicies),
             (NODEPOOLS_FILE, self.nodepools),
+            (CLUSTER_QUEUES_FILE, self.clusterqueues),
+            (WORKLOADS_FILE, self.workloads),
         )
 
 
@@ -167,6 +179,8 @@ def read_snapshot(directory: Path | str, *, collect: str | None = None) -> Clust
         resourcequotas=optional[RESOURCE_QUOTAS_FILE],
         networkpolicies=optional[NETWORK_POLICIES_FILE],
         nodepools=optional[NODEPOOLS_FILE],
+        clusterqueues=optional[CLUSTER_QUEUES_FILE],
+        workloads=optional[WORKLOADS_FILE],
         collected_at=collected_at,
         not_collected=not_collected,
         cluster=cluster,
@@ -464,6 +478,10 @@ def _is_quantity_map(value: Any) -> bool:
     return isinstance(value, dict) and all(isinstance(v, str) and _QUANTITY.fullmatch(v) for v in value.values())
 
 
+def _is_map_list(value: Any) -> bool:
+    return isinstance(value, list) and all(isinstance(v, dict) for v in value)
+
+
 def _is_str_list(value: Any) -> bool:
     return isinstance(value, list) and all(isinstance(v, str) for v in value)
 
@@ -504,6 +522,7 @@ _WHAT: dict[_Check, str] = {
     _is_str_map: "an object of strings",
     _is_quantity_map: 'an object of quantity strings (such as "8" or "16Gi")',
     _is_str_list: "a list of strings",
+    _is_map_list: "a list of objects",
     _is_peer_list: "a list of peers (ipBlock with a cidr string; podSelector, namespaceSelector as label selectors)",
 }
 
@@ -591,6 +610,15 @@ _FIELDS: dict[str, dict[str, _Check]] = {
         "spec.disruption.consolidationPolicy": _is_str,
         "spec.limits": _is_map,
     },
+    # Kueue's ClusterQueue and Workload (kueue.x-k8s.io/v1beta2, sigs.k8s.io/kueue@v0.17.0
+    # apis/kueue/v1beta2/clusterqueue_types.go, workload_types.go): what the queueing checks read (audit/queueing.py).
+    "ClusterQueue": {**_METADATA, "spec.cohortName": _is_str},
+    "Workload": {
+        **_METADATA,
+        "spec.queueName": _is_str,
+        "status.admission": _is_map,
+        "status.admission.clusterQueue": _is_str,
+    },
 }
 # Lists of objects inside an object, each item checked with its own fields.
 _LISTS: dict[str, dict[str, dict[str, _Check]]] = {
@@ -615,6 +643,17 @@ _LISTS: dict[str, dict[str, dict[str, _Check]]] = {
         "spec.template.spec.requirements": {"key": _is_str, "operator": _is_str, "values": _is_str_list},
         "spec.template.spec.taints": {"key": _is_str, "value": _is_str, "effect": _is_str},
         "spec.disruption.budgets": {"nodes": _is_str, "reasons": _is_str_list},
+    },
+    "ClusterQueue": {
+        "spec.resourceGroups": {"coveredResources": _is_str_list, "flavors": _is_map_list},
+        "status.flavorsUsage": {"name": _is_str, "resources": _is_map_list},
+        "status.flavorsReservation": {"name": _is_str, "resources": _is_map_list},
+        "status.conditions": _CONDITION,
+    },
+    "Workload": {
+        "status.conditions": _CONDITION,
+        "spec.podSets": {"name": _is_str, "count": _is_int},
+        "status.admission.podSetAssignments": {"name": _is_str, "flavors": _is_str_map, "resourceUsage": _is_quantity_map},
     },
 }
 _REQUIRED = ("metadata", "metadata.name")
