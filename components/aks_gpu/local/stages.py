@@ -110,7 +110,8 @@ hostIPs:
 - {ip: {{ . | Quote }}}
 {{ end }}
 {{ end }}
-{{ with PodIPsWith .spec.nodeName ( or .spec.hostNetwork false ) ( or .metadata.uid "" ) ( or .metadata.name "" ) ( or .metadata.namespace "" ) }}
+{{ $meta := .metadata }}
+{{ with PodIPsWith .spec.nodeName (or .spec.hostNetwork false) (or $meta.uid "") (or $meta.name "") (or $meta.namespace "") }}
 podIP: {{ index . 0 | Quote }}
 podIPs:
 {{ range . }}
