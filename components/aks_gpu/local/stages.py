@@ -20,8 +20,9 @@ from collections.abc import Sequence
 from typing import Any
 
 STAGE_API = "kwok.x-k8s.io/v1alpha1"
-NOT_DELETED = {"key": ".metadata.deletionTimestamp", "operator": "DoesNotExist"}
-NODE_READY = '.status.conditions.[] | select( .type == "Ready" ) | .status'
+NOT_DELETED: dict[str, Any] = {"key": ".metadata.deletionTimestamp", "operator": "DoesNotExist"}
+# The status of a node's or pod's Ready condition.
+READY = '.status.conditions.[] | select( .type == "Ready" ) | .status'
 # kwokctl's heartbeat delay with its binary runtime's defaults (kustomize/stage/node/heartbeat-with-lease/
 # node-heartbeat-with-lease.yaml: 600 s, jitter 610 s; a node status update frequency of 10 s, the default in
 # pkg/apis/config/v1alpha1/zz_generated.defaults.go, is below both, so cluster.go keeps them).
@@ -143,7 +144,7 @@ def _stage(name: str, kind: str, expressions: list[dict[str, Any]], spec: dict[s
 
 def node_stages() -> list[dict[str, Any]]:
     """A node turns Ready once created and keeps sending heartbeats (with a lease, which the kwok controller renews)."""
-    not_ready = {"key": NODE_READY, "operator": "NotIn", "values": ["True"]}
+    not_ready = {"key": READY, "operator": "NotIn", "values": ["True"]}
     ready = [{"key": ".status.phase", "operator": "In", "values": ["Running"]}, {**not_ready, "operator": "In"}]
     delay = {"durationMilliseconds": HEARTBEAT_MS, "jitterDurationMilliseconds": HEARTBEAT_JITTER_MS}
     return [
@@ -155,12 +156,12 @@ def node_stages() -> list[dict[str, Any]]:
 def pod_stages(workload_namespaces: Sequence[str]) -> list[dict[str, Any]]:
     """A bound pod runs at once; a Job's pod completes at once, unless it is in one of ``workload_namespaces``, where
     it runs until deleted; a deleted pod goes (its finalizers cleared)."""
-    pending = [
+    pending: list[dict[str, Any]] = [
         NOT_DELETED,
         {"key": ".status.phase", "operator": "In", "values": ["Pending"]},
-        {"key": '.status.conditions.[] | select( .type == "Ready" ) | .status', "operator": "NotIn", "values": ["True"]},
+        {"key": READY, "operator": "NotIn", "values": ["True"]},
     ]
-    completes = [
+    completes: list[dict[str, Any]] = [
         NOT_DELETED,
         {"key": ".status.phase", "operator": "In", "values": ["Running"]},
         {"key": ".metadata.ownerReferences.[].kind", "operator": "In", "values": ["Job"]},
