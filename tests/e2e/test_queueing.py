@@ -19,12 +19,8 @@ from tests.e2e.conftest import LocalCluster, started
 GPU = "nvidia.com/gpu"
 POOL_LABEL = "kubernetes.azure.com/agentpool"
 WAIT_S = 120.0
-# kwok completes a Job's running pod within seconds (its pod-complete stage, kustomize/stage/pod/general/pod-complete.yaml
-# in sigs.k8s.io/kwok v0.8.0), unless its annotations say when: these pods run for the whole test.
-# Not yet so here: the Jobs of these tests still finished within seconds on 2026-12-07 (research/big's Workload Finished
-# before vision submitted), so preemption could not be shown; they run, and are expected to fail, until that is found.
-KWOK_COMPLETES = "kwok completes the Jobs' pods within seconds despite RUNS_AN_HOUR: the later tests need them running"
-RUNS_AN_HOUR = {"pod-complete.stage.kwok.x-k8s.io/delay": "1h", "pod-complete.stage.kwok.x-k8s.io/jitter-delay": "1h"}
+# A Job's pod in a workload namespace stays Running until it is deleted (the local cluster's kwok Stages,
+# components/aks_gpu/local/stages.py), as a training run does on AKS: quota is held until the Job ends or is preempted.
 
 
 @pytest.fixture(scope="module")
@@ -44,10 +40,7 @@ def job(name: str, namespace: str, pods: int, gpus_each: int) -> str:
             "spec": {
                 "parallelism": pods,
                 "completions": pods,
-                "template": {
-                    "metadata": {"annotations": RUNS_AN_HOUR},
-                    "spec": {"restartPolicy": "Never", "containers": [container]},
-                },
+                "template": {"spec": {"restartPolicy": "Never", "containers": [container]}},
             },
         }
     )
@@ -126,7 +119,6 @@ def test_a_team_borrows_the_idle_gpus_of_the_other_training_team(teams: LocalClu
     print(f"research/big: admitted {to_admitted:.1f}s, 3 pods bound {to_bound:.1f}s after submit")
 
 
-@pytest.mark.xfail(reason=KWOK_COMPLETES, strict=False)
 def test_the_lender_takes_its_gpus_back_by_preemption(teams: LocalCluster) -> None:
     # vision asks its own 16: only 8 are free, the rest research borrowed; Kueue evicts research/big to reclaim them.
     submit(teams, "own", "vision", pods=2, gpus_each=8)
@@ -144,7 +136,6 @@ def test_the_lender_takes_its_gpus_back_by_preemption(teams: LocalCluster) -> No
     teams.kubectl("delete", "-n", "research", "job/big", "--wait=true", timeout=120)
 
 
-@pytest.mark.xfail(reason=KWOK_COMPLETES, strict=False)
 def test_a_job_larger_than_its_cohort_waits_suspended_and_starts_no_pod(teams: LocalCluster) -> None:
     # 5 x 8 = 40 GPUs: more than the whole training cohort (32). A static quota would refuse its pods one by one and
     # let the Job controller start the ones that fit; here the Job waits, suspended, with no pod at all.
@@ -161,7 +152,6 @@ def test_a_job_larger_than_its_cohort_waits_suspended_and_starts_no_pod(teams: L
     teams.kubectl("delete", "-n", "research", "job/huge", "--wait=true", timeout=120)
 
 
-@pytest.mark.xfail(reason=KWOK_COMPLETES, strict=False)
 def test_inference_over_its_quota_waits_and_never_lands_on_a_training_pool(teams: LocalCluster) -> None:
     # Training GPUs sit idle (vision uses 16 of 32), yet serving is a cohort of its own: its 4th GPU waits.
     submit(teams, "fits", "serving", pods=3, gpus_each=1)
@@ -176,7 +166,6 @@ def test_inference_over_its_quota_waits_and_never_lands_on_a_training_pool(teams
     assert borrowed(teams, "serving") == 0
 
 
-@pytest.mark.xfail(reason=KWOK_COMPLETES, strict=False)
 def test_a_multi_pod_job_starts_all_its_pods_or_none(teams: LocalCluster) -> None:
     # vision holds 16; research may borrow up to 12 of vision's lendable quota, and 16 GPUs are free: a 3 x 8 Job of
     # research (24 > 16 + what is free to borrow) is admitted whole or not at all. It is not: no pod of it exists,

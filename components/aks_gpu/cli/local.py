@@ -139,7 +139,7 @@ def run_up(args: argparse.Namespace) -> int:
         paths = LocalPaths(project_dir, args.stack)
         check_kubeconfig(paths.kubeconfig)
         local = Local(paths, bin_dir)
-        started = local.start(args.port, say)
+        started = local.start(args.port, say, [workload.name for workload in loaded.validated.config.workloads])
         try:
             config, model = loaded.validated.config, loaded.validated.model
             nodes = node_manifests(config, model, args.nodes_per_pool)

@@ -30,6 +30,7 @@ from urllib.parse import urlsplit
 
 from aks_gpu.addresses import is_loopback_host
 from aks_gpu.admission.chain import aks_plugins
+from aks_gpu.local.stages import local_stages
 from aks_gpu.naming import local_cluster_name
 
 LOOPBACK = "127.0.0.1"
@@ -155,6 +156,12 @@ def kwokctl_configuration(bin_dir: Path, port: int, kube_version: str) -> dict[s
             }
         ],
     }
+
+
+def kwokctl_documents(configuration: dict[str, Any], workload_namespaces: Sequence[str]) -> list[dict[str, Any]]:
+    """The file ``kwokctl create cluster --config`` reads: the configuration, then the cluster's kwok Stages
+    (local/stages.py: a Job's pod in a workload namespace runs until deleted)."""
+    return [configuration, *local_stages(workload_namespaces)]
 
 
 def built_kube_version(versions: Any) -> str | None:

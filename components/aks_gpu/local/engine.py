@@ -16,7 +16,7 @@ import subprocess
 import tempfile
 import time
 import urllib.request
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -35,6 +35,7 @@ from aks_gpu.local.control_plane import (
     delete_cluster_args,
     foreign_servers,
     kwokctl_configuration,
+    kwokctl_documents,
     kwokctl_environment,
     minor_of,
     missing_tools,
@@ -202,7 +203,8 @@ class Local:
         config = self.paths.kwokctl_config
         if not config.is_file():
             return None
-        port = yaml.safe_load(config.read_text(encoding="utf-8"))["options"]["kubeApiserverPort"]
+        # The file's first document is the KwokctlConfiguration (kwokctl_documents; the Stages follow it).
+        port = next(yaml.safe_load_all(config.read_text(encoding="utf-8")))["options"]["kubeApiserverPort"]
         return f"https://{LOOPBACK}:{port}"
 
     def answering(self) -> bool:
@@ -214,8 +216,9 @@ class Local:
             return False
         return True
 
-    def start(self, port: int | None, say: Say) -> bool:
-        """Start the control plane unless it answers; True when this call started it."""
+    def start(self, port: int | None, say: Say, workload_namespaces: Sequence[str] = ()) -> bool:
+        """Start the control plane unless it answers; True when this call started it. A Job's pod in one of
+        ``workload_namespaces`` runs until deleted (local/stages.py), as set when the cluster is created."""
         if self.exists() and self.answering():
             say(f"the local cluster {self.paths.cluster_name} is running at {self.server()}")
             return False
@@ -237,7 +240,8 @@ class Local:
             if port_in_use(chosen):
                 raise LocalError(f"port {chosen} on {LOOPBACK} is in use")
             configuration = kwokctl_configuration(self.bin_dir, chosen, kube_version(self.bin_dir))
-            _private(self.paths.kwokctl_config, yaml.safe_dump(configuration))
+            documents = kwokctl_documents(configuration, workload_namespaces)
+            _private(self.paths.kwokctl_config, yaml.safe_dump_all(documents))
             say(f"creating the local cluster {self.paths.cluster_name} on {LOOPBACK}:{chosen}")
             try:
                 self.kwokctl(*create_cluster_args(self.paths))
