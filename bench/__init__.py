@@ -102,6 +102,11 @@ BENCHMARKS: tuple[Benchmark, ...] = (
         "run_audit",
     ),
     Benchmark(
+        "queues-local",
+        "Kueue on aksgpu local up --stack teams: a borrowing Job and a reclaim, submit to admitted (target: under 5 s)",
+        "bench.queueing",
+    ),
+    Benchmark(
         "admission-vs-server",
         "admission check of 1,000 objects offline vs a dry-run create of each on the real API server (target: 2x ahead)",
         "bench.local_engines",
