@@ -20,7 +20,6 @@ import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import TypeVar
 
 from rich.console import Console
 from rich.table import Table
@@ -29,48 +28,43 @@ from aks_gpu.local.control_plane import LocalPaths
 from aks_gpu.local.engine import kueue_pid
 from tests.e2e.conftest import LocalCluster, project_copy, start_in, stop
 from tests.e2e.test_queueing import admitted, bound_pods, submit, workload_of
+from tests.e2e.test_queueing import until as wait_for
 
 STACK = "teams"
 NODES_PER_POOL = 4
 ROUNDS = 5
 ADMITTED_TARGET_S = 5.0
-WAIT_S = 120.0
-T = TypeVar("T")
+POLL_S = 0.1
 
 
-def until(what: str, check: Callable[[], T | None], timeout: float = WAIT_S) -> T:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = check()
-        if value:
-            return value
-        time.sleep(0.1)
-    raise RuntimeError(f"not within {timeout:.0f} s: {what}")
+def until(what: str, check: Callable[[], object]) -> None:
+    """Polled every 0.1 s: the times below are read from it."""
+    wait_for(what, check, every=POLL_S)
 
 
 def delete_job(cluster: LocalCluster, namespace: str, name: str) -> None:
     """The Job gone, and its Workload with it: until then Kueue still counts its quota, and the next round's Job would
     wait for that instead of being timed on its own admission."""
     cluster.kubectl("delete", "-n", namespace, f"job/{name}", "--cascade=foreground", "--wait=true", timeout=120)
-    until(f"{namespace}/{name}'s pods gone", lambda: not bound_pods(cluster, namespace, name) or None)
-    until(f"{namespace}/{name}'s Workload gone", lambda: workload_of(cluster, namespace, name) is None or None)
+    until(f"{namespace}/{name}'s pods gone", lambda: not bound_pods(cluster, namespace, name))
+    until(f"{namespace}/{name}'s Workload gone", lambda: workload_of(cluster, namespace, name) is None)
 
 
 def borrow_round(cluster: LocalCluster, name: str) -> tuple[float, float]:
     """(submit to admitted, submit to 3 pods bound) of one 24-GPU Job in research, which borrows 8 GPUs."""
     start = submit(cluster, name, "research", pods=3, gpus_each=8)
-    until(f"research/{name} admitted", lambda: admitted(cluster, "research", name) or None)
+    until(f"research/{name} admitted", lambda: admitted(cluster, "research", name))
     to_admitted = time.monotonic() - start
-    until(f"research/{name}'s pods bound", lambda: len(bound_pods(cluster, "research", name)) == 3 or None)
+    until(f"research/{name}'s pods bound", lambda: len(bound_pods(cluster, "research", name)) == 3)
     return to_admitted, time.monotonic() - start
 
 
 def reclaim(cluster: LocalCluster) -> float:
     """Submit to admitted of vision's own 16 GPUs while research borrows 8 of them: Kueue preempts to give them back."""
     submit(cluster, "borrower", "research", pods=3, gpus_each=8)
-    until("research/borrower's pods bound", lambda: len(bound_pods(cluster, "research", "borrower")) == 3 or None)
+    until("research/borrower's pods bound", lambda: len(bound_pods(cluster, "research", "borrower")) == 3)
     start = submit(cluster, "lender", "vision", pods=2, gpus_each=8)
-    until("vision/lender admitted", lambda: admitted(cluster, "vision", "lender") or None)
+    until("vision/lender admitted", lambda: admitted(cluster, "vision", "lender"))
     return time.monotonic() - start
 
 

@@ -24,6 +24,20 @@ UP_TIMEOUT_S = 300
 ENV = {**os.environ, "PYTHONPATH": str(PROJECT_DIR / "components")}
 
 
+def run_aksgpu(cwd: Path, *args: str, timeout: float) -> subprocess.CompletedProcess[str]:
+    """The command line in a fresh process, as a user runs it in ``cwd``: its output captured, no input."""
+    return subprocess.run(
+        [sys.executable, "-m", "aks_gpu.cli", *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env=ENV,
+        cwd=cwd,
+        check=False,
+        stdin=subprocess.DEVNULL,
+    )
+
+
 @dataclass
 class LocalCluster:
     project: Path
@@ -34,18 +48,8 @@ class LocalCluster:
         return self.project / ".local" / self.stack / "kubeconfig"
 
     def aksgpu(self, *args: str, timeout: float = UP_TIMEOUT_S) -> subprocess.CompletedProcess[str]:
-        return subprocess.run(
-            [sys.executable, "-m", "aks_gpu.cli", *args, "--project-dir", str(self.project)]
-            if args[0] == "local"
-            else [sys.executable, "-m", "aks_gpu.cli", *args],
-            capture_output=True,
-            text=True,
-            timeout=timeout,
-            env=ENV,
-            cwd=self.project,
-            check=False,
-            stdin=subprocess.DEVNULL,
-        )
+        where = ("--project-dir", str(self.project)) if args[0] == "local" else ()
+        return run_aksgpu(self.project, *args, *where, timeout=timeout)
 
     def kubectl(self, *args: str, stdin: str | None = None, timeout: float = 60) -> subprocess.CompletedProcess[str]:
         return subprocess.run(

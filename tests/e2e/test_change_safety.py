@@ -11,8 +11,6 @@ from __future__ import annotations
 
 import json
 import re
-import subprocess
-import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -22,7 +20,7 @@ import yaml
 
 from tests.conftest import PROJECT_DIR
 from tests.e2e.azure_mode import AzureStack, Preview, changed, export_of, preview_of, shipped_config, with_cluster
-from tests.e2e.conftest import ENV, TOOLS, start, stop
+from tests.e2e.conftest import TOOLS, run_aksgpu, start, stop
 
 STACK = "dev"
 AZURE = "$azure-native:"
@@ -81,16 +79,7 @@ class Plan:
         stack_file = folder / f"Pulumi.{STACK}.yaml"
         stack_file.write_text(yaml.safe_dump({"config": config}), encoding="utf-8")
         command = ["plan", "--stack", STACK, "--config-file", str(stack_file), "--out", str(folder / "out")]
-        self.done = subprocess.run(
-            [sys.executable, "-m", "aks_gpu.cli", *command, "--against", str(against), "--accept-replace"],
-            capture_output=True,
-            text=True,
-            timeout=300,
-            env=ENV,
-            cwd=PROJECT_DIR,
-            check=False,
-            stdin=subprocess.DEVNULL,
-        )
+        self.done = run_aksgpu(PROJECT_DIR, *command, "--against", str(against), "--accept-replace", timeout=300)
         written = folder / "out" / "changes.json"
         self.changes: list[dict[str, Any]] = json.loads(written.read_text())["changes"] if written.is_file() else []
 

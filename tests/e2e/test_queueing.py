@@ -66,13 +66,14 @@ def condition(obj: dict[str, Any] | None, kind: str) -> dict[str, Any] | None:
     return None
 
 
-def until(what: str, check: Any, timeout: float = WAIT_S) -> Any:
+def until(what: str, check: Any, timeout: float = WAIT_S, every: float = 0.5) -> Any:
+    """``check()``'s first truthy value, asked every ``every`` seconds (bench/queueing.py times with it, finer)."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         value = check()
         if value:
             return value
-        time.sleep(0.5)
+        time.sleep(every)
     pytest.fail(f"not within {timeout:.0f}s: {what}")
 
 

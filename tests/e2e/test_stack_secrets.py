@@ -10,7 +10,6 @@ import json
 import random
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -18,7 +17,7 @@ import yaml
 
 from aks_gpu.local.engine import environment
 from tests.conftest import PROJECT_DIR, STACKS_DIR
-from tests.e2e.conftest import ENV, TOOLS, Clusters, LocalCluster
+from tests.e2e.conftest import ENV, TOOLS, Clusters, LocalCluster, run_aksgpu
 
 TOKEN = "hush-T0K3N-4711"
 WEBHOOK = f"https://hooks.example.com/services/{TOKEN}"
@@ -112,16 +111,7 @@ def test_under_the_real_engine_the_program_reads_the_plaintext_and_keeps_it_secr
 
 
 def aksgpu(project: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "aks_gpu.cli", *args],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        env=ENV,
-        cwd=project,
-        check=False,
-        stdin=subprocess.DEVNULL,
-    )
+    return run_aksgpu(project, *args, timeout=300)
 
 
 @pytest.fixture(scope="module")
