@@ -42,8 +42,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from aks_gpu.gpu.diag import Grade, combine, read_all_reduce, read_cuda_context, read_dcgm_diag, read_rvs
+from aks_gpu.gpu.diag import Grade, combine, read_all_reduce, read_cuda_context, read_dcgm_diag
 from aks_gpu.gpu.diag.amd_smi import read_amd_smi_ras
+from aks_gpu.gpu.diag.amd_test_runner import read_amd_rvs
 from aks_gpu.gpu.diag.expectations import bus_bandwidth_for, diagnostic_images, rvs_level_for
 from aks_gpu.naming import (
     DIAGNOSTIC_LEVEL_LABEL,
@@ -204,7 +205,7 @@ def tool_grades(
         elif name == "cuda-context":
             grades.append(read_cuda_context(text, pool.gpus_per_node))
         elif name == "rvs":
-            grades.append(read_rvs(text))
+            grades.append(read_amd_rvs(text))
         elif name == "amd-smi":
             grades.append(read_amd_smi_ras(text))
         else:
