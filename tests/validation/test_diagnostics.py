@@ -275,8 +275,8 @@ class FakeDiagnose:
         return [NodeResult(f"{p.name}-0", p.name, Grade("node", self.state, part), (), None) for p in model.pools]  # type: ignore[arg-type]
 
 
-def deploy_model(on: bool) -> Any:
-    model = stack_model("prod")
+def deploy_model(on: bool, stack: str = "prod") -> Any:
+    model = stack_model(stack)
     validation = model.config.validation.model_copy(update={"diagnostics_on_deploy": on})
     return replace(model, config=model.config.model_copy(update={"validation": validation}))
 
@@ -296,6 +296,16 @@ def test_the_deploy_hook_runs_level_1_diagnostics_only_when_asked() -> None:
         assert outcome.passed
         assert diagnose.calls == ([{"pools": ["train", "infer", "inferfull"], "level": 1, "skip": []}] if on else [])
         assert ("3 of 3 GPU node(s) healthy" in outcome.report) is on
+
+
+def test_the_deploy_hook_diagnoses_amd_nodes_too() -> None:
+    model = deploy_model(True, "amd")
+    diagnose = FakeDiagnose()
+    outcome = run_deploy_validation(
+        model, plugin_targets(model), "kubeconfig", "fail", collect=healthy_collector(model), diagnose=diagnose
+    )
+    assert outcome.passed and diagnose.calls == [{"pools": ["mi300x"], "level": 1, "skip": []}]
+    assert "vendor diagnostics (amd-smi RAS, RVS): 1 of 1 GPU node(s) healthy" in outcome.report
 
 
 @pytest.mark.parametrize("state", ["unhealthy", "inconclusive"])
