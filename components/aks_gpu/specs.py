@@ -453,7 +453,7 @@ class ValidationSpec(TypedDict):
     smoke_job: NotRequired[SmokeJobSpec]
     """The per-pool smoke Jobs."""
     diagnostics_on_deploy: NotRequired[bool]
-    """After the checks in pulumi up, also run the vendors' diagnostics at level 1 on every NVIDIA GPU node (aksgpu validate --deep: dcgmi diag, a CUDA context on every GPU, NCCL all-reduce, in a pod holding all the node's GPUs); a node not proven healthy counts as a failed check for onDeploy. Off by default: it pulls the diagnostic images onto every GPU node and takes minutes per node. Default: false."""
+    """After the checks in pulumi up, also run the vendors' diagnostics at level 1 on every GPU node (aksgpu validate --deep: on NVIDIA dcgmi diag, a CUDA context on every GPU, NCCL all-reduce; on AMD amd-smi's RAS counters and ROCm's validation suite; in a pod holding all the node's GPUs); a node not proven healthy counts as a failed check for onDeploy. Off by default: it pulls the diagnostic images onto every GPU node and takes minutes per node. Default: false."""
 
 
 class AlertReceiverSpec(TypedDict):

@@ -160,7 +160,7 @@ def test_a_node_verdict_lets_a_fault_outrank_what_could_not_run() -> None:
 
 def test_every_diagnostic_image_names_its_source() -> None:
     images = diagnostic_images()
-    assert set(images) == {"dcgm", "cuda_context", "nccl"}
+    assert set(images) == {"dcgm", "cuda_context", "nccl", "amd_test_runner"}
     assert all(image.source and image.tag for image in images.values())
     assert BusBandwidth("x", 1, 1.0, "s").busbw_gbps == 1.0
 

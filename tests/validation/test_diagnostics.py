@@ -12,14 +12,17 @@ from typing import Any
 import pytest
 
 from aks_gpu.cli import validate
+from aks_gpu.cluster.snapshot import write_snapshot
 from aks_gpu.gpu.diag import Grade
 from aks_gpu.naming import DIAGNOSTIC_TAINT_VALUE, HOSTNAME_LABEL, QUARANTINE_TAINT_KEY, QUARANTINE_TAINT_VALUE
 from aks_gpu.resolved.targets import plugin_targets
 from aks_gpu.validation.deep import NodeResult
 from aks_gpu.validation.diagnostics import (
     DEADLINE_SECONDS,
+    Level,
     dcgm_command,
     diagnostic_pod_manifest,
+    exec_step,
     grade_node,
     node_action,
     pod_name,
@@ -119,10 +122,57 @@ def test_a_pass_never_lifts_the_engines_quarantine() -> None:
     assert back.patch["spec"] == {"taints": [GPU, ENGINES]}  # ours removed, the engine's kept, still cordoned
 
 
-def test_amd_pools_are_refused_until_their_tools_are_wired() -> None:
-    mi300x = stack_model("amd").pools[0]
-    with pytest.raises(ValueError, match="amd"):
-        diagnostic_pod_manifest(mi300x, "n", 1)
+MI300X = stack_model("amd").pools[0]
+
+
+def test_an_amd_node_gets_the_test_runners_image_holding_every_gpu() -> None:
+    pod = diagnostic_pod_manifest(MI300X, "aks-mi300x-31415926-vmss000000", 2)
+    spec = pod_spec(pod)
+    assert spec["nodeSelector"][HOSTNAME_LABEL] == "aks-mi300x-31415926-vmss000000"
+    containers = spec["initContainers"] + spec["containers"]
+    assert [c["name"] for c in containers] == ["amd-smi", "rvs"]
+    # AMD's public test runner image (RVS only; AGFHC's is private), every container holding all 8 MI300X.
+    assert {c["image"] for c in containers} == {"docker.io/rocm/test-runner:v1.5.1"}
+    assert all(c["resources"]["limits"]["amd.com/gpu"] == "8" for c in containers)
+    assert "amd-smi metric --ecc --json" in containers[0]["command"][-1]
+    # The holder never runs the test runner's entrypoint (it would need a service account to report): it keeps the GPUs.
+    assert containers[1]["command"] == ["sh", "-c", f"sleep {DEADLINE_SECONDS[2]}"]
+    assert spec["automountServiceAccountToken"] is False and spec["activeDeadlineSeconds"] == DEADLINE_SECONDS[2]
+    keys = {t["key"] for t in spec["tolerations"]}
+    assert {QUARANTINE_TAINT_KEY, "node.kubernetes.io/unschedulable"} <= keys
+    assert {t["key"] for t in (tol.to_kube() for tol in MI300X.tolerations)} <= keys
+
+
+@pytest.mark.parametrize(("level", "rvs_level"), [(1, 2), (2, 3), (3, 4)])
+def test_each_level_execs_an_rvs_level_within_the_pods_deadline(level: Level, rvs_level: int) -> None:
+    step = exec_step(MI300X, level)
+    assert step.tool == "rvs" and step.command[-1].endswith(f"rvs -r {rvs_level} 2>&1")
+    assert step.command[-1].startswith("PATH=/opt/rocm/bin:$PATH;")
+    assert 0 < step.timeout_s < DEADLINE_SECONDS[level]
+
+
+def test_nvidia_nodes_still_exec_dcgmi_until_the_pods_deadline() -> None:
+    step = exec_step(POOLS["train"], 3)
+    assert (step.tool, step.command, step.timeout_s) == ("dcgm-diag", dcgm_command(3), float(DEADLINE_SECONDS[3]))
+
+
+RVS_PASS = FIXTURES / "diag/30_rvs_8xmi355x_rocm7.0.2_all_pass.txt"
+RVS_FAIL = FIXTURES / "diag/31_rvs_2xmi210_rocm7.2.0_iet_gst_fail_excerpt.txt"
+AMD_SMI_ECC = FIXTURES / "health/09_amd-smi-metric-ecc_mi300x_umc_correctable.txt"
+
+
+def test_an_amd_node_is_graded_by_amd_smi_and_rvs() -> None:
+    healthy = grade_node(MI300X, {"amd-smi": AMD_SMI_ECC.read_text(), "rvs": RVS_PASS.read_text()}, 2)
+    assert str(healthy) == "healthy"
+    failed = grade_node(MI300X, {"amd-smi": AMD_SMI_ECC.read_text(), "rvs": RVS_FAIL.read_text()}, 2)
+    assert str(failed) == "unhealthy: rvs: IET (action_5), GST (action_6)"
+    # RVS passes, yet a GPU counted an uncorrectable error: AMD's own health rule fails the node.
+    ras = AMD_SMI_ECC.read_text().replace("UNCORRECTABLE_COUNT: 0", "UNCORRECTABLE_COUNT: 1")
+    assert str(grade_node(MI300X, {"amd-smi": ras, "rvs": RVS_PASS.read_text()}, 2)) == "unhealthy: amd-smi: ras-uncorrectable"
+    # amd-smi could not reach the driver: nothing proven.
+    no_driver = (FIXTURES / "smi/70_error_amd-smi_no_amdgpu_wsl.txt").read_text()
+    graded = grade_node(MI300X, {"amd-smi": no_driver, "rvs": RVS_PASS.read_text()}, 2)
+    assert graded.state == "inconclusive" and "driver not initialized" in graded.part
 
 
 # ---------------------------------------------------------------- aksgpu validate --deep --snapshot
@@ -187,11 +237,24 @@ def test_deep_flags_need_deep_and_quarantine_needs_a_live_cluster(tmp_path: Path
     assert run_cli(["validate", *STACK, "--deep", "--node", "nope", "--snapshot", str(folder)]) == 2
 
 
-def test_an_amd_node_is_graded_by_rvs() -> None:
-    mi300x = stack_model("amd").pools[0]
-    failed = (FIXTURES / "diag/31_rvs_2xmi210_rocm7.2.0_iet_gst_fail_excerpt.txt").read_text()
-    assert str(grade_node(mi300x, {"rvs": failed}, 1)) == "unhealthy: rvs: IET (action_5), GST (action_6)"
-    assert grade_node(mi300x, {}, 1).state == "inconclusive"
+def test_validate_deep_grades_an_amd_snapshot(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    model = stack_model("amd")
+    snapshot = healthy_snapshot(model, plugin_targets(model), nodes_in_every_pool(model, 2))
+    folder = tmp_path / "snap"
+    write_snapshot(snapshot, folder)
+    failing, passing = sorted(n["metadata"]["name"] for n in snapshot.nodes if "mi300x" in n["metadata"]["name"])
+    for node, rvs in ((failing, RVS_FAIL), (passing, RVS_PASS)):
+        (folder / "diag" / node).mkdir(parents=True)
+        (folder / "diag" / node / "rvs.txt").write_text(rvs.read_text())
+        (folder / "diag" / node / "amd-smi.txt").write_text(AMD_SMI_ECC.read_text())
+    amd = ["--stack", "amd", "--project-dir", str(PROJECT_DIR)]
+    code = run_cli(["validate", *amd, "--deep", "--level", "2", "--snapshot", str(folder), "--json"])
+    report = json.loads(capsys.readouterr().out)
+    assert code == 1
+    nodes = {n["node"]: n for n in report["nodes"]}
+    assert nodes[failing]["verdict"] == "unhealthy: rvs: IET (action_5), GST (action_6)"
+    assert [(t["tool"], t["state"]) for t in nodes[failing]["tools"]] == [("amd-smi", "healthy"), ("rvs", "unhealthy")]
+    assert nodes[passing]["state"] == "healthy"
 
 
 # ---------------------------------------------------------------- in pulumi up: validation.diagnosticsOnDeploy
@@ -212,8 +275,8 @@ class FakeDiagnose:
         return [NodeResult(f"{p.name}-0", p.name, Grade("node", self.state, part), (), None) for p in model.pools]  # type: ignore[arg-type]
 
 
-def deploy_model(on: bool) -> Any:
-    model = stack_model("prod")
+def deploy_model(on: bool, stack: str = "prod") -> Any:
+    model = stack_model(stack)
     validation = model.config.validation.model_copy(update={"diagnostics_on_deploy": on})
     return replace(model, config=model.config.model_copy(update={"validation": validation}))
 
@@ -233,6 +296,16 @@ def test_the_deploy_hook_runs_level_1_diagnostics_only_when_asked() -> None:
         assert outcome.passed
         assert diagnose.calls == ([{"pools": ["train", "infer", "inferfull"], "level": 1, "skip": []}] if on else [])
         assert ("3 of 3 GPU node(s) healthy" in outcome.report) is on
+
+
+def test_the_deploy_hook_diagnoses_amd_nodes_too() -> None:
+    model = deploy_model(True, "amd")
+    diagnose = FakeDiagnose()
+    outcome = run_deploy_validation(
+        model, plugin_targets(model), "kubeconfig", "fail", collect=healthy_collector(model), diagnose=diagnose
+    )
+    assert outcome.passed and diagnose.calls == [{"pools": ["mi300x"], "level": 1, "skip": []}]
+    assert "vendor diagnostics (amd-smi RAS, RVS): 1 of 1 GPU node(s) healthy" in outcome.report
 
 
 @pytest.mark.parametrize("state", ["unhealthy", "inconclusive"])

@@ -55,7 +55,7 @@ def run_deep(args: argparse.Namespace, model: PlatformModel) -> int:
 
 
 def _print(level: int, results: Sequence[NodeResult]) -> None:
-    out.print(f"[bold]Vendor diagnostics[/] (dcgmi diag level {level}, CUDA context, NCCL all-reduce)")
+    out.print(f"[bold]Vendor diagnostics[/], level {level}")
     for result in results:
         state = result.verdict.state
         acted = f" -> {result.action.action}" if result.action and result.action.action != "none" else ""

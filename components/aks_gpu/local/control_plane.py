@@ -195,9 +195,9 @@ def kwokctl_environment(paths: LocalPaths, bin_dir: Path, base: dict[str, str]) 
 
 
 # The tools the live paths run in a GPU node's pod, each stood in for on a simulated node: the SMI tools
-# (resolved/targets.py smi_command: nvidia-smi, and amd-smi through sh) and dcgmi, which `aksgpu validate --deep`
-# execs in a node's diagnostic pod (validation/diagnostics.py dcgm_command).
-SMI_TOOLS = ("nvidia-smi", "amd-smi", "dcgmi")
+# (resolved/targets.py smi_command: nvidia-smi, and amd-smi through sh) and dcgmi and rvs, which `aksgpu validate --deep`
+# execs in a node's diagnostic pod (validation/diagnostics.py exec_step).
+SMI_TOOLS = ("nvidia-smi", "amd-smi", "dcgmi", "rvs")
 # The environment variable an Exec sets for the stand-ins: the folder of that pod's recorded outputs.
 RECORDED_SMI_ENV = "AKSGPU_RECORDED_SMI"
 RECORDED_SMI_UNSET_EXIT = 127

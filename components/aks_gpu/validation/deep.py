@@ -19,11 +19,10 @@ from aks_gpu.gpu.diag import Grade, combine
 from aks_gpu.naming import POOL_LABEL
 from aks_gpu.resolved.model import PlatformModel, ResolvedPool
 from aks_gpu.validation.diagnostics import (
-    DEADLINE_SECONDS,
     Level,
     NodeAction,
-    dcgm_command,
     diagnostic_pod_manifest,
+    exec_step,
     node_action,
     tool_grades,
     tools,
@@ -32,8 +31,6 @@ from aks_gpu.validation.diagnostics import (
 # How long a node's diagnostic pod may wait to be scheduled and through its init containers: a node whose GPUs hold
 # other work never schedules it (it asks for every GPU), and that is reported as inconclusive, not waited on.
 SCHEDULE_WAIT_S = 600.0
-# AMD's RVS is graded from recorded outputs (--snapshot); no diagnostic pod runs it on a live cluster yet.
-AMD_NOT_RUN = "no diagnostic pod runs RVS yet (no public RVS image is pinned): record `rvs` and grade it with --snapshot"
 
 
 @dataclass(frozen=True)
@@ -156,19 +153,16 @@ def diagnose_live(
         for node, pool in gpu_nodes(model, nodes, wanted):
             if node in left_out:
                 continue
-            outputs: dict[str, str | None] = {}
-            notes = dict.fromkeys(tools(pool), AMD_NOT_RUN)
-            if pool.vendor == "nvidia":
-                run = run_diagnostic(
-                    core,
-                    diagnostic_pod_manifest(pool, node, level),
-                    "dcgm-diag",
-                    dcgm_command(level),
-                    schedule_wait_s=schedule_wait_s,
-                    exec_timeout_s=float(DEADLINE_SECONDS[level]),
-                )
-                outputs, notes = run.outputs, run.notes
-            verdict, grades = _graded(pool, outputs, notes, level, _instance_type(nodes, node))
+            step = exec_step(pool, level)
+            run = run_diagnostic(
+                core,
+                diagnostic_pod_manifest(pool, node, level),
+                step.tool,
+                step.command,
+                schedule_wait_s=schedule_wait_s,
+                exec_timeout_s=step.timeout_s,
+            )
+            verdict, grades = _graded(pool, run.outputs, run.notes, level, _instance_type(nodes, node))
             action = _act(core, node, verdict) if quarantine else None
             results.append(NodeResult(node, pool.name, verdict, grades, action))
     return results

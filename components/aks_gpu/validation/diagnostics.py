@@ -15,6 +15,14 @@ a container that holds the node's GPUs:
    ``dcgmi diag -r <level> -j`` in it (level 1 after deploy, 2 or 3 on the schedule and before a node returns;
    https://docs.nvidia.com/datacenter/dcgm/latest/user-guide/dcgm-diagnostics.html).
 
+On AMD (``tools``), in AMD's test runner image (``docker.io/rocm/test-runner``, the GPU Operator's, public for RVS):
+
+1. ``amd-smi`` (init container): ``amd-smi metric --ecc --json``, the RAS counters AMD's health rule reads;
+2. ``rvs`` (the pod's container): holds the GPUs until the deadline, and the runner execs ROCm's validation suite in
+   it, ``rvs -r <N>``, the RVS level the data file gives each diagnostic level (``amd_rvs_levels``: RVS levels 2, 3
+   and 4, by their durations). The test runner itself reports only through Kubernetes Events, which would need a
+   service account token; the pod runs the test runner's own rvs, and its summary table is graded.
+
 Each init container prints its tool's output and exits 0 (the readers of ``aks_gpu.gpu.diag`` judge it, not the exit
 status), so one tool's fault never hides the others'. A bare pod rather than a Job: the runner that creates it execs
 into it by its name and deletes it when done (a Job would name its pod itself and could run it again).
@@ -34,8 +42,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from aks_gpu.gpu.diag import Grade, combine, read_all_reduce, read_cuda_context, read_dcgm_diag, read_rvs
-from aks_gpu.gpu.diag.expectations import bus_bandwidth_for, diagnostic_images
+from aks_gpu.gpu.diag import Grade, combine, read_all_reduce, read_cuda_context, read_dcgm_diag
+from aks_gpu.gpu.diag.amd_smi import read_amd_smi_ras
+from aks_gpu.gpu.diag.amd_test_runner import read_amd_rvs
+from aks_gpu.gpu.diag.expectations import bus_bandwidth_for, diagnostic_images, rvs_level_for
 from aks_gpu.naming import (
     DIAGNOSTIC_LEVEL_LABEL,
     DIAGNOSTIC_TAINT_VALUE,
@@ -52,6 +62,10 @@ from aks_gpu.resolved.model import QUARANTINE_TOLERATION, ResolvedPool, Tolerati
 
 DIAG_APP = "gpu-diag"
 HOLDER = "dcgm"
+AMD_HOLDER = "rvs"
+# amd-smi and rvs in the test runner image (ROCm/device-metrics-exporter pkg/exporter/globals/testrunner.go: AMDSMIPath,
+# RVSPath): /opt/rocm/bin is not on the image's PATH, so each command puts it first.
+ROCM_BIN = "/opt/rocm/bin"
 Level = Literal[1, 2, 3]
 # How long each level may take: DCGM's guide gives a level 1 run seconds, level 2 about two minutes and level 3 about
 # 30 minutes (https://docs.nvidia.com/datacenter/dcgm/latest/user-guide/dcgm-diagnostics.html, "Run Levels"); the CUDA
@@ -87,19 +101,43 @@ def init_commands(pool: ResolvedPool) -> dict[str, list[str]]:
     return commands
 
 
-def tools(pool: ResolvedPool) -> tuple[str, ...]:
-    """Every output a node of ``pool`` gives: on NVIDIA the init containers', then ``dcgm-diag`` (the exec); on AMD
-    ROCm's validation suite, ``rvs`` (graded from recorded outputs: no diagnostic pod runs it yet)."""
+def rvs_command(level: Level) -> list[str]:
+    """What the runner execs in the ``rvs`` container: ROCm's validation suite at the RVS level of ``level`` (it finds
+    the recipe of the GPU it detects: ``conf/<platform>/levels/rvs_level_<N>.conf``), stderr with its output."""
+    return ["sh", "-c", f"PATH={ROCM_BIN}:$PATH; rvs -r {rvs_level_for(level).rvs_level} 2>&1"]
+
+
+@dataclass(frozen=True)
+class ExecStep:
+    """The tool the runner execs in the diagnostic pod's first container, its command, and how long it waits on it."""
+
+    tool: str
+    command: list[str]
+    timeout_s: float
+
+
+def exec_step(pool: ResolvedPool, level: Level) -> ExecStep:
+    """``dcgmi diag`` on NVIDIA (waited on until the pod's deadline), ``rvs`` on AMD (its level's timeout)."""
     if pool.vendor == "amd":
-        return ("rvs",)
+        return ExecStep("rvs", rvs_command(level), float(rvs_level_for(level).timeout_seconds))
+    return ExecStep("dcgm-diag", dcgm_command(level), float(DEADLINE_SECONDS[level]))
+
+
+def _amd_init_commands() -> dict[str, list[str]]:
+    return {"amd-smi": ["sh", "-c", f"PATH={ROCM_BIN}:$PATH; amd-smi metric --ecc --json 2>&1; exit 0"]}
+
+
+def tools(pool: ResolvedPool) -> tuple[str, ...]:
+    """Every output a node of ``pool`` gives: the init containers', then the exec's (``dcgm-diag`` on NVIDIA, ``rvs``
+    on AMD)."""
+    if pool.vendor == "amd":
+        return (*_amd_init_commands(), "rvs")
     return (*init_commands(pool), "dcgm-diag")
 
 
 def diagnostic_pod_manifest(pool: ResolvedPool, node: str, level: Level, namespace: str = GPU_NAMESPACE) -> dict[str, Any]:
     """The diagnostic pod for ``node`` of ``pool`` at ``level``. Refused (ValueError) for a pool whose GPU count per
-    node is unknown (it could not ask for every GPU) or that is not NVIDIA (AMD's tools are not wired yet)."""
-    if pool.vendor != "nvidia":
-        raise ValueError(f"pool {pool.name}: the diagnostic pod runs NVIDIA's tools; {pool.vendor} is not supported yet")
+    node is unknown (it could not ask for every GPU)."""
     units = pool.resource.count_per_node
     if not units:
         raise ValueError(f"pool {pool.name}: its GPUs per node are unknown, so the pod cannot ask for all of them")
@@ -118,9 +156,15 @@ def diagnostic_pod_manifest(pool: ResolvedPool, node: str, level: Level, namespa
             "securityContext": {"allowPrivilegeEscalation": False, "capabilities": {"drop": ["ALL"]}},
         }
 
-    image_of = {"cuda-context": "cuda_context", "nccl-all-reduce": "nccl"}
-    # The holder starts DCGM's host engine (dcgmi talks to it) and keeps the GPUs until the deadline.
-    holder = container(HOLDER, "dcgm", ["sh", "-c", f"nv-hostengine; sleep {deadline}"])
+    if pool.vendor == "amd":
+        # The test runner's entrypoint is replaced: the holder only keeps the GPUs until the deadline.
+        inits = [container(name, "amd_test_runner", command) for name, command in _amd_init_commands().items()]
+        holder = container(AMD_HOLDER, "amd_test_runner", ["sh", "-c", f"sleep {deadline}"])
+    else:
+        image_of = {"cuda-context": "cuda_context", "nccl-all-reduce": "nccl"}
+        inits = [container(name, image_of[name], command) for name, command in init_commands(pool).items()]
+        # The holder starts DCGM's host engine (dcgmi talks to it) and keeps the GPUs until the deadline.
+        holder = container(HOLDER, "dcgm", ["sh", "-c", f"nv-hostengine; sleep {deadline}"])
     tolerations = [t.to_kube() for t in (*pool.tolerations, QUARANTINE_TOLERATION, UNSCHEDULABLE_TOLERATION)]
     return {
         "apiVersion": "v1",
@@ -134,7 +178,7 @@ def diagnostic_pod_manifest(pool: ResolvedPool, node: str, level: Level, namespa
             "automountServiceAccountToken": False,
             "enableServiceLinks": False,
             "terminationGracePeriodSeconds": 5,
-            "initContainers": [container(name, image_of[name], command) for name, command in init_commands(pool).items()],
+            "initContainers": inits,
             "containers": [holder],
         },
     }
@@ -161,7 +205,9 @@ def tool_grades(
         elif name == "cuda-context":
             grades.append(read_cuda_context(text, pool.gpus_per_node))
         elif name == "rvs":
-            grades.append(read_rvs(text))
+            grades.append(read_amd_rvs(text))
+        elif name == "amd-smi":
+            grades.append(read_amd_smi_ras(text))
         else:
             grades.append(read_all_reduce(text, bus_bandwidth_for(size)))
     return grades

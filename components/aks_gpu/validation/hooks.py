@@ -172,7 +172,7 @@ def run_deploy_validation(
     diagnose: Diagnose | None = None,
 ) -> HookOutcome:
     """Probe the cluster and run the checks (for ``pools``, default all), then, with ``validation.diagnosticsOnDeploy``,
-    the vendor diagnostics at level 1 on their NVIDIA nodes (``diagnose``, default the live run); never raises for
+    the vendor diagnostics at level 1 on their GPU nodes (``diagnose``, default the live run); never raises for
     what it finds.
 
     Blocking (it waits for the probe); the hook runs it on a worker thread.
@@ -222,21 +222,23 @@ def run_deploy_validation(
 def _deploy_diagnostics(
     model: PlatformModel, kubeconfig_text: str, simulated: Sequence[str], diagnose: Diagnose | None, stack: str | None
 ) -> tuple[bool, list[str]]:
-    """Level 1 of the vendor diagnostics on the NVIDIA nodes of ``model``'s pools (simulated nodes left out: nothing
+    """Level 1 of the vendor diagnostics on the GPU nodes of ``model``'s pools (simulated nodes left out: nothing
     runs on a kwok node): whether every node was proven healthy, and the report's lines."""
-    nvidia = replace(model, pools=tuple(pool for pool in model.pools if pool.vendor == "nvidia"))
-    if not nvidia.pools:
-        return True, ["vendor diagnostics: no NVIDIA pool (AMD nodes are graded from recorded RVS outputs only)"]
     try:
-        results = (diagnose or diagnose_live)(nvidia, 1, None, kubeconfig_text=kubeconfig_text, skip=simulated)
+        results = (diagnose or diagnose_live)(model, 1, None, kubeconfig_text=kubeconfig_text, skip=simulated)
     except ValueError as error:  # the cluster could not be read (its message is redacted, one line)
         return False, [f"vendor diagnostics could not run: {error}"]
     except Exception as error:  # noqa: BLE001 - the step fails (or warns) with one line, never a traceback
         return False, [f"vendor diagnostics could not run: {internal_error_message(error)}"]
     proven = [result for result in results if result.verdict.passed]
+    run = " and ".join(
+        tools
+        for vendor, tools in (("nvidia", "dcgmi diag level 1, CUDA context, NCCL all-reduce"), ("amd", "amd-smi RAS, RVS"))
+        if any(pool.vendor == vendor for pool in model.pools)
+    )
     lines = [
-        f"vendor diagnostics (dcgmi diag level 1, CUDA context, NCCL all-reduce): {len(proven)} of {len(results)} "
-        "GPU node(s) healthy" + (f"; {len(simulated)} simulated node(s) not run" if simulated else "")
+        f"vendor diagnostics ({run}): {len(proven)} of {len(results)} GPU node(s) healthy"
+        + (f"; {len(simulated)} simulated node(s) not run" if simulated else "")
     ]
     failed = [result for result in results if not result.verdict.passed]
     for result in failed[:MAX_FAILURES_SHOWN]:

@@ -46,8 +46,27 @@ def bus_bandwidth_for(vm_size: str) -> BusBandwidth | None:
 
 
 def diagnostic_images() -> dict[str, DiagnosticImage]:
-    """The diagnostic Job's images by role (``dcgm``, ``cuda_context``, ``nccl``)."""
+    """The diagnostic pod's images by role (``dcgm``, ``cuda_context``, ``nccl``; ``amd_test_runner`` on AMD)."""
     return {
         role: DiagnosticImage(str(e["image"]), str(e["tag"]), str(e.get("digest") or ""), str(e["source"]))
         for role, e in _data()["images"].items()
     }
+
+
+@dataclass(frozen=True)
+class RvsLevel:
+    """The RVS level (``rvs -r <rvs_level>``) that a diagnostic level runs on AMD, how long the runner waits on it, and
+    why that level (``amd_rvs_levels`` in the data file)."""
+
+    level: int
+    rvs_level: int
+    timeout_seconds: int
+    reason: str
+
+
+def rvs_level_for(level: int) -> RvsLevel:
+    """The RVS level of diagnostic ``level`` (1, 2 or 3); KeyError where the data file has none."""
+    for entry in _data()["amd_rvs_levels"]:
+        if int(entry["level"]) == level:
+            return RvsLevel(int(entry["level"]), int(entry["rvs_level"]), int(entry["timeout_seconds"]), str(entry["reason"]))
+    raise KeyError(f"no RVS level for diagnostic level {level} in {DIAGNOSTICS_FILE.name}")
