@@ -3,6 +3,7 @@ test is unhealthy, a test DCGM could not run or skipped is inconclusive (never h
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -162,6 +163,14 @@ def test_every_diagnostic_image_names_its_source() -> None:
     images = diagnostic_images()
     assert set(images) == {"dcgm", "cuda_context", "nccl", "amd_test_runner"}
     assert all(image.source and image.tag for image in images.values())
+    # A digest, where one is recorded, is a whole sha256 (a cut one would make the kubelet refuse the pod), and the
+    # reference the pod runs is the digest, not the movable tag.
+    pinned = [image for image in images.values() if image.digest]
+    assert pinned, "DCGM's image is pinned by the GPU Operator's own digest"
+    for image in pinned:
+        assert re.fullmatch(r"sha256:[0-9a-f]{64}", image.digest), image.digest
+        assert image.reference == f"{image.image}@{image.digest}"
+    assert images["dcgm"].digest
     assert BusBandwidth("x", 1, 1.0, "s").busbw_gbps == 1.0
 
 
