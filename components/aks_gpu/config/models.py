@@ -906,8 +906,9 @@ class DiagnosticsScheduleConfig(ConfigModel):
         if image and not isinstance(image, Encrypted) and not DIGEST_IMAGE_PATTERN.match(image):
             raise ValueError(
                 f"{image!r} is not pinned by digest: name the image as <registry>/<repository>@sha256:<digest> "
-                "(az acr repository show -n <registry> --image <repository>:<tag> --query digest; docs/validation.md, "
-                "The diagnostic schedule), so the CronJob runs the image that was built and nothing pushed over its tag"
+                "(az acr manifest show-metadata -r <registry> -n <repository>:<tag> --query digest -o tsv; "
+                "docs/validation.md, The diagnostic schedule), so the CronJob runs the image that was built and nothing "
+                "pushed over its tag"
             )
         return image
 
