@@ -449,7 +449,7 @@ class DiagnosticsScheduleSpec(TypedDict):
     level: NotRequired[int]
     """The dcgmi diag level: 2 (minutes per node) or 3 (about half an hour per node). Default: 2."""
     image: NotRequired[str]
-    """The aks-gpu image the CronJob runs (built from the checkout's Dockerfile into your registry), pinned by digest: <registry>/<repository>@sha256:<digest>. Default: ."""
+    """The aks-gpu image the CronJob runs, built from the checkout's Dockerfile into your registry and pinned by digest, e.g. myregistry.azurecr.io/aks-gpu@sha256:(64 hex digits)."""
 
 
 class ValidationSpec(TypedDict):

@@ -873,10 +873,10 @@ class DiagnosticsScheduleConfig(ConfigModel):
         "put it in the maintenance window.",
     )
     level: int = Field(default=2, description="The dcgmi diag level: 2 (minutes per node) or 3 (about half an hour per node).")
-    image: str = Field(
-        default="",
-        description="The aks-gpu image the CronJob runs (built from the checkout's Dockerfile into your registry), pinned "
-        "by digest: <registry>/<repository>@sha256:<digest>.",
+    image: str | None = Field(
+        default=None,
+        description="The aks-gpu image the CronJob runs, built from the checkout's Dockerfile into your registry and "
+        "pinned by digest, e.g. myregistry.azurecr.io/aks-gpu@sha256:(64 hex digits).",
     )
 
     @field_validator("cron")
@@ -902,7 +902,7 @@ class DiagnosticsScheduleConfig(ConfigModel):
 
     @field_validator("image")
     @classmethod
-    def _pinned(cls, image: str) -> str:
+    def _pinned(cls, image: str | None) -> str | None:
         if image and not isinstance(image, Encrypted) and not DIGEST_IMAGE_PATTERN.match(image):
             raise ValueError(
                 f"{image!r} is not pinned by digest: name the image as <registry>/<repository>@sha256:<digest> "

@@ -42,8 +42,8 @@ from aks_gpu.naming import (
 from aks_gpu.resolved.model import SYSTEM_POOL_TOLERATION, PlatformModel
 from aks_gpu.validation.diagnostics import DEADLINE_SECONDS, DIAG_APP, pod_name
 
-# The user and group the image runs as (the Dockerfile's `useradd --uid`; tests/validation/test_schedule.py holds them
-# together): a number, so the kubelet can check runAsNonRoot without reading the image's /etc/passwd.
+# The user and group the image runs as (the Dockerfile's `useradd --uid`; tests/test_image.py holds them together): a
+# number, so the kubelet can check runAsNonRoot without reading the image's /etc/passwd.
 IMAGE_USER_ID = 10001
 # Where the ConfigMap is mounted in the CronJob's pod, and the file the command reads.
 CONFIG_DIR = "/etc/aks-gpu"
