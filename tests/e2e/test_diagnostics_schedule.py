@@ -27,6 +27,7 @@ from aks_gpu.naming import (
     DIAGNOSTICS_FENCE_POLICY,
     DIAGNOSTICS_SCHEDULE_NAME,
     GPU_NAMESPACE,
+    POOL_LABEL,
     QUARANTINE_TAINT_EFFECT,
     QUARANTINE_TAINT_KEY,
 )
@@ -189,6 +190,30 @@ def test_the_service_account_cannot_change_a_node_otherwise(
     after = prod.json("get", "node", node)
     assert after["metadata"].get("labels") == before["metadata"].get("labels")
     assert after["spec"] == before["spec"]
+
+
+@pytest.fixture
+def outsider(prod: LocalCluster) -> str:
+    """A node the schedule does not diagnose: one without the pool label (the system pool's)."""
+    nodes = prod.json("get", "nodes", "-l", f"!{POOL_LABEL}")["items"]
+    assert nodes, "no node outside the GPU pools"
+    return str(sorted(n["metadata"]["name"] for n in nodes)[0])
+
+
+@pytest.mark.parametrize("action", ["cordon", "taint"])
+def test_the_service_account_cannot_quarantine_a_node_it_does_not_diagnose(
+    prod: LocalCluster, token_kubeconfig: Path, outsider: str, action: str
+) -> None:
+    taint = f"{QUARANTINE_TAINT_KEY}={DIAGNOSTIC_TAINT_VALUE}:{QUARANTINE_TAINT_EFFECT}"
+    args = ["cordon", outsider] if action == "cordon" else ["taint", "node", outsider, taint]
+    try:
+        done = as_schedule(prod, token_kubeconfig, *args)
+        # kubectl cordon prints the denial and still exits 0 (kubectl 1.36.3): the node's state is the proof.
+        assert FENCED in done.stderr, done.stderr
+        assert quarantine(prod, outsider) == ([], False)
+    finally:
+        prod.kubectl("uncordon", outsider)
+        prod.kubectl("taint", "node", outsider, f"{QUARANTINE_TAINT_KEY}-")
 
 
 def test_the_service_account_may_taint_and_cordon_with_its_own_taint_only(

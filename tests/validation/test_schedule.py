@@ -172,7 +172,7 @@ def test_the_fence_binds_to_the_service_account_and_denies() -> None:
 def test_the_fence_compiles_at_every_compat_version() -> None:
     from aks_gpu.admission import cel_environment
 
-    policy = schedule.fence_policy_manifest()
+    policy = schedule.fence_policy_manifest(model_of("prod"))
     for version in cel_environment.compat_versions():
         errors = cel_environment.check_policy(policy["spec"], version)
         assert not errors, f"compat {version}:\n" + "\n".join(map(str, errors))

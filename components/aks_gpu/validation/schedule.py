@@ -9,7 +9,7 @@ What the stack creates for it, all pure manifests here (the component, ``GpuVali
 - a ServiceAccount and the least RBAC the live path needs (``aks_gpu.cluster.diag_run``): list, get and patch nodes; in
   ``gpu-resources`` only, create, get and delete pods, get pods/log, create pods/exec;
 - a ValidatingAdmissionPolicy and its binding (``fence_policy_manifest``) that fence what that ServiceAccount may do
-  with those verbs: on a node, add or remove only the diagnostic quarantine taint
+  with those verbs: on a node of the stack's NVIDIA pools (no other), add or remove only the diagnostic quarantine taint
   (``aks-gpu/gpu-quarantine=diagnostic:NoSchedule``), set ``spec.unschedulable`` and write
   ``aks-gpu/diagnostics-passed-boot-id``, nothing else; create only the diagnostic pod
   (``aks_gpu.validation.diagnostics.diagnostic_pod_manifest``'s shape: its name, its images, no host access, no
@@ -36,6 +36,7 @@ from aks_gpu.naming import (
     DIAGNOSTICS_SCHEDULE_NAME,
     GPU_NAMESPACE,
     NAME_LABEL,
+    POOL_LABEL,
     QUARANTINE_TAINT_EFFECT,
     QUARANTINE_TAINT_KEY,
 )
@@ -201,7 +202,7 @@ def _same(field_path: str, field: str) -> str:
     return f"(has({new}.{field}) == has({old}.{field}) && (!has({new}.{field}) || {new}.{field} == {old}.{field}))"
 
 
-def _node_validations() -> list[dict[str, str]]:
+def _node_validations(model: PlatformModel) -> list[dict[str, str]]:
     ours = f"t.key == {_lit(QUARANTINE_TAINT_KEY)} && has(t.value) && t.value == {_lit(DIAGNOSTIC_TAINT_VALUE)}"
     new_taints, old_taints = _or_empty("object.spec", "taints", "[]"), _or_empty("oldObject.spec", "taints", "[]")
     new_notes, old_notes = (
@@ -210,7 +211,21 @@ def _node_validations() -> list[dict[str, str]]:
     )
     annotation = _lit(DIAGNOSTICS_PASSED_ANNOTATION)
     node = "'node ' + object.metadata.name + ': '"
+    # The nodes the schedule diagnoses, and so may quarantine and return: those of the stack's NVIDIA pools, by the
+    # label it lists them by (aks_gpu.cluster.probe.pool_selector). The label itself may not change (below).
+    pools = sorted(pool.name for pool in model.pools_of("nvidia"))
+    label = _lit(POOL_LABEL)
+    diagnosed = (
+        f"has(object.metadata.labels) && {label} in object.metadata.labels && "
+        f"object.metadata.labels[{label}] in [{', '.join(_lit(name) for name in pools)}]"
+    )
     return [
+        {
+            "expression": f"({diagnosed}) || ({new_taints} == {old_taints} && {_same('spec', 'unschedulable')})",
+            "messageExpression": f"{node} + 'the diagnostic schedule may taint and cordon only the nodes it diagnoses, "
+            f"those of the NVIDIA GPU pools ({POOL_LABEL} in {', '.join(pools)})'",
+            "reason": "Forbidden",
+        },
         {
             "expression": f"{new_taints}.filter(t, !({ours})) == {old_taints}.filter(t, !({ours}))",
             "messageExpression": f"{node} + 'the diagnostic schedule may add or remove only its own taint "
@@ -288,7 +303,7 @@ def _pod_validations() -> list[dict[str, str]]:
     ]
 
 
-def fence_policy_manifest() -> dict[str, Any]:
+def fence_policy_manifest(model: PlatformModel) -> dict[str, Any]:
     """The ValidatingAdmissionPolicy that holds the schedule's ServiceAccount to what the schedule does (the module's
     docstring); every other user is left to RBAC and the platform's other policies."""
     return {
@@ -331,7 +346,7 @@ def fence_policy_manifest() -> dict[str, Any]:
             "validations": [
                 *(
                     {**v, "expression": f"request.resource.resource != 'nodes' || ({v['expression']})"}
-                    for v in _node_validations()
+                    for v in _node_validations(model)
                 ),
                 *_pod_validations(),
             ],
@@ -420,7 +435,7 @@ def schedule_manifests(model: PlatformModel, stack: str) -> list[dict[str, Any]]
     if not schedule_runs(model):
         return []
     return [
-        fence_policy_manifest(),
+        fence_policy_manifest(model),
         fence_binding_manifest(),
         service_account_manifest(),
         *role_manifests(),
