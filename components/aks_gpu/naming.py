@@ -244,6 +244,11 @@ DIAGNOSTICS_GATE_POLICY = f"{PACKAGE_NAME}-diagnostics-pending"
 # The value the diagnostic schedule puts under that key when a node fails its vendor diagnostic (the engine's is
 # "fault"): a passing diagnostic takes away only its own, so it never returns a node the engine quarantined.
 DIAGNOSTIC_TAINT_VALUE = "diagnostic"
+# The diagnostic schedule in the cluster (validation.diagnosticsSchedule, components/aks_gpu/validation/schedule.py): its
+# CronJob, ServiceAccount, ConfigMap, Role and ClusterRole (and their bindings) share this name; the admission policy
+# that fences what its ServiceAccount may do to nodes and pods is the second.
+DIAGNOSTICS_SCHEDULE_NAME = platform_object_name("diagnostics")
+DIAGNOSTICS_FENCE_POLICY = platform_object_name("diagnostics-fence")
 # On the diagnostic pods (validation/diagnostics.py): the dcgmi diag level it runs (1 after deploy, 2 or 3 on the schedule).
 DIAGNOSTIC_LEVEL_LABEL = f"{PACKAGE_NAME}/diag-level"
 # The taint a cordon is (kubectl cordon sets spec.unschedulable; the node lifecycle controller adds it).

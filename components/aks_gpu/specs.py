@@ -439,6 +439,19 @@ class SmokeJobSpec(TypedDict):
     """How long a Job may run before it fails. Default: 600."""
 
 
+class DiagnosticsScheduleSpec(TypedDict):
+    """The vendor diagnostics on a schedule, in the cluster: a CronJob runs aksgpu validate --deep --quarantine."""
+
+    enabled: NotRequired[bool]
+    """Create the CronJob (with its ServiceAccount, its RBAC and the admission policy that fences it) in gpu-resources. Needs image. Default: false."""
+    cron: NotRequired[str]
+    """When it runs: a five-field cron schedule in UTC (minute hour day-of-month month day-of-week); put it in the maintenance window. Default: 17 2 * * 0."""
+    level: NotRequired[int]
+    """The dcgmi diag level: 2 (minutes per node) or 3 (about half an hour per node). Default: 2."""
+    image: NotRequired[str]
+    """The aks-gpu image the CronJob runs, built from the checkout's Dockerfile into your registry and pinned by digest, e.g. myregistry.azurecr.io/aks-gpu@sha256:(64 hex digits)."""
+
+
 class ValidationSpec(TypedDict):
     """Post-deploy validation: the checks of aksgpu validate, in pulumi up and on the command line."""
 
@@ -454,6 +467,8 @@ class ValidationSpec(TypedDict):
     """The per-pool smoke Jobs."""
     diagnostics_on_deploy: NotRequired[bool]
     """After the checks in pulumi up, also run the vendors' diagnostics at level 1 on every GPU node (aksgpu validate --deep: on NVIDIA dcgmi diag, a CUDA context on every GPU, NCCL all-reduce; on AMD amd-smi's RAS counters and ROCm's validation suite; in a pod holding all the node's GPUs); a node not proven healthy counts as a failed check for onDeploy. Off by default: it pulls the diagnostic images onto every GPU node and takes minutes per node. Default: false."""
+    diagnostics_schedule: NotRequired[DiagnosticsScheduleSpec]
+    """The vendors' diagnostics at level 2 or 3 on a schedule, in the cluster: a CronJob runs aksgpu validate --deep --quarantine on every GPU node; a node that fails is tainted aks-gpu/gpu-quarantine=diagnostic and cordoned, and returns only after a passing run."""
 
 
 class AlertReceiverSpec(TypedDict):

@@ -18,6 +18,7 @@ from aks_gpu.naming import CONFIG_NAMESPACE, PACKAGE_NAME
 if TYPE_CHECKING:
     from rich.console import Console
 
+    from aks_gpu.resolved.model import PlatformModel
     from aks_gpu.resolved.stack import ValidatedStack
 
 EXIT_OK = 0
@@ -184,6 +185,24 @@ def load_stack(args: argparse.Namespace) -> LoadedStack:
         # The given-cluster mode's one file (the program checks it too, under pulumi up).
         raise ConfigError(label, [Problem("aks-gpu:cluster.kubeconfig", f"cannot read {given}")])
     return LoadedStack(project_dir=project_dir, stack=args.stack, path=path, raw=raw, validated=validated)
+
+
+def load_rendered_sections(path: Path) -> PlatformModel:
+    """The model of the in-cluster sections a stack rendered for its diagnostic schedule (``aksgpu validate
+    --sections-file``: ``aks_gpu.validation.schedule.schedule_sections_file``), checked by the same models and
+    rules as the component that takes them; raises ``ConfigError``. No cluster key is in it: the Azure cluster is not
+    the schedule's to judge."""
+    from aks_gpu.config.loader import load_stack_file
+    from aks_gpu.resolved.stack import validate_sections
+
+    label = display_path(path)
+    prefix = f"{CONFIG_NAMESPACE}:"
+    raw = load_stack_file(path)
+    sections = {key.removeprefix(prefix): value for key, value in raw.items() if key.startswith(prefix)}
+    try:
+        return validate_sections(sections, label)
+    except ConfigError as exc:
+        raise ConfigError(label, exc.problems) from None
 
 
 def no_such_stack(stack: str, folder: Path) -> str:

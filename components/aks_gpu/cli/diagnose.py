@@ -38,6 +38,7 @@ def run_deep(args: argparse.Namespace, model: PlatformModel) -> int:
                 quarantine=args.quarantine,
                 kubeconfig=args.kubeconfig,
                 context=args.context,
+                in_cluster=args.in_cluster,
                 schedule_wait_s=args.timeout or SCHEDULE_WAIT_S,
             )
         )

@@ -24,6 +24,7 @@ from aks_gpu.cli.common import (
     EXIT_USAGE,
     add_stack_arguments,
     err,
+    load_rendered_sections,
     load_stack,
     out,
     report_config_error,
@@ -90,6 +91,13 @@ def register(subparsers: Any) -> None:
     )
     # Not required of argparse here: `validate collect --stack NAME` names it after the subcommand (run() asks for it).
     add_stack_arguments(parser, required=False)
+    parser.add_argument(
+        "--sections-file",
+        type=Path,
+        metavar="FILE",
+        help="read the stack's in-cluster sections as the stack rendered them for its diagnostic schedule (the "
+        "CronJob's ConfigMap) instead of a stack file",
+    )
     _add_live_arguments(parser)
     parser.add_argument("--snapshot", type=Path, metavar="DIR", help="check this saved snapshot instead of a live cluster")
     parser.add_argument("--json", action="store_true", help='print {"passed": ..., "checks": [...]} on stdout, nothing else')
@@ -139,6 +147,12 @@ def _add_deep_arguments(parser: argparse.ArgumentParser) -> None:
         help="act as the diagnostic schedule does: taint and cordon a failing node, return a node it quarantined "
         "once it passes (live only)",
     )
+    deep.add_argument(
+        "--in-cluster",
+        action="store_true",
+        help="call the API server as this pod's ServiceAccount (its mounted token), not through a kubeconfig: how the "
+        "diagnostic schedule's CronJob runs",
+    )
 
 
 def _add_live_arguments(parser: argparse.ArgumentParser) -> None:
@@ -162,14 +176,18 @@ def run(args: argparse.Namespace) -> int:
     tables.apply_wide(args)
     try:
         _check_usage(args)
-        loaded = load_stack(args)
+        if args.sections_file is not None:
+            # The diagnostic schedule's CronJob: the sections its stack rendered, no stack file.
+            model = load_rendered_sections(args.sections_file)
+        else:
+            loaded = load_stack(args)
+            report_warnings(loaded)
+            model = loaded.validated.model
     except _UsageError as error:
         err.print(f"[bold red]aksgpu validate[/]: {safe(str(error))}")
         return EXIT_USAGE
     except ConfigError as error:
         return report_config_error(error)
-    report_warnings(loaded)
-    model = loaded.validated.model
     if args.action != "collect" and args.deep:
         return run_deep(args, model)
     targets = plugin_targets(model)
@@ -202,9 +220,17 @@ def _check_usage(args: argparse.Namespace) -> None:
         return
     if args.out is not None:
         raise _UsageError("--out is for `aksgpu validate collect`; to check a saved snapshot use --snapshot DIR")
-    deep_only = [flag for flag in ("level", "node", "quarantine") if getattr(args, flag, None)]
+    deep_only = [flag for flag in ("level", "node", "quarantine", "in_cluster") if getattr(args, flag, None)]
     if deep_only and not args.deep:
-        raise _UsageError(f"{', '.join('--' + flag for flag in deep_only)}: for the vendor diagnostics; add --deep")
+        flags = ", ".join("--" + flag.replace("_", "-") for flag in deep_only)
+        raise _UsageError(f"{flags}: for the vendor diagnostics; add --deep")
+    if args.in_cluster:
+        elsewhere = [flag for flag in ("kubeconfig", "context", "snapshot") if getattr(args, flag) is not None]
+        if elsewhere:
+            flags = ", ".join(f"--{flag}" for flag in elsewhere)
+            raise _UsageError(f"{flags}: --in-cluster calls the API server as the pod's ServiceAccount; give one or the other")
+    if args.sections_file is not None and args.config_file is not None:
+        raise _UsageError("--sections-file and --config-file: give the stack's rendered sections or a stack file, not both")
     if args.quarantine and args.snapshot is not None:
         raise _UsageError("--quarantine acts on a live cluster's nodes; --snapshot reads saved files")
     if args.snapshot is not None:

@@ -18,7 +18,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 import yaml
 from kubernetes import client as kube_client
-from kubernetes.config import exec_provider, kube_config
+from kubernetes.config import exec_provider, incluster_config, kube_config
 from kubernetes.config.config_exception import ConfigException
 
 from aks_gpu.cluster.kubeconfig import FILE_FIELDS, KubeconfigFieldError, read_as_kubectl
@@ -236,6 +236,24 @@ def load_client_configuration(
             " (pip install pysocks) in this Python; or use an HTTP proxy"
         )
     # One retry layer, ours: urllib3 would otherwise retry 3 times on its own and sleep any Retry-After.
+    configuration.retries = False
+    return configuration
+
+
+def load_in_cluster_configuration() -> kube_client.Configuration:
+    """A client configuration for a pod calling its own cluster's API server as its ServiceAccount: the address from
+    ``KUBERNETES_SERVICE_HOST``/``_PORT``, the token and CA the kubelet mounts under
+    ``/var/run/secrets/kubernetes.io/serviceaccount/`` (the kubernetes client's in-cluster loader, which reads the token
+    file again every minute: the kubelet rotates the bound token, and a level 3 run lasts hours). Raises
+    ``ProbeError`` outside a pod."""
+    configuration = kube_client.Configuration()
+    try:
+        incluster_config.load_incluster_config(client_configuration=configuration)  # type: ignore[no-untyped-call]
+    except ConfigException as error:
+        raise ProbeError(
+            f"--in-cluster: not in a pod with a ServiceAccount token ({clipped(str(error), MAX_NOTE_CHARS)}); "
+            "outside the cluster give --kubeconfig FILE instead"
+        ) from None
     configuration.retries = False
     return configuration
 

@@ -854,6 +854,75 @@ class SmokeJobConfig(ConfigModel):
     deadline_seconds: int = Field(default=600, ge=60, le=7200, description="How long a Job may run before it fails.")
 
 
+# An image named by its content: <registry>/<repository>[:<tag>]@sha256:<64 hex digits> (the runtime pulls by the
+# digest; a tag beside it is ignored). https://github.com/opencontainers/image-spec/blob/main/descriptor.md#digests
+DIGEST_IMAGE_PATTERN = re.compile(r"^[a-z0-9][-a-z0-9._/:]*@sha256:[0-9a-f]{64}$")
+
+
+class DiagnosticsScheduleConfig(ConfigModel):
+    """The vendor diagnostics on a schedule, in the cluster: a CronJob runs aksgpu validate --deep --quarantine."""
+
+    enabled: bool = Field(
+        default=False,
+        description="Create the CronJob (with its ServiceAccount, its RBAC and the admission policy that fences it) in "
+        "gpu-resources. Needs image.",
+    )
+    cron: str = Field(
+        default="17 2 * * 0",
+        description="When it runs: a five-field cron schedule in UTC (minute hour day-of-month month day-of-week); "
+        "put it in the maintenance window.",
+    )
+    level: int = Field(default=2, description="The dcgmi diag level: 2 (minutes per node) or 3 (about half an hour per node).")
+    image: str | None = Field(
+        default=None,
+        description="The aks-gpu image the CronJob runs, built from the checkout's Dockerfile into your registry and "
+        "pinned by digest, e.g. myregistry.azurecr.io/aks-gpu@sha256:(64 hex digits).",
+    )
+
+    @field_validator("cron")
+    @classmethod
+    def _five_fields(cls, cron: str) -> str:
+        fields = cron.split()
+        if len(fields) != 5:
+            raise ValueError(
+                f"{cron!r} has {len(fields)} field(s): write five, minute hour day-of-month month day-of-week "
+                '(e.g. "17 2 * * 0", Sunday 02:17 UTC); macros such as @weekly and a seconds field are not taken'
+            )
+        return " ".join(fields)
+
+    @field_validator("level")
+    @classmethod
+    def _scheduled_level(cls, level: int) -> int:
+        if level not in (2, 3):
+            raise ValueError(
+                f"level {level}: the schedule runs the diagnostics at level 2 or 3 (level 1 is the quick check after a deploy, "
+                "validation.diagnosticsOnDeploy); set level: 2, or 3 where the window allows half an hour per node"
+            )
+        return level
+
+    @field_validator("image")
+    @classmethod
+    def _pinned(cls, image: str | None) -> str | None:
+        if image and not isinstance(image, Encrypted) and not DIGEST_IMAGE_PATTERN.match(image):
+            raise ValueError(
+                f"{image!r} is not pinned by digest: name the image as <registry>/<repository>@sha256:<digest> "
+                "(az acr manifest show-metadata -r <registry> -n <repository>:<tag> --query digest -o tsv; "
+                "docs/validation.md, The diagnostic schedule), so the CronJob runs the image that was built and nothing "
+                "pushed over its tag"
+            )
+        return image
+
+    @model_validator(mode="after")
+    def _image_when_enabled(self) -> DiagnosticsScheduleConfig:
+        if self.enabled and not self.image:
+            raise ValueError(
+                "enabled without an image: build the aks-gpu image from the checkout's Dockerfile into your registry "
+                "(az acr build) and set image: <registry>/<repository>@sha256:<digest> (docs/validation.md, The "
+                "diagnostic schedule)"
+            )
+        return self
+
+
 class ValidationConfig(ConfigModel):
     """Post-deploy validation: the checks of aksgpu validate, in pulumi up and on the command line."""
 
@@ -873,6 +942,12 @@ class ValidationConfig(ConfigModel):
         "RAS counters and ROCm's validation suite; in a pod holding all the node's GPUs); a node not proven healthy "
         "counts as a failed check for onDeploy. Off by default: it pulls the diagnostic images onto every GPU node and "
         "takes minutes per node.",
+    )
+    diagnostics_schedule: DiagnosticsScheduleConfig = Field(
+        default=DiagnosticsScheduleConfig.model_construct(),
+        description="The vendors' diagnostics at level 2 or 3 on a schedule, in the cluster: a CronJob runs aksgpu "
+        "validate --deep --quarantine on every GPU node; a node that fails is tainted "
+        "aks-gpu/gpu-quarantine=diagnostic and cordoned, and returns only after a passing run.",
     )
 
 

@@ -20,12 +20,12 @@ import yaml
 from aks_gpu.kube.nvidia_plugin import config_text, pool_configs
 from aks_gpu.kube.plugin_pins import ChartPin, PluginPins
 from aks_gpu.naming import ACCELERATOR_LABEL, GPU_NAMESPACE, platform_object_name
-from aks_gpu.resolved.model import MIG_CONFIG_PREFIX, PlatformModel, tolerations_for
+from aks_gpu.resolved.model import MIG_CONFIG_PREFIX, SYSTEM_POOL_TOLERATION, PlatformModel, tolerations_for
 
 
 def system_pool_tolerations() -> list[dict[str, str]]:
     """The system pool's CriticalAddonsOnly=true:NoSchedule (components/aks_gpu/azure/cluster.py), tolerated."""
-    return [{"key": "CriticalAddonsOnly", "operator": "Exists", "effect": "NoSchedule"}]
+    return [SYSTEM_POOL_TOLERATION.to_kube()]
 
 
 NVIDIA_RELEASE = "gpu-operator"

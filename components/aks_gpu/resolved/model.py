@@ -15,6 +15,7 @@ from aks_gpu.catalog import Catalog, GpuModel, VmSize, load_catalog
 from aks_gpu.config.models import ClusterConfig, GpuPoolConfig, PlatformConfig, StackConfig, WorkloadConfig
 from aks_gpu.naming import (
     ACCELERATOR_LABEL,
+    CRITICAL_ADDONS_TAINT_KEY,
     GPU_TAINT_VALUE,
     MIG_CONFIG_LABEL,
     MIG_RESOURCE_PREFIX,
@@ -221,6 +222,9 @@ def distinct_tolerations(pools: Iterable[ResolvedPool]) -> tuple[Toleration, ...
 # or by a person with `kubectl taint`, keeps its device plugin, exporters and health monitors, so its fault stays
 # visible and its recovery can be seen. Workload pods get pool.tolerations, which never include it.
 QUARANTINE_TOLERATION = Toleration(QUARANTINE_TAINT_KEY, "Exists", QUARANTINE_TAINT_EFFECT)
+# The system pool's CriticalAddonsOnly=true:NoSchedule (components/aks_gpu/azure/cluster.py), for the platform's
+# controllers that run there.
+SYSTEM_POOL_TOLERATION = Toleration(CRITICAL_ADDONS_TAINT_KEY, "Exists", "NoSchedule")
 
 
 def tolerations_for(pools: Iterable[ResolvedPool]) -> list[dict[str, str]]:

@@ -125,21 +125,25 @@ def diagnose_live(
     kubeconfig: str | None = None,
     context: str | None = None,
     kubeconfig_text: str | None = None,
+    in_cluster: bool = False,
     schedule_wait_s: float = SCHEDULE_WAIT_S,
     skip: Iterable[str] = (),
 ) -> list[NodeResult]:
     """Every (wanted) GPU node's verdict on the live cluster, ``skip`` left out; with ``quarantine``, each node patched as
-    its verdict calls for. Raises ``ValueError`` when the cluster cannot be read."""
+    its verdict calls for. ``in_cluster``: as the pod's ServiceAccount (the diagnostic schedule's CronJob), not through
+    a kubeconfig. Raises ``ValueError`` when the cluster cannot be read."""
     # Imported here: the kubernetes client is only needed on the live path.
     from kubernetes import client as kube_client
 
-    from aks_gpu.cluster.client_config import ProbeError, load_client_configuration
+    from aks_gpu.cluster.client_config import ProbeError, load_client_configuration, load_in_cluster_configuration
     from aks_gpu.cluster.diag_run import list_nodes, run_diagnostic
     from aks_gpu.cluster.probe import pool_selector
     from aks_gpu.cluster.retries import describe
 
     try:
-        configuration = load_client_configuration(kubeconfig, context, kubeconfig_text)
+        configuration = (
+            load_in_cluster_configuration() if in_cluster else load_client_configuration(kubeconfig, context, kubeconfig_text)
+        )
     except ProbeError as error:
         raise ValueError(str(error)) from None
     results: list[NodeResult] = []

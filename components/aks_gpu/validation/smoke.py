@@ -28,6 +28,7 @@ from aks_gpu.component import GpuComponent, kube_resource, plain_output
 from aks_gpu.naming import GPU_NAMESPACE, NAME_LABEL, POOL_LABEL
 from aks_gpu.resolved.model import PlatformModel, ResolvedPool
 from aks_gpu.specs import PlatformSpec
+from aks_gpu.validation.schedule import schedule_manifests
 
 SMOKE_APP = "gpu-smoke"
 CONTAINER_NAME = "smi"
@@ -174,7 +175,9 @@ class GpuValidationArgs(PlatformSpec):
 
 class GpuValidation(GpuComponent[PlatformModel]):
     """The smoke half of post-deploy validation: one smoke Job per GPU pool that ``smoke_plan`` turns on,
-    awaited by Pulumi. (The SMI checks on every node run as a hook on the device plugin, see GpuDevicePlugin.)
+    awaited by Pulumi (the SMI checks on every node run as a hook on the device plugin, see GpuDevicePlugin); and with
+    ``validation.diagnosticsSchedule``, the diagnostic schedule's CronJob with its ServiceAccount, RBAC, ConfigMap and
+    the admission policy that fences it (``aks_gpu.validation.schedule``).
 
     ``opts`` should carry the cluster's Kubernetes provider and ``depends_on`` the device plugin: the Job needs
     the plugin to advertise the resource before its pod can be scheduled.
@@ -198,6 +201,11 @@ class GpuValidation(GpuComponent[PlatformModel]):
         manifests = smoke_job_manifests(model)
         for pool, manifest in manifests.items():
             kube_resource(f"{name}-{pool}", manifest, self.child(custom_timeouts=pulumi.CustomTimeouts(create=wait, update=wait)))
+        # The diagnostic schedule, one object after the other: the fence before the RBAC it fences, the CronJob last.
+        previous: list[pulumi.Resource] = []
+        for manifest in schedule_manifests(model, pulumi.get_stack()):
+            kind = manifest["kind"].lower()
+            previous = [kube_resource(f"{name}-diagnostics-{kind}", manifest, self.child(after=previous))]
         self.smoke_jobs = plain_output({pool: m["metadata"]["name"] for pool, m in manifests.items()})
         self.smoke_decisions = plain_output({d.pool: d.reason for d in smoke_plan(model)})
         return {"smokeJobs": self.smoke_jobs, "smokeDecisions": self.smoke_decisions}
