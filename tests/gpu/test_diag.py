@@ -255,3 +255,40 @@ def test_rvs_result_lines_alone_are_read() -> None:
     # The per-module verdict lines of fixture 31, without the summary table (releases before 1.3 print only these).
     lines = [line for line in text("31_rvs_2xmi210_rocm7.2.0_iet_gst_fail_excerpt.txt").splitlines() if "[RESULT]" in line]
     assert str(read_rvs("\n".join(lines))) == "unhealthy: action_5, GPU 20068, 48932"
+
+
+# vectorAdd prints `Failed to <step> (error code <cudaGetErrorString>)!` (cuda-samples Samples/0_Introduction/vectorAdd),
+# helper_cuda.h's checkCudaErrors `CUDA error at <file>:<line> code=<n>(<name>) "<call>"`.
+@pytest.mark.parametrize(
+    ("output", "grade"),
+    [
+        (
+            "Failed to allocate device vector A (error code CUDA driver version is insufficient for CUDA runtime version)!",
+            "inconclusive: the diagnostic image's CUDA is newer than the node's driver (CUDA error 35)",
+        ),
+        (
+            "Failed to allocate device vector A (error code system not yet initialized)!",
+            "unhealthy: CUDA error 802 system not yet initialized: the NVSwitch fabric manager is not running",
+        ),
+        (
+            'CUDA error at vectorAdd.cu:60 code=209(cudaErrorNoKernelImageForDevice) "cudaGetLastError()"',
+            "inconclusive: the program was not built for this GPU's architecture (CUDA error 209, no kernel image)",
+        ),
+    ],
+)
+def test_a_cuda_sample_error_is_graded_by_what_it_says_of_the_node(output: str, grade: str) -> None:
+    assert str(read_cuda_context(output + "\n")) == grade
+
+
+def test_another_programs_failure_is_no_cuda_fault() -> None:
+    # A container runtime's error is not a CUDA sample's `Failed to ... (error code ...)`: nothing was tested.
+    output = "Error response from daemon: failed to create task for container: OCI runtime create failed\n"
+    assert read_cuda_context(output).state == "inconclusive"
+
+
+def test_an_nccl_run_over_part_of_the_gpus_proves_nothing_of_the_rest() -> None:
+    # Fixture 63: four ranks on one 4-GPU host; the same output from an 8-GPU VM tested only half of it.
+    output = text("63_all_reduce_perf_4xa100-sxm4_g4_128M_pass_rst_indent.txt")
+    assert read_all_reduce(output, None, expected_gpus=4).state == "healthy"
+    graded = read_all_reduce(output, None, expected_gpus=8)
+    assert str(graded) == "inconclusive: the run used 4 of the 8 GPUs on gpu01: the others were not tested"

@@ -15,6 +15,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from aks_gpu.catalog import load_catalog
 from aks_gpu.cli import smi
 from aks_gpu.gpu.diag import read_all_reduce, read_cuda_context, read_dcgm_diag
 from aks_gpu.gpu.diag.amd_test_runner import read_amd_rvs
@@ -87,7 +88,8 @@ def _grade(text: str, expected: Expected) -> str:
     """The state ``smi diag`` gives ``text`` with the expectation's flags (without the command line's file I/O)."""
     flags = dict(zip(expected.flags[::2], expected.flags[1::2], strict=True))
     size = flags.get("--vm-size")
-    gpus = {"Standard_ND96isr_H100_v5": 8, "Standard_ND96asr_v4": 8, "Standard_ND96amsr_A100_v4": 8}.get(size or "")
+    found = load_catalog().vm_size(size) if size else None
+    gpus = found.gpu_count if found else None
     level = int(flags["--level"]) if "--level" in flags else None
     bandwidth = bus_bandwidth_for(size) if size else None
     return grade_output(text, expected.tool, level=level, expected_gpus=gpus, bandwidth=bandwidth)[1].state  # type: ignore[arg-type]

@@ -12,7 +12,14 @@ error codes (https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.
 - 100 ``cudaErrorNoDevice``, 3 ``cudaErrorInitializationError``, 999 ``cudaErrorUnknown``: unhealthy;
 - 35 ``cudaErrorInsufficientDriver``: the diagnostic image's CUDA is newer than the node's driver: the check
   could not run (inconclusive), the node is not shown faulty by it;
-- 46 ``cudaErrorDevicesUnavailable``: a GPU is held exclusively by another process: inconclusive.
+- 46 ``cudaErrorDevicesUnavailable``: a GPU is held exclusively by another process: inconclusive;
+- errors of the program or its image, not of the node, are inconclusive too: 2 ``cudaErrorMemoryAllocation`` (another
+  process holds the memory), 101 ``cudaErrorInvalidDevice`` (a device ordinal the pod was not given), 209
+  ``cudaErrorNoKernelImageForDevice`` (the binary was not built for this GPU's architecture), 222
+  ``cudaErrorUnsupportedPtxVersion`` (its PTX is newer than the driver), 804 ``cudaErrorCompatNotSupportedOnDevice``
+  (the image's forward-compatibility package on a GPU that does not support it);
+- 803 ``cudaErrorSystemDriverMismatch`` (the node's user-space driver and kernel module differ): unhealthy.
+A sample that prints only the message (``vectorAdd``: ``(error code <message>)``) is read by the message.
 
 PyTorch's "No CUDA GPUs are available" and "Found no NVIDIA driver" say the same as 100: unhealthy.
 
@@ -41,17 +48,32 @@ _CODE = re.compile(r"code=(\d+)\((\w+)\)|Error\s+(\d+):\s*([^\n(]+)|cuda runtime
 _NOT_RUN = {
     35: "the diagnostic image's CUDA is newer than the node's driver (CUDA error 35)",
     46: "a GPU is held by another process (CUDA error 46, devices unavailable)",
+    2: "the GPU's memory is held by another process (CUDA error 2, out of memory)",
+    101: "the program asked for a GPU the pod was not given (CUDA error 101, invalid device ordinal)",
+    209: "the program was not built for this GPU's architecture (CUDA error 209, no kernel image)",
+    222: "the program's PTX is newer than the node's driver (CUDA error 222)",
+    804: "the image's CUDA forward-compatibility package does not support this GPU (CUDA error 804)",
 }
 _MEANING = {
     802: "CUDA error 802 system not yet initialized: the NVSwitch fabric manager is not running",
+    803: "CUDA error 803: the node's user-space driver and kernel module differ (a driver mismatch)",
     100: "CUDA error 100: no CUDA-capable device is detected",
     3: "CUDA error 3: initialization error",
     999: "CUDA error 999: unknown error (the driver is in a bad state: a GPU reset or a reboot clears it)",
 }
+# cudaGetErrorString's messages, for samples that print no number.
+_BY_MESSAGE = {
+    "system not yet initialized": 802,
+    "driver version is insufficient for cuda runtime version": 35,
+    "busy or unavailable": 46,
+    "no kernel image is available for execution on the device": 209,
+    "unsupported display driver / cuda driver combination": 803,
+    "forward compatibility was attempted on non supported hw": 804,
+}
 _NO_GPU = ("No CUDA GPUs are available", "Found no NVIDIA driver", "no CUDA-capable device is detected")
 _WRONG_DATA = re.compile(r"Verification error @ element \d+.*|Invalid value when checking the pattern.*|ASSERT in expression.*")
 _WAIVED = re.compile(r"^\s*Waiving\s+(\S+?)\.?\s*$|Two or more GPUs with Peer-to-Peer access capability are required.*", re.M)
-_FAILED_STEP = re.compile(r"Failed to [^\n]*", re.IGNORECASE)
+_FAILED_STEP = re.compile(r"Failed to [^\n]*\(error code [^\n]*")  # vectorAdd: "Failed to <step> (error code <message>)!"
 _PASSED = re.compile(r"^\s*(?:Result = PASS|Test passed|Test PASSED|SUM \S+ [\d.]+)\s*$", re.M)
 
 
@@ -83,7 +105,8 @@ def read_cuda_context(text: str, expected_gpus: int | None = None) -> Grade:
     detected = _DETECTED.search(text)
     count = int(detected.group(1) or detected.group(2)) if detected else len(set(_DEVICE_LINE.findall(text))) or None
     if count is not None and expected_gpus is not None and count < expected_gpus:
-        return Grade(TOOL, "unhealthy", f"CUDA sees {count} of {expected_gpus} GPUs", ((detected.group(0),) if detected else ()))
+        seen = next((line.strip() for line in text.splitlines() if detected and detected.group(0) in line), "")
+        return Grade(TOOL, "unhealthy", f"CUDA sees {count} of {expected_gpus} GPUs", (seen,) if seen else ())
     waived = _WAIVED.search(text)
     passed = _PASSED.search(text)
     if waived and not passed:
@@ -110,4 +133,8 @@ def _error_code(text: str) -> tuple[int, str] | None:
     if found:
         number = found.group(1) or found.group(3) or found.group(5)
         return int(number), (found.group(2) or found.group(4) or found.group(6) or "").strip()
+    failed = _FAILED_STEP.search(text)
+    if failed:
+        lower = failed.group(0).lower()
+        return next(((number, failed.group(0).strip()) for said, number in _BY_MESSAGE.items() if said in lower), None)
     return None

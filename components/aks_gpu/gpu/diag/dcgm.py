@@ -311,7 +311,8 @@ def _grade(tests: list[_Test], level: int | None, complete: bool = True) -> Grad
                 warnings.append(f"{test.name}: {said[:200]}")
             else:
                 faults.append(_where(test, "fail") + _cause(said, test))
-            evidence.append(f"{test.category}/{test.name}: fail{': ' + said[:300] if said else ''}")
+            where = f"{test.category}/{test.name}" if test.category else test.name
+            evidence.append(f"{where}: fail{': ' + said[:300] if said else ''}")
         elif test.status == "skip":
             not_run.append(f"{test.name} skipped")
         elif test.status == "warn":
@@ -324,6 +325,10 @@ def _grade(tests: list[_Test], level: int | None, complete: bool = True) -> Grad
         return Grade(TOOL, "inconclusive", ", ".join(not_run), tuple(evidence), tuple(warnings))
     if level is not None and level >= 2 and all(t.category.lower() in ("deployment", "custom") for t in tests):
         return Grade(TOOL, "inconclusive", f"level {level} ran no test past Deployment", (), tuple(warnings))
+    if level is not None and level >= 3 and not any(t.category.lower() == "stress" for t in tests):
+        # Levels 3 and 4 add the Stress tests (targeted stress and power, memory bandwidth): without them the run is
+        # of a lower level than the one asked.
+        return Grade(TOOL, "inconclusive", f"level {level} ran no Stress test (a lower level's run)", (), tuple(warnings))
     return Grade(TOOL, "healthy", warnings=tuple(warnings))
 
 

@@ -69,7 +69,8 @@ def grade_output(
     bandwidth: BusBandwidth | None = None,
 ) -> tuple[Tool | None, Grade]:
     """The tool (``tool``, else told from the text) and its grade of ``text``. ``level``: the ``dcgmi diag -r`` asked
-    for; ``expected_gpus``: the GPUs the node should have (a CUDA check that sees fewer fails); ``bandwidth``: the
+    for; ``expected_gpus``: the GPUs the node should have (a CUDA check that sees fewer fails, an NCCL run over fewer proves
+    nothing of the others); ``bandwidth``: the
     all-reduce figure of the node's size."""
     chosen = tool or detect_tool(text)
     if chosen == "dcgm":
@@ -77,7 +78,7 @@ def grade_output(
     if chosen == "cuda":
         return chosen, read_cuda_context(text, expected_gpus)
     if chosen == "nccl":
-        return chosen, read_all_reduce(text, bandwidth)
+        return chosen, read_all_reduce(text, bandwidth, expected_gpus)
     if chosen == "rvs":
         return chosen, read_amd_rvs(text)
     return None, Grade(

@@ -16,6 +16,7 @@ OK|FAILED`` and ``# Avg bus bandwidth : X`` (nccl-tests src/util.cu). busbw is t
   (NVIDIA/nccl-tests#30); wrong values before the abort still make it unhealthy;
 - rows without the closing ``# Out of bounds values`` line: the run was cut off or hangs (inconclusive);
 - one rank: nothing moved between GPUs (busbw 0 by definition, nccl-tests doc/PERFORMANCE.md): inconclusive;
+- fewer ranks on a host than the VM size has GPUs: the others were not tested (inconclusive);
 - ranks on more than one host: the network is measured, not the VM's own links, so a one-VM figure is not applied
   (a warning says so).
 The other ``*_perf`` tests of nccl-tests print the same table and are read the same way.
@@ -33,7 +34,7 @@ _PREFIX = re.compile(r"^\[\d+,\d+\]<stdout>:")
 _OOB = re.compile(r"#\s*Out of bounds values\s*:\s*(\d+)\s*(OK|FAILED)")
 _AVG_FAILED = re.compile(r"#\s*Avg bus bandwidth\s*:\s*([\d.eE+-]+)\s+FAILED")
 _ABORT = re.compile(r"(Test (?:NCCL|CUDA) failure.*|Test failure.*|Test timeout.*|NCCL failure.*|Failed, NCCL error.*)")
-_RANK_LINE = re.compile(r"^#?\s*Rank\s+(\d+)\s.*?\bon\s+(\S+)\s+device", re.M)
+_RANK_LINE = re.compile(r"^\s*#?\s*Rank\s+(\d+)\s.*?\bon\s+(\S+)\s+device", re.M)
 _NODE_FAULTS = (
     ("system not yet initialized", "CUDA error 802 system not yet initialized: the fabric manager is not running"),
     ("no CUDA-capable device is detected", "no CUDA-capable device is detected: CUDA cannot use the GPUs"),
@@ -118,9 +119,10 @@ def _node_fault(text: str) -> str | None:
     return next((meaning for marker, meaning in _NODE_FAULTS if marker.lower() in lower), None)
 
 
-def read_all_reduce(text: str, expected: BusBandwidth | None = None) -> Grade:
+def read_all_reduce(text: str, expected: BusBandwidth | None = None, expected_gpus: int | None = None) -> Grade:
     """The grade of one ``all_reduce_perf`` run (or another nccl-tests ``*_perf``); ``expected`` None grades
-    correctness only."""
+    correctness only. ``expected_gpus``: the GPUs a host of the run should have (the VM size's): a run over fewer
+    of them (``-g 4`` on an 8-GPU VM) tested only those, so a pass proves nothing of the others."""
     rows = _rows(text)
     oob = _OOB.search(text)
     abort = _ABORT.search(text)
@@ -155,9 +157,15 @@ def read_all_reduce(text: str, expected: BusBandwidth | None = None) -> Grade:
             f"average bus bandwidth {failed_check.group(1)} GB/s failed the run's own check",
             (failed_check.group(0),),
         )
+    hosts = set(ranks.values())
+    per_host = {host: list(ranks.values()).count(host) for host in hosts}
+    if expected_gpus is not None and per_host and min(per_host.values()) < expected_gpus:
+        host, count = min(per_host.items(), key=lambda item: item[1])
+        return Grade(
+            TOOL, "inconclusive", f"the run used {count} of the {expected_gpus} GPUs on {host}: the others were not tested"
+        )
     if expected is None:
         return Grade(TOOL, "healthy", warnings=("bus bandwidth not graded: no figure for this VM size",))
-    hosts = set(ranks.values())
     if len(hosts) > 1:
         return Grade(
             TOOL,
