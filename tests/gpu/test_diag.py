@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from aks_gpu.gpu.diag import BusBandwidth, Grade, combine, read_all_reduce, read_cuda_context, read_dcgm_diag, read_rvs
+from aks_gpu.gpu.diag.detect import grade_output
 from aks_gpu.gpu.diag.expectations import bus_bandwidth_for, diagnostic_images
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
@@ -292,3 +293,17 @@ def test_an_nccl_run_over_part_of_the_gpus_proves_nothing_of_the_rest() -> None:
     assert read_all_reduce(output, None, expected_gpus=4).state == "healthy"
     graded = read_all_reduce(output, None, expected_gpus=8)
     assert str(graded) == "inconclusive: the run used 4 of the 8 GPUs on gpu01: the others were not tested"
+
+
+def test_dcgmi_without_a_host_engine_is_told_and_inconclusive() -> None:
+    # dcgmi's line when no nv-hostengine listens (dcgm-exporter runs DCGM embedded, so none does there).
+    tool, graded = grade_output("Error: unable to establish a connection to the specified host: localhost\n")
+    assert (tool, graded.state) == ("dcgm", "inconclusive")
+    assert "did not run" in graded.part and "localhost" in graded.part
+
+
+def test_a_later_rvs_pass_on_the_same_gpu_hides_no_failure() -> None:
+    # Fixture 31's IET verdict lines for GPU 48932, then the same GPU's line again as a pass (a second action iteration).
+    lines = [line for line in text("31_rvs_2xmi210_rocm7.2.0_iet_gst_fail_excerpt.txt").splitlines() if "48932] pass:" in line]
+    graded = read_rvs("\n".join([*lines, lines[0].replace("FALSE", "TRUE")]))
+    assert str(graded) == "unhealthy: action_5, GPU 48932"

@@ -85,7 +85,7 @@ exit status: 0 healthy, 1 unhealthy or inconclusive, 2 unreadable file or usage 
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    """Add ``smi parse`` and ``smi health`` to the ``aksgpu`` command line."""
+    """Add ``smi parse``, ``smi health`` and ``smi diag`` to the ``aksgpu`` command line."""
     smi = subparsers.add_parser(
         "smi",
         help=COMMANDS["smi"],

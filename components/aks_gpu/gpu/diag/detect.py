@@ -31,7 +31,8 @@ _MARKERS: tuple[tuple[Tool, re.Pattern[str]], ...] = (
         re.compile(
             r"^\|\s*Diagnostic\s+\|\s*Result|\"DCGM (?:GPU )?Diagnostic\"|DCGM GPU Diagnostic|"
             r"MIG configuration is incompatible with the diagnostic|Unable to complete diagnostic|"
-            r"among possible test choices|nvidia-validation-suite|nv-hostengine|"
+            r"among possible test choices|nvidia-validation-suite|nv-hostengine|host engine|"
+            r"unable to establish a connection to the specified host|"
             r"^\|\s*[\w /()-]+\|\s*(?:Pass|Fail|Warn|Skip)\s*-\s*(?:All|GPUs?\b)|^\|-{3,}\s+(?:Deployment|Metadata)\s",
             re.M | re.IGNORECASE,
         ),

@@ -54,7 +54,8 @@ def read_rvs(text: str) -> Grade:
             where = (gpu.group(1) or gpu.group(3)) if gpu else ""
             if gpu and gpu.group(2):
                 modules[match.group(1)] = gpu.group(2).upper()
-            verdicts.setdefault(match.group(1), {})[where] = match.group(3).upper() == "TRUE"
+            by_gpu = verdicts.setdefault(match.group(1), {})
+            by_gpu[where] = by_gpu.get(where, True) and match.group(3).upper() == "TRUE"  # a later pass hides no failure
     failed = [f"{module} ({action}{_gpus(verdicts.get(action))})" for action, module, result in rows if result.upper() == "FAIL"]
     in_summary = {action for action, _, _ in rows}
     failed += [
