@@ -44,8 +44,8 @@ def read_rvs(text: str) -> Grade:
     modules: dict[str, str] = {}
     action = ""
     for line in lines:  # "Action name :<action>" then "Module name :<module>" open each action's log
-        started, module = _STARTED.search(line), _MODULE.search(line)
-        action = started.group(1) if started else action
+        opened, module = _STARTED.search(line), _MODULE.search(line)
+        action = opened.group(1) if opened else action
         if module and action:
             modules[action] = module.group(1).upper()
     for match in map(_VERDICT.search, lines):
