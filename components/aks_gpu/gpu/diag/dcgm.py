@@ -19,7 +19,8 @@ Graded as an engineer reads it:
   that cannot load, an error instead of a table) is ``inconclusive``: nothing was learned about the GPU
   (NVIDIA/DCGM#254: the pcie plugin's helper was missing from the install);
 - a skipped test is ``inconclusive`` (the plugin is not allowed on this SKU, or lacks its CUDA support package:
-  NVIDIA/DCGM#55, #139), never a pass; a level-2 or higher run that tested nothing past Deployment is too;
+  NVIDIA/DCGM#55, #139), never a pass, except EUD's (an optional test: its executable is installed apart and supports
+  some products only), which is a warning; a level-2 or higher run that tested nothing past Deployment is too;
 - ``Warn`` is a warning, not a failure; so is a Deployment failure that only says persistence mode is off (CUDA works
   without it: the first context is slower to create), which DCGM 3 reported as a failure;
 - a result that continues on the next row (``Pass - GPUs: 1, 2`` then ``Fail - GPU: 0``) counts for the GPUs it
@@ -65,6 +66,10 @@ _INTERNAL = (
     "couldn't be parsed",
 )
 _PERSISTENCE = "persistence mode"
+# The EUD plugin runs NVIDIA's EUD executable where it is installed and the product supports it: its skip says the
+# test does not apply here, not that a test that should have run could not
+# (https://docs.nvidia.com/datacenter/dcgm/latest/reference/diagnostics/plugins/eud.html, "Availability").
+_OPTIONAL = re.compile(r"^(?:cpu_)?eud(?: test)?$", re.IGNORECASE)
 STATUSES = ("pass", "fail", "warn", "skip")
 
 
@@ -313,6 +318,8 @@ def _grade(tests: list[_Test], level: int | None, complete: bool = True) -> Grad
                 faults.append(_where(test, "fail") + _cause(said, test))
             where = f"{test.category}/{test.name}" if test.category else test.name
             evidence.append(f"{where}: fail{': ' + said[:300] if said else ''}")
+        elif test.status == "skip" and _OPTIONAL.match(test.name):
+            warnings.append(f"{test.name} skipped: an optional test (its executable is installed apart, for some GPUs only)")
         elif test.status == "skip":
             not_run.append(f"{test.name} skipped")
         elif test.status == "warn":
