@@ -4,7 +4,6 @@ or calls a cut-off failure healthy, whatever the text."""
 
 from __future__ import annotations
 
-import argparse
 import json
 import re
 import shlex
@@ -16,12 +15,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from aks_gpu.catalog import load_catalog
-from aks_gpu.cli import smi
 from aks_gpu.gpu.diag import read_all_reduce, read_cuda_context, read_dcgm_diag
 from aks_gpu.gpu.diag.amd_test_runner import read_amd_rvs
 from aks_gpu.gpu.diag.detect import grade_output
 from aks_gpu.gpu.diag.expectations import bus_bandwidth_for
 from tests.conftest import FIXTURES_DIR
+from tests.gpu.test_smi_cli import run  # `aksgpu smi ...` in process
 
 DIAG = FIXTURES_DIR / "diag"
 _ROW = re.compile(r"^\| (\d[^ |]*) \|(.*)\|$", re.MULTILINE)
@@ -53,14 +52,6 @@ def _expectations() -> list[Expected]:
 
 
 EXPECTED = _expectations()
-
-
-def run(argv: list[str]) -> int:
-    parser = argparse.ArgumentParser(prog="aksgpu")
-    smi.register(parser.add_subparsers(dest="command"))
-    args = parser.parse_args(argv)
-    code: int = args.handler(args)
-    return code
 
 
 def test_every_fixture_has_its_row_and_every_row_its_file() -> None:
