@@ -98,7 +98,8 @@ def test_an_amd_node_whose_rvs_fails_is_tainted_and_cordoned_a_healthy_one_is_no
     failing, healthy = nodes[served.failing], nodes[served.healthy]
     # Both outputs came through the API server: the init container's log and the exec were read and graded.
     assert [(t["tool"], t["state"]) for t in failing["tools"]] == [("amd-smi", "healthy"), ("rvs", "unhealthy")], failing
-    assert failing["verdict"] == "unhealthy: rvs: IET (action_5), GST (action_6)" and failing["action"] == "quarantine"
+    assert failing["verdict"] == "unhealthy: rvs: IET (action_5, GPU 20068, 48932), GST (action_6)"
+    assert failing["action"] == "quarantine"
     assert healthy["state"] == "healthy" and healthy["action"] == "none", healthy
     assert quarantine(amd, served.failing) == ([DIAGNOSTIC_TAINT_VALUE], True)
     assert quarantine(amd, served.healthy) == ([], False)

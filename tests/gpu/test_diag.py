@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from aks_gpu.gpu.diag import BusBandwidth, Grade, combine, read_all_reduce, read_cuda_context, read_dcgm_diag, read_rvs
+from aks_gpu.gpu.diag.detect import grade_output
 from aks_gpu.gpu.diag.expectations import bus_bandwidth_for, diagnostic_images
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
@@ -20,16 +21,10 @@ def text(name: str) -> str:
     return (folder / name).read_text(encoding="utf-8")
 
 
-@pytest.mark.parametrize(
-    ("name", "grade"),
-    [
-        ("01_dcgmi-diag-r2_8xa100_dcgm3.3.3_pass.txt", "healthy"),
-        ("02_dcgmi-diag-r2_1gpu_dcgm4.4.2_pass.txt", "healthy"),
-        ("19_dcgmi-diag-r2_a100_pcie_fail_nvlink_down_warnings.txt", "unhealthy: PCIe"),
-    ],
-)
-def test_dcgm_tables_are_graded_by_their_results(name: str, grade: str) -> None:
-    assert str(read_dcgm_diag(text(name), level=2)) == grade
+def test_a_dcgm3_failure_on_every_gpu_names_them_all() -> None:
+    # NVIDIA/DCGM#49's "Fail - All" (the fixtures of tests/fixtures/diag are graded by test_diag_corpus.py).
+    graded = read_dcgm_diag(text("19_dcgmi-diag-r2_a100_pcie_fail_nvlink_down_warnings.txt"), level=2)
+    assert str(graded) == "unhealthy: PCIe (all GPUs)"
 
 
 def test_a_failed_pcie_test_keeps_what_dcgm_said() -> None:
@@ -246,7 +241,7 @@ def test_nccl_runs_own_bandwidth_check_failing_is_unhealthy() -> None:
 def test_rvs_summary_tables_are_graded_per_action() -> None:
     assert str(read_rvs(text("30_rvs_8xmi355x_rocm7.0.2_all_pass.txt"))) == "healthy"
     graded = read_rvs(text("31_rvs_2xmi210_rocm7.2.0_iet_gst_fail_excerpt.txt"))
-    assert str(graded) == "unhealthy: IET (action_5), GST (action_6)"
+    assert str(graded) == "unhealthy: IET (action_5, GPU 20068, 48932), GST (action_6)"
     assert any("Action failed to run successfully" in line for line in graded.evidence)
 
 
@@ -260,4 +255,55 @@ def test_rvs_that_found_no_supported_gpu_is_inconclusive() -> None:
 def test_rvs_result_lines_alone_are_read() -> None:
     # The per-module verdict lines of fixture 31, without the summary table (releases before 1.3 print only these).
     lines = [line for line in text("31_rvs_2xmi210_rocm7.2.0_iet_gst_fail_excerpt.txt").splitlines() if "[RESULT]" in line]
-    assert str(read_rvs("\n".join(lines))) == "unhealthy: action_5"
+    assert str(read_rvs("\n".join(lines))) == "unhealthy: action_5, GPU 20068, 48932"
+
+
+# vectorAdd prints `Failed to <step> (error code <cudaGetErrorString>)!` (cuda-samples Samples/0_Introduction/vectorAdd),
+# helper_cuda.h's checkCudaErrors `CUDA error at <file>:<line> code=<n>(<name>) "<call>"`.
+@pytest.mark.parametrize(
+    ("output", "grade"),
+    [
+        (
+            "Failed to allocate device vector A (error code CUDA driver version is insufficient for CUDA runtime version)!",
+            "inconclusive: the diagnostic image's CUDA is newer than the node's driver (CUDA error 35)",
+        ),
+        (
+            "Failed to allocate device vector A (error code system not yet initialized)!",
+            "unhealthy: CUDA error 802 system not yet initialized: the NVSwitch fabric manager is not running",
+        ),
+        (
+            'CUDA error at vectorAdd.cu:60 code=209(cudaErrorNoKernelImageForDevice) "cudaGetLastError()"',
+            "inconclusive: the program was not built for this GPU's architecture (CUDA error 209, no kernel image)",
+        ),
+    ],
+)
+def test_a_cuda_sample_error_is_graded_by_what_it_says_of_the_node(output: str, grade: str) -> None:
+    assert str(read_cuda_context(output + "\n")) == grade
+
+
+def test_another_programs_failure_is_no_cuda_fault() -> None:
+    # A container runtime's error is not a CUDA sample's `Failed to ... (error code ...)`: nothing was tested.
+    output = "Error response from daemon: failed to create task for container: OCI runtime create failed\n"
+    assert read_cuda_context(output).state == "inconclusive"
+
+
+def test_an_nccl_run_over_part_of_the_gpus_proves_nothing_of_the_rest() -> None:
+    # Fixture 63: four ranks on one 4-GPU host; the same output from an 8-GPU VM tested only half of it.
+    output = text("63_all_reduce_perf_4xa100-sxm4_g4_128M_pass_rst_indent.txt")
+    assert read_all_reduce(output, None, expected_gpus=4).state == "healthy"
+    graded = read_all_reduce(output, None, expected_gpus=8)
+    assert str(graded) == "inconclusive: the run used 4 of the 8 GPUs on gpu01: the others were not tested"
+
+
+def test_dcgmi_without_a_host_engine_is_told_and_inconclusive() -> None:
+    # dcgmi's line when no nv-hostengine listens (dcgm-exporter runs DCGM embedded, so none does there).
+    tool, graded = grade_output("Error: unable to establish a connection to the specified host: localhost\n")
+    assert (tool, graded.state) == ("dcgm", "inconclusive")
+    assert "did not run" in graded.part and "localhost" in graded.part
+
+
+def test_a_later_rvs_pass_on_the_same_gpu_hides_no_failure() -> None:
+    # Fixture 31's IET verdict lines for GPU 48932, then the same GPU's line again as a pass (a second action iteration).
+    lines = [line for line in text("31_rvs_2xmi210_rocm7.2.0_iet_gst_fail_excerpt.txt").splitlines() if "48932] pass:" in line]
+    graded = read_rvs("\n".join([*lines, lines[0].replace("FALSE", "TRUE")]))
+    assert str(graded) == "unhealthy: action_5, GPU 48932"

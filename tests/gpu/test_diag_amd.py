@@ -34,7 +34,7 @@ def text(name: str) -> str:
         ("diag/35_test-runner_events_agfhc_hbm_bw_fail.txt", "unhealthy: hbm_bw (GPU 2)"),
         # RVS's own summary table, as the diagnostic pod's rvs prints it.
         ("diag/30_rvs_8xmi355x_rocm7.0.2_all_pass.txt", "healthy"),
-        ("diag/31_rvs_2xmi210_rocm7.2.0_iet_gst_fail_excerpt.txt", "unhealthy: IET (action_5), GST (action_6)"),
+        ("diag/31_rvs_2xmi210_rocm7.2.0_iet_gst_fail_excerpt.txt", "unhealthy: IET (action_5, GPU 20068, 48932), GST (action_6)"),
     ],
 )
 def test_the_test_runners_results_and_rvs_output_are_graded_by_their_actions(name: str, grade: str) -> None:

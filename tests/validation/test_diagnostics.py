@@ -165,7 +165,7 @@ def test_an_amd_node_is_graded_by_amd_smi_and_rvs() -> None:
     healthy = grade_node(MI300X, {"amd-smi": AMD_SMI_ECC.read_text(), "rvs": RVS_PASS.read_text()}, 2)
     assert str(healthy) == "healthy"
     failed = grade_node(MI300X, {"amd-smi": AMD_SMI_ECC.read_text(), "rvs": RVS_FAIL.read_text()}, 2)
-    assert str(failed) == "unhealthy: rvs: IET (action_5), GST (action_6)"
+    assert str(failed) == "unhealthy: rvs: IET (action_5, GPU 20068, 48932), GST (action_6)"
     # RVS passes, yet a GPU counted an uncorrectable error: AMD's own health rule fails the node.
     ras = AMD_SMI_ECC.read_text().replace("UNCORRECTABLE_COUNT: 0", "UNCORRECTABLE_COUNT: 1")
     assert str(grade_node(MI300X, {"amd-smi": ras, "rvs": RVS_PASS.read_text()}, 2)) == "unhealthy: amd-smi: ras-uncorrectable"
@@ -252,7 +252,7 @@ def test_validate_deep_grades_an_amd_snapshot(tmp_path: Path, capsys: pytest.Cap
     report = json.loads(capsys.readouterr().out)
     assert code == 1
     nodes = {n["node"]: n for n in report["nodes"]}
-    assert nodes[failing]["verdict"] == "unhealthy: rvs: IET (action_5), GST (action_6)"
+    assert nodes[failing]["verdict"] == "unhealthy: rvs: IET (action_5, GPU 20068, 48932), GST (action_6)"
     assert [(t["tool"], t["state"]) for t in nodes[failing]["tools"]] == [("amd-smi", "healthy"), ("rvs", "unhealthy")]
     assert nodes[passing]["state"] == "healthy"
 

@@ -1,5 +1,6 @@
 """``aksgpu smi parse`` and ``aksgpu smi health``: read one nvidia-smi, amd-smi or rocm-smi output (or a kernel log)
-and print what it says as JSON."""
+and print what it says as JSON. ``aksgpu smi diag``: grade one saved output of a vendor's active diagnostic (dcgmi
+diag, deviceQuery and the CUDA samples, nccl-tests, rvs) as the diagnostic pod's verdict does."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from pathlib import Path
 
 from aks_gpu.cli import COMMANDS
 from aks_gpu.cli.common import EXIT_FAILED, EXIT_OK, EXIT_USAGE
+from aks_gpu.gpu.diag.detect import TOOLS
 from aks_gpu.gpu.health import nvlink_expected_for, read_health
 from aks_gpu.gpu.smi import NVIDIA_CSV_QUERY_FIELDS, parse_smi
 from aks_gpu.gpu.smi.text import MAX_INPUT_CHARS
@@ -62,8 +64,28 @@ input it cannot read, or one it could not read whole (and nothing critical in wh
 """
 
 
+_DIAG_DESCRIPTION = """\
+Grade one saved output of a vendor's active GPU diagnostic as an engineer would, and as the diagnostic pod's
+verdict (`aksgpu validate --deep`, the schedule) does: healthy, unhealthy (what failed: the test and GPU), or
+inconclusive (why nothing can be said: the tool could not run, skipped, was cut off, or is no tool a reader knows).
+Tools: dcgmi diag (table or -j JSON, DCGM 2 to 4), deviceQuery and the CUDA samples (bandwidthTest, vectorAdd,
+simpleP2P) and nvbandwidth, nccl-tests (all_reduce_perf and the other *_perf), rvs (ROCm Validation Suite, or
+AMD's test runner's result summary of an RVS or AGFHC run).
+The tool is told from the text unless --tool names it.
+
+--vm-size names the node's size: a CUDA check that sees fewer GPUs than the size has fails, and all_reduce_perf's
+bus bandwidth is held to the size's figure (components/aks_gpu/data/gpu_diagnostics.yaml) at the figure's message
+size. --level is the dcgmi diag -r the output came from: a level 2 or higher run that tested nothing past
+Deployment proves nothing.
+
+--json prints {"file", "tool", "tool_detected", "state", "part", "evidence", "warnings", "vm_size", "level"}.
+
+exit status: 0 healthy, 1 unhealthy or inconclusive, 2 unreadable file or usage error
+"""
+
+
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    """Add ``smi parse`` and ``smi health`` to the ``aksgpu`` command line."""
+    """Add ``smi parse``, ``smi health`` and ``smi diag`` to the ``aksgpu`` command line."""
     smi = subparsers.add_parser(
         "smi",
         help=COMMANDS["smi"],
@@ -93,6 +115,22 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
             )
         command.add_argument("source", metavar="FILE|-", help="the saved output, or - to read standard input")
         command.set_defaults(handler=handler)
+    diag = smi_commands.add_parser(
+        "diag",
+        help="grade a saved vendor diagnostic (dcgmi diag, deviceQuery, nccl-tests, rvs)",
+        description=_DIAG_DESCRIPTION,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    diag.add_argument("--tool", choices=TOOLS, help="the tool that printed the output (default: told from the text)")
+    diag.add_argument(
+        "--vm-size",
+        metavar="SIZE",
+        help="the node's VM size (e.g. Standard_ND96isr_H100_v5): the GPUs a CUDA check must see, the NCCL bus bandwidth",
+    )
+    diag.add_argument("--level", type=int, choices=(1, 2, 3, 4), help="the dcgmi diag -r level the output came from")
+    diag.add_argument("--json", action="store_true", help="print the grade as JSON")
+    diag.add_argument("source", metavar="FILE|-", help="the saved output, or - to read standard input")
+    diag.set_defaults(handler=run_diag)
 
 
 def run_parse(args: argparse.Namespace) -> int:
@@ -128,6 +166,66 @@ def run_health(args: argparse.Namespace) -> int:
         print(f"aksgpu smi health: {args.source}: not read whole: {health.incomplete}", file=sys.stderr)
         return EXIT_USAGE
     return EXIT_OK
+
+
+def run_diag(args: argparse.Namespace) -> int:
+    """Print the grade of ``args.source`` and return the exit status: 0 healthy, 1 unhealthy or inconclusive."""
+    from aks_gpu.catalog import load_catalog
+    from aks_gpu.gpu.diag.detect import grade_output
+    from aks_gpu.gpu.diag.expectations import bus_bandwidth_for
+
+    text = _read_or_report(args.source, "diag")
+    if text is None:
+        return EXIT_USAGE
+    expected_gpus = None
+    bandwidth = None
+    if args.vm_size:
+        size = load_catalog().vm_size(args.vm_size.strip())
+        if size is None:
+            print(
+                f"aksgpu smi diag: {args.vm_size}: not a GPU VM size of the catalog (components/aks_gpu/data/"
+                "gpu_catalog.yaml; `aksgpu catalog` lists them)",
+                file=sys.stderr,
+            )
+            return EXIT_USAGE
+        expected_gpus = size.gpu_count
+        bandwidth = bus_bandwidth_for(size.name)
+    tool, grade = grade_output(text, args.tool, level=args.level, expected_gpus=expected_gpus, bandwidth=bandwidth)
+    report = {
+        "file": args.source,
+        "tool": tool,
+        "tool_detected": args.tool is None and tool is not None,
+        "state": grade.state,
+        "part": grade.part,
+        "evidence": list(grade.evidence),
+        "warnings": list(grade.warnings),
+        "vm_size": args.vm_size,
+        "level": args.level,
+    }
+    if args.json:
+        print(json.dumps(report, indent=2))
+    else:
+        _print_diag(args.source, tool, grade.state, grade.part, grade.evidence, grade.warnings)
+    return EXIT_OK if grade.passed else EXIT_FAILED
+
+
+def _print_diag(
+    source: str, tool: str | None, state: str, part: str, evidence: tuple[str, ...], warnings: tuple[str, ...]
+) -> None:
+    from aks_gpu.cli import common, tables
+
+    rows = [["tool", tool or "unknown"], ["grade", state]]
+    rows += [["part" if state == "unhealthy" else "why", part]] if part else []
+    rows += [["evidence", line] for line in evidence] + [["warning", line] for line in warnings]
+    tables.print_table(
+        common.out,
+        common.safe(source),
+        ["", "what the output says"],
+        [[common.safe(cell) for cell in row] for row in rows],
+        keep=[""],
+        flexible={"what the output says": 30},
+        group=True,
+    )
 
 
 def _read_or_report(source: str, command: str) -> str | None:

@@ -1,5 +1,6 @@
 """A CUDA context on every GPU, read and graded: the output of CUDA samples' ``deviceQuery`` (NVIDIA's
-``nvcr.io/nvidia/k8s/cuda-sample:devicequery`` image prints it), or any CUDA program's error.
+``nvcr.io/nvidia/k8s/cuda-sample:devicequery`` image prints it), the other samples an engineer runs to prove a GPU
+(``bandwidthTest``, ``vectorAdd``, ``simpleP2P``), NVIDIA's ``nvbandwidth``, or any CUDA program's error.
 
 ``deviceQuery`` creates a context on each device and prints ``Detected N CUDA Capable device(s)``, a summary line
 with ``NumDevs = N`` and ``Result = PASS``, or ``cudaGetDeviceCount returned <code>`` / ``-> <message>`` and
@@ -11,9 +12,26 @@ error codes (https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.
 - 100 ``cudaErrorNoDevice``, 3 ``cudaErrorInitializationError``, 999 ``cudaErrorUnknown``: unhealthy;
 - 35 ``cudaErrorInsufficientDriver``: the diagnostic image's CUDA is newer than the node's driver: the check
   could not run (inconclusive), the node is not shown faulty by it;
-- 46 ``cudaErrorDevicesUnavailable``: a GPU is held exclusively by another process: inconclusive.
+- 46 ``cudaErrorDevicesUnavailable``: a GPU is held exclusively by another process: inconclusive;
+- errors of the program or its image, not of the node, are inconclusive too: 2 ``cudaErrorMemoryAllocation`` (another
+  process holds the memory), 101 ``cudaErrorInvalidDevice`` (a device ordinal the pod was not given), 209
+  ``cudaErrorNoKernelImageForDevice`` (the binary was not built for this GPU's architecture), 222
+  ``cudaErrorUnsupportedPtxVersion`` (its PTX is newer than the driver), 804 ``cudaErrorCompatNotSupportedOnDevice``
+  (the image's forward-compatibility package on a GPU that does not support it);
+- 803 ``cudaErrorSystemDriverMismatch`` (the node's user-space driver and kernel module differ): unhealthy.
+A sample that prints only the message (``vectorAdd``: ``(error code <message>)``) is read by the message.
 
 PyTorch's "No CUDA GPUs are available" and "Found no NVIDIA driver" say the same as 100: unhealthy.
+
+The other tools, as their sources print them:
+- ``simpleP2P`` (cuda-samples Samples/0_Introduction/simpleP2P): ``Verification error @ element N`` when data copied
+  between two GPUs arrives wrong (unhealthy), ``Test passed`` else; it waives itself without two P2P-capable GPUs;
+- ``nvbandwidth`` (https://github.com/NVIDIA/nvbandwidth): ``Invalid value when checking the pattern`` / ``ASSERT``
+  when a copy came back wrong (unhealthy, NVIDIA/nvbandwidth#34), ``Waiving <test>`` when the test does not apply
+  to the system (no peer mapping: inconclusive, NVIDIA/nvbandwidth#13), ``SUM <test> <GB/s>`` per finished test;
+- ``bandwidthTest`` ends in ``Result = PASS`` like deviceQuery; ``vectorAdd`` prints ``Test PASSED`` or
+  ``Failed to <step> (error code <message>)!``.
+An output that shows none of these is not graded (inconclusive), never healthy.
 """
 
 from __future__ import annotations
@@ -24,18 +42,39 @@ from aks_gpu.gpu.diag.grade import Grade
 
 TOOL = "cuda-context"
 _DETECTED = re.compile(r"Detected\s+(\d+)\s+CUDA Capable device|NumDevs\s*=\s*(\d+)", re.IGNORECASE)
+_DEVICE_LINE = re.compile(r"^Device (\d+): ", re.M)  # nvbandwidth lists each device it sees
 _RETURNED = re.compile(r"returned\s+(\d+)[ \t]*(?:\r?\n\s*->\s*(.+))?")
-_CODE = re.compile(r"code=(\d+)\((\w+)\)|Error\s+(\d+):\s*([^\n(]+)")
+_CODE = re.compile(r"code=(\d+)\((\w+)\)|Error\s+(\d+):\s*([^\n(]+)|cuda runtime error \((\d+)\)\s*:\s*([^\n]+)", re.IGNORECASE)
 _NOT_RUN = {
     35: "the diagnostic image's CUDA is newer than the node's driver (CUDA error 35)",
     46: "a GPU is held by another process (CUDA error 46, devices unavailable)",
+    2: "the GPU's memory is held by another process (CUDA error 2, out of memory)",
+    101: "the program asked for a GPU the pod was not given (CUDA error 101, invalid device ordinal)",
+    209: "the program was not built for this GPU's architecture (CUDA error 209, no kernel image)",
+    222: "the program's PTX is newer than the node's driver (CUDA error 222)",
+    804: "the image's CUDA forward-compatibility package does not support this GPU (CUDA error 804)",
 }
 _MEANING = {
     802: "CUDA error 802 system not yet initialized: the NVSwitch fabric manager is not running",
+    803: "CUDA error 803: the node's user-space driver and kernel module differ (a driver mismatch)",
     100: "CUDA error 100: no CUDA-capable device is detected",
     3: "CUDA error 3: initialization error",
+    999: "CUDA error 999: unknown error (the driver is in a bad state: a GPU reset or a reboot clears it)",
+}
+# cudaGetErrorString's messages, for samples that print no number.
+_BY_MESSAGE = {
+    "system not yet initialized": 802,
+    "driver version is insufficient for cuda runtime version": 35,
+    "busy or unavailable": 46,
+    "no kernel image is available for execution on the device": 209,
+    "unsupported display driver / cuda driver combination": 803,
+    "forward compatibility was attempted on non supported hw": 804,
 }
 _NO_GPU = ("No CUDA GPUs are available", "Found no NVIDIA driver", "no CUDA-capable device is detected")
+_WRONG_DATA = re.compile(r"Verification error @ element \d+.*|Invalid value when checking the pattern.*|ASSERT in expression.*")
+_WAIVED = re.compile(r"^\s*Waiving\s+(\S+?)\.?\s*$|Two or more GPUs with Peer-to-Peer access capability are required.*", re.M)
+_FAILED_STEP = re.compile(r"Failed to [^\n]*\(error code [^\n]*")  # vectorAdd: "Failed to <step> (error code <message>)!"
+_PASSED = re.compile(r"^\s*(?:Result = PASS|Test passed|Test PASSED|SUM \S+ [\d.]+)\s*$", re.M)
 
 
 def read_cuda_context(text: str, expected_gpus: int | None = None) -> Grade:
@@ -50,17 +89,40 @@ def read_cuda_context(text: str, expected_gpus: int | None = None) -> Grade:
     for marker in _NO_GPU:
         if marker.lower() in text.lower():
             return Grade(TOOL, "unhealthy", f"no CUDA GPU is usable: {marker}", (marker,))
+    wrong = _WRONG_DATA.search(text)
+    if wrong:
+        return Grade(
+            TOOL,
+            "unhealthy",
+            f"data copied between GPUs came back wrong: {wrong.group(0).strip()[:200]}",
+            (wrong.group(0).strip(),),
+        )
+    failed = _FAILED_STEP.search(text)
+    if failed:
+        return Grade(TOOL, "unhealthy", f"the CUDA sample failed: {failed.group(0).strip()[:200]}", (failed.group(0).strip(),))
+    if "Result = FAIL" in text or re.search(r"^\s*Test failed", text, re.M):
+        return Grade(TOOL, "unhealthy", "the CUDA sample reported its result as failed")
     detected = _DETECTED.search(text)
-    if detected is None:
-        return Grade(TOOL, "inconclusive", "no deviceQuery result in the output")
-    count = int(detected.group(1) or detected.group(2))
-    if expected_gpus is not None and count < expected_gpus:
-        return Grade(TOOL, "unhealthy", f"CUDA sees {count} of {expected_gpus} GPUs", (detected.group(0),))
-    if "Result = FAIL" in text:
-        return Grade(TOOL, "unhealthy", "deviceQuery reported Result = FAIL", (detected.group(0),))
-    if "Result = PASS" not in text:
-        return Grade(TOOL, "inconclusive", "deviceQuery ended before its result (cut off or killed)")
-    return Grade(TOOL, "healthy")
+    count = int(detected.group(1) or detected.group(2)) if detected else len(set(_DEVICE_LINE.findall(text))) or None
+    if count is not None and expected_gpus is not None and count < expected_gpus:
+        seen = next((line.strip() for line in text.splitlines() if detected and detected.group(0) in line), "")
+        return Grade(TOOL, "unhealthy", f"CUDA sees {count} of {expected_gpus} GPUs", (seen,) if seen else ())
+    waived = _WAIVED.search(text)
+    passed = _PASSED.search(text)
+    if waived and not passed:
+        return Grade(
+            TOOL, "inconclusive", f"the test was waived (it does not apply to this system): {waived.group(0).strip()[:200]}"
+        )
+    if passed is None:
+        if detected is not None or "deviceQuery" in text:
+            return Grade(TOOL, "inconclusive", "deviceQuery ended before its result (cut off or killed)")
+        return Grade(TOOL, "inconclusive", "no CUDA sample, deviceQuery or nvbandwidth result in the output")
+    warnings = (
+        ("GPU count not checked: the output does not say how many GPUs CUDA sees",)
+        if (expected_gpus is not None and count is None)
+        else ()
+    )
+    return Grade(TOOL, "healthy", warnings=warnings)
 
 
 def _error_code(text: str) -> tuple[int, str] | None:
@@ -69,6 +131,10 @@ def _error_code(text: str) -> tuple[int, str] | None:
         return int(returned.group(1)), (returned.group(2) or "").strip()
     found = _CODE.search(text)
     if found:
-        number = found.group(1) or found.group(3)
-        return int(number), (found.group(2) or found.group(4) or "").strip()
+        number = found.group(1) or found.group(3) or found.group(5)
+        return int(number), (found.group(2) or found.group(4) or found.group(6) or "").strip()
+    failed = _FAILED_STEP.search(text)
+    if failed:
+        lower = failed.group(0).lower()
+        return next(((number, failed.group(0).strip()) for said, number in _BY_MESSAGE.items() if said in lower), None)
     return None

@@ -19,9 +19,19 @@ Graded as an engineer reads it:
   that cannot load, an error instead of a table) is ``inconclusive``: nothing was learned about the GPU
   (NVIDIA/DCGM#254: the pcie plugin's helper was missing from the install);
 - a skipped test is ``inconclusive`` (the plugin is not allowed on this SKU, or lacks its CUDA support package:
-  NVIDIA/DCGM#55, #139), never a pass; a level-2 or higher run that tested nothing past Deployment is too;
+  NVIDIA/DCGM#55, #139), never a pass, except EUD's (an optional test: its executable is installed apart and supports
+  some products only), which is a warning; a level-2 or higher run that tested nothing past Deployment is too;
 - ``Warn`` is a warning, not a failure; so is a Deployment failure that only says persistence mode is off (CUDA works
-  without it: the first context is slower to create), which DCGM 3 reported as a failure.
+  without it: the first context is slower to create), which DCGM 3 reported as a failure;
+- a result that continues on the next row (``Pass - GPUs: 1, 2`` then ``Fail - GPU: 0``) counts for the GPUs it
+  names, and the worst of them is the test's (stas00/ml-engineering compute/accelerator/nvidia/debug.md @744d01e);
+- an ``Error`` row that no test row came before (DCGM 3 prints the Deployment plugin's errors so: "GPU 3 has
+  uncorrectable memory errors and row remappings are pending") is a failure of that category, on the GPU it names;
+- a table that does not end in its closing border was cut off: what it passed proves nothing (a failure in it still
+  counts); a ``-j`` document that does not parse is likewise not read whole (NVIDIA/DCGM#139 as posted);
+- DCGM refuses a GPU in MIG mode ("GPU 0's MIG configuration is incompatible with the diagnostic", NVIDIA/DCGM#94):
+  inconclusive, as is any ``Error:`` instead of a table (host engine not running, an empty group, a test name it
+  does not know).
 """
 
 from __future__ import annotations
@@ -36,15 +46,30 @@ from aks_gpu.gpu.diag.grade import Grade
 TOOL = "dcgm-diag"
 _HEADER = re.compile(r"^[|+]-{3,}\s+([A-Za-z][A-Za-z ]*?)\s+-+[+|]")
 _PER_GPU = re.compile(r"^(GPU|CPU)\s*(\d+)\s*:\s*(Pass|Fail|Warn|Skip|Not Run)\b", re.IGNORECASE)
-_GPU_LIST = re.compile(r"GPU\s*:?\s*([\d,\s]+)")
+# DCGM 3's result cell: "Pass - All", "Fail - GPU: 0", "Pass - GPUs: 1, 2, 3", "Skip - All".
+_RESULT_CELL = re.compile(r"^(Pass|Fail|Warn|Skip)\s*-\s*(All|GPUs?\s*:?\s*[\d,\s]+)", re.IGNORECASE)
+_GPU_LIST = re.compile(r"GPUs?\s*:?\s*([\d,\s]+)")
+_NAMED_GPU = re.compile(r"\bGPU\s*(\d+)\b")
+_BORDER = re.compile(r"^\+[-=+\s]*\+$")
+# Lines that say why dcgmi diag printed no table, best first.
+_NOT_RUN_LINES = (
+    (re.compile(r"MIG configuration is incompatible", re.IGNORECASE), "DCGM cannot test a GPU in MIG mode"),
+    (re.compile(r"^Error\b", re.IGNORECASE), ""),
+    (re.compile(r"\b(unable to|cannot|could not|failed to)\b", re.IGNORECASE), ""),
+)
 _INTERNAL = (
     "internal error during the test",
     "cannot load plugins",
     "unable to change to the plugin dir",
     "returned an error",
     "could not exec",
+    "couldn't be parsed",
 )
 _PERSISTENCE = "persistence mode"
+# The EUD plugin runs NVIDIA's EUD executable where it is installed and the product supports it: its skip says the
+# test does not apply here, not that a test that should have run could not
+# (https://docs.nvidia.com/datacenter/dcgm/latest/reference/diagnostics/plugins/eud.html, "Availability").
+_OPTIONAL = re.compile(r"^(?:cpu_)?eud(?: test)?$", re.IGNORECASE)
 STATUSES = ("pass", "fail", "warn", "skip")
 
 
@@ -69,18 +94,42 @@ def read_dcgm_diag(text: str, level: int | None = None) -> Grade:
         return Grade(TOOL, "inconclusive", "dcgmi diag printed nothing")
     start = stripped.find("{")
     tests: list[_Test] | None = None
+    complete = True
     if start != -1 and "| Diagnostic" not in stripped:
         try:
             tests = _json_tests(stripped[start : stripped.rfind("}") + 1])
         except _NotRunError as error:
             return Grade(TOOL, "inconclusive", f"dcgmi diag did not run: {str(error)[:300]}", (str(error)[:300],))
+        if tests is None and _looks_like_json(stripped[start:]):
+            return _unreadable_json(stripped[start:])
     if tests is None:
-        tests = _table_tests(stripped)
+        tests, complete = _table_tests(stripped)
     if not tests:
-        errors = [line.strip() for line in stripped.splitlines() if line.strip().lower().startswith("error")]
-        why = errors[0] if errors else stripped.splitlines()[0].strip()
-        return Grade(TOOL, "inconclusive", f"dcgmi diag did not run: {why[:300]}", tuple(errors[:5]))
-    return _grade(tests, level)
+        return _not_run(stripped)
+    return _grade(tests, level, complete)
+
+
+def _not_run(text: str) -> Grade:
+    """No result in the output: the reason DCGM printed instead of a table."""
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    for pattern, meaning in _NOT_RUN_LINES:
+        said = [line for line in lines if pattern.search(line)]
+        if said:
+            why = f"{meaning}: {said[0]}" if meaning else said[0]
+            return Grade(TOOL, "inconclusive", f"dcgmi diag did not run: {why[:300]}", tuple(said[:5]))
+    return Grade(TOOL, "inconclusive", f"no dcgmi diag result in the output: {lines[0][:200]}")
+
+
+def _looks_like_json(document: str) -> bool:
+    return '"DCGM GPU Diagnostic"' in document or '"DCGM Diagnostic"' in document or '"test_categories"' in document
+
+
+def _unreadable_json(document: str) -> Grade:
+    """A ``-j`` document that does not parse (cut off, or edited): what it failed still counts; nothing else does."""
+    failed = sorted(set(re.findall(r'"name"\s*:\s*"([^"]+)"[^{}]*?"status"\s*:\s*"Fail', document, re.DOTALL)))
+    if failed:
+        return Grade(TOOL, "unhealthy", ", ".join(failed), ("the -j document does not parse: read in part",))
+    return Grade(TOOL, "inconclusive", "the dcgmi diag -j document is not valid JSON (cut off or edited): not read whole")
 
 
 # ---------------------------------------------------------------- the table
@@ -101,13 +150,18 @@ def _entity(group: str, entity: str) -> str:
     return entity if group.upper() == "GPU" else f"{group.upper()} {entity}"
 
 
-def _table_tests(text: str) -> list[_Test]:
+def _table_tests(text: str) -> tuple[list[_Test], bool]:
+    """The tests of a table, and whether the table was read to its closing border."""
     tests: list[_Test] = []
     category = ""
     current: _Test | None = None
     message_open = False
+    last = ""
+    chunk = ""  # the last piece of the open message as the table printed it
     for raw in text.splitlines():
         line = raw.strip()
+        if line.startswith(("|", "+")):
+            last = line
         header = _HEADER.match(line)
         if header:
             category, current, message_open = header.group(1).strip(), None, False
@@ -122,34 +176,61 @@ def _table_tests(text: str) -> list[_Test]:
             continue
         # "Warning", or DCGM 4.6's per-entity "Warning: GPU1" (dcgmi/Diag.cpp @72fa3fe).
         if re.match(r"(Warning|Info|Error)\b", name):
+            if current is None and name.startswith("Error"):
+                # An error no test row came before: the category's own failure, on the GPU it names.
+                current = _Test(category, category or "Error", "fail")
+                tests.append(current)
             if current is not None:
                 current.messages.append(value)
                 message_open = True
+                chunk = cells[1][1:]
+                if current.name == (category or "Error"):
+                    named = _NAMED_GPU.search(value)
+                    if named and not current.gpus:
+                        current.gpus[named.group(1)] = "fail"
             continue
         if not name:
             per_gpu = _PER_GPU.match(value)
+            cell = _RESULT_CELL.match(value)
             if per_gpu and current is not None:
                 current.gpus[_entity(per_gpu.group(1), per_gpu.group(2))] = _status(per_gpu.group(3))
                 message_open = False
+            elif cell and current is not None and not message_open:
+                _add_result(current, cell)
             elif message_open and current is not None and value:
-                current.messages[-1] = _unwrap(current.messages[-1], value)
+                current.messages[-1] = _unwrap(current.messages[-1], chunk, cells[1][1:])
+                chunk = cells[1][1:]
             continue
         current = _Test(category, name, _status(value))
         message_open = False
-        listed = _GPU_LIST.search(value) if " - " in value else None
-        if listed:
-            for gpu in (g.strip() for g in listed.group(1).split(",")):
-                if gpu:
-                    current.gpus[gpu] = current.status
+        cell = _RESULT_CELL.match(value)
+        if cell:
+            _add_result(current, cell)
         tests.append(current)
-    return [test for test in tests if test.status]
+    return [test for test in tests if test.status], bool(_BORDER.match(last))
 
 
-def _unwrap(before: str, after: str) -> str:
-    """The table wraps a message at a fixed width, inside words too ("non-ze" / "ro status"): a line that ends in a
-    letter and one that goes on in lower case are one word."""
-    joined = before[-1:].isalnum() and after[:1].islower()
-    return before + ("" if joined else " ") + after
+_RANK = {"fail": 3, "warn": 2, "skip": 1, "pass": 0, "": -1}
+
+
+def _add_result(test: _Test, cell: re.Match[str]) -> None:
+    """One ``<Result> - All|GPU(s): ...`` cell: its status for the GPUs it names; the worst status is the test's."""
+    status = cell.group(1).lower()
+    listed = _GPU_LIST.search(cell.group(2))
+    for gpu in (g.strip() for g in (listed.group(1).split(",") if listed else ["all"])):
+        if gpu:
+            test.gpus[gpu] = status
+    if _RANK[status] > _RANK[test.status]:
+        test.status = status
+
+
+def _unwrap(before: str, chunk: str, after: str) -> str:
+    """The table wraps a message every 45 characters, inside words too ("non-ze" / "ro status"): where the piece
+    before filled its 45 characters with no space at its end and the next does not start with one, the two are one
+    word (NVIDIA/DCGM dcgmi/Diag.cpp; DCGM 3 and 4 tables alike)."""
+    piece = chunk[:45]
+    joined = len(piece) == 45 and not piece[-1:].isspace() and not after[:1].isspace()
+    return before + ("" if joined else " ") + after.strip()
 
 
 # ---------------------------------------------------------------- the JSON
@@ -212,12 +293,12 @@ def _json_test(category: str, entry: dict[str, Any]) -> _Test:
 def _where(test: _Test, status: str) -> str:
     found = sorted((entity for entity, s in test.gpus.items() if s == status), key=lambda e: (len(e), e))
     gpus = [entity for entity in found if entity.isdigit()]
-    others = [entity for entity in found if not entity.isdigit()]
+    others = ["all GPUs" if entity == "all" else entity for entity in found if not entity.isdigit()]
     named = ([f"GPU {', '.join(gpus)}"] if gpus else []) + others
     return f"{test.name} ({', '.join(named)})" if named else test.name
 
 
-def _grade(tests: list[_Test], level: int | None) -> Grade:
+def _grade(tests: list[_Test], level: int | None, complete: bool = True) -> Grade:
     faults: list[str] = []
     not_run: list[str] = []
     warnings: list[str] = []
@@ -234,16 +315,35 @@ def _grade(tests: list[_Test], level: int | None) -> Grade:
             ):
                 warnings.append(f"{test.name}: {said[:200]}")
             else:
-                faults.append(_where(test, "fail"))
-            evidence.append(f"{test.category}/{test.name}: fail{': ' + said[:300] if said else ''}")
+                faults.append(_where(test, "fail") + _cause(said, test))
+            where = f"{test.category}/{test.name}" if test.category else test.name
+            evidence.append(f"{where}: fail{': ' + said[:300] if said else ''}")
+        elif test.status == "skip" and _OPTIONAL.match(test.name):
+            warnings.append(f"{test.name} skipped: an optional test (its executable is installed apart, for some GPUs only)")
         elif test.status == "skip":
             not_run.append(f"{test.name} skipped")
         elif test.status == "warn":
             warnings.append(f"{_where(test, 'warn')}: {said[:200] or 'Warn'}")
     if faults:
         return Grade(TOOL, "unhealthy", ", ".join(faults), tuple(evidence), tuple(warnings))
+    if not complete:
+        not_run.append("the table ends before its closing border (cut off)")
     if not_run:
         return Grade(TOOL, "inconclusive", ", ".join(not_run), tuple(evidence), tuple(warnings))
     if level is not None and level >= 2 and all(t.category.lower() in ("deployment", "custom") for t in tests):
         return Grade(TOOL, "inconclusive", f"level {level} ran no test past Deployment", (), tuple(warnings))
+    if level is not None and level >= 3 and not any(t.category.lower() == "stress" for t in tests):
+        # Levels 3 and 4 add the Stress tests (targeted stress and power, memory bandwidth): without them the run is
+        # of a lower level than the one asked.
+        return Grade(TOOL, "inconclusive", f"level {level} ran no Stress test (a lower level's run)", (), tuple(warnings))
     return Grade(TOOL, "healthy", warnings=tuple(warnings))
+
+
+def _cause(said: str, test: _Test) -> str:
+    """What an engineer reads first in a failure's message: the named cause where DCGM gives one."""
+    lower = said.lower()
+    if "system not yet initialized" in lower:
+        return ": CUDA cannot start (system not yet initialized: the NVSwitch fabric manager is not running)"
+    if test.name == test.category and said:
+        return f": {said[:200]}"
+    return ""

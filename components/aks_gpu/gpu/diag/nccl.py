@@ -10,8 +10,16 @@ OK|FAILED`` and ``# Avg bus bandwidth : X`` (nccl-tests src/util.cu). busbw is t
 - the best busbw at the largest size that reaches the expectation's size below the expected figure: unhealthy
   (an NVLink or NVSwitch path is degraded); a run whose largest size is smaller is not graded on bandwidth (the
   average over small sizes says nothing of the links: a warning says so);
-- a run that aborted (``Test NCCL failure``, ``Test CUDA failure``) without a row: inconclusive, unless its error is
-  CUDA's "system not yet initialized" (error 802: the fabric manager), which is the node's fault.
+- a run that aborted (``Test NCCL failure``, ``Test CUDA failure``), with or without rows before: inconclusive
+  (NCCL_DEBUG says why: NVIDIA/nccl-tests#322, #280), unless its error is the node's own: CUDA's "system not yet
+  initialized" (error 802: the fabric manager, NVIDIA/nccl-tests#264) or "no CUDA-capable device is detected"
+  (NVIDIA/nccl-tests#30); wrong values before the abort still make it unhealthy;
+- rows without the closing ``# Out of bounds values`` line: the run was cut off or hangs (inconclusive);
+- one rank: nothing moved between GPUs (busbw 0 by definition, nccl-tests doc/PERFORMANCE.md): inconclusive;
+- fewer ranks on a host than the VM size has GPUs: the others were not tested (inconclusive);
+- ranks on more than one host: the network is measured, not the VM's own links, so a one-VM figure is not applied
+  (a warning says so).
+The other ``*_perf`` tests of nccl-tests print the same table and are read the same way.
 """
 
 from __future__ import annotations
@@ -26,6 +34,12 @@ _PREFIX = re.compile(r"^\[\d+,\d+\]<stdout>:")
 _OOB = re.compile(r"#\s*Out of bounds values\s*:\s*(\d+)\s*(OK|FAILED)")
 _AVG_FAILED = re.compile(r"#\s*Avg bus bandwidth\s*:\s*([\d.eE+-]+)\s+FAILED")
 _ABORT = re.compile(r"(Test (?:NCCL|CUDA) failure.*|Test failure.*|Test timeout.*|NCCL failure.*|Failed, NCCL error.*)")
+_RANK_LINE = re.compile(r"^\s*#?\s*Rank\s+(\d+)\s.*?\bon\s+(\S+)\s+device", re.M)
+_NODE_FAULTS = (
+    ("system not yet initialized", "CUDA error 802 system not yet initialized: the fabric manager is not running"),
+    ("no CUDA-capable device is detected", "no CUDA-capable device is detected: CUDA cannot use the GPUs"),
+)
+_WHY_NOT_RUN = re.compile(r".*(?:NCCL WARN|not enough slots|error while loading|No such file|ORTE|MPI_ABORT).*", re.IGNORECASE)
 GIB = 1 << 30
 
 
@@ -65,17 +79,23 @@ def _wrong(token: str) -> int:
 
 def _rows(text: str) -> list[_Row]:
     """The result rows (nccl-tests src/util.cu @a0b82b2, 2.19.6: ``%12li %12li %8s %6s %6i`` then per placement
-    ``time algbw busbw #wrong``, four more per-iteration columns with ``-I``, a timestamp at the end with ``-t``)."""
+    ``time algbw busbw #wrong``, four more per-iteration columns with ``-I``, a timestamp at the end with ``-t``).
+    Releases before 2.10 printed no root column, and early ones no redop column either (``size count type time
+    algbw busbw error``, the error being the largest difference: NVIDIA/nccl#340, #318)."""
     rows: list[_Row] = []
     for raw in text.splitlines():
         line = _PREFIX.sub("", raw).strip()
         if not line or line.startswith("#"):
             continue
         tokens = line.split()
-        if len(tokens) < 12 or _int(tokens[0]) is None or _int(tokens[1]) is None or _int(tokens[2]) is not None:
+        if len(tokens) < 7 or _int(tokens[0]) is None or _int(tokens[1]) is None or _number(tokens[2]) is not None:
             continue
-        lead = 5 if _int(tokens[4]) is not None else 4  # the root column came with nccl-tests 2.10
+        lead = 3
+        if _number(tokens[3]) is None:  # the redop column
+            lead = 5 if _int(tokens[4]) is not None else 4
         rest = tokens[lead:]
+        if len(rest) < 4:
+            continue
         group = 8 if len(rest) >= 16 else 4
         out_of_place, in_place = rest[:4], rest[group : group + 4]
         try:
@@ -87,27 +107,47 @@ def _rows(text: str) -> list[_Row]:
     return rows
 
 
-def read_all_reduce(text: str, expected: BusBandwidth | None = None) -> Grade:
-    """The grade of one ``all_reduce_perf`` run; ``expected`` None grades correctness only."""
+def _number(token: str) -> float | None:
+    try:
+        return float(token)
+    except ValueError:
+        return None
+
+
+def _node_fault(text: str) -> str | None:
+    lower = text.lower()
+    return next((meaning for marker, meaning in _NODE_FAULTS if marker.lower() in lower), None)
+
+
+def read_all_reduce(text: str, expected: BusBandwidth | None = None, expected_gpus: int | None = None) -> Grade:
+    """The grade of one ``all_reduce_perf`` run (or another nccl-tests ``*_perf``); ``expected`` None grades
+    correctness only. ``expected_gpus``: the GPUs a host of the run should have (the VM size's): a run over fewer
+    of them (``-g 4`` on an 8-GPU VM) tested only those, so a pass proves nothing of the others."""
     rows = _rows(text)
     oob = _OOB.search(text)
-    if not rows:
-        abort = _ABORT.search(text)
-        if abort and ("system not yet initialized" in text or " 802" in text):
-            return Grade(
-                TOOL,
-                "unhealthy",
-                "CUDA error 802 system not yet initialized: the fabric manager is not running",
-                (abort.group(1).strip(),),
-            )
-        why = abort.group(1).strip() if abort else "no result rows in the output"
-        return Grade(TOOL, "inconclusive", f"all_reduce_perf did not run: {why[:300]}")
+    abort = _ABORT.search(text)
+    ranks = {int(rank): host for rank, host in _RANK_LINE.findall(text)}
     wrong = [row for row in rows if row.wrong]
     if wrong:
         sizes = ", ".join(f"{row.size} B ({row.wrong} wrong)" for row in wrong[:3])
-        return Grade(TOOL, "unhealthy", f"wrong all-reduce results between the GPUs at {sizes}")
+        return Grade(TOOL, "unhealthy", f"wrong results between the GPUs at {sizes}")
     if oob and oob.group(2) == "FAILED":
         return Grade(TOOL, "unhealthy", f"{oob.group(1)} out-of-bounds values", (oob.group(0),))
+    if abort or not rows:
+        fault = _node_fault(text)
+        if fault:
+            return Grade(TOOL, "unhealthy", fault, ((abort.group(1).strip(),) if abort else ()))
+        if abort:
+            done = f" after {len(rows)} sizes" if rows else ""
+            line = abort.group(1).strip()
+            return Grade(TOOL, "inconclusive", f"the run aborted{done}: {line[:300]}", (line,))
+        said = _WHY_NOT_RUN.search(text)
+        why = said.group(0).strip() if said else "no result rows in the output"
+        return Grade(TOOL, "inconclusive", f"the test did not run to a result: {why[:300]}")
+    if oob is None:
+        return Grade(TOOL, "inconclusive", f"the output ends after {len(rows)} sizes without its summary (cut off or hung)")
+    if len(ranks) == 1:
+        return Grade(TOOL, "inconclusive", "one rank: nothing moved between GPUs (busbw is 0 by definition)")
     failed_check = _AVG_FAILED.search(text)
     if failed_check:
         # The run's own check (-a/--check_avg_bw: FAILED under 90 % of the figure it was given).
@@ -117,8 +157,24 @@ def read_all_reduce(text: str, expected: BusBandwidth | None = None) -> Grade:
             f"average bus bandwidth {failed_check.group(1)} GB/s failed the run's own check",
             (failed_check.group(0),),
         )
+    hosts = set(ranks.values())
+    per_host = {host: list(ranks.values()).count(host) for host in hosts}
+    if expected_gpus is not None and per_host and min(per_host.values()) < expected_gpus:
+        host, count = min(per_host.items(), key=lambda item: item[1])
+        return Grade(
+            TOOL, "inconclusive", f"the run used {count} of the {expected_gpus} GPUs on {host}: the others were not tested"
+        )
     if expected is None:
         return Grade(TOOL, "healthy", warnings=("bus bandwidth not graded: no figure for this VM size",))
+    if len(hosts) > 1:
+        return Grade(
+            TOOL,
+            "healthy",
+            warnings=(
+                f"bus bandwidth not graded: ranks on {len(hosts)} hosts measure the network, and the "
+                f"{expected.busbw_gbps:g} GB/s figure is for one {expected.vm_size}'s own GPUs",
+            ),
+        )
     reaching = [row for row in rows if row.size >= expected.message_bytes]
     if not reaching:
         largest = max(row.size for row in rows)
