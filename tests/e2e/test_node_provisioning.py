@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -28,14 +27,12 @@ from aks_gpu.local.karpenter import KARPENTER_BINARY, KWOK_NODE_CLASS
 from aks_gpu.naming import KARPENTER_NODEPOOL_LABEL, nap_object_name
 from aks_gpu.resolved.model import ResolvedPool, resolve
 from aks_gpu.resolved.stack import validate_stack
-from tests.conftest import PROJECT_DIR
-from tests.e2e.conftest import TOOLS, LocalCluster, start_in, stop
+from tests.e2e.conftest import TOOLS, LocalCluster, project_copy, start_in, stop, until
 
 STACK = "nap"
 STACK_FILE = Path(__file__).parent / "stacks" / f"Pulumi.{STACK}.yaml"
 GPU = "nvidia.com/gpu"
 INSTANCE_TYPE = "node.kubernetes.io/instance-type"
-WAIT_S = 120.0
 # Longer than Karpenter's batch window (10 s at most) and a provisioning round after it.
 QUIET_S = 20.0
 
@@ -51,26 +48,11 @@ def pools() -> dict[str, ResolvedPool]:
 
 @pytest.fixture(scope="module")
 def nap(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
-    root = tmp_path_factory.mktemp("nap")
-    (root / "stacks").mkdir()
-    shutil.copy(STACK_FILE, root / "stacks" / STACK_FILE.name)
-    shutil.copy(PROJECT_DIR / "Pulumi.yaml", root / "Pulumi.yaml")
-    (root / ".tools").symlink_to(PROJECT_DIR / ".tools")
-    cluster = start_in(root, STACK)
+    cluster = start_in(project_copy(tmp_path_factory.mktemp("nap"), (STACK_FILE,)), STACK)
     try:
         yield cluster
     finally:
         stop(cluster)
-
-
-def until(what: str, check: Any, timeout: float = WAIT_S, every: float = 0.5) -> Any:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = check()
-        if value:
-            return value
-        time.sleep(every)
-    pytest.fail(f"not within {timeout:.0f}s: {what}")
 
 
 def pod(name: str, namespace: str, gpus: int) -> str:
