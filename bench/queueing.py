@@ -27,8 +27,8 @@ from rich.table import Table
 from aks_gpu.local.control_plane import LocalPaths
 from aks_gpu.local.engine import kueue_pid
 from tests.e2e.conftest import LocalCluster, project_copy, start_in, stop
+from tests.e2e.conftest import until as wait_for
 from tests.e2e.test_queueing import admitted, bound_pods, submit, workload_of
-from tests.e2e.test_queueing import until as wait_for
 
 STACK = "teams"
 NODES_PER_POOL = 4

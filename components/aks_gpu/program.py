@@ -47,6 +47,9 @@ from aks_gpu.config.problems import ConfigError
 from aks_gpu.internal_error import debug_requested, internal_error_message
 from aks_gpu.resolved.stack import ValidatedStack, validate_stack
 
+if typing.TYPE_CHECKING:
+    from aks_gpu.platform.node_provisioning import NodeClassOf
+
 # Below this length a secret text is matched only as a whole value, not inside longer strings.
 MIN_SUBSTRING = 4
 # Inputs that name a resource's own type, fixed by its SDK class: never derived from config.
@@ -352,9 +355,10 @@ def check_subscription(
 # ---------------------------------------------------------------- the program itself
 
 
-def run_platform() -> None:
+def run_platform(nap_node_class: NodeClassOf | None = None) -> None:
     """The platform program: what ``__main__.py`` runs under ``pulumi up``, and ``aksgpu local`` as the Automation
-    API's inline program (the same resources, names and exports either way)."""
+    API's inline program (the same resources, names and exports either way; ``aksgpu local`` points the NAP
+    NodePools at Karpenter's kwok node class, ``nap_node_class``)."""
     from aks_gpu.naming import PLATFORM_COMPONENT_NAME
     from aks_gpu.platform import GpuPlatform, stack_exports
 
@@ -369,6 +373,7 @@ def run_platform() -> None:
         # engine carries them all over with it (it renames a child's name prefix with its parent's alias:
         # inheritedChildAlias).
         pulumi.ResourceOptions(aliases=[pulumi.Alias(name=pulumi.get_stack())]),
+        nap_node_class,
     )
     secrets = stack_secrets(validated)
     for output_name, value in stack_exports(platform).items():

@@ -79,6 +79,8 @@ STATUS: dict[str, Any] = {
         "resources": 61,
         "pendingChanges": 0,
     },
+    "kueue": None,
+    "karpenter": 48213,
 }
 
 
@@ -99,6 +101,8 @@ def test_status_shows_every_value_whole_at_80_columns_and_wider(
     assert "…" not in output and max(len(line) for line in output.splitlines()) <= width
     words = {word.strip("│ ,():") for line in output.splitlines() for word in line.split()}
     assert {"https://127.0.0.1:46123", "v1.33.1", "v3.190.0", stack} <= words
+    # The controllers `local up` runs as processes: Karpenter's pid, and Kueue (a stack without queueing) not running.
+    assert "process 48213" in " ".join(output.split()) and "not running" in " ".join(output.split())
     assert main(["local", "status", "--stack", stack, "--json"]) == 0
     assert json.loads(capsys.readouterr().out) == STATUS
 

@@ -8,6 +8,7 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -67,12 +68,30 @@ class LocalCluster:
         return json.loads(done.stdout)
 
 
-def project_copy(root: Path) -> Path:
+def project_copy(root: Path, stack_files: tuple[Path, ...] = ()) -> Path:
+    """A project folder: the project's Pulumi.yaml and tools, and its stacks/, or a stacks/ of ``stack_files`` alone."""
     root.mkdir(parents=True, exist_ok=True)
     shutil.copy(PROJECT_DIR / "Pulumi.yaml", root / "Pulumi.yaml")
-    (root / "stacks").symlink_to(PROJECT_DIR / "stacks")
+    if stack_files:
+        (root / "stacks").mkdir()
+        for stack_file in stack_files:
+            shutil.copy(stack_file, root / "stacks" / stack_file.name)
+    else:
+        (root / "stacks").symlink_to(PROJECT_DIR / "stacks")
     (root / ".tools").symlink_to(PROJECT_DIR / ".tools")
     return root
+
+
+def until(what: str, check: Any, timeout: float = 120.0, every: float = 0.5) -> Any:
+    """``check()``'s first truthy value, asked every ``every`` seconds; the test fails after ``timeout`` seconds
+    (bench/queueing.py times with it, finer)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = check()
+        if value:
+            return value
+        time.sleep(every)
+    pytest.fail(f"not within {timeout:.0f}s: {what}")
 
 
 @pytest.fixture(scope="session", autouse=True)

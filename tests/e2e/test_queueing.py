@@ -14,11 +14,10 @@ from typing import Any
 
 import pytest
 
-from tests.e2e.conftest import LocalCluster, started
+from tests.e2e.conftest import LocalCluster, started, until
 
 GPU = "nvidia.com/gpu"
 POOL_LABEL = "kubernetes.azure.com/agentpool"
-WAIT_S = 120.0
 # A Job's pod in a workload namespace stays Running until it is deleted (the local cluster's kwok Stages,
 # components/aks_gpu/local/stages.py), as a training run does on AKS: quota is held until the Job ends or is preempted.
 
@@ -64,17 +63,6 @@ def condition(obj: dict[str, Any] | None, kind: str) -> dict[str, Any] | None:
         if found.get("type") == kind:
             return dict(found)
     return None
-
-
-def until(what: str, check: Any, timeout: float = WAIT_S, every: float = 0.5) -> Any:
-    """``check()``'s first truthy value, asked every ``every`` seconds (bench/queueing.py times with it, finer)."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = check()
-        if value:
-            return value
-        time.sleep(every)
-    pytest.fail(f"not within {timeout:.0f}s: {what}")
 
 
 def admitted(cluster: LocalCluster, namespace: str, job_name: str) -> bool:

@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pytest
 
+from aks_gpu.aks_facts import karpenter_facts
 from aks_gpu.kube.kueue import kueue_pin
 from tests.conftest import PROJECT_DIR
 
@@ -47,6 +48,12 @@ case "$1" in
       mkdir -p "$dir/config/components/webhook"
       echo "kind: MutatingWebhookConfiguration" >"$dir/config/components/webhook/manifests.yaml"
       echo "module fake" >"$dir/go.mod"
+      mkdir -p "$dir/pkg/operator" "$dir/kwok/charts/crds" "$dir/kwok/apis/crds"
+      printf 'a := fmt.Sprintf(":%%d", m)\nb := fmt.Sprintf(":%%d", h)\n' >"$dir/pkg/operator/operator.go"
+      for crd in charts/crds/karpenter.sh_nodepools charts/crds/karpenter.sh_nodeclaims \
+        apis/crds/karpenter.kwok.sh_kwoknodeclasses; do
+        echo "kind: CustomResourceDefinition" >"$dir/kwok/$crd.yaml"
+      done
       printf '{\n\t"GoMod": "%s",\n\t"Dir": "%s"\n}\n' "$dir/go.mod" "$dir"
     fi ;;
   build)
@@ -178,6 +185,39 @@ def test_a_new_version_of_one_group_builds_that_group_alone(environment: dict[st
     assert built_groups(build_tools(environment, tools / "build-tools").stderr) == ["etcd"]
     recipes.write_text(recipe.replace("build_parallelism=2", "build_parallelism=1"), encoding="utf-8")
     assert built_groups(build_tools(environment, tools / "build-tools").stderr) == GROUPS
+
+
+def test_the_local_karpenter_is_the_version_of_the_nodepool_crd_the_stacks_are_held_to() -> None:
+    """`aksgpu local` runs the Karpenter core that `make tools` builds; the NodePools are checked against the CRD of
+    components/aks_gpu/data/karpenter.yaml: one version, or the e2e tier would prove another API than the one held."""
+    text = (BUILD_TOOLS.parent / "versions").read_text(encoding="utf-8")
+    pinned = re.search(r"^KARPENTER_VERSION=(\S+)$", text, re.MULTILINE)
+    assert pinned is not None
+    node_pool = karpenter_facts()["node_pool"]
+    assert pinned[1] == node_pool["module_version"]
+    assert f"sigs.k8s.io/karpenter@{pinned[1]} " in node_pool["source"]
+
+
+def test_the_karpenter_recipe_binds_its_servers_on_loopback_and_stops_on_an_unexpected_source(
+    environment: dict[str, str], tmp_path: Path
+) -> None:
+    """The one change the recipe makes to Karpenter's source: its two ":%d" bind addresses on 127.0.0.1; a module
+    whose operator.go no longer has them stops the group instead of building a binary that listens everywhere."""
+    assert build_tools(environment).returncode == 0
+    [built] = Path(environment["AKSGPU_TOOLS_CACHE"]).glob("karpenter-*/src/karpenter/karpenter/pkg/operator/operator.go")
+    assert built.read_text(encoding="utf-8").count('fmt.Sprintf("127.0.0.1:%d", ') == 2
+
+    tools = tmp_path / "repo" / "tools" / "go"
+    shutil.copytree(BUILD_TOOLS.parent, tools)
+    recipes = tools / "recipes"
+    # A recipe of another version: the fake module it downloads binds once only.
+    text = recipes.read_text(encoding="utf-8")
+    copy = 'cp -R "$(module_dir "$mod" "$v")" "$src"\n'
+    recipes.write_text(text.replace(copy, copy + '  sed -i 1d "$src/pkg/operator/operator.go"\n'), encoding="utf-8")
+    again = build_tools(environment, tools / "build-tools")
+    assert again.returncode == 1
+    assert "karpenter FAILED" in again.stderr
+    assert 'not the two ":%d" bind addresses this recipe moves to 127.0.0.1' in again.stderr
 
 
 def test_the_local_kueue_is_the_version_the_stacks_deploy() -> None:

@@ -38,14 +38,19 @@ class Prices:
     hours_per_month: int
     tables: dict[str, PriceTable]  # region -> its table
 
-    def monthly(self, region: str | None, vm_size: str | None) -> tuple[float, PriceTable] | None:
-        """The monthly list price of one VM of ``vm_size`` in ``region``, with the table it comes from; None where no
+    def hourly(self, region: str | None, vm_size: str | None) -> tuple[float, PriceTable] | None:
+        """The hourly list price of one VM of ``vm_size`` in ``region``, with the table it comes from; None where no
         table has it."""
         table = self.tables.get((region or "").lower())
         if table is None or not vm_size:
             return None
         hourly = table.prices.get(vm_size_key(vm_size))
-        return (hourly * self.hours_per_month, table) if hourly is not None else None
+        return (hourly, table) if hourly is not None else None
+
+    def monthly(self, region: str | None, vm_size: str | None) -> tuple[float, PriceTable] | None:
+        """The monthly list price (``hourly`` times ``hours_per_month``), with the table it comes from."""
+        found = self.hourly(region, vm_size)
+        return (found[0] * self.hours_per_month, found[1]) if found is not None else None
 
 
 class PriceFileError(ValueError):

@@ -121,11 +121,12 @@ def run_up(args: argparse.Namespace) -> int:
         pulumi_processes,
         reach_host,
         require_tools,
+        start_karpenter,
         start_kueue,
         unreachable_charts,
     )
+    from aks_gpu.local.karpenter import nap_pools
     from aks_gpu.local.nodes import node_manifests
-    from aks_gpu.program import run_platform
 
     project_dir = _project(args)
     # SIGTERM (a CI runner's cancel, `kill`) is Ctrl-C here: `up` cleans up the same way instead of dying with its
@@ -143,14 +144,18 @@ def run_up(args: argparse.Namespace) -> int:
         try:
             config, model = loaded.validated.config, loaded.validated.model
             nodes = node_manifests(config, model, args.nodes_per_pool)
-            local.apply([*stand_in_crds(), *stand_in_namespaces(config)])
+            nap = bool(nap_pools(model))
+            # A NAP stack's Karpenter installs the real NodePool CRD: no stand-in of it.
+            local.apply([*stand_in_crds(real_node_pools=nap), *stand_in_namespaces(config)])
             local.apply(nodes)
             if config.queueing is not None:
                 start_kueue(local, config.queueing, say)
+            if nap:
+                start_karpenter(local, config, model, say)
             left_out = unreachable_charts(config, reach_host)
             for release, why in left_out.items():
                 err.print(f"[yellow]left out[/] the Helm release {escape(release)}: {escape(why)}")
-            run = PulumiRun(paths, bin_dir, local_stack_config(loaded.raw, paths.kubeconfig.resolve(), left_out), run_platform)
+            run = PulumiRun(paths, bin_dir, local_stack_config(loaded.raw, paths.kubeconfig.resolve(), left_out), local_program)
             for change in LOCAL_CHANGES:
                 say(f"local stack config: {change}")
             say(f"deploying stack {args.stack} with the Pulumi CLI into {paths.state}")
@@ -192,8 +197,7 @@ def _interrupt(signum: int, frame: object) -> None:
 
 def status_document(args: argparse.Namespace) -> dict[str, Any]:
     from aks_gpu.local.control_plane import LocalPaths
-    from aks_gpu.local.engine import Local, LocalError, PulumiRun, change_counts, require_tools
-    from aks_gpu.program import run_platform
+    from aks_gpu.local.engine import Local, LocalError, PulumiRun, change_counts, karpenter_pid, kueue_pid, require_tools
 
     project_dir = _project(args)
     bin_dir = require_tools(project_dir)
@@ -207,6 +211,9 @@ def status_document(args: argparse.Namespace) -> dict[str, Any]:
         "nodes": 0,
         "gpuNodes": 0,
         "pulumi": {"cli": None, "stack": args.stack, "resources": 0, "pendingChanges": None},
+        # The controllers `local up` runs as processes of this machine: each one's pid, None when not running.
+        "kueue": kueue_pid(paths),
+        "karpenter": karpenter_pid(paths),
     }
     try:
         version = json.loads(local.kubectl("version", "-o", "json", timeout=10)) if running else {}
@@ -225,7 +232,7 @@ def status_document(args: argparse.Namespace) -> dict[str, Any]:
         stack_config = (
             (yaml.safe_load(stack_file.read_text(encoding="utf-8")) or {}).get("config", {}) if stack_file.is_file() else {}
         )
-        run = PulumiRun(paths, bin_dir, stack_config, run_platform)
+        run = PulumiRun(paths, bin_dir, stack_config, local_program)
         with run.stack() as stack:
             deployment = stack.export_stack()
             document["pulumi"]["resources"] = len((deployment.deployment or {}).get("resources") or [])
@@ -286,6 +293,8 @@ def run_status(args: argparse.Namespace) -> int:
             ("Pulumi CLI", pulumi["cli"]),
             ("resources", pulumi["resources"]),
             ("pending changes", pulumi["pendingChanges"]),
+            ("Kueue", _process(document["kueue"])),
+            ("Karpenter (kwok provider)", _process(document["karpenter"])),
         )
     ]
     # the list: one entry, the stack, each value on a line of its own under it
@@ -294,6 +303,19 @@ def run_status(args: argparse.Namespace) -> int:
     if tables.print_table(out, title, ("what", "value"), rows, keep=("what", "value"), listed=listed):
         out.print(f"[dim]{tables.list_note(json=True)}[/]")
     return EXIT_OK
+
+
+def _process(pid: int | None) -> str:
+    return f"process {pid}" if pid is not None else "not running"
+
+
+def local_program() -> None:
+    """The platform program as `aksgpu local` runs it: each NAP NodePool names Karpenter's kwok node class, which the
+    local Karpenter serves, instead of its AKSNodeClass (local/karpenter.py)."""
+    from aks_gpu.local.karpenter import kwok_node_class_ref
+    from aks_gpu.program import run_platform
+
+    run_platform(kwok_node_class_ref)
 
 
 def run_down(args: argparse.Namespace) -> int:
@@ -305,6 +327,7 @@ def run_down(args: argparse.Namespace) -> int:
         port_closes,
         pulumi_processes,
         require_tools,
+        stop_karpenter,
         stop_kueue,
     )
 
@@ -314,9 +337,11 @@ def run_down(args: argparse.Namespace) -> int:
         bin_dir = require_tools(project_dir)
         local = Local(paths, bin_dir)
         server = local.server()
-        # A queueing stack's Kueue first: it watches the API server that stops next.
+        # A queueing stack's Kueue and a NAP stack's Karpenter first: they watch the API server that stops next.
         if stop_kueue(paths):
             say("stopped the stack's Kueue process")
+        if stop_karpenter(paths):
+            say("stopped the stack's Karpenter process")
         if args.purge:
             local.delete()
         else:

@@ -97,6 +97,11 @@ class LocalPaths:
         return self.root / "kueue"
 
     @property
+    def karpenter(self) -> Path:
+        """A NAP stack's Karpenter process (kwok provider): its instance types file, log and pid file."""
+        return self.root / "karpenter"
+
+    @property
     def cluster_name(self) -> str:
         return local_cluster_name(self.stack)
 

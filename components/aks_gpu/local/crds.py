@@ -27,8 +27,11 @@ STAND_IN_KINDS = (
 STAND_IN_ANNOTATION = LOCAL_STAND_IN_ANNOTATION
 
 
-def stand_in_crds() -> list[dict[str, Any]]:
-    return [_crd(*kind) for kind in STAND_IN_KINDS]
+def stand_in_crds(real_node_pools: bool = False) -> list[dict[str, Any]]:
+    """The stand-ins; with ``real_node_pools`` (a NAP stack, whose Karpenter installs Karpenter's own CRDs,
+    local/karpenter.py) without the NodePool's."""
+    left_out = {("karpenter.sh", "NodePool")} if real_node_pools else set()
+    return [_crd(*kind) for kind in STAND_IN_KINDS if (kind[0], kind[2]) not in left_out]
 
 
 def stand_in_namespaces(config: PlatformConfig) -> list[dict[str, Any]]:

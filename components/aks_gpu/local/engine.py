@@ -42,6 +42,15 @@ from aks_gpu.local.control_plane import (
     node_command_script,
     tools_dir,
 )
+from aks_gpu.local.karpenter import (
+    KARPENTER_BINARY,
+    KARPENTER_CRDS,
+    instance_types,
+    karpenter_crds,
+    karpenter_environment,
+    karpenter_version,
+    kwok_node_class,
+)
 from aks_gpu.local.kueue import (
     CA_CERT_FILE,
     KUEUE_BINARY,
@@ -54,6 +63,7 @@ from aks_gpu.local.kueue import (
     server_extensions,
     webhook_secret,
 )
+from aks_gpu.resolved.model import PlatformModel
 
 EXIT_USAGE = 2
 KWOKCTL_TIMEOUT_S = 240
@@ -302,16 +312,38 @@ class Local:
 
 # Kueue's start: its caches synced and its webhook server up (the readyz check of cmd/kueue/main.go).
 KUEUE_READY_TIMEOUT_S = 120.0
-KUEUE_CRDS_TIMEOUT_S = 60
+# A controller's CRDs (Kueue's, Karpenter's): served before the controller starts.
+CRDS_TIMEOUT_S = 60
+
+
+def apply_crds(local: Local, crds: list[dict[str, Any]]) -> None:
+    """Apply CustomResourceDefinitions and wait until the server serves them (Established)."""
+    local.apply(crds)
+    names = [f"crd/{crd['metadata']['name']}" for crd in crds]
+    local.kubectl("wait", "--for=condition=Established", *names, f"--timeout={CRDS_TIMEOUT_S}s", timeout=90)
+
+
+def process_pid(folder: Path) -> int | None:
+    """The running process whose pid file is ``folder/pid`` (Kueue's, Karpenter's), or None."""
+    try:
+        pid = int((folder / "pid").read_text(encoding="utf-8").strip())
+    except (OSError, ValueError):
+        return None
+    return pid if _alive(pid) else None
+
+
+def stop_process(folder: Path) -> bool:
+    """Stop the process of ``folder/pid``; True when one was running."""
+    pid = process_pid(folder)
+    if pid is None:
+        return False
+    end_processes([pid])
+    return True
 
 
 def kueue_pid(paths: LocalPaths) -> int | None:
     """The running Kueue process of this stack's cluster, or None."""
-    try:
-        pid = int((paths.kueue / "pid").read_text(encoding="utf-8").strip())
-    except (OSError, ValueError):
-        return None
-    return pid if _alive(pid) else None
+    return process_pid(paths.kueue)
 
 
 def start_kueue(local: Local, queueing: QueueingConfig, say: Say) -> None:
@@ -322,8 +354,7 @@ def start_kueue(local: Local, queueing: QueueingConfig, say: Say) -> None:
     if not (bin_dir / KUEUE_BINARY).is_file():
         raise LocalError(f"the stack queues GPU Jobs with Kueue, and {bin_dir / KUEUE_BINARY} is missing: run `make tools`")
     paths.kueue.mkdir(mode=0o700, parents=True, exist_ok=True)
-    if kueue_pid(paths) is not None:
-        stop_kueue(paths)
+    stop_kueue(paths)
     certs = paths.kueue / "certs"
     certs.mkdir(mode=0o700, exist_ok=True)
     (certs / "server.ext").write_text(server_extensions(), encoding="utf-8")
@@ -332,9 +363,7 @@ def start_kueue(local: Local, queueing: QueueingConfig, say: Say) -> None:
     ca_pem = (certs / CA_CERT_FILE).read_bytes()
     webhook_port, health_port = free_port(), free_port()
     crds = local_crds(yaml.safe_load_all((bin_dir / KUEUE_CRDS).read_text(encoding="utf-8")), webhook_port, ca_pem)
-    local.apply(crds)
-    names = [f"crd/{crd['metadata']['name']}" for crd in crds]
-    local.kubectl("wait", "--for=condition=Established", *names, f"--timeout={KUEUE_CRDS_TIMEOUT_S}s", timeout=90)
+    apply_crds(local, crds)
     local.apply([kueue_namespace_manifest()])
     local.apply([webhook_secret(certs)])
     documents = yaml.safe_load_all((bin_dir / KUEUE_WEBHOOKS).read_text(encoding="utf-8"))
@@ -343,24 +372,36 @@ def start_kueue(local: Local, queueing: QueueingConfig, say: Say) -> None:
     configuration = local_configuration(queueing, webhook_port, health_port, certs)
     config_file = paths.kueue / "config.yaml"
     _private(config_file, yaml.safe_dump(configuration))
-    log = (paths.kueue / "kueue.log").open("ab")
     # VisibilityOnDemand off: its API server would bind a fixed port on every address (cmd/kueue/main.go).
     command = [str(bin_dir / KUEUE_BINARY), f"--config={config_file}", "--feature-gates=VisibilityOnDemand=false"]
     env = {**os.environ, "KUBECONFIG": str(paths.kubeconfig)}
-    with log:
-        process = subprocess.Popen(command, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
-    (paths.kueue / "pid").write_text(str(process.pid), encoding="utf-8")
+    process = _start_controller(paths.kueue / "kueue.log", command, env)
     say(f"Kueue {kueue_pin().module_version} running as process {process.pid}, webhooks on {LOOPBACK}:{webhook_port}")
-    deadline = time.monotonic() + KUEUE_READY_TIMEOUT_S
-    while not _kueue_ready(health_port):
+    _wait_ready("Kueue", process, health_port, KUEUE_READY_TIMEOUT_S, paths.kueue / "kueue.log")
+
+
+def _start_controller(log: Path, command: list[str], env: dict[str, str]) -> subprocess.Popen[bytes]:
+    """A controller as a process of this machine in a session of its own (it outlives `up`), its output appended to
+    ``log`` and its pid in ``pid`` beside it (``process_pid``)."""
+    with log.open("ab") as output:
+        process = subprocess.Popen(command, env=env, stdout=output, stderr=subprocess.STDOUT, start_new_session=True)
+    (log.parent / "pid").write_text(str(process.pid), encoding="utf-8")
+    return process
+
+
+def _wait_ready(name: str, process: subprocess.Popen[bytes], port: int, timeout_s: float, log: Path) -> None:
+    """Until the process's health probe server says ready; exit 1 naming its log if it ends or takes too long."""
+    deadline = time.monotonic() + timeout_s
+    while not _ready(port):
         if process.poll() is not None:
-            raise LocalError(f"Kueue exited ({process.returncode}); its log: {paths.kueue / 'kueue.log'}", 1)
+            raise LocalError(f"{name} exited ({process.returncode}); its log: {log}", 1)
         if time.monotonic() > deadline:
-            raise LocalError(f"Kueue was not ready after {KUEUE_READY_TIMEOUT_S:.0f}s; its log: {paths.kueue / 'kueue.log'}", 1)
+            raise LocalError(f"{name} was not ready after {timeout_s:.0f}s; its log: {log}", 1)
         time.sleep(0.5)
 
 
-def _kueue_ready(port: int) -> bool:
+def _ready(port: int) -> bool:
+    """Whether a controller-runtime manager's health probe server on ``port`` says ready (its /readyz checks)."""
     try:
         with urllib.request.urlopen(f"http://{LOOPBACK}:{port}/readyz", timeout=2) as answer:
             return bool(answer.status == 200)
@@ -370,11 +411,46 @@ def _kueue_ready(port: int) -> bool:
 
 def stop_kueue(paths: LocalPaths) -> bool:
     """Stop this stack's Kueue process; True when one was running."""
-    pid = kueue_pid(paths)
-    if pid is None:
-        return False
-    end_processes([pid])
-    return True
+    return stop_process(paths.kueue)
+
+
+# Karpenter's start: its caches synced and the NodePool and NodeClaim kinds served (the readyz checks of
+# sigs.k8s.io/karpenter pkg/operator/operator.go).
+KARPENTER_READY_TIMEOUT_S = 120.0
+
+
+def karpenter_pid(paths: LocalPaths) -> int | None:
+    """The running Karpenter process of this stack's cluster, or None."""
+    return process_pid(paths.karpenter)
+
+
+def start_karpenter(local: Local, config: StackConfig, model: PlatformModel, say: Say) -> None:
+    """Karpenter for a NAP stack (local/karpenter.py): its CRDs and the KWOKNodeClass, the instance types file of the
+    stack's NAP VM sizes, then the controller as a process of this machine (left running, like the control plane;
+    `local down` stops it), before Pulumi creates the NodePools it acts on."""
+    paths, bin_dir = local.paths, local.bin_dir
+    if not (bin_dir / KARPENTER_BINARY).is_file():
+        raise LocalError(
+            f"the stack has NAP GPU pools, and {bin_dir / KARPENTER_BINARY} (Karpenter's kwok provider) is missing: run "
+            "`make tools`"
+        )
+    paths.karpenter.mkdir(mode=0o700, parents=True, exist_ok=True)
+    stop_karpenter(paths)
+    crds = karpenter_crds(yaml.safe_load_all((bin_dir / KARPENTER_CRDS).read_text(encoding="utf-8")))
+    apply_crds(local, crds)
+    local.apply([kwok_node_class()])
+    types_file = paths.karpenter / "instance-types.json"
+    types_file.write_text(json.dumps(instance_types(config, model), indent=2), encoding="utf-8")
+    health_port = free_port()
+    env = {**os.environ, **karpenter_environment(paths.kubeconfig, types_file, free_port(), health_port)}
+    process = _start_controller(paths.karpenter / "karpenter.log", [str(bin_dir / KARPENTER_BINARY)], env)
+    say(f"Karpenter {karpenter_version()} (kwok provider) running as process {process.pid}")
+    _wait_ready("Karpenter", process, health_port, KARPENTER_READY_TIMEOUT_S, paths.karpenter / "karpenter.log")
+
+
+def stop_karpenter(paths: LocalPaths) -> bool:
+    """Stop this stack's Karpenter process; True when one was running."""
+    return stop_process(paths.karpenter)
 
 
 def check_kubeconfig(path: Path) -> None:

@@ -2,7 +2,7 @@
 it, and what the platform stack exports for the teams that build on it."""
 
 from pathlib import Path
-from typing import Any
+from typing import Any, Self
 
 import pulumi
 import pulumi_kubernetes as k8s
@@ -14,6 +14,7 @@ from aks_gpu.aks_facts import fixed_at_creation
 from aks_gpu.args import stack_model
 from aks_gpu.azure.cluster import ClusterInputs, GpuCluster
 from aks_gpu.azure.node_pool import AGENT_POOL_TYPE, GpuNodePool, NodePoolInputs, cpu_agent_pool_inputs
+from aks_gpu.azure.node_provisioning import azure_node_class_ref
 from aks_gpu.component import GpuComponent, kube_resource, plain_output
 from aks_gpu.config.models import StackConfig
 from aks_gpu.kube.kueue import gpu_ceilings
@@ -22,7 +23,7 @@ from aks_gpu.kube.workload_manifests import PoolOutput, pool_output
 from aks_gpu.kube.workload_namespace import GpuWorkloadNamespace, platform_namespace
 from aks_gpu.monitoring.component import GpuMonitoring, MonitoredCluster, MonitoringInputs
 from aks_gpu.platform.device_plugin import DevicePluginInputs, GpuDevicePlugin
-from aks_gpu.platform.node_provisioning import nap_pool_resources
+from aks_gpu.platform.node_provisioning import NodeClassOf, nap_pool_resources
 from aks_gpu.platform.queueing import queueing_resources
 from aks_gpu.platform.remediation import AzureSite, remediation_resources
 from aks_gpu.resolved.model import PlatformModel
@@ -57,8 +58,27 @@ class GpuPlatform(GpuComponent[PlatformModel]):
     namespaces: pulumi.Output[list[str]]
     """The workload namespaces."""
 
+    # The node class each NAP NodePool names: its AKSNodeClass (`aksgpu local` builds the platform with kwok's, ``of``).
+    nap_node_class: NodeClassOf = staticmethod(azure_node_class_ref)
+
     def __init__(self, name: str, args: StackSpec, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__(name, args, opts)
+
+    @classmethod
+    def of(
+        cls,
+        name: str,
+        inputs: PlatformModel,
+        opts: pulumi.ResourceOptions | None = None,
+        nap_node_class: NodeClassOf | None = None,
+    ) -> Self:
+        """The platform built from a resolved model; ``nap_node_class``: the node class each NAP NodePool names, in
+        place of the pool's AKSNodeClass (``aksgpu local``: Karpenter's kwok provider's)."""
+        component = cls.__new__(cls)
+        if nap_node_class is not None:
+            component.nap_node_class = nap_node_class
+        component._register(name, inputs, opts)
+        return component
 
     @classmethod
     def resolve_args(cls, name: str, args: Any) -> PlatformModel:
@@ -151,7 +171,7 @@ class GpuPlatform(GpuComponent[PlatformModel]):
             return pulumi.ResourceOptions.merge(self.child(after=after or ()), in_cluster)
 
         # The NAP pools' node classes and NodePools (Automatic, or Standard with nodeProvisioning Auto).
-        self.nap_pools: list[pulumi.Resource] = nap_pool_resources(f"{name}-nap", model, inside())
+        self.nap_pools: list[pulumi.Resource] = nap_pool_resources(f"{name}-nap", model, inside(), self.nap_node_class)
         pools_ready = [*pools_ready, *self.nap_pools]
         self.device_plugin: GpuDevicePlugin = GpuDevicePlugin.of(
             f"{name}-gpu", DevicePluginInputs(model, kubeconfig), inside(pools_ready)
