@@ -104,7 +104,7 @@ def test_a_failing_node_is_tainted_and_cordoned_a_healthy_one_is_not(prod: Local
         "nccl-all-reduce": "healthy",
         "dcgm-diag": "unhealthy",
     }, failing
-    assert failing["verdict"] == "unhealthy: dcgm-diag: PCIe" and failing["action"] == "quarantine"
+    assert failing["verdict"] == "unhealthy: dcgm-diag: PCIe (all GPUs)" and failing["action"] == "quarantine"
     assert healthy["state"] == "healthy" and healthy["action"] == "none", healthy
     assert quarantine(prod, served.failing) == ([DIAGNOSTIC_TAINT_VALUE], True)
     assert quarantine(prod, served.healthy) == ([], False)

@@ -133,7 +133,7 @@ def test_the_cron_jobs_command_quarantines_a_failing_node_and_not_a_healthy_one(
     done = prod.aksgpu(*cron_job_command(prod, token_kubeconfig, tmp_path), timeout=600)
     assert done.returncode == 1, done.stderr[-3000:]
     nodes = {node["node"]: node for node in json.loads(done.stdout)["nodes"]}
-    assert nodes[served.failing]["verdict"] == "unhealthy: dcgm-diag: PCIe"
+    assert nodes[served.failing]["verdict"] == "unhealthy: dcgm-diag: PCIe (all GPUs)"
     assert nodes[served.failing]["action"] == "quarantine"
     assert nodes[served.healthy]["state"] == "healthy" and nodes[served.healthy]["action"] in ("none", "proven")
     assert quarantine(prod, served.failing) == ([DIAGNOSTIC_TAINT_VALUE], True)
