@@ -337,6 +337,7 @@ def test_validate_collect_writes_every_file_the_audit_reads(tmp_path: Path, caps
     assert files == [
         "clusterqueues.json",
         "daemonsets.json",
+        "events.json",
         "meta.json",
         "namespaces.json",
         "networkpolicies.json",

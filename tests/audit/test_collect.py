@@ -5,14 +5,17 @@ for the cluster)."""
 from __future__ import annotations
 
 import json
+from dataclasses import replace
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
 
+from aks_gpu.aks_facts import disruption_facts
 from aks_gpu.cli import main
 from aks_gpu.cluster.smi_pods import known_smi_pods
-from aks_gpu.cluster.snapshot import read_snapshot
-from tests.audit.clusters import CLEAN_NODES, INFER_0, TRAIN_0, clean_snapshot, edited
+from aks_gpu.cluster.snapshot import read_snapshot, rfc3339
+from tests.audit.clusters import CLEAN_NODES, INFER_0, TRAIN_0, clean_snapshot, edited, node_event
 from tests.audit.test_cli import fresh, kubeconfig
 from tests.cluster.fake_apiserver import FakeApiServer, FakeCluster
 
@@ -112,3 +115,45 @@ def test_an_unreachable_cluster_is_exit_2_and_nothing_is_written(tmp_path: Path,
     assert main(["audit", "collect", "--out", str(tmp_path / "snap"), "--kubeconfig", str(config)]) == 2
     assert "cannot read the cluster" in capsys.readouterr().err
     assert not (tmp_path / "snap" / "nodes.json").exists()
+
+
+def test_collect_keeps_the_newest_node_events_the_audit_reads_and_the_audit_judges_them(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    now = datetime.now(UTC).replace(microsecond=0)
+
+    def ago(minutes: int) -> str:
+        return rfc3339(now - timedelta(minutes=minutes))
+
+    facts = disruption_facts()
+    snapshot = fresh(edited(clean_snapshot()))
+    start = "Node auto-repair is initiating a reboot action due to NotReady status persisting for more than five minutes."
+    # More events the audit reads on one GPU node than the collector keeps: a scheduled-event plugin failing its IMDS
+    # query over and over, each message its own (so the API server did not aggregate them): the newest per_node stay.
+    failing = "IMDS query failed, exit code: 28\nConnection timed out after 24 seconds."
+    plugin = "custom-scheduledevents-consolidated-preempt-plugin-monitor"
+    flood = [
+        node_event(TRAIN_0, "PreemptScheduled", f"{failing} ({n})", plugin, ago(n)) for n in range(1, facts.events_per_node + 9)
+    ]
+    kept_repair = node_event(INFER_0, "NodeRebootStart", start, "aks-auto-repair", ago(20), type_="Normal")
+    kubelet = node_event(INFER_0, "NodeReady", f"Node {INFER_0} status is now: NodeReady", "kubelet", ago(5), type_="Normal")
+    on_pod = node_event(INFER_0, "NodeRebootStart", start, "aks-auto-repair", ago(3))
+    on_pod["involvedObject"] = {"kind": "Pod", "name": "train-0", "namespace": "gpu-training"}
+    snapshot = replace(snapshot, events=[*flood, kept_repair, kubelet, on_pod])
+    folder = tmp_path / "snap"
+    with FakeApiServer(FakeCluster.from_snapshot(snapshot)) as server:
+        assert main(["audit", "collect", "--out", str(folder), "--kubeconfig", kubeconfig(server, tmp_path)]) == 0
+        asked = [request for request in server.stats.requests if "/api/v1/events" in request]
+    capsys.readouterr()
+
+    assert asked, "the events were not listed"
+    saved = read_snapshot(folder).events or []
+    by_node = {node: [e["message"] for e in saved if e["involvedObject"]["name"] == node] for node in (TRAIN_0, INFER_0)}
+    # The newest per_node of TRAIN_0's, minutes 1..per_node ago; INFER_0's repair, not its kubelet event nor a Pod's.
+    assert sorted(by_node[TRAIN_0]) == sorted(e["message"] for e in flood[: facts.events_per_node])
+    assert by_node[INFER_0] == [start] and all(e["involvedObject"]["kind"] == "Node" for e in saved)
+
+    assert main(["audit", "--snapshot", str(folder), "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert [(f["id"], f["node"], f["severity"]) for f in report["findings"]] == [("node-auto-repaired", INFER_0, "warn")]
+    assert report["summary"]["autoRepairs"] == {"gpuNodes": 1, "otherNodes": 0}
