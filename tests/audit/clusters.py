@@ -220,6 +220,9 @@ TRAIN_1 = "aks-train-31415926-vmss000001"
 INFER_0 = "aks-infer-31415926-vmss000000"
 CLEAN_NODES = (TRAIN_0, TRAIN_1, INFER_0)
 SYSTEM_0 = "aks-system-27182818-vmss000000"
+# AKS node auto-repair's reboot, as node-auto-repair.md:88-89 gives its events' messages.
+REBOOT_START = "Node auto-repair is initiating a reboot action due to NotReady status persisting for more than five minutes."
+REBOOT_END = "Reboot action from node auto-repair is completed."
 
 
 def node_event(

@@ -15,7 +15,7 @@ from aks_gpu.aks_facts import disruption_facts
 from aks_gpu.cli import main
 from aks_gpu.cluster.smi_pods import known_smi_pods
 from aks_gpu.cluster.snapshot import read_snapshot, rfc3339
-from tests.audit.clusters import CLEAN_NODES, INFER_0, TRAIN_0, clean_snapshot, edited, node_event
+from tests.audit.clusters import CLEAN_NODES, INFER_0, REBOOT_START, TRAIN_0, clean_snapshot, edited, node_event
 from tests.audit.test_cli import fresh, kubeconfig
 from tests.cluster.fake_apiserver import FakeApiServer, FakeCluster
 
@@ -127,7 +127,7 @@ def test_collect_keeps_the_newest_node_events_the_audit_reads_and_the_audit_judg
 
     facts = disruption_facts()
     snapshot = fresh(edited(clean_snapshot()))
-    start = "Node auto-repair is initiating a reboot action due to NotReady status persisting for more than five minutes."
+    start = REBOOT_START
     # More events the audit reads on one GPU node than the collector keeps: a scheduled-event plugin failing its IMDS
     # query over and over, each message its own (so the API server did not aggregate them): the newest per_node stay.
     failing = "IMDS query failed, exit code: 28\nConnection timed out after 24 seconds."

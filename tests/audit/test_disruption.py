@@ -18,6 +18,8 @@ from aks_gpu.cluster.snapshot import ClusterSnapshot, SnapshotError, read_snapsh
 from tests.audit.clusters import (
     INFER_0,
     PROD,
+    REBOOT_END,
+    REBOOT_START,
     SYSTEM_0,
     TRAIN_0,
     TRAIN_1,
@@ -106,8 +108,6 @@ IMDS_TIMEOUT = node_event(
     "2025-10-20T07:50:02Z",
 )
 REPAIR = "aks-auto-repair"
-REBOOT_START = "Node auto-repair is initiating a reboot action due to NotReady status persisting for more than five minutes."
-REBOOT_END = "Reboot action from node auto-repair is completed."
 
 
 def with_events(events: list[dict[str, Any]], condition: tuple[str, str, str] | None = None) -> ClusterSnapshot:
