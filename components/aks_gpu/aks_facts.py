@@ -731,13 +731,24 @@ class DisruptionFacts:
     auto_repair_actions: dict[str, tuple[str, str, str]]
     auto_repair_max_repairs: int  # sequences in the window past which a node is failed as flapping
     events_window_hours: int
-    events_per_node: int
+    events_per_reason: int  # the newest events of each node and reason that the collector keeps
 
     @property
-    def event_reasons(self) -> frozenset[str]:
-        """Every event reason the audit reads (the collector keeps only these)."""
-        repair = {reason for reasons in self.auto_repair_actions.values() for reason in reasons}
-        return frozenset(repair | set(self.scheduled_event_reasons) | {self.scheduled_event_condition_reason})
+    def auto_repair_reasons(self) -> frozenset[str]:
+        return frozenset(reason for reasons in self.auto_repair_actions.values() for reason in reasons)
+
+    @property
+    def announcement_reasons(self) -> frozenset[str]:
+        """The reasons of the Node Problem Detector's scheduled-event events and of its condition's."""
+        return frozenset(self.scheduled_event_reasons) | {self.scheduled_event_condition_reason}
+
+    def counts_event(self, reason: str, source: str, message: str) -> bool:
+        """Whether the audit counts an event on a node (the collector keeps only these): an auto-repair reason from
+        AKS node auto-repair's source, or a scheduled-event reason whose message announces an event (not a plugin's
+        failure under the same reason)."""
+        if reason in self.auto_repair_reasons:
+            return source == self.auto_repair_source
+        return reason in self.announcement_reasons and self.scheduled_event_marker in message
 
 
 @lru_cache(maxsize=1)
@@ -767,5 +778,5 @@ def disruption_facts() -> DisruptionFacts:
         },
         auto_repair_max_repairs=int(raw["auto_repair"]["max_repairs"]),
         events_window_hours=int(raw["events"]["window_hours"]),
-        events_per_node=int(raw["events"]["per_node"]),
+        events_per_reason=int(raw["events"]["per_reason"]),
     )

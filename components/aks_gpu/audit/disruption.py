@@ -84,7 +84,7 @@ def _remedy(finding: str, node: str, stack: str) -> str:
 
 
 def _judge_repairs(run: Run, node: GpuNode, events: Sequence[NodeEvent], facts: DisruptionFacts, stack: str) -> None:
-    repairs = [event for event in events if event.source == facts.auto_repair_source]
+    repairs = [event for event in events if event.reason in facts.auto_repair_reasons]
     if not repairs:
         return
     errors = {actions[2]: name for name, actions in facts.auto_repair_actions.items()}
@@ -124,13 +124,13 @@ def _judge_repairs(run: Run, node: GpuNode, events: Sequence[NodeEvent], facts: 
 def _events_by_node(
     items: Sequence[Mapping[str, Any]], collected: datetime | None, facts: DisruptionFacts
 ) -> dict[str, list[NodeEvent]]:
-    """The events the practice reads (``facts.event_reasons``), on any node, within the window before ``collected``
+    """The events the practice counts (``facts.counts_event``), on any node, within the window before ``collected``
     (all of them without a collection time; an event without a time counts, as the API server still holds it)."""
     since = collected - timedelta(hours=facts.events_window_hours) if collected is not None else None
     found: dict[str, list[NodeEvent]] = defaultdict(list)
     for item in items:
         event = read_node_event(item)
-        if event is None or event.reason not in facts.event_reasons:
+        if event is None or not facts.counts_event(event.reason, event.source, event.message):
             continue
         if since is not None and event.last is not None and event.last < since:
             continue
@@ -139,10 +139,9 @@ def _events_by_node(
 
 
 def _announced(events: Sequence[NodeEvent], facts: DisruptionFacts) -> list[NodeEvent]:
-    """The node's scheduled-event announcements: a Node Problem Detector event naming an event type, or the condition
-    turning True, whose message carries the announcement (not a plugin's failure under the same reason)."""
-    reasons = set(facts.scheduled_event_reasons) | {facts.scheduled_event_condition_reason}
-    return [event for event in events if event.reason in reasons and facts.scheduled_event_marker in event.message]
+    """The node's scheduled-event announcements (of the events counted): a Node Problem Detector event naming an event
+    type, or the condition turning True."""
+    return [event for event in events if event.reason in facts.announcement_reasons]
 
 
 def _evidence(announced: Sequence[NodeEvent]) -> str:
@@ -165,13 +164,12 @@ def _when(event: NodeEvent) -> float:
 
 
 def _actions(events: Sequence[NodeEvent], facts: DisruptionFacts) -> dict[str, int]:
-    """Each auto-repair action ``events`` (one node's) show, with how many times it ran: its start's or its end's
-    occurrences, whichever is more (the window may hold one of the pair only), each event with its count (the API
-    server aggregates repeats of one message). In AKS's order: reboot, reimage, redeploy."""
+    """Each auto-repair action ``events`` (one node's, those ``facts.counts_event`` counts) show, with how many times it
+    ran: its start's or its end's occurrences, whichever is more (the window may hold one of the pair only), each event
+    with its count (the API server aggregates repeats of one message). In AKS's order: reboot, reimage, redeploy."""
     found: dict[str, int] = {}
     for name, (start, end, _) in facts.auto_repair_actions.items():
-        times = [sum(event.count for event in events if event.source == facts.auto_repair_source and event.reason == reason)
-                 for reason in (start, end)]
+        times = [sum(event.count for event in events if event.reason == reason) for reason in (start, end)]
         if max(times):
             found[name] = max(times)
     return found

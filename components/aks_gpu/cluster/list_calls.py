@@ -15,7 +15,7 @@ from kubernetes.client.exceptions import ApiException
 
 from aks_gpu.aks_facts import disruption_facts
 from aks_gpu.cluster.inventory import asks_for_gpu, is_gpu_node
-from aks_gpu.cluster.node_events import newest_per_node
+from aks_gpu.cluster.node_events import newest_per_reason
 from aks_gpu.cluster.objects import node_name
 from aks_gpu.cluster.retries import DeadlineError, RetryPolicy, call_within, describe, with_retries
 from aks_gpu.cluster.snapshot import (
@@ -171,13 +171,15 @@ def read_for_audit(
     nodepools, kueue.x-k8s.io clusterqueues and workloads.
 
     Of the events, only those on Nodes are asked for (the field selector ``involvedObject.kind=Node``), and of those
-    only the reasons the audit reads (``data/disruption.yaml``: AKS node auto-repair's, the scheduled events'), the
-    newest ``events.per_node`` of each node: a busy cluster's events run to tens of thousands, and a node's relevant
-    ones in AKS's hour of events to about 30 (the file says why)."""
+    only the ones the audit counts (``DisruptionFacts.counts_event``: AKS node auto-repair's, the scheduled events'
+    announcements) on nodes the cluster has, the newest ``events.per_reason`` of each node and reason: a busy
+    cluster's events run to tens of thousands, and anyone who may create events chooses their node, reason and source
+    (``data/disruption.yaml`` says why this bound)."""
     collected_at = rfc3339(datetime.now(UTC))
+    every_node = reader._all(reader.core.list_node, "Node", "the node list")
     nodes = [
         node
-        for node in reader._all(reader.core.list_node, "Node", "the node list")
+        for node in every_node
         if ((node.get("metadata") or {}).get("labels") or {}).get(POOL_LABEL) in pools or is_gpu_node(node)
     ]
     names = {node_name(node) for node in nodes}
@@ -203,7 +205,12 @@ def read_for_audit(
     workloads = functools.partial(custom.list_cluster_custom_object, KUEUE_GROUP, KUEUE_VERSION, "workloads")
     facts = disruption_facts()
     events = functools.partial(reader.core.list_event_for_all_namespaces, field_selector=NODE_EVENTS_SELECTOR)
-    keep_events = functools.partial(newest_per_node, reasons=facts.event_reasons, per_node=facts.events_per_node)
+    keep_events = functools.partial(
+        newest_per_reason,
+        keep=lambda event: facts.counts_event(event.reason, event.source, event.message),
+        nodes={node_name(node) for node in every_node},
+        per_reason=facts.events_per_reason,
+    )
     for field_name, file_name, kind, method in (
         ("namespaces", NAMESPACES_FILE, "Namespace", reader.core.list_namespace),
         ("resourcequotas", RESOURCE_QUOTAS_FILE, "ResourceQuota", reader.core.list_resource_quota_for_all_namespaces),

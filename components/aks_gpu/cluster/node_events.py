@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import heapq
 from collections import defaultdict
-from collections.abc import Collection, Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -69,17 +69,21 @@ def event_time(item: Mapping[str, Any]) -> datetime | None:
     return None
 
 
-def newest_per_node(items: Iterable[Mapping[str, Any]], reasons: Collection[str], per_node: int) -> list[dict[str, Any]]:
-    """The Events of ``items`` about a Node whose reason is one of ``reasons``, at most the ``per_node`` newest of each
-    node (an event without a time counts as oldest), in the order they came. Holds no more than that in memory."""
-    kept: dict[str, list[tuple[float, int, dict[str, Any]]]] = defaultdict(list)
+def newest_per_reason(
+    items: Iterable[Mapping[str, Any]], keep: Callable[[NodeEvent], bool], nodes: Collection[str], per_reason: int
+) -> list[dict[str, Any]]:
+    """The Events of ``items`` about one of ``nodes`` that ``keep`` accepts, at most the ``per_reason`` newest of each
+    node and reason (an event without a time counts as oldest), in the order they came. Holds no more than that in
+    memory: a writer of events chooses their node, reason and source, so an event on a node that does not exist, or
+    one ``keep`` refuses, takes no room, and a flood of one reason displaces no other."""
+    kept: dict[tuple[str, str], list[tuple[float, int, dict[str, Any]]]] = defaultdict(list)
     for position, item in enumerate(items):
         event = read_node_event(item)
-        if event is None or event.reason not in reasons:
+        if event is None or event.node not in nodes or not keep(event):
             continue
         entry = (event.last.timestamp() if event.last is not None else float("-inf"), position, dict(item))
-        heap = kept[event.node]
-        if len(heap) < per_node:
+        heap = kept[event.node, event.reason]
+        if len(heap) < per_reason:
             heapq.heappush(heap, entry)
         elif entry[:2] > heap[0][:2]:
             heapq.heapreplace(heap, entry)

@@ -22,7 +22,8 @@ offline, with the same checks the live path runs. The folder holds:
   workloads -A -o json`` print them; ``[]`` where the cluster has no Kueue API.
 - optional, for the planned-disruption checks of ``aksgpu audit``: ``events.json``, core/v1 Events on Nodes as
   ``kubectl get events -A --field-selector involvedObject.kind=Node -o json`` prints them (AKS node auto-repair's and
-  the Node Problem Detector's scheduled-event events; the collector keeps those and the newest few per node).
+  the Node Problem Detector's scheduled-event events; the collector keeps those, the newest few of each node and
+  reason).
 - optional, for the node image rule of ``aksgpu audit``: ``nodepool-upgrades.json``, the GPU pools' upgrade profiles
   as ``az aks nodepool get-upgrades`` prints them (one object, or a JSON array of them): with it a node image is judged
   against the latest one AKS offers its pool (``latestNodeImageVersion``), not by its age.
