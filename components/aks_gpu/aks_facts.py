@@ -721,8 +721,34 @@ class DisruptionFacts:
     upgrade_quarantine_label: str
     scheduled_event_condition: str
     scheduled_event_quiet_reason: str
+    # The Node Problem Detector's event reasons for a scheduled event (reason -> event type), the text its
+    # announcements carry (a plugin's failure uses the same reason without it), and the condition's own reason.
+    scheduled_event_reasons: dict[str, str]
+    scheduled_event_marker: str
+    scheduled_event_condition_reason: str
     auto_repair_source: str
-    auto_repair_reasons: tuple[str, ...]
+    # Each auto-repair action (reboot, reimage, redeploy) with its start, end and error reasons, in AKS's order.
+    auto_repair_actions: dict[str, tuple[str, str, str]]
+    auto_repair_max_repairs: int  # sequences in the window past which a node is failed as flapping
+    events_window_hours: int
+    events_per_reason: int  # the newest events of each node and reason that the collector keeps
+
+    @property
+    def auto_repair_reasons(self) -> frozenset[str]:
+        return frozenset(reason for reasons in self.auto_repair_actions.values() for reason in reasons)
+
+    @property
+    def announcement_reasons(self) -> frozenset[str]:
+        """The reasons of the Node Problem Detector's scheduled-event events and of its condition's."""
+        return frozenset(self.scheduled_event_reasons) | {self.scheduled_event_condition_reason}
+
+    def counts_event(self, reason: str, source: str, message: str) -> bool:
+        """Whether the audit counts an event on a node (the collector keeps only these): an auto-repair reason from
+        AKS node auto-repair's source, or a scheduled-event reason whose message announces an event (not a plugin's
+        failure under the same reason)."""
+        if reason in self.auto_repair_reasons:
+            return source == self.auto_repair_source
+        return reason in self.announcement_reasons and self.scheduled_event_marker in message
 
 
 @lru_cache(maxsize=1)
@@ -742,6 +768,15 @@ def disruption_facts() -> DisruptionFacts:
         upgrade_quarantine_label=str(undrainable["quarantine_label"]),
         scheduled_event_condition=str(raw["scheduled_events"]["condition"]),
         scheduled_event_quiet_reason=str(raw["scheduled_events"]["quiet_reason"]),
+        scheduled_event_reasons={str(reason): str(kind) for reason, kind in raw["scheduled_events"]["event_reasons"].items()},
+        scheduled_event_marker=str(raw["scheduled_events"]["announced_marker"]),
+        scheduled_event_condition_reason=str(raw["scheduled_events"]["condition_reason"]),
         auto_repair_source=str(raw["auto_repair"]["source"]),
-        auto_repair_reasons=tuple(str(reason) for reason in raw["auto_repair"]["reasons"]),
+        auto_repair_actions={
+            str(action): (str(start), str(end), str(error))
+            for action, (start, end, error) in raw["auto_repair"]["actions"].items()
+        },
+        auto_repair_max_repairs=int(raw["auto_repair"]["max_repairs"]),
+        events_window_hours=int(raw["events"]["window_hours"]),
+        events_per_reason=int(raw["events"]["per_reason"]),
     )

@@ -10,6 +10,7 @@ API server returns them, and meta.json's collectedAt. Every finding is then made
 from __future__ import annotations
 
 import copy
+import hashlib
 import json
 import zlib
 from dataclasses import replace
@@ -203,6 +204,8 @@ def clean_snapshot(nodes: dict[str, int] | None = None, model: PlatformModel = P
         # Nor Kueue: its API answers 404, and the collector writes no ClusterQueue and no Workload.
         clusterqueues=[],
         workloads=[],
+        # No node auto-repair and no maintenance in AKS's hour of events: the collector keeps no Event.
+        events=[],
         collected_at=COLLECTED_AT,
     )
 
@@ -216,3 +219,46 @@ TRAIN_0 = "aks-train-31415926-vmss000000"
 TRAIN_1 = "aks-train-31415926-vmss000001"
 INFER_0 = "aks-infer-31415926-vmss000000"
 CLEAN_NODES = (TRAIN_0, TRAIN_1, INFER_0)
+SYSTEM_0 = "aks-system-27182818-vmss000000"
+# AKS node auto-repair's reboot, as node-auto-repair.md:88-89 gives its events' messages.
+REBOOT_START = "Node auto-repair is initiating a reboot action due to NotReady status persisting for more than five minutes."
+REBOOT_END = "Reboot action from node auto-repair is completed."
+
+
+def node_event(
+    node: str,
+    reason: str,
+    message: str,
+    source: str,
+    at: str,
+    *,
+    count: int = 1,
+    first: str | None = None,
+    type_: str = "Warning",
+) -> dict[str, Any]:
+    """A core/v1 Event on ``node`` as `kubectl get events -o json` prints one a legacy recorder wrote (client-go's
+    record, as the Node Problem Detector and, by its `--field-selector source=` recipe, AKS node auto-repair use): the
+    fields of k8s.io/api v0.36.3 core/v1/types.go Event, in the default namespace where events on cluster-scoped objects
+    go, repeats aggregated into ``count``."""
+    return {
+        "apiVersion": "v1",
+        "kind": "Event",
+        "metadata": {
+            "name": f"{node}.{hashlib.sha256(f'{reason}{message}{at}'.encode()).hexdigest()[:16]}",
+            "namespace": "default",
+            "creationTimestamp": first or at,
+            "resourceVersion": "48213",
+            "uid": f"{hashlib.sha256(f'{node}{reason}{at}'.encode()).hexdigest()[:8]}-5d1c-4d0e-9b7a-3f1e2c4d5a6b",
+        },
+        "involvedObject": {"kind": "Node", "name": node, "uid": node, "apiVersion": "v1"},
+        "reason": reason,
+        "message": message,
+        "source": {"component": source, "host": node},
+        "firstTimestamp": first or at,
+        "lastTimestamp": at,
+        "count": count,
+        "type": type_,
+        "eventTime": None,
+        "reportingComponent": "",
+        "reportingInstance": "",
+    }

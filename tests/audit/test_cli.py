@@ -289,6 +289,7 @@ def test_a_live_audit_with_the_stack_runs_the_smi_command_and_judges_its_health(
 def test_files_the_auditor_may_not_list_are_not_checked_and_say_why(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     cluster = FakeCluster.from_snapshot(fresh(edited(clean_snapshot())))
     cluster.forbidden.add("/apis/networking.k8s.io/v1/networkpolicies")
+    cluster.forbidden.add("/api/v1/events")
     cluster.resourcequotas = None  # a server without the API answers 404
     with FakeApiServer(cluster) as server:
         exit_code = main(["audit", "--kubeconfig", kubeconfig(server, tmp_path), "--json"])
@@ -299,6 +300,10 @@ def test_files_the_auditor_may_not_list_are_not_checked_and_say_why(tmp_path: Pa
     assert any(reason.startswith("resourcequotas.json is not in the snapshot (HTTP 404") for reason in reasons)
     assert any(reason.startswith("networkpolicies.json is not in the snapshot (HTTP 403") for reason in reasons)
     assert "gpu-pod-unfenced" not in summary["checked"]
+    (gap,) = [gap for gap in summary["notChecked"] if gap["practice"] == "disruption"]
+    assert gap["reason"].startswith("events.json is not in the snapshot (HTTP 403")
+    assert "node-auto-repaired" in gap["ids"] and "node-auto-repaired" not in summary["checked"]
+    assert summary["autoRepairs"] is None
 
 
 def test_an_unreachable_cluster_exits_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -337,6 +342,7 @@ def test_validate_collect_writes_every_file_the_audit_reads(tmp_path: Path, caps
     assert files == [
         "clusterqueues.json",
         "daemonsets.json",
+        "events.json",
         "meta.json",
         "namespaces.json",
         "networkpolicies.json",

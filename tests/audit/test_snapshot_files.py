@@ -28,7 +28,7 @@ def test_the_optional_files_read_back_equal(tmp_path: Path) -> None:
     back = read_snapshot(tmp_path)
 
     names = [str(path.relative_to(tmp_path)) for path in written]
-    assert names[:10] == [
+    assert names[:11] == [
         "nodes.json",
         "daemonsets.json",
         "pods.json",
@@ -38,6 +38,7 @@ def test_the_optional_files_read_back_equal(tmp_path: Path) -> None:
         "nodepools.json",
         "clusterqueues.json",
         "workloads.json",
+        "events.json",
         "meta.json",
     ]
     key = lambda item: (item["metadata"].get("namespace", ""), item["metadata"]["name"])  # noqa: E731
@@ -45,7 +46,7 @@ def test_the_optional_files_read_back_equal(tmp_path: Path) -> None:
     assert back.resourcequotas == sorted(CLEAN.resourcequotas or [], key=key)
     assert back.networkpolicies == sorted(CLEAN.networkpolicies or [], key=key)
     assert back.nodepools == []
-    assert (back.clusterqueues, back.workloads) == ([], [])
+    assert (back.clusterqueues, back.workloads, back.events) == ([], [], [])
     assert back.collected_at == COLLECTED_AT and back.not_collected == {}
     assert json.loads((tmp_path / "meta.json").read_text(encoding="utf-8")) == {"collectedAt": COLLECTED_AT}
 
@@ -60,14 +61,23 @@ def test_a_snapshot_without_them_writes_none_and_removes_an_earlier_collections(
         nodepools=None,
         clusterqueues=None,
         workloads=None,
+        events=None,
         collected_at=None,
     )
     write_snapshot(bare, tmp_path)
 
     assert sorted(path.name for path in tmp_path.iterdir() if path.is_file()) == ["daemonsets.json", "nodes.json", "pods.json"]
     back = read_snapshot(tmp_path)
-    optional = (back.namespaces, back.resourcequotas, back.networkpolicies, back.nodepools, back.clusterqueues, back.workloads)
-    assert (*optional, back.collected_at) == (None,) * 7
+    optional = (
+        back.namespaces,
+        back.resourcequotas,
+        back.networkpolicies,
+        back.nodepools,
+        back.clusterqueues,
+        back.workloads,
+        back.events,
+    )
+    assert (*optional, back.collected_at) == (None,) * 8
 
 
 def test_what_the_collector_was_refused_is_kept_in_meta_json(tmp_path: Path) -> None:

@@ -102,6 +102,7 @@ class FakeCluster:
     networkpolicies: list[dict[str, Any]] | None = None
     clusterqueues: list[dict[str, Any]] | None = None  # Kueue's (kueue.x-k8s.io/v1beta2); None: no Kueue
     workloads: list[dict[str, Any]] | None = None
+    events: list[dict[str, Any]] | None = None  # core/v1 Events of every namespace; the field selector is honoured
     forbidden: set[str] = field(default_factory=set)  # paths answered 403 Forbidden, as RBAC refuses them
 
     @classmethod
@@ -118,10 +119,30 @@ class FakeCluster:
             networkpolicies=copy.deepcopy(snapshot.networkpolicies),
             clusterqueues=copy.deepcopy(snapshot.clusterqueues),
             workloads=copy.deepcopy(snapshot.workloads),
+            events=copy.deepcopy(snapshot.events),
         )
 
     def behaviour(self, node: str) -> ExecBehaviour:
         return self.behaviours.get(node, ExecBehaviour())
+
+
+# ---------------------------------------------------------------- field selectors
+
+
+def _field_selected(items: list[dict[str, Any]] | None, selector: str) -> list[dict[str, Any]] | None:
+    """``items`` an equality field selector (``involvedObject.kind=Node,reason=X``) matches, as the API server filters
+    Events (k8s.io/kubernetes v1.36.3 pkg/registry/core/event/strategy.go, ToSelectableFields); None stays None."""
+    if items is None or not selector:
+        return items
+    terms = [term.split("=", 1) for term in selector.split(",")]
+
+    def value(item: Mapping[str, Any], path: str) -> str:
+        found: Any = item
+        for part in path.split("."):
+            found = found.get(part) if isinstance(found, Mapping) else None
+        return "" if found is None else str(found)
+
+    return [item for item in items if all(value(item, path) == wanted for path, wanted in terms)]
 
 
 # ---------------------------------------------------------------- label selectors
@@ -341,6 +362,7 @@ class _Handler(BaseHTTPRequestHandler):
             "/apis/networking.k8s.io/v1/networkpolicies": ("NetworkPolicyList", "networking.k8s.io/v1", cluster.networkpolicies),
             "/apis/kueue.x-k8s.io/v1beta2/clusterqueues": ("ClusterQueueList", "kueue.x-k8s.io/v1beta2", cluster.clusterqueues),
             "/apis/kueue.x-k8s.io/v1beta2/workloads": ("WorkloadList", "kueue.x-k8s.io/v1beta2", cluster.workloads),
+            "/api/v1/events": ("EventList", "v1", _field_selected(cluster.events, query.get("fieldSelector", [""])[0])),
         }
         if path in cluster.forbidden:
             self._json(

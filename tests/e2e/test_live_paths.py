@@ -1,7 +1,7 @@
 """The live paths of `aksgpu audit`, `aksgpu audit collect` and `aksgpu validate` against the prod stack's local
 cluster (the real API server, TLS, RBAC), as a ServiceAccount holding exactly the RBAC docs/audit.md states: list
-nodes, pods, daemonsets, namespaces, resourcequotas and networkpolicies cluster-wide, and `get` and `create` on
-`pods/exec`. Each runs with no 403, reports the simulated GPU nodes and exits with its documented status.
+nodes, pods, daemonsets, namespaces, resourcequotas, networkpolicies and events cluster-wide, and `get` and `create`
+on `pods/exec`. Each runs with no 403, reports the simulated GPU nodes and exits with its documented status.
 
 The exec goes through the real server's path too (the API server to kwok, which plays the kubelet): kwok runs an
 exec only where an `Exec` maps the pod to a local command. Every GPU node but one gets an `Exec` for each of its pods
@@ -16,15 +16,18 @@ import subprocess
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
 
+from aks_gpu.cluster.snapshot import rfc3339
 from aks_gpu.local.control_plane import recorded_output_name, smi_exec
 from aks_gpu.naming import POOL_LABEL
 from aks_gpu.resolved.targets import smi_command
+from tests.audit.clusters import REBOOT_END, REBOOT_START, node_event
 from tests.conftest import PROJECT_DIR, stack_model
 from tests.e2e.conftest import LocalCluster
 
@@ -40,7 +43,7 @@ apiVersion: rbac.authorization.k8s.io/v1
 kind: ClusterRole
 metadata: {{name: {ACCOUNT}}}
 rules:
-- {{apiGroups: [""], resources: [nodes, pods, namespaces, resourcequotas], verbs: [list]}}
+- {{apiGroups: [""], resources: [nodes, pods, namespaces, resourcequotas, events], verbs: [list]}}
 - {{apiGroups: [apps], resources: [daemonsets], verbs: [list]}}
 - {{apiGroups: [networking.k8s.io], resources: [networkpolicies], verbs: [list]}}
 - {{apiGroups: [karpenter.sh], resources: [nodepools], verbs: [list]}}
@@ -145,6 +148,7 @@ def test_the_reader_may_do_what_the_docs_say_and_no_more(prod: LocalCluster, rea
         return done.stdout.strip()
 
     assert can("list", "nodes") == "yes" and can("create", "pods", "--subresource=exec", "-n", "gpu-resources") == "yes"
+    assert can("list", "events", "-A") == "yes" and can("create", "events", "-n", NAMESPACE) == "no"
     assert can("get", "secrets", "-A") == "no" and can("create", "pods", "-n", NAMESPACE) == "no"
 
 
@@ -179,6 +183,7 @@ def test_audit_collect_writes_the_snapshot_with_that_rbac(
     assert done.returncode == 0, done.stderr[-2000:]
     no_forbidden(done)
     names = {"nodes.json", "daemonsets.json", "pods.json", "namespaces.json", "resourcequotas.json", "networkpolicies.json"}
+    names.add("events.json")
     assert names | {"meta.json"} <= {p.name for p in out.iterdir()}
     meta = json.loads((out / "meta.json").read_text())
     assert "notCollected" not in meta, meta
@@ -244,3 +249,31 @@ def test_a_live_audit_reads_every_spelling_of_the_npd_conditions_the_api_server_
         # Strategic merge keys conditions by type: set them False, as NPD does when the problem is gone.
         healed = json.dumps({"status": {"conditions": [c | {"status": "False"} for c in conditions]}})
         prod.kubectl("patch", "node", node, "--subresource=status", "--type=strategic", "-p", healed)
+
+
+def test_a_live_audit_reads_the_auto_repair_events_the_api_server_keeps_on_a_gpu_node(
+    prod: LocalCluster, reader: Path
+) -> None:
+    """AKS node auto-repair's events (source aks-auto-repair, on the Node: node-auto-repair.md), created through the
+    real API server in the default namespace as a legacy recorder writes them, are listed by the reader (the field
+    selector involvedObject.kind=Node) and judged: one reboot of a GPU node in the window warns `node-auto-repaired`."""
+    node = sorted(gpu_nodes(prod))[0]
+    now = datetime.now(UTC).replace(microsecond=0)
+    events = [
+        node_event(node, "NodeRebootStart", REBOOT_START, "aks-auto-repair", rfc3339(now - timedelta(minutes=9))),
+        node_event(node, "NodeRebootEnd", REBOOT_END, "aks-auto-repair", rfc3339(now - timedelta(minutes=4))),
+    ]
+    for event in events:  # what a client sends: the server sets uid, resourceVersion and creationTimestamp
+        event["metadata"] = {key: event["metadata"][key] for key in ("name", "namespace")}
+    created = prod.kubectl("create", "-f", "-", stdin=json.dumps({"apiVersion": "v1", "kind": "List", "items": events}))
+    assert created.returncode == 0, created.stderr
+    try:
+        done = prod.aksgpu("audit", "--kubeconfig", str(reader), "--json", timeout=180)
+        report: dict[str, Any] = json.loads(done.stdout)
+        no_forbidden(done, json.dumps(report["summary"]["notChecked"]))
+        found = [(f["node"], f["severity"]) for f in report["findings"] if f["id"] == "node-auto-repaired"]
+        assert found == [(node, "warn")], report["findings"]
+        assert report["summary"]["autoRepairs"] == {"gpuNodes": 1, "otherNodes": 0}
+        assert "node-auto-repaired" in report["summary"]["checked"]
+    finally:
+        prod.kubectl("delete", "events", "-n", "default", *(event["metadata"]["name"] for event in events))

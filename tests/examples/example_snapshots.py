@@ -8,7 +8,8 @@ json`` prints them, the article's quota and deny-all policy, ``nvidia-smi -q -x`
 one breaks, one each: an untainted GPU node with a web pod squatting on it, a node whose real ``nvidia-smi -q``
 (tests/fixtures/health/31_..., gpud's testdata) shows all eight H100s in HW slowdown and power brake, an inference
 node on a node image four months old that nobody uses, a training node whose Node Problem
-Detector reports Xid errors, a workload namespace with no GPU quota, and a training job waiting in its Kueue queue.
+Detector reports Xid errors and that AKS node auto-repair rebooted, a workload namespace with no GPU quota, and a
+training job waiting in its Kueue queue.
 """
 
 from __future__ import annotations
@@ -21,12 +22,15 @@ from aks_gpu.cluster.inventory import NODE_IMAGE_LABEL
 from aks_gpu.cluster.snapshot import ClusterSnapshot, write_snapshot
 from tests.audit.clusters import (
     INFER_0,
+    REBOOT_END,
+    REBOOT_START,
     TRAIN_0,
     TRAIN_1,
     clean_snapshot,
     edited,
     find_node,
     gpu_nodes,
+    node_event,
     npd_condition,
     workload_pod,
 )
@@ -67,6 +71,11 @@ def faulty() -> ClusterSnapshot:
     conditions.append(
         npd_condition("XIDErrors", "True", "XIDErrorsDetected", "Xid 79 (GPU has fallen off the bus) in the kernel log")
     )
+    # The GPU hung that node: NotReady for five minutes, AKS node auto-repair rebooted it (its events on the Node).
+    repairs = [
+        node_event(TRAIN_2, "NodeRebootStart", REBOOT_START, "aks-auto-repair", "2025-10-20T07:31:00Z"),
+        node_event(TRAIN_2, "NodeRebootEnd", REBOOT_END, "aks-auto-repair", "2025-10-20T07:36:40Z"),
+    ]
     # The inference node: four months behind on its node image, and idle.
     find_node(snapshot, INFER_0)["metadata"]["labels"][NODE_IMAGE_LABEL] = STALE_IMAGE
     snapshot.pods[:] = [pod for pod in snapshot.pods if pod["metadata"]["namespace"] != "gpu-inference"]
@@ -75,7 +84,7 @@ def faulty() -> ClusterSnapshot:
     # Kueue queues the training team's jobs: 24 of its 32 GPUs are reserved, and a 16-GPU job waits for 8 more.
     queue = cluster_queue(TRAINING, "training", 32, 24, pending=1)
     waiting = workload(TRAINING, "job-pretrain-7b-2f9c1", 8, 2)
-    return replace(snapshot, resourcequotas=quotas, clusterqueues=[queue], workloads=[waiting])
+    return replace(snapshot, resourcequotas=quotas, clusterqueues=[queue], workloads=[waiting], events=repairs)
 
 
 def example_snapshots() -> dict[str, ClusterSnapshot]:

@@ -52,6 +52,7 @@ def test_the_faulty_example_fails_with_each_common_fault_once(capsys: pytest.Cap
         ("gpu-node-untainted", "fail", TRAIN_1),
         ("gpu-squatter", "fail", TRAIN_1),
         ("hw-slowdown", "warn", TRAIN_0),  # a real nvidia-smi -q: all eight H100s, one line
+        ("node-auto-repaired", "warn", TRAIN_2),  # AKS rebooted that node: its GPUs must be proven before jobs return
         ("node-image-stale", "warn", INFER_0),
         ("queue-workload-pending", "warn", None),  # a 16-GPU job in a queue with 8 GPUs free
     ]
@@ -60,6 +61,7 @@ def test_the_faulty_example_fails_with_each_common_fault_once(capsys: pytest.Cap
     (slowdown,) = [f for f in report["findings"] if f["id"] == "hw-slowdown"]
     assert slowdown["message"].startswith("8 GPUs (00000000:19:00.0, 00000000:3B:00.0, ")
     assert report["summary"]["cluster"]["context"] == "contoso-gpu-prod"
+    assert report["summary"]["autoRepairs"] == {"gpuNodes": 1, "otherNodes": 0}
 
 
 def test_the_faulty_example_reads_in_the_terminal(capsys: pytest.CaptureFixture[str]) -> None:

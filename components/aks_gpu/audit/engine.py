@@ -4,7 +4,7 @@ Pure: no I/O, no clock (the snapshot's ``collectedAt`` is "now").
 Each practice of ``registry`` is judged from the files it reads, by its own module (``placement``, ``node_images``,
 ``isolation``, ``utilisation``, ``health``, ``disruption``, ``queueing``), into one ``judging.Run``; the results are
 ``report``'s. A file the snapshot lacks (``resourcequotas.json``, ``networkpolicies.json``, ``namespaces.json``,
-``meta.json``, ``clusterqueues.json``, ``workloads.json``, a node's ``smi/<node>.txt``) makes
+``meta.json``, ``clusterqueues.json``, ``workloads.json``, ``events.json``, a node's ``smi/<node>.txt``) makes
 what depends on it "not checked" in the report, with the reason and how many objects it concerns, never "passed".
 
 Speed: one pass over the nodes, one over the pods (indexed by node), one over quotas and policies; each node's SMI
@@ -39,6 +39,7 @@ from aks_gpu.cluster.inventory import (
 )
 from aks_gpu.cluster.snapshot import (
     CLUSTER_QUEUES_FILE,
+    EVENTS_FILE,
     NAMESPACES_FILE,
     NETWORK_POLICIES_FILE,
     NODEPOOLS_FILE,
@@ -82,6 +83,7 @@ def run_audit(snapshot: ClusterSnapshot, stack: StackExpectations | None = None,
                 (NODEPOOLS_FILE, "NodePool", snapshot.nodepools),
                 (CLUSTER_QUEUES_FILE, "ClusterQueue", snapshot.clusterqueues),
                 (WORKLOADS_FILE, "Workload", snapshot.workloads),
+                (EVENTS_FILE, "Event", snapshot.events),
             )
         )
     extra = stack.resources if stack else frozenset()
@@ -119,7 +121,7 @@ def run_audit(snapshot: ClusterSnapshot, stack: StackExpectations | None = None,
     )
     faulty, judged, drivers = judge_health(run, nodes, snapshot, stack)
     judge_faulty_schedulable(run, nodes, faulty, judged, stack)
-    judge_disruption(run, nodes)
+    auto_repairs = judge_disruption(run, nodes, snapshot, collected, stack)
     queues = judge_queueing(run, snapshot, extra)
     if not nodes:
         _nothing_to_judge(run, len(snapshot.nodes))
@@ -151,4 +153,5 @@ def run_audit(snapshot: ClusterSnapshot, stack: StackExpectations | None = None,
         cluster=dict(snapshot.cluster),
         idle=idle_nodes,
         queues=queues,
+        auto_repairs=auto_repairs,
     )

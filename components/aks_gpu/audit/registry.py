@@ -14,8 +14,10 @@ import textwrap
 from dataclasses import dataclass
 from typing import Literal
 
+from aks_gpu.aks_facts import disruption_facts
 from aks_gpu.cluster.snapshot import (
     CLUSTER_QUEUES_FILE,
+    EVENTS_FILE,
     META_FILE,
     NETWORK_POLICIES_FILE,
     NODEPOOL_UPGRADES_FILE,
@@ -30,6 +32,7 @@ from aks_gpu.gpu.health import FINDING_IDS as HEALTH_FINDING_IDS
 from aks_gpu.naming import TEAM_ROLE_NAME
 
 Severity = Literal["fail", "warn"]
+_DISRUPTION = disruption_facts()
 
 # What each check reads, as the snapshot names its files (components/aks_gpu/cluster/snapshot.py).
 NODES = NODES_FILE
@@ -42,6 +45,7 @@ NODEPOOLS = NODEPOOLS_FILE
 SMI = f"{SMI_DIR}/"
 CLUSTER_QUEUES = CLUSTER_QUEUES_FILE
 WORKLOADS = WORKLOADS_FILE
+EVENTS = EVENTS_FILE
 
 
 ARTICLE_URL = "https://learn.microsoft.com/azure/aks/best-practices-gpu"
@@ -319,6 +323,45 @@ CHECKS: tuple[AuditCheck, ...] = (
         "--delete-emptydir-data`), so they restart elsewhere from their checkpoint; a job that reads Azure Scheduled "
         "Events itself (IMDS) gets the notice too",
         (NODES,),
+    ),
+    AuditCheck(
+        "node-vm-event-recent",
+        "warn",
+        "disruption",
+        f"no GPU node had an Azure scheduled event announced in the window ({_DISRUPTION.events_window_hours} hours "
+        "before collectedAt; AKS keeps events an hour) that has since run or been cancelled: a Node Problem Detector "
+        "event FreezeScheduled, RebootScheduled, RedeployScheduled, PreemptScheduled, TerminateScheduled or "
+        'VMEventScheduled on the node announcing one ("... Scheduled: <time>"), while VMEventScheduled is not True; '
+        "with it True, the events are node-vm-event-scheduled's evidence",
+        "prove the node's GPUs before long jobs go back to it (`aksgpu validate --stack <stack> --deep --node <node>`: "
+        "the vendors' diagnostics), and restart the jobs it stopped from their last checkpoint",
+        (NODES, EVENTS),
+    ),
+    AuditCheck(
+        "node-auto-repaired",
+        "fail or warn",
+        "disruption",
+        "no GPU node was taken back by AKS node auto-repair in the window (an event from aks-auto-repair: "
+        "NodeRebootStart/End, NodeReimageStart/End, NodeRedeployStart/End): one repair sequence warns, with the "
+        f"actions, the last one's time and message; more than {_DISRUPTION.auto_repair_max_repairs} (each begins "
+        "with a reboot, counted with the event's count) fails: the repair did not hold, and the platform keeps taking "
+        "the node back",
+        "prove the node's GPUs before it takes long jobs again (`aksgpu validate --stack <stack> --deep --node <node>`); "
+        f"if it was repaired more than {_DISRUPTION.auto_repair_max_repairs} time(s), cordon it (`kubectl cordon "
+        "<node>`) and open an Azure support case with the events: a GPU that hangs the node comes back after every "
+        "reboot and reimage",
+        (NODES, EVENTS),
+    ),
+    AuditCheck(
+        "node-auto-repair-failed",
+        "fail",
+        "disruption",
+        "no GPU node has an AKS node auto-repair action that failed in the window (NodeRebootError, NodeReimageError, "
+        "NodeRedeployError from aks-auto-repair); the message quotes the error AKS gave",
+        "repair the node by hand as AKS's troubleshooting for node auto-repair errors says for the error code (reboot "
+        "or reimage it: `az vmss restart` / `az vmss reimage` of its instance), or cordon it (`kubectl cordon <node>`) "
+        "and open an Azure support case",
+        (NODES, EVENTS),
     ),
     AuditCheck(
         "node-upgrade-blocked",

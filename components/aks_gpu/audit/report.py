@@ -171,6 +171,18 @@ class QueueSummary:
 
 
 @dataclass(frozen=True)
+class AutoRepairs:
+    """AKS node auto-repair sequences in the window (``events.json``): on GPU nodes, and on the others, which the audit
+    counts but does not judge."""
+
+    gpu_nodes: int
+    other_nodes: int
+
+    def to_dict(self) -> dict[str, int]:
+        return {"gpuNodes": self.gpu_nodes, "otherNodes": self.other_nodes}
+
+
+@dataclass(frozen=True)
 class AuditReport:
     findings: tuple[AuditFinding, ...]
     pools: tuple[PoolSummary, ...]
@@ -183,6 +195,8 @@ class AuditReport:
     cluster: Mapping[str, str] = field(default_factory=dict)  # the snapshot's "context" and "server", where known
     idle: tuple[IdleNode, ...] = ()  # the gpu-idle nodes
     queues: tuple[QueueSummary, ...] = ()  # Kueue's ClusterQueues, per flavor and GPU resource
+    # AKS node auto-repair sequences in the window, on GPU nodes and the others; None: events.json not read.
+    auto_repairs: AutoRepairs | None = None
 
     @property
     def failed(self) -> bool:
@@ -205,6 +219,7 @@ class AuditReport:
             "notChecked": [gap.to_dict() for gap in self.not_checked],
             "idle": [node.to_dict() for node in self.idle],
             "queues": [queue.to_dict() for queue in self.queues],
+            "autoRepairs": self.auto_repairs.to_dict() if self.auto_repairs is not None else None,
         }
 
     def to_dict(self) -> dict[str, Any]:

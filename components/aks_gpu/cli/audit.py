@@ -70,17 +70,18 @@ exit status: 0 nothing fails (warnings allowed), 1 a finding fails, 2 usage erro
 
 _COLLECT_DESCRIPTION = """\
 Save what `aksgpu audit` reads of a live cluster into a snapshot folder, with no stack: every GPU node, the pods
-on them or asking for GPUs, the DaemonSets, namespaces, resource quotas, network policies, meta.json (the time,
-the kubeconfig context and the API server), and the SMI output of every GPU node (nvidia-smi -q -x or amd-smi,
-run in the node's GPU Operator driver pod or device plugin pod, found by the labels the vendors' manifests give
-them: components/aks_gpu/data/smi_pods.yaml). Files are written beside and renamed into place.
+on them or asking for GPUs, the DaemonSets, namespaces, resource quotas, network policies, the events on nodes the
+planned-disruption checks read (AKS node auto-repair's and the scheduled events', a bounded number per node),
+meta.json (the time, the kubeconfig context and the API server), and the SMI output of every GPU node (nvidia-smi
+-q -x or amd-smi, run in the node's GPU Operator driver pod or device plugin pod, found by the labels the vendors'
+manifests give them: components/aks_gpu/data/smi_pods.yaml). Files are written beside and renamed into place.
 
   aksgpu audit collect --out snap/                          the current kubeconfig context
   aksgpu audit collect --out snap/ --kubeconfig F --context C
   aksgpu audit --snapshot snap/                             then audit it, anywhere, offline
 
-RBAC: list nodes, pods, daemonsets, namespaces, resourcequotas and networkpolicies cluster-wide (the last three
-optional), and create pods/exec on the plugin and driver pods. Without the exec right, each node's reason is
+RBAC: list nodes, pods, daemonsets, namespaces, resourcequotas, networkpolicies and events cluster-wide (the last
+four optional), and create pods/exec on the plugin and driver pods. Without the exec right, each node's reason is
 saved as smi/<node>.error and its health is reported not checked. Cannot run our tool against production? The
 same folder can be written with kubectl alone: see docs/audit.md.
 

@@ -13,11 +13,14 @@ from typing import Any
 from kubernetes import client as kube_client
 from kubernetes.client.exceptions import ApiException
 
+from aks_gpu.aks_facts import disruption_facts
 from aks_gpu.cluster.inventory import asks_for_gpu, is_gpu_node
+from aks_gpu.cluster.node_events import newest_per_reason
 from aks_gpu.cluster.objects import node_name
 from aks_gpu.cluster.retries import DeadlineError, RetryPolicy, call_within, describe, with_retries
 from aks_gpu.cluster.snapshot import (
     CLUSTER_QUEUES_FILE,
+    EVENTS_FILE,
     NAMESPACES_FILE,
     NETWORK_POLICIES_FILE,
     NODEPOOLS_FILE,
@@ -62,7 +65,16 @@ class ListReader:
         # When every list of the run must be done (``time.monotonic()``; ``list_phase_budget_s``); None: no bound.
         self.deadline = deadline
 
-    def _all(self, method: Callable[..., Any], kind: str, what: str, **kwargs: Any) -> list[dict[str, Any]]:
+    def _all(
+        self,
+        method: Callable[..., Any],
+        kind: str,
+        what: str,
+        reduce: Callable[[list[dict[str, Any]]], list[dict[str, Any]]] | None = None,
+        **kwargs: Any,
+    ) -> list[dict[str, Any]]:
+        """Every page of the list; ``reduce``, where given, is applied to what was read after each page (what is kept
+        of a list too large to hold, such as the events)."""
         items: list[dict[str, Any]] = []
         token: str | None = None
         timeout = self.policy.timeout_s
@@ -86,6 +98,8 @@ class ListReader:
             if problem is not None:
                 raise _BadAnswerError(f"{what}: not what Kubernetes returns: {problem}")
             items.extend(page)
+            if reduce is not None:
+                items = reduce(items)
             metadata = document.get("metadata")
             token = metadata.get("continue") if isinstance(metadata, dict) else None
             if not token:
@@ -142,6 +156,9 @@ _OPTIONAL_REFUSALS = (401, 403, 404)
 # The kinds of add-ons a cluster may not run (their API answers 404 there): none of them is what an empty list says.
 _ADD_ON_KINDS = frozenset({"NodePool", "ClusterQueue", "Workload"})
 KUEUE_GROUP, KUEUE_VERSION = KUEUE_API_VERSION.split("/")
+# The Events the audit reads are on Nodes (core/v1 Event's field selectors: k8s.io/kubernetes v1.36.3
+# pkg/registry/core/event/strategy.go:113-133).
+NODE_EVENTS_SELECTOR = "involvedObject.kind=Node"
 
 
 def read_for_audit(
@@ -150,12 +167,19 @@ def read_for_audit(
     """What ``aksgpu audit`` reads beyond the validation: the GPU nodes (``aks_gpu.cluster.inventory`` decides, plus
     every node of the stack's pools), the pods on them or asking for GPUs (and the plugin pods already read), and
     the namespaces, resource quotas and network policies of the whole cluster, with the time of collection.
-    RBAC: list nodes, pods, namespaces, resourcequotas and networkpolicies cluster-wide, and karpenter.sh nodepools,
-    kueue.x-k8s.io clusterqueues and workloads."""
+    RBAC: list nodes, pods, namespaces, resourcequotas, networkpolicies and events cluster-wide, and karpenter.sh
+    nodepools, kueue.x-k8s.io clusterqueues and workloads.
+
+    Of the events, only those on Nodes are asked for (the field selector ``involvedObject.kind=Node``), and of those
+    only the ones the audit counts (``DisruptionFacts.counts_event``: AKS node auto-repair's, the scheduled events'
+    announcements) on nodes the cluster has, the newest ``events.per_reason`` of each node and reason: a busy
+    cluster's events run to tens of thousands, and anyone who may create events chooses their node, reason and source
+    (``data/disruption.yaml`` says why this bound)."""
     collected_at = rfc3339(datetime.now(UTC))
+    every_node = reader._all(reader.core.list_node, "Node", "the node list")
     nodes = [
         node
-        for node in reader._all(reader.core.list_node, "Node", "the node list")
+        for node in every_node
         if ((node.get("metadata") or {}).get("labels") or {}).get(POOL_LABEL) in pools or is_gpu_node(node)
     ]
     names = {node_name(node) for node in nodes}
@@ -179,6 +203,14 @@ def read_for_audit(
     # Kueue's queues (kueue.x-k8s.io/v1beta2): only where Kueue runs; elsewhere 404.
     clusterqueues = functools.partial(custom.list_cluster_custom_object, KUEUE_GROUP, KUEUE_VERSION, "clusterqueues")
     workloads = functools.partial(custom.list_cluster_custom_object, KUEUE_GROUP, KUEUE_VERSION, "workloads")
+    facts = disruption_facts()
+    events = functools.partial(reader.core.list_event_for_all_namespaces, field_selector=NODE_EVENTS_SELECTOR)
+    keep_events = functools.partial(
+        newest_per_reason,
+        keep=lambda event: facts.counts_event(event.reason, event.source, event.message),
+        nodes={node_name(node) for node in every_node},
+        per_reason=facts.events_per_reason,
+    )
     for field_name, file_name, kind, method in (
         ("namespaces", NAMESPACES_FILE, "Namespace", reader.core.list_namespace),
         ("resourcequotas", RESOURCE_QUOTAS_FILE, "ResourceQuota", reader.core.list_resource_quota_for_all_namespaces),
@@ -186,9 +218,10 @@ def read_for_audit(
         ("nodepools", NODEPOOLS_FILE, "NodePool", nodepools),
         ("clusterqueues", CLUSTER_QUEUES_FILE, "ClusterQueue", clusterqueues),
         ("workloads", WORKLOADS_FILE, "Workload", workloads),
+        ("events", EVENTS_FILE, "Event", events),
     ):
         try:
-            optional[field_name] = reader._all(method, kind, f"the {kind} list")
+            optional[field_name] = reader._all(method, kind, f"the {kind} list", keep_events if kind == "Event" else None)
         except ApiException as error:
             if int(error.status or 0) not in _OPTIONAL_REFUSALS:
                 raise

@@ -36,7 +36,8 @@ Cost and limits:
 - Nothing the probe reports carries the credentials it was given (``client_config.Redactor``).
 - RBAC the caller needs: list nodes; list daemonsets (all namespaces); list pods and create pods/exec in
   the device plugin namespaces. ``full`` (``validate collect``, ``aksgpu audit``) also lists pods in every
-  namespace, and namespaces, resourcequotas and networkpolicies, each of the last three optional.
+  namespace, and namespaces, resourcequotas, networkpolicies and events (``list_calls.read_for_audit``), each of the
+  last four optional.
 """
 
 from __future__ import annotations

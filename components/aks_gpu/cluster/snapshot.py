@@ -20,6 +20,10 @@ offline, with the same checks the live path runs. The folder holds:
 - optional, for the queueing checks of ``aksgpu audit``: ``clusterqueues.json`` and ``workloads.json``, Kueue's
   ClusterQueues and Workloads (kueue.x-k8s.io/v1beta2) as ``kubectl get clusterqueues -o json`` and ``kubectl get
   workloads -A -o json`` print them; ``[]`` where the cluster has no Kueue API.
+- optional, for the planned-disruption checks of ``aksgpu audit``: ``events.json``, core/v1 Events on Nodes as
+  ``kubectl get events -A --field-selector involvedObject.kind=Node -o json`` prints them (AKS node auto-repair's and
+  the Node Problem Detector's scheduled-event events; the collector keeps those, the newest few of each node and
+  reason).
 - optional, for the node image rule of ``aksgpu audit``: ``nodepool-upgrades.json``, the GPU pools' upgrade profiles
   as ``az aks nodepool get-upgrades`` prints them (one object, or a JSON array of them): with it a node image is judged
   against the latest one AKS offers its pool (``latestNodeImageVersion``), not by its age.
@@ -60,6 +64,8 @@ NODEPOOLS_FILE = "nodepools.json"
 # Kueue's ClusterQueues and Workloads (kueue.x-k8s.io/v1beta2): GPU queues, where the cluster runs Kueue.
 CLUSTER_QUEUES_FILE = "clusterqueues.json"
 WORKLOADS_FILE = "workloads.json"
+# core/v1 Events on Nodes (involvedObject.kind=Node): AKS node auto-repair's and the scheduled events'.
+EVENTS_FILE = "events.json"
 # The optional lists and the kind of their items.
 _OPTIONAL_FILES = (
     (NAMESPACES_FILE, "Namespace"),
@@ -68,6 +74,7 @@ _OPTIONAL_FILES = (
     (NODEPOOLS_FILE, "NodePool"),
     (CLUSTER_QUEUES_FILE, "ClusterQueue"),
     (WORKLOADS_FILE, "Workload"),
+    (EVENTS_FILE, "Event"),
 )
 SMI_DIR = "smi"
 SMI_SUFFIX = ".txt"
@@ -107,6 +114,7 @@ class ClusterSnapshot:
     nodepools: list[dict[str, Any]] | None = None
     clusterqueues: list[dict[str, Any]] | None = None
     workloads: list[dict[str, Any]] | None = None
+    events: list[dict[str, Any]] | None = None  # events.json: Events on Nodes
     collected_at: str | None = None  # meta.json's collectedAt, RFC 3339
     # nodepool-upgrades.json: `az aks nodepool get-upgrades` outputs (AgentPoolUpgradeProfile), one per pool.
     nodepool_upgrades: list[dict[str, Any]] | None = None
@@ -121,6 +129,7 @@ class ClusterSnapshot:
             (NODEPOOLS_FILE, self.nodepools),
             (CLUSTER_QUEUES_FILE, self.clusterqueues),
             (WORKLOADS_FILE, self.workloads),
+            (EVENTS_FILE, self.events),
         )
 
 
@@ -181,6 +190,7 @@ def read_snapshot(directory: Path | str, *, collect: str | None = None) -> Clust
         nodepools=optional[NODEPOOLS_FILE],
         clusterqueues=optional[CLUSTER_QUEUES_FILE],
         workloads=optional[WORKLOADS_FILE],
+        events=optional[EVENTS_FILE],
         collected_at=collected_at,
         not_collected=not_collected,
         cluster=cluster,
@@ -613,6 +623,27 @@ _FIELDS: dict[str, dict[str, _Check]] = {
     # Kueue's ClusterQueue and Workload (kueue.x-k8s.io/v1beta2, sigs.k8s.io/kueue@v0.17.0
     # apis/kueue/v1beta2/clusterqueue_types.go, workload_types.go): what the queueing checks read (audit/queueing.py).
     "ClusterQueue": {**_METADATA, "spec.cohortName": _is_str},
+    # core/v1 Event (k8s.io/api v0.36.3 core/v1/types.go, Event, EventSource, EventSeries): what the disruption checks
+    # read (audit/disruption.py). Times are RFC 3339 strings; count and series.count whole numbers.
+    "Event": {
+        **_METADATA,
+        "involvedObject": _is_map,
+        "involvedObject.kind": _is_str,
+        "involvedObject.name": _is_str,
+        "reason": _is_str,
+        "message": _is_str,
+        "type": _is_str,
+        "source": _is_map,
+        "source.component": _is_str,
+        "reportingComponent": _is_str,
+        "count": _is_int,
+        "firstTimestamp": _is_str,
+        "lastTimestamp": _is_str,
+        "eventTime": _is_str,
+        "series": _is_map,
+        "series.count": _is_int,
+        "series.lastObservedTime": _is_str,
+    },
     "Workload": {
         **_METADATA,
         "spec.queueName": _is_str,
@@ -644,6 +675,7 @@ _LISTS: dict[str, dict[str, dict[str, _Check]]] = {
         "spec.template.spec.taints": {"key": _is_str, "value": _is_str, "effect": _is_str},
         "spec.disruption.budgets": {"nodes": _is_str, "reasons": _is_str_list},
     },
+    "Event": {},
     "ClusterQueue": {
         "spec.resourceGroups": {"coveredResources": _is_str_list, "flavors": _is_map_list},
         "status.flavorsUsage": {"name": _is_str, "resources": _is_map_list},
