@@ -26,6 +26,7 @@ from aks_gpu.validation.diagnostics import (
     grade_node,
     node_action,
     pod_name,
+    tool_grades,
 )
 from aks_gpu.validation.hooks import run_deploy_validation
 from tests.cluster.snapshots import healthy_snapshot, nodes_in_every_pool
@@ -83,6 +84,19 @@ def test_a_node_is_graded_from_every_tool_it_ran() -> None:
     assert faulty.state == "unhealthy" and "fabric manager" in faulty.part
     missing = grade_node(train, {"dcgm-diag": dcgm, "nccl-all-reduce": nccl}, 2)
     assert missing.state == "inconclusive" and "cuda-context" in missing.part
+
+
+def test_an_nccl_run_over_part_of_the_nodes_gpus_proves_nothing_about_the_rest() -> None:
+    # A passing all_reduce_perf over 4 A100s (a real run: its ranks name 4 devices of one host).
+    four = (FIXTURES / "diag/63_all_reduce_perf_4xa100-sxm4_g4_128M_pass_rst_indent.txt").read_text()
+
+    def nccl_grade(gpus: int) -> Grade:
+        pool = replace(POOLS["train"], gpus_per_node=gpus)
+        return next(g for g in tool_grades(pool, {"nccl-all-reduce": four}, 2) if g.tool == "nccl-all-reduce")
+
+    # On a node of 8 GPUs it left 4 untested; on a node of 4 it tested them all.
+    assert nccl_grade(8).state == "inconclusive" and "4 of the 8 GPUs" in nccl_grade(8).part
+    assert nccl_grade(4).state == "healthy"
 
 
 def node(taints: list[dict[str, str]], unschedulable: bool = False) -> dict[str, Any]:

@@ -209,7 +209,8 @@ def tool_grades(
         elif name == "amd-smi":
             grades.append(read_amd_smi_ras(text))
         else:
-            grades.append(read_all_reduce(text, bus_bandwidth_for(size)))
+            # A run over fewer GPUs than the node has left the others untested: inconclusive, not healthy.
+            grades.append(read_all_reduce(text, bus_bandwidth_for(size), pool.gpus_per_node))
     return grades
 
 
