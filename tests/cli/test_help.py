@@ -33,6 +33,7 @@ COMMAND_LINES = [
     ["smi"],
     ["smi", "parse"],
     ["smi", "health"],
+    ["smi", "diag"],
     ["catalog"],
     ["schema"],
 ]

@@ -9,12 +9,13 @@ import shutil
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from tests.conftest import PROJECT_DIR
 from tests.e2e.kube import Server
@@ -68,14 +69,24 @@ class LocalCluster:
         return json.loads(done.stdout)
 
 
-def project_copy(root: Path, stack_files: tuple[Path, ...] = ()) -> Path:
-    """A project folder: the project's Pulumi.yaml and tools, and its stacks/, or a stacks/ of ``stack_files`` alone."""
+def project_copy(
+    root: Path, stack_files: tuple[Path, ...] = (), edits: Mapping[str, Callable[[dict[str, Any]], None]] | None = None
+) -> Path:
+    """A project folder: the project's Pulumi.yaml and tools, and its stacks/, or a stacks/ of ``stack_files`` alone,
+    or (``edits``) a copy of its stacks/ with each named stack's config changed by its function."""
     root.mkdir(parents=True, exist_ok=True)
     shutil.copy(PROJECT_DIR / "Pulumi.yaml", root / "Pulumi.yaml")
     if stack_files:
         (root / "stacks").mkdir()
         for stack_file in stack_files:
             shutil.copy(stack_file, root / "stacks" / stack_file.name)
+    elif edits:
+        shutil.copytree(PROJECT_DIR / "stacks", root / "stacks")
+        for stack, edit in edits.items():
+            path = root / "stacks" / f"Pulumi.{stack}.yaml"
+            document = yaml.safe_load(path.read_text())
+            edit(document["config"])
+            path.write_text(yaml.safe_dump(document, sort_keys=False))
     else:
         (root / "stacks").symlink_to(PROJECT_DIR / "stacks")
     (root / ".tools").symlink_to(PROJECT_DIR / ".tools")

@@ -14,7 +14,6 @@ cordoned, the healthy one is not; the ServiceAccount's token cannot do anything 
 from __future__ import annotations
 
 import json
-import shutil
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -32,8 +31,7 @@ from aks_gpu.naming import (
     QUARANTINE_TAINT_KEY,
 )
 from aks_gpu.validation.schedule import CONFIG_DIR, SECTIONS_FILE
-from tests.conftest import PROJECT_DIR
-from tests.e2e.conftest import LocalCluster, start_in, stop
+from tests.e2e.conftest import LocalCluster, project_copy, start_in, stop
 from tests.e2e.test_diagnostics import STACK, Served, quarantine, served
 
 __all__ = ["served"]  # test_diagnostics' fixture: the recorded outputs kwok serves, on this module's cluster
@@ -45,16 +43,10 @@ FENCED = f"ValidatingAdmissionPolicy '{DIAGNOSTICS_FENCE_POLICY}'"
 @pytest.fixture(scope="module")
 def prod(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
     """The prod stack with the schedule on (a made-up digest: kwok pulls no image), in a project of its own."""
-    root = tmp_path_factory.mktemp("diagnostics-schedule")
-    stacks = root / "stacks"
-    shutil.copytree(PROJECT_DIR / "stacks", stacks)
-    path = stacks / f"Pulumi.{STACK}.yaml"
-    document = yaml.safe_load(path.read_text())
-    document["config"]["aks-gpu:validation"]["diagnosticsSchedule"] = {"enabled": True, "level": 2, "image": IMAGE}
-    path.write_text(yaml.safe_dump(document, sort_keys=False))
-    shutil.copy(PROJECT_DIR / "Pulumi.yaml", root / "Pulumi.yaml")
-    (root / ".tools").symlink_to(PROJECT_DIR / ".tools")
-    cluster = start_in(root, STACK)
+    def schedule_on(config: dict[str, Any]) -> None:
+        config["aks-gpu:validation"]["diagnosticsSchedule"] = {"enabled": True, "level": 2, "image": IMAGE}
+
+    cluster = start_in(project_copy(tmp_path_factory.mktemp("diagnostics-schedule"), edits={STACK: schedule_on}), STACK)
     try:
         yield cluster
     finally:

@@ -8,18 +8,16 @@ A team cannot undo its own network isolation (no NetworkPolicy writes) and still
 from __future__ import annotations
 
 import json
-import shutil
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
-import yaml
 
 from aks_gpu.admission.namespace_admission import quota_refusal
 from aks_gpu.kube.workload_manifests import namespace_facts
 from aks_gpu.naming import TEAM_ROLE_NAME
-from tests.conftest import PROJECT_DIR, stack_model
-from tests.e2e.conftest import LocalCluster, start_in, stop
+from tests.conftest import stack_model
+from tests.e2e.conftest import LocalCluster, project_copy, start_in, stop
 from tests.kube.test_workload_namespace import rule_triples
 
 STACK = "prod"
@@ -32,17 +30,11 @@ TRAINING, INFERENCE = "gpu-training", "gpu-inference"
 def prod(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
     """The prod stack with its team's group bound to `edit` in both workload namespaces, in a project of its own (the
     shipped stack file binds no group: its group ids are the operator's)."""
-    root = tmp_path_factory.mktemp("team-rbac")
-    stacks = root / "stacks"
-    shutil.copytree(PROJECT_DIR / "stacks", stacks)
-    path = stacks / f"Pulumi.{STACK}.yaml"
-    document = yaml.safe_load(path.read_text())
-    for workload in document["config"]["aks-gpu:workloads"]:
-        workload["roleBindings"] = [{"groupObjectId": GROUP, "role": "edit"}]
-    path.write_text(yaml.safe_dump(document, sort_keys=False))
-    shutil.copy(PROJECT_DIR / "Pulumi.yaml", root / "Pulumi.yaml")
-    (root / ".tools").symlink_to(PROJECT_DIR / ".tools")
-    cluster = start_in(root, STACK)
+    def bound_to_the_group(config: dict[str, Any]) -> None:
+        for workload in config["aks-gpu:workloads"]:
+            workload["roleBindings"] = [{"groupObjectId": GROUP, "role": "edit"}]
+
+    cluster = start_in(project_copy(tmp_path_factory.mktemp("team-rbac"), edits={STACK: bound_to_the_group}), STACK)
     try:
         yield cluster
     finally:

@@ -59,7 +59,8 @@ class GpuPlatform(GpuComponent[PlatformModel]):
     """The workload namespaces."""
 
     # The node class each NAP NodePool names: its AKSNodeClass (`aksgpu local` builds the platform with kwok's, ``of``).
-    nap_node_class: NodeClassOf = staticmethod(azure_node_class_ref)
+    # Private: a public class annotation would be published as an output of the component package (its schema).
+    _nap_node_class: NodeClassOf = staticmethod(azure_node_class_ref)
 
     def __init__(self, name: str, args: StackSpec, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__(name, args, opts)
@@ -76,7 +77,7 @@ class GpuPlatform(GpuComponent[PlatformModel]):
         place of the pool's AKSNodeClass (``aksgpu local``: Karpenter's kwok provider's)."""
         component = cls.__new__(cls)
         if nap_node_class is not None:
-            component.nap_node_class = nap_node_class
+            component._nap_node_class = nap_node_class
         component._register(name, inputs, opts)
         return component
 
@@ -171,7 +172,7 @@ class GpuPlatform(GpuComponent[PlatformModel]):
             return pulumi.ResourceOptions.merge(self.child(after=after or ()), in_cluster)
 
         # The NAP pools' node classes and NodePools (Automatic, or Standard with nodeProvisioning Auto).
-        self.nap_pools: list[pulumi.Resource] = nap_pool_resources(f"{name}-nap", model, inside(), self.nap_node_class)
+        self.nap_pools: list[pulumi.Resource] = nap_pool_resources(f"{name}-nap", model, inside(), self._nap_node_class)
         pools_ready = [*pools_ready, *self.nap_pools]
         self.device_plugin: GpuDevicePlugin = GpuDevicePlugin.of(
             f"{name}-gpu", DevicePluginInputs(model, kubeconfig), inside(pools_ready)
