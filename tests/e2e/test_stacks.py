@@ -43,7 +43,7 @@ def test_status_reports_the_cluster_and_no_pending_change(cluster: LocalCluster)
     done = cluster.aksgpu("local", "status", "--stack", cluster.stack, "--json")
     assert done.returncode == 0, done.stderr[-2000:]
     status = json.loads(done.stdout)
-    assert set(status) == {"running", "server", "kubernetesVersion", "nodes", "gpuNodes", "pulumi"}
+    assert set(status) == {"running", "server", "kubernetesVersion", "nodes", "gpuNodes", "pulumi", "kueue", "karpenter"}
     assert set(status["pulumi"]) == {"cli", "stack", "resources", "pendingChanges"}
     model = stack_model(cluster.stack)
     assert status["running"] is True and status["server"].startswith("https://127.0.0.1:")
@@ -52,6 +52,9 @@ def test_status_reports_the_cluster_and_no_pending_change(cluster: LocalCluster)
     cpu_pools = len(stack_config(cluster.stack).cpu_pools)
     assert status["nodes"] == 1 + len(model.pools) + cpu_pools and status["gpuNodes"] == len(model.pools)
     assert status["pulumi"]["pendingChanges"] == 0 and status["pulumi"]["resources"] > 5
+    # Kueue runs for a queueing stack only; none of these stacks has NAP pools, so Karpenter runs for none of them.
+    assert isinstance(status["kueue"], int) == (model.config.queueing is not None)
+    assert status["karpenter"] is None
 
 
 def test_secrets_are_files_of_the_owner_only(cluster: LocalCluster) -> None:
