@@ -19,8 +19,8 @@ from aks_gpu.cli.common import EXIT_FAILED, EXIT_OK, EXIT_USAGE, err, out, safe
 from aks_gpu.cluster.snapshot import SnapshotError
 from aks_gpu.gpu.diag.expectations import diagnostic_images
 from aks_gpu.resolved.model import PlatformModel
-from aks_gpu.validation.deep import SCHEDULE_WAIT_S, NodeResult, diagnose_live, diagnose_snapshot, report_dict
-from aks_gpu.validation.diagnostics import Level
+from aks_gpu.validation.deep import NodeResult, diagnose_live, diagnose_snapshot, report_dict
+from aks_gpu.validation.diagnostics import SCHEDULE_WAIT_S, Level
 
 _STYLE = {"healthy": "green", "unhealthy": "bold red", "inconclusive": "yellow"}
 

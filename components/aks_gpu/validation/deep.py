@@ -19,6 +19,7 @@ from aks_gpu.gpu.diag import Grade, combine
 from aks_gpu.naming import POOL_LABEL
 from aks_gpu.resolved.model import PlatformModel, ResolvedPool
 from aks_gpu.validation.diagnostics import (
+    SCHEDULE_WAIT_S,
     Level,
     NodeAction,
     diagnostic_pod_manifest,
@@ -27,10 +28,6 @@ from aks_gpu.validation.diagnostics import (
     tool_grades,
     tools,
 )
-
-# How long a node's diagnostic pod may wait to be scheduled and through its init containers: a node whose GPUs hold
-# other work never schedules it (it asks for every GPU), and that is reported as inconclusive, not waited on.
-SCHEDULE_WAIT_S = 600.0
 
 
 @dataclass(frozen=True)

@@ -71,6 +71,10 @@ Level = Literal[1, 2, 3]
 # 30 minutes (https://docs.nvidia.com/datacenter/dcgm/latest/user-guide/dcgm-diagnostics.html, "Run Levels"); the CUDA
 # and NCCL checks add minutes, an image pull on a fresh node more.
 DEADLINE_SECONDS: dict[int, int] = {1: 900, 2: 1800, 3: 3600}
+# How long a node's diagnostic pod may wait to be scheduled and through its init containers: a node whose GPUs hold
+# other work never schedules it (it asks for every GPU), and that is reported as inconclusive, not waited on. The
+# default of `validate --deep --timeout`, and the schedule's per-node share of its run's deadline.
+SCHEDULE_WAIT_S = 600
 NCCL_MAX_BYTES = "16G"
 UNSCHEDULABLE_TOLERATION = Toleration(UNSCHEDULABLE_TAINT_KEY, "Exists", "NoSchedule")
 Action = Literal["quarantine", "return", "proven", "none"]

@@ -27,6 +27,7 @@ from typing import Any
 
 import yaml
 
+from aks_gpu.admission.policy import lit, lit_list
 from aks_gpu.gpu.diag.expectations import diagnostic_images
 from aks_gpu.naming import (
     CONFIG_NAMESPACE,
@@ -41,7 +42,7 @@ from aks_gpu.naming import (
     QUARANTINE_TAINT_KEY,
 )
 from aks_gpu.resolved.model import SYSTEM_POOL_TOLERATION, PlatformModel
-from aks_gpu.validation.diagnostics import DEADLINE_SECONDS, DIAG_APP, pod_name
+from aks_gpu.validation.diagnostics import DEADLINE_SECONDS, DIAG_APP, SCHEDULE_WAIT_S, pod_name
 
 # The user and group the image runs as (the Dockerfile's `useradd --uid`; tests/test_image.py holds them together): a
 # number, so the kubelet can check runAsNonRoot without reading the image's /etc/passwd.
@@ -55,10 +56,6 @@ CONTAINER_NAME = "aksgpu"
 # monitoring, remediation, admission or storage: the diagnostics read none of them, and those sections may name
 # receivers and secrets that have no place in a ConfigMap.
 SCHEDULE_SECTIONS = ("gpu_pools", "workloads", "device_plugin", "validation", "queueing")
-# The run waits this long per node for its diagnostic pod to be scheduled and through its init containers
-# (aks_gpu.validation.deep.SCHEDULE_WAIT_S, the default of `--timeout`), then the level's deadline
-# (aks_gpu.validation.diagnostics.DEADLINE_SECONDS) at most; nodes are diagnosed one after the other.
-SCHEDULE_WAIT_S = 600
 # Room for listing the nodes, pulling the image and patching the nodes.
 RUN_MARGIN_S = 600
 # A run the controller could not start within an hour of its time (the controller was down, the previous run still
@@ -86,8 +83,8 @@ def service_account_user(namespace: str = GPU_NAMESPACE) -> str:
 
 
 def run_deadline_seconds(model: PlatformModel) -> int:
-    """The whole run's deadline: per GPU node at the pools' largest, the wait for its pod and the level's
-    deadline, one node after the other, plus a margin."""
+    """The whole run's deadline: per GPU node at the pools' largest, the wait for its pod (``SCHEDULE_WAIT_S``, as
+    the command waits) and the level's deadline, one node after the other, plus a margin."""
     level = model.config.validation.diagnostics_schedule.level
     nodes = sum(pool.config.most_nodes for pool in model.pools)
     return max(1, nodes) * (SCHEDULE_WAIT_S + DEADLINE_SECONDS[level]) + RUN_MARGIN_S
@@ -183,10 +180,6 @@ def role_manifests() -> list[dict[str, Any]]:
 # ---------------------------------------------------------------- the fence
 
 
-def _lit(text: str) -> str:
-    return "'" + text.replace("\\", "\\\\").replace("'", "\\'") + "'"
-
-
 def _or_empty(path: str, field: str, empty: str) -> str:
     return f"(has({path}.{field}) ? {path}.{field} : {empty})"
 
@@ -203,21 +196,21 @@ def _same(field_path: str, field: str) -> str:
 
 
 def _node_validations(model: PlatformModel) -> list[dict[str, str]]:
-    ours = f"t.key == {_lit(QUARANTINE_TAINT_KEY)} && has(t.value) && t.value == {_lit(DIAGNOSTIC_TAINT_VALUE)}"
+    ours = f"t.key == {lit(QUARANTINE_TAINT_KEY)} && has(t.value) && t.value == {lit(DIAGNOSTIC_TAINT_VALUE)}"
     new_taints, old_taints = _or_empty("object.spec", "taints", "[]"), _or_empty("oldObject.spec", "taints", "[]")
     new_notes, old_notes = (
         _or_empty("object.metadata", "annotations", "{}"),
         _or_empty("oldObject.metadata", "annotations", "{}"),
     )
-    annotation = _lit(DIAGNOSTICS_PASSED_ANNOTATION)
+    annotation = lit(DIAGNOSTICS_PASSED_ANNOTATION)
     node = "'node ' + object.metadata.name + ': '"
     # The nodes the schedule diagnoses, and so may quarantine and return: those of the stack's GPU pools, by the
     # label it lists them by (aks_gpu.cluster.probe.pool_selector). The label itself may not change (below).
     pools = sorted(pool.name for pool in model.pools)
-    label = _lit(POOL_LABEL)
+    label = lit(POOL_LABEL)
     diagnosed = (
         f"has(object.metadata.labels) && {label} in object.metadata.labels && "
-        f"object.metadata.labels[{label}] in [{', '.join(_lit(name) for name in pools)}]"
+        f"object.metadata.labels[{label}] in {lit_list(pools)}"
     )
     return [
         {
@@ -233,7 +226,7 @@ def _node_validations(model: PlatformModel) -> list[dict[str, str]]:
             "reason": "Forbidden",
         },
         {
-            "expression": f"{new_taints}.all(t, !({ours}) || (t.effect == {_lit(QUARANTINE_TAINT_EFFECT)} && !has(t.timeAdded)))",
+            "expression": f"{new_taints}.all(t, !({ours}) || (t.effect == {lit(QUARANTINE_TAINT_EFFECT)} && !has(t.timeAdded)))",
             "messageExpression": f"{node} + 'the diagnostic taint is {QUARANTINE_TAINT_EFFECT} only (NoExecute would "
             "evict every pod of the node)'",
             "reason": "Forbidden",
@@ -266,8 +259,8 @@ def _node_validations(model: PlatformModel) -> list[dict[str, str]]:
 
 def _pod_validations() -> list[dict[str, str]]:
     """A created pod is a diagnostic pod as ``diagnostic_pod_manifest`` writes it; a deleted or exec'd one is named so."""
-    prefix = _lit(pod_name(""))
-    images = "[" + ", ".join(_lit(image.reference) for image in diagnostic_images().values()) + "]"
+    prefix = lit(pod_name(""))
+    images = lit_list(image.reference for image in diagnostic_images().values())
     spec = "object.spec"
     containers = f"({spec}.containers + {_or_empty(spec, 'initContainers', '[]')})"
     context = "c.securityContext"
@@ -279,7 +272,7 @@ def _pod_validations() -> list[dict[str, str]]:
     no_host = " && ".join(f"(!has({spec}.{field}) || !{spec}.{field})" for field in ("hostNetwork", "hostPID", "hostIPC"))
     shape = (
         f"object.metadata.name.startsWith({prefix}) && has(object.metadata.labels) && "
-        f"{_lit(NAME_LABEL)} in object.metadata.labels && object.metadata.labels[{_lit(NAME_LABEL)}] == {_lit(DIAG_APP)} && "
+        f"{lit(NAME_LABEL)} in object.metadata.labels && object.metadata.labels[{lit(NAME_LABEL)}] == {lit(DIAG_APP)} && "
         f"{no_host} && (!has({spec}.volumes) || size({spec}.volumes) == 0) && !has({spec}.ephemeralContainers) && "
         f"!has({spec}.nodeName) && has({spec}.automountServiceAccountToken) && !{spec}.automountServiceAccountToken && "
         f"(!has({spec}.serviceAccountName) || {spec}.serviceAccountName == 'default') && {plain}"
@@ -341,7 +334,7 @@ def fence_policy_manifest(model: PlatformModel) -> dict[str, Any]:
                 ],
             },
             "matchConditions": [
-                {"name": "the-diagnostic-schedule", "expression": f"request.userInfo.username == {_lit(service_account_user())}"}
+                {"name": "the-diagnostic-schedule", "expression": f"request.userInfo.username == {lit(service_account_user())}"}
             ],
             "validations": [
                 *(
