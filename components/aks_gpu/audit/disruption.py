@@ -89,10 +89,10 @@ def _judge_repairs(run: Run, node: GpuNode, events: Sequence[NodeEvent], facts: 
         return
     errors = {actions[2]: name for name, actions in facts.auto_repair_actions.items()}
     actions = _actions(repairs, facts)
-    sequences = _sequences(repairs, facts)
+    sequences = _sequences(actions, facts)
     if actions:
         done = ", ".join(f"{name} x{count}" if count > 1 else name for name, count in actions.items())
-        last = max((event for event in repairs if event.reason not in errors), key=_when)
+        last = max((event for event in repairs if event.reason not in errors), key=lambda event: event.timestamp)
         flapping = sequences > facts.auto_repair_max_repairs
         what = (
             f"AKS node auto-repair took {node.name} back {sequences} times in the window ({done}): more than "
@@ -110,7 +110,7 @@ def _judge_repairs(run: Run, node: GpuNode, events: Sequence[NodeEvent], facts: 
         )
     failed = [event for event in repairs if event.reason in errors]
     if failed:
-        last = max(failed, key=_when)
+        last = max(failed, key=lambda event: event.timestamp)
         shown = ", ".join(sorted({errors[event.reason] for event in failed}))
         run.add(
             "node-auto-repair-failed",
@@ -151,16 +151,12 @@ def _evidence(announced: Sequence[NodeEvent]) -> str:
     for event in announced:
         reasons[event.reason] += event.count
     listed = ", ".join(f"{reason} x{count}" if count > 1 else reason for reason, count in sorted(reasons.items()))
-    return f" (events: {listed}; last: {_quoted(max(announced, key=_when))})"
+    return f" (events: {listed}; last: {_quoted(max(announced, key=lambda event: event.timestamp))})"
 
 
 def _quoted(event: NodeEvent) -> str:
     when = rfc3339(event.last) if event.last is not None else "no time"
     return f'{event.reason} at {when} from {event.source or "no source"}: "{clipped(event.message, MESSAGE_SHOWN)}"'
-
-
-def _when(event: NodeEvent) -> float:
-    return event.last.timestamp() if event.last is not None else float("-inf")
 
 
 def _actions(events: Sequence[NodeEvent], facts: DisruptionFacts) -> dict[str, int]:
@@ -175,16 +171,15 @@ def _actions(events: Sequence[NodeEvent], facts: DisruptionFacts) -> dict[str, i
     return found
 
 
-def _sequences(events: Sequence[NodeEvent], facts: DisruptionFacts) -> int:
-    """How many auto-repair sequences ``events`` (one node's) hold: each begins with a reboot (node-auto-repair.md:88);
-    a window that opens after a sequence's reboot still holds that one sequence."""
-    actions = _actions(events, facts)
+def _sequences(actions: Mapping[str, int], facts: DisruptionFacts) -> int:
+    """How many auto-repair sequences one node's ``actions`` (``_actions``) make: each begins with a reboot
+    (node-auto-repair.md:88); a window that opens after a sequence's reboot still holds that one sequence."""
     first = next(iter(facts.auto_repair_actions))
     return max(actions.get(first, 0), 1 if actions else 0)
 
 
 def _count_repairs(events: Mapping[str, Sequence[NodeEvent]], gpu_nodes: set[str], facts: DisruptionFacts) -> AutoRepairs:
     """Repair sequences in the window on GPU nodes and on the others (those are not judged, only counted)."""
-    on_gpu = sum(_sequences(found, facts) for name, found in events.items() if name in gpu_nodes)
-    elsewhere = sum(_sequences(found, facts) for name, found in events.items() if name not in gpu_nodes)
-    return AutoRepairs(gpu_nodes=on_gpu, other_nodes=elsewhere)
+    sequences = {name: _sequences(_actions(found, facts), facts) for name, found in events.items()}
+    on_gpu = sum(count for name, count in sequences.items() if name in gpu_nodes)
+    return AutoRepairs(gpu_nodes=on_gpu, other_nodes=sum(sequences.values()) - on_gpu)

@@ -31,6 +31,11 @@ class NodeEvent:
     count: int  # how many times it happened (an aggregated event's count, or its series' count); at least 1
     last: datetime | None  # when it last happened; None: the event carries no readable time
 
+    @property
+    def timestamp(self) -> float:
+        """When it last happened, for ordering: an event without a time is the oldest."""
+        return self.last.timestamp() if self.last is not None else float("-inf")
+
 
 def read_node_event(item: Mapping[str, Any]) -> NodeEvent | None:
     """``item`` as a NodeEvent; None when it is not about a Node (a hand-made ``events.json`` may hold every event)."""
@@ -81,7 +86,7 @@ def newest_per_reason(
         event = read_node_event(item)
         if event is None or event.node not in nodes or not keep(event):
             continue
-        entry = (event.last.timestamp() if event.last is not None else float("-inf"), position, dict(item))
+        entry = (event.timestamp, position, dict(item))
         heap = kept[event.node, event.reason]
         if len(heap) < per_reason:
             heapq.heappush(heap, entry)
