@@ -16,6 +16,7 @@ from pathlib import Path
 from aks_gpu.cli import COMMANDS
 from aks_gpu.cli.common import EXIT_FAILED, EXIT_OK, EXIT_USAGE
 from aks_gpu.gpu.diag.detect import TOOLS
+from aks_gpu.gpu.diag.grade import Grade
 from aks_gpu.gpu.health import nvlink_expected_for, read_health
 from aks_gpu.gpu.smi import NVIDIA_CSV_QUERY_FIELDS, parse_smi
 from aks_gpu.gpu.smi.text import MAX_INPUT_CHARS
@@ -205,18 +206,16 @@ def run_diag(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(report, indent=2))
     else:
-        _print_diag(args.source, tool, grade.state, grade.part, grade.evidence, grade.warnings)
+        _print_diag(args.source, tool, grade)
     return EXIT_OK if grade.passed else EXIT_FAILED
 
 
-def _print_diag(
-    source: str, tool: str | None, state: str, part: str, evidence: tuple[str, ...], warnings: tuple[str, ...]
-) -> None:
+def _print_diag(source: str, tool: str | None, grade: Grade) -> None:
     from aks_gpu.cli import common, tables
 
-    rows = [["tool", tool or "unknown"], ["grade", state]]
-    rows += [["part" if state == "unhealthy" else "why", part]] if part else []
-    rows += [["evidence", line] for line in evidence] + [["warning", line] for line in warnings]
+    rows = [["tool", tool or "unknown"], ["grade", grade.state]]
+    rows += [["part" if grade.state == "unhealthy" else "why", grade.part]] if grade.part else []
+    rows += [["evidence", line] for line in grade.evidence] + [["warning", line] for line in grade.warnings]
     tables.print_table(
         common.out,
         common.safe(source),

@@ -42,9 +42,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from aks_gpu.gpu.diag import Grade, combine, read_all_reduce, read_cuda_context, read_dcgm_diag
+from aks_gpu.gpu.diag import Grade, combine
 from aks_gpu.gpu.diag.amd_smi import read_amd_smi_ras
-from aks_gpu.gpu.diag.amd_test_runner import read_amd_rvs
+from aks_gpu.gpu.diag.detect import Tool, grade_output
 from aks_gpu.gpu.diag.expectations import bus_bandwidth_for, diagnostic_images, rvs_level_for
 from aks_gpu.naming import (
     DIAGNOSTIC_LEVEL_LABEL,
@@ -63,6 +63,8 @@ from aks_gpu.resolved.model import QUARANTINE_TOLERATION, ResolvedPool, Tolerati
 DIAG_APP = "gpu-diag"
 HOLDER = "dcgm"
 AMD_HOLDER = "rvs"
+# The reader of each output the pod gives (``tools``) but amd-smi's: `aksgpu smi diag`'s tool names.
+READER_OF: dict[str, Tool] = {"dcgm-diag": "dcgm", "cuda-context": "cuda", "nccl-all-reduce": "nccl", "rvs": "rvs"}
 # amd-smi and rvs in the test runner image (ROCm/device-metrics-exporter pkg/exporter/globals/testrunner.go: AMDSMIPath,
 # RVSPath): /opt/rocm/bin is not on the image's PATH, so each command puts it first.
 ROCM_BIN = "/opt/rocm/bin"
@@ -204,17 +206,15 @@ def tool_grades(
         if text is None:
             why = (notes or {}).get(name) or "no output (the container did not run or its log is gone)"
             grades.append(Grade(name, "inconclusive", f"no output: {why}"))
-        elif name == "dcgm-diag":
-            grades.append(read_dcgm_diag(text, level))
-        elif name == "cuda-context":
-            grades.append(read_cuda_context(text, pool.gpus_per_node))
-        elif name == "rvs":
-            grades.append(read_amd_rvs(text))
         elif name == "amd-smi":
             grades.append(read_amd_smi_ras(text))
         else:
-            # A run over fewer GPUs than the node has left the others untested: inconclusive, not healthy.
-            grades.append(read_all_reduce(text, bus_bandwidth_for(size), pool.gpus_per_node))
+            # The reader `aksgpu smi diag` grades the tool's output with, held to the node: its GPUs (a CUDA check that
+            # sees fewer fails; an NCCL run over fewer left the others untested) and its size's bus bandwidth.
+            _, grade = grade_output(
+                text, READER_OF[name], level=level, expected_gpus=pool.gpus_per_node, bandwidth=bus_bandwidth_for(size)
+            )
+            grades.append(grade)
     return grades
 
 
