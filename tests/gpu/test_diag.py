@@ -169,6 +169,16 @@ def test_every_diagnostic_image_names_its_source() -> None:
     assert BusBandwidth("x", 1, 1.0, "s").busbw_gbps == 1.0
 
 
+def test_the_cuda_context_image_runs_on_every_driver_aks_installs() -> None:
+    # A CUDA 13 deviceQuery needs driver 580 or later, and AKS's A10 sizes run the GRID 570 branch: there every check
+    # would end in CUDA error 35, inconclusive, and no GPU could pass. The tag must name its CUDA version (the bare
+    # `devicequery` does not say which), and a CUDA 12 one (driver 525 or later).
+    tag = diagnostic_images()["cuda_context"].tag
+    version = re.fullmatch(r"devicequery-cuda(\d+)\.(\d+)\.(\d+)", tag)
+    assert version, tag
+    assert int(version[1]) == 12, tag
+
+
 # The DCGM 4 document as its schema states it (NVIDIA/DCGM testing/python3/dcgm_diag_schema.json @72fa3fe, DCGM 4.6.0):
 # results per entity_group/entity_id, warnings as objects, a test_summary per test, runtime_error when nothing ran.
 DCGM4_FAIL = """{"DCGM Diagnostic": {"test_categories": [

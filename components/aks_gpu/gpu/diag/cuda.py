@@ -1,6 +1,6 @@
 """A CUDA context on every GPU, read and graded: the output of CUDA samples' ``deviceQuery`` (NVIDIA's
-``nvcr.io/nvidia/k8s/cuda-sample:devicequery`` image prints it), the other samples an engineer runs to prove a GPU
-(``bandwidthTest``, ``vectorAdd``, ``simpleP2P``), NVIDIA's ``nvbandwidth``, or any CUDA program's error.
+``nvcr.io/nvidia/k8s/cuda-sample:devicequery-cuda12.5.0`` image prints it), the other samples an engineer runs to prove
+a GPU (``bandwidthTest``, ``vectorAdd``, ``simpleP2P``), NVIDIA's ``nvbandwidth``, or any CUDA program's error.
 
 ``deviceQuery`` creates a context on each device and prints ``Detected N CUDA Capable device(s)``, a summary line
 with ``NumDevs = N`` and ``Result = PASS``, or ``cudaGetDeviceCount returned <code>`` / ``-> <message>`` and
