@@ -53,8 +53,13 @@ _NAMED_GPU = re.compile(r"\bGPU\s*(\d+)\b")
 _BORDER = re.compile(r"^\+[-=+\s]*\+$")
 _TABLE_HEADER = re.compile(r"^\s*\|\s*Diagnostic\s+\|\s*Result\b", re.MULTILINE)
 _JSON_KEYS = re.compile(r'"(?:DCGM GPU Diagnostic|DCGM Diagnostic|test_categories|entity_group|test_summary|runtime_error)"\s*:')
+# A line of DCGM's own log (nvvs.log, nv-hostengine.log): "2023-12-07 17:09:52.612 ERROR [73032:73032] ...".
+_LOG_LINE = re.compile(r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d+\s+(?:ERROR|WARN|WARNING|INFO|DEBUG|VERB)\s+\[\d+:\d+\]")
 _DOCUMENT_START = re.compile(r'\{\s*"DCGM (?:GPU )?Diagnostic"\s*:')
-_FAILED_STATUS = re.compile(r'"status"\s*:\s*"Fail', re.IGNORECASE)
+_JSON_STATUS = re.compile(r'"status"\s*:\s*"([^"]*)"')
+_JSON_CATEGORY = re.compile(r'"category"\s*:\s*"([^"]+)"')
+_JSON_WARNING = re.compile(r'"(?:warning|error)"\s*:\s*"((?:[^"\\]|\\.)*)"')
+_NOT_WHOLE_JSON = "the dcgmi diag -j document is not valid JSON, or not the whole document (cut off or edited): not read whole"
 # Lines that say why dcgmi diag printed no table, best first.
 _NOT_RUN_LINES = (
     (re.compile(r"MIG configuration is incompatible", re.IGNORECASE), "DCGM cannot test a GPU in MIG mode"),
@@ -98,19 +103,20 @@ def read_dcgm_diag(text: str, level: int | None = None) -> Grade:
         return Grade(TOOL, "inconclusive", "dcgmi diag printed nothing")
     table = bool(_TABLE_HEADER.search(stripped))
     document = None if table else _document(stripped)
+    cut = ""  # why the tests read are not the whole run
     if document is not None:
         try:
             tests = _json_tests(document)
         except _NotRunError as error:
             return Grade(TOOL, "inconclusive", f"dcgmi diag did not run: {str(error)[:300]}", (str(error)[:300],))
-        complete = True
     elif not table and _looks_like_json(stripped):
-        return _unreadable_json(stripped[stripped.find("{") :])
+        return _grade(_json_pieces(stripped[stripped.find("{") :]), level, _NOT_WHOLE_JSON)
     else:
         tests, complete = _table_tests(stripped)
+        cut = "" if complete else "the table ends before its closing border (cut off)"
     if not tests:
         return _not_run(stripped, table)
-    return _grade(tests, level, complete)
+    return _grade(tests, level, cut)
 
 
 def _not_run(text: str, table: bool = False) -> Grade:
@@ -118,6 +124,11 @@ def _not_run(text: str, table: bool = False) -> Grade:
     lines = [line.strip() for line in text.splitlines() if line.strip()]
     if table:
         return Grade(TOOL, "inconclusive", "the table ends before its first test result (cut off)")
+    logged = [line for line in lines if _LOG_LINE.match(line)]
+    if logged:
+        # nvvs's or nv-hostengine's debug log: what went wrong inside DCGM, never a test's result.
+        said = next((line for line in logged if " ERROR " in line), logged[0])
+        return Grade(TOOL, "inconclusive", f"DCGM's debug log holds no test result (it says: {said[:240]})", (said,))
     for pattern, meaning in _NOT_RUN_LINES:
         said = [line for line in lines if pattern.search(line)]
         if said:
@@ -131,20 +142,22 @@ def _looks_like_json(text: str) -> bool:
     return bool(_JSON_KEYS.search(text))
 
 
-def _unreadable_json(document: str) -> Grade:
-    """A ``-j`` document that does not parse, or only a piece of one (cut off, or edited): what it failed still counts
-    (each test's ``"name"`` up to the next one holding a ``"Fail"`` status, DCGM 3's flat results and DCGM 4's nested
-    per-entity ones alike); nothing else does."""
+def _json_pieces(document: str) -> list[_Test]:
+    """The tests of a ``-j`` document that does not parse, or of a piece of one (cut off, or edited), as far as they can
+    be told: each test's ``"name"`` up to the next one, with the worst status and the warnings written in between
+    (DCGM 3's flat results and DCGM 4's nested per-entity ones alike) and the category named last before it. Graded as
+    a cut run: what failed counts, nothing else proves anything."""
     names = list(re.finditer(r'"name"\s*:\s*"([^"]+)"', document))
     ends = [name.start() for name in names[1:]] + [len(document)] if names else []
-    failed = sorted({n.group(1) for n, end in zip(names, ends, strict=True) if _FAILED_STATUS.search(document, n.end(), end)})
-    if failed:
-        return Grade(TOOL, "unhealthy", ", ".join(failed), ("the -j document is not whole: read in part",))
-    return Grade(
-        TOOL,
-        "inconclusive",
-        "the dcgmi diag -j document is not valid JSON, or not the whole document (cut off or edited): not read whole",
-    )
+    tests = []
+    for name, end in zip(names, ends, strict=True):
+        piece = document[name.end() : end]
+        statuses = {_status(found) for found in _JSON_STATUS.findall(piece)}
+        status = next((s for s in ("fail", "warn", "skip", "pass") if s in statuses), "")
+        categories = _JSON_CATEGORY.findall(document, 0, name.start())
+        said = list(dict.fromkeys(_JSON_WARNING.findall(piece)))
+        tests.append(_Test(categories[-1] if categories else "", name.group(1), status, messages=said))
+    return [test for test in tests if test.status]
 
 
 # ---------------------------------------------------------------- the table
@@ -335,7 +348,9 @@ def _where(test: _Test, status: str) -> str:
     return f"{test.name} ({', '.join(named)})" if named else test.name
 
 
-def _grade(tests: list[_Test], level: int | None, complete: bool = True) -> Grade:
+def _grade(tests: list[_Test], level: int | None, cut: str = "") -> Grade:
+    """``cut``: why the tests read are not the whole run (a table without its closing border, a -j document that is
+    not whole); such a run is never healthy."""
     faults: list[str] = []
     not_run: list[str] = []
     warnings: list[str] = []
@@ -361,12 +376,14 @@ def _grade(tests: list[_Test], level: int | None, complete: bool = True) -> Grad
             not_run.append(f"{test.name} skipped")
         elif test.status == "warn":
             warnings.append(f"{_where(test, 'warn')}: {said[:200] or 'Warn'}")
+    # Each once: a run printed twice (two Slurm tasks, a retried command) says the same thing twice.
+    warnings = list(dict.fromkeys(warnings))
     if faults:
-        return Grade(TOOL, "unhealthy", ", ".join(faults), tuple(evidence), tuple(warnings))
-    if not complete:
-        not_run.append("the table ends before its closing border (cut off)")
+        return Grade(TOOL, "unhealthy", ", ".join(dict.fromkeys(faults)), tuple(dict.fromkeys(evidence)), tuple(warnings))
+    if cut:
+        not_run.append(cut)
     if not_run:
-        return Grade(TOOL, "inconclusive", ", ".join(not_run), tuple(evidence), tuple(warnings))
+        return Grade(TOOL, "inconclusive", ", ".join(dict.fromkeys(not_run)), tuple(dict.fromkeys(evidence)), tuple(warnings))
     if level is not None and level >= 2 and all(t.category.lower() in ("deployment", "custom") for t in tests):
         return Grade(TOOL, "inconclusive", f"level {level} ran no test past Deployment", (), tuple(warnings))
     if level is not None and level >= 3 and not any(t.category.lower() == "stress" for t in tests):
