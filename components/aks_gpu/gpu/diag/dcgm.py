@@ -28,7 +28,13 @@ Graded as an engineer reads it:
 - an ``Error`` row that no test row came before (DCGM 3 prints the Deployment plugin's errors so: "GPU 3 has
   uncorrectable memory errors and row remappings are pending") is a failure of that category, on the GPU it names;
 - a table that does not end in its closing border was cut off: what it passed proves nothing (a failure in it still
-  counts); a ``-j`` document that does not parse is likewise not read whole (NVIDIA/DCGM#139 as posted);
+  counts); a ``-j`` document that does not parse, or a piece of one (NVIDIA/DCGM#139, #215 as posted), is likewise
+  not read whole: its tests are told name by name, DCGM 4's nested per-entity results included;
+- the lines around the output are not part of it: ``kubectl``'s ``Defaulted container`` line, a shell prompt, a log
+  line's prefix (the ``-j`` document is the whole object that opens on DCGM's root key); a table printed twice (two
+  Slurm tasks) says each finding once; DCGM 3's test named "Diagnostic" is a test, not the header row;
+- nvvs's or nv-hostengine's debug log (``2023-12-07 17:09:52.612 ERROR [73032:73032] ...``) says what went wrong inside
+  DCGM, not what a test found: inconclusive;
 - DCGM refuses a GPU in MIG mode ("GPU 0's MIG configuration is incompatible with the diagnostic", NVIDIA/DCGM#94):
   inconclusive, as is any ``Error:`` instead of a table (host engine not running, an empty group, a test name it
   does not know).
