@@ -133,8 +133,8 @@ def _not_run(text: str, table: bool = False) -> Grade:
     logged = [line for line in lines if _LOG_LINE.match(line)]
     if logged:
         # nvvs's or nv-hostengine's debug log: what went wrong inside DCGM, never a test's result.
-        said = next((line for line in logged if " ERROR " in line), logged[0])
-        return Grade(TOOL, "inconclusive", f"DCGM's debug log holds no test result (it says: {said[:240]})", (said,))
+        error = next((line for line in logged if " ERROR " in line), logged[0])
+        return Grade(TOOL, "inconclusive", f"DCGM's debug log holds no test result (it says: {error[:240]})", (error,))
     for pattern, meaning in _NOT_RUN_LINES:
         said = [line for line in lines if pattern.search(line)]
         if said:
