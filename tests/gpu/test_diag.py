@@ -229,6 +229,78 @@ def test_dcgm46_per_gpu_warning_rows_are_read() -> None:
     assert "Found 3 memory mismatches" in graded.evidence[0]
 
 
+def test_dcgm3s_test_named_diagnostic_is_read_not_taken_for_the_header() -> None:
+    # DCGM 3 names its GEMM test "Diagnostic", the header's own word: on fixture 46's level 3 table, that test failed on
+    # GPU 0 is the failure, not a header row to skip (fixture 108 holds a real "Diagnostic | Fail - All").
+    recorded = text("46_dcgmi-diag-r3-v_1xv100-pcie_dcgm3.3.9_pass_eud_skip.txt")
+    failed = recorded.replace(
+        "| Diagnostic                | Pass - All                                     |",
+        "| Diagnostic                | Fail - GPU: 0                                  |",
+    )
+    assert failed != recorded
+    assert str(read_dcgm_diag(failed, level=3)) == "unhealthy: Diagnostic (GPU 0)"
+
+
+def test_a_run_printed_twice_says_each_finding_once() -> None:
+    # Fixture 115: two Slurm tasks printed the same table: each skipped test is named once.
+    graded = read_dcgm_diag(text("115_dcgmi-diag-r3_2xrtxpro6000_dcgm3.3.9_srun_all_skipped_twice.txt"), level=3)
+    assert graded.state == "inconclusive"
+    assert graded.part.count("PCIe skipped") == 1 and graded.part.count("EUD") == 0
+
+
+# Fixture 101, DCGM 4.5.2's -j document of a GB10 (memory and pcie Pass), its memory test's result changed.
+GB10 = "101_dcgmi-diag-r2-j_gb10_dcgm4.5.2_pass_plugins_allowed.json.txt"
+
+
+def _gb10_memory(group: str, status: str) -> str:
+    recorded = text(GB10)
+    start, end = recorded.index('"name" : "memory"'), recorded.index('"name" : "pcie"')
+    memory = recorded[start:end].replace('"entity_group" : "GPU"', f'"entity_group" : "{group}"')
+    return recorded[:start] + memory.replace('"status" : "Pass"', f'"status" : "{status}"') + recorded[end:]
+
+
+def test_a_dcgm4_entity_is_named_by_its_group() -> None:
+    # DCGM 4 also tests CPUs: a result of entity_group "CPU" names the CPU, not a GPU of the same id
+    # (NVIDIA/DCGM dcgmlib/src/dcgm_fields.cpp @72fa3fe, DcgmFieldsGetEntityGroupString).
+    assert str(read_dcgm_diag(_gb10_memory("CPU", "Fail"), level=2)) == "unhealthy: memory (CPU 0)"
+    assert str(read_dcgm_diag(_gb10_memory("GPU", "Fail"), level=2)) == "unhealthy: memory (GPU 0)"
+
+
+def test_the_json_document_is_found_between_lines_that_hold_braces() -> None:
+    # kubectl's and a shell's lines around the document, with braces of their own, are not the document.
+    recorded = text(GB10)
+    wrapped = (
+        'I0111 12:46:41.342844 26441 warnings.go:110] "Warning: {spec.template} is deprecated"\n'
+        + recorded
+        + "root@dcgm-diag:/# echo ${?}\n226\n"
+    )
+    assert str(read_dcgm_diag(wrapped, level=2)) == "healthy"
+
+
+def test_a_cut_dcgm4_document_still_counts_the_failure_it_holds() -> None:
+    # A -j document cut after a failed test: DCGM 4 nests each result in an object of its own, so the failure is
+    # found inside them; what the cut left out is not read.
+    failed = _gb10_memory("GPU", "Fail")
+    cut = failed[: failed.index('"category" : "Integration"')]
+    graded = read_dcgm_diag(cut, level=2)
+    assert (graded.state, graded.part) == ("unhealthy", "memory")
+
+
+def test_a_dcgm4_test_wide_message_is_read_from_its_summary() -> None:
+    # DCGM 4 puts a message about the whole test in test_summary: a pcie test DCGM could not run (its internal error)
+    # whose GPU result still says Pass is a test that did not run, not a GPU fault.
+    recorded = text(GB10)
+    start = recorded.index('"name" : "pcie"')
+    summary = recorded.index('"status" : "Pass"', recorded.index('"test_summary"', start))
+    broken = (
+        recorded[:summary]
+        + '"status" : "Fail", "warnings" : [{"warning" : "There was an internal error during the test"}]'
+        + recorded[summary + len('"status" : "Pass"') :]
+    )
+    graded = read_dcgm_diag(broken, level=2)
+    assert graded.state == "inconclusive" and "pcie could not run" in graded.part
+
+
 def test_nccl_rows_of_every_release_are_read() -> None:
     # Fixture 10's largest row as nccl-tests writes it in other releases (src/util.cu @a0b82b2): before the root
     # column, with the count of wrong elements as %6g (1e+06), and with -c 0 (N/A).

@@ -28,7 +28,13 @@ Graded as an engineer reads it:
 - an ``Error`` row that no test row came before (DCGM 3 prints the Deployment plugin's errors so: "GPU 3 has
   uncorrectable memory errors and row remappings are pending") is a failure of that category, on the GPU it names;
 - a table that does not end in its closing border was cut off: what it passed proves nothing (a failure in it still
-  counts); a ``-j`` document that does not parse is likewise not read whole (NVIDIA/DCGM#139 as posted);
+  counts); a ``-j`` document that does not parse, or a piece of one (NVIDIA/DCGM#139, #215 as posted), is likewise
+  not read whole: its tests are told name by name, DCGM 4's nested per-entity results included;
+- the lines around the output are not part of it: ``kubectl``'s ``Defaulted container`` line, a shell prompt, a log
+  line's prefix (the ``-j`` document is the whole object that opens on DCGM's root key); a table printed twice (two
+  Slurm tasks) says each finding once; DCGM 3's test named "Diagnostic" is a test, not the header row;
+- nvvs's or nv-hostengine's debug log (``2023-12-07 17:09:52.612 ERROR [73032:73032] ...``) says what went wrong inside
+  DCGM, not what a test found: inconclusive;
 - DCGM refuses a GPU in MIG mode ("GPU 0's MIG configuration is incompatible with the diagnostic", NVIDIA/DCGM#94):
   inconclusive, as is any ``Error:`` instead of a table (host engine not running, an empty group, a test name it
   does not know).
@@ -51,6 +57,15 @@ _RESULT_CELL = re.compile(r"^(Pass|Fail|Warn|Skip)\s*-\s*(All|GPUs?\s*:?\s*[\d,\
 _GPU_LIST = re.compile(r"GPUs?\s*:?\s*([\d,\s]+)")
 _NAMED_GPU = re.compile(r"\bGPU\s*(\d+)\b")
 _BORDER = re.compile(r"^\+[-=+\s]*\+$")
+_TABLE_HEADER = re.compile(r"^\s*\|\s*Diagnostic\s+\|\s*Result\b", re.MULTILINE)
+_JSON_KEYS = re.compile(r'"(?:DCGM GPU Diagnostic|DCGM Diagnostic|test_categories|entity_group|test_summary|runtime_error)"\s*:')
+# A line of DCGM's own log (nvvs.log, nv-hostengine.log): "2023-12-07 17:09:52.612 ERROR [73032:73032] ...".
+_LOG_LINE = re.compile(r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d+\s+(?:ERROR|WARN|WARNING|INFO|DEBUG|VERB)\s+\[\d+:\d+\]")
+_DOCUMENT_START = re.compile(r'\{\s*"DCGM (?:GPU )?Diagnostic"\s*:')
+_JSON_STATUS = re.compile(r'"status"\s*:\s*"([^"]*)"')
+_JSON_CATEGORY = re.compile(r'"category"\s*:\s*"([^"]+)"')
+_JSON_WARNING = re.compile(r'"(?:warning|error)"\s*:\s*"((?:[^"\\]|\\.)*)"')
+_NOT_WHOLE_JSON = "the dcgmi diag -j document is not valid JSON, or not the whole document (cut off or edited): not read whole"
 # Lines that say why dcgmi diag printed no table, best first.
 _NOT_RUN_LINES = (
     (re.compile(r"MIG configuration is incompatible", re.IGNORECASE), "DCGM cannot test a GPU in MIG mode"),
@@ -92,26 +107,34 @@ def read_dcgm_diag(text: str, level: int | None = None) -> Grade:
     stripped = text.strip()
     if not stripped:
         return Grade(TOOL, "inconclusive", "dcgmi diag printed nothing")
-    start = stripped.find("{")
-    tests: list[_Test] | None = None
-    complete = True
-    if start != -1 and "| Diagnostic" not in stripped:
+    table = bool(_TABLE_HEADER.search(stripped))
+    document = None if table else _document(stripped)
+    cut = ""  # why the tests read are not the whole run
+    if document is not None:
         try:
-            tests = _json_tests(stripped[start : stripped.rfind("}") + 1])
+            tests = _json_tests(document)
         except _NotRunError as error:
             return Grade(TOOL, "inconclusive", f"dcgmi diag did not run: {str(error)[:300]}", (str(error)[:300],))
-        if tests is None and _looks_like_json(stripped[start:]):
-            return _unreadable_json(stripped[start:])
-    if tests is None:
+    elif not table and _looks_like_json(stripped):
+        return _grade(_json_pieces(stripped[stripped.find("{") :]), level, _NOT_WHOLE_JSON)
+    else:
         tests, complete = _table_tests(stripped)
+        cut = "" if complete else "the table ends before its closing border (cut off)"
     if not tests:
-        return _not_run(stripped)
-    return _grade(tests, level, complete)
+        return _not_run(stripped, table)
+    return _grade(tests, level, cut)
 
 
-def _not_run(text: str) -> Grade:
-    """No result in the output: the reason DCGM printed instead of a table."""
+def _not_run(text: str, table: bool = False) -> Grade:
+    """No result in the output: the reason DCGM printed instead of a table, or a table cut before its first test."""
     lines = [line.strip() for line in text.splitlines() if line.strip()]
+    if table:
+        return Grade(TOOL, "inconclusive", "the table ends before its first test result (cut off)")
+    logged = [line for line in lines if _LOG_LINE.match(line)]
+    if logged:
+        # nvvs's or nv-hostengine's debug log: what went wrong inside DCGM, never a test's result.
+        error = next((line for line in logged if " ERROR " in line), logged[0])
+        return Grade(TOOL, "inconclusive", f"DCGM's debug log holds no test result (it says: {error[:240]})", (error,))
     for pattern, meaning in _NOT_RUN_LINES:
         said = [line for line in lines if pattern.search(line)]
         if said:
@@ -120,16 +143,27 @@ def _not_run(text: str) -> Grade:
     return Grade(TOOL, "inconclusive", f"no dcgmi diag result in the output: {lines[0][:200]}")
 
 
-def _looks_like_json(document: str) -> bool:
-    return '"DCGM GPU Diagnostic"' in document or '"DCGM Diagnostic"' in document or '"test_categories"' in document
+def _looks_like_json(text: str) -> bool:
+    """Keys only a ``-j`` document (or a piece of one: DCGM 4's ``entity_group`` results) holds."""
+    return bool(_JSON_KEYS.search(text))
 
 
-def _unreadable_json(document: str) -> Grade:
-    """A ``-j`` document that does not parse (cut off, or edited): what it failed still counts; nothing else does."""
-    failed = sorted(set(re.findall(r'"name"\s*:\s*"([^"]+)"[^{}]*?"status"\s*:\s*"Fail', document, re.DOTALL)))
-    if failed:
-        return Grade(TOOL, "unhealthy", ", ".join(failed), ("the -j document does not parse: read in part",))
-    return Grade(TOOL, "inconclusive", "the dcgmi diag -j document is not valid JSON (cut off or edited): not read whole")
+def _json_pieces(document: str) -> list[_Test]:
+    """The tests of a ``-j`` document that does not parse, or of a piece of one (cut off, or edited), as far as they can
+    be told: each test's ``"name"`` up to the next one, with the worst status and the warnings written in between
+    (DCGM 3's flat results and DCGM 4's nested per-entity ones alike) and the category named last before it. Graded as
+    a cut run: what failed counts, nothing else proves anything."""
+    names = list(re.finditer(r'"name"\s*:\s*"([^"]+)"', document))
+    ends = [name.start() for name in names[1:]] + [len(document)] if names else []
+    tests = []
+    for name, end in zip(names, ends, strict=True):
+        piece = document[name.end() : end]
+        statuses = {_status(found) for found in _JSON_STATUS.findall(piece)}
+        status = next((s for s in ("fail", "warn", "skip", "pass") if s in statuses), "")
+        categories = _JSON_CATEGORY.findall(document, 0, name.start())
+        said = list(dict.fromkeys(_JSON_WARNING.findall(piece)))
+        tests.append(_Test(categories[-1] if categories else "", name.group(1), status, messages=said))
+    return [test for test in tests if test.status]
 
 
 # ---------------------------------------------------------------- the table
@@ -166,13 +200,14 @@ def _table_tests(text: str) -> tuple[list[_Test], bool]:
         if header:
             category, current, message_open = header.group(1).strip(), None, False
             continue
-        if not line.startswith("|") or line.startswith("| Diagnostic "):
+        if not line.startswith("|"):
             continue
         cells = line.strip("|").split("|")
         if len(cells) < 2:
             continue
         name, value = cells[0].strip(), cells[1].strip()
-        if category.lower() == "metadata":
+        if category.lower() == "metadata" or (name, value) == ("Diagnostic", "Result"):
+            # The header row; DCGM 3's Hardware test is also named "Diagnostic", with a result in place of "Result".
             continue
         # "Warning", or DCGM 4.6's per-entity "Warning: GPU1" (dcgmi/Diag.cpp @72fa3fe).
         if re.match(r"(Warning|Info|Error)\b", name):
@@ -236,16 +271,27 @@ def _unwrap(before: str, chunk: str, after: str) -> str:
 # ---------------------------------------------------------------- the JSON
 
 
-def _json_tests(document: str) -> list[_Test] | None:
-    try:
-        data = json.loads(document)
-    except ValueError:
-        return None
-    if not isinstance(data, dict):
-        return None
-    root: Any = data.get("DCGM GPU Diagnostic") or data.get("DCGM Diagnostic") or data
-    if not isinstance(root, dict):
-        return None
+_ROOTS = ("DCGM GPU Diagnostic", "DCGM Diagnostic")
+
+
+def _document(text: str) -> dict[str, Any] | None:
+    """The ``-j`` document in ``text``: the whole JSON object that opens on DCGM's root key (dcgmi writes it first; else
+    the object at the first ``{``), so that the lines around it (a warning before it, ``kubectl``'s or a log's prefix,
+    a shell prompt after it, braces in them) are skipped. None where no such document is whole."""
+    decoder = json.JSONDecoder()
+    first = text.find("{")
+    for start in [*(opening.start() for opening in _DOCUMENT_START.finditer(text)), *([first] if first != -1 else [])]:
+        try:
+            data, _ = decoder.raw_decode(text, start)
+        except ValueError:
+            continue
+        if isinstance(data, dict) and any(isinstance(data.get(root), dict) for root in _ROOTS):
+            return data
+    return None
+
+
+def _json_tests(data: dict[str, Any]) -> list[_Test]:
+    root: dict[str, Any] = next(data[key] for key in _ROOTS if isinstance(data.get(key), dict))
     if root.get("runtime_error"):
         # DCGM 4 (-j) reports a diagnostic that could not run so (dcgmi/Diag.cpp HelperDisplayFailureMessage).
         raise _NotRunError(str(root["runtime_error"]))
@@ -270,21 +316,31 @@ def _json_test(category: str, entry: dict[str, Any]) -> _Test:
         status = str(result.get("status") or "").lower()
         status = "skip" if status.startswith("skip") or status == "not run" else status
         statuses.append(status)
-        ids = result.get("gpu_ids", result.get("gpu_id", result.get("entity_id")))
+        if result.get("entity_id") is not None:
+            # DCGM 4: an entity of a group, "GPU" or "CPU" (dcgmlib/src/dcgm_fields.cpp DcgmFieldsGetEntityGroupString).
+            test.gpus[_entity(str(result.get("entity_group") or "GPU"), str(result["entity_id"]))] = status
+        ids = result.get("gpu_ids", result.get("gpu_id"))
         for gpu in str(ids).split(",") if ids is not None and str(ids) != "" else []:
             test.gpus[gpu.strip()] = status
-        for key in ("warnings", "errors", "info"):
-            for item in result.get(key) or []:
-                text = item.get("warning") or item.get("error") or item.get("msg") if isinstance(item, dict) else item
-                if text and key != "info":
-                    test.messages.append(str(text))
+        _add_messages(test, result)
     summary = entry.get("test_summary")
+    if isinstance(summary, dict):
+        _add_messages(test, summary)  # DCGM 4 repeats a test's warnings there, and puts test-wide ones only there
     overall = _status(str(summary.get("status") or "")) if isinstance(summary, dict) else ""
     for status in ("fail", "warn", "skip", "pass"):
         if status in statuses or overall == status:
             test.status = status
             break
     return test
+
+
+def _add_messages(test: _Test, result: dict[str, Any]) -> None:
+    """A result's warnings and errors (not its info lines), each once."""
+    for key in ("warnings", "errors"):
+        for item in result.get(key) or []:
+            said = item.get("warning") or item.get("error") or item.get("msg") if isinstance(item, dict) else item
+            if said and str(said) not in test.messages:
+                test.messages.append(str(said))
 
 
 # ---------------------------------------------------------------- grading
@@ -298,7 +354,9 @@ def _where(test: _Test, status: str) -> str:
     return f"{test.name} ({', '.join(named)})" if named else test.name
 
 
-def _grade(tests: list[_Test], level: int | None, complete: bool = True) -> Grade:
+def _grade(tests: list[_Test], level: int | None, cut: str = "") -> Grade:
+    """``cut``: why the tests read are not the whole run (a table without its closing border, a -j document that is
+    not whole); such a run is never healthy."""
     faults: list[str] = []
     not_run: list[str] = []
     warnings: list[str] = []
@@ -324,12 +382,14 @@ def _grade(tests: list[_Test], level: int | None, complete: bool = True) -> Grad
             not_run.append(f"{test.name} skipped")
         elif test.status == "warn":
             warnings.append(f"{_where(test, 'warn')}: {said[:200] or 'Warn'}")
+    # Each once: a run printed twice (two Slurm tasks, a retried command) says the same thing twice.
+    warnings = list(dict.fromkeys(warnings))
     if faults:
-        return Grade(TOOL, "unhealthy", ", ".join(faults), tuple(evidence), tuple(warnings))
-    if not complete:
-        not_run.append("the table ends before its closing border (cut off)")
+        return Grade(TOOL, "unhealthy", ", ".join(dict.fromkeys(faults)), tuple(dict.fromkeys(evidence)), tuple(warnings))
+    if cut:
+        not_run.append(cut)
     if not_run:
-        return Grade(TOOL, "inconclusive", ", ".join(not_run), tuple(evidence), tuple(warnings))
+        return Grade(TOOL, "inconclusive", ", ".join(dict.fromkeys(not_run)), tuple(dict.fromkeys(evidence)), tuple(warnings))
     if level is not None and level >= 2 and all(t.category.lower() in ("deployment", "custom") for t in tests):
         return Grade(TOOL, "inconclusive", f"level {level} ran no test past Deployment", (), tuple(warnings))
     if level is not None and level >= 3 and not any(t.category.lower() == "stress" for t in tests):

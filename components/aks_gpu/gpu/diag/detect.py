@@ -2,9 +2,10 @@
 
 Told by the lines only each tool prints (most distinctive first, so a DCGM message that mentions CUDA samples stays
 DCGM's): RVS's ``RVS-ERROR`` / summary / ``[RESULT]`` log, or AMD's test runner's result summary (``suitesResult``,
-which ``amd_test_runner`` reads); DCGM's table header, ``-j`` document keys, its own error
-sentences and nvvs; nccl-tests' header, result columns and ``Test NCCL failure``; then deviceQuery, the CUDA samples,
-nvbandwidth and CUDA's error codes. An output none of them printed is graded inconclusive, never healthy. Pure.
+which ``amd_test_runner`` reads); DCGM's table header, ``-j`` document keys (those of a piece of a DCGM 4 document
+too: its ``entity_group`` results), its own error sentences and nvvs; nccl-tests' header, result columns and ``Test
+NCCL failure``; then deviceQuery, the CUDA samples, nvbandwidth and CUDA's error codes. An output none of them printed
+is graded inconclusive, never healthy. Pure.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ _MARKERS: tuple[tuple[Tool, re.Pattern[str]], ...] = (
         "dcgm",
         re.compile(
             r"^\|\s*Diagnostic\s+\|\s*Result|\"DCGM (?:GPU )?Diagnostic\"|DCGM GPU Diagnostic|"
+            r"\"entity_group\"\s*:\s*\"(?:GPU|CPU)\"|"
             r"MIG configuration is incompatible with the diagnostic|Unable to complete diagnostic|"
             r"among possible test choices|nvidia-validation-suite|nv-hostengine|host engine|"
             r"unable to establish a connection to the specified host|"
