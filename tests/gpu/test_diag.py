@@ -3,6 +3,7 @@ test is unhealthy, a test DCGM could not run or skipped is inconclusive (never h
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
@@ -307,3 +308,22 @@ def test_a_later_rvs_pass_on_the_same_gpu_hides_no_failure() -> None:
     lines = [line for line in text("31_rvs_2xmi210_rocm7.2.0_iet_gst_fail_excerpt.txt").splitlines() if "48932] pass:" in line]
     graded = read_rvs("\n".join([*lines, lines[0].replace("FALSE", "TRUE")]))
     assert str(graded) == "unhealthy: action_5, GPU 48932"
+
+
+def test_amd_smi_is_a_fifth_tool_and_only_its_ras_read_can_pass(capsys: pytest.CaptureFixture[str]) -> None:
+    from tests.gpu.test_smi_cli import run
+
+    read = "258_amd-smi_metric_ecc_ecc-blocks_changelog_zero_elided.txt"
+    assert run(["smi", "diag", "--json", "--tool", "amd-smi", str(DIAG / read)]) == 0
+    assert json.loads(capsys.readouterr().out)["tool"] == "amd-smi"
+    # An uncorrectable count in the same read fails the GPU.
+    failing = text(read).replace("TOTAL_UNCORRECTABLE_COUNT: 0", "TOTAL_UNCORRECTABLE_COUNT: 3")
+    tool, graded = grade_output(failing)
+    assert (tool, graded.state) == ("amd-smi", "unhealthy")
+    # `amd-smi list` is amd-smi's too, but reads no counter: inconclusive, however it is asked for.
+    listing = DIAG / "260_amd-smi_list_e_mi325x_vf_snipped_not_ras.txt"
+    for flags in ([], ["--tool", "amd-smi"]):
+        assert run(["smi", "diag", "--json", *flags, str(listing)]) == 1
+        report = json.loads(capsys.readouterr().out)
+        assert (report["tool"], report["state"]) == ("amd-smi", "inconclusive")
+        assert report["part"].startswith("not a RAS read")
