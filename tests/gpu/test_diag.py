@@ -310,6 +310,29 @@ def test_a_later_rvs_pass_on_the_same_gpu_hides_no_failure() -> None:
     assert str(graded) == "unhealthy: action_5, GPU 48932"
 
 
+def test_an_excerpt_with_only_its_last_rank_line_counts_every_rank() -> None:
+    # Fixture 157 keeps only `Rank 71`: 72 ranks ran, more than an 8-GPU VM has, so the hosts are several.
+    output = text("157_all_reduce_perf_72xgb200_nvl72_rank71_excerpt_pass.txt")
+    assert read_all_reduce(output, bus_bandwidth_for("Standard_ND96isr_H100_v5"), expected_gpus=8).state == "healthy"
+    # The same excerpt ending at `Rank 3`: at most four ranks, so at most four of an 8-GPU host's GPUs took part.
+    fewer = read_all_reduce(output.replace("Rank 71", "Rank  3"), None, expected_gpus=8)
+    assert str(fewer) == "inconclusive: the run had 4 ranks for the 8 GPUs of a host: the others were not tested"
+    # Only rank 0 shown is one rank.
+    assert read_all_reduce(output.replace("Rank 71", "Rank  0")).part.startswith("one rank")
+
+
+@pytest.mark.parametrize(
+    ("message", "state"),
+    [("unknown error", "unhealthy"), ("system not yet initialized", "unhealthy"), ("out of memory", "inconclusive")],
+)
+def test_nccl_and_the_cuda_samples_grade_a_cuda_error_alike(message: str, state: str) -> None:
+    # One table of CUDA's errors: nccl-tests' `Test CUDA failure` and vectorAdd's `(error code ...)` say the same.
+    nccl = read_all_reduce(f"host: Test CUDA failure common.cu:730 '{message}'\n")
+    sample = read_cuda_context(f"Failed to allocate device vector A (error code {message})!\n")
+    assert (nccl.state, nccl.part) == (sample.state, sample.part)
+    assert nccl.state == state
+
+
 def test_amd_smi_is_a_fifth_tool_and_only_its_ras_read_can_pass(capsys: pytest.CaptureFixture[str]) -> None:
     from tests.gpu.test_smi_cli import run
 
