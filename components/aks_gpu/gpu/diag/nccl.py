@@ -17,8 +17,7 @@ OK|FAILED`` and ``# Avg bus bandwidth : X`` (nccl-tests src/util.cu). busbw is t
   "no CUDA-capable device is detected", NVIDIA/nccl-tests#30; "unknown error", NVIDIA/nccl-tests#66, are the node's;
   "out of memory" is not); wrong values before the abort still make it unhealthy;
 - rows without the closing ``Out of bounds values`` line (``#``-prefixed; early releases printed it bare,
-  NVIDIA/nccl-tests#37): the run was cut off or hangs
-  (inconclusive);
+  NVIDIA/nccl-tests#37): the run was cut off or hangs (inconclusive);
 - one rank: nothing moved between GPUs (busbw 0 by definition, nccl-tests doc/PERFORMANCE.md): inconclusive. The
   ranks are counted from the highest ``Rank N`` line, not from the lines shown: an excerpt that keeps only its last
   rank line (``Rank 71``) ran 72 ranks;
@@ -141,9 +140,12 @@ def read_all_reduce(text: str, expected: BusBandwidth | None = None, expected_gp
     counted = "#wrong" in text
     sizes = ", ".join(f"{row.size} B" + (f" ({row.wrong} wrong)" if counted else "") for row in wrong[:3])
     if oob and oob.group(2) == "FAILED":
-        at = f" at {sizes}" if wrong else ""
+        located = f" at {sizes}" if wrong else ""
         return Grade(
-            TOOL, "unhealthy", f"wrong results between the GPUs: {oob.group(1)} out-of-bounds values{at}", (oob.group(0).strip(),)
+            TOOL,
+            "unhealthy",
+            f"wrong results between the GPUs: {oob.group(1)} out-of-bounds values{located}",
+            (oob.group(0).strip(),),
         )
     if wrong:
         return Grade(TOOL, "unhealthy", f"wrong results between the GPUs at {sizes}")
