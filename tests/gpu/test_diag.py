@@ -350,3 +350,18 @@ def test_amd_smi_is_a_fifth_tool_and_only_its_ras_read_can_pass(capsys: pytest.C
         report = json.loads(capsys.readouterr().out)
         assert (report["tool"], report["state"]) == ("amd-smi", "inconclusive")
         assert report["part"].startswith("not a RAS read")
+
+
+def test_p2p_bandwidth_latency_test_is_graded_by_its_end_and_its_cuda_errors() -> None:
+    # Fixture 212 ends at its last matrix (the closing note not kept): complete. Cut inside that matrix, it is not.
+    output = text("212_p2pBandwidthLatencyTest_2xrtx6000ada_peer_access_no_closing_note.txt")
+    assert read_cuda_context(output).state == "healthy"
+    cut = output[: output.rindex("   CPU")]
+    assert read_cuda_context(cut).part.startswith("p2pBandwidthLatencyTest ended before its last matrix")
+    # Its cudaCheckError line (`Cuda failure <file>:<line>: '<message>'`) ends the run: graded by the message, and one
+    # the CUDA table does not know is still the sample's failure.
+    assert read_cuda_context(cut + "Cuda failure p2pBandwidthLatencyTest.cu:233: 'unknown error'\n").part.startswith(
+        "CUDA error 999"
+    )
+    failed = read_cuda_context(cut + "Cuda failure p2pBandwidthLatencyTest.cu:233: 'peer mapping resources exhausted'\n")
+    assert str(failed).startswith("unhealthy: the CUDA sample failed: Cuda failure")

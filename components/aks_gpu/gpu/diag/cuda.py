@@ -38,6 +38,10 @@ The other tools, as their sources print them:
   to the system (no peer mapping: inconclusive, NVIDIA/nvbandwidth#13), ``SUM <test> <GB/s>`` per finished test;
 - ``bandwidthTest`` ends in ``Result = PASS`` like deviceQuery; ``vectorAdd`` prints ``Test PASSED`` or
   ``Failed to <step> (error code <message>)!``;
+- ``p2pBandwidthLatencyTest`` (cuda-samples Samples/5_Domain_Specific/p2pBandwidthLatencyTest @ca37378) measures
+  every GPU pair with and without peer access and checks no data: a run that reaches its last matrix (or its closing
+  note) is healthy, a pair without peer access (``Device=0 CANNOT Access Peer Device=1``: its copies go through the
+  host) a warning; its ``Cuda failure <file>:<line>: '<message>'`` is graded by the message;
 - the GPU Operator's ``nvidia-cuda-validator`` pod runs ``vectorAdd`` in its ``cuda-validation`` init container, and
   its main container only echoes ``cuda workload validation is successful`` (NVIDIA/gpu-operator
   ``validator/manifests/cuda-workload-validation.yaml`` @a22dbf67): the init container ran before it, so that line
@@ -53,7 +57,14 @@ from aks_gpu.gpu.diag.grade import Grade
 
 TOOL = "cuda-context"
 _DETECTED = re.compile(r"Detected\s+(\d+)\s+CUDA Capable device|NumDevs\s*=\s*(\d+)", re.IGNORECASE)
-_DEVICE_LINE = re.compile(r"^Device (\d+): ", re.M)  # nvbandwidth lists each device it sees
+# nvbandwidth (``Device 0: NVIDIA ...``) and p2pBandwidthLatencyTest (``Device: 0, NVIDIA ..., pciBusID``) list each device.
+_DEVICE_LINE = re.compile(r"^Device:? (\d+)[:,] ", re.M)
+# helper_cuda.h's and p2pBandwidthLatencyTest's cudaCheckError, nccl-tests' ``Test CUDA failure <file>:<line> '<message>'``.
+CUDA_FAILURE = re.compile(r"CUDA failure[^'\n]*'([^'\n]+)'", re.IGNORECASE)
+_P2P_TEST = "GPU Bandwidth Latency Test"
+_NO_PEER = re.compile(r"^Device=(\d+) CANNOT Access Peer Device=(\d+)", re.M)
+_SAMPLES_NOTE = "NOTE: The CUDA Samples are not meant for performance measurements"
+_MATRIX_ROW = re.compile(r"^[ \t]*\d+(?:[ \t]+[\d.]+)+[ \t]*$", re.M)
 _RETURNED = re.compile(r"returned\s+(\d+)[ \t]*(?:\r?\n\s*->\s*(.+))?")
 _CODE = re.compile(r"code=(\d+)\((\w+)\)|Error\s+(\d+):\s*([^\n(]+)|cuda runtime error \((\d+)\)\s*:\s*([^\n]+)", re.IGNORECASE)
 _NOT_RUN = {
@@ -116,6 +127,9 @@ def read_cuda_context(text: str, expected_gpus: int | None = None) -> Grade:
     failed = _FAILED_STEP.search(text)
     if failed:
         return Grade(TOOL, "unhealthy", f"the CUDA sample failed: {failed.group(0).strip()[:200]}", (failed.group(0).strip(),))
+    check = CUDA_FAILURE.search(text)  # a CUDA error the table above does not know still ended the sample
+    if check:
+        return Grade(TOOL, "unhealthy", f"the CUDA sample failed: {check.group(0).strip()[:200]}", (check.group(0).strip(),))
     if "Result = FAIL" in text or re.search(r"^\s*Test failed", text, re.M):
         return Grade(TOOL, "unhealthy", "the CUDA sample reported its result as failed")
     detected = _DETECTED.search(text)
@@ -124,21 +138,36 @@ def read_cuda_context(text: str, expected_gpus: int | None = None) -> Grade:
         seen = next((line.strip() for line in text.splitlines() if detected and detected.group(0) in line), "")
         return Grade(TOOL, "unhealthy", f"CUDA sees {count} of {expected_gpus} GPUs", (seen,) if seen else ())
     waived = _WAIVED.search(text)
-    passed = _PASSED.search(text)
+    p2p = _P2P_TEST in text
+    passed = bool(_PASSED.search(text)) or (p2p and _p2p_complete(text, count or 0))
     if waived and not passed:
         return Grade(
             TOOL, "inconclusive", f"the test was waived (it does not apply to this system): {waived.group(0).strip()[:200]}"
         )
-    if passed is None:
+    if not passed:
+        if p2p:
+            return Grade(TOOL, "inconclusive", "p2pBandwidthLatencyTest ended before its last matrix (cut off or killed)")
         if detected is not None or "deviceQuery" in text:
             return Grade(TOOL, "inconclusive", "deviceQuery ended before its result (cut off or killed)")
         return Grade(TOOL, "inconclusive", "no CUDA sample, deviceQuery or nvbandwidth result in the output")
-    warnings = (
-        ("GPU count not checked: the output does not say how many GPUs CUDA sees",)
-        if (expected_gpus is not None and count is None)
-        else ()
-    )
-    return Grade(TOOL, "healthy", warnings=warnings)
+    warnings = [
+        f"GPUs {i} and {j} have no peer access: their copies go through the host"
+        for i, j in _NO_PEER.findall(text)
+        if int(i) < int(j)
+    ]
+    if expected_gpus is not None and count is None:
+        warnings.append("GPU count not checked: the output does not say how many GPUs CUDA sees")
+    return Grade(TOOL, "healthy", warnings=tuple(warnings))
+
+
+def _p2p_complete(text: str, gpus: int) -> bool:
+    """p2pBandwidthLatencyTest ran to its end: its closing note, or (where the note was not kept) its last matrix, the
+    P2P latency's GPU and CPU rows for every device (cuda-samples Samples/5_Domain_Specific/p2pBandwidthLatencyTest
+    @ca37378: it checks no data, and any CUDA error ends it early with ``Cuda failure``)."""
+    if _SAMPLES_NOTE in text:
+        return True
+    last = text.rfind("P2P=Enabled Latency")
+    return gpus > 0 and last >= 0 and len(_MATRIX_ROW.findall(text[last:])) >= 2 * gpus
 
 
 def cuda_error_grade(number: int, message: str, tool: str = TOOL) -> Grade:
@@ -168,4 +197,8 @@ def _error_code(text: str) -> tuple[int, str] | None:
     if failed:
         number = cuda_error_of_message(failed.group(0))
         return (number, failed.group(0).strip()) if number is not None else None
+    check = CUDA_FAILURE.search(text)
+    if check:
+        number = cuda_error_of_message(check.group(1))
+        return (number, check.group(1)) if number is not None else None
     return None

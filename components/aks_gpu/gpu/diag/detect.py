@@ -62,7 +62,7 @@ _MARKERS: tuple[tuple[Tool, re.Pattern[str]], ...] = (
             r"deviceQuery|CUDA Device Query|cudaGetDeviceCount|code=\d+\(cuda\w+\)|Result = (?:PASS|FAIL)|"
             r"simpleP2P|Verification error @ element|Peer access from|nvbandwidth|CUDA Bandwidth Test|vectorAdd|"
             r"No CUDA GPUs are available|Found no NVIDIA driver|no CUDA-capable device|cuda runtime error|"
-            r"CUDA error \d+|Test (?:PASSED|passed)|cuda workload validation is successful",
+            r"CUDA error \d+|Test (?:PASSED|passed)|cuda workload validation is successful|GPU Bandwidth Latency Test",
         ),
     ),
 )

@@ -32,7 +32,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from aks_gpu.gpu.diag.cuda import cuda_error_grade, cuda_error_of_message
+from aks_gpu.gpu.diag.cuda import CUDA_FAILURE, cuda_error_grade, cuda_error_of_message
 from aks_gpu.gpu.diag.grade import Grade
 
 TOOL = "nccl-all-reduce"
@@ -41,7 +41,6 @@ _OOB = re.compile(r"^\s*#?\s*Out of bounds values\s*:\s*(\d+)\s*(OK|FAILED)", re
 _AVG_FAILED = re.compile(r"#?\s*Avg bus bandwidth\s*:\s*([\d.eE+-]+)\s+FAILED")
 _ABORT = re.compile(r"(Test (?:NCCL|CUDA) failure.*|Test failure.*|Test timeout.*|NCCL failure.*|Failed, NCCL error.*)")
 _RANK_LINE = re.compile(r"^\s*#?\s*Rank\s+(\d+)\s.*?\bon\s+(\S+)\s+device", re.M)
-_CUDA_FAILURE = re.compile(r"CUDA failure[^'\n]*'([^'\n]+)'", re.IGNORECASE)
 _WHY_NOT_RUN = re.compile(r".*(?:NCCL WARN|not enough slots|error while loading|No such file|ORTE|MPI_ABORT).*", re.IGNORECASE)
 GIB = 1 << 30
 
@@ -120,7 +119,7 @@ def _number(token: str) -> float | None:
 def _cuda_fault(text: str) -> Grade | None:
     """The grade of the first CUDA error the run names (``Test CUDA failure common.cu:941 'system not yet
     initialized'``, NCCL's ``Cuda failure '...'``) by the CUDA reader's table; None where it names none it knows."""
-    for message in _CUDA_FAILURE.findall(text):
+    for message in CUDA_FAILURE.findall(text):
         number = cuda_error_of_message(message)
         if number is not None:
             return cuda_error_grade(number, message, TOOL)
