@@ -70,10 +70,10 @@ Grade one saved output of a vendor's active GPU diagnostic as an engineer would,
 verdict (`aksgpu validate --deep`, the schedule) does: healthy, unhealthy (what failed: the test and GPU), or
 inconclusive (why nothing can be said: the tool could not run, skipped, was cut off, or is no tool a reader knows).
 Tools: dcgmi diag (table or -j JSON, DCGM 2 to 4), deviceQuery and the CUDA samples (bandwidthTest, vectorAdd,
-simpleP2P, p2pBandwidthLatencyTest, the GPU Operator's CUDA validator) and nvbandwidth, nccl-tests (all_reduce_perf and the other *_perf),
-rvs (ROCm Validation Suite, or AMD's test runner's result summary of an RVS or AGFHC run), amd-smi (the RAS
-counters of amd-smi metric --ecc / --ecc-blocks, text or --json, and rocm-smi --showrasinfo; any other amd-smi or
-rocm-smi output is inconclusive: it is not a RAS read).
+simpleP2P, p2pBandwidthLatencyTest, the GPU Operator's CUDA validator) and nvbandwidth, nccl-tests (all_reduce_perf
+and the other *_perf), rvs (ROCm Validation Suite, or AMD's test runner's result summary of an RVS or AGFHC run),
+amd-smi (the RAS counters of amd-smi metric --ecc / --ecc-blocks, text or --json, and rocm-smi --showrasinfo; any
+other amd-smi or rocm-smi output is inconclusive: it is not a RAS read).
 The tool is told from the text unless --tool names it.
 
 --vm-size names the node's size: a CUDA check that sees fewer GPUs than the size has fails, and all_reduce_perf's
