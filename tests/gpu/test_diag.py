@@ -3,6 +3,7 @@ test is unhealthy, a test DCGM could not run or skipped is inconclusive (never h
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
@@ -389,3 +390,60 @@ def test_a_later_rvs_pass_on_the_same_gpu_hides_no_failure() -> None:
     lines = [line for line in text("31_rvs_2xmi210_rocm7.2.0_iet_gst_fail_excerpt.txt").splitlines() if "48932] pass:" in line]
     graded = read_rvs("\n".join([*lines, lines[0].replace("FALSE", "TRUE")]))
     assert str(graded) == "unhealthy: action_5, GPU 48932"
+
+
+def test_an_excerpt_with_only_its_last_rank_line_counts_every_rank() -> None:
+    # Fixture 157 keeps only `Rank 71`: 72 ranks ran, more than an 8-GPU VM has, so the hosts are several.
+    output = text("157_all_reduce_perf_72xgb200_nvl72_rank71_excerpt_pass.txt")
+    assert read_all_reduce(output, bus_bandwidth_for("Standard_ND96isr_H100_v5"), expected_gpus=8).state == "healthy"
+    # The same excerpt ending at `Rank 3`: at most four ranks, so at most four of an 8-GPU host's GPUs took part.
+    fewer = read_all_reduce(output.replace("Rank 71", "Rank  3"), None, expected_gpus=8)
+    assert str(fewer) == "inconclusive: the run had 4 ranks for the 8 GPUs of a host: the others were not tested"
+    # Only rank 0 shown is one rank.
+    assert read_all_reduce(output.replace("Rank 71", "Rank  0")).part.startswith("one rank")
+
+
+@pytest.mark.parametrize(
+    ("message", "state"),
+    [("unknown error", "unhealthy"), ("system not yet initialized", "unhealthy"), ("out of memory", "inconclusive")],
+)
+def test_nccl_and_the_cuda_samples_grade_a_cuda_error_alike(message: str, state: str) -> None:
+    # One table of CUDA's errors: nccl-tests' `Test CUDA failure` and vectorAdd's `(error code ...)` say the same.
+    nccl = read_all_reduce(f"host: Test CUDA failure common.cu:730 '{message}'\n")
+    sample = read_cuda_context(f"Failed to allocate device vector A (error code {message})!\n")
+    assert (nccl.state, nccl.part) == (sample.state, sample.part)
+    assert nccl.state == state
+
+
+def test_amd_smi_is_a_fifth_tool_and_only_its_ras_read_can_pass(capsys: pytest.CaptureFixture[str]) -> None:
+    from tests.gpu.test_smi_cli import run
+
+    read = "258_amd-smi_metric_ecc_ecc-blocks_changelog_zero_elided.txt"
+    assert run(["smi", "diag", "--json", "--tool", "amd-smi", str(DIAG / read)]) == 0
+    assert json.loads(capsys.readouterr().out)["tool"] == "amd-smi"
+    # An uncorrectable count in the same read fails the GPU.
+    failing = text(read).replace("TOTAL_UNCORRECTABLE_COUNT: 0", "TOTAL_UNCORRECTABLE_COUNT: 3")
+    tool, graded = grade_output(failing)
+    assert (tool, graded.state) == ("amd-smi", "unhealthy")
+    # `amd-smi list` is amd-smi's too, but reads no counter: inconclusive, however it is asked for.
+    listing = DIAG / "260_amd-smi_list_e_mi325x_vf_snipped_not_ras.txt"
+    for flags in ([], ["--tool", "amd-smi"]):
+        assert run(["smi", "diag", "--json", *flags, str(listing)]) == 1
+        report = json.loads(capsys.readouterr().out)
+        assert (report["tool"], report["state"]) == ("amd-smi", "inconclusive")
+        assert report["part"].startswith("not a RAS read")
+
+
+def test_p2p_bandwidth_latency_test_is_graded_by_its_end_and_its_cuda_errors() -> None:
+    # Fixture 212 ends at its last matrix (the closing note not kept): complete. Cut inside that matrix, it is not.
+    output = text("212_p2pBandwidthLatencyTest_2xrtx6000ada_peer_access_no_closing_note.txt")
+    assert read_cuda_context(output).state == "healthy"
+    cut = output[: output.rindex("   CPU")]
+    assert read_cuda_context(cut).part.startswith("p2pBandwidthLatencyTest ended before its last matrix")
+    # Its cudaCheckError line (`Cuda failure <file>:<line>: '<message>'`) ends the run: graded by the message, and one
+    # the CUDA table does not know is still the sample's failure.
+    assert read_cuda_context(cut + "Cuda failure p2pBandwidthLatencyTest.cu:233: 'unknown error'\n").part.startswith(
+        "CUDA error 999"
+    )
+    failed = read_cuda_context(cut + "Cuda failure p2pBandwidthLatencyTest.cu:233: 'peer mapping resources exhausted'\n")
+    assert str(failed).startswith("unhealthy: the CUDA sample failed: Cuda failure")

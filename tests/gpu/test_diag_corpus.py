@@ -16,8 +16,9 @@ from hypothesis import strategies as st
 
 from aks_gpu.catalog import load_catalog
 from aks_gpu.gpu.diag import read_all_reduce, read_cuda_context, read_dcgm_diag
+from aks_gpu.gpu.diag.amd_smi import read_amd_smi_ras
 from aks_gpu.gpu.diag.amd_test_runner import read_amd_rvs
-from aks_gpu.gpu.diag.detect import grade_output
+from aks_gpu.gpu.diag.detect import TOOLS, grade_output
 from aks_gpu.gpu.diag.expectations import bus_bandwidth_for
 from tests.conftest import FIXTURES_DIR
 from tests.gpu.test_smi_cli import run  # `aksgpu smi ...` in process
@@ -59,7 +60,7 @@ def test_every_fixture_has_its_row_and_every_row_its_file() -> None:
     rows = {expected.file for expected in EXPECTED}
     assert files and files == rows, (sorted(files - rows), sorted(rows - files))
     # At least one grade each, and every family and state is held.
-    assert {e.tool for e in EXPECTED} == {"dcgm", "cuda", "nccl", "rvs", None}
+    assert {e.tool for e in EXPECTED} == {*TOOLS, None}
     assert {e.state for e in EXPECTED} == {"healthy", "unhealthy", "inconclusive"}
 
 
@@ -106,7 +107,7 @@ def test_a_cut_off_failure_is_never_healthy(expected: Expected) -> None:
 def test_no_reader_raises_on_any_cut_of_any_fixture(path: Path) -> None:
     text = path.read_text(encoding="utf-8")
     for cut in _cuts(text)[::3]:
-        for read in (read_dcgm_diag, read_amd_rvs):
+        for read in (read_dcgm_diag, read_amd_rvs, read_amd_smi_ras):
             read(text[:cut])
         read_cuda_context(text[:cut], 8)
         read_all_reduce(text[:cut], bus_bandwidth_for("Standard_ND96isr_H100_v5"))
@@ -144,7 +145,7 @@ _TEXT = st.one_of(st.text(max_size=400), st.lists(st.one_of(_PIECES, st.text(max
 @settings(max_examples=200, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
 @given(_TEXT)
 def test_no_reader_raises_on_any_text(text: str) -> None:
-    for tool in (None, "dcgm", "cuda", "nccl", "rvs"):
+    for tool in (None, *TOOLS):
         _, grade = grade_output(text, tool, level=2, expected_gpus=8, bandwidth=bus_bandwidth_for("Standard_ND96isr_H100_v5"))  # type: ignore[arg-type]
         assert grade.state in ("healthy", "unhealthy", "inconclusive")
         assert grade.state == "healthy" or grade.part

@@ -1,6 +1,6 @@
 """``aksgpu smi parse`` and ``aksgpu smi health``: read one nvidia-smi, amd-smi or rocm-smi output (or a kernel log)
 and print what it says as JSON. ``aksgpu smi diag``: grade one saved output of a vendor's active diagnostic (dcgmi
-diag, deviceQuery and the CUDA samples, nccl-tests, rvs) as the diagnostic pod's verdict does."""
+diag, deviceQuery and the CUDA samples, nccl-tests, rvs, amd-smi's RAS counters) as the diagnostic pod's verdict does."""
 
 from __future__ import annotations
 
@@ -70,8 +70,10 @@ Grade one saved output of a vendor's active GPU diagnostic as an engineer would,
 verdict (`aksgpu validate --deep`, the schedule) does: healthy, unhealthy (what failed: the test and GPU), or
 inconclusive (why nothing can be said: the tool could not run, skipped, was cut off, or is no tool a reader knows).
 Tools: dcgmi diag (table or -j JSON, DCGM 2 to 4), deviceQuery and the CUDA samples (bandwidthTest, vectorAdd,
-simpleP2P) and nvbandwidth, nccl-tests (all_reduce_perf and the other *_perf), rvs (ROCm Validation Suite, or
-AMD's test runner's result summary of an RVS or AGFHC run).
+simpleP2P, p2pBandwidthLatencyTest, the GPU Operator's CUDA validator) and nvbandwidth, nccl-tests (all_reduce_perf
+and the other *_perf), rvs (ROCm Validation Suite, or AMD's test runner's result summary of an RVS or AGFHC run),
+amd-smi (the RAS counters of amd-smi metric --ecc / --ecc-blocks, text or --json, and rocm-smi --showrasinfo; any
+other amd-smi or rocm-smi output is inconclusive: it is not a RAS read).
 The tool is told from the text unless --tool names it.
 
 --vm-size names the node's size: a CUDA check that sees fewer GPUs than the size has fails, and all_reduce_perf's
@@ -118,7 +120,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         command.set_defaults(handler=handler)
     diag = smi_commands.add_parser(
         "diag",
-        help="grade a saved vendor diagnostic (dcgmi diag, deviceQuery, nccl-tests, rvs)",
+        help="grade a saved vendor diagnostic (dcgmi diag, deviceQuery, nccl-tests, rvs, amd-smi RAS counters)",
         description=_DIAG_DESCRIPTION,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )

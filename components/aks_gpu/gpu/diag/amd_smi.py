@@ -7,7 +7,10 @@ counter exceeds its threshold, and the GPU Operator's Node Problem Detector exam
 ``gpu_ecc_uncorrect_total`` above 0 (sources in ``components/aks_gpu/data/gpu_diagnostics.yaml``):
 
 - a critical health finding (``ras-uncorrectable``: an uncorrectable RAS error on a GPU) is unhealthy, naming it;
-- an output without a RAS counter (amd-smi could not reach the driver, an error instead of counters) is inconclusive;
+- an output without a RAS counter is inconclusive, saying which: amd-smi or rocm-smi could not reach the driver
+  (an ``ERROR:`` line instead of counters), or the output is another of their reads (``amd-smi list``, ``static``,
+  ``metric`` without ``--ecc``, ``rocm-smi --json --showrasinfo``'s "No JSON data to report"), which says nothing
+  of the GPU's errors;
 - counters read and none above zero is healthy; a warning finding stays a warning.
 
 Pure: text in, grade out.
@@ -32,6 +35,14 @@ def read_amd_smi_ras(text: str) -> Grade:
     warnings = tuple(finding.message for finding in report.findings)
     if CHECKED not in report.checked:
         lines = [line.strip() for line in text.splitlines() if line.strip()]
-        why = lines[0] if lines else "no output"
-        return Grade(TOOL, "inconclusive", f"no RAS counter in the output: {why[:300]}", warnings=warnings)
+        said = next((line for line in lines if line.upper().startswith(("ERROR", "WARNING"))), None)
+        if said:
+            return Grade(TOOL, "inconclusive", f"no RAS counter read: {said[:300]}", warnings=warnings)
+        first = lines[0] if lines else "no output"
+        return Grade(
+            TOOL,
+            "inconclusive",
+            f"not a RAS read (amd-smi metric --ecc or rocm-smi --showrasinfo): no error counter in it ({first[:200]})",
+            warnings=warnings,
+        )
     return Grade(TOOL, "healthy", warnings=warnings)

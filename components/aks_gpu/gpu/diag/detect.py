@@ -2,10 +2,12 @@
 
 Told by the lines only each tool prints (most distinctive first, so a DCGM message that mentions CUDA samples stays
 DCGM's): RVS's ``RVS-ERROR`` / summary / ``[RESULT]`` log, or AMD's test runner's result summary (``suitesResult``,
-which ``amd_test_runner`` reads); DCGM's table header, ``-j`` document keys (those of a piece of a DCGM 4 document
-too: its ``entity_group`` results), its own error sentences and nvvs; nccl-tests' header, result columns and ``Test
-NCCL failure``; then deviceQuery, the CUDA samples, nvbandwidth and CUDA's error codes. An output none of them printed
-is graded inconclusive, never healthy. Pure.
+which ``amd_test_runner`` reads); amd-smi and rocm-smi (their banner, ``GPU: N`` blocks, ECC counter names, ``RAS
+INFO`` table, their driver errors: ``amd_smi`` grades their RAS counters, and any other of their outputs is not a
+RAS read); DCGM's table header, ``-j`` document keys (those of a piece of a DCGM 4 document too: its ``entity_group``
+results), its own error sentences and nvvs; nccl-tests' header, result columns and ``Test NCCL failure``; then
+deviceQuery, the CUDA samples, nvbandwidth, the GPU Operator's CUDA validator and CUDA's error codes. An output none
+of them printed is graded inconclusive, never healthy. Pure.
 """
 
 from __future__ import annotations
@@ -13,19 +15,29 @@ from __future__ import annotations
 import re
 from typing import Literal
 
+from aks_gpu.gpu.diag.amd_smi import read_amd_smi_ras
 from aks_gpu.gpu.diag.amd_test_runner import read_amd_rvs
 from aks_gpu.gpu.diag.cuda import read_cuda_context
 from aks_gpu.gpu.diag.dcgm import read_dcgm_diag
 from aks_gpu.gpu.diag.grade import Grade
 from aks_gpu.gpu.diag.nccl import BusBandwidth, read_all_reduce
 
-Tool = Literal["dcgm", "cuda", "nccl", "rvs"]
-TOOLS: tuple[Tool, ...] = ("dcgm", "cuda", "nccl", "rvs")
+Tool = Literal["dcgm", "cuda", "nccl", "rvs", "amd-smi"]
+TOOLS: tuple[Tool, ...] = ("dcgm", "cuda", "nccl", "rvs", "amd-smi")
 
 _MARKERS: tuple[tuple[Tool, re.Pattern[str]], ...] = (
     (
         "rvs",
         re.compile(r"RVS-ERROR|ROCm Validation Suite|\[RESULT\].*(?:Action name|Module name|pass:|met:)|\\?\"suitesResult\\?\""),
+    ),
+    (
+        "amd-smi",
+        re.compile(
+            r"\b(?:amd|rocm)-smi\b|(?:ROCm|AMD) System Management Interface|^\s*GPU: \d+\s*$|^GPU\[\d+\]\s*:|"
+            r"UNCORRECTABLE_COUNT|\"(?:total_)?uncorrectable_count\"|\bRAS INFO\b|Correctable\s+Uncorrectable|"
+            r"amdgpu not found in modules|AMDSMI_STATUS",
+            re.M | re.IGNORECASE,
+        ),
     ),
     (
         "dcgm",
@@ -52,7 +64,7 @@ _MARKERS: tuple[tuple[Tool, re.Pattern[str]], ...] = (
             r"deviceQuery|CUDA Device Query|cudaGetDeviceCount|code=\d+\(cuda\w+\)|Result = (?:PASS|FAIL)|"
             r"simpleP2P|Verification error @ element|Peer access from|nvbandwidth|CUDA Bandwidth Test|vectorAdd|"
             r"No CUDA GPUs are available|Found no NVIDIA driver|no CUDA-capable device|cuda runtime error|"
-            r"CUDA error \d+|Test (?:PASSED|passed)",
+            r"CUDA error \d+|Test (?:PASSED|passed)|cuda workload validation is successful|GPU Bandwidth Latency Test",
         ),
     ),
 )
@@ -83,8 +95,10 @@ def grade_output(
         return chosen, read_all_reduce(text, bandwidth, expected_gpus)
     if chosen == "rvs":
         return chosen, read_amd_rvs(text)
+    if chosen == "amd-smi":
+        return chosen, read_amd_smi_ras(text)
     return None, Grade(
         "unknown",
         "inconclusive",
-        "no reader recognises this output (dcgmi diag, deviceQuery and the CUDA samples, nvbandwidth, nccl-tests, rvs)",
+        "no reader recognises this output (dcgmi diag, deviceQuery and the CUDA samples, nvbandwidth, nccl-tests, rvs, amd-smi)",
     )

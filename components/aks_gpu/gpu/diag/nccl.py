@@ -10,12 +10,17 @@ OK|FAILED`` and ``# Avg bus bandwidth : X`` (nccl-tests src/util.cu). busbw is t
 - the best busbw at the largest size that reaches the expectation's size below the expected figure: unhealthy
   (an NVLink or NVSwitch path is degraded); a run whose largest size is smaller is not graded on bandwidth (the
   average over small sizes says nothing of the links: a warning says so);
-- a run that aborted (``Test NCCL failure``, ``Test CUDA failure``), with or without rows before: inconclusive
-  (NCCL_DEBUG says why: NVIDIA/nccl-tests#322, #280), unless its error is the node's own: CUDA's "system not yet
-  initialized" (error 802: the fabric manager, NVIDIA/nccl-tests#264) or "no CUDA-capable device is detected"
-  (NVIDIA/nccl-tests#30); wrong values before the abort still make it unhealthy;
-- rows without the closing ``# Out of bounds values`` line: the run was cut off or hangs (inconclusive);
-- one rank: nothing moved between GPUs (busbw 0 by definition, nccl-tests doc/PERFORMANCE.md): inconclusive;
+- a run that aborted (``Test NCCL failure``, ``Test CUDA failure``, NCCL 1's ``NCCL failure``), with or without rows
+  before: inconclusive (NCCL_DEBUG says why: NVIDIA/nccl-tests#322, #280), unless CUDA's own error says the node is
+  at fault: a ``Test CUDA failure <file>:<line> '<message>'`` is graded by the CUDA reader's table of errors
+  (``cuda.cuda_error_grade``: "system not yet initialized", error 802, the fabric manager, NVIDIA/nccl-tests#264;
+  "no CUDA-capable device is detected", NVIDIA/nccl-tests#30; "unknown error", NVIDIA/nccl-tests#66, are the node's;
+  "out of memory" is not); wrong values before the abort still make it unhealthy;
+- rows without the closing ``Out of bounds values`` line (``#``-prefixed; early releases printed it bare,
+  NVIDIA/nccl-tests#37): the run was cut off or hangs (inconclusive);
+- one rank: nothing moved between GPUs (busbw 0 by definition, nccl-tests doc/PERFORMANCE.md): inconclusive. The
+  ranks are counted from the highest ``Rank N`` line, not from the lines shown: an excerpt that keeps only its last
+  rank line (``Rank 71``) ran 72 ranks;
 - fewer ranks on a host than the VM size has GPUs: the others were not tested (inconclusive);
 - ranks on more than one host: the network is measured, not the VM's own links, so a one-VM figure is not applied
   (a warning says so).
@@ -27,18 +32,15 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from aks_gpu.gpu.diag.cuda import CUDA_FAILURE, cuda_error_grade, cuda_error_of_message
 from aks_gpu.gpu.diag.grade import Grade
 
 TOOL = "nccl-all-reduce"
 _PREFIX = re.compile(r"^\[\d+,\d+\]<stdout>:")
-_OOB = re.compile(r"#\s*Out of bounds values\s*:\s*(\d+)\s*(OK|FAILED)")
-_AVG_FAILED = re.compile(r"#\s*Avg bus bandwidth\s*:\s*([\d.eE+-]+)\s+FAILED")
+_OOB = re.compile(r"^\s*#?\s*Out of bounds values\s*:\s*(\d+)\s*(OK|FAILED)", re.M)
+_AVG_FAILED = re.compile(r"#?\s*Avg bus bandwidth\s*:\s*([\d.eE+-]+)\s+FAILED")
 _ABORT = re.compile(r"(Test (?:NCCL|CUDA) failure.*|Test failure.*|Test timeout.*|NCCL failure.*|Failed, NCCL error.*)")
 _RANK_LINE = re.compile(r"^\s*#?\s*Rank\s+(\d+)\s.*?\bon\s+(\S+)\s+device", re.M)
-_NODE_FAULTS = (
-    ("system not yet initialized", "CUDA error 802 system not yet initialized: the fabric manager is not running"),
-    ("no CUDA-capable device is detected", "no CUDA-capable device is detected: CUDA cannot use the GPUs"),
-)
 _WHY_NOT_RUN = re.compile(r".*(?:NCCL WARN|not enough slots|error while loading|No such file|ORTE|MPI_ABORT).*", re.IGNORECASE)
 GIB = 1 << 30
 
@@ -114,9 +116,14 @@ def _number(token: str) -> float | None:
         return None
 
 
-def _node_fault(text: str) -> str | None:
-    lower = text.lower()
-    return next((meaning for marker, meaning in _NODE_FAULTS if marker.lower() in lower), None)
+def _cuda_fault(text: str) -> Grade | None:
+    """The grade of the first CUDA error the run names (``Test CUDA failure common.cu:941 'system not yet
+    initialized'``, NCCL's ``Cuda failure '...'``) by the CUDA reader's table; None where it names none it knows."""
+    for message in CUDA_FAILURE.findall(text):
+        number = cuda_error_of_message(message)
+        if number is not None:
+            return cuda_error_grade(number, message, TOOL)
+    return None
 
 
 def read_all_reduce(text: str, expected: BusBandwidth | None = None, expected_gpus: int | None = None) -> Grade:
@@ -128,15 +135,23 @@ def read_all_reduce(text: str, expected: BusBandwidth | None = None, expected_gp
     abort = _ABORT.search(text)
     ranks = {int(rank): host for rank, host in _RANK_LINE.findall(text)}
     wrong = [row for row in rows if row.wrong]
-    if wrong:
-        sizes = ", ".join(f"{row.size} B ({row.wrong} wrong)" for row in wrong[:3])
-        return Grade(TOOL, "unhealthy", f"wrong results between the GPUs at {sizes}")
+    # Releases before 2.10 printed the largest difference in an "error" column, not a count of wrong elements.
+    counted = "#wrong" in text
+    sizes = ", ".join(f"{row.size} B" + (f" ({row.wrong} wrong)" if counted else "") for row in wrong[:3])
     if oob and oob.group(2) == "FAILED":
-        return Grade(TOOL, "unhealthy", f"{oob.group(1)} out-of-bounds values", (oob.group(0),))
+        located = f" at {sizes}" if wrong else ""
+        return Grade(
+            TOOL,
+            "unhealthy",
+            f"wrong results between the GPUs: {oob.group(1)} out-of-bounds values{located}",
+            (oob.group(0).strip(),),
+        )
+    if wrong:
+        return Grade(TOOL, "unhealthy", f"wrong results between the GPUs at {sizes}")
     if abort or not rows:
-        fault = _node_fault(text)
-        if fault:
-            return Grade(TOOL, "unhealthy", fault, ((abort.group(1).strip(),) if abort else ()))
+        fault = _cuda_fault(text)
+        if fault and (fault.state == "unhealthy" or not rows):
+            return fault
         if abort:
             done = f" after {len(rows)} sizes" if rows else ""
             line = abort.group(1).strip()
@@ -146,7 +161,7 @@ def read_all_reduce(text: str, expected: BusBandwidth | None = None, expected_gp
         return Grade(TOOL, "inconclusive", f"the test did not run to a result: {why[:300]}")
     if oob is None:
         return Grade(TOOL, "inconclusive", f"the output ends after {len(rows)} sizes without its summary (cut off or hung)")
-    if len(ranks) == 1:
+    if ranks and max(ranks) == 0:
         return Grade(TOOL, "inconclusive", "one rank: nothing moved between GPUs (busbw is 0 by definition)")
     failed_check = _AVG_FAILED.search(text)
     if failed_check:
@@ -157,21 +172,31 @@ def read_all_reduce(text: str, expected: BusBandwidth | None = None, expected_gp
             f"average bus bandwidth {failed_check.group(1)} GB/s failed the run's own check",
             (failed_check.group(0),),
         )
-    hosts = set(ranks.values())
+    # Every rank line from 0 up is shown, or the output keeps only some (an excerpt): then the hosts are not known, but
+    # the highest rank still says how many ranks ran.
+    nranks = max(ranks) + 1 if ranks else 0
+    complete = bool(ranks) and len(ranks) == nranks
+    hosts = set(ranks.values()) if complete else set()
     per_host = {host: list(ranks.values()).count(host) for host in hosts}
     if expected_gpus is not None and per_host and min(per_host.values()) < expected_gpus:
         host, count = min(per_host.items(), key=lambda item: item[1])
         return Grade(
             TOOL, "inconclusive", f"the run used {count} of the {expected_gpus} GPUs on {host}: the others were not tested"
         )
+    if expected_gpus is not None and ranks and not complete and nranks < expected_gpus:
+        return Grade(
+            TOOL, "inconclusive", f"the run had {nranks} ranks for the {expected_gpus} GPUs of a host: the others were not tested"
+        )
     if expected is None:
         return Grade(TOOL, "healthy", warnings=("bus bandwidth not graded: no figure for this VM size",))
-    if len(hosts) > 1:
+    spans = len(hosts) if complete else (2 if expected_gpus is not None and nranks > expected_gpus else 1)
+    if spans > 1:
+        where = f"ranks on {spans} hosts" if complete else f"{nranks} ranks, more than one host's {expected_gpus} GPUs,"
         return Grade(
             TOOL,
             "healthy",
             warnings=(
-                f"bus bandwidth not graded: ranks on {len(hosts)} hosts measure the network, and the "
+                f"bus bandwidth not graded: {where} measure the network, and the "
                 f"{expected.busbw_gbps:g} GB/s figure is for one {expected.vm_size}'s own GPUs",
             ),
         )
