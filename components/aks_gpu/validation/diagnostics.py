@@ -43,7 +43,6 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from aks_gpu.gpu.diag import Grade, combine
-from aks_gpu.gpu.diag.amd_smi import read_amd_smi_ras
 from aks_gpu.gpu.diag.detect import Tool, grade_output
 from aks_gpu.gpu.diag.expectations import bus_bandwidth_for, diagnostic_images, rvs_level_for
 from aks_gpu.naming import (
@@ -63,8 +62,14 @@ from aks_gpu.resolved.model import QUARANTINE_TOLERATION, ResolvedPool, Tolerati
 DIAG_APP = "gpu-diag"
 HOLDER = "dcgm"
 AMD_HOLDER = "rvs"
-# The reader of each output the pod gives (``tools``) but amd-smi's: `aksgpu smi diag`'s tool names.
-READER_OF: dict[str, Tool] = {"dcgm-diag": "dcgm", "cuda-context": "cuda", "nccl-all-reduce": "nccl", "rvs": "rvs"}
+# The reader of each output the pod gives (``tools``): `aksgpu smi diag`'s tool names.
+READER_OF: dict[str, Tool] = {
+    "dcgm-diag": "dcgm",
+    "cuda-context": "cuda",
+    "nccl-all-reduce": "nccl",
+    "rvs": "rvs",
+    "amd-smi": "amd-smi",
+}
 # amd-smi and rvs in the test runner image (ROCm/device-metrics-exporter pkg/exporter/globals/testrunner.go: AMDSMIPath,
 # RVSPath): /opt/rocm/bin is not on the image's PATH, so each command puts it first.
 ROCM_BIN = "/opt/rocm/bin"
@@ -206,8 +211,6 @@ def tool_grades(
         if text is None:
             why = (notes or {}).get(name) or "no output (the container did not run or its log is gone)"
             grades.append(Grade(name, "inconclusive", f"no output: {why}"))
-        elif name == "amd-smi":
-            grades.append(read_amd_smi_ras(text))
         else:
             # The reader `aksgpu smi diag` grades the tool's output with, held to the node: its GPUs (a CUDA check that
             # sees fewer fails; an NCCL run over fewer left the others untested) and its size's bus bandwidth.
