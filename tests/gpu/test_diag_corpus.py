@@ -20,6 +20,7 @@ from aks_gpu.gpu.diag.amd_smi import read_amd_smi_ras
 from aks_gpu.gpu.diag.amd_test_runner import read_amd_rvs
 from aks_gpu.gpu.diag.detect import TOOLS, grade_output
 from aks_gpu.gpu.diag.expectations import bus_bandwidth_for
+from aks_gpu.gpu.diag.rocm import read_rocm_runtime
 from tests.conftest import FIXTURES_DIR
 from tests.gpu.test_smi_cli import run  # `aksgpu smi ...` in process
 
@@ -110,6 +111,7 @@ def test_no_reader_raises_on_any_cut_of_any_fixture(path: Path) -> None:
         for read in (read_dcgm_diag, read_amd_rvs, read_amd_smi_ras):
             read(text[:cut])
         read_cuda_context(text[:cut], 8)
+        read_rocm_runtime(text[:cut], 8)
         read_all_reduce(text[:cut], bus_bandwidth_for("Standard_ND96isr_H100_v5"))
 
 
@@ -137,6 +139,18 @@ _PIECES = st.sampled_from(
         "[RESULT] [1.0] [action_1] [GPU:: 3] pass: FALSE\n",
         "| action_1                         | GST            | PASS            |\n",
         "RVS-ERROR [GST] [x] Action failed to run successfully.\n",
+        "ROCk module is loaded\n",
+        "Unable to open /dev/kfd read-write: Permission denied\n",
+        "==========\nHSA Agents\n==========\n",
+        "  Device Type:             GPU\n",
+        "*** Done ***\n",
+        "Memory access fault by GPU node-1 (Agent handle: 0x1) on address 0x0. Reason: Page not present\n",
+        "hipErrorNoBinaryForGpu: Unable to find code object for all current devices!\n",
+        "Call returned HSA_STATUS_ERROR_OUT_OF_RESOURCES\n",
+        "          RocmBandwidthTest Version: 2.6.0\n          Device: 1,  AMD Radeon Graphics\n",
+        "          Data Path Validation\n          D/D       0           1\n          1         FAIL        PASS\n",
+        "device#                           0\nName:                             AMD Instinct MI300X\n",
+        " Transfer 00      |  33.520 GB/s |    2.002 ms |\n Aggregate (CPU)  |  29.349 GB/s |\n",
     ]
 )
 _TEXT = st.one_of(st.text(max_size=400), st.lists(st.one_of(_PIECES, st.text(max_size=40)), max_size=20).map("".join))

@@ -2,12 +2,14 @@
 
 Told by the lines only each tool prints (most distinctive first, so a DCGM message that mentions CUDA samples stays
 DCGM's): RVS's ``RVS-ERROR`` / summary / ``[RESULT]`` log, or AMD's test runner's result summary (``suitesResult``,
-which ``amd_test_runner`` reads); amd-smi and rocm-smi (their banner, ``GPU: N`` blocks, ECC counter names, ``RAS
-INFO`` table, their driver errors: ``amd_smi`` grades their RAS counters, and any other of their outputs is not a
-RAS read); DCGM's table header, ``-j`` document keys (those of a piece of a DCGM 4 document too: its ``entity_group``
-results), its own error sentences and nvvs; nccl-tests' header, result columns and ``Test NCCL failure``; then
-deviceQuery, the CUDA samples, nvbandwidth, the GPU Operator's CUDA validator and CUDA's error codes. An output none
-of them printed is graded inconclusive, never healthy. Pure.
+which ``amd_test_runner`` reads); rocminfo's own lines (its driver and ``/dev/kfd`` checks, its ``HSA Agents``
+listing: ``rocm`` reads them, a rocm-smi error pasted beside them included); amd-smi and rocm-smi (their banner,
+``GPU: N`` blocks, ECC counter names, ``RAS INFO`` table, their driver errors: ``amd_smi`` grades their RAS counters,
+and any other of their outputs is not a RAS read); DCGM's table header, ``-j`` document keys (those of a piece of a
+DCGM 4 document too: its ``entity_group`` results), its own error sentences and nvvs; nccl-tests' header, result
+columns and ``Test NCCL failure``; then deviceQuery, the CUDA samples, nvbandwidth, the GPU Operator's CUDA validator
+and CUDA's error codes; last AMD's other runtime tools (hipInfo, rocm-bandwidth-test, TransferBench) and the HIP and
+HSA runtimes' errors. An output none of them printed is graded inconclusive, never healthy. Pure.
 """
 
 from __future__ import annotations
@@ -21,14 +23,23 @@ from aks_gpu.gpu.diag.cuda import read_cuda_context
 from aks_gpu.gpu.diag.dcgm import read_dcgm_diag
 from aks_gpu.gpu.diag.grade import Grade
 from aks_gpu.gpu.diag.nccl import BusBandwidth, read_all_reduce
+from aks_gpu.gpu.diag.rocm import read_rocm_runtime
 
-Tool = Literal["dcgm", "cuda", "nccl", "rvs", "amd-smi"]
-TOOLS: tuple[Tool, ...] = ("dcgm", "cuda", "nccl", "rvs", "amd-smi")
+Tool = Literal["dcgm", "cuda", "nccl", "rvs", "amd-smi", "rocm"]
+TOOLS: tuple[Tool, ...] = ("dcgm", "cuda", "nccl", "rvs", "amd-smi", "rocm")
 
 _MARKERS: tuple[tuple[Tool, re.Pattern[str]], ...] = (
     (
         "rvs",
         re.compile(r"RVS-ERROR|ROCm Validation Suite|\[RESULT\].*(?:Action name|Module name|pass:|met:)|\\?\"suitesResult\\?\""),
+    ),
+    (  # rocminfo's own lines, before amd-smi: a rocminfo pasted with rocm-smi's driver error is rocminfo's
+        "rocm",
+        re.compile(
+            r"ROCk module(?: version \S+)? is (?:NOT )?(?:loaded|live)|^\s*HSA (?:Agents|System Attributes)\s*$|"
+            r"hsa api call failure at|Unable to open /dev/kfd read-write",
+            re.M,
+        ),
     ),
     (
         "amd-smi",
@@ -67,6 +78,16 @@ _MARKERS: tuple[tuple[Tool, re.Pattern[str]], ...] = (
             r"CUDA error \d+|Test (?:PASSED|passed)|cuda workload validation is successful|GPU Bandwidth Latency Test",
         ),
     ),
+    (  # the other ROCm runtime tools and HIP's errors, after every NVIDIA tool
+        "rocm",
+        re.compile(
+            r"RocmBandwidthTest Version|Data Path Validation|TransferBench v\d|Unexpected (?:output )?mismatch at index|"
+            r"Encountered HIP error|\bhipError[A-Z]\w*|HIP API error|\bHIP error\b|No HIP GPUs are available|"
+            r"no ROCm-capable device|Unable to find code object|HSA_STATUS_ERROR|HSA Error Found|"
+            r"Memory access fault by GPU|HW Exception by GPU|device#\s*\d+\s+Name:|^\s*Transfer \d+\s*\|\s*[\d.]+ GB/s",
+            re.M,
+        ),
+    ),
 )
 
 
@@ -97,8 +118,11 @@ def grade_output(
         return chosen, read_amd_rvs(text)
     if chosen == "amd-smi":
         return chosen, read_amd_smi_ras(text)
+    if chosen == "rocm":
+        return chosen, read_rocm_runtime(text, expected_gpus)
     return None, Grade(
         "unknown",
         "inconclusive",
-        "no reader recognises this output (dcgmi diag, deviceQuery and the CUDA samples, nvbandwidth, nccl-tests, rvs, amd-smi)",
+        "no reader recognises this output (dcgmi diag, deviceQuery and the CUDA samples, nvbandwidth, nccl-tests, rvs, amd-smi,"
+        " rocminfo, hipInfo, rocm-bandwidth-test, TransferBench)",
     )
