@@ -447,3 +447,108 @@ def test_p2p_bandwidth_latency_test_is_graded_by_its_end_and_its_cuda_errors() -
     )
     failed = read_cuda_context(cut + "Cuda failure p2pBandwidthLatencyTest.cu:233: 'peer mapping resources exhausted'\n")
     assert str(failed).startswith("unhealthy: the CUDA sample failed: Cuda failure")
+
+
+def test_rocminfo_is_graded_by_its_gpu_agents_and_its_end() -> None:
+    from aks_gpu.gpu.diag.rocm import read_rocm_runtime
+
+    listing = text("306_rocminfo_2xrx7900gre_rocm6.2_pass_excerpt.txt")
+    assert read_rocm_runtime(listing).state == "healthy"
+    # Cut before `*** Done ***`, the agents that would follow are unknown: inconclusive, and not "2 of 8" either.
+    cut = listing[: listing.index("*** Done ***")]
+    assert str(read_rocm_runtime(cut, 8)) == "inconclusive: rocminfo ended before its last line (cut off)"
+    # A rocminfo that ran to its end with only CPU agents: the runtime sees no GPU.
+    cpu_only = listing[: listing.index("*******\nAgent 2")] + "*** Done ***\n"
+    assert str(read_rocm_runtime(cpu_only)) == "unhealthy: rocminfo lists no GPU: the ROCm runtime sees none"
+
+
+@pytest.mark.parametrize(
+    ("output", "state", "part"),
+    [
+        # rocminfo's group check (rocminfo.cc @c6f7a17) after a refused /dev/kfd: the user's, not the GPU's.
+        (
+            'ROCk module is loaded\nrocm-user is not member of "render" group, the default DRM access group.\n',
+            "inconclusive",
+            "not in /dev/kfd's group",
+        ),
+        ("ROCk module is NOT live, possibly no GPU devices\n", "unhealthy", "kernel driver (ROCk) is not loaded"),
+        ("error: 'hipErrorInvalidDevice'(101) at square.cpp:61\n", "inconclusive", "a GPU the pod was not given"),
+        ("RuntimeError: HIP error: invalid device function\n", "inconclusive", "hipErrorInvalidDeviceFunction, 98"),
+        ("RuntimeError: HIP error: an illegal memory access was encountered\n", "unhealthy", "hipErrorIllegalAddress, 700"),
+        (
+            "Encountered HIP error (no ROCm-capable device is detected) at line 2 in file TransferBench.cpp\n",
+            "unhealthy",
+            "HIP sees no GPU",
+        ),
+        ("hipMalloc failed: hipErrorUnknown\n", "unhealthy", "hipErrorUnknown, 999"),
+        # hipInfo's checkHipErrors prints the number: read by it where the message is not in the table.
+        (
+            'checkHipErrors() HIP API error = 0035 "driver version is insufficient for runtime version" from file <x>, line 9.\n',
+            "inconclusive",
+            "newer than the node's driver (hipErrorInsufficientDriver, 35)",
+        ),
+        ("Call returned HSA_STATUS_ERROR_INVALID_ISA: The instruction set architecture is invalid.\n", "inconclusive", "ISA"),
+        (
+            "HSA Error Found!  In file: rocm_bandwidth_test.cpp;   At line: 560\nError: HSA_STATUS_ERROR_EXCEPTION\n",
+            "unhealthy",
+            "HSA_STATUS_ERROR_EXCEPTION",
+        ),
+    ],
+)
+def test_the_rocm_runtime_errors_no_recorded_output_shows(output: str, state: str, part: str) -> None:
+    from aks_gpu.gpu.diag.rocm import read_rocm_runtime
+
+    tool, graded = grade_output(output)
+    assert tool == "rocm"
+    assert graded.state == state and part in graded.part, graded
+    assert read_rocm_runtime(output) == graded
+
+
+def test_a_rocm_fault_outranks_a_check_that_could_not_run() -> None:
+    from aks_gpu.gpu.diag.rocm import read_rocm_runtime
+
+    refused = text("303_rocminfo_docker_rocm-terminal_4xmi100_kfd_permission_denied.txt")
+    fault = "Memory access fault by GPU node-2 (Agent handle: 0x1) on address 0x0. Reason: Page not present.\n"
+    assert read_rocm_runtime(refused).state == "inconclusive"
+    graded = read_rocm_runtime(refused + fault)
+    assert graded.state == "unhealthy" and graded.part == "a GPU memory access fault on GPU node-2"
+
+
+def test_hipinfo_and_transferbench_are_graded_by_their_ends() -> None:
+    from aks_gpu.gpu.diag.rocm import read_rocm_runtime
+
+    hipinfo = text("315_hipinfo_1xrx7900xtx_hip6.2_windows_flattened_pass.txt")
+    cut = hipinfo[: hipinfo.index("memInfo.free")]
+    assert str(read_rocm_runtime(cut)) == "inconclusive: hipInfo ended before its last line (cut off)"
+    transfers = text("314_transferbench_show_iterations_pass.txt")
+    assert read_rocm_runtime(transfers[: transfers.index(" Aggregate")]).state == "inconclusive"
+    assert read_rocm_runtime(transfers, 8).warnings == (
+        "GPU count not checked: TransferBench's output does not say how many GPUs the runtime sees",
+    )
+
+
+def test_rocm_smi_driver_error_alone_stays_the_ras_readers(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    # rocm-smi's own driver error is amd-smi's output (its RAS read could not run: inconclusive, as amd_smi grades it);
+    # asked as a runtime check (--tool rocm) the same line says the driver is not loaded: unhealthy.
+    from tests.gpu.test_smi_cli import run
+
+    saved = tmp_path / "rocm-smi.txt"
+    saved.write_text("ERROR:root:Driver not initialized (amdgpu not found in modules)\n", encoding="utf-8")
+    assert run(["smi", "diag", "--json", str(saved)]) == 1
+    report = json.loads(capsys.readouterr().out)
+    assert (report["tool"], report["state"]) == ("amd-smi", "inconclusive")
+    assert run(["smi", "diag", "--json", "--tool", "rocm", str(saved)]) == 1
+    report = json.loads(capsys.readouterr().out)
+    assert (report["tool"], report["state"]) == ("rocm", "unhealthy")
+    assert "driver (ROCk) is not loaded" in report["part"]
+
+
+def test_a_passing_rocm_bandwidth_test_notes_what_it_did_not_prove() -> None:
+    from aks_gpu.gpu.diag.rocm import read_rocm_runtime
+
+    graded = read_rocm_runtime(text("308_rocm-bandwidth-test_2xmi50_rocm5.7.1_no_p2p_pass.txt"))
+    assert graded.state == "healthy"
+    assert graded.warnings == (
+        "GPUs 1 and 2 have no peer access: their copies go through the host",
+        "the copies' data were not checked (rocm-bandwidth-test checks them only with -v)",
+    )
