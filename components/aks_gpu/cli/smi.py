@@ -1,6 +1,7 @@
 """``aksgpu smi parse`` and ``aksgpu smi health``: read one nvidia-smi, amd-smi or rocm-smi output (or a kernel log)
 and print what it says as JSON. ``aksgpu smi diag``: grade one saved output of a vendor's active diagnostic (dcgmi
-diag, deviceQuery and the CUDA samples, nccl-tests, rvs, amd-smi's RAS counters) as the diagnostic pod's verdict does."""
+diag, deviceQuery and the CUDA samples, nccl-tests, rvs, amd-smi's RAS counters, AMD's runtime tools) as the diagnostic
+pod's verdict does."""
 
 from __future__ import annotations
 
@@ -73,12 +74,15 @@ Tools: dcgmi diag (table or -j JSON, DCGM 2 to 4), deviceQuery and the CUDA samp
 simpleP2P, p2pBandwidthLatencyTest, the GPU Operator's CUDA validator) and nvbandwidth, nccl-tests (all_reduce_perf
 and the other *_perf), rvs (ROCm Validation Suite, or AMD's test runner's result summary of an RVS or AGFHC run),
 amd-smi (the RAS counters of amd-smi metric --ecc / --ecc-blocks, text or --json, and rocm-smi --showrasinfo; any
-other amd-smi or rocm-smi output is inconclusive: it is not a RAS read).
+other amd-smi or rocm-smi output is inconclusive: it is not a RAS read), rocm (AMD's runtime tools: rocminfo, hipInfo,
+rocm-bandwidth-test, TransferBench, and the HIP and HSA runtimes' errors of any HIP program: the driver not loaded,
+/dev/kfd absent, a GPU memory access fault or hang, copied data that came back wrong are unhealthy; /dev/kfd refused
+to the user, a program built for another gfx, an image newer than the driver are inconclusive).
 The tool is told from the text unless --tool names it.
 
---vm-size names the node's size: a CUDA check that sees fewer GPUs than the size has fails, and all_reduce_perf's
-bus bandwidth is held to the size's figure (components/aks_gpu/data/gpu_diagnostics.yaml) at the figure's message
-size. --level is the dcgmi diag -r the output came from: a level 2 or higher run that tested nothing past
+--vm-size names the node's size: a CUDA or ROCm check that sees fewer GPUs than the size has fails, and
+all_reduce_perf's bus bandwidth is held to the size's figure (components/aks_gpu/data/gpu_diagnostics.yaml) at the
+figure's message size. --level is the dcgmi diag -r the output came from: a level 2 or higher run that tested nothing past
 Deployment proves nothing.
 
 --json prints {"file", "tool", "tool_detected", "state", "part", "evidence", "warnings", "vm_size", "level"}.
@@ -120,7 +124,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         command.set_defaults(handler=handler)
     diag = smi_commands.add_parser(
         "diag",
-        help="grade a saved vendor diagnostic (dcgmi diag, deviceQuery, nccl-tests, rvs, amd-smi RAS counters)",
+        help="grade a saved vendor diagnostic (dcgmi diag, deviceQuery, nccl-tests, rvs, amd-smi RAS counters, rocminfo)",
         description=_DIAG_DESCRIPTION,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )

@@ -1,7 +1,8 @@
 """Readers of the vendors' active GPU diagnostics: NVIDIA ``dcgmi diag`` (table and ``-j`` JSON), a CUDA context on
-every GPU (CUDA samples' ``deviceQuery``), NCCL ``all_reduce_perf``, AMD's ROCm Validation Suite (``rvs``). Each
-turns one tool's output into a ``Grade``:
-``healthy``, ``unhealthy: <part>`` or ``inconclusive: <why>`` (the diagnostic could not run, or ran only in part).
+every GPU (CUDA samples' ``deviceQuery``), NCCL ``all_reduce_perf``, AMD's ROCm Validation Suite (``rvs``), amd-smi's
+RAS counters and AMD's runtime tools (``rocminfo``, ``hipInfo``, ``rocm-bandwidth-test``, TransferBench). Each turns
+one tool's output into a ``Grade``: ``healthy``, ``unhealthy: <part>`` or ``inconclusive: <why>`` (the diagnostic
+could not run, or ran only in part).
 Pure: text in, grade out."""
 
 from aks_gpu.gpu.diag.cuda import read_cuda_context
