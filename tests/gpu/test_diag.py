@@ -525,6 +525,14 @@ def test_hipinfo_and_transferbench_are_graded_by_their_ends() -> None:
     assert read_rocm_runtime(transfers, 8).warnings == (
         "GPU count not checked: TransferBench's output does not say how many GPUs the runtime sees",
     )
+    # The p2p preset ends each direction with its averages: cut before the last, it has not ended; its header counts
+    # the GPUs.
+    p2p = text("322_transferbench_p2p_8xmi350x_rocm7.0_pass.txt")
+    assert (
+        str(read_rocm_runtime(p2p[: p2p.rindex("Averages")]))
+        == "inconclusive: TransferBench ended before its last line (cut off)"
+    )
+    assert str(read_rocm_runtime(p2p, 16)) == "unhealthy: ROCm sees 8 of 16 GPUs (TransferBench)"
 
 
 def test_rocm_smi_driver_error_alone_stays_the_ras_readers(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:

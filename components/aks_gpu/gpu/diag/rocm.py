@@ -12,7 +12,7 @@ What the tools print, from their sources:
   is not member of "<group>" group``); ``hsa api call failure at: <file>:<line>`` / ``Call returned <status>`` is a
   failed HSA call. A run lists ``HSA Agents`` (``Agent N`` blocks, ``Device Type: CPU|GPU``) and ends with
   ``*** Done ***``;
-- ``hipInfo`` (ROCm/hip-tests ``samples/1_Utils/hipInfo/hipInfo.cpp``): a ``device# N`` block per device that ends
+- ``hipInfo`` (ROCm/hip-tests ``samples/1_Utils/hipInfo/hipInfo.cpp`` @3543bc3): a ``device# N`` block per device that ends
   with ``memInfo.free:``; its ``checkHipErrors`` prints ``HIP API error = <number> "<message>"``;
 - ``rocm-bandwidth-test`` (ROCm/rocm_bandwidth_test @6bd5c1a: ``rocm_bandwidth_test_print.cpp``,
   ``rocm_bandwidth_test_report.cpp``, ``common.cpp``): ``RocmBandwidthTest Version``, a ``Device: N,  <name>`` line per
@@ -21,7 +21,9 @@ What the tools print, from their sources:
 - TransferBench (ROCm/TransferBench ``src/TransferBench.cpp`` @788840d): it checks every transfer's data and prints
   ``[ERROR] Unexpected mismatch at index ...`` when a destination does not hold what was copied (its FAQ: usually an
   IOMMU or runtime/driver problem of the system, https://rocm.docs.amd.com/projects/TransferBench/en/latest/ FAQ), and
-  ``Encountered HIP error (<message>)`` when a HIP call fails; each test ends with its ``Aggregate`` line.
+  ``Encountered HIP error (<message>)`` when a HIP call fails; each test ends with its ``Aggregate`` line, and its
+  ``p2p`` and ``a2a`` presets print ``SRC+EXE\\DST`` / ``SRC\\DST`` matrices ending with ``Averages (During ...)`` and
+  ``Aggregate bandwidth (CPU Timed)``.
 
 The rules:
 
@@ -38,8 +40,9 @@ The rules:
   the node: 209 ``hipErrorNoBinaryForGpu`` ("Unable to find code object for all current devices!": built for another
   gfx) and 98 ``hipErrorInvalidDeviceFunction``, 101 ``hipErrorInvalidDevice`` (a GPU the pod was not given), 2
   ``hipErrorOutOfMemory``, 35 ``hipErrorInsufficientDriver`` (an image newer than the driver), 304
-  ``hipErrorOperatingSystem``, 801 ``hipErrorNotSupported``: inconclusive; another HIP error stops the check:
-  unhealthy, naming it;
+  ``hipErrorOperatingSystem``, 801 ``hipErrorNotSupported``: inconclusive; another HIP error by name or number stops
+  the check: unhealthy, naming it; a message alone that is not one of these (``HIP Error: invalid resource handle``)
+  says only that the program stopped: inconclusive;
 - HSA status codes (``hsa_status_t``, ROCm/ROCR-Runtime ``hsa.h``: ``HSA_STATUS_ERROR_OUT_OF_RESOURCES = 0x1008``,
   which old rocminfo printed as ``4104``): ``OUT_OF_RESOURCES`` is what the runtime returns when it cannot open
   ``/dev/kfd``, for a missing permission as for a missing device (ROCm/rocminfo#34), so alone it is inconclusive (the
@@ -109,7 +112,7 @@ _HIP_BY_MESSAGE = {
 }
 _HIP_NAME = re.compile(r"\b(hipError[A-Z]\w*)")
 _HIP_NUMBER = re.compile(r"HIP API error = 0*(\d+)[^\n]*")
-_HIP_MESSAGE = re.compile(r"(?:HIP error:?|Encountered HIP error \(|HIP API error = \d+)\s*\"?([^\n\")]+)")
+_HIP_MESSAGE = re.compile(r"(?:HIP error:?|Encountered HIP error \(|HIP API error = \d+)\s*\"?([^\n\")]+)", re.IGNORECASE)
 
 _HSA = re.compile(r"\bHSA_STATUS_ERROR(?:_[A-Z_]+)?")
 _HSA_OLD_NUMBER = re.compile(r"Call returned (\d+)\b")
@@ -138,6 +141,10 @@ _RBT_VALIDATION = "Data Path Validation"
 _RBT_RESULT = re.compile(r"bandwidth GB/s|Latency|Data Path Validation", re.IGNORECASE)
 _TB_TRANSFER = re.compile(r"^\s*Transfer \d+\s*\|\s*[\d.]+ GB/s", re.M)
 _TB_AGGREGATE = re.compile(r"^\s*Aggregate\b", re.M)
+# The p2p and a2a presets' matrices: a header of executors (``SRC+EXE\DST``, ``SRC\DST``), then rows; p2p ends each
+# direction with ``Averages (During ...)``, a2a with ``Aggregate bandwidth (CPU Timed)``.
+_TB_HEADER = re.compile(r"^\s*SRC(?:\+EXE)?\\(?:EXE\+)?DST\b[^\n]*", re.M)
+_TB_END = re.compile(r"^\s*(?:Averages \(During|Aggregate bandwidth)", re.M)
 
 
 @dataclass(frozen=True)
@@ -206,8 +213,15 @@ def _findings(text: str) -> Iterator[_Finding]:
         yield _hip_finding(int(numbered.group(1)), numbered.group(0))
     for said in _HIP_MESSAGE.finditer(text):
         number = next((n for message, n in _HIP_BY_MESSAGE.items() if message in said.group(1).lower()), None)
+        line = _line_at(text, said.start())
         if number is not None:
-            yield _hip_finding(number, _line_at(text, said.start()))
+            yield _hip_finding(number, line)
+        elif not _HIP_NAME.search(line) and not _HIP_NUMBER.search(line):  # a name or number beside it was read
+            yield _Finding(
+                "inconclusive",
+                f"the program stopped on a HIP error this reader does not grade ({said.group(1).strip()[:120]})",
+                line,
+            )
     yield from _hsa_findings(text)
 
 
@@ -280,7 +294,7 @@ def _listing_grade(text: str, expected_gpus: int | None) -> Grade:
         return Grade(TOOL, "unhealthy", f"{tool} lists no GPU: the ROCm runtime sees none")
     if gpus is not None and expected_gpus is not None and gpus < expected_gpus:
         return Grade(TOOL, "unhealthy", f"ROCm sees {gpus} of {expected_gpus} GPUs ({tool})")
-    warnings = []
+    warnings: list[str] = []
     if tool == "rocm-bandwidth-test":
         warnings += _rbt_warnings(text)
     if expected_gpus is not None and gpus is None:
@@ -293,9 +307,9 @@ def _listed(text: str) -> tuple[str, int | None, bool] | None:
     the output reaches the tool's last line."""
     if _AGENTS.search(text):
         return "rocminfo", len(_GPU_AGENT.findall(text)), bool(_DONE.search(text))
-    devices = _HIPINFO_DEVICE.findall(text)
-    if devices:
-        return "hipInfo", len(set(devices)), len(_HIPINFO_END.findall(text)) >= len(devices)
+    blocks = _HIPINFO_DEVICE.findall(text)
+    if blocks:
+        return "hipInfo", len(set(blocks)), len(_HIPINFO_END.findall(text)) >= len(blocks)
     if _RBT in text:
         devices = _rbt_devices(text)
         results = list(_RBT_RESULT.finditer(text))
@@ -304,6 +318,10 @@ def _listed(text: str) -> tuple[str, int | None, bool] | None:
         lines = text[after_header:].splitlines() if after_header >= 0 else []
         rows = {cells[0] for cells in map(str.split, lines) if cells and cells[0].isdigit()}
         return "rocm-bandwidth-test", len(_rbt_gpus(devices)), bool(devices) and set(devices) <= rows
+    headers = list(_TB_HEADER.finditer(text))
+    if headers:
+        gpus = max(len(set(re.findall(r"GPU \d+", header.group(0)))) for header in headers)
+        return "TransferBench", gpus, bool(_TB_END.search(text, headers[-1].end()))
     if _TB_TRANSFER.search(text):
         last = [match.end() for match in _TB_TRANSFER.finditer(text)][-1]
         return "TransferBench", None, bool(_TB_AGGREGATE.search(text, last))
