@@ -41,7 +41,8 @@ The rules:
   gfx) and 98 ``hipErrorInvalidDeviceFunction``, 101 ``hipErrorInvalidDevice`` (a GPU the pod was not given), 2
   ``hipErrorOutOfMemory``, 35 ``hipErrorInsufficientDriver`` (an image newer than the driver), 304
   ``hipErrorOperatingSystem``, 801 ``hipErrorNotSupported``: inconclusive; another HIP error by name or number stops
-  the check: unhealthy, naming it; a message alone that is not one of these (``HIP Error: invalid resource handle``)
+  the check: unhealthy, naming it (not 600 ``hipErrorNotReady`` and 704 ``hipErrorPeerAccessAlreadyEnabled``, statuses
+  HIP's log prints in normal work); a message alone that is not one of these (``HIP Error: invalid resource handle``)
   says only that the program stopped: inconclusive;
 - HSA status codes (``hsa_status_t``, ROCm/ROCR-Runtime ``hsa.h``: ``HSA_STATUS_ERROR_OUT_OF_RESOURCES = 0x1008``,
   which old rocminfo printed as ``4104``): ``OUT_OF_RESOURCES`` is what the runtime returns when it cannot open
@@ -99,6 +100,9 @@ _HIP_FAULT = {
     719: ("hipErrorLaunchFailure", "a kernel launch failed on the GPU"),
     999: ("hipErrorUnknown", "HIP's unknown error (the driver is in a bad state)"),
 }
+# Statuses HIP returns in normal work, which its log (AMD_LOG_LEVEL) prints: a stream still busy, peer access
+# enabled twice. No error.
+_HIP_STATUS = {"hipErrorNotReady", "hipErrorPeerAccessAlreadyEnabled"}
 _HIP_BY_NAME = {name: number for number, (name, _) in (_HIP_NOT_RUN | _HIP_FAULT).items()}
 # hipGetErrorString's messages, for the programs that print no name or number (PyTorch's "HIP error: <message>").
 _HIP_BY_MESSAGE = {
@@ -203,6 +207,8 @@ def _findings(text: str) -> Iterator[_Finding]:
     if no_gpu:
         yield _hip_finding(100, _line_at(text, no_gpu.start()))
     for name in _HIP_NAME.finditer(text):
+        if name.group(1) in _HIP_STATUS:
+            continue
         number = _HIP_BY_NAME.get(name.group(1))
         line = _line_at(text, name.start())
         if number is not None:
