@@ -82,8 +82,8 @@ The tool is told from the text unless --tool names it.
 
 --vm-size names the node's size: a CUDA or ROCm check that sees fewer GPUs than the size has fails, and
 all_reduce_perf's bus bandwidth is held to the size's figure (components/aks_gpu/data/gpu_diagnostics.yaml) at the
-figure's message size. --level is the dcgmi diag -r the output came from: a level 2 or higher run that tested nothing past
-Deployment proves nothing.
+figure's message size. --level is the dcgmi diag -r the output came from: a level 2 or higher run that tested
+nothing past Deployment proves nothing.
 
 --json prints {"file", "tool", "tool_detected", "state", "part", "evidence", "warnings", "vm_size", "level"}.
 

@@ -106,8 +106,8 @@ def grade_output(
     bandwidth: BusBandwidth | None = None,
 ) -> tuple[Tool | None, Grade]:
     """The tool (``tool``, else told from the text) and its grade of ``text``. ``level``: the ``dcgmi diag -r`` asked
-    for; ``expected_gpus``: the GPUs the node should have (a CUDA check that sees fewer fails, an NCCL run over fewer
-    proves nothing of the others); ``bandwidth``: the all-reduce figure of the node's size."""
+    for; ``expected_gpus``: the GPUs the node should have (a CUDA or ROCm check that sees fewer fails, an NCCL run over
+    fewer proves nothing of the others); ``bandwidth``: the all-reduce figure of the node's size."""
     chosen = tool or detect_tool(text)
     if chosen == "dcgm":
         return chosen, read_dcgm_diag(text, level)
