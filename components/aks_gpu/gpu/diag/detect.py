@@ -83,7 +83,7 @@ _MARKERS: tuple[tuple[Tool, re.Pattern[str]], ...] = (
         re.compile(
             r"RocmBandwidthTest Version|Data Path Validation|TransferBench v\d|Unexpected (?:output )?mismatch at index|"
             r"Encountered HIP error|\bhipError[A-Z]\w*|HIP API error|\bHIP [Ee]rror\b|No HIP GPUs are available|"
-            r"no ROCm-capable device|Unable to find code object|HSA_STATUS_ERROR|HSA Error Found|"
+            r"no ROCm-capable device|Unable to find code object|HSA_STATUS_ERROR|HSA Error Found|rocBLAS error:|"
             r"Memory access fault by GPU|HW Exception by GPU|device#\s*\d+\s+Name:|^\s*Transfer \d+\s*\|\s*[\d.]+ GB/s|"
             r"^\s*SRC(?:\+EXE)?\\(?:EXE\+)?DST\b|Averages \(During|Aggregate bandwidth \((?:GPU|CPU) Timed\)",
             re.M,

@@ -44,6 +44,8 @@ The rules:
   the check: unhealthy, naming it (not 600 ``hipErrorNotReady`` and 704 ``hipErrorPeerAccessAlreadyEnabled``, statuses
   HIP's log prints in normal work); a message alone that is not one of these (``HIP Error: invalid resource handle``)
   says only that the program stopped: inconclusive;
+- rocBLAS without kernels for the GPU (``rocBLAS error: Cannot read .../TensileLibrary.dat: ... for GPU arch : <gfx>``,
+  ROCm/ROCm#2788): a ROCm build that does not support this GPU, not the GPU: inconclusive;
 - HSA status codes (``hsa_status_t``, ROCm/ROCR-Runtime ``hsa.h``: ``HSA_STATUS_ERROR_OUT_OF_RESOURCES = 0x1008``,
   which old rocminfo printed as ``4104``): ``OUT_OF_RESOURCES`` is what the runtime returns when it cannot open
   ``/dev/kfd``, for a missing permission as for a missing device (ROCm/rocminfo#34), so alone it is inconclusive (the
@@ -82,6 +84,8 @@ _HW_EXCEPTION = re.compile(r"HW Exception by GPU node-(\d+)[^\n]*?reason\s*:\s*(
 _NO_CODE_OBJECT = re.compile(r"Unable to find code object for all current devices|Coudn't find binary for current devices")
 _NO_HIP_GPU = re.compile(r"No HIP GPUs are available|no ROCm-capable device is detected", re.IGNORECASE)
 _COPY_WRONG = re.compile(r"Unexpected (?:output )?mismatch[^\n]*")
+# rocBLAS without kernels for the GPU's architecture (its Tensile library has none for this gfx).
+_ROCBLAS_NO_ARCH = re.compile(r"rocBLAS error: Cannot read [^\n]*?for GPU arch\s*:\s*(\S+)")
 
 # hipError_t (ROCm/HIP include/hip/hip_runtime_api.h @746dcac): number, name, and its grade's reason.
 _HIP_NOT_RUN = {
@@ -200,6 +204,13 @@ def _findings(text: str) -> Iterator[_Finding]:
     for wrong in _COPY_WRONG.finditer(text):
         yield _Finding("unhealthy", "copied data came back wrong (TransferBench's validation)", wrong.group(0))
     yield from _validation_failures(text)
+    for library in _ROCBLAS_NO_ARCH.finditer(text):
+        yield _Finding(
+            "inconclusive",
+            f"the program's rocBLAS has no kernels for this GPU's gfx ({library.group(1)}): its ROCm build does not"
+            " support this GPU",
+            library.group(0),
+        )
     no_code = _NO_CODE_OBJECT.search(text)
     if no_code:
         yield _hip_finding(209, _line_at(text, no_code.start()))
