@@ -563,3 +563,26 @@ def test_a_passing_rocm_bandwidth_test_notes_what_it_did_not_prove() -> None:
         "GPUs 1 and 2 have no peer access: their copies go through the host",
         "the copies' data were not checked (rocm-bandwidth-test checks them only with -v)",
     )
+
+
+@pytest.mark.parametrize(
+    ("cuda_message", "state"),
+    [
+        # The plugin's own CUDA needs a newer driver, or was not built for this GPU: it tested nothing.
+        ("CUDA driver version is insufficient for CUDA runtime version", "inconclusive"),
+        ("no kernel image is available for execution on the device", "inconclusive"),
+        # The node's own CUDA faults stay failures of the GPUs.
+        ("system not yet initialized", "unhealthy"),
+        ("unknown error", "unhealthy"),
+        ("CUDA-capable device(s) is/are busy or unavailable", "unhealthy"),
+    ],
+)
+def test_a_dcgm_failure_is_graded_by_the_cuda_error_it_names(cuda_message: str, state: str) -> None:
+    # NVIDIA/nccl-tests#264's level 3 run: GPU Memory "Fail - All" with cuInit's 'system not yet initialized' on every
+    # GPU, the message swapped for other CUDA errors DCGM's plugins print the same way. The CUDA reader's one table
+    # decides whose fault each is, as it does for deviceQuery and nccl-tests.
+    run = text("07_dcgmi-diag-r3_8xh100_dcgm3.3.8_memory_fail_all_cuinit_802.txt")
+    graded = read_dcgm_diag(run.replace("system not yet initialized", cuda_message), level=3)
+    assert graded.state == state, str(graded)
+    if state == "inconclusive":
+        assert "GPU Memory could not run" in graded.part

@@ -47,6 +47,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from aks_gpu.gpu.diag.cuda import cuda_error_grade, cuda_error_of_message
 from aks_gpu.gpu.diag.grade import Grade
 
 TOOL = "dcgm-diag"
@@ -81,6 +82,13 @@ _INTERNAL = (
     "couldn't be parsed",
 )
 _PERSISTENCE = "persistence mode"
+# CUDA errors of the diagnostic's own build or environment, not of the GPU, as the CUDA reader grades them (one table,
+# cuda.py): DCGM's plugins print the CUDA error they met ("Unable to initialize CUDA library: '<message>'"), and a
+# plugin whose CUDA needs a newer driver (35), was not built for the GPU (209, 222), meets a forward-compatibility
+# package the GPU does not support (804), names a GPU it was not given (101) or is refused a system call (304) has
+# tested nothing. The GPU's own states stay failures: busy or out of memory (46, 2) while DCGM holds the GPUs is the
+# GPU's (NVIDIA/DCGM#145: the same GPU fails alone), as are 802, 803, 100 and 999.
+_DIAGNOSTICS_OWN_CUDA_ERRORS = frozenset({35, 101, 209, 222, 304, 804})
 # The EUD plugin runs NVIDIA's EUD executable where it is installed and the product supports it: its skip says the
 # test does not apply here, not that a test that should have run could not
 # (https://docs.nvidia.com/datacenter/dcgm/latest/reference/diagnostics/plugins/eud.html, "Availability").
@@ -364,8 +372,11 @@ def _grade(tests: list[_Test], level: int | None, cut: str = "") -> Grade:
     for test in tests:
         said = "; ".join(test.messages)
         if test.status == "fail":
+            own_cuda_error = _own_cuda_error(said)
             if any(marker in said.lower() for marker in _INTERNAL):
                 not_run.append(f"{test.name} could not run (DCGM internal error: {said[:200]})")
+            elif own_cuda_error:
+                not_run.append(f"{test.name} could not run ({own_cuda_error})")
             elif (
                 test.category.lower() == "deployment"
                 and test.messages
@@ -397,6 +408,14 @@ def _grade(tests: list[_Test], level: int | None, cut: str = "") -> Grade:
         # of a lower level than the one asked.
         return Grade(TOOL, "inconclusive", f"level {level} ran no Stress test (a lower level's run)", (), tuple(warnings))
     return Grade(TOOL, "healthy", warnings=tuple(warnings))
+
+
+def _own_cuda_error(said: str) -> str | None:
+    """Why a failed test tested nothing, where its message is a CUDA error of DCGM's own build or environment."""
+    number = cuda_error_of_message(said)
+    if number not in _DIAGNOSTICS_OWN_CUDA_ERRORS:
+        return None
+    return cuda_error_grade(number, said).part
 
 
 def _cause(said: str, test: _Test) -> str:
